@@ -1,0 +1,46 @@
+"""User-facing errors. A CompileError points at the user's source like a C compiler does:
+
+    kernel.py:5:9: error: list comprehensions are not supported
+        y = [v * 2 for v in x]
+            ^^^^^^^^^^^^^^^^^^
+    hint: write a loop that fills an array: y = np.empty(n); for i in range(n): y[i] = ...
+"""
+from __future__ import annotations
+
+import linecache
+
+from .ir.core import SourceRange
+
+
+class CompileError(Exception):
+    """Raised when a function uses Python outside the compiled subset or does not type-check."""
+
+    def __init__(self, reason: str, source: SourceRange | None = None, hint: str | None = None):
+        self.reason, self.source, self.hint = reason, source, hint
+        super().__init__(self._render())
+
+    @property
+    def filename(self):
+        return self.source.filename if self.source else None
+
+    @property
+    def lineno(self):
+        return self.source.line if self.source else None
+
+    @property
+    def col(self):
+        return self.source.col if self.source else None
+
+    def _render(self) -> str:
+        if self.source is None:
+            text = f"error: {self.reason}"
+        else:
+            s = self.source
+            text = f"{s.filename}:{s.line}:{s.col}: error: {self.reason}"
+            line = linecache.getline(s.filename, s.line).rstrip("\n")
+            if line:
+                end = s.end_col if s.end_line == s.line and s.end_col and s.end_col > s.col else len(line) + 1
+                text += f"\n    {line}\n    {' ' * (s.col - 1)}{'^' * max(1, end - s.col)}"
+        if self.hint:
+            text += f"\nhint: {self.hint}"
+        return text

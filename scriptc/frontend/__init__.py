@@ -1,0 +1,133 @@
+"""Python source -> IR. ``compile_function`` builds the SSA graph of one function for given parameter types."""
+from __future__ import annotations
+
+import ast
+import builtins
+import typing
+
+import numpy as np
+
+from ..errors import CompileError
+from ..ir.core import Graph
+from ..ir.registry import op_for_callable
+from ..ir.types import BOOL, FLOAT, INT, NONE, TENSOR, TensorType, TupleType, Type
+from .emitter import UNSUPPORTED, FunctionEmitter
+from .source import FunctionSource, get_source
+
+__all__ = ["CompileError", "FunctionSource", "Resolver", "compile_function", "get_source", "validate",
+           "annotation_type"]
+
+_SPECIAL_CALLS = {builtins.print, builtins.range, builtins.min, builtins.max, builtins.len, np.zeros, np.ones,
+                  np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.arange,
+                  np.reshape}
+_MISSING = object()
+
+
+def annotation_type(obj) -> Type | None:
+    """The IR type of a parameter or return annotation, or None if it is not one we compile."""
+    if obj is int:
+        return INT
+    if obj is float:
+        return FLOAT
+    if obj is bool:
+        return BOOL
+    if obj is None or obj is type(None):
+        return NONE
+    origin = typing.get_origin(obj)
+    if obj is np.ndarray or origin is np.ndarray:
+        return TENSOR
+    if origin is tuple:
+        elems = [annotation_type(a) for a in typing.get_args(obj)]
+        return None if None in elems or Ellipsis in typing.get_args(obj) else TupleType(tuple(elems))
+    return None
+
+
+class Resolver:
+    """Answers the emitter's questions about the world outside the function: globals, annotations, callees."""
+
+    def __init__(self, compile_callee):
+        self.compile_callee = compile_callee
+
+    def lookup_global(self, fn: FunctionSource, name: str):
+        func = fn.func
+        code = func.__code__
+        if name in code.co_freevars and func.__closure__:
+            cell = func.__closure__[code.co_freevars.index(name)]
+            try:
+                return cell.cell_contents
+            except ValueError:
+                return _MISSING
+        if name in func.__globals__:
+            return func.__globals__[name]
+        return getattr(builtins, name, _MISSING)
+
+    def resolve_global(self, fn: FunctionSource, node: ast.Name):
+        obj = self.lookup_global(fn, node.id)
+        if obj is _MISSING:
+            raise fn.error(f"name '{node.id}' is not defined", node)
+        return obj
+
+    def annotation(self, fn: FunctionSource, node: ast.AST) -> Type:
+        try:
+            obj = eval(compile(ast.Expression(node), fn.filename, "eval"),  # noqa: S307 - the user's own annotation
+                       dict(fn.func.__globals__), {})
+        except Exception as e:  # noqa: BLE001 - any failure to evaluate is the user's annotation error
+            raise fn.error(f"cannot evaluate annotation '{ast.unparse(node)}': {e}", node) from None
+        t = annotation_type(obj)
+        if t is None:
+            raise fn.error(f"unsupported annotation '{ast.unparse(node)}'", node,
+                           "annotate with int, float, bool, np.ndarray, or tuple[...] of those")
+        return t
+
+    @staticmethod
+    def is_script_function(obj) -> bool:
+        from ..function import ScriptFunction
+        return isinstance(obj, ScriptFunction)
+
+    def callee_graph(self, callee, arg_types, fn: FunctionSource, node) -> tuple[list[Type], Graph]:
+        return self.compile_callee(callee, arg_types, fn, node)
+
+    def unsupported_hint(self, obj) -> str | None:
+        if callable(obj) and hasattr(obj, "__code__"):
+            return f"decorate '{obj.__name__}' with @scriptc.script to call it from compiled code"
+        return None
+
+    def supported_callable(self, obj) -> bool:
+        return (obj in _SPECIAL_CALLS or op_for_callable(obj) is not None or self.is_script_function(obj)
+                or obj is __import__("math").pow)
+
+
+def validate(fn: FunctionSource, resolver: Resolver) -> None:
+    """Reject constructs outside the subset anywhere in the function, before any typing; type errors that
+    depend on array dtypes surface when the function is specialized."""
+    tree = fn.tree
+    args = tree.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        raise fn.error("*args, **kwargs, keyword-only and positional-only parameters are not supported", tree)
+    if args.defaults:
+        raise fn.error("default parameter values are not supported", args.defaults[0])
+    if tree.decorator_list and len(tree.decorator_list) > 1:
+        raise fn.error("scripted functions take no other decorators", tree.decorator_list[0])
+    local_names = {a.arg for a in args.args} | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                                                 and isinstance(n.ctx, ast.Store)}
+    for node in ast.walk(tree):
+        if node is tree:
+            continue
+        if type(node) in UNSUPPORTED:
+            reason, hint = UNSUPPORTED[type(node)]
+            raise fn.error(reason, node, hint)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in local_names:
+            obj = resolver.lookup_global(fn, node.func.id)
+            if obj is _MISSING:
+                raise fn.error(f"name '{node.func.id}' is not defined", node.func)
+            if not resolver.supported_callable(obj):
+                raise fn.error(f"'{node.func.id}' is not supported in scripted functions", node.func,
+                               resolver.unsupported_hint(obj))
+        if isinstance(node, ast.Compare):
+            for op in node.ops:
+                if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                    raise fn.error("'is' and 'in' comparisons are not supported", node)
+
+
+def compile_function(fn: FunctionSource, param_types, return_type, resolver: Resolver) -> Graph:
+    return FunctionEmitter(fn, list(param_types), return_type, resolver).build()

@@ -1,0 +1,321 @@
+"""Calls, array attributes and indexing, as a mixin of FunctionEmitter.
+
+A call's target is resolved to a Python object at compile time (``np.exp``, ``math.sqrt``, ``len``, another
+scripted function). Objects the op registry binds (``OpDef.py``, ``OpDef.methods``) become that operator with
+its schema's arguments and attributes; the few calls with their own shape rules (print, range, min/max,
+array creation, reshape, astype) are handled here."""
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+
+import numpy as np
+
+from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_method
+from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, TupleType
+
+CREATORS = {np.zeros: "aten::zeros", np.ones: "aten::ones", np.empty: "aten::empty"}
+LIKE = {np.zeros_like: "aten::zeros_like", np.ones_like: "aten::ones_like", np.empty_like: "aten::empty_like"}
+
+
+class CallsMixin:
+    # -- helpers --------------------------------------------------------------------------------------
+    def is_builtin(self, func_node, obj) -> bool:
+        if isinstance(func_node, ast.Name) and func_node.id not in self.locals:
+            return self.resolver.lookup_global(self.fn, func_node.id) is obj
+        return False
+
+    def const_eval(self, node):
+        """A compile-time constant argument (an axis, a dtype, a literal)."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+            return -node.operand.value
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            r = self.visit(node)
+            from .emitter import Static
+            if isinstance(r, Static):
+                return r.obj
+        raise self.fn.error(f"'{ast.unparse(node)}' must be a constant here", node)
+
+    def dtype_of(self, node) -> str:
+        obj = self.const_eval(node)
+        try:
+            name = np.dtype({builtins.float: "float64", builtins.int: "int64", builtins.bool: "bool"}.get(obj, obj)).name
+        except TypeError:
+            name = None
+        if name not in DTYPE_NAMES:
+            raise self.fn.error(f"unsupported dtype '{ast.unparse(node)}'", node,
+                                "use np.float64, np.float32, np.int64, np.int32 or np.bool_")
+        return name
+
+    def keywords(self, call, allowed) -> dict:
+        kw = {}
+        for k in call.keywords:
+            if k.arg is None or k.arg not in allowed:
+                raise self.fn.error(f"unexpected keyword argument '{k.arg}'", k)
+            kw[k.arg] = k.value
+        return kw
+
+    def shape_values(self, node) -> list:
+        """Dimensions given as an int, a tuple display, or a tuple value such as ``x.shape``."""
+        if isinstance(node, ast.Tuple):
+            return [self.expr(e) for e in node.elts]
+        v = self.expr(node)
+        if isinstance(v.type, TupleType):
+            return self.emit("prim::TupleUnpack", [v], at=node).outputs
+        return [v]
+
+    # -- calls ----------------------------------------------------------------------------------------
+    def visit_Call(self, node):
+        from .emitter import Static
+        if isinstance(node.func, ast.Attribute):
+            base = self.visit(node.func.value)
+            if not isinstance(base, Static):
+                return self.method_call(base, node.func.attr, node)
+        target = self.visit(node.func)
+        if not isinstance(target, Static):
+            raise self.fn.error(f"'{ast.unparse(node.func)}' is not callable", node.func)
+        return self.call_object(target.obj, node)
+
+    def call_object(self, obj, node):
+        name = ast.unparse(node.func)
+        if obj is builtins.print:
+            return self.call_print(node)
+        if obj is builtins.range:
+            raise self.fn.error("range() can only be the iterable of a for loop", node)
+        if obj in (builtins.min, builtins.max):
+            return self.call_minmax(obj, node)
+        if obj is builtins.len:
+            return self.call_len(node)
+        if obj is builtins.float and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            return self.const(float(node.args[0].value))
+        if self.resolver.is_script_function(obj):
+            return self.call_script(obj, node)
+        if obj in CREATORS:
+            kw = self.keywords(node, {"shape", "dtype"})
+            shape = node.args[0] if node.args else kw.get("shape")
+            dtype = self.dtype_of(kw["dtype"] if "dtype" in kw else node.args[1]) \
+                if "dtype" in kw or len(node.args) > 1 else "float64"
+            return self.op(CREATORS[obj], self.shape_values(shape), {"dtype": dtype}, at=node)
+        if obj is np.full:
+            kw = self.keywords(node, {"dtype", "fill_value", "shape"})
+            fill = self.expr(node.args[1] if len(node.args) > 1 else kw["fill_value"])
+            dtype = self.dtype_of(kw["dtype"]) if "dtype" in kw else self.scalar_dtype(fill, node)
+            return self.op("aten::full", [fill] + self.shape_values(node.args[0]), {"dtype": dtype}, at=node)
+        if obj in LIKE or obj is np.full_like:
+            return self.call_like(obj, node)
+        if obj is np.arange:
+            return self.call_arange(node)
+        if obj is np.reshape:
+            return self.reshape(self.expr(node.args[0]), node.args[1:], node)
+        if obj is math.pow:
+            a, b = (self.op("aten::Float", [self.expr(x)], at=node) for x in node.args)
+            return self.op("aten::pow", [a, b], at=node)
+        op = op_for_callable(obj)
+        if op is None:
+            raise self.fn.error(f"'{name}' is not supported in scripted functions", node.func,
+                                self.resolver.unsupported_hint(obj))
+        result = self.bind_op(op, [self.expr(a) for a in node.args], node)
+        if isinstance(obj, np.ufunc) and result.type == INT and all(a.type.is_scalar for a in result.node.inputs):
+            result = self.op("aten::Float", [result], at=node)  # np.floor(2.5) is 2.0, math.floor(2.5) is 2
+        return result
+
+    def bind_op(self, op: OpDef, args: list, node, what=None) -> "Value":  # noqa: F821
+        what = what or ast.unparse(node.func)
+        attrs = {}
+        if op.variadic is None and len(args) > len(op.params):
+            extra = args[len(op.params):]
+            if len(extra) > len(op.attrs):
+                raise self.fn.error(f"{what}() takes {len(op.params)} argument(s), {len(args)} given", node)
+            raise self.fn.error(f"{what}(): pass {', '.join(op.attrs[:len(extra)])} as a keyword argument", node)
+        for k in node.keywords:
+            if k.arg in op.attrs:
+                value = self.const_eval(k.value)
+                if value is not None:
+                    attrs[k.arg] = value
+            elif k.arg in op.params and op.params.index(k.arg) == len(args):
+                args = args + [self.expr(k.value)]
+            else:
+                raise self.fn.error(f"{what}() got an unexpected keyword argument '{k.arg}'", k)
+        if op.variadic is None and len(args) < len(op.params):
+            raise self.fn.error(f"{what}() missing argument '{op.params[len(args)]}'", node)
+        return self.op(op.name, args, attrs, at=node)
+
+    def method_call(self, base, name, node):
+        if not isinstance(base.type, TensorType):
+            raise self.fn.error(f"{describe_type(base.type)} has no method '{name}'", node.func)
+        if name == "astype":
+            if len(node.args) != 1:
+                raise self.fn.error("astype() takes one dtype", node)
+            return self.op("aten::to", [base], {"dtype": self.dtype_of(node.args[0])}, at=node)
+        if name == "reshape":
+            return self.reshape(base, node.args, node)
+        op = op_for_method(name)
+        if op is None:
+            raise self.fn.error(f"array method '{name}' is not supported", node.func)
+        return self.bind_op(op, [base] + [self.expr(a) for a in node.args], node, what=name)
+
+    def reshape(self, base, args, node):
+        dims = self.shape_values(args[0]) if len(args) == 1 else [self.expr(a) for a in args]
+        return self.op("aten::reshape", [base] + dims, at=node)
+
+    def scalar_dtype(self, v, node) -> str:
+        if v.type in (INT, FLOAT, BOOL):
+            return {INT: "int64", FLOAT: "float64", BOOL: "bool"}[v.type]
+        raise self.fn.error(f"fill value must be a number, got {describe_type(v.type)}", node)
+
+    def call_like(self, obj, node):
+        kw = self.keywords(node, {"dtype", "fill_value"})
+        base = self.expr(node.args[0])
+        if not isinstance(base.type, TensorType):
+            raise self.fn.error(f"{ast.unparse(node.func)}() needs an array", node.args[0])
+        if base.type.dtype is None and "dtype" not in kw:
+            raise NeedsSpecialization("dtype of a *_like result")
+        dtype = self.dtype_of(kw["dtype"]) if "dtype" in kw else base.type.dtype
+        if obj is np.full_like:
+            fill = self.expr(node.args[1] if len(node.args) > 1 else kw["fill_value"])
+            return self.op("aten::full_like", [base, fill], {"dtype": dtype}, at=node)
+        return self.op(LIKE[obj], [base], {"dtype": dtype}, at=node)
+
+    def call_arange(self, node):
+        self.keywords(node, set())
+        args = [self.expr(a) for a in node.args]
+        if not 1 <= len(args) <= 3:
+            raise self.fn.error("np.arange() takes 1 to 3 arguments", node)
+        if len(args) == 1:
+            args = [self.const(0), args[0]]
+        if len(args) == 2:
+            args.append(self.const(1))
+        return self.op("aten::arange", args, at=node)
+
+    def call_print(self, node):
+        kw = self.keywords(node, {"sep", "end", "flush"})
+        attrs = {}
+        for key in ("sep", "end"):
+            if key in kw:
+                value = self.const_eval(kw[key])
+                if value is not None and not isinstance(value, str):
+                    raise self.fn.error(f"{key} must be a string literal", kw[key])
+                if value is not None and value != {"sep": " ", "end": "\n"}[key]:
+                    attrs[key] = value
+        values = [self.expr(a) for a in node.args]
+        self.emit("prim::Print", values, attrs, at=node)
+
+    def call_minmax(self, obj, node):
+        if node.keywords or len(node.args) < 2:
+            raise self.fn.error(f"{obj.__name__}() of scalars needs two or more arguments", node,
+                                f"for the {obj.__name__}imum of an array use np.{obj.__name__}(x)")
+        kind = f"prim::{obj.__name__}"
+        acc = self.expr(node.args[0])
+        for a in node.args[1:]:
+            acc = self.op(kind, [acc, self.expr(a)], at=node)
+        return acc
+
+    def call_len(self, node):
+        if len(node.args) != 1:
+            raise self.fn.error("len() takes one argument", node)
+        v = self.expr(node.args[0])
+        if isinstance(v.type, TupleType):
+            return self.const(len(v.type.elems))
+        return self.op("aten::len", [v], at=node)
+
+    def call_script(self, callee, node):
+        if node.keywords:
+            raise self.fn.error("keyword arguments to scripted functions are not supported", node)
+        args = [self.expr(a) for a in node.args]
+        params, graph = self.resolver.callee_graph(callee, [a.type for a in args], self.fn, node)
+        args = [self.convert(a, t, node) for a, t in zip(args, params)]
+        return self.op("prim::CallFunction", args, {"fn": graph}, at=node)
+
+    # -- arrays: attributes and indexing --------------------------------------------------------------
+    def array_attribute(self, base, node):
+        if not isinstance(base.type, TensorType):
+            raise self.fn.error(f"{describe_type(base.type)} has no attribute '{node.attr}'", node)
+        kinds = {"shape": "aten::size", "ndim": "aten::dim", "size": "aten::numel", "T": "aten::numpy_T"}
+        if node.attr not in kinds:
+            raise self.fn.error(f"array attribute '{node.attr}' is not supported", node)
+        return self.op(kinds[node.attr], [base], at=node)
+
+    def index_parts(self, node) -> list:
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        for p in parts:
+            if isinstance(p, ast.Constant) and p.value in (None, Ellipsis):
+                raise self.fn.error("indexing with None or ... is not supported", p)
+        return parts
+
+    def visit_Subscript(self, node):
+        base = self.expr(node.value)
+        if isinstance(base.type, TupleType):
+            index = self.const_eval(node.slice)
+            if not isinstance(index, int):
+                raise self.fn.error("tuples can only be indexed by an int constant", node.slice)
+            return self.op("prim::TupleIndex", [base], {"index": index}, at=node)
+        if not isinstance(base.type, TensorType):
+            raise self.fn.error(f"{describe_type(base.type)} is not subscriptable", node.value)
+        return self.index_value(base, self.index_parts(node), node)
+
+    def index_value(self, base, parts, node):
+        """Read ``base[parts]``: an element when every dimension gets an int, otherwise a view."""
+        kind, values = self.index_plan(base, parts, node)
+        if kind == "element":
+            return self.op("aten::getitem", [base] + values, at=node)
+        return values
+
+    def index_plan(self, base, parts, node):
+        rank = base.type.rank
+        if rank is None:
+            raise NeedsSpecialization("indexing")
+        if len(parts) > rank:
+            raise self.fn.error(f"too many indices for array: array is {rank}-dimensional, but {len(parts)} "
+                                f"were indexed", node)
+        values = [p if not isinstance(p, ast.AST) else self.slice_bounds(p) if isinstance(p, ast.Slice)
+                  else self.expr(p) for p in parts]
+        if len(values) == rank and not any(isinstance(v, tuple) for v in values):
+            for v, p in zip(values, parts):
+                if v.type != INT:
+                    raise self.fn.error(f"array indices must be ints, got {describe_type(v.type)}",
+                                        p if isinstance(p, ast.AST) else node)
+            return "element", values
+        view, dim = base, 0
+        for v in values:
+            if isinstance(v, tuple):
+                view = self.op("aten::slice", [view, *v], {"dim": dim}, at=node)
+                dim += 1
+            else:
+                view = self.op("aten::select", [view, v], {"dim": dim}, at=node)
+        return "view", view
+
+    def slice_bounds(self, s: ast.Slice) -> tuple:
+        return tuple(self.expr(b) if b is not None else self.const(None) for b in (s.lower, s.upper, s.step))
+
+    def store_subscript(self, target, value):
+        base = self.expr(target.value)
+        if not isinstance(base.type, TensorType):
+            raise self.fn.error(f"{describe_type(base.type)} does not support item assignment", target.value)
+        kind, index = self.index_plan(base, self.index_parts(target), target)
+        if kind == "element":
+            self.emit("aten::setitem", [base] + index + [value], at=target)
+        else:
+            self.emit("aten::copy_", [index, value], at=target)
+
+    def augassign_subscript(self, target, kind, node):
+        base = self.expr(target.value)
+        if not isinstance(base.type, TensorType):
+            raise self.fn.error(f"{describe_type(base.type)} does not support item assignment", target.value)
+        plan, index = self.index_plan(base, self.index_parts(target), target)
+        rhs = self.expr(node.value)
+        if plan == "element":
+            old = self.op("aten::getitem", [base] + index, at=target)
+            new = self.op(f"aten::{kind}", [old, rhs], at=node)
+            self.emit("aten::setitem", [base] + index + [new], at=node)
+        else:
+            self.emit(f"aten::{kind}_", [index, rhs], at=node)
+
+
+def describe_type(t) -> str:
+    from .emitter import describe
+    return describe(t)
+

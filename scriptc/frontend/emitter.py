@@ -1,0 +1,615 @@
+"""Python AST -> SSA IR, built directly (no stack slots): one visitor, ``visit_For``, ``visit_If``, ...
+
+Variables live in an environment mapping names to SSA values. ``prim::If`` merges the variables its branches
+assign into outputs; ``prim::Loop`` carries the variables its body assigns and that outlive an iteration
+(``scopes.carried_names``). ``break``, ``continue`` and ``return`` set control flags held in the same
+environment (``$brk``, ``$cont``, ``$ret`` plus the value ``$retv``); a flag that is True on every path ends
+the statement list, and a flag known only at run time guards the rest of it with a ``prim::If`` - the exit
+transform TorchScript applies, done during emission. A local bound on some paths only carries a bool that
+``prim::AssertBound`` checks where it is read, so reading it unbound raises UnboundLocalError as in Python.
+"""
+from __future__ import annotations
+
+import ast
+
+from ..ir.core import Block, Graph, Node, Value
+from ..ir.registry import OpTypeError, lookup
+from ..ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType, Type, join
+from .calls import CallsMixin
+from .scopes import carried_names, contains, load_counts, stores
+from .source import FunctionSource
+
+RET, RETV, BRK, CONT = "$ret", "$retv", "$brk", "$cont"
+FLAGS = (RET, BRK, CONT)
+MISSING = object()
+INT64_MAX = 2 ** 63 - 1
+
+BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
+          ast.Mod: "remainder", ast.Pow: "pow", ast.MatMult: "matmul", ast.BitAnd: "__and__",
+          ast.BitOr: "__or__", ast.BitXor: "__xor__", ast.LShift: "__lshift__", ast.RShift: "__rshift__"}
+CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
+
+# Constructs outside the subset: the reason, and a hint when there is a usual rewrite.
+UNSUPPORTED = {
+    ast.ListComp: ("list comprehensions are not supported",
+                   "fill an array in a loop: y = np.empty(n) then y[i] = ... in a for loop"),
+    ast.SetComp: ("set comprehensions are not supported", None),
+    ast.DictComp: ("dict comprehensions are not supported", None),
+    ast.GeneratorExp: ("generator expressions are not supported", "write an explicit loop"),
+    ast.List: ("lists are not supported", "use a tuple, or a NumPy array made with np.zeros/np.empty"),
+    ast.Dict: ("dicts are not supported", None),
+    ast.Set: ("sets are not supported", None),
+    ast.Lambda: ("lambdas are not supported", "define a @scriptc.script function at module level"),
+    ast.Try: ("try/except is not supported", None),
+    ast.With: ("'with' statements are not supported", None),
+    ast.Raise: ("'raise' is not supported", None),
+    ast.Assert: ("'assert' is not supported", None),
+    ast.Global: ("'global' statements are not supported", "module-level constants can be read without it"),
+    ast.Nonlocal: ("'nonlocal' statements are not supported", None),
+    ast.FunctionDef: ("nested function definitions are not supported",
+                      "define it at module level and decorate it with @scriptc.script"),
+    ast.ClassDef: ("class definitions are not supported", None),
+    ast.Delete: ("'del' is not supported", None),
+    ast.Import: ("imports inside a scripted function are not supported", "import at module level"),
+    ast.ImportFrom: ("imports inside a scripted function are not supported", "import at module level"),
+    ast.Yield: ("generators are not supported", None),
+    ast.YieldFrom: ("generators are not supported", None),
+    ast.Await: ("async code is not supported", None),
+    ast.Starred: ("starred expressions are not supported", None),
+    ast.NamedExpr: ("assignment expressions (:=) are not supported", None),
+    ast.Match: ("'match' statements are not supported", "use if/elif"),
+}
+if hasattr(ast, "TryStar"):
+    UNSUPPORTED[ast.TryStar] = UNSUPPORTED[ast.Try]
+
+
+class Static:
+    """A compile-time Python object met in an expression: a module, a function, a dtype, a constant."""
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+class Env:
+    def __init__(self, vars=None, bound=None):
+        self.vars: dict = dict(vars or {})    # name -> Value, or a Python bool for a control flag
+        self.bound: dict = dict(bound or {})  # name -> bool Value when the name may be unbound here
+
+    def copy(self) -> "Env":
+        return Env(self.vars, self.bound)
+
+
+class FunctionEmitter(CallsMixin):
+    def __init__(self, fn: FunctionSource, param_types: list[Type], return_type: Type | None, resolver):
+        self.fn = fn
+        self.resolver = resolver
+        self.graph = Graph(fn.name)
+        self.block: Block = self.graph.block
+        self.env = Env()
+        self.param_types = param_types
+        self.return_type = return_type
+        self.first_return: tuple[Type, ast.AST] | None = None
+        self.locals = set(stores(fn.tree.body)) | {a.arg for a in fn.tree.args.args}
+        self.function_loads = load_counts(fn.tree.body)
+        self.loop_depth = 0
+
+    # -- entry ------------------------------------------------------------------------------------------
+    def build(self) -> Graph:
+        for arg, t in zip(self.fn.tree.args.args, self.param_types):
+            self.env.vars[arg.arg] = self.graph.add_input(t, arg.arg)
+        for flag in FLAGS:
+            self.env.vars[flag] = False
+        self.emit_body(self.fn.tree.body)
+        self.graph.block.add_return(self.function_result())
+        return self.graph
+
+    def function_result(self) -> Value:
+        returned = self.env.vars[RET]
+        if returned is True:
+            return self.env.vars[RETV]
+        declared = self.return_type
+        if returned is False:
+            if declared not in (None, NONE):
+                raise self.missing_return()
+            return self.const(None)
+        value = self.env.vars[RETV]
+        if value.type != NONE:
+            raise self.missing_return()
+        return self.const(None)
+
+    def missing_return(self):
+        last = self.fn.tree.body[-1]
+        return self.fn.error(f"'{self.fn.name}' can reach the end of its body without returning a value",
+                             last, "add a return statement on every path (Python would return None)")
+
+    # -- node construction ---------------------------------------------------------------------------
+    def emit(self, kind: str, inputs, attrs=None, at=None, hint=None) -> Node:
+        op = lookup(kind)
+        attrs = dict(attrs or {})
+        try:
+            types = op.result_types([v.type for v in inputs], attrs)
+        except OpTypeError as e:
+            raise self.fn.error(str(e), at) from None
+        node = Node(kind, inputs, [(t, hint) for t in types], attrs, source=self.fn.loc(at))
+        self.block.append(node)
+        return node
+
+    def op(self, kind, inputs, attrs=None, at=None) -> Value:
+        return self.emit(kind, inputs, attrs, at).output
+
+    def const(self, value, type: Type | None = None) -> Value:
+        attrs = {} if value is None else {"value": value}
+        node = Node("prim::Constant", [], [(type or lookup("prim::Constant").result_types([], attrs)[0], None)],
+                    attrs)
+        return self.block.append(node).output
+
+    def in_block(self, block: Block, fn):
+        saved, self.block = self.block, block
+        try:
+            return fn()
+        finally:
+            self.block = saved
+
+    def materialize(self, v, type: Type, at=None) -> Value:
+        """A Value of ``type`` for a binding: a constant for a static flag, a conversion for int -> float."""
+        if v is MISSING:
+            node = Node("prim::Uninitialized", [], [(type, None)])
+            return self.block.append(node).output
+        if isinstance(v, bool):
+            return self.const(v)
+        return self.convert(v, type, at)
+
+    def convert(self, v: Value, type: Type, at=None) -> Value:
+        if v.type == type:
+            return v
+        if type == FLOAT and v.type in (INT, BOOL):
+            return self.op("aten::Float", [v], at=at)
+        if isinstance(type, TupleType) and isinstance(v.type, TupleType) and len(type.elems) == len(v.type.elems):
+            parts = self.emit("prim::TupleUnpack", [v], at=at).outputs
+            return self.op("prim::TupleConstruct", [self.convert(p, t, at) for p, t in zip(parts, type.elems)])
+        if isinstance(type, TensorType) and isinstance(v.type, TensorType) and (
+                type.dtype is None or join(type, v.type) == type):
+            return v
+        raise self.fn.error(f"expected {describe(type)}, got {describe(v.type)}", at)
+
+    # -- variables ------------------------------------------------------------------------------------
+    def read(self, name: str, at) -> Value:
+        if name not in self.env.vars:
+            raise self.fn.error(f"local variable '{name}' is referenced before assignment", at)
+        flag = self.env.bound.get(name)
+        if flag is not None:
+            self.emit("prim::AssertBound", [flag], {"name": name}, at)
+        return self.env.vars[name]
+
+    def bind(self, name: str, v: Value) -> None:
+        if v.node is not None and v.name.isdigit():
+            v.name = self.graph.fresh_name(name)
+        self.env.vars[name] = v
+        self.env.bound.pop(name, None)
+
+    # -- statements -----------------------------------------------------------------------------------
+    def emit_body(self, stmts: list) -> None:
+        for i, stmt in enumerate(stmts):
+            flags = [self.env.vars[f] for f in FLAGS]
+            if any(f is True for f in flags):
+                return  # the rest is unreachable
+            pending = [f for f in flags if isinstance(f, Value)]
+            if pending:
+                self.emit_if(self.any_of(pending), lambda: None, lambda: self.emit_after_exits(stmts[i:]), None)
+                return
+            self.visit(stmt)
+
+    def emit_after_exits(self, stmts):
+        for f in FLAGS:  # on this path no exit was taken
+            if isinstance(self.env.vars[f], Value):
+                self.env.vars[f] = False
+        self.emit_body(stmts)
+
+    def any_of(self, flags: list[Value]) -> Value:
+        acc = flags[0]
+        for f in flags[1:]:
+            acc = self.op("aten::__or__", [acc, f])
+        return acc
+
+    def visit(self, node):
+        if type(node) in UNSUPPORTED:
+            reason, hint = UNSUPPORTED[type(node)]
+            raise self.fn.error(reason, node, hint)
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is None:
+            raise self.fn.error(f"{type(node).__name__} is not supported", node)
+        return method(node)
+
+    def visit_Pass(self, node):
+        pass
+
+    def visit_Expr(self, node):
+        if isinstance(node.value, ast.Constant):
+            return  # docstring or bare literal
+        self.visit(node.value)
+
+    def visit_Assign(self, node):
+        value = self.rhs(node.value, node.targets[0])
+        for target in node.targets:
+            self.assign(target, value, node)
+
+    def visit_AnnAssign(self, node):
+        if node.value is None:
+            return
+        value = self.expr(node.value)
+        value = self.convert(value, self.resolver.annotation(self.fn, node.annotation), node)
+        self.assign(node.target, value, node)
+
+    def rhs(self, value_node, target):
+        """Evaluate the right side; a tuple assigned to a tuple target stays a list of values (a, b = b, a)."""
+        if isinstance(value_node, ast.Tuple) and isinstance(target, ast.Tuple):
+            return [self.expr(e) for e in value_node.elts]
+        return self.expr(value_node)
+
+    def assign(self, target, value, stmt):
+        if isinstance(target, ast.Name):
+            if isinstance(value, list):
+                value = self.op("prim::TupleConstruct", value, at=stmt)
+            self.bind(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, list):
+                parts = value
+            elif isinstance(value.type, TupleType):
+                parts = self.emit("prim::TupleUnpack", [value], at=stmt).outputs
+            else:
+                raise self.fn.error(f"cannot unpack {describe(value.type)}", target)
+            if len(parts) != len(target.elts):
+                raise self.fn.error(f"cannot unpack {len(parts)} values into {len(target.elts)} targets", target)
+            for t, v in zip(target.elts, parts):
+                self.assign(t, v, stmt)
+        elif isinstance(target, ast.Subscript):
+            if isinstance(value, list):
+                value = self.op("prim::TupleConstruct", value, at=stmt)
+            self.store_subscript(target, value)
+        else:
+            raise self.fn.error(f"cannot assign to {type(target).__name__.lower()}", target)
+
+    def visit_AugAssign(self, node):
+        kind = BINOPS.get(type(node.op))
+        if kind in (None, "matmul"):
+            raise self.fn.error("this augmented assignment is not supported", node)
+        target = node.target
+        if isinstance(target, ast.Name):
+            cur = self.read(target.id, target)
+            rhs = self.expr(node.value)
+            if isinstance(cur.type, TensorType):
+                self.emit(f"aten::{kind}_", [cur, rhs], at=node)   # x += y updates the array in place
+            else:
+                self.bind(target.id, self.op(f"aten::{kind}", [cur, rhs], at=node))
+        elif isinstance(target, ast.Subscript):
+            self.augassign_subscript(target, kind, node)
+        else:
+            raise self.fn.error("this augmented assignment target is not supported", target)
+
+    def visit_If(self, node):
+        cond = self.truth(self.expr(node.test), node.test)
+        self.emit_if(cond, lambda: self.emit_body(node.body), lambda: self.emit_body(node.orelse), node)
+
+    def visit_Return(self, node):
+        value = self.expr(node.value) if node.value is not None else self.const(None)
+        if self.return_type is not None:
+            value = self.convert(value, self.return_type, node)
+        elif self.first_return is not None:
+            first_type, first_node = self.first_return
+            if join(first_type, value.type) is None:
+                raise self.fn.error(f"this return gives {describe(value.type)}, but the return at line "
+                                    f"{self.fn.loc(first_node).line} gives {describe(first_type)}", node,
+                                    "every return of a function must give the same type")
+        else:
+            self.first_return = (value.type, node)
+        self.env.vars[RETV] = value
+        self.env.vars[RET] = True
+
+    def visit_Break(self, node):
+        self.env.vars[BRK] = True
+
+    def visit_Continue(self, node):
+        self.env.vars[CONT] = True
+
+    def visit_While(self, node):
+        if node.orelse:
+            raise self.fn.error("'while ... else' is not supported", node)
+        first = self.truth(self.expr(node.test), node.test)
+        trips = self.const(INT64_MAX)
+        self.emit_loop(node, trips, first, prefix=None,
+                       next_cond=lambda: self.truth(self.expr(node.test), node.test), hint="i")
+        endless = isinstance(node.test, ast.Constant) and node.test.value is True
+        if endless and not contains(node.body, ast.Break, stop_at_loops=True) and contains(node.body, ast.Return):
+            self.env.vars[RET] = True  # `while True` without break is left only by return
+
+    def visit_For(self, node):
+        if node.orelse:
+            raise self.fn.error("'for ... else' is not supported", node)
+        trips, prefix, hint = self.for_iteration(node)
+        self.emit_loop(node, trips, self.const(True), prefix=prefix, next_cond=None, hint=hint)
+
+    def for_iteration(self, node):
+        """Trip count and per-iteration prefix of ``for target in iterable``."""
+        it = node.iter
+        hint = node.target.id if isinstance(node.target, ast.Name) else "i"
+        if isinstance(it, ast.Call) and self.is_builtin(it.func, range):
+            if it.keywords or not 1 <= len(it.args) <= 3:
+                raise self.fn.error("range() takes 1 to 3 positional arguments", it)
+            args = [self.expr(a) for a in it.args]
+            if len(args) == 1:  # range(n): the trip count is n (a negative n runs no iteration)
+                if args[0].type not in (INT, BOOL):
+                    raise self.fn.error(f"range() needs ints, got {describe(args[0].type)}", it.args[0])
+                return args[0], lambda i: self.assign(node.target, i, node), hint
+            lo, hi = args[0], args[1]
+            step = args[2] if len(args) == 3 else self.const(1)
+            trips = self.op("aten::__range_length", [lo, hi, step], at=it)
+
+            def prefix(i):
+                self.assign(node.target, self.op("aten::__derive_index", [i, lo, step], at=it), node)
+            return trips, prefix, "iter"
+        seq = self.expr(it)
+        if isinstance(seq.type, TensorType):
+            trips = self.op("aten::len", [seq], at=it)
+            return trips, lambda i: self.assign(node.target, self.index_value(seq, [i], it), node), "iter"
+        raise self.fn.error(f"for loops over {describe(seq.type)} are not supported", it,
+                            "iterate over range(...) or over an array")
+
+    # -- control flow ---------------------------------------------------------------------------------
+    def emit_if(self, cond: Value, then_fn, else_fn, at) -> Value | None:
+        """Emit ``prim::If`` with two branches and merge the environments; returns the merged value when the
+        branch functions return values (conditional expressions, and/or)."""
+        node = Node("prim::If", [cond], source=self.fn.loc(at))
+        self.block.append(node)
+        parent, before = self.block, self.env
+        branches = []
+        for fn in (then_fn, else_fn):
+            block = node.add_block()
+            self.block, self.env = block, before.copy()
+            result = fn()
+            branches.append((block, self.env, result))
+        self.block = parent
+        self.env = self.merge(node, branches, at)
+        (_, _, a), (_, _, b) = branches
+        if a is None:
+            return None
+        return self.merge_value(node, branches, [a, b], "", at)
+
+    def merge(self, node: Node, branches, at) -> Env:
+        (tb, tenv, _), (eb, eenv, _) = branches
+        out = Env()
+        for name in dict.fromkeys(list(tenv.vars) + list(eenv.vars)):
+            a, b = tenv.vars.get(name, MISSING), eenv.vars.get(name, MISSING)
+            fa = tenv.bound.get(name, True) if a is not MISSING else False
+            fb = eenv.bound.get(name, True) if b is not MISSING else False
+            if a is b and fa is fb:
+                out.vars[name] = a
+                if fa is not True:
+                    out.bound[name] = fa
+                continue
+            out.vars[name] = self.merge_value(node, branches, [a, b], name, at)
+            if name.startswith("$") or (fa is True and fb is True):
+                continue
+            out.bound[name] = self.merge_value(node, branches, [fa, fb], name + ".bound", at)
+        return out
+
+    def merge_value(self, node: Node, branches, values, name: str, at) -> Value:
+        types = [binding_type(v) for v in values if v is not MISSING]
+        t = types[0] if len(types) == 1 else join(*types)
+        if t is None:
+            raise self.fn.error(f"'{name or 'the value'}' is {describe(types[0])} on one path and "
+                                f"{describe(types[1])} on another", at,
+                                "give a variable the same type on every path")
+        for (block, _, _), v in zip(branches, values):
+            block.add_return(self.in_block(block, lambda: self.materialize(v, t, at)))
+        return node.add_output(t, self.graph.fresh_name(name.lstrip("$") or None))
+
+    def emit_loop(self, loop: ast.For | ast.While, trips: Value, first_cond: Value, prefix, next_cond, hint):
+        """Emit ``prim::Loop``. Loop-carried types come from the body itself: the body is emitted again when
+        a carried int becomes a float in it, or when a variable first bound in the loop must be carried."""
+        names = carried_names(loop, self.function_loads, lambda n: n in self.env.vars)
+        if contains(loop.body, ast.Return):
+            names += [RET, RETV]
+        before, parent = self.env, self.block
+        mark, namer = len(parent.nodes), self.graph.namer_state()
+        types = {n: binding_type(before.vars[n]) for n in names if n in before.vars}
+        while True:
+            carried = [n for n in names if n in types]
+            end_env, node = self.emit_loop_once(loop, trips, first_cond, prefix, next_cond, carried, types, hint)
+            changed = False
+            for n in names:
+                if n not in end_env.vars:
+                    continue
+                t_end = binding_type(end_env.vars[n])
+                t = t_end if n not in types else join(types[n], t_end)
+                if t is None:
+                    raise self.fn.error(f"'{n}' is {describe(types[n])} before the loop and {describe(t_end)} "
+                                        f"after an iteration", loop, "give a variable one type throughout the loop")
+                if types.get(n) != t:
+                    types[n], changed = t, True
+            if not changed:
+                return
+            for old in reversed(parent.nodes[mark:]):
+                old.destroy()
+            self.graph.restore_namer(namer)
+            self.env = before.copy()
+
+    def emit_loop_once(self, loop, trips, first_cond, prefix, next_cond, carried, types, hint):
+        before = self.env
+        flagged = [n for n in carried if not n.startswith("$") and (n not in before.vars or n in before.bound)]
+        inits = [self.materialize(before.vars.get(n, MISSING), types[n], loop) for n in carried]
+        inits += [before.bound.get(n, False) if n in before.vars else self.const(False) for n in flagged]
+        inits = [self.const(v) if isinstance(v, bool) else v for v in inits]
+        out_types = [types[n] for n in carried] + [BOOL] * len(flagged)
+        node = Node("prim::Loop", [trips, first_cond] + inits, source=self.fn.loc(loop))
+        self.block.append(node)
+        body = node.add_block()
+        iteration = body.add_param(INT, hint)
+        env = Env({k: v for k, v in before.vars.items()}, dict(before.bound))
+        for n in carried:
+            env.vars[n] = body.add_param(types[n], n.lstrip("$"))
+            env.bound.pop(n, None)
+        for n in flagged:
+            env.bound[n] = body.add_param(BOOL, n + ".bound")
+        # a new iteration starts only when no exit was taken: the carried $ret is False here
+        env.vars[BRK] = env.vars[CONT] = env.vars[RET] = False
+        parent = self.block
+        self.block, self.env = body, env
+        self.loop_depth += 1
+        if prefix is not None:
+            prefix(iteration)
+        self.emit_body(loop.body)
+        self.loop_depth -= 1
+        end = self.env
+        body.add_return(self.continue_condition(next_cond))
+        for n in carried:
+            body.add_return(self.materialize(end.vars.get(n, MISSING), types[n], loop))
+        for n in flagged:
+            f = end.bound.get(n, True) if n in end.vars else False
+            body.add_return(self.const(f) if isinstance(f, bool) else f)
+        self.block = parent
+        self.env = before.copy()
+        for n, t in zip(carried + [n + ".bound" for n in flagged], out_types):
+            v = node.add_output(t, self.graph.fresh_name(n.lstrip("$")))
+            if n.endswith(".bound") and n[:-6] in flagged:
+                self.env.bound[n[:-6]] = v
+            else:
+                self.env.vars[n] = v
+                if n not in flagged:
+                    self.env.bound.pop(n, None)
+        self.env.vars[BRK] = self.env.vars[CONT] = False
+        return end, node
+
+    def continue_condition(self, next_cond) -> Value:
+        exits = [self.env.vars[BRK], self.env.vars[RET]]
+        if any(f is True for f in exits):
+            return self.const(False)
+        pending = [f for f in exits if isinstance(f, Value)]
+        evaluate = next_cond or (lambda: self.const(True))
+        if not pending:
+            return evaluate()
+        return self.emit_if(self.any_of(pending), lambda: self.const(False), evaluate, None)
+
+    # -- expressions ----------------------------------------------------------------------------------
+    def expr(self, node) -> Value:
+        r = self.visit(node)
+        if r is None:
+            raise self.fn.error(f"'{ast.unparse(node)}' returns None; it cannot be used as a value", node)
+        if isinstance(r, Static):
+            return self.static_value(r, node)
+        return r
+
+    def static_value(self, s: Static, node) -> Value:
+        v = s.obj
+        if isinstance(v, (bool, int, float)) and not (isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63):
+            return self.const(v)
+        raise self.fn.error(f"'{ast.unparse(node)}' ({type(v).__name__}) cannot be used as a value here", node)
+
+    def visit_Constant(self, node):
+        v = node.value
+        if isinstance(v, int) and not isinstance(v, bool) and not -2 ** 63 <= v < 2 ** 63:
+            raise self.fn.error("integer literal does not fit in a 64-bit int", node)
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return self.const(v)
+        raise self.fn.error(f"{type(v).__name__} literals are not supported", node)
+
+    def visit_Name(self, node):
+        if node.id in self.locals:
+            return self.read(node.id, node)
+        return Static(self.resolver.resolve_global(self.fn, node))
+
+    def visit_Tuple(self, node):
+        return self.op("prim::TupleConstruct", [self.expr(e) for e in node.elts], at=node)
+
+    def visit_BinOp(self, node):
+        left, right = self.expr(node.left), self.expr(node.right)
+        return self.op(f"aten::{BINOPS[type(node.op)]}", [left, right], at=node)
+
+    def visit_UnaryOp(self, node):
+        v = self.expr(node.operand)
+        if isinstance(node.op, ast.USub):
+            return self.op("aten::neg", [v], at=node)
+        if isinstance(node.op, ast.UAdd):
+            return self.op("aten::Int", [v], at=node) if v.type == BOOL else v
+        if isinstance(node.op, ast.Not):
+            return self.op("aten::__not__", [self.truth(v, node.operand)], at=node)
+        return self.op("aten::bitwise_not", [v], at=node)
+
+    def visit_Compare(self, node):
+        for op in node.ops:
+            if type(op) not in CMPOPS:
+                raise self.fn.error(f"'{ast.unparse(node)}': only == != < <= > >= comparisons are supported", node)
+        left = self.expr(node.left)
+        return self.compare_chain(left, node.ops, node.comparators, node)
+
+    def compare_chain(self, left, ops, rights, node):
+        right = self.expr(rights[0])
+        result = self.op(f"aten::{CMPOPS[type(ops[0])]}", [left, right], at=node)
+        if len(ops) == 1:
+            return result
+        # a < b < c is a < b and b < c, with b evaluated once and c only when a < b
+        return self.emit_if(self.truth(result, node), lambda: self.compare_chain(right, ops[1:], rights[1:], node),
+                            lambda: result, node)
+
+    def visit_BoolOp(self, node):
+        return self.bool_chain(node.values, isinstance(node.op, ast.And), node)
+
+    def bool_chain(self, values, is_and, node):
+        first = self.expr(values[0])
+        if len(values) == 1:
+            return first
+        cond = self.truth(first, values[0])
+        rest = lambda: self.bool_chain(values[1:], is_and, node)  # noqa: E731
+        keep = lambda: first  # noqa: E731
+        return self.emit_if(cond, rest, keep, node) if is_and else self.emit_if(cond, keep, rest, node)
+
+    def visit_IfExp(self, node):
+        cond = self.truth(self.expr(node.test), node.test)
+        return self.emit_if(cond, lambda: self.expr(node.body), lambda: self.expr(node.orelse), node)
+
+    def truth(self, v: Value, at) -> Value:
+        if v.type == BOOL:
+            return v
+        if v.type in (INT, FLOAT):
+            return self.op("aten::Bool", [v], at=at)
+        if isinstance(v.type, TensorType):
+            raise self.fn.error("the truth value of an array is ambiguous", at,
+                                "use .any() or .all(); for element-wise logic use & | ~ or np.where")
+        raise self.fn.error(f"{describe(v.type)} cannot be used as a condition", at)
+
+    def visit_JoinedStr(self, node):
+        fmt, values = [], []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                fmt.append(part.value.replace("{", "{{").replace("}", "}}"))
+                continue
+            values.append(self.expr(part.value))
+            piece = "{"
+            if part.conversion != -1:
+                piece += "!" + chr(part.conversion)
+            if part.format_spec is not None:
+                if not all(isinstance(p, ast.Constant) for p in part.format_spec.values):
+                    raise self.fn.error("format specs computed at run time are not supported", part)
+                piece += ":" + "".join(p.value for p in part.format_spec.values)
+            fmt.append(piece + "}")
+        return self.op("aten::format", values, {"fmt": "".join(fmt)}, at=node)
+
+    def visit_Attribute(self, node):
+        base = self.visit(node.value)
+        if isinstance(base, Static):
+            try:
+                return Static(getattr(base.obj, node.attr))
+            except AttributeError:
+                raise self.fn.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'", node) from None
+        return self.array_attribute(base, node)
+
+
+def binding_type(v) -> Type:
+    return BOOL if isinstance(v, bool) else v.type
+
+
+def describe(t: Type) -> str:
+    if isinstance(t, TensorType):
+        return f"an array ({t})"
+    if t == STR:
+        return "a str"
+    return {INT: "an int", FLOAT: "a float", BOOL: "a bool", NONE: "None"}.get(t, str(t))

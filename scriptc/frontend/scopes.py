@@ -1,0 +1,88 @@
+"""Name analyses on the AST that SSA construction needs: which names a statement list stores and loads, and
+which variables a loop must carry from one iteration to the next."""
+from __future__ import annotations
+
+import ast
+from collections import Counter
+
+
+def _names(node, ctx) -> list[str]:
+    """Names with this context (ast.Store / ast.Load) in source order, without descending into nested scopes."""
+    out = []
+
+    def walk(n):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ctx):
+            out.append(n.id)
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and ctx is ast.Load:
+            out.append(n.target.id)
+        for child in ast.iter_child_nodes(n):
+            if not isinstance(child, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+                walk(child)
+
+    for s in node if isinstance(node, list) else [node]:
+        walk(s)
+    return out
+
+
+def stores(node) -> list[str]:
+    return list(dict.fromkeys(_names(node, ast.Store)))
+
+
+def load_counts(node) -> Counter:
+    return Counter(_names(node, ast.Load))
+
+
+def contains(stmts, kinds, stop_at_loops=False) -> bool:
+    """Whether any statement of these AST kinds occurs (optionally not looking inside nested loops)."""
+    def walk(n):
+        if isinstance(n, kinds):
+            return True
+        if stop_at_loops and isinstance(n, (ast.For, ast.While)):
+            return False
+        return any(walk(c) for c in ast.iter_child_nodes(n))
+    return any(walk(s) for s in stmts)
+
+
+def _definite_store(stmt, name) -> bool:
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets = [stmt.target]
+    else:
+        return False
+    return any(name in _names(t, ast.Store) and not isinstance(t, ast.Subscript) for t in targets)
+
+
+def iteration_local(name: str, body: list, prelude_loads: set[str], stored_first: bool) -> bool:
+    """True when every read of ``name`` in the body follows an assignment in the same iteration, so its value
+    never crosses from one iteration to the next."""
+    if stored_first:
+        return True
+    if name in prelude_loads:
+        return False
+    for s in body:
+        if name in _names(s, ast.Load) or isinstance(s, ast.AugAssign) and name in _names(s.target, ast.Store):
+            return False
+        if _definite_store(s, name):
+            return True
+    return True
+
+
+def carried_names(loop: ast.For | ast.While, function_loads: Counter, defined_before) -> list[str]:
+    """Variables a loop carries: those it assigns that exist before it, are read after it, or may be read
+    in an iteration before that iteration assigns them."""
+    body = loop.body
+    target = stores(loop.target) if isinstance(loop, ast.For) else []
+    assigned = list(dict.fromkeys(target + stores(body)))
+    inner = load_counts(body)
+    prelude = set()
+    if isinstance(loop, ast.While):
+        inner += load_counts(loop.test)
+        prelude = set(load_counts(loop.test))
+    carried = []
+    for name in assigned:
+        if defined_before(name) or function_loads[name] > inner[name]:
+            carried.append(name)
+        elif not iteration_local(name, body, prelude, name in target):
+            carried.append(name)
+    return carried

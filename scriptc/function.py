@@ -1,0 +1,155 @@
+"""``@scriptc.script``: a function compiled per argument signature (scalar kinds, array dtype and rank)."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .backend.interpreter import interpret
+from .errors import CompileError
+from .frontend import Resolver, compile_function, get_source, validate
+from .ir.core import Graph
+from .ir.registry import NeedsSpecialization
+from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
+from .ir.verifier import verify
+
+_compiling: list["ScriptFunction"] = []
+
+
+class ScriptFunction:
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.py_func = fn
+        self.source = get_source(fn)
+        self.resolver = Resolver(self._callee_graph)
+        validate(self.source, self.resolver)
+        tree = self.source.tree
+        self.param_names = [a.arg for a in tree.args.args]
+        self.param_types: list[Type] = []
+        for a in tree.args.args:
+            if a.annotation is None:
+                raise self.source.error(f"parameter '{a.arg}' needs a type annotation", a,
+                                        "annotate it with int, float, bool or np.ndarray")
+            self.param_types.append(self.resolver.annotation(self.source, a.annotation))
+        self.return_type = self.resolver.annotation(self.source, tree.returns) if tree.returns else None
+        self._graphs: dict[tuple, Graph] = {}
+        self._generic: Graph | None = None
+        try:
+            self._generic = self._compile(tuple(self.param_types))
+        except NeedsSpecialization:
+            pass  # array code whose types depend on dtypes/ranks: compiled per call signature
+
+    def __repr__(self):
+        return f"<scriptc.ScriptFunction {self.__name__}>"
+
+    # -- compilation ----------------------------------------------------------------------------------
+    def _compile(self, types: tuple) -> Graph:
+        if self in _compiling:
+            raise CompileError(f"recursive call to '{self.__name__}' is not supported", self.source.loc(self.source.tree))
+        _compiling.append(self)
+        try:
+            return verify(compile_function(self.source, types, self.return_type, self.resolver))
+        finally:
+            _compiling.pop()
+
+    def graph_for_types(self, types: tuple) -> Graph:
+        g = self._graphs.get(types)
+        if g is None:
+            g = self._graphs[types] = self._compile(types)
+        return g
+
+    def _callee_graph(self, callee: "ScriptFunction", arg_types, caller, node):
+        if len(arg_types) != len(callee.param_types):
+            raise caller.error(f"'{callee.__name__}' takes {len(callee.param_types)} arguments, "
+                               f"{len(arg_types)} given", node)
+        params = []
+        for name, want, got in zip(callee.param_names, callee.param_types, arg_types):
+            t = _accept(want, got)
+            if t is None:
+                raise caller.error(f"argument '{name}' of '{callee.__name__}' must be {want}, got {got}", node)
+            params.append(t)
+        if callee in _compiling:
+            raise caller.error(f"recursive call to '{callee.__name__}' is not supported", node)
+        return params, callee.graph_for_types(tuple(params))
+
+    # -- calling --------------------------------------------------------------------------------------
+    def _bind(self, args, kwargs) -> tuple[tuple, list]:
+        if kwargs:
+            args = list(args)
+            for name in self.param_names[len(args):]:
+                if name not in kwargs:
+                    raise TypeError(f"{self.__name__}() missing argument '{name}'")
+                args.append(kwargs.pop(name))
+            if kwargs:
+                raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        if len(args) != len(self.param_names):
+            raise TypeError(f"{self.__name__}() takes {len(self.param_names)} arguments ({len(args)} given)")
+        types, values = [], []
+        for name, want, arg in zip(self.param_names, self.param_types, args):
+            t, v = _check_argument(self.__name__, name, want, arg)
+            types.append(t)
+            values.append(v)
+        return tuple(types), values
+
+    def __call__(self, *args, **kwargs):
+        return self.interpret(*args, **kwargs)
+
+    def interpret(self, *args, **kwargs):
+        """Run through the reference interpreter (the oracle for passes and backends)."""
+        types, values = self._bind(args, kwargs)
+        return interpret(self.graph_for_types(types), values)
+
+    # -- introspection --------------------------------------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        """The frontend's graph: generic (``Tensor`` for arrays) when the code types without knowing array
+        dtypes and ranks, otherwise the graph of the first signature it was called with."""
+        if self._generic is not None:
+            return self._generic
+        if self._graphs:
+            return next(iter(self._graphs.values()))
+        raise RuntimeError(f"the graph of '{self.__name__}' depends on its array arguments' dtypes and ranks: "
+                           f"call it first, or use {self.__name__}.graph_for(*args)")
+
+    def graph_for(self, *args, **kwargs) -> Graph:
+        """The graph specialized to these arguments' types."""
+        return self.graph_for_types(self._bind(args, kwargs)[0])
+
+
+def _accept(want: Type, got: Type) -> Type | None:
+    """The parameter type a value of type ``got`` passed for annotation ``want`` gets (None: rejected)."""
+    if want == FLOAT and got in (FLOAT, INT, BOOL):
+        return FLOAT
+    if want == INT and got in (INT, BOOL):
+        return INT
+    if want == got:
+        return want
+    if isinstance(want, TensorType) and isinstance(got, TensorType):
+        return got
+    return None
+
+
+def _check_argument(fname, pname, want: Type, arg):
+    if isinstance(want, TensorType):
+        if not isinstance(arg, np.ndarray):
+            raise TypeError(f"{fname}() argument '{pname}' must be a numpy.ndarray, not {type(arg).__name__}")
+        if arg.dtype.name not in DTYPE_NAMES:
+            raise TypeError(f"{fname}() argument '{pname}' has unsupported dtype {arg.dtype}")
+        return TensorType(arg.dtype.name, arg.ndim), arg
+    ok = {FLOAT: (float, int, np.floating, np.integer), INT: (int, np.integer), BOOL: (bool, np.bool_)}
+    if want in ok and isinstance(arg, ok[want]):
+        convert = {FLOAT: float, INT: int, BOOL: bool}[want]
+        return want, convert(arg)
+    raise TypeError(f"{fname}() argument '{pname}' must be {want}, not {type(arg).__name__}")
+
+
+def script(fn=None):
+    """Compile a type-annotated function. ``@scriptc.script`` or ``scriptc.script(fn)``."""
+    if fn is None:
+        return script
+    if isinstance(fn, ScriptFunction):
+        return fn
+    return ScriptFunction(fn)
+
+
+__all__ = ["ScriptFunction", "script"]

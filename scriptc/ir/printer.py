@@ -1,0 +1,104 @@
+"""Prints a Graph in TorchScript's text format; ``parser.parse`` reads the same text back.
+
+    graph(%x : Tensor,
+          %n : int):
+      %y : Tensor = prim::Loop(%n, %true, %x)  # f.py:4:5
+        block0(%i : int, %x.1 : Tensor):
+          ...
+          -> (%true, %x.2)
+      return (%y)
+    with helper = graph(...)
+
+Graphs referred to by node attributes (callees, fusion groups) are printed after the main graph in
+``with NAME = graph(...)`` sections; an attribute names them.
+"""
+from __future__ import annotations
+
+import math
+
+from .core import Block, Graph, Node
+from .types import BOOL
+
+
+def format_attr(value, names: dict[int, str]) -> str:
+    if isinstance(value, Graph):
+        return names[id(value)]
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return repr(value)
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.encode("unicode_escape").decode("ascii").replace('"', '\\"') + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(format_attr(v, names) for v in value) + "]"
+    return str(value)
+
+
+def _attrs(node: Node, names) -> str:
+    if not node.attrs:
+        return ""
+    parts = []
+    for k, v in node.attrs.items():
+        if node.kind == "prim::Constant" and k == "value" and node.outputs and node.outputs[0].type == BOOL:
+            parts.append(f"value={int(v)}")  # TorchScript writes bool constants as 1/0
+        else:
+            parts.append(f"{k}={format_attr(v, names)}")
+    return "[" + ", ".join(parts) + "]"
+
+
+def _values(vs) -> str:
+    return ", ".join(f"%{v.name}" for v in vs)
+
+
+def _typed(vs) -> str:
+    return ", ".join(f"%{v.name} : {v.type}" for v in vs)
+
+
+class Printer:
+    def __init__(self, graph: Graph):
+        self.lines: list[str] = []
+        self.names: dict[int, str] = {}
+        taken: set[str] = set()
+        for g in graph.subgraphs():
+            name, k = g.name, 0
+            while name in taken:
+                k += 1
+                name = f"{g.name}.{k}"
+            taken.add(name)
+            self.names[id(g)] = name
+        self.graph = graph
+
+    def print(self) -> str:
+        self.print_graph(self.graph, "graph")
+        for g in self.graph.subgraphs():
+            self.print_graph(g, f"with {self.names[id(g)]} = graph")
+        return "\n".join(self.lines) + "\n"
+
+    def print_graph(self, g: Graph, head: str) -> None:
+        pad = " " * (len(head) + 1)
+        params = [f"%{v.name} : {v.type}" for v in g.inputs]
+        self.lines.append(head + "(" + f",\n{pad}".join(params) + "):")
+        self.print_nodes(g.block, 1)
+        self.lines.append(f"  return ({_values(g.outputs)})")
+
+    def print_nodes(self, block: Block, depth: int) -> None:
+        for n in block.nodes:
+            self.print_node(n, depth)
+
+    def print_node(self, n: Node, depth: int) -> None:
+        ind = "  " * depth
+        lhs = _typed(n.outputs)
+        line = f"{ind}{lhs} = {n.kind}{_attrs(n, self.names)}({_values(n.inputs)})"
+        if n.source is not None:
+            line += f"  # {n.source.short()}"
+        self.lines.append(line)
+        for i, b in enumerate(n.blocks):
+            self.lines.append(f"{ind}  block{i}({_typed(b.params)}):")
+            self.print_nodes(b, depth + 2)
+            self.lines.append(f"{ind}    -> ({_values(b.returns)})")
+
+
+def print_graph(graph: Graph) -> str:
+    return Printer(graph).print()

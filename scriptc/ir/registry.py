@@ -1,0 +1,192 @@
+"""The operator registry: every operator is declared once, here or in ``scriptc/ops``, with
+
+- its schema (``aten::sum(Tensor self, *, int? axis) -> Number|Tensor``; names after ``*`` are compile-time
+  attributes, ``T... name`` is variadic),
+- its type rule (``infer``), which the frontend uses to type nodes and the verifier to check them,
+- its reference implementation (Python/NumPy), which the interpreter runs and constant folding calls,
+- its effect (pure, may raise, writes its first operand, does I/O), which passes consult,
+- the Python callables and ndarray methods that the frontend maps onto it,
+- later its lowering and derivative.
+
+Most type rules are *derived from the reference implementation*: the rule evaluates the implementation on tiny
+sample values of the argument types and reads off the result's type, so NumPy's own promotion rules
+(NEP 50 weak scalars, ``true_divide`` of ints, ``sum`` of int32) hold without being written down twice.
+"""
+from __future__ import annotations
+
+import enum
+import re
+import warnings
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Callable
+
+import numpy as np
+
+from .types import (BOOL, FLOAT, INT, NONE, STR, TENSOR, TensorType, TupleType, Type, element_type)
+
+
+class OpTypeError(TypeError):
+    """An operator does not accept these argument types; the message is for the user."""
+
+
+class NeedsSpecialization(Exception):
+    """The rule needs an array's dtype or rank, which the generic (unspecialized) graph does not know."""
+
+
+class Effect(enum.IntEnum):
+    PURE = 0     # no effect: may be removed, duplicated, reordered
+    RAISES = 1   # pure but may raise (index out of bounds, division by zero): keep unless proven safe
+    WRITES = 2   # writes into its first operand (index assignment, in-place arithmetic)
+    IO = 3       # observable output (print) or unknown (calls)
+
+
+@dataclass
+class OpDef:
+    name: str
+    schema: str
+    params: tuple[str, ...]
+    attrs: tuple[str, ...]
+    variadic: str | None
+    infer: Callable | None
+    impl: Callable | None
+    effect: Effect
+    elementwise: bool = False
+    py: tuple = ()
+    methods: tuple[str, ...] = ()
+    lower: Callable | None = None
+    extra: dict = field(default_factory=dict)
+
+    def result_types(self, types: list[Type], attrs: dict) -> list[Type]:
+        """Output types for these input types, or OpTypeError / NeedsSpecialization."""
+        if self.infer is None:
+            raise OpTypeError(f"{self.name} has no type rule")
+        if self.elementwise and any(isinstance(t, TensorType) and not t.known for t in types):
+            return [TENSOR]
+        out = self.infer(*types, **attrs)
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+REGISTRY: dict[str, OpDef] = {}
+_BY_CALLABLE: dict[int, OpDef] = {}
+_BY_METHOD: dict[str, OpDef] = {}
+
+_SCHEMA = re.compile(r"^(?P<name>\w+::\w+)\((?P<args>.*)\)\s*->\s*(?P<ret>.*)$")
+
+
+def parse_schema(schema: str):
+    m = _SCHEMA.match(schema)
+    if not m:
+        raise ValueError(f"bad schema {schema!r}")
+    params, attrs, variadic, in_attrs = [], [], None, False
+    for part in filter(None, (p.strip() for p in m.group("args").split(","))):
+        if part == "*":
+            in_attrs = True
+            continue
+        ptype, pname = part.rsplit(" ", 1)
+        (attrs if in_attrs else params).append(pname)
+        if ptype.endswith("..."):
+            variadic = pname
+    return m.group("name"), tuple(params), tuple(attrs), variadic
+
+
+def register(schema: str, *, impl=None, infer=None, effect=Effect.PURE, elementwise=False, py=(),
+             methods=(), **extra) -> OpDef:
+    name, params, attrs, variadic = parse_schema(schema)
+    if name in REGISTRY:
+        raise ValueError(f"operator {name} declared twice")
+    op = OpDef(name, schema, params, attrs, variadic, infer, impl, effect, elementwise, tuple(py),
+               tuple(methods), extra=extra)
+    REGISTRY[name] = op
+    for f in op.py:
+        _BY_CALLABLE[id(f)] = op
+    for m in op.methods:
+        _BY_METHOD[m] = op
+    return op
+
+
+def lookup(name: str) -> OpDef:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown operator {name}") from None
+
+
+def op_for_callable(obj) -> OpDef | None:
+    return _BY_CALLABLE.get(id(obj))
+
+
+def op_for_method(name: str) -> OpDef | None:
+    return _BY_METHOD.get(name)
+
+
+# -- type rules derived from the reference implementation ------------------------------------------------
+
+def sample(t: Type):
+    """A tiny value of type ``t``: nonzero, so that sample division does not raise."""
+    if t == INT:
+        return 1
+    if t == FLOAT:
+        return 1.0
+    if t == BOOL:
+        return True
+    if t == NONE:
+        return None
+    if t == STR:
+        return "s"
+    if isinstance(t, TensorType):
+        if not t.known:
+            raise NeedsSpecialization(str(t))
+        return np.ones((1,) * t.rank, dtype=t.dtype)
+    if isinstance(t, TupleType):
+        return tuple(sample(e) for e in t.elems)
+    raise OpTypeError(f"no sample value for {t}")
+
+
+def type_of(v) -> Type:
+    """The IR type of a Python/NumPy value; NumPy scalars count as the Python scalars they convert to."""
+    if isinstance(v, (bool, np.bool_)):
+        return BOOL
+    if isinstance(v, (int, np.integer)):
+        return INT
+    if isinstance(v, (float, np.floating)):
+        return FLOAT
+    if isinstance(v, np.ndarray):
+        return TensorType(v.dtype.name, v.ndim)
+    if isinstance(v, str):
+        return STR
+    if v is None:
+        return NONE
+    if isinstance(v, tuple):
+        return TupleType(tuple(type_of(e) for e in v))
+    raise OpTypeError(f"values of type {type(v).__name__} are not supported")
+
+
+def by_sample(impl: Callable) -> Callable:
+    """A type rule that runs ``impl`` on sample values and returns the result's type."""
+    @lru_cache(maxsize=None)
+    def infer(*types, **attrs):
+        args = [sample(t) for t in types]
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                out = impl(*args, **attrs)
+        except (TypeError, ValueError, IndexError, np.exceptions.AxisError) as e:
+            raise OpTypeError(_numpy_message(e)) from None
+        if isinstance(out, np.ndarray) and out.dtype.name not in _DTYPES_OK:
+            raise OpTypeError(f"unsupported result dtype {out.dtype}")
+        return type_of(out)
+    return infer
+
+
+_DTYPES_OK = {"float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"}
+
+
+def _numpy_message(e: Exception) -> str:
+    msg = str(e).split("\n")[0]
+    return msg[0].lower() + msg[1:] if msg else type(e).__name__
+
+
+def scalar_result(t: Type) -> Type:
+    """Element type for a 0-d result (NumPy returns a scalar there)."""
+    return element_type(t.dtype) if isinstance(t, TensorType) and t.rank == 0 else t

@@ -1,0 +1,172 @@
+"""IR types, printed as TorchScript prints them.
+
+Scalars are Python's: ``int`` (64-bit, wraps on overflow), ``float`` (IEEE double), ``bool``; ``str`` exists
+for printing only. ``TensorType`` is a NumPy array whose dtype and rank may be unknown (the generic graph prints
+``Tensor``) and whose shape, once inferred, prints per dimension (``Double(2, 3)``, ``Float(*, 3)``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class Type:
+    """Base of all IR types; instances are immutable and compare by value."""
+
+    @property
+    def is_scalar(self) -> bool:
+        return isinstance(self, (IntType, FloatType, BoolType))
+
+    @property
+    def is_number(self) -> bool:
+        return self.is_scalar
+
+
+@dataclass(frozen=True)
+class IntType(Type):
+    def __str__(self):
+        return "int"
+
+
+@dataclass(frozen=True)
+class FloatType(Type):
+    def __str__(self):
+        return "float"
+
+
+@dataclass(frozen=True)
+class BoolType(Type):
+    def __str__(self):
+        return "bool"
+
+
+@dataclass(frozen=True)
+class StrType(Type):
+    def __str__(self):
+        return "str"
+
+
+@dataclass(frozen=True)
+class NoneType(Type):
+    def __str__(self):
+        return "NoneType"
+
+
+@dataclass(frozen=True)
+class TupleType(Type):
+    elems: tuple[Type, ...]
+
+    def __str__(self):
+        return "(" + ", ".join(map(str, self.elems)) + ")"
+
+
+# TorchScript's scalar-type names, and the NumPy dtypes we accept.
+DTYPE_NAMES = {
+    "float64": "Double", "float32": "Float", "float16": "Half",
+    "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+    "bool": "Bool",
+}
+NAME_DTYPES = {v: k for k, v in DTYPE_NAMES.items()}
+
+
+@dataclass(frozen=True)
+class TensorType(Type):
+    """An ndarray. ``dtype`` is a NumPy dtype name or None (unknown); ``shape`` holds an int or None per
+    dimension once the rank is known."""
+    dtype: str | None = None
+    rank: int | None = None
+    shape: tuple[int | None, ...] | None = None
+
+    def __post_init__(self):
+        if self.dtype is not None and self.dtype not in DTYPE_NAMES:
+            raise ValueError(f"unsupported dtype {self.dtype}")
+        if self.shape is None and self.rank is not None:
+            object.__setattr__(self, "shape", (None,) * self.rank)
+        if self.shape is not None:
+            object.__setattr__(self, "rank", len(self.shape))
+
+    @staticmethod
+    def of(dtype, rank: int | None = None, shape=None) -> "TensorType":
+        return TensorType(np.dtype(dtype).name if dtype is not None else None, rank,
+                          tuple(shape) if shape is not None else None)
+
+    @property
+    def known(self) -> bool:
+        return self.dtype is not None and self.rank is not None
+
+    @property
+    def np_dtype(self):
+        return np.dtype(self.dtype)
+
+    def with_shape(self, shape) -> "TensorType":
+        return TensorType(self.dtype, None, tuple(shape))
+
+    def erase_shape(self) -> "TensorType":
+        return TensorType(self.dtype, self.rank)
+
+    def __str__(self):
+        if self.dtype is None:
+            return "Tensor"
+        name = DTYPE_NAMES[self.dtype]
+        if self.shape is None:
+            return f"{name}(...)"
+        return name + "(" + ", ".join("*" if d is None else str(d) for d in self.shape) + ")"
+
+
+INT, FLOAT, BOOL, STR, NONE = IntType(), FloatType(), BoolType(), StrType(), NoneType()
+TENSOR = TensorType()
+
+
+def element_type(dtype: str) -> Type:
+    """The Python scalar type that an element read from an array of this dtype becomes."""
+    kind = np.dtype(dtype).kind
+    return BOOL if kind == "b" else INT if kind in "iu" else FLOAT
+
+
+def scalar_dtype(t: Type) -> str:
+    """The dtype NumPy gives an array made from a Python scalar of this type."""
+    return {BOOL: "bool", INT: "int64", FLOAT: "float64"}[t]
+
+
+def python_sample(t: Type):
+    """A Python value of scalar type ``t``; NumPy 2 treats these as 'weak' in promotion."""
+    return {BOOL: False, INT: 0, FLOAT: 0.0}[t]
+
+
+def promote_scalars(a: Type, b: Type) -> Type:
+    """Python's arithmetic result type for two scalars (bool behaves as int)."""
+    return FLOAT if FLOAT in (a, b) else INT
+
+
+def result_dtype(*operands: Type) -> str:
+    """NumPy 2's result dtype for arrays and Python scalars mixed (scalars are weak, NEP 50)."""
+    args = [np.dtype(t.dtype) if isinstance(t, TensorType) else python_sample(t) for t in operands]
+    return np.result_type(*args).name
+
+
+def join(a: Type, b: Type) -> Type | None:
+    """The type a variable has after paths giving ``a`` and ``b`` merge; None if they cannot merge.
+
+    int and float merge to float (Python's numeric tower); tensors merge when dtype and rank agree, keeping
+    the dimensions both paths agree on."""
+    if a == b:
+        return a
+    if {a, b} == {INT, FLOAT}:
+        return FLOAT
+    if isinstance(a, TensorType) and isinstance(b, TensorType):
+        if a.dtype != b.dtype or a.rank != b.rank:
+            return None
+        if a.shape is None:
+            return a
+        return TensorType(a.dtype, None, tuple(x if x == y else None for x, y in zip(a.shape, b.shape)))
+    if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a.elems) == len(b.elems):
+        elems = [join(x, y) for x, y in zip(a.elems, b.elems)]
+        return None if None in elems else TupleType(tuple(elems))
+    return None
+
+
+def parse_type(text: str) -> Type:
+    """Inverse of ``str(type)``."""
+    from .parser import TypeParser
+    return TypeParser(text).parse()

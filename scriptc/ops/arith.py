@@ -1,0 +1,93 @@
+"""Arithmetic, comparison and logical operators on Python scalars and arrays (NumPy broadcasting and NEP 50
+promotion). Scalars follow Python: ``//`` and ``%`` floor, ``/`` on ints is a float, division by zero raises."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ..ir.registry import Effect, OpTypeError, by_sample, register
+from ..ir.types import BOOL, FLOAT, INT, TensorType
+
+
+def _int_pow(a, b):
+    if type(b) is int and type(a) is int and b < 0:
+        raise ValueError("integers to negative integer powers are not allowed")
+    return a ** b
+
+
+# name, Python operator, ufunc used for the in-place form (``x += y`` on an array)
+BINARY = [
+    ("add", operator.add, np.add),
+    ("sub", operator.sub, np.subtract),
+    ("mul", operator.mul, np.multiply),
+    ("div", operator.truediv, np.true_divide),
+    ("floordiv", operator.floordiv, np.floor_divide),
+    ("remainder", operator.mod, np.remainder),
+    ("pow", _int_pow, np.power),
+    ("__and__", operator.and_, np.bitwise_and),
+    ("__or__", operator.or_, np.bitwise_or),
+    ("__xor__", operator.xor, np.bitwise_xor),
+    ("__lshift__", operator.lshift, np.left_shift),
+    ("__rshift__", operator.rshift, np.right_shift),
+]
+COMPARE = [("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt), ("le", operator.le),
+           ("gt", operator.gt), ("ge", operator.ge)]
+
+for _name, _fn, _ufunc in BINARY:
+    register(f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> Number|Tensor",
+             impl=_fn, infer=by_sample(_fn), effect=Effect.RAISES, elementwise=True, ufunc=_ufunc)
+
+    def _inplace(self, other, _u=_ufunc):
+        _u(self, other, out=self)
+
+    def _inplace_rule(self_t, other_t, _impl=_inplace):
+        if not isinstance(self_t, TensorType):
+            raise OpTypeError("in-place arithmetic needs an array on the left")
+        by_sample(_impl)(self_t, other_t)
+        return []
+
+    register(f"aten::{_name}_(Tensor self, Number|Tensor other) -> ()",
+             impl=_inplace, infer=_inplace_rule, effect=Effect.WRITES, inplace_of=f"aten::{_name}")
+
+for _name, _fn in COMPARE:
+    register(f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> bool|Tensor",
+             impl=_fn, infer=by_sample(_fn), elementwise=True)
+
+
+def _scalar_only(name, fn, result=None):
+    def rule(*types):
+        if any(isinstance(t, TensorType) for t in types):
+            raise OpTypeError(f"{name} of an array is ambiguous")
+        if result is not None:
+            return result
+        return by_sample(fn)(*types)
+    return rule
+
+
+register("aten::neg(Number|Tensor self) -> Number|Tensor", impl=operator.neg, infer=by_sample(operator.neg),
+         elementwise=True)
+register("aten::bitwise_not(Number|Tensor self) -> Number|Tensor", impl=operator.invert,
+         infer=by_sample(operator.invert), elementwise=True)
+register("aten::__not__(bool self) -> bool", impl=operator.not_, infer=_scalar_only("not", None, BOOL))
+
+register("aten::matmul(Tensor self, Tensor other) -> Number|Tensor", impl=np.matmul,
+         infer=by_sample(np.matmul), py=(np.matmul,))
+register("aten::dot(Tensor self, Tensor other) -> Number|Tensor", impl=np.dot, infer=by_sample(np.dot),
+         py=(np.dot,))
+
+# -- conversions between scalars (int(), float(), bool()) ---------------------------------------------------
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
+
+def _to_int(x):
+    v = int(x)
+    if not INT64_MIN <= v <= INT64_MAX:
+        raise OverflowError("int too large to convert to a 64-bit int")
+    return v
+
+
+register("aten::Int(Number self) -> int", impl=_to_int, infer=_scalar_only("int()", None, INT), py=(int,))
+register("aten::Float(Number self) -> float", impl=float, infer=_scalar_only("float()", None, FLOAT),
+         py=(float,))
+register("aten::Bool(Number self) -> bool", impl=bool, infer=_scalar_only("bool()", None, BOOL), py=(bool,))

@@ -1,0 +1,107 @@
+"""Structural and bookkeeping operators: constants, tuples, printing, formatting, ranges, unbound locals.
+``prim::Loop``, ``prim::If`` and ``prim::CallFunction`` carry blocks or graphs; the verifier and the
+interpreter know their structure, the registry only their effects."""
+from __future__ import annotations
+
+import sys
+
+from ..ir.registry import Effect, OpTypeError, register, type_of
+from ..ir.types import BOOL, INT, STR, TensorType, TupleType
+
+
+class _Unbound:
+    """The value of a local that has not been assigned yet."""
+
+    def __repr__(self):
+        return "<unbound>"
+
+
+UNBOUND = _Unbound()
+
+register("prim::Constant(*, Any value) -> Any", impl=lambda *, value=None: value,
+         infer=lambda *, value=None: type_of(value))
+register("prim::Uninitialized() -> Any", impl=lambda: UNBOUND, infer=None)
+
+
+def _assert_bound(defined, *, name):
+    if not defined:
+        raise UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value")
+
+
+register("prim::AssertBound(bool defined, *, str name) -> ()", impl=_assert_bound,
+         infer=lambda t, *, name: [], effect=Effect.RAISES)
+
+
+def _print(*values, sep=" ", end="\n"):
+    print(*values, sep=sep, end=end, file=sys.stdout)
+
+
+def _print_rule(*types, sep=" ", end="\n"):
+    for t in types:
+        if isinstance(t, TensorType) or t.is_scalar or t == STR or isinstance(t, TupleType) or str(t) == "NoneType":
+            continue
+        raise OpTypeError(f"cannot print {t}")
+    return []
+
+
+register("prim::Print(Any... values, *, str sep, str end) -> ()", impl=_print, infer=_print_rule,
+         effect=Effect.IO, py=(print,))
+
+
+def _format(*values, fmt):
+    return fmt.format(*values)
+
+
+register("aten::format(Any... values, *, str fmt) -> str", impl=_format, infer=lambda *t, fmt: STR,
+         effect=Effect.RAISES)
+
+register("prim::TupleConstruct(Any... elems) -> Tuple", impl=lambda *xs: tuple(xs),
+         infer=lambda *ts: TupleType(tuple(ts)))
+
+
+def _unpack_rule(t):
+    if not isinstance(t, TupleType):
+        raise OpTypeError(f"cannot unpack {t}")
+    return list(t.elems)
+
+
+register("prim::TupleUnpack(Tuple self) -> ...", impl=lambda t: tuple(t), infer=_unpack_rule)
+
+
+def _tuple_index_rule(t, *, index):
+    if not isinstance(t, TupleType):
+        raise OpTypeError(f"cannot index {t} with a constant")
+    if not -len(t.elems) <= index < len(t.elems):
+        raise OpTypeError(f"tuple index {index} out of range for a {len(t.elems)}-tuple")
+    return t.elems[index]
+
+
+register("prim::TupleIndex(Tuple self, *, int index) -> Any", impl=lambda t, *, index: t[index],
+         infer=_tuple_index_rule)
+
+
+def _range_length(lo, hi, step):
+    if step == 0:
+        raise ValueError("range() arg 3 must not be zero")
+    if step > 0:
+        return max(0, (hi - lo + step - 1) // step)
+    return max(0, (lo - hi - step - 1) // -step)
+
+
+def _ints_rule(*ts):
+    for t in ts:
+        if t not in (INT, BOOL):
+            raise OpTypeError(f"'{t}' object cannot be interpreted as an integer")
+    return INT
+
+
+register("aten::__range_length(int lo, int hi, int step) -> int", impl=_range_length, infer=_ints_rule,
+         effect=Effect.RAISES)
+register("aten::__derive_index(int index, int start, int step) -> int",
+         impl=lambda i, start, step: start + i * step, infer=_ints_rule)
+
+# Control flow and calls: structure checked by the verifier, executed by the interpreter.
+register("prim::Loop(int max_trip_count, bool condition, Any... carried) -> ...", effect=Effect.IO,
+         structural=True)
+register("prim::If(bool condition) -> ...", effect=Effect.IO, structural=True)
+register("prim::CallFunction(Any... args, *, Graph fn) -> Any", effect=Effect.IO, structural=True)

@@ -1,0 +1,266 @@
+"""Array operators: shape queries, creation, indexing and views, reductions, copies and casts.
+
+Indexing follows NumPy: ``x[i, j]`` with one int per dimension reads an element (as a Python scalar);
+fewer ints or any slice give a view (``aten::select`` / ``aten::slice``), so writes through it reach ``x``.
+Negative indices wrap; out-of-bounds indices raise IndexError."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.registry import Effect, NeedsSpecialization, OpTypeError, by_sample, register, scalar_result
+from ..ir.types import (BOOL, FLOAT, INT, NONE, TensorType, TupleType, Type, element_type)
+
+
+def _array(t: Type, what: str) -> TensorType:
+    if not isinstance(t, TensorType):
+        raise OpTypeError(f"{what} needs an array, got {t}")
+    if t.rank is None:
+        raise NeedsSpecialization(what)
+    return t
+
+
+def _ints(types, what):
+    for t in types:
+        if t not in (INT, BOOL) if what == "shape" else t != INT:
+            raise OpTypeError(f"{what} must be int, got {t}")
+
+
+# -- shape queries ----------------------------------------------------------------------------------------
+register("aten::size(Tensor self) -> (int, ...)", impl=lambda x: tuple(x.shape),
+         infer=lambda t: TupleType((INT,) * _array(t, "x.shape").rank))
+register("aten::dim(Tensor self) -> int", impl=lambda x: x.ndim, infer=lambda t: INT)
+register("aten::numel(Tensor self) -> int", impl=lambda x: x.size, infer=lambda t: INT)
+
+
+def _len(x):
+    return len(x)
+
+
+def _len_rule(t):
+    if isinstance(t, TensorType) and t.rank == 0:
+        raise OpTypeError("len() of a 0-d array")
+    if not isinstance(t, TensorType):
+        raise OpTypeError(f"len() of {t} is not supported")
+    return INT
+
+
+register("aten::len(Tensor self) -> int", impl=_len, infer=_len_rule, effect=Effect.RAISES, py=(len,))
+register("aten::numpy_T(Tensor self) -> Tensor", impl=lambda x: x.T,
+         infer=lambda t: TensorType(t.dtype, t.rank, t.shape[::-1] if t.shape else None)
+         if isinstance(t, TensorType) else _array(t, "x.T"))
+
+
+def _reshape(x, *shape):
+    return x.reshape(shape)
+
+
+def _reshape_rule(t, *shape):
+    _array(t, "reshape")
+    _ints(shape, "a reshape dimension")
+    return TensorType(t.dtype, len(shape))
+
+
+register("aten::reshape(Tensor self, int... shape) -> Tensor", impl=_reshape, infer=_reshape_rule,
+         effect=Effect.RAISES)
+
+# -- copies and casts -----------------------------------------------------------------------------------
+register("aten::clone(Tensor self) -> Tensor", impl=np.copy, infer=lambda t: _array_keep(t, "copy()"),
+         methods=("copy",), py=(np.copy,))
+
+
+def _array_keep(t, what):
+    if not isinstance(t, TensorType):
+        raise OpTypeError(f"{what} needs an array, got {t}")
+    return t
+
+
+def _astype(x, *, dtype):
+    return x.astype(dtype)
+
+
+register("aten::to(Tensor self, *, str dtype) -> Tensor", impl=_astype,
+         infer=lambda t, dtype: TensorType(dtype, _array_keep(t, "astype()").rank, t.shape))
+
+# -- creation -----------------------------------------------------------------------------------------------
+
+
+def _shape_rule(make_fill=False):
+    def rule(*types, dtype):
+        shape = types[1:] if make_fill else types
+        _ints(shape, "shape")
+        return TensorType(dtype, len(shape))
+    return rule
+
+
+register("aten::zeros(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.zeros(s, dtype),
+         infer=_shape_rule(), effect=Effect.RAISES)
+register("aten::ones(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.ones(s, dtype),
+         infer=_shape_rule(), effect=Effect.RAISES)
+register("aten::empty(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.empty(s, dtype),
+         infer=_shape_rule(), effect=Effect.RAISES)
+register("aten::full(Number fill_value, int... shape, *, str dtype) -> Tensor",
+         impl=lambda v, *s, dtype: np.full(s, v, dtype), infer=_shape_rule(True), effect=Effect.RAISES)
+
+
+def _like(make):
+    def impl(x, *fill, dtype):
+        return make(x, *fill, dtype=dtype)
+
+    def rule(t, *fill, dtype):
+        return TensorType(dtype, _array(t, "the *_like argument").rank)
+    return impl, rule
+
+
+for _name, _make in [("zeros_like", np.zeros_like), ("ones_like", np.ones_like),
+                     ("empty_like", np.empty_like)]:
+    _i, _r = _like(_make)
+    register(f"aten::{_name}(Tensor self, *, str dtype) -> Tensor", impl=_i, infer=_r)
+_i, _r = _like(np.full_like)
+register("aten::full_like(Tensor self, Number fill_value, *, str dtype) -> Tensor", impl=_i, infer=_r)
+
+
+def _arange(start, stop, step):
+    return np.arange(start, stop, step)
+
+
+register("aten::arange(Number start, Number stop, Number step) -> Tensor", impl=_arange,
+         infer=by_sample(_arange), effect=Effect.RAISES)
+
+
+def _linspace(start, stop, num):
+    return np.linspace(start, stop, num)
+
+
+def _linspace_rule(a, b, n):
+    if n != INT:
+        raise OpTypeError("linspace's num must be an int")
+    return by_sample(_linspace)(a, b, n)
+
+
+register("aten::linspace(Number start, Number stop, int num) -> Tensor", impl=_linspace,
+         infer=_linspace_rule, effect=Effect.RAISES, py=(np.linspace,))
+
+# -- indexing ---------------------------------------------------------------------------------------------
+
+
+def _getitem(x, *index):
+    return x[index].item()
+
+
+def _getitem_rule(t, *index):
+    _array(t, "indexing")
+    _ints(index, "an index")
+    if len(index) != t.rank:
+        raise OpTypeError(f"getitem needs {t.rank} indices, got {len(index)}")
+    return element_type(t.dtype)
+
+
+register("aten::getitem(Tensor self, int... indices) -> Number", impl=_getitem, infer=_getitem_rule,
+         effect=Effect.RAISES)
+
+
+def _setitem(x, *index_and_value):
+    x[index_and_value[:-1]] = index_and_value[-1]
+
+
+def _setitem_rule(t, *rest):
+    _array(t, "index assignment")
+    *index, value = rest
+    _ints(index, "an index")
+    if len(index) != t.rank:
+        raise OpTypeError(f"setitem needs {t.rank} indices, got {len(index)}")
+    if not value.is_scalar:
+        raise OpTypeError(f"cannot assign {value} to an array element")
+    return []
+
+
+register("aten::setitem(Tensor self, int... indices_and_value) -> ()", impl=_setitem, infer=_setitem_rule,
+         effect=Effect.WRITES)
+
+
+def _select(x, index, *, dim):
+    return x[(slice(None),) * dim + (index,)]
+
+
+def _select_rule(t, index, *, dim):
+    _array(t, "indexing")
+    _ints([index], "an index")
+    if not 0 <= dim < t.rank:
+        raise OpTypeError(f"too many indices for array: array is {t.rank}-dimensional")
+    shape = t.shape[:dim] + t.shape[dim + 1:]
+    return TensorType(t.dtype, None, shape)
+
+
+register("aten::select(Tensor self, int index, *, int dim) -> Tensor", impl=_select, infer=_select_rule,
+         effect=Effect.RAISES)
+
+
+def _slice(x, start, stop, step, *, dim):
+    return x[(slice(None),) * dim + (slice(start, stop, step),)]
+
+
+def _slice_rule(t, start, stop, step, *, dim):
+    _array(t, "slicing")
+    for b in (start, stop, step):
+        if b not in (INT, NONE):
+            raise OpTypeError(f"slice bounds must be int or None, got {b}")
+    if not 0 <= dim < t.rank:
+        raise OpTypeError(f"too many indices for array: array is {t.rank}-dimensional")
+    return TensorType(t.dtype, t.rank)
+
+
+register("aten::slice(Tensor self, int? start, int? stop, int? step, *, int dim) -> Tensor", impl=_slice,
+         infer=_slice_rule, effect=Effect.RAISES)
+
+
+def _copy_(dst, src):
+    dst[...] = src
+
+
+def _copy_rule(dst, src):
+    _array(dst, "slice assignment")
+    if isinstance(src, TensorType):
+        _array(src, "slice assignment")
+        if src.rank > dst.rank:
+            raise OpTypeError(f"could not broadcast a {src.rank}-d array into a {dst.rank}-d slice")
+    elif not src.is_scalar:
+        raise OpTypeError(f"cannot assign {src} to an array slice")
+    return []
+
+
+register("aten::copy_(Tensor self, Number|Tensor src) -> ()", impl=_copy_, infer=_copy_rule,
+         effect=Effect.WRITES)
+
+
+def _fill_(x, value):
+    x.fill(value)
+
+
+register("aten::fill_(Tensor self, Number value) -> ()", impl=_fill_, infer=_copy_rule, effect=Effect.WRITES,
+         methods=("fill",))
+
+# -- reductions: np.sum(x), x.sum(), np.sum(x, axis=1) ------------------------------------------------------
+
+
+def _reduction(fn):
+    def impl(x, *, axis=None):
+        return fn(x, axis=axis)
+
+    infer_sample = by_sample(impl)
+
+    def rule(t, *, axis=None):
+        if not isinstance(t, TensorType):
+            raise OpTypeError(f"{fn.__name__}() needs an array, got {t}")
+        return scalar_result(infer_sample(t, axis=axis))
+    return impl, rule
+
+
+REDUCTIONS = [
+    ("sum", np.sum, ()), ("prod", np.prod, ()), ("mean", np.mean, ()),
+    ("max", np.max, (np.amax,)), ("min", np.min, (np.amin,)),
+    ("any", np.any, ()), ("all", np.all, ()), ("argmax", np.argmax, ()), ("argmin", np.argmin, ()),
+]
+for _name, _fn, _more in REDUCTIONS:
+    _i, _r = _reduction(_fn)
+    register(f"aten::{_name}(Tensor self, *, int? axis) -> Number|Tensor", impl=_i, infer=_r,
+             effect=Effect.RAISES, py=(_fn,) + _more, methods=(_name,), reduction=True)

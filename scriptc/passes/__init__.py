@@ -1,0 +1,1 @@
+"""Graph-to-graph passes (constant propagation, DCE, CSE, LICM, unrolling, inlining, shape inference, fusion)."""
