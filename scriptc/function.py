@@ -34,10 +34,13 @@ class ScriptFunction:
         self.return_type = self.resolver.annotation(self.source, tree.returns) if tree.returns else None
         self._graphs: dict[tuple, Graph] = {}
         self._generic: Graph | None = None
+        self.resolver.decorating = True
         try:
             self._generic = self._compile(tuple(self.param_types))
         except NeedsSpecialization:
             pass  # array code whose types depend on dtypes/ranks: compiled per call signature
+        finally:
+            self.resolver.decorating = False
 
     def __repr__(self):
         return f"<scriptc.ScriptFunction {self.__name__}>"

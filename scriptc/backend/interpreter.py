@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..ir.core import Block, Graph
 from ..ir.registry import lookup
 from ..ir.types import BOOL, FLOAT, INT
+from ..ops.prim import UNBOUND
 
 _WRAP = 2 ** 64
 _HALF = 2 ** 63
@@ -12,6 +13,8 @@ _HALF = 2 ** 63
 
 def _normalize(value, type):
     """Keep scalars as Python scalars; ints wrap to 64 bits (two's complement) as native code does."""
+    if value is UNBOUND:
+        return value
     if type == INT:
         value = int(value)
         if not -_HALF <= value < _HALF:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import CompileError
 from ..ir.core import Graph
-from ..ir.registry import op_for_callable
+from ..ir.registry import NeedsSpecialization, op_for_callable
 from ..ir.types import BOOL, FLOAT, INT, NONE, TENSOR, TensorType, TupleType, Type
 from .emitter import UNSUPPORTED, FunctionEmitter
 from .source import FunctionSource, get_source
@@ -47,6 +47,9 @@ class Resolver:
 
     def __init__(self, compile_callee):
         self.compile_callee = compile_callee
+        # While decorating, a name may not be bound yet (a helper defined further down the module): the
+        # generic compile is then skipped, and the name is looked up again when the function is first called.
+        self.decorating = False
 
     def lookup_global(self, fn: FunctionSource, name: str):
         func = fn.func
@@ -64,6 +67,8 @@ class Resolver:
     def resolve_global(self, fn: FunctionSource, node: ast.Name):
         obj = self.lookup_global(fn, node.id)
         if obj is _MISSING:
+            if self.decorating:
+                raise NeedsSpecialization(node.id)
             raise fn.error(f"name '{node.id}' is not defined", node)
         return obj
 
@@ -118,9 +123,7 @@ def validate(fn: FunctionSource, resolver: Resolver) -> None:
             raise fn.error(reason, node, hint)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in local_names:
             obj = resolver.lookup_global(fn, node.func.id)
-            if obj is _MISSING:
-                raise fn.error(f"name '{node.func.id}' is not defined", node.func)
-            if not resolver.supported_callable(obj):
+            if obj is not _MISSING and not resolver.supported_callable(obj):
                 raise fn.error(f"'{node.func.id}' is not supported in scripted functions", node.func,
                                resolver.unsupported_hint(obj))
         if isinstance(node, ast.Compare):

@@ -193,11 +193,16 @@ class FunctionEmitter(CallsMixin):
             flags = [self.env.vars[f] for f in FLAGS]
             if any(f is True for f in flags):
                 return  # the rest is unreachable
-            pending = [f for f in flags if isinstance(f, Value)]
+            pending = [name for name, f in zip(FLAGS, flags) if isinstance(f, Value)]
             if pending:
-                self.emit_if(self.any_of(pending), lambda: None, lambda: self.emit_after_exits(stmts[i:]), None)
+                self.emit_if(self.any_of([self.env.vars[f] for f in pending]), lambda: self.exit_taken(pending),
+                             lambda: self.emit_after_exits(stmts[i:]), None)
                 return
             self.visit(stmt)
+
+    def exit_taken(self, pending: list[str]):
+        if len(pending) == 1:  # the only flag that can be set is set on this path
+            self.env.vars[pending[0]] = True
 
     def emit_after_exits(self, stmts):
         for f in FLAGS:  # on this path no exit was taken
@@ -414,26 +419,33 @@ class FunctionEmitter(CallsMixin):
         types = {n: binding_type(before.vars[n]) for n in names if n in before.vars}
         while True:
             carried = [n for n in names if n in types]
-            end_env, node = self.emit_loop_once(loop, trips, first_cond, prefix, next_cond, carried, types, hint)
-            changed = False
-            for n in names:
-                if n not in end_env.vars:
-                    continue
-                t_end = binding_type(end_env.vars[n])
-                t = t_end if n not in types else join(types[n], t_end)
-                if t is None:
-                    raise self.fn.error(f"'{n}' is {describe(types[n])} before the loop and {describe(t_end)} "
-                                        f"after an iteration", loop, "give a variable one type throughout the loop")
-                if types.get(n) != t:
-                    types[n], changed = t, True
-            if not changed:
+            end_env = self.emit_loop_once(loop, trips, first_cond, prefix, next_cond, carried, types, hint,
+                                          lambda end: self.widen(loop, names, types, end))
+            if end_env is None:
                 return
             for old in reversed(parent.nodes[mark:]):
                 old.destroy()
             self.graph.restore_namer(namer)
             self.env = before.copy()
 
-    def emit_loop_once(self, loop, trips, first_cond, prefix, next_cond, carried, types, hint):
+    def widen(self, loop, names, types, end: Env) -> bool:
+        """Update the carried types from the end of an iteration; True if the body must be emitted again."""
+        changed = False
+        for n in names:
+            if n not in end.vars:
+                continue
+            t_end = binding_type(end.vars[n])
+            t = t_end if n not in types else join(types[n], t_end)
+            if t is None:
+                raise self.fn.error(f"'{n}' is {describe(types[n])} before the loop and {describe(t_end)} "
+                                    f"after an iteration", loop, "give a variable one type throughout the loop")
+            if types.get(n) != t:
+                types[n], changed = t, True
+        return changed
+
+    def emit_loop_once(self, loop, trips, first_cond, prefix, next_cond, carried, types, hint, widen):
+        """Emit the loop once with these carried types; returns the body's end environment if the types
+        must widen (the caller discards this attempt), else None."""
         before = self.env
         flagged = [n for n in carried if not n.startswith("$") and (n not in before.vars or n in before.bound)]
         inits = [self.materialize(before.vars.get(n, MISSING), types[n], loop) for n in carried]
@@ -460,6 +472,9 @@ class FunctionEmitter(CallsMixin):
         self.emit_body(loop.body)
         self.loop_depth -= 1
         end = self.env
+        if widen(end):
+            self.block, self.env = parent, before
+            return end
         body.add_return(self.continue_condition(next_cond))
         for n in carried:
             body.add_return(self.materialize(end.vars.get(n, MISSING), types[n], loop))
@@ -477,17 +492,18 @@ class FunctionEmitter(CallsMixin):
                 if n not in flagged:
                     self.env.bound.pop(n, None)
         self.env.vars[BRK] = self.env.vars[CONT] = False
-        return end, node
+        return None
 
     def continue_condition(self, next_cond) -> Value:
         exits = [self.env.vars[BRK], self.env.vars[RET]]
         if any(f is True for f in exits):
             return self.const(False)
         pending = [f for f in exits if isinstance(f, Value)]
-        evaluate = next_cond or (lambda: self.const(True))
         if not pending:
-            return evaluate()
-        return self.emit_if(self.any_of(pending), lambda: self.const(False), evaluate, None)
+            return next_cond() if next_cond else self.const(True)
+        if next_cond is None:
+            return self.op("aten::__not__", [self.any_of(pending)])
+        return self.emit_if(self.any_of(pending), lambda: self.const(False), next_cond, None)
 
     # -- expressions ----------------------------------------------------------------------------------
     def expr(self, node) -> Value:
@@ -525,7 +541,10 @@ class FunctionEmitter(CallsMixin):
         return self.op(f"aten::{BINOPS[type(node.op)]}", [left, right], at=node)
 
     def visit_UnaryOp(self, node):
-        v = self.expr(node.operand)
+        operand = node.operand
+        if isinstance(node.op, ast.USub) and isinstance(operand, ast.Constant) and type(operand.value) in (int, float):
+            return self.visit_Constant(ast.copy_location(ast.Constant(-operand.value), node))  # the literal -1
+        v = self.expr(operand)
         if isinstance(node.op, ast.USub):
             return self.op("aten::neg", [v], at=node)
         if isinstance(node.op, ast.UAdd):

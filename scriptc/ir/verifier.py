@@ -85,7 +85,7 @@ class Verifier:
         elif node.kind == "prim::Loop":
             if len(ins) < 2 or ins[0] != INT or ins[1] != BOOL or len(node.blocks) != 1:
                 self.fail(node, "needs (int trips, bool condition, carried...) and one block")
-            if ins[2:] != outs:
+            if len(ins) - 2 != len(outs) or not all(map(compatible, ins[2:], outs)):
                 self.fail(node, "carried input types differ from output types")
             self.block_signature(node, node.blocks[0], [INT] + outs, [BOOL] + outs)
         elif node.kind == "prim::CallFunction":

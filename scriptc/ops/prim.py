@@ -104,4 +104,5 @@ register("aten::__derive_index(int index, int start, int step) -> int",
 register("prim::Loop(int max_trip_count, bool condition, Any... carried) -> ...", effect=Effect.IO,
          structural=True)
 register("prim::If(bool condition) -> ...", effect=Effect.IO, structural=True)
-register("prim::CallFunction(Any... args, *, Graph fn) -> Any", effect=Effect.IO, structural=True)
+register("prim::CallFunction(Any... args, *, Graph fn) -> Any", effect=Effect.IO, structural=True,
+         infer=lambda *types, fn: [v.type for v in fn.outputs])

@@ -1,0 +1,79 @@
+"""The ``scriptc`` command (also ``python -m scriptc``).
+
+    scriptc dump path/to/file.py:func [--types float64[2,3] int ...]
+
+prints the function's IR: the generic graph, or with ``--types`` the graph specialized to those argument types
+(``int``, ``float``, ``bool``, or a dtype with dimensions such as ``float64[2,3]``, ``float32[*,*]``, ``int64[]``).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+from .errors import CompileError
+from .function import ScriptFunction, script
+from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
+
+_SCALARS = {"int": INT, "float": FLOAT, "bool": BOOL}
+
+
+def parse_arg_type(text: str) -> Type:
+    if text in _SCALARS:
+        return _SCALARS[text]
+    m = re.fullmatch(r"(\w+)\[([\d*?,\s]*)\]", text)
+    if not m or m.group(1) not in DTYPE_NAMES:
+        raise argparse.ArgumentTypeError(f"bad type {text!r}: use int, float, bool or e.g. float64[2,3]")
+    dims = [d.strip() for d in m.group(2).split(",") if d.strip()]
+    return TensorType(m.group(1), None, tuple(None if d in "*?" else int(d) for d in dims))
+
+
+def load_function(target: str) -> ScriptFunction:
+    path, sep, name = target.rpartition(":")
+    if not sep or not path:
+        raise SystemExit(f"scriptc: expected FILE.py:FUNCTION, got {target!r}")
+    file = Path(path).resolve()
+    if not file.exists():
+        raise SystemExit(f"scriptc: no such file: {path}")
+    sys.path.insert(0, str(file.parent))
+    spec = importlib.util.spec_from_file_location(f"_scriptc_cli_{file.stem}", file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    fn = getattr(module, name, None)
+    if fn is None:
+        raise SystemExit(f"scriptc: {path} has no function {name!r}")
+    return fn if isinstance(fn, ScriptFunction) else script(fn)
+
+
+def cmd_dump(args) -> int:
+    fn = load_function(args.target)
+    if args.types is None:
+        print(fn.graph, end="")
+        return 0
+    if len(args.types) != len(fn.param_types):
+        raise SystemExit(f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, "
+                         f"--types gives {len(args.types)}")
+    print(fn.graph_for_types(tuple(args.types)), end="")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="scriptc", description="scriptc: compile typed numerical Python")
+    sub = parser.add_subparsers(dest="command", required=True)
+    dump = sub.add_parser("dump", help="print a function's IR")
+    dump.add_argument("target", help="path/to/file.py:function")
+    dump.add_argument("--types", nargs="+", type=parse_arg_type, metavar="TYPE",
+                      help="argument types: int, float, bool, float64[2,3], int32[*] ...")
+    args = parser.parse_args(argv)
+    try:
+        return {"dump": cmd_dump}[args.command](args)
+    except CompileError as e:
+        print(e, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

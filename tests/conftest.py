@@ -1,0 +1,20 @@
+"""Every graph the suite compiles is also printed, parsed back and printed again: the two texts must match,
+and the parsed graph must verify (the printer/parser round trip on every graph the tests produce)."""
+import scriptc.function
+from scriptc.ir import parse, print_graph, verify
+
+ROUND_TRIPS = {"count": 0}
+_verify = scriptc.function.verify
+
+
+def verify_and_round_trip(graph):
+    _verify(graph)
+    text = print_graph(graph)
+    again = parse(text)
+    verify(again)
+    assert print_graph(again) == text, f"round trip changed the graph:\n{text}\n---\n{print_graph(again)}"
+    ROUND_TRIPS["count"] += 1
+    return graph
+
+
+scriptc.function.verify = verify_and_round_trip

@@ -1,0 +1,111 @@
+"""Every construct outside the subset is a CompileError at decoration time (or, for errors that depend on array
+dtypes, at the first call), naming file:line:col, showing the line with a caret, and giving a reason."""
+import numpy as np
+import pytest
+
+import scriptc
+from tests.modules import load_module
+
+# Line numbers below count the 3 header lines (imports) written before each source.
+
+
+def compile_error(tmp_path, source, *args) -> scriptc.CompileError:
+    mod = load_module(tmp_path, source.replace("@s\n", ""))
+    with pytest.raises(scriptc.CompileError) as info:
+        f = scriptc.script(mod.f)
+        if args:
+            f(*args)
+    return info.value
+
+
+CASES = [
+    # (source of f, line, col, message fragment, call args or None)
+    ("def f(x: int) -> int:\n    y = [v for v in range(x)]\n    return x\n", 5, 9,
+     "list comprehensions are not supported"),
+    ("def f(x: int) -> int:\n    try:\n        x = 1\n    except ValueError:\n        pass\n    return x\n", 5, 5,
+     "try/except is not supported"),
+    ("def f(x: int) -> int:\n    d = {1: 2}\n    return x\n", 5, 9, "dicts are not supported"),
+    ("def f(x: int) -> int:\n    y = sorted(x)\n    return x\n", 5, 9, "'sorted' is not supported"),
+    ("def f(x: int) -> int:\n    y = lambda a: a\n    return x\n", 5, 9, "lambdas are not supported"),
+    ("def f(x: int) -> int:\n    if x > 0:\n        y = 1\n    else:\n        y = (1, 2)\n    return x\n", 5, 5,
+     "'y' is an int on one path and (int, int) on another"),
+    ("def f(x) -> int:\n    return 1\n", 4, 7, "parameter 'x' needs a type annotation"),
+    ("def f(x: int):\n    if x > 0:\n        return 1\n    return (1, 2)\n", 7, 5,
+     "this return gives (int, int), but the return at line 6 gives an int"),
+    ("def f(x: int) -> int:\n    if x > 0:\n        return 1\n", 5, 5, "can reach the end of its body"),
+    ("def f(x: np.ndarray) -> float:\n    return x.foo\n", 5, 12, "array attribute 'foo' is not supported"),
+    ("def f(x: int) -> int:\n    return np.foo(x)\n", 5, 12, "'np' has no attribute 'foo'"),
+    ("def f(x: int) -> int:\n    for i in x:\n        pass\n    return x\n", 5, 14, "for loops over an int"),
+    ("def f(x: int) -> int:\n    while x > 0:\n        x -= 1\n    else:\n        x = 2\n    return x\n", 5, 5,
+     "'while ... else' is not supported"),
+    ("def f(x: np.ndarray) -> float:\n    if x:\n        return 1.0\n    return 0.0\n", 5, 8,
+     "truth value of an array is ambiguous"),
+    ("def f(x: str) -> int:\n    return 1\n", 4, 10, "unsupported annotation 'str'"),
+    ("def f(x: int) -> int:\n    y = x if x > 0 else 1.5\n    s = 'a' if x > 0 else x\n    return x\n", 6, 9,
+     "is a str on one path and an int on another"),
+    ("def f(x: int) -> int:\n    global g\n    return x\n", 5, 5, "'global' statements are not supported"),
+    ("def f(x: int) -> int:\n    with open('a') as fh:\n        pass\n    return x\n", 5, 5,
+     "'with' statements are not supported"),
+    ("def f(x: int) -> int:\n    return x is None\n", 5, 12, "'is' and 'in' comparisons are not supported"),
+    ("def f(x: int) -> int:\n    return min(x, 1.5)\n", 5, 12, "min() of an int and a float"),
+    ("def f(x: np.ndarray) -> float:\n    return x[0, 1, 2]\n", 5, 12, "too many indices for array", np.zeros((2, 2))),
+    ("def f(x: np.ndarray) -> np.ndarray:\n    x += 1.5\n    return x\n", 5, 5, "cannot cast", np.zeros(3, np.int64)),
+    ("def f(x: int) -> int:\n    return 99999999999999999999\n", 5, 12, "does not fit in a 64-bit int"),
+    ("def f(x: int) -> int:\n    s = 0\n    for i in range(x):\n        s = (s, 1)\n    return 1\n", 6, 5,
+     "'s' is an int before the loop and (int, int) after an iteration"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[3][:40] for c in CASES])
+def test_rejected_construct(tmp_path, case):
+    source, line, col, fragment, *args = case
+    e = compile_error(tmp_path, source, *args)
+    assert e.lineno == line and e.col == col, f"at {e.lineno}:{e.col}, expected {line}:{col}\n{e}"
+    assert fragment in e.reason, str(e)
+    text = str(e)
+    first, src_line, caret = text.split("\n")[:3]
+    assert first.endswith(f"mod_{first.split('mod_')[1].split('.py')[0]}.py:{line}:{col}: error: {e.reason}")
+    assert caret.index("^") == col - 1 + 4, text  # the caret sits under the offending column
+    assert src_line.strip() and len(src_line) > col
+
+
+def test_error_has_hint_for_known_rewrites(tmp_path):
+    e = compile_error(tmp_path, "def f(x: int) -> int:\n    y = [v for v in range(x)]\n    return x\n")
+    assert "hint: fill an array in a loop" in str(e)
+
+
+def test_plain_python_callee_suggests_decorating(tmp_path):
+    e = compile_error(tmp_path, "def g(a):\n    return a\ndef f(x: int) -> int:\n    return g(x)\n")
+    assert "decorate 'g' with @scriptc.script" in str(e)
+
+
+def test_caret_spans_the_offending_range(tmp_path):
+    e = compile_error(tmp_path, "def f(x: int) -> int:\n    d = {1: 2}\n    return x\n")
+    assert str(e).split("\n")[2].strip() == "^" * len("{1: 2}")
+
+
+def test_recursion_is_rejected(tmp_path):
+    mod = load_module(tmp_path, "@scriptc.script\ndef f(x: int) -> int:\n    if x < 1:\n        return 0\n"
+                                "    return f(x - 1)\n")
+    with pytest.raises(scriptc.CompileError, match="recursive call to 'f'"):
+        mod.f(3)
+
+
+def test_helper_defined_after_its_caller(tmp_path):
+    mod = load_module(tmp_path, "@scriptc.script\ndef f(x: int) -> int:\n    return g(x) + 1\n"
+                                "@scriptc.script\ndef g(x: int) -> int:\n    return 2 * x\n")
+    assert mod.f(3) == 7
+
+
+def test_undefined_name_is_reported_when_called(tmp_path):
+    mod = load_module(tmp_path, "@scriptc.script\ndef f(x: int) -> int:\n    return nowhere(x)\n")
+    with pytest.raises(scriptc.CompileError, match="name 'nowhere' is not defined") as info:
+        mod.f(1)
+    assert (info.value.lineno, info.value.col) == (6, 12)
+
+
+def test_no_source_is_a_compile_error():
+    ns = {}
+    exec("def f(x: int) -> int:\n    return x\n", ns)
+    with pytest.raises(scriptc.CompileError, match="cannot find the source"):
+        scriptc.script(ns["f"])
