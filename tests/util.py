@@ -31,6 +31,10 @@ def run_captured(fn, *args):
 
 
 def same_value(a, b, rtol=0.0) -> bool:
+    """Equal values of the same type; a NumPy scalar from CPython counts as the Python scalar scriptc returns
+    (documented: scalars read from arrays or reductions are Python scalars)."""
+    if isinstance(a, np.generic):
+        a = a.item()
     if isinstance(a, tuple):
         return isinstance(b, tuple) and len(a) == len(b) and all(same_value(x, y, rtol) for x, y in zip(a, b))
     if isinstance(a, np.ndarray):

@@ -281,7 +281,9 @@ class CallsMixin:
             return "element", values
         view, dim = base, 0
         for v in values:
-            if isinstance(v, tuple):
+            if v == ():
+                dim += 1  # a bare ':' keeps the dimension as it is
+            elif isinstance(v, tuple):
                 view = self.op("aten::slice", [view, *v], {"dim": dim}, at=node)
                 dim += 1
             else:
@@ -289,6 +291,8 @@ class CallsMixin:
         return "view", view
 
     def slice_bounds(self, s: ast.Slice) -> tuple:
+        if s.lower is None and s.upper is None and s.step is None:
+            return ()
         return tuple(self.expr(b) if b is not None else self.const(None) for b in (s.lower, s.upper, s.step))
 
     def store_subscript(self, target, value):

@@ -191,7 +191,8 @@ class GraphParser:
         while self.i < len(self.lines):
             line = self.lines[self.i]
             stripped = line.strip()
-            if not line.startswith(ind) or line[len(ind)] == " " or stripped.startswith(("return (", "-> (")):
+            deeper = line[len(ind):len(ind) + 1] == " " and not line[len(ind):].startswith(" = ")
+            if not line.startswith(ind) or deeper or stripped.startswith(("return (", "-> (")):
                 return
             self.parse_node(block, line, depth)
 
@@ -224,7 +225,7 @@ class GraphParser:
             if isinstance(v, _GraphRef):
                 self.refs.append((node, k, str(v)))
         if node.kind == "prim::Constant" and "value" in attrs and outs and outs[0][1] == BOOL:
-            attrs["value"] = bool(attrs["value"])
+            node.attrs["value"] = bool(attrs["value"])
         self.i += 1
         ind = "  " * (depth + 1)
         while self.i < len(self.lines) and self.lines[self.i].startswith(ind + "block"):

@@ -37,6 +37,8 @@ MODULES = (
     "array_loops",
     "vectorized",
     "calls_prints",
+    "edge_scalars",
+    "edge_arrays",
     "errors",
 )
 

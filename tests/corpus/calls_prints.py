@@ -292,13 +292,25 @@ def print_sep_end(n: int, x: float, b: bool):
     print(x, end=" ")
     print(b)
     for i in range(4):
-        print(i, end=" " if i < 3 else "\n")
+        print(i, end=" ")
+    print()
     print("x", "y", sep="\n")
     print(sep="-", end="!\n")
     print("multi\nline\ttab")
 
 
 case(print_sep_end, lambda: (1, 2.5, True))
+
+
+@scriptc.script
+def print_end_expr(n: int):
+    # end= given by an expression rather than a literal
+    for i in range(n):
+        print(i, end=" " if i < n - 1 else "\n")
+    print("a", "b", sep="+" if n > 2 else "-")
+
+
+case(print_end_expr, lambda: (4,))
 
 
 @scriptc.script

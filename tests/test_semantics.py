@@ -1,0 +1,315 @@
+"""Python's and NumPy's rules, checked against CPython running the same function (the oracle)."""
+import math
+
+import numpy as np
+import pytest
+
+import scriptc
+from tests.util import assert_matches_python, run_captured
+
+INT64_MAX = 2 ** 63 - 1
+
+
+@scriptc.script
+def floor_ops(a: int, b: int) -> tuple[int, int, float]:
+    return a // b, a % b, a / b
+
+
+@scriptc.script
+def float_floor_ops(a: float, b: float) -> tuple[float, float]:
+    return a // b, a % b
+
+
+@pytest.mark.parametrize("a, b", [(7, 2), (-7, 2), (7, -2), (-7, -2), (0, 3), (5, 0), (-1, 0)])
+def test_int_floor_division_and_modulo(a, b):
+    assert_matches_python(floor_ops, a, b)
+
+
+@pytest.mark.parametrize("a, b", [(7.5, 2.0), (-7.5, 2.0), (7.5, -2.0), (-0.0, 1.0), (1.0, 0.0), (1e308, 1e-308)])
+def test_float_floor_division_and_modulo(a, b):
+    assert_matches_python(float_floor_ops, a, b)
+
+
+@scriptc.script
+def loop_variable(n: int) -> int:
+    for i in range(n):
+        i = i * 10  # rebinding does not change the next iteration
+    return i
+
+
+def test_loop_variable_keeps_last_value_and_is_unbound_after_empty_loop():
+    assert_matches_python(loop_variable, 4)
+    assert loop_variable(4) == 30
+    _, _, exc = run_captured(loop_variable, 0)
+    assert isinstance(exc, UnboundLocalError) and "'i'" in str(exc)
+
+
+@scriptc.script
+def guarded_division(a: int, b: int) -> bool:
+    return b != 0 and a // b > 2 or b == 0
+
+
+@scriptc.script
+def or_value(a: int, b: int) -> int:
+    return a or b
+
+
+def test_and_or_short_circuit():
+    for a, b in [(9, 0), (9, 2), (1, 3)]:
+        assert_matches_python(guarded_division, a, b)
+    for a, b in [(0, 5), (3, 5)]:
+        assert_matches_python(or_value, a, b)
+
+
+@scriptc.script
+def mixed(n: int) -> float:
+    s = 0
+    for i in range(n):
+        s += i / 2
+    return s
+
+
+def test_int_promoted_to_float_where_python_makes_a_float():
+    assert_matches_python(mixed, 5)
+    assert mixed.graph.outputs[0].type == scriptc.ir.FLOAT
+
+
+@scriptc.script
+def scale(x: np.ndarray) -> np.ndarray:
+    return x * 2.5 + 1
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32, np.bool_])
+def test_numpy2_promotion_of_arrays_with_python_scalars(dtype):
+    x = np.arange(5).astype(dtype)
+    assert_matches_python(scale, x)
+    assert scale(x).dtype == scale.py_func(x).dtype
+
+
+@scriptc.script
+def int_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return x / y
+
+
+def test_array_true_division_of_ints_is_float64():
+    assert_matches_python(int_div, np.arange(1, 5), np.arange(2, 6, dtype=np.int32))
+
+
+@scriptc.script
+def respecialize(x: np.ndarray) -> float:
+    s = 0.0
+    for i in range(len(x)):
+        s += x[i]
+    return s
+
+
+def test_new_dtype_or_rank_compiles_a_new_specialization():
+    respecialize(np.ones(3))
+    respecialize(np.ones(3, np.float32))
+    respecialize(np.ones(3, np.int32))
+    assert len(respecialize._graphs) == 3
+    with pytest.raises(scriptc.CompileError, match="'s' is a float before the loop and an array"):
+        respecialize(np.ones((2, 2)))
+
+
+@scriptc.script
+def mutate(x: np.ndarray, v: float):
+    x[0] = v
+    x[1:3] += 1.0
+    y = x[2:]
+    y[0] = -v
+
+
+def test_mutation_through_views_is_visible_to_the_caller():
+    x = np.zeros(5)
+    mutate(x, 4.0)
+    assert x.tolist() == [4.0, 1.0, -4.0, 0.0, 0.0]
+    assert_matches_python(mutate, np.arange(5.0), 2.0)
+
+
+@scriptc.script
+def reads(x: np.ndarray, i: int) -> float:
+    return x[i]
+
+
+def test_negative_indices_wrap_and_out_of_bounds_raise():
+    x = np.arange(4.0)
+    assert reads(x, -1) == 3.0
+    with pytest.raises(IndexError, match="out of bounds"):
+        reads(x, 4)
+    with pytest.raises(IndexError):
+        reads(x, -5)
+
+
+@scriptc.script
+def zero_div(a: float) -> float:
+    return 1.0 / a
+
+
+@scriptc.script
+def domain(a: float) -> float:
+    return math.sqrt(a)
+
+
+def test_scalar_errors_are_pythons():
+    with pytest.raises(ZeroDivisionError):
+        zero_div(0.0)
+    with pytest.raises(ValueError, match="math domain error"):
+        domain(-1.0)
+
+
+@scriptc.script
+def wrap(a: int) -> int:
+    return a + 1
+
+
+def test_int_is_64_bit_and_wraps():
+    assert wrap(INT64_MAX) == -2 ** 63
+
+
+@scriptc.script
+def prints(x: float, n: int, b: bool, a: np.ndarray):
+    print(x, n, b, a)
+    print(0.1 + 0.2, 1e16, -0.0, 1.0 / 3.0, math.inf, -math.inf, sep=", ", end=";\n")
+    print("value:", f"{x:.2f}|{n:>5}|{x!r}|{b}")
+    print((x, n))
+
+
+def test_print_matches_cpython_text():
+    assert_matches_python(prints, 2.5, -3, True, np.linspace(0, 1, 4))
+    assert_matches_python(prints, float("nan"), 0, False, np.arange(3, dtype=np.int32))
+
+
+def test_arguments_are_checked_against_annotations():
+    with pytest.raises(TypeError, match="argument 'a' must be a numpy.ndarray, not list"):
+        prints(1.0, 1, True, [1, 2])
+    with pytest.raises(TypeError, match="argument 'n' must be int, not float"):
+        prints(1.0, 1.5, True, np.zeros(1))
+    with pytest.raises(TypeError, match="takes 4 arguments"):
+        prints(1.0)
+    with pytest.raises(TypeError, match="unsupported dtype complex128"):
+        prints(1.0, 1, True, np.zeros(2, complex))
+
+
+def test_int_accepted_for_float_parameter():
+    assert zero_div(2) == 0.5
+
+
+@scriptc.script
+def vectorized(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+    z = np.where(x > 0.5, np.exp(-x * x) * np.sin(3.0 * x), np.maximum(x, y)) + 0.5 * x
+    return z, np.sum(z), np.mean(x.reshape(2, 3), axis=0)
+
+
+def test_vectorized_numpy_expressions():
+    rng = np.random.default_rng(0)
+    assert_matches_python(vectorized, rng.random(6), rng.random(6))
+
+
+@scriptc.script
+def make_arrays(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    a = np.zeros((n, 2), dtype=np.float32)
+    b = np.full(n, 7)
+    c = np.arange(1, n, 2)
+    d = np.ones_like(a, dtype=np.int64)
+    return a, b, c, d
+
+
+def test_array_creation():
+    assert_matches_python(make_arrays, 5)
+
+
+@scriptc.script
+def matmul(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
+    return a @ b, np.dot(b[:, 0], b[:, 1])
+
+
+def test_matmul_and_dot():
+    rng = np.random.default_rng(1)
+    assert_matches_python(matmul, rng.random((3, 4)), rng.random((4, 2)))
+
+
+@scriptc.script
+def endless(n: int) -> int:
+    k = 0
+    while True:
+        k += 1
+        if k * k > n:
+            return k
+
+
+def test_while_true_left_by_return():
+    assert_matches_python(endless, 50)
+
+
+@scriptc.script
+def tuple_swap(a: int, b: int) -> tuple[int, int]:
+    a, b = b, a
+    t = (a, b)
+    c, d = t
+    return d, c
+
+
+def test_tuple_unpacking_and_swap():
+    assert_matches_python(tuple_swap, 1, 2)
+
+
+GLOBAL_SCALE = 3
+
+
+@scriptc.script
+def uses_global(x: float) -> float:
+    return x * GLOBAL_SCALE
+
+
+def test_global_constants_are_captured_at_compile_time():
+    assert uses_global(2.0) == 6.0
+
+
+@scriptc.script
+def iterate(x: np.ndarray) -> float:
+    s = 0.0
+    for v in x:
+        s = s * 0.5 + v
+    return s
+
+
+def test_for_over_array_elements():
+    assert_matches_python(iterate, np.arange(6.0))
+
+
+@scriptc.script
+def chained(a: int, b: int, c: int) -> bool:
+    return a < b <= c
+
+
+def test_chained_comparison():
+    for args in [(1, 2, 2), (1, 2, 1), (3, 2, 5)]:
+        assert_matches_python(chained, *args)
+
+
+@scriptc.script
+def continue_and_break(n: int) -> int:
+    total = 0
+    i = 0
+    while i < n:
+        i += 1
+        if i % 2 == 0:
+            continue
+        if i > 7:
+            break
+        total += i
+    return total
+
+
+def test_continue_and_break_in_while():
+    for n in (0, 3, 20):
+        assert_matches_python(continue_and_break, n)
+
+
+def test_range_step_zero_raises_value_error(tmp_path):
+    from tests.modules import load_module
+    mod = load_module(tmp_path, "@scriptc.script\ndef f(n: int) -> int:\n    s = 0\n    for i in range(0, 5, n):\n"
+                                "        s += i\n    return s\n")
+    assert_matches_python(mod.f, 0)
+    assert_matches_python(mod.f, -2)
