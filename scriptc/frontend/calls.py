@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_method
-from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, TupleType
+from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, STR, TensorType, TupleType
 
 CREATORS = {np.zeros: "aten::zeros", np.ones: "aten::ones", np.empty: "aten::empty"}
 LIKE = {np.zeros_like: "aten::zeros_like", np.ones_like: "aten::ones_like", np.empty_like: "aten::empty_like"}
@@ -193,16 +193,36 @@ class CallsMixin:
 
     def call_print(self, node):
         kw = self.keywords(node, {"sep", "end", "flush"})
-        attrs = {}
-        for key in ("sep", "end"):
-            if key in kw:
-                value = self.const_eval(kw[key])
-                if value is not None and not isinstance(value, str):
-                    raise self.fn.error(f"{key} must be a string literal", kw[key])
-                if value is not None and value != {"sep": " ", "end": "\n"}[key]:
-                    attrs[key] = value
         values = [self.expr(a) for a in node.args]
-        self.emit("prim::Print", values, attrs, at=node)
+        seps = {k: self.print_separator(kw.get(k), default) for k, default in (("sep", " "), ("end", "\n"))}
+        sep, end = seps["sep"], seps["end"]
+        if isinstance(sep, str) and isinstance(end, str):
+            attrs = {k: v for k, v in (("sep", sep), ("end", end)) if v != {"sep": " ", "end": "\n"}[k]}
+            self.emit("prim::Print", values, attrs, at=node)
+            return
+        # A separator computed at run time: the same text, written piece by piece.
+        for i, v in enumerate(values):
+            if i:
+                self.print_piece(sep, node)
+            self.emit("prim::Print", [v], {"end": ""}, at=node)
+        self.print_piece(end, node)
+
+    def print_separator(self, node, default):
+        if node is None or isinstance(node, ast.Constant) and node.value is None:
+            return default
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        v = self.expr(node)
+        if v.type != STR:
+            raise self.fn.error(f"print() separators must be str, got {describe_type(v.type)}", node)
+        return v
+
+    def print_piece(self, piece, node):
+        if isinstance(piece, str):
+            if piece:
+                self.emit("prim::Print", [self.const(piece)], {"end": ""}, at=node)
+        else:
+            self.emit("prim::Print", [piece], {"end": ""}, at=node)
 
     def call_minmax(self, obj, node):
         if node.keywords or len(node.args) < 2:

@@ -379,6 +379,9 @@ class FunctionEmitter(CallsMixin):
             return None
         return self.merge_value(node, branches, [a, b], "", at)
 
+    def value_name(self, at) -> str:
+        return f"'{ast.unparse(at)}'" if isinstance(at, ast.expr) else "the value"
+
     def merge(self, node: Node, branches, at) -> Env:
         (tb, tenv, _), (eb, eenv, _) = branches
         out = Env()
@@ -401,7 +404,7 @@ class FunctionEmitter(CallsMixin):
         types = [binding_type(v) for v in values if v is not MISSING]
         t = types[0] if len(types) == 1 else join(*types)
         if t is None:
-            raise self.fn.error(f"'{name or 'the value'}' is {describe(types[0])} on one path and "
+            raise self.fn.error(f"{repr(name) if name else self.value_name(at)} is {describe(types[0])} on one path and "
                                 f"{describe(types[1])} on another", at,
                                 "give a variable the same type on every path")
         for (block, _, _), v in zip(branches, values):

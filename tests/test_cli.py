@@ -1,0 +1,57 @@
+"""The command line: scriptc dump FILE:FUNC [--types ...]."""
+import subprocess
+import sys
+
+import pytest
+
+from scriptc.cli import main, parse_arg_type
+from scriptc.ir import FLOAT, TensorType
+from tests.util import filecheck
+
+SOURCE = """import numpy as np
+
+def kernel(x: np.ndarray, n: int) -> float:
+    s = 0.0
+    for i in range(n):
+        s += x[i, 0]
+    return s
+
+def broken(x: int) -> int:
+    return [x]
+"""
+
+
+@pytest.fixture
+def src(tmp_path):
+    path = tmp_path / "kern.py"
+    path.write_text(SOURCE)
+    return path
+
+
+def test_parse_arg_types():
+    assert parse_arg_type("float") == FLOAT
+    assert parse_arg_type("float64[2,3]") == TensorType("float64", None, (2, 3))
+    assert parse_arg_type("int32[*]") == TensorType("int32", 1)
+
+
+def test_dump_specialized(src, capsys):
+    assert main(["dump", f"{src}:kernel", "--types", "float64[4,2]", "int"]) == 0
+    filecheck(capsys.readouterr().out, """
+CHECK: graph(%x : Double(4, 2),
+CHECK-NEXT: %n : int):
+CHECK: prim::Loop(%n,
+CHECK: aten::getitem(%x, %i,
+""")
+
+
+def test_dump_reports_compile_errors_without_traceback(src, capsys):
+    assert main(["dump", f"{src}:broken"]) == 1
+    err = capsys.readouterr().err
+    assert "kern.py:10:12: error: lists are not supported" in err and "Traceback" not in err
+
+
+def test_python_dash_m_scriptc(src):
+    r = subprocess.run([sys.executable, "-m", "scriptc", "dump", f"{src}:kernel", "--types", "float32[*,*]", "int"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "graph(%x : Float(*, *)," in r.stdout
