@@ -120,15 +120,26 @@ class ScriptFunction:
 
 
 def _accept(want: Type, got: Type) -> Type | None:
-    """The parameter type a value of type ``got`` passed for annotation ``want`` gets (None: rejected)."""
-    if want == FLOAT and got in (FLOAT, INT, BOOL):
-        return FLOAT
-    if want == INT and got in (INT, BOOL):
-        return INT
+    """The parameter type for a value of type ``got`` passed where ``want`` is annotated (None: rejected).
+    Functions specialize on the kind actually passed: an int given for a ``float`` parameter stays an int,
+    exactly as it does in Python (the numeric tower: bool < int < float)."""
+    tower = {BOOL: 0, INT: 1, FLOAT: 2}
+    if want in tower and got in tower:
+        return got if tower[got] <= tower[want] else None
     if want == got:
         return want
     if isinstance(want, TensorType) and isinstance(got, TensorType):
         return got
+    return None
+
+
+def _kind(arg) -> Type | None:
+    if isinstance(arg, (bool, np.bool_)):
+        return BOOL
+    if isinstance(arg, (int, np.integer)):
+        return INT
+    if isinstance(arg, (float, np.floating)):
+        return FLOAT
     return None
 
 
@@ -139,11 +150,11 @@ def _check_argument(fname, pname, want: Type, arg):
         if arg.dtype.name not in DTYPE_NAMES:
             raise TypeError(f"{fname}() argument '{pname}' has unsupported dtype {arg.dtype}")
         return TensorType(arg.dtype.name, arg.ndim), arg
-    ok = {FLOAT: (float, int, np.floating, np.integer), INT: (int, np.integer), BOOL: (bool, np.bool_)}
-    if want in ok and isinstance(arg, ok[want]):
-        convert = {FLOAT: float, INT: int, BOOL: bool}[want]
-        return want, convert(arg)
-    raise TypeError(f"{fname}() argument '{pname}' must be {want}, not {type(arg).__name__}")
+    kind = _kind(arg)
+    t = _accept(want, kind) if kind is not None else None
+    if t is None:
+        raise TypeError(f"{fname}() argument '{pname}' must be {want}, not {type(arg).__name__}")
+    return t, {FLOAT: float, INT: int, BOOL: bool}[t](arg)
 
 
 def script(fn=None):

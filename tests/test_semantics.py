@@ -191,8 +191,10 @@ def test_arguments_are_checked_against_annotations():
         prints(1.0, 1, True, np.zeros(2, complex))
 
 
-def test_int_accepted_for_float_parameter():
+def test_int_passed_for_float_parameter_stays_an_int():
     assert zero_div(2) == 0.5
+    assert_matches_python(prints, 3, 1, True, np.zeros(2))  # prints 3, not 3.0
+    assert zero_div.graph_for(2).inputs[0].type == scriptc.ir.INT
 
 
 @scriptc.script

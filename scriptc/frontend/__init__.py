@@ -98,8 +98,7 @@ class Resolver:
         return None
 
     def supported_callable(self, obj) -> bool:
-        return (obj in _SPECIAL_CALLS or op_for_callable(obj) is not None or self.is_script_function(obj)
-                or obj is __import__("math").pow)
+        return obj in _SPECIAL_CALLS or op_for_callable(obj) is not None or self.is_script_function(obj)
 
 
 def validate(fn: FunctionSource, resolver: Resolver) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import math
 
 import numpy as np
 
@@ -111,9 +110,6 @@ class CallsMixin:
             return self.call_arange(node)
         if obj is np.reshape:
             return self.reshape(self.expr(node.args[0]), node.args[1:], node)
-        if obj is math.pow:
-            a, b = (self.op("aten::Float", [self.expr(x)], at=node) for x in node.args)
-            return self.op("aten::pow", [a, b], at=node)
         op = op_for_callable(obj)
         if op is None:
             raise self.fn.error(f"'{name}' is not supported in scripted functions", node.func,

@@ -172,6 +172,19 @@ class FunctionEmitter(CallsMixin):
             return v
         raise self.fn.error(f"expected {describe(type)}, got {describe(v.type)}", at)
 
+    def check_annotation(self, t: Type, declared: Type, at) -> None:
+        """Annotations are checked, not converted: as in Python, an int is a valid ``float``."""
+        tower = {BOOL: 0, INT: 1, FLOAT: 2}
+        if t in tower and declared in tower and tower[t] <= tower[declared]:
+            return
+        if isinstance(t, TupleType) and isinstance(declared, TupleType) and len(t.elems) == len(declared.elems):
+            for a, b in zip(t.elems, declared.elems):
+                self.check_annotation(a, b, at)
+            return
+        if isinstance(t, TensorType) and isinstance(declared, TensorType) or t == declared:
+            return
+        raise self.fn.error(f"expected {describe(declared)} as annotated, got {describe(t)}", at)
+
     # -- variables ------------------------------------------------------------------------------------
     def read(self, name: str, at) -> Value:
         if name not in self.env.vars:
@@ -242,7 +255,7 @@ class FunctionEmitter(CallsMixin):
         if node.value is None:
             return
         value = self.expr(node.value)
-        value = self.convert(value, self.resolver.annotation(self.fn, node.annotation), node)
+        self.check_annotation(value.type, self.resolver.annotation(self.fn, node.annotation), node)
         self.assign(node.target, value, node)
 
     def rhs(self, value_node, target):
@@ -298,8 +311,8 @@ class FunctionEmitter(CallsMixin):
     def visit_Return(self, node):
         value = self.expr(node.value) if node.value is not None else self.const(None)
         if self.return_type is not None:
-            value = self.convert(value, self.return_type, node)
-        elif self.first_return is not None:
+            self.check_annotation(value.type, self.return_type, node)
+        if self.first_return is not None:
             first_type, first_node = self.first_return
             if join(first_type, value.type) is None:
                 raise self.fn.error(f"this return gives {describe(value.type)}, but the return at line "

@@ -10,10 +10,14 @@ from ..ir.registry import Effect, OpTypeError, by_sample, register
 from ..ir.types import BOOL, FLOAT, INT, TensorType
 
 
-def _int_pow(a, b):
+def _pow(a, b):
     if type(b) is int and type(a) is int and b < 0:
         raise ValueError("integers to negative integer powers are not allowed")
-    return a ** b
+    r = a ** b
+    if type(r) is complex:
+        raise ValueError("a negative number raised to a fractional power is complex, which scriptc does not "
+                         "support")
+    return r
 
 
 # name, Python operator, ufunc used for the in-place form (``x += y`` on an array)
@@ -24,7 +28,7 @@ BINARY = [
     ("div", operator.truediv, np.true_divide),
     ("floordiv", operator.floordiv, np.floor_divide),
     ("remainder", operator.mod, np.remainder),
-    ("pow", _int_pow, np.power),
+    ("pow", _pow, np.power),
     ("__and__", operator.and_, np.bitwise_and),
     ("__or__", operator.or_, np.bitwise_or),
     ("__xor__", operator.xor, np.bitwise_xor),

@@ -65,6 +65,7 @@ BINARY_FNS = [
     ("hypot", math.hypot, np.hypot),
     ("copysign", math.copysign, np.copysign),
     ("fmod", math.fmod, np.fmod),
+    ("float_power", math.pow, np.float_power),   # math.pow: always a float, domain errors raise
 ]
 for _name, _scalar, _ufunc in BINARY_FNS:
     _impl = _binary(_scalar, _ufunc)
