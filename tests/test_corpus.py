@@ -188,13 +188,27 @@ def test_interpreter_matches_cpython(c, capfd):
 
 @pytest.mark.parametrize("c", corpus.ERROR_CASES, ids=lambda c: c.id)
 def test_compiled_raises_like_cpython(c, capfd):
+    """Same exception type; also the same text printed and the same array
+    mutations before the exception."""
     args = c.args_factory()
+    a1 = copy.deepcopy(args)
+    a2 = copy.deepcopy(args)
+    capfd.readouterr()
     with pytest.raises(c.exc) as py_err:
-        pure_python(c.fn)(*copy.deepcopy(args))
+        pure_python(c.fn)(*a1)
+    sys.stdout.flush()
+    exp_out = capfd.readouterr().out
     try:
-        c.fn(*copy.deepcopy(args))
+        c.fn(*a2)
     except Exception as e:  # noqa: BLE001
         assert type(e) is type(py_err.value), \
             f"CPython raised {py_err.value!r}, scriptc raised {e!r}"
     else:
         pytest.fail(f"CPython raised {py_err.value!r}, scriptc raised nothing")
+    finally:
+        sys.stdout.flush()
+        act_out = capfd.readouterr().out
+    assert act_out == exp_out, "printed text before the exception differs"
+    for i, (x1, x2) in enumerate(zip(a1, a2)):
+        if isinstance(x1, np.ndarray):
+            assert_same(x1, x2, where=f"argument {i} after the exception")

@@ -110,8 +110,6 @@ def validate(fn: FunctionSource, resolver: Resolver) -> None:
         raise fn.error("*args, **kwargs, keyword-only and positional-only parameters are not supported", tree)
     if args.defaults:
         raise fn.error("default parameter values are not supported", args.defaults[0])
-    if tree.decorator_list and len(tree.decorator_list) > 1:
-        raise fn.error("scripted functions take no other decorators", tree.decorator_list[0])
     local_names = {a.arg for a in args.args} | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
                                                  and isinstance(n.ctx, ast.Store)}
     for node in ast.walk(tree):

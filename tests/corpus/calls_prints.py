@@ -320,7 +320,7 @@ def print_fstrings(n: int, x: float, b: bool, a: np.ndarray):
     print(f"{n:5d}|{n:<5d}|{n:^7d}|{n:05d}|{n:+d}|{n:x}")
     print(f"{x:>10}|{x:<10.4}|{-x:.0f}|{2.5:.0f}|{0.125:.2f}")
     print(f"{a}", f"{a.sum()}", f"{n * x:.1%}")
-    print(f"{n}{n}", f"{{literal}}", f"{b and n > 3}")
+    print(f"{n}{n}", f"{{literal}}", f"{b and n > 3}")  # noqa: F541
     print(f"{1e16}", f"{-0.0}", f"{0.1 + 0.2}", f"{x * 1e308 * 10.0}")
 
 

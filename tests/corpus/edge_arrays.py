@@ -278,3 +278,129 @@ def matmul_shapes(a: np.ndarray, v: np.ndarray):
 
 
 case(matmul_shapes, lambda: (np.arange(12.0).reshape((3, 4)), np.arange(4.0)))
+
+
+@scriptc.script
+def setitem_casting(k: np.ndarray, b: np.ndarray, f: np.ndarray, x: np.ndarray):
+    k[0] = 2.7              # float into int64: truncates
+    k[1] = -2.7
+    k[2] = True
+    k[3:5] = x[0:2] * 10.0  # float slice into int slice
+    k[5] += 0.5             # k[5] = k[5] + 0.5, truncated on store
+    b[0] = 2                # int into bool: True
+    b[1] = 0.0
+    b[2:4] = 5
+    f[0] = 0.1              # rounded to float32
+    f[1:3] = x[0:2]
+    f += 1.0                # stays float32
+    x[0] = 3                # int into float64
+    x[1:3] = k[0:2]
+
+
+case(setitem_casting, lambda: (np.arange(6), np.zeros(4, dtype=np.bool_),
+                               np.zeros(3, dtype=np.float32), rng(0).random(4)))
+
+
+@scriptc.script
+def slice_bounds_clamp(x: np.ndarray, n: int):
+    print(x[-100:100], x[5:2], x[n:], x[:n + 100], x[-n:], x[::-2], x[-1:-4:-1])
+    print(x[n - 1:0:-1], x[n:n], x[100:], x[:-100], len(x[2:n + 100]))
+    y = x[1:100]
+    y[0] = -1.0
+    return y.shape, x
+
+
+case(slice_bounds_clamp, lambda: (np.arange(6.0), 4))
+
+
+@scriptc.script
+def shrink_in_loop(x: np.ndarray) -> float:
+    s = 0.0
+    while len(x) > 1:
+        s += x[0] * len(x)
+        x = x[1:]
+    for v in x[::-1]:
+        s += v
+    return s
+
+
+case(shrink_in_loop, lambda: (np.arange(1.0, 7.0),))
+
+
+@scriptc.script
+def h_identity(x: np.ndarray) -> np.ndarray:
+    return x
+
+
+@scriptc.script
+def h_tail(x: np.ndarray) -> np.ndarray:
+    return x[1:]
+
+
+@scriptc.script
+def helper_returns_view(x: np.ndarray) -> np.ndarray:
+    y = h_identity(x)
+    y[0] = 50.0             # y is x
+    t = h_tail(x)
+    t[0] = 60.0             # t is a view of x
+    t += 1.0
+    return h_identity(x) * 1.0
+
+
+case(helper_returns_view, lambda: (np.zeros(4),))
+
+
+@scriptc.script
+def iterate_slices_and_ranges(x: np.ndarray) -> float:
+    s = 0.0
+    for v in x[1:]:
+        s += v
+    for v in np.arange(3):
+        s += v * 10
+    for v in np.linspace(0.0, 1.0, 5):
+        s += v
+    for v in x:
+        for w in x:
+            if w > v:
+                s += w - v
+    for v in x:
+        if v > 2.5:
+            return s + v
+    return s
+
+
+case(iterate_slices_and_ranges, lambda: (np.array([0.5, 3.0, 1.5, 2.75]),))
+
+
+@scriptc.script
+def negative_axis_reductions(t: np.ndarray):
+    return (np.sum(t, axis=-1), np.max(t, axis=2), np.min(t, axis=0),
+            np.mean(t, axis=1), t.shape[-1], np.sum(t[0], axis=-1))
+
+
+case(negative_axis_reductions, lambda: (np.arange(24.0).reshape((2, 3, 4)),))
+
+
+@scriptc.script
+def fstring_extras(x: float, n: int, b: bool, a: np.ndarray):
+    print(f"{x=} {n=}")
+    print(f"{x!r} {n!r} {b!s}")
+    print(f"{n:,} {x:,.2f} {n:_} {b:d} {n:#x} {n:#o} {n:b}")
+    print(f"{x:10.3e}|{x:<12g}|{x:^12.2%}|{-x:=+10.2f}|{n:*>8}")
+    print(f"{a.sum():.2f} {a[1]:5.1f} {len(a):03d} {a.shape}")
+    print(f"{'nested'} {x * 2:.1f}{n}{b}")
+
+
+case(fstring_extras, lambda: (1234.5678, 1234567, True, np.arange(4.0)))
+
+
+@scriptc.script
+def while_on_array_condition(x: np.ndarray) -> int:
+    it = 0
+    while x[0] < 100.0 and it < 50:
+        x[0] = x[0] * 2.0 + x[1]
+        it += 1
+    return it
+
+
+case(while_on_array_condition, lambda: (np.array([1.0, 0.5]),))

@@ -259,7 +259,7 @@ case(truncation_and_floor, lambda: (1e15 + 0.5,))
 def float_repr_corners(x: float):
     print(x, x * 3.0, x / 7.0, x * 1e20, x * 1e21, x * 1e-4, x * 1e-5)
     print(x * 123456789.0, x * 1234567890123456.0, x * 12345678901234567.0)
-    print(float(2 ** 63), float(-2 ** 53), 4.35, 0.1 * 3, 1.0 / 7.0)
+    print(float(2 ** 62) * 2.0, float(-2 ** 53), 4.35, 0.1 * 3, 1.0 / 7.0)
     print(x * 5e-324, 1.0 - 2.0 ** -53, 1.0 + 2.0 ** -52)
 
 
@@ -288,7 +288,7 @@ case(bool_ops_corners, lambda: (True, False))
 @scriptc.script
 def int_and_or_values(a: int, b: int):
     # and/or return one of their operands
-    print(a and b, a or b, b and a, b or a, (a > 0) and b, (a > 100) or b)
+    print(a and b, a or b, b and a, b or a, a > 0 and b > 0, a > 100 or b > 0)
 
 
 case(int_and_or_values, lambda: (0, 5))
@@ -315,3 +315,111 @@ def collatz_with_globals(n: int):
 
 
 case(collatz_with_globals, lambda: (200,))
+
+
+@scriptc.script
+def int_true_division_rounding(a: int, b: int):
+    # Python's int / int is correctly rounded even beyond 2**53
+    print(a / b, -a / b, a / 1, (a + 2) / 3, 2 ** 62 / 3)
+
+
+case(int_true_division_rounding, lambda: (9007199254740993, 3))
+
+
+@scriptc.script
+def int_passed_for_float(x: float):
+    # an int argument for a float parameter stays an int in CPython
+    print(x, x * 2, x / 2, x // 2)
+    return x + 1
+
+
+case(int_passed_for_float, lambda: (3,))
+
+
+@scriptc.script
+def bool_passed_for_int(n: int):
+    print(n, n + 1, -n)
+    return n
+
+
+case(bool_passed_for_int, lambda: (True,))
+
+
+@scriptc.script
+def h_float_square(x: float) -> float:
+    return x * x
+
+
+@scriptc.script
+def int_literal_to_float_helper(n: int):
+    print(h_float_square(3), h_float_square(n), h_float_square(2.5))
+
+
+case(int_literal_to_float_helper, lambda: (4,))
+
+
+@scriptc.script
+def maybe_defined(n: int) -> int:
+    if n > 0:
+        y = n * 2
+    if n > 5:
+        z = 1
+    else:
+        z = 2
+    return y + z
+
+
+case(maybe_defined, lambda: (3,))
+
+
+@scriptc.script
+def local_shadows_global(n: int) -> int:
+    N_CONST = n * 3
+    return N_CONST + 1
+
+
+case(local_shadows_global, lambda: (5,))
+
+
+@scriptc.script
+def elif_chain_pass(n: int) -> int:
+    s = 0
+    for i in range(n):
+        if i % 5 == 0:
+            pass
+        elif i % 5 == 1:
+            s += 1
+        elif i % 5 == 2:
+            s -= 2
+        elif i % 5 == 3 and i > 5:
+            s *= 2
+        else:
+            s += 10
+        while False:
+            pass
+    return s
+
+
+case(elif_chain_pass, lambda: (17,))
+
+
+@scriptc.script
+def mixed_int_float_compare(x: float, n: int):
+    print(x < 3, n == 3.0, x == n, 3 <= x < 4, n / 2 == 1.5, n // 2 == 1.0)
+    print(-7.5 % 2, 7.5 // -2, n % 2.5, -n // 2.0)
+
+
+case(mixed_int_float_compare, lambda: (3.0, 3))
+
+
+@scriptc.script
+def math_corners(x: float):
+    inf = x * 1e308 * 10.0
+    nan = inf - inf
+    print(math.sqrt(inf), math.exp(-inf), math.log(inf), math.fabs(-inf), math.tanh(inf))
+    print(math.pow(1.0, nan), math.pow(nan, 0.0), nan ** 0.0, 1.0 ** nan, math.exp(nan))
+    print(math.floor(-x), math.ceil(x / 3.0), math.sqrt(x), math.log(x * x))
+    print(math.sin(0.0), math.sin(-0.0), math.tan(-0.0), math.tanh(-0.0))
+
+
+case(math_corners, lambda: (1.0,))

@@ -127,3 +127,163 @@ def err_int_of_nan(x: float) -> int:
 
 
 raises(err_int_of_nan, ValueError, lambda: (1e308,))
+
+
+@scriptc.script
+def err_zero_pow_negative(x: float) -> float:
+    return x ** -1.0
+
+
+raises(err_zero_pow_negative, ZeroDivisionError, lambda: (0.0,))
+
+
+@scriptc.script
+def err_math_pow_domain(x: float) -> float:
+    return math.pow(x, -1.0)
+
+
+raises(err_math_pow_domain, ValueError, lambda: (0.0,))
+
+
+@scriptc.script
+def err_exp_overflow(x: float) -> float:
+    return math.exp(x)
+
+
+raises(err_exp_overflow, OverflowError, lambda: (1000.0,))
+
+
+@scriptc.script
+def err_float_pow_overflow(x: float) -> float:
+    return x ** 10000.0
+
+
+raises(err_float_pow_overflow, OverflowError, lambda: (2.0,))
+
+
+@scriptc.script
+def h_divide(a: int, b: int) -> int:
+    return a // b
+
+
+@scriptc.script
+def err_in_helper(n: int) -> int:
+    s = 0
+    for i in range(n, -1, -1):
+        s += h_divide(10, i)
+    return s
+
+
+raises(err_in_helper, ZeroDivisionError, lambda: (3,))
+
+
+@scriptc.script
+def err_after_mutation(x: np.ndarray) -> float:
+    # the argument is partly updated and some text printed before the error
+    for i in range(len(x) + 1):
+        x[i] = i * 2.0
+        print("set", i)
+    return x[0]
+
+
+raises(err_after_mutation, IndexError, lambda: (np.zeros(3),))
+
+
+@scriptc.script
+def err_max_of_empty(x: np.ndarray) -> float:
+    return np.max(x)
+
+
+raises(err_max_of_empty, ValueError, lambda: (np.zeros(0),))
+
+
+@scriptc.script
+def err_broadcast_mismatch(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return a + b
+
+
+raises(err_broadcast_mismatch, ValueError, lambda: (np.zeros(3), np.zeros(4)))
+
+
+@scriptc.script
+def err_matmul_mismatch(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return a @ b
+
+
+raises(err_matmul_mismatch, ValueError, lambda: (np.zeros((2, 3)), np.zeros((2, 3))))
+
+
+@scriptc.script
+def err_reshape_size(x: np.ndarray, n: int) -> np.ndarray:
+    return x.reshape((n, 4))
+
+
+raises(err_reshape_size, ValueError, lambda: (np.zeros(10), 3))
+
+
+@scriptc.script
+def err_slice_assign_length(x: np.ndarray, y: np.ndarray):
+    x[1:4] = y
+
+
+raises(err_slice_assign_length, ValueError, lambda: (np.zeros(6), np.ones(2)))
+
+
+@scriptc.script
+def err_negative_dimension(n: int) -> np.ndarray:
+    return np.zeros(n - 5)
+
+
+raises(err_negative_dimension, ValueError, lambda: (2,))
+
+
+@scriptc.script
+def err_math_pow_negative_base(x: float) -> float:
+    return math.pow(x, 0.5)
+
+
+raises(err_math_pow_negative_base, ValueError, lambda: (-2.0,))
+
+
+@scriptc.script
+def err_float_floordiv_zero(x: float, y: float) -> float:
+    return x // y
+
+
+raises(err_float_floordiv_zero, ZeroDivisionError, lambda: (1.5, 0.0))
+
+
+@scriptc.script
+def err_float_mod_zero(x: float, y: float) -> float:
+    return x % y
+
+
+raises(err_float_mod_zero, ZeroDivisionError, lambda: (1.5, 0.0))
+
+
+@scriptc.script
+def err_floor_of_inf(x: float) -> int:
+    return math.floor(x * 10.0)
+
+
+raises(err_floor_of_inf, OverflowError, lambda: (1e308,))
+
+
+@scriptc.script
+def err_unbound_loop_var(n: int) -> int:
+    for i in range(n):
+        pass
+    return i
+
+
+raises(err_unbound_loop_var, UnboundLocalError, lambda: (0,))
+
+
+@scriptc.script
+def err_unbound_branch_var(n: int) -> int:
+    if n > 0:
+        y = 1
+    return y
+
+
+raises(err_unbound_branch_var, UnboundLocalError, lambda: (0,))
