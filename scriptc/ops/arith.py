@@ -10,13 +10,15 @@ from ..ir.registry import Effect, OpTypeError, by_sample, register
 from ..ir.types import BOOL, FLOAT, INT, TensorType
 
 
+COMPLEX_POWER = ("a negative number raised to a fractional power is complex, which scriptc does not support")
+
+
 def _pow(a, b):
     if type(b) is int and type(a) is int and b < 0:
         raise ValueError("integers to negative integer powers are not allowed")
     r = a ** b
     if type(r) is complex:
-        raise ValueError("a negative number raised to a fractional power is complex, which scriptc does not "
-                         "support")
+        raise ValueError(COMPLEX_POWER)
     return r
 
 

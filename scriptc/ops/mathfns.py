@@ -82,9 +82,9 @@ def _np_minimum(a, b):
 
 
 register("aten::maximum(Number|Tensor self, Number|Tensor other) -> Number|Tensor", impl=_np_maximum,
-         infer=by_sample(_np_maximum), elementwise=True, py=(np.maximum, np.fmax))
+         infer=by_sample(_np_maximum), elementwise=True, py=(np.maximum,))
 register("aten::minimum(Number|Tensor self, Number|Tensor other) -> Number|Tensor", impl=_np_minimum,
-         infer=by_sample(_np_minimum), elementwise=True, py=(np.minimum, np.fmin))
+         infer=by_sample(_np_minimum), elementwise=True, py=(np.minimum,))
 
 
 def _where(c, a, b):

@@ -1,0 +1,123 @@
+"""One LLVM JIT per process: host target (real CPU name and features), O3 with the new pass manager, and the
+ctypes call wrapper (``make_caller``, the only place that knows how Python calls native code).
+
+Floating point is strict: the target machine keeps LLVM's default FP-contraction setting (fuse only what the
+IR marks ``contract``, and lowering never does), and no instruction carries fast-math flags.
+
+libm functions are bound under private names (``scriptc.libm.sin`` -> the process's ``sin``) so that LLVM
+neither constant-folds them with its own implementation nor rewrites them (``pow(x, 2.0) -> x*x``,
+``pow(2.0, x) -> exp2(x)``): native code calls the very libm functions CPython's ``math`` module calls.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import threading
+
+import llvmlite.binding as llvm
+
+from ...ir.types import BOOL, FLOAT, INT
+
+LIBM_PREFIX = "scriptc.libm."
+LIBM_UNARY = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "expm1", "log",
+              "log2", "log10", "log1p")
+LIBM_BINARY = ("pow", "atan2", "fmod")
+LIBM_OTHER = ("frexp", "ldexp")     # double frexp(double, int*), double ldexp(double, int)
+
+
+class Engine:
+    """The process's JIT. Thread-safe: compilation is serialized by a lock."""
+
+    def __init__(self):
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_default_triple()
+        self.triple = target.triple
+        self.cpu = llvm.get_host_cpu_name()
+        self.features = llvm.get_host_cpu_features().flatten()
+        self.target_machine = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
+                                                           jit=True)
+        self.data_layout = str(self.target_machine.target_data)
+        self._lock = threading.RLock()
+        self._bind_libm()
+        self._ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
+
+    def _bind_libm(self):
+        """Bind the libm the interpreter process already uses (the one behind CPython's ``math``)."""
+        names = LIBM_UNARY + LIBM_BINARY + LIBM_OTHER
+        try:
+            libm = ctypes.CDLL(None)
+            for name in names:
+                getattr(libm, name)
+        except (OSError, AttributeError):
+            libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        for name in names:
+            llvm.add_symbol(LIBM_PREFIX + name, ctypes.cast(getattr(libm, name), ctypes.c_void_p).value)
+
+    def optimize(self, ir_text: str) -> llvm.ModuleRef:
+        """Parse, verify and optimize (O3, new pass manager) a module for the host."""
+        with self._lock:
+            mod = llvm.parse_assembly(ir_text)
+            mod.triple = self.triple
+            mod.data_layout = self.data_layout
+            mod.verify()
+            pto = llvm.create_pipeline_tuning_options(speed_level=3)
+            pto.loop_vectorization = True
+            pto.slp_vectorization = True
+            pb = llvm.create_pass_builder(self.target_machine, pto)
+            pb.getModulePassManager().run(mod, pb)
+            mod.verify()
+            return mod
+
+    def add_module(self, mod: llvm.ModuleRef, symbols: list[str]) -> dict[str, int]:
+        """JIT-compile an optimized module; the addresses of the named functions."""
+        with self._lock:
+            self._ee.add_module(mod)
+            self._ee.finalize_object()
+            return {s: self._ee.get_function_address(s) for s in symbols}
+
+    def assembly(self, ir_text: str) -> str:
+        with self._lock:
+            return self.target_machine.emit_assembly(llvm.parse_assembly(ir_text))
+
+
+_ENGINE: Engine | None = None
+_ENGINE_LOCK = threading.Lock()
+
+
+def engine() -> Engine:
+    global _ENGINE
+    if _ENGINE is None:
+        with _ENGINE_LOCK:
+            if _ENGINE is None:
+                _ENGINE = Engine()
+    return _ENGINE
+
+
+# -- calling native code from Python ---------------------------------------------------------------------
+
+_CTYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8}
+
+
+def make_caller(address: int, arg_types: list, out_types: list):
+    """A Python callable ``call(*scalars) -> (status, [out scalars])`` for a native entry point
+
+        i32 entry(<i64|double|i8 per argument>, ptr out)
+
+    where ``out`` points at a C struct with one i64/double/i8 field per output scalar. This is the one
+    function to replace with a faster CPython entry point."""
+    proto = ctypes.CFUNCTYPE(ctypes.c_int32, *[_CTYPES[t] for t in arg_types], ctypes.c_void_p)
+    cfunc = proto(address)
+    fields = [(f"f{i}", _CTYPES[t]) for i, t in enumerate(out_types)]
+    Out = type("Out", (ctypes.Structure,), {"_fields_": fields})
+    getters = [(f"f{i}", t == BOOL) for i, t in enumerate(out_types)]
+
+    def call(*args):
+        out = Out()
+        status = cfunc(*args, ctypes.addressof(out))
+        if status:
+            return status, None
+        return 0, [bool(getattr(out, name)) if is_bool else getattr(out, name) for name, is_bool in getters]
+
+    call.cfunc = cfunc
+    return call

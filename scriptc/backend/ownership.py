@@ -1,0 +1,92 @@
+"""Where native code takes and drops references to arrays.
+
+Arrays in native code are reference counted (a meminfo shared by an allocation and all its views; arrays
+borrowed from the caller have none, and counting them is a no-op). The rules, uniform for every value whose
+type holds an array (an array, or a tuple with one inside):
+
+- every value a node produces, and every loop-body parameter, owns one reference;
+- a *consuming* use takes a reference of its own: block returns (values flowing into ``prim::If`` /
+  ``prim::Loop`` outputs and the graph's result), a loop's initial carried inputs, and ``prim::TupleConstruct``
+  elements; every other use borrows;
+- an owned value drops its reference right after its last use in the block that defines it (a use inside a
+  nested block counts as a use by the node that holds the block), or at once if it is never used.
+
+Graph inputs are borrowed from the caller for the whole call and never dropped. This pass computes the drop
+points; the lowering emits the increments and decrements.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir.core import Block, Graph, Node, Value
+from ..ir.types import TensorType, TupleType, Type
+
+CONSUMING_NODES = {"prim::TupleConstruct"}
+
+
+def holds_array(t: Type) -> bool:
+    if isinstance(t, TensorType):
+        return True
+    return isinstance(t, TupleType) and any(holds_array(e) for e in t.elems)
+
+
+def consumes(node: Node, index: int) -> bool:
+    """Whether ``node``'s input ``index`` takes its own reference."""
+    if node.kind == "prim::Return":
+        return True
+    if node.kind == "prim::Loop":
+        return index >= 2
+    return node.kind in CONSUMING_NODES
+
+
+@dataclass
+class Ownership:
+    drop_after: dict[int, list[Value]] = field(default_factory=dict)   # id(node) -> values to drop after it
+    drop_at_entry: dict[int, list[Value]] = field(default_factory=dict)  # id(block) -> unused block params
+    drop_unused: dict[int, list[Value]] = field(default_factory=dict)   # id(node) -> its outputs never used
+
+    def after(self, node: Node) -> list[Value]:
+        return self.drop_after.get(id(node), []) + self.drop_unused.get(id(node), [])
+
+
+def _top_user(user: Node, block: Block) -> Node | None:
+    """The node of ``block`` that contains ``user`` (itself, or an ancestor); None if it is block's return."""
+    while user.block is not block:
+        owner = user.block.owner
+        if owner is None:
+            return None
+        user = owner
+    return user
+
+
+def analyze(graph: Graph) -> Ownership:
+    own = Ownership()
+    _block(graph.block, own, borrowed=set(map(id, graph.inputs)))
+    return own
+
+
+def _block(block: Block, own: Ownership, borrowed: set = frozenset()) -> None:
+    position = {id(n): i for i, n in enumerate(block.nodes)}
+
+    def place(v: Value, unused):
+        """Drop ``v`` after its last user in this block (the block's end if it flows out), or via ``unused``."""
+        last, rank = None, -1
+        for use in v.uses:
+            top = _top_user(use.user, block)
+            r = len(block.nodes) if top is None or top is block.return_node else position[id(top)]
+            if r > rank:
+                last, rank = (block.return_node if r == len(block.nodes) else top), r
+        if last is None:
+            unused(v)
+        else:
+            own.drop_after.setdefault(id(last), []).append(v)
+
+    for p in block.params:
+        if holds_array(p.type) and id(p) not in borrowed:
+            place(p, lambda v: own.drop_at_entry.setdefault(id(block), []).append(v))
+    for node in block.nodes:
+        for b in node.blocks:
+            _block(b, own)
+        for o in node.outputs:
+            if holds_array(o.type):
+                place(o, lambda v, n=node: own.drop_unused.setdefault(id(n), []).append(v))
