@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import CompileError
 from ..ir.core import Graph
 from ..ir.registry import NeedsSpecialization, op_for_callable
-from ..ir.types import BOOL, FLOAT, INT, NONE, TENSOR, TensorType, TupleType, Type
+from ..ir.types import BOOL, FLOAT, INT, NONE, TENSOR, TupleType, Type
 from .emitter import UNSUPPORTED, FunctionEmitter
 from .source import FunctionSource, get_source
 

@@ -119,7 +119,7 @@ class CallsMixin:
             result = self.op("aten::Float", [result], at=node)  # np.floor(2.5) is 2.0, math.floor(2.5) is 2
         return result
 
-    def bind_op(self, op: OpDef, args: list, node, what=None) -> "Value":  # noqa: F821
+    def bind_op(self, op: OpDef, args: list, node, what=None):
         what = what or ast.unparse(node.func)
         attrs = {}
         if op.variadic is None and len(args) > len(op.params):

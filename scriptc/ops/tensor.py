@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.registry import Effect, NeedsSpecialization, OpTypeError, by_sample, register, scalar_result
-from ..ir.types import (BOOL, FLOAT, INT, NONE, TensorType, TupleType, Type, element_type)
+from ..ir.types import BOOL, INT, NONE, TensorType, TupleType, Type, element_type
 
 
 def _array(t: Type, what: str) -> TensorType:

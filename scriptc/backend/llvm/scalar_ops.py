@@ -1,0 +1,452 @@
+"""Lowering of operators on Python scalars (int, float, bool): CPython's semantics exactly (see lower.py)."""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...ir.types import BOOL, FLOAT, INT
+from ...ops.arith import COMPLEX_POWER
+from .common import ARITH, BITWISE, COMPARE, F64, I32, I64, MATH1, TWO63, f64, handles, i1, i32, i64
+
+
+class ScalarOps:
+    """Mixin of FunctionLowering: one method per scalar operator family."""
+
+    # -- arithmetic --------------------------------------------------------------------------------------
+    @handles(*(f"aten::{n}" for n in ARITH))
+    def lower_arith(self, node):
+        op = node.kind.split("::")[1]
+        (a, b), (ta, tb) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+        out = node.output.type
+        B = self.b
+        if op in ("add", "sub", "mul"):
+            if out == FLOAT:
+                fa, fb = self.to_f64(a, ta), self.to_f64(b, tb)
+                return [[{"add": B.fadd, "sub": B.fsub, "mul": B.fmul}[op](fa, fb)]]
+            ia, ib = self.to_i64(a, ta), self.to_i64(b, tb)
+            return [[{"add": B.add, "sub": B.sub, "mul": B.mul}[op](ia, ib)]]
+        if op == "div":
+            if ta != FLOAT and tb != FLOAT:
+                ia, ib = self.to_i64(a, ta), self.to_i64(b, tb)
+                self.raise_if(B.icmp_signed("==", ib, i64(0)), ZeroDivisionError, "division by zero")
+                return [[B.call(self.mod.helper("int_truediv"), [ia, ib])]]
+            fa, fb = self.to_f64(a, ta), self.to_f64(b, tb)
+            self.raise_if(B.fcmp_ordered("==", fb, f64(0.0)), ZeroDivisionError, "float division by zero")
+            return [[B.fdiv(fa, fb)]]
+        if op in ("floordiv", "remainder"):
+            if out == INT:
+                ia, ib = self.to_i64(a, ta), self.to_i64(b, tb)
+                msg = "integer division or modulo by zero" if op == "floordiv" else "integer modulo by zero"
+                self.raise_if(B.icmp_signed("==", ib, i64(0)), ZeroDivisionError, msg)
+                return [[self.int_floordiv(ia, ib) if op == "floordiv" else self.int_mod(ia, ib)]]
+            fa, fb = self.to_f64(a, ta), self.to_f64(b, tb)
+            msg = "float floor division by zero" if op == "floordiv" else "float modulo"
+            self.raise_if(B.fcmp_ordered("==", fb, f64(0.0)), ZeroDivisionError, msg)
+            return [[self.float_floordiv(fa, fb) if op == "floordiv" else self.float_mod(fa, fb)]]
+        if op == "pow":
+            if out == FLOAT:
+                return [[self.float_pow(self.to_f64(a, ta), self.to_f64(b, tb))]]
+            ia, ib = self.to_i64(a, ta), self.to_i64(b, tb)
+            negative = B.icmp_signed("<", ib, i64(0))
+            if ta == INT and tb == INT:
+                self.raise_if(negative, ValueError, "integers to negative integer powers are not allowed")
+            elif ta == BOOL and tb == INT:
+                # True ** -n is the float 1.0 (an int once stored), False ** -n divides by zero
+                self.raise_if(B.and_(negative, B.not_(a)), ZeroDivisionError,
+                              "0.0 cannot be raised to a negative power")
+                ib = B.select(negative, i64(0), ib)
+            return [[B.call(self.mod.helper("ipow"), [ia, ib])]]
+        raise AssertionError(op)
+
+    def int_floordiv(self, a, b):
+        """Python's a // b on i64 (b != 0); INT64_MIN // -1 wraps to INT64_MIN without trapping."""
+        B = self.b
+        minus1 = B.icmp_signed("==", b, i64(-1))
+        safe = B.select(minus1, i64(1), b)
+        q, r = B.sdiv(a, safe), B.srem(a, safe)
+        fix = B.and_(B.icmp_signed("!=", r, i64(0)), B.icmp_signed("<", B.xor(r, b), i64(0)))
+        q = B.sub(q, B.zext(fix, I64))
+        return B.select(minus1, B.sub(i64(0), a), q)
+
+    def int_mod(self, a, b):
+        B = self.b
+        safe = B.select(B.icmp_signed("==", b, i64(-1)), i64(1), b)
+        r = B.srem(a, safe)
+        fix = B.and_(B.icmp_signed("!=", r, i64(0)), B.icmp_signed("<", B.xor(r, b), i64(0)))
+        return B.select(fix, B.add(r, b), r)
+
+    def float_mod(self, vx, wx):
+        """float_rem (Objects/floatobject.c), wx != 0."""
+        B = self.b
+        mod = self.fmod(vx, wx)
+        nonzero = B.fcmp_unordered("!=", mod, f64(0.0))          # C truthiness: NaN is true
+        flip = B.xor(B.fcmp_ordered("<", wx, f64(0.0)), B.fcmp_ordered("<", mod, f64(0.0)))
+        adjusted = B.select(flip, B.fadd(mod, wx), mod)
+        return B.select(nonzero, adjusted, self.copysign(f64(0.0), wx))
+
+    def float_floordiv(self, vx, wx):
+        """_float_div_mod (Objects/floatobject.c), wx != 0: the floor quotient."""
+        B = self.b
+        mod = self.fmod(vx, wx)
+        div = B.fdiv(B.fsub(vx, mod), wx)
+        nonzero = B.fcmp_unordered("!=", mod, f64(0.0))
+        flip = B.xor(B.fcmp_ordered("<", wx, f64(0.0)), B.fcmp_ordered("<", mod, f64(0.0)))
+        div = B.select(B.and_(nonzero, flip), B.fsub(div, f64(1.0)), div)
+        fl = self.floor(div)
+        fl = B.select(B.fcmp_ordered(">", B.fsub(div, fl), f64(0.5)), B.fadd(fl, f64(1.0)), fl)
+        zero = self.copysign(f64(0.0), B.fdiv(vx, wx))
+        return B.select(B.fcmp_unordered("!=", div, f64(0.0)), fl, zero)
+
+    def float_pow(self, x, y):
+        """float_pow (Objects/floatobject.c), every special case in order, then libm pow."""
+        B = self.b
+        zero, one = f64(0.0), f64(1.0)
+        y_zero = B.fcmp_ordered("==", y, zero)
+        x_nan, y_nan = self.isnan(x), self.isnan(y)
+        y_inf, x_inf = self.isinf(y), self.isinf(x)
+        x_zero = B.fcmp_ordered("==", x, zero)
+        x_neg = B.fcmp_ordered("<", x, zero)
+        y_odd = self.is_odd_integer(y)
+        y_pos = B.fcmp_ordered(">", y, zero)
+        y_neg = B.fcmp_ordered("<", y, zero)
+        ax = self.fabs(x)
+        # the cases, as nested selects from the last to the first
+        general = B.not_(B.or_(B.or_(B.or_(y_zero, x_nan), B.or_(y_nan, y_inf)), B.or_(x_inf, x_zero)))
+        self.raise_if(B.and_(B.and_(B.not_(B.or_(B.or_(B.or_(y_zero, x_nan), B.or_(y_nan, y_inf)), x_inf)),
+                                    x_zero), y_neg),
+                      ZeroDivisionError, "0.0 cannot be raised to a negative power")
+        fractional = B.fcmp_ordered("!=", y, self.floor(y))
+        p = B.call(self.mod.libm("pow", 2), [ax, y])
+        # CPython computes the complex power (complex_pow: OverflowError when its modulus overflows), and
+        # scriptc's ** raises for a complex result
+        complex_result = B.and_(general, B.and_(x_neg, fractional))
+        self.raise_if(B.and_(complex_result, self.isinf(p)), OverflowError, "complex exponentiation")
+        self.raise_if(complex_result, ValueError, COMPLEX_POWER)
+        negate = B.and_(x_neg, y_odd)
+        p = B.select(B.fcmp_ordered("==", ax, one), one, p)
+        p = B.select(negate, B.fneg(p), p)
+        self.raise_if(B.and_(general, self.isinf(p)), OverflowError, 34, "Numerical result out of range")
+        r = p
+        # x == 0.0: odd ? x : 0.0
+        r = B.select(x_zero, B.select(y_odd, x, zero), r)
+        # x infinite
+        r = B.select(x_inf, B.select(y_pos, B.select(y_odd, x, ax), B.select(y_odd, self.copysign(zero, x), zero)),
+                     r)
+        # y infinite
+        y_inf_r = B.select(B.fcmp_ordered("==", ax, one), one,
+                           B.select(B.icmp_unsigned("==", y_pos, B.fcmp_ordered(">", ax, one)), self.fabs(y), zero))
+        r = B.select(y_inf, y_inf_r, r)
+        r = B.select(y_nan, B.select(B.fcmp_ordered("==", x, one), one, y), r)
+        r = B.select(x_nan, x, r)
+        r = B.select(y_zero, one, r)
+        return r
+
+    @handles("aten::float_power")
+    def lower_math_pow(self, node):
+        """math.pow (Modules/mathmodule.c math_pow_impl): IEEE specials by hand, libm pow for finite**finite;
+        NaN from finite arguments or 0.0**negative is a domain error, other infinities a range error."""
+        B = self.b
+        x, y = [self.to_f64(self.scalar(v), v.type) for v in node.inputs]
+        zero, one = f64(0.0), f64(1.0)
+        finite = B.and_(self.isfinite(x), self.isfinite(y))
+        p = B.call(self.mod.libm("pow", 2), [x, y])
+        p_nan, p_inf = self.isnan(p), self.isinf(p)
+        x_zero = B.fcmp_ordered("==", x, zero)
+        self.raise_if(B.and_(finite, B.or_(p_nan, B.and_(p_inf, x_zero))), ValueError, "math domain error")
+        self.raise_if(B.and_(finite, B.and_(p_inf, B.not_(x_zero))), OverflowError, "math range error")
+        ax = self.fabs(x)
+        y_pos, y_neg = B.fcmp_ordered(">", y, zero), B.fcmp_ordered("<", y, zero)
+        # y infinite (x finite or not, x not NaN)
+        r_yinf = B.select(B.fcmp_ordered("==", ax, one), one,
+                          B.select(B.and_(y_pos, B.fcmp_ordered(">", ax, one)), y,
+                                   B.select(B.and_(y_neg, B.fcmp_ordered("<", ax, one)), B.fneg(y), zero)))
+        # x infinite
+        odd_y = B.and_(self.isfinite(y), self.is_odd_integer(y))
+        r_xinf = B.select(y_pos, B.select(odd_y, x, ax),
+                          B.select(B.fcmp_ordered("==", y, zero), one,
+                                   B.select(odd_y, self.copysign(zero, x), zero)))
+        r = B.select(self.isinf(y), r_yinf, p)
+        r = B.select(self.isinf(x), r_xinf, r)
+        r = B.select(self.isnan(y), B.select(B.fcmp_ordered("==", x, one), one, y), r)
+        r = B.select(self.isnan(x), B.select(B.fcmp_ordered("==", y, zero), one, x), r)
+        return [[r]]
+
+    @handles("aten::neg")
+    def lower_neg(self, node):
+        (a,), (ta,) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+        if node.output.type == FLOAT:
+            return [[self.b.fneg(self.to_f64(a, ta))]]
+        return [[self.b.sub(i64(0), self.to_i64(a, ta))]]
+
+    @handles("aten::bitwise_not")
+    def lower_bitwise_not(self, node):
+        a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
+        if node.output.type == BOOL:
+            return [[self.b.not_(a)]]
+        return [[self.b.xor(self.to_i64(a, ta), i64(-1))]]
+
+    @handles("aten::__not__")
+    def lower_not(self, node):
+        a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
+        if ta == BOOL:
+            return [[self.b.not_(a)]]
+        if ta == INT:
+            return [[self.b.icmp_signed("==", a, i64(0))]]
+        return [[self.b.fcmp_ordered("==", a, f64(0.0))]]
+
+    @handles(*(f"aten::{n}" for n in BITWISE))
+    def lower_bitwise(self, node):
+        op = node.kind.split("::")[1]
+        (a, b), (ta, tb) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+        fn = {"__and__": self.b.and_, "__or__": self.b.or_, "__xor__": self.b.xor}[op]
+        if node.output.type == BOOL:
+            return [[fn(a, b)]]
+        return [[fn(self.to_i64(a, ta), self.to_i64(b, tb))]]
+
+    @handles("aten::__lshift__", "aten::__rshift__")
+    def lower_shift(self, node):
+        B = self.b
+        (a, b), (ta, tb) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+        a, b = self.to_i64(a, ta), self.to_i64(b, tb)
+        self.raise_if(B.icmp_signed("<", b, i64(0)), ValueError, "negative shift count")
+        big = B.icmp_signed(">=", b, i64(64))
+        if node.kind == "aten::__lshift__":
+            return [[B.select(big, i64(0), B.shl(a, B.select(big, i64(0), b)))]]
+        return [[B.ashr(a, B.select(big, i64(63), b))]]
+
+    @handles(*(f"aten::{n}" for n in COMPARE))
+    def lower_compare(self, node):
+        op = node.kind.split("::")[1]
+        (a, b), (ta, tb) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+        ipred, fpred = COMPARE[op]
+        B = self.b
+        if FLOAT not in (ta, tb):
+            return [[B.icmp_signed(ipred, self.to_i64(a, ta), self.to_i64(b, tb))]]
+        if ta == INT and tb == FLOAT:
+            return [[self.compare_int_float(ipred, a, b)]]
+        if ta == FLOAT and tb == INT:
+            swapped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}[ipred]
+            return [[self.compare_int_float(swapped, b, a)]]
+        fa, fb = self.to_f64(a, ta), self.to_f64(b, tb)      # bools convert exactly
+        if fpred == "une":
+            return [[B.fcmp_unordered("!=", fa, fb)]]
+        return [[B.fcmp_ordered(ipred, fa, fb)]]
+
+    def compare_int_float(self, pred: str, a, f):
+        """``a <pred> f`` for an i64 and a double, exactly (float_richcompare): no rounding of ``a``."""
+        B = self.b
+        in_range = B.and_(B.fcmp_ordered(">=", f, f64(-TWO63)), B.fcmp_ordered("<", f, f64(TWO63)))
+        fs = B.select(in_range, f, f64(0.0))
+        ft = B.call(self.mod.intrinsic("trunc"), [fs])
+        t = B.fptosi(ft, I64)
+        frac = B.fsub(fs, ft)
+        same = B.icmp_signed("==", a, t)
+        lt = B.or_(B.icmp_signed("<", a, t), B.and_(same, B.fcmp_ordered(">", frac, f64(0.0))))
+        gt = B.or_(B.icmp_signed(">", a, t), B.and_(same, B.fcmp_ordered("<", frac, f64(0.0))))
+        eq = B.and_(same, B.fcmp_ordered("==", frac, f64(0.0)))
+        lt = B.select(in_range, lt, B.fcmp_ordered(">=", f, f64(TWO63)))
+        gt = B.select(in_range, gt, B.fcmp_ordered("<", f, f64(-TWO63)))
+        eq = B.select(in_range, eq, i1(False))
+        return {"<": lambda: lt, ">": lambda: gt, "==": lambda: eq, "!=": lambda: B.not_(eq),
+                "<=": lambda: B.or_(lt, eq), ">=": lambda: B.or_(gt, eq)}[pred]()
+
+    # -- conversions -------------------------------------------------------------------------------------
+    @handles("aten::Int")
+    def lower_int(self, node):
+        a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
+        if ta != FLOAT:
+            return [[self.to_i64(a, ta)]]
+        B = self.b
+        self.check_float_to_int(a)
+        in_range = B.and_(B.fcmp_ordered(">=", a, f64(-TWO63)), B.fcmp_ordered("<", a, f64(TWO63)))
+        self.raise_if(B.not_(in_range), OverflowError, "int too large to convert to a 64-bit int")
+        return [[B.fptosi(a, I64)]]
+
+    @handles("aten::Float")
+    def lower_float(self, node):
+        return [[self.to_f64(self.scalar(node.inputs[0]), node.inputs[0].type)]]
+
+    @handles("aten::Bool")
+    def lower_bool(self, node):
+        a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
+        if ta == BOOL:
+            return [[a]]
+        if ta == INT:
+            return [[self.b.icmp_signed("!=", a, i64(0))]]
+        return [[self.b.fcmp_unordered("!=", a, f64(0.0))]]
+
+    @handles("prim::max", "prim::min", "aten::maximum", "aten::minimum")
+    def lower_minmax(self, node):
+        """prim::max(a, b) is Python's max: ``b if b > a else a``; aten::maximum is np.maximum on scalars:
+        NaN if either is NaN, else ``a if a > b else b``."""
+        B = self.b
+        (a, b), (ta, tb) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+        out = node.output.type
+        is_max = node.kind.endswith("max") or node.kind.endswith("maximum")
+        if out == FLOAT:
+            a, b = self.to_f64(a, ta), self.to_f64(b, tb)
+            gt = (lambda x, y: B.fcmp_ordered(">", x, y)) if is_max else (lambda x, y: B.fcmp_ordered("<", x, y))
+        elif out == INT:
+            a, b = self.to_i64(a, ta), self.to_i64(b, tb)
+            gt = (lambda x, y: B.icmp_signed(">", x, y)) if is_max else (lambda x, y: B.icmp_signed("<", x, y))
+        else:
+            gt = (lambda x, y: B.icmp_unsigned(">", x, y)) if is_max else (lambda x, y: B.icmp_unsigned("<", x, y))
+        if node.kind.startswith("prim::"):
+            return [[B.select(gt(b, a), b, a)]]
+        r = B.select(gt(a, b), a, b)
+        if out == FLOAT:
+            r = B.select(self.isnan(a), a, r)
+        return [[r]]
+
+    # -- ranges --------------------------------------------------------------------------------------------
+    @handles("aten::__range_length")
+    def lower_range_length(self, node):
+        """len(range(lo, hi, step)) wrapped to 64 bits as the interpreter wraps it; exact without i128: for
+        step > 0 and lo < hi the length is (hi - lo - 1) // step + 1 with hi - lo < 2**64 as an unsigned."""
+        B = self.b
+        lo, hi, step = [self.to_i64(self.scalar(v), v.type) for v in node.inputs]
+        self.raise_if(B.icmp_signed("==", step, i64(0)), ValueError, "range() arg 3 must not be zero")
+        pos = B.icmp_signed(">", step, i64(0))
+        nonempty = B.select(pos, B.icmp_signed("<", lo, hi), B.icmp_signed(">", lo, hi))
+        span = B.select(pos, B.sub(hi, lo), B.sub(lo, hi))                   # unsigned, > 0 when nonempty
+        mag = B.select(pos, step, B.sub(i64(0), step))                        # unsigned |step|
+        safe_mag = B.select(nonempty, mag, i64(1))
+        n = B.add(B.udiv(B.sub(span, i64(1)), safe_mag), i64(1))
+        return [[B.select(nonempty, n, i64(0))]]
+
+    @handles("aten::__derive_index")
+    def lower_derive_index(self, node):
+        i, start, step = [self.to_i64(self.scalar(v), v.type) for v in node.inputs]
+        return [[self.b.add(start, self.b.mul(i, step))]]
+
+    # -- math ------------------------------------------------------------------------------------------------
+    def math_1(self, x, r, can_overflow: bool):
+        """Modules/mathmodule.c math_1: NaN from non-NaN is a domain error; inf from finite a range error
+        (can_overflow) or a domain error."""
+        B = self.b
+        self.raise_if(B.and_(self.isnan(r), B.not_(self.isnan(x))), ValueError, "math domain error")
+        overflow = B.and_(self.isinf(r), self.isfinite(x))
+        if can_overflow:
+            self.raise_if(overflow, OverflowError, "math range error")
+        else:
+            self.raise_if(overflow, ValueError, "math domain error")
+        return r
+
+    @handles(*(f"aten::{n}" for n in MATH1))
+    def lower_math1(self, node):
+        name = node.kind.split("::")[1]
+        x = self.to_f64(self.scalar(node.inputs[0]), node.inputs[0].type)
+        r = self.b.call(self.mod.libm(name, 1), [x])
+        return [[self.math_1(x, r, MATH1[name])]]
+
+    @handles("aten::sqrt")
+    def lower_sqrt(self, node):
+        x = self.to_f64(self.scalar(node.inputs[0]), node.inputs[0].type)
+        r = self.b.call(self.mod.intrinsic("sqrt"), [x])       # IEEE sqrt: the same bits as libm's
+        return [[self.math_1(x, r, False)]]
+
+    @handles("aten::fabs")
+    def lower_fabs(self, node):
+        return [[self.fabs(self.to_f64(self.scalar(node.inputs[0]), node.inputs[0].type))]]
+
+    @handles("aten::abs")
+    def lower_abs(self, node):
+        a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
+        if node.output.type == FLOAT:
+            return [[self.fabs(self.to_f64(a, ta))]]
+        a = self.to_i64(a, ta)
+        return [[self.b.select(self.b.icmp_signed("<", a, i64(0)), self.b.sub(i64(0), a), a)]]
+
+    @handles("aten::floor", "aten::ceil", "aten::trunc")
+    def lower_rounding(self, node):
+        a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
+        if ta != FLOAT:
+            return [[self.to_i64(a, ta)]]
+        name = node.kind.split("::")[1]
+        r = self.b.call(self.mod.intrinsic(name), [a])
+        if node.output.type == FLOAT:
+            return [[r]]
+        self.check_float_to_int(a)
+        return [[self.float_to_int_wrapping(r)]]
+
+    @handles("aten::atan2")
+    def lower_atan2(self, node):
+        """m_atan2 (Modules/mathmodule.c): C99 special cases, then libm atan2."""
+        B = self.b
+        y, x = [self.to_f64(self.scalar(v), v.type) for v in node.inputs]
+        pi = 3.141592653589793
+        x_pos_sign = B.fcmp_ordered("==", self.copysign(f64(1.0), x), f64(1.0))
+        r = B.call(self.mod.libm("atan2", 2), [y, x])
+        r = B.select(B.or_(self.isinf(x), B.fcmp_ordered("==", y, f64(0.0))),
+                     B.select(x_pos_sign, self.copysign(f64(0.0), y), self.copysign(f64(pi), y)), r)
+        y_inf_r = B.select(self.isinf(x),
+                           B.select(x_pos_sign, self.copysign(f64(0.25 * pi), y), self.copysign(f64(0.75 * pi), y)),
+                           self.copysign(f64(0.5 * pi), y))
+        r = B.select(self.isinf(y), y_inf_r, r)
+        r = B.select(B.or_(self.isnan(x), self.isnan(y)), f64(float("nan")), r)
+        return [[r]]
+
+    @handles("aten::copysign")
+    def lower_copysign(self, node):
+        x, y = [self.to_f64(self.scalar(v), v.type) for v in node.inputs]
+        return [[self.copysign(x, y)]]
+
+    @handles("aten::fmod")
+    def lower_math_fmod(self, node):
+        """math.fmod: fmod(x, +-inf) is x for finite x; a NaN from non-NaN arguments is a domain error."""
+        B = self.b
+        x, y = [self.to_f64(self.scalar(v), v.type) for v in node.inputs]
+        r = self.fmod(x, y)
+        self.raise_if(B.and_(self.isnan(r), B.not_(B.or_(self.isnan(x), self.isnan(y)))), ValueError,
+                      "math domain error")
+        return [[B.select(B.and_(self.isinf(y), self.isfinite(x)), x, r)]]
+
+    @handles("aten::hypot")
+    def lower_hypot(self, node):
+        """math.hypot(x, y): CPython 3.11's vector_norm for two coordinates (not libm's hypot, which rounds
+        differently): power-of-two scaling, Veltkamp-Dekker squaring, Neumaier summation, one correction step
+        of the square root; tiny (subnormal) maxima divide by the maximum instead. Operation order verbatim."""
+        B = self.b
+        a, b = [self.fabs(self.to_f64(self.scalar(v), v.type)) for v in node.inputs]
+        zero, one, t27 = f64(0.0), f64(1.0), f64(134217729.0)
+        found_nan = B.or_(self.isnan(a), self.isnan(b))
+        mx = B.select(B.fcmp_ordered(">", a, zero), a, zero)
+        mx = B.select(B.fcmp_ordered(">", b, mx), b, mx)
+        e_ptr = self.alloca(I32)
+        B.call(self.mod.libm("frexp", fnty=ir.FunctionType(F64, [F64, I32.as_pointer()])), [mx, e_ptr])
+        max_e = B.load(e_ptr)
+        scale = B.call(self.mod.libm("ldexp", fnty=ir.FunctionType(F64, [F64, I32])), [one, B.neg(max_e)])
+
+        def split(x):
+            t = B.fmul(x, t27)
+            hi = B.fsub(t, B.fsub(t, x))
+            return hi, B.fsub(x, hi)
+
+        def neumaier(csum, frac, x):
+            new = B.fadd(csum, x)
+            return new, B.fadd(frac, B.fadd(B.fsub(csum, new), x))
+
+        csum, f1, f2, f3 = one, zero, zero, zero
+        for v in (a, b):
+            hi, lo = split(B.fmul(v, scale))
+            csum, f1 = neumaier(csum, f1, B.fmul(hi, hi))
+            csum, f2 = neumaier(csum, f2, B.fmul(B.fmul(f64(2.0), hi), lo))
+            f3 = B.fadd(f3, B.fmul(lo, lo))
+        sqrt = self.mod.intrinsic("sqrt")
+        h = B.call(sqrt, [B.fadd(B.fsub(csum, one), B.fadd(B.fadd(f1, f2), f3))])
+        hi, lo = split(h)
+        csum, f1 = neumaier(csum, f1, B.fmul(B.fneg(hi), hi))
+        csum, f2 = neumaier(csum, f2, B.fmul(B.fmul(f64(-2.0), hi), lo))
+        csum, f3 = neumaier(csum, f3, B.fmul(B.fneg(lo), lo))
+        x = B.fadd(B.fsub(csum, one), B.fadd(B.fadd(f1, f2), f3))
+        scaled = B.fdiv(B.fadd(h, B.fdiv(x, B.fmul(f64(2.0), h))), scale)
+        # max_e < -1023: divide by the maximum
+        csum, f1 = one, zero
+        for v in (a, b):
+            q = B.fdiv(v, mx)
+            csum, f1 = neumaier(csum, f1, B.fmul(q, q))
+        tiny = B.fmul(mx, B.call(sqrt, [B.fadd(B.fsub(csum, one), f1)]))
+        r = B.select(B.icmp_signed(">=", max_e, i32(-1023)), scaled, tiny)
+        r = B.select(B.fcmp_ordered("==", mx, zero), mx, r)
+        r = B.select(found_nan, f64(float("nan")), r)
+        r = B.select(self.isinf(mx), mx, r)
+        return [[r]]
