@@ -1,6 +1,6 @@
 """Where native code takes and drops references to arrays.
 
-Arrays in native code are reference counted (a meminfo shared by an allocation and all its views; arrays
+Arrays (and strs) in native code are reference counted (a meminfo shared by an allocation and all its views; arrays
 borrowed from the caller have none, and counting them is a no-op). The rules, uniform for every value whose
 type holds an array (an array, or a tuple with one inside):
 
@@ -19,13 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.core import Block, Graph, Node, Value
-from ..ir.types import TensorType, TupleType, Type
+from ..ir.types import STR, TensorType, TupleType, Type
 
 CONSUMING_NODES = {"prim::TupleConstruct"}
 
 
 def holds_array(t: Type) -> bool:
-    if isinstance(t, TensorType):
+    """Values whose references are counted: arrays and strs, and tuples holding them."""
+    if isinstance(t, TensorType) or t == STR:
         return True
     return isinstance(t, TupleType) and any(holds_array(e) for e in t.elems)
 

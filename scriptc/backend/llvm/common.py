@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT, NONE, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType, Type
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F64 = ir.DoubleType()
@@ -31,14 +31,33 @@ def i32(v: int) -> ir.Constant:
 
 # -- types -----------------------------------------------------------------------------------------------
 
+class _Pointer(Type):
+    """The leaf type of a pointer: an array's meminfo and data, a str's PyObject."""
+
+    def __str__(self):
+        return "ptr"
+
+
+PTR = _Pointer()
+I8P = I8.as_pointer()
+
+
 def leaves(t: Type) -> list[Type]:
-    """The scalar types a value of type ``t`` is made of, in order; TypeError if not lowerable."""
+    """The scalar leaves a value of type ``t`` is made of, in order; TypeError if not lowerable.
+
+    An array of rank R is ``(meminfo, data, shape_0..shape_R-1, stride_0..stride_R-1)``: a meminfo pointer
+    (null for memory borrowed from the caller), a data pointer, and shape and byte strides as i64, as NumPy
+    keeps them. A str is one pointer to a Python str object."""
     if t == INT or t == FLOAT or t == BOOL:
         return [t]
     if t == NONE:
         return []
+    if t == STR:
+        return [PTR]
     if isinstance(t, TupleType):
         return [x for e in t.elems for x in leaves(e)]
+    if isinstance(t, TensorType) and t.known:
+        return [PTR, PTR] + [INT] * (2 * t.rank)
     raise TypeError(str(t))
 
 
@@ -51,15 +70,33 @@ def is_lowerable(t: Type) -> bool:
 
 
 def reg_type(t: Type) -> ir.Type:
-    return {INT: I64, FLOAT: F64, BOOL: I1}[t]
+    return I8P if t is PTR else {INT: I64, FLOAT: F64, BOOL: I1}[t]
 
 
 def mem_type(t: Type) -> ir.Type:
-    return {INT: I64, FLOAT: F64, BOOL: I8}[t]
+    return I8P if t is PTR else {INT: I64, FLOAT: F64, BOOL: I8}[t]
 
 
 def out_struct(t: Type) -> ir.LiteralStructType:
     return ir.LiteralStructType([mem_type(x) for x in leaves(t)])
+
+
+def holds_ref(t: Type) -> bool:
+    """Whether values of type ``t`` hold references (arrays, strs) that native code counts."""
+    if isinstance(t, TensorType) or t == STR:
+        return True
+    return isinstance(t, TupleType) and any(holds_ref(e) for e in t.elems)
+
+
+def ref_parts(t: Type, vals: list):
+    """(type, leaves) of each counted part of a value: its arrays and strs, tuples looked into."""
+    if isinstance(t, TupleType):
+        for e in t.elems:
+            n = len(leaves(e))
+            yield from ref_parts(e, vals[:n])
+            vals = vals[n:]
+    elif isinstance(t, TensorType) or t == STR:
+        yield t, vals
 
 
 # Operators this backend lowers (anything else is a LoweringError). Filled by the decorator below.

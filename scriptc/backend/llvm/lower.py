@@ -19,9 +19,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir.core import Block, Graph, Node, Value
-from ...ir.types import BOOL, FLOAT, INT, NONE, TupleType, Type
-from .common import (_HANDLERS, F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, handles, i1,
-                     i32, i64, is_lowerable, leaves, mem_type, out_struct, reg_type)
+from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType, Type
+from .. import ownership
+from ..ownership import consumes
+from .common import (_HANDLERS, F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, handles,
+                     holds_ref, i1, i32, i64, is_lowerable, leaves, mem_type, out_struct, ref_parts, reg_type)
 from .engine import LIBM_PREFIX
 from .errors import ERROR_TABLE, LoweringError
 from .scalar_ops import ScalarOps
@@ -230,6 +232,7 @@ class FunctionLowering(ScalarOps):
         self.env[id(v)] = list(vals)
 
     def lower(self) -> None:
+        self.own = ownership.analyze(self.graph)
         args = list(self.function.args[:-1])
         for v in self.graph.inputs:
             n = len(leaves(v.type))
@@ -246,15 +249,37 @@ class FunctionLowering(ScalarOps):
             self.b.store(x, self.b.gep(ptr, [i32(0), i32(k)], inbounds=True))
 
     def lower_block(self, block: Block) -> list[list]:
+        """Lower a block's nodes, taking and dropping references as ``ownership`` placed them."""
         outer = self.node
+        for v in self.own.drop_at_entry.get(id(block), []):
+            self.release(v)
         for node in block.nodes:
             self.node = node
+            for i, v in enumerate(node.inputs):
+                if holds_ref(v.type) and consumes(node, i):
+                    self.retain(v)
             outs = getattr(self, _HANDLERS[node.kind])(node)
             self.node = node      # nested blocks moved it
             for v, vals in zip(node.outputs, outs):
                 self.bind(v, vals)
+            for v in self.own.after(node):
+                self.release(v)
         self.node = outer
-        return [self.get(v) for v in block.returns]
+        results = [self.get(v) for v in block.returns]
+        for v in block.returns:
+            if holds_ref(v.type):
+                self.retain(v)
+        for v in self.own.drop_after.get(id(block.return_node), []):
+            self.release(v)
+        return results
+
+    def retain(self, v: Value) -> None:
+        for t, vals in ref_parts(v.type, self.get(v)):
+            getattr(self, "array_retain" if isinstance(t, TensorType) else "str_retain")(vals)
+
+    def release(self, v: Value) -> None:
+        for t, vals in ref_parts(v.type, self.get(v)):
+            getattr(self, "array_release" if isinstance(t, TensorType) else "str_release")(vals)
 
     def alloca(self, ty):
         with self.b.goto_block(self.entry_block):
@@ -350,6 +375,8 @@ class FunctionLowering(ScalarOps):
     @handles("prim::Constant")
     def lower_constant(self, node):
         value = node.attrs.get("value")
+        if node.output.type == STR:
+            return [self.str_constant(value)]
 
         def flat(val, t):
             if t == NONE:
@@ -365,7 +392,8 @@ class FunctionLowering(ScalarOps):
 
     @handles("prim::Uninitialized")
     def lower_uninitialized(self, node):
-        return [[ir.Constant(reg_type(t), ir.Undefined) for t in leaves(node.output.type)]]
+        # zeros, not undef: an unbound array has a null meminfo, which dropping it tolerates
+        return [[ir.Constant(reg_type(t), None) for t in leaves(node.output.type)]]
 
     @handles("prim::AssertBound")
     def lower_assert_bound(self, node):
