@@ -99,8 +99,10 @@ def ref_parts(t: Type, vals: list):
         yield t, vals
 
 
-# Operators this backend lowers (anything else is a LoweringError). Filled by the decorator below.
+# Operators this backend lowers (anything else is a LoweringError), filled by the decorators below: the
+# method lowering each on scalars, and on arrays (used when an input or the output is an array).
 _HANDLERS: dict[str, str] = {}
+_ARRAY_HANDLERS: dict[str, str] = {}
 
 
 def handles(*kinds):
@@ -109,6 +111,22 @@ def handles(*kinds):
             _HANDLERS[k] = fn.__name__
         return fn
     return deco
+
+
+def handles_array(*kinds):
+    def deco(fn):
+        for k in kinds:
+            _ARRAY_HANDLERS[k] = fn.__name__
+        return fn
+    return deco
+
+
+def handler_for(node) -> str | None:
+    """The lowering method for this node: the array one when an array is involved."""
+    if node.kind in _ARRAY_HANDLERS and any(isinstance(v.type, TensorType)
+                                            for v in list(node.inputs) + list(node.outputs)):
+        return _ARRAY_HANDLERS[node.kind]
+    return _HANDLERS.get(node.kind)
 
 
 ARITH = ("add", "sub", "mul", "div", "floordiv", "remainder", "pow")

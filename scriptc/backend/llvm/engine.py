@@ -17,11 +17,13 @@ import threading
 import llvmlite.binding as llvm
 
 from ...ir.types import BOOL, FLOAT, INT
+from .common import PTR
 
 LIBM_PREFIX = "scriptc.libm."
+LIBC = ctypes.CDLL(None)
 LIBM_UNARY = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "expm1", "log",
               "log2", "log10", "log1p")
-LIBM_BINARY = ("pow", "atan2", "fmod")
+LIBM_BINARY = ("pow", "atan2", "fmod", "hypot")
 LIBM_OTHER = ("frexp", "ldexp")     # double frexp(double, int*), double ldexp(double, int)
 
 
@@ -53,6 +55,8 @@ class Engine:
             libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
         for name in names:
             llvm.add_symbol(LIBM_PREFIX + name, ctypes.cast(getattr(libm, name), ctypes.c_void_p).value)
+        for name in ("aligned_alloc", "free"):  # the allocator arrays use (Python frees returned ones with it)
+            llvm.add_symbol(name, ctypes.cast(getattr(LIBC, name), ctypes.c_void_p).value)
 
     def optimize(self, ir_text: str) -> llvm.ModuleRef:
         """Parse, verify and optimize (O3, new pass manager) a module for the host."""
@@ -96,7 +100,7 @@ def engine() -> Engine:
 
 # -- calling native code from Python ---------------------------------------------------------------------
 
-_CTYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8}
+_CTYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8, PTR: ctypes.c_void_p}
 
 
 def make_caller(address: int, arg_types: list, out_types: list):
@@ -117,7 +121,7 @@ def make_caller(address: int, arg_types: list, out_types: list):
         status = cfunc(*args, ctypes.addressof(out))
         if status:
             return status, None
-        return 0, [bool(getattr(out, name)) if is_bool else getattr(out, name) for name, is_bool in getters]
+        return 0, [bool(getattr(out, name)) if is_bool else getattr(out, name) or 0 for name, is_bool in getters]
 
     call.cfunc = cfunc
     return call

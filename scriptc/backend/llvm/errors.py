@@ -10,6 +10,7 @@ later version can point tracebacks at the user's line.
 """
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
 
@@ -26,15 +27,26 @@ class LoweringError(CompileError):
         super().__init__(f"native backend cannot lower {op}{where}: {detail}", source)
 
 
+# Values known only at run time (an index, an axis size) that a message needs: native code stores them here
+# before returning the error code, and ``make`` formats them into the message. One buffer per process: native
+# code that raises in several threads at once may mix up these numbers (never the exception type).
+PAYLOAD = (ctypes.c_int64 * 16)()
+PAYLOAD_ADDRESS = ctypes.addressof(PAYLOAD)
+
+
 @dataclass(frozen=True)
 class RuntimeErrorEntry:
-    """What native code means by one error code."""
+    """What native code means by one error code. With ``payload`` > 0, ``args[0]`` is a template whose
+    ``{0}``, ``{1}``... are the first values of PAYLOAD."""
     exc_type: type
     args: tuple
     op: str
     source: SourceRange | None
+    payload: int = 0
 
     def make(self) -> BaseException:
+        if self.payload:
+            return self.exc_type(self.args[0].format(*PAYLOAD[:self.payload]))
         return self.exc_type(*self.args)
 
 
@@ -47,9 +59,9 @@ class ErrorTable:
         self._codes: dict[RuntimeErrorEntry, int] = {}
         self._lock = threading.Lock()
 
-    def code(self, exc_type: type, args: tuple, node: Node | None) -> int:
+    def code(self, exc_type: type, args: tuple, node: Node | None, payload: int = 0) -> int:
         entry = RuntimeErrorEntry(exc_type, tuple(args), node.kind if node is not None else "",
-                                  node.source if node is not None else None)
+                                  node.source if node is not None else None, payload)
         with self._lock:
             code = self._codes.get(entry)
             if code is None:

@@ -22,11 +22,14 @@ from ...ir.core import Block, Graph, Node, Value
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType, Type
 from .. import ownership
 from ..ownership import consumes
-from .common import (_HANDLERS, F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, handles,
-                     holds_ref, i1, i32, i64, is_lowerable, leaves, mem_type, out_struct, ref_parts, reg_type)
+from .common import (F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, handles,
+                     handler_for, holds_ref, i1, i32, i64, is_lowerable, leaves, mem_type, out_struct, ref_parts, reg_type)
 from .engine import LIBM_PREFIX
-from .errors import ERROR_TABLE, LoweringError
+from .errors import ERROR_TABLE, PAYLOAD_ADDRESS, LoweringError
+from .array_math import ArrayMath
+from .arrays import ArrayOps
 from .scalar_ops import ScalarOps
+
 
 def check_graph(graph: Graph, seen=None) -> None:
     """Raise LoweringError for the first node (in program order, callees included) whose operator or types
@@ -37,19 +40,19 @@ def check_graph(graph: Graph, seen=None) -> None:
         return
     seen.add(id(graph))
     for node in graph.walk():
-        if node.kind not in _HANDLERS:
+        if handler_for(node) is None:
             detail = UNSUPPORTED_DETAIL.get(node.kind)
             if detail is None:
                 bad = [v.type for v in list(node.inputs) + list(node.outputs) if not is_lowerable(v.type)]
-                detail = (f"values of type {bad[0]} are not supported by the native scalar backend yet" if bad
-                          else "operator not supported by the native scalar backend yet")
+                detail = (f"values of type {bad[0]} are not supported by the native backend yet" if bad
+                          else "operator not supported by the native backend yet")
             raise LoweringError(node.kind, detail, node.source)
         if node.kind == "prim::CallFunction":
             check_graph(node.attrs["fn"], seen)
     for v in graph.inputs:
         if not is_lowerable(v.type):
             raise LoweringError(f"graph input %{v.name}", f"values of type {v.type} are not supported by the "
-                                                          f"native scalar backend yet")
+                                                          f"native backend yet")
     for node in graph.walk():
         for v in list(node.outputs) + [p for b in node.blocks for p in b.params]:
             if not is_lowerable(v.type):
@@ -59,6 +62,7 @@ def check_graph(graph: Graph, seen=None) -> None:
         if not is_lowerable(v.type):
             raise LoweringError("prim::Return", f"returning {v.type} is not supported by the native scalar "
                                                 f"backend yet")
+
 
 # -- module ----------------------------------------------------------------------------------------------
 
@@ -202,7 +206,7 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(ScalarOps):
+class FunctionLowering(ScalarOps, ArrayOps, ArrayMath):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
@@ -258,7 +262,7 @@ class FunctionLowering(ScalarOps):
             for i, v in enumerate(node.inputs):
                 if holds_ref(v.type) and consumes(node, i):
                     self.retain(v)
-            outs = getattr(self, _HANDLERS[node.kind])(node)
+            outs = getattr(self, handler_for(node))(node)
             self.node = node      # nested blocks moved it
             for v, vals in zip(node.outputs, outs):
                 self.bind(v, vals)
@@ -287,6 +291,15 @@ class FunctionLowering(ScalarOps):
             return self.b.alloca(ty)
 
     # -- errors ------------------------------------------------------------------------------------------
+    def raise_with(self, cond, exc_type: type, template: str, values: list) -> None:
+        """If ``cond`` holds, raise ``exc_type(template.format(*values))`` with run-time i64 ``values``."""
+        code = ERROR_TABLE.code(exc_type, (template,), self.node, payload=len(values))
+        with self.b.if_then(cond, likely=False):
+            base = self.b.inttoptr(i64(PAYLOAD_ADDRESS), I64.as_pointer())
+            for k, v in enumerate(values):
+                self.b.store(v, self.b.gep(base, [i64(k)]))
+            self.b.ret(i32(code))
+
     def raise_if(self, cond, exc_type: type, *args) -> None:
         """If ``cond`` (i1) holds, return the error code for ``exc_type(*args)`` raised by the current node."""
         if isinstance(cond, ir.Constant) and cond.constant == 0:

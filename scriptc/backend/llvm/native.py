@@ -1,14 +1,16 @@
 """``compile_graph(graph) -> NativeFunction``: lower, optimize, JIT, and call from Python."""
 from __future__ import annotations
 
+import ctypes
 import itertools
 import threading
+import weakref
 
 import numpy as np
 
 from ...ir.core import Graph
-from ...ir.types import BOOL, FLOAT, INT, TupleType, Type
-from .engine import engine, make_caller
+from ...ir.types import BOOL, FLOAT, INT, TensorType, TupleType, Type
+from .engine import LIBC, engine, make_caller
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph, leaves
 
@@ -18,8 +20,8 @@ INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
 
 def _arg_converter(t: Type):
-    """Python argument -> the C value for a graph input of type ``t`` (the numeric tower: a bool is an int, an
-    int a float)."""
+    """Python argument -> the list of C values (leaves) for a graph input of type ``t`` (the numeric tower: a
+    bool is an int, an int a float)."""
     if t == INT:
         def conv(x):
             if not isinstance(x, (int, np.integer)):
@@ -27,29 +29,82 @@ def _arg_converter(t: Type):
             v = int(x)
             if not INT64_MIN <= v <= INT64_MAX:
                 raise OverflowError("int too large to convert to a 64-bit int")
-            return v
+            return [v]
         return conv
     if t == FLOAT:
         def conv(x):
             if not isinstance(x, (float, int, np.floating, np.integer)):
                 raise TypeError(f"expected float, got {type(x).__name__}")
-            return float(x)
+            return [float(x)]
         return conv
     if t == BOOL:
         def conv(x):
             if not isinstance(x, (bool, np.bool_)):
                 raise TypeError(f"expected bool, got {type(x).__name__}")
-            return bool(x)
+            return [bool(x)]
+        return conv
+    if isinstance(t, TensorType):
+        def conv(x):
+            if not isinstance(x, np.ndarray) or x.dtype.name != t.dtype or x.ndim != t.rank:
+                raise TypeError(f"expected a {t.dtype} array of rank {t.rank}, got {_describe(x)}")
+            if not (x.dtype.isnative and x.flags.aligned):
+                raise TypeError("arrays with a non-native byte order or unaligned data are not supported")
+            return [0, x.__array_interface__["data"][0], *x.shape, *x.strides]
         return conv
     raise TypeError(f"cannot pass {t} to native code")
 
 
-def _rebuild(t: Type, vals):
-    """The Python value of type ``t`` from an iterator over its scalar leaves."""
+def _describe(x) -> str:
+    if isinstance(x, np.ndarray):
+        return f"a {x.dtype} array of rank {x.ndim}"
+    return type(x).__name__
+
+
+class _ArrayMemory:
+    """The object a returned array's ``base`` is: it exposes native memory to NumPy and owns a reference to
+    it (released when the array is collected), or keeps the argument it views alive."""
+    __slots__ = ("__array_interface__", "owner", "__weakref__")
+
+
+def _release(meminfo: int) -> None:
+    count = ctypes.c_int64.from_address(meminfo)
+    count.value -= 1
+    if count.value == 0:
+        LIBC.free(ctypes.c_void_p(meminfo))
+
+
+def _array(t: TensorType, vals, args) -> np.ndarray:
+    meminfo, data = next(vals), next(vals)
+    shape = tuple(next(vals) for _ in range(t.rank))
+    strides = tuple(next(vals) for _ in range(t.rank))
+    mem = _ArrayMemory()
+    mem.__array_interface__ = {"data": (data, False), "shape": shape, "strides": strides,
+                               "typestr": np.dtype(t.dtype).str, "version": 3}
+    if meminfo:
+        mem.owner = None
+        weakref.finalize(mem, _release, meminfo)
+        return np.asarray(mem)
+    for a in args:  # memory borrowed from an argument: return it, or a view of it
+        if isinstance(a, np.ndarray) and a.__array_interface__["data"][0] == data and a.shape == shape \
+                and a.strides == strides and a.dtype.name == t.dtype:
+            return a
+    mem.owner = next((a for a in args if isinstance(a, np.ndarray) and _contains(a, data)), None)
+    return np.asarray(mem)
+
+
+def _contains(a: np.ndarray, address: int) -> bool:
+    lo, hi = np.byte_bounds(a) if hasattr(np, "byte_bounds") else np.lib.array_utils.byte_bounds(a)
+    return lo <= address < max(hi, lo + 1)
+
+
+def _rebuild(t: Type, vals, args=()):
+    """The Python value of type ``t`` from an iterator over its leaves."""
     if isinstance(t, TupleType):
-        return tuple(_rebuild(e, vals) for e in t.elems)
+        return tuple(_rebuild(e, vals, args) for e in t.elems)
     if t in (INT, FLOAT, BOOL):
         return next(vals)
+    if isinstance(t, TensorType):
+        return _array(t, vals, args)
     return None
 
 
@@ -79,18 +134,19 @@ class NativeFunction:
     def __call__(self, *args):
         if len(args) != len(self._converters):
             raise TypeError(f"{self.graph.name}() takes {len(self._converters)} arguments ({len(args)} given)")
-        status, outs = self._call(*[conv(a) for conv, a in zip(self._converters, args)])
+        flat = [x for conv, a in zip(self._converters, args) for x in conv(a)]
+        status, outs = self._call(*flat)
         if status:
             raise ERROR_TABLE[status].make()
-        return _rebuild(self.result_type, iter(outs))
+        return _rebuild(self.result_type, iter(outs), args)
 
     def __repr__(self):
         return f"<NativeFunction {self.graph.name} at {self.address:#x}>"
 
 
 def compile_graph(graph: Graph) -> NativeFunction:
-    """Compile a scalar graph (int, float, bool, None and tuples of them; calls to other such graphs) to native
-    code. Raises LoweringError, naming the operator and its source position, for anything else."""
+    """Compile a graph (scalars, arrays, tuples of them; calls to other such graphs) to native code. Raises
+    LoweringError, naming the operator and its source position, for anything it cannot lower."""
     check_graph(graph)
     eng = engine()
     with _COUNTER_LOCK:

@@ -1,0 +1,1 @@
+"""scriptc benchmark suite: ``python -m bench`` (see bench/README.md)."""

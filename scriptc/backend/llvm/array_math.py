@@ -1,0 +1,412 @@
+"""Element-wise operators, reductions, matrix products and in-place updates on arrays, as NumPy computes them.
+
+Element-wise operators run one loop nest over the broadcast shape (a single flat loop, which LLVM vectorizes,
+when every operand is C-contiguous and of the output's shape). Operands are widened to a register kind
+(double, i64, i1) and the result narrowed to the output dtype, which gives NumPy's results for integers (they
+wrap at their width) and correctly rounded float32 arithmetic. NumPy's rules where Python's differ: integer
+division and modulo by zero give 0, float division by zero gives inf/nan, ``maximum``/``minimum`` propagate
+NaN, ``bool + bool`` is ``or``. Reductions accumulate sequentially (NumPy sums pairwise: float sums may differ
+in the last bits).
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from ...ir.registry import REGISTRY, lookup
+from ...ir.types import TensorType, result_dtype
+from .arrays import ELEM, Arr, kind_of, shape_text
+from .common import F64, I1, I64, INT64_MIN, f64, handles_array, i64
+from .errors import LoweringError
+
+ELEMENTWISE = [name for name, op in REGISTRY.items() if op.elementwise]
+INPLACE = [name for name, op in REGISTRY.items() if "inplace_of" in op.extra]
+REDUCTIONS = [name for name, op in REGISTRY.items() if op.extra.get("reduction")]
+COMPARE = {"eq": ("==", "oeq"), "ne": ("!=", "une"), "lt": ("<", "olt"), "le": ("<=", "ole"),
+           "gt": (">", "ogt"), "ge": (">=", "oge")}
+LIBM = {"exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+        "cosh", "tanh"}
+INTRINSIC = {"sqrt", "floor", "ceil", "trunc", "fabs"}
+
+
+class ArrayMath:
+    """Mixin of FunctionLowering."""
+
+    # -- element-wise -----------------------------------------------------------------------------------
+    @handles_array(*ELEMENTWISE)
+    def lower_elementwise(self, node):
+        op = node.kind.split("::")[1]
+        out_t = node.output.type
+        if not isinstance(out_t, TensorType):
+            raise LoweringError(node.kind, f"an array operand giving {out_t} is not supported", node.source)
+        arrays = [self.arr(v) for v in node.inputs if isinstance(v.type, TensorType)]
+        shape = self.broadcast_shape(arrays, out_t.rank)
+        out = self.alloc(out_t, shape)
+        compute = self.compute_kind(node)
+
+        def element(load):
+            args = []
+            for k, v in enumerate(node.inputs):
+                kind, x = load(v) if isinstance(v.type, TensorType) else self.scalar_operand(v)
+                want = "b" if op == "where" and k == 0 else compute
+                args.append(self.cast(x, kind, want))
+            return self.element_op(op, args, compute)
+
+        self.elementwise_loops(out, node.inputs, arrays, element)
+        return [out.leaves]
+
+    def compute_kind(self, node) -> str:
+        op = node.kind.split("::")[1]
+        if op in COMPARE:
+            return kind_of(result_dtype(*[v.type for v in node.inputs]))
+        return kind_of(node.output.type.dtype)
+
+    def broadcast_shape(self, arrays: list[Arr], rank: int) -> list:
+        """NumPy's broadcast of the operands' shapes, or ValueError naming them."""
+        b = self.b
+        shape = [i64(1)] * rank
+        bad = ir.Constant(I1, 0)
+        for a in arrays:
+            pad = rank - a.t.rank
+            for k, d in enumerate(a.shape):
+                cur = shape[pad + k]
+                clash = b.and_(b.icmp_signed("!=", d, cur),
+                               b.and_(b.icmp_signed("!=", d, i64(1)), b.icmp_signed("!=", cur, i64(1))))
+                bad = b.or_(bad, clash)
+                shape[pad + k] = b.select(b.icmp_signed("==", d, i64(1)), cur, d)
+        if len(arrays) > 1:
+            parts, first = [], 0
+            for a in arrays:
+                parts.append(shape_text(a.t.rank, first) if a.t.rank else "()")
+                first += a.t.rank
+            self.raise_with(bad, ValueError, "operands could not be broadcast together with shapes "
+                            + " ".join(parts) + " ", [d for a in arrays for d in a.shape])
+        return shape
+
+    def elementwise_loops(self, out: Arr, inputs, arrays: list[Arr], element) -> None:
+        """Store ``element(load)`` into every element of ``out``; ``load(value)`` reads that operand's element
+        (kind, register) at the current index."""
+        b = self.b
+        by_value = {id(v): a for v, a in zip([v for v in inputs if isinstance(v.type, TensorType)], arrays)}
+        same = ir.Constant(I1, 1)
+        for a in arrays:
+            same = b.and_(same, self.is_c_contiguous(a))
+            if a.t.rank != out.t.rank:
+                same = ir.Constant(I1, 0)
+            else:
+                for d, e in zip(a.shape, out.shape):
+                    same = b.and_(same, b.icmp_signed("==", d, e))
+        n = self.size(out.shape)
+        out_item = out.itemsize
+        with b.if_else(same, likely=True) as (flat, nested):
+            with flat:
+                with self.for_range(n) as i:
+                    def load(v, i=i):
+                        a = by_value[id(v)]
+                        ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(a.itemsize))]), self.elem_ptr_type(a))
+                        return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+                    kind, x = element(load)
+                    ptr = b.bitcast(b.gep(out.data, [b.mul(i, i64(out_item))]), self.elem_ptr_type(out))
+                    self.store_element(ptr, x, kind, out.t.dtype)
+            with nested:
+                strides = {id(a): self.broadcast_to(a, out.shape, "") for a in arrays}
+
+                def body(index):
+                    def load(v):
+                        a = by_value[id(v)]
+                        view = Arr(a.t, [a.mi, a.data, *a.shape, *strides[id(a)]])
+                        ptr = self.element_ptr(view, index[len(index) - a.t.rank:])
+                        return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+                    kind, x = element(load)
+                    self.store_element(self.element_ptr(out, index), x, kind, out.t.dtype)
+                self.loop_nest(out.shape, body)
+
+    def elem_ptr_type(self, a: Arr):
+        return ELEM[a.t.dtype].as_pointer()
+
+    def element_op(self, op: str, args: list, k: str):
+        """Apply ``op`` to register values of kind ``k``: (result kind, result)."""
+        b = self.b
+        if op in COMPARE:
+            ipred, fpred = COMPARE[op]
+            if k == "f":
+                return "b", (b.fcmp_unordered if fpred == "une" else b.fcmp_ordered)(ipred, *args)
+            return "b", (b.icmp_unsigned if k in "bu" else b.icmp_signed)(ipred, *args)
+        if k == "b":
+            return "b", self.bool_op(op, args)
+        if k == "f":
+            return "f", self.float_op(op, args)
+        return k, self.int_op(op, args, k)
+
+    def bool_op(self, op, args):
+        b = self.b
+        table = {"add": b.or_, "__or__": b.or_, "maximum": b.or_, "mul": b.and_, "__and__": b.and_,
+                 "minimum": b.and_, "__xor__": b.xor}
+        if op in table:
+            return table[op](*args)
+        if op == "abs":
+            return args[0]
+        if op == "bitwise_not":
+            return b.not_(args[0])
+        if op == "where":
+            return b.select(*args)
+        if op == "clip":
+            return b.and_(b.or_(args[0], args[1]), args[2])
+        raise LoweringError(f"aten::{op}", "not supported on bool arrays", self.node.source)
+
+    def float_op(self, op, args):
+        b = self.b
+        if op in ("add", "sub", "mul", "div"):
+            return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv}[op](*args)
+        x = args[0]
+        zero = f64(0.0)
+        if op == "floordiv":
+            y = args[1]
+            return b.select(b.fcmp_ordered("==", y, zero), b.fdiv(x, y), self.float_floordiv(x, y))
+        if op == "remainder":
+            y = args[1]
+            return b.select(b.fcmp_ordered("==", y, zero), self.fmod(x, y), self.float_mod(x, y))
+        if op in ("pow", "float_power"):
+            return b.call(self.mod.libm("pow", 2), args)
+        if op in ("atan2", "hypot", "fmod"):
+            return b.call(self.mod.libm(op, 2), args)
+        if op == "copysign":
+            return b.call(self.mod.intrinsic("copysign"), args)
+        if op == "neg":
+            return b.fneg(x)
+        if op == "abs":
+            return b.call(self.mod.intrinsic("fabs"), [x])
+        if op in INTRINSIC:
+            return b.call(self.mod.intrinsic(op), [x])
+        if op in LIBM:
+            return b.call(self.mod.libm(op), [x])
+        if op in ("maximum", "minimum"):
+            return self.nan_max(op, *args)
+        if op == "clip":
+            return self.nan_max("minimum", self.nan_max("maximum", x, args[1]), args[2])
+        if op == "where":
+            return b.select(*args)
+        raise LoweringError(f"aten::{op}", "not supported on float arrays", self.node.source)
+
+    def nan_max(self, op, x, y):
+        b = self.b
+        keep = b.fcmp_ordered(">=" if op == "maximum" else "<=", x, y)
+        return b.select(b.or_(keep, self.isnan(x)), x, y)
+
+    def int_op(self, op, args, k):
+        b = self.b
+        if op in ("add", "sub", "mul", "__and__", "__or__", "__xor__"):
+            return {"add": b.add, "sub": b.sub, "mul": b.mul, "__and__": b.and_, "__or__": b.or_,
+                    "__xor__": b.xor}[op](*args)
+        x = args[0]
+        if op in ("floordiv", "remainder"):
+            y = args[1]
+            zero = b.icmp_signed("==", y, i64(0))
+            safe = b.select(zero, i64(1), y)
+            r = self.int_floordiv(x, safe) if op == "floordiv" else self.int_mod(x, safe)
+            return b.select(zero, i64(0), r)
+        if op == "pow":
+            y = args[1]
+            if k == "i":
+                self.raise_if(b.icmp_signed("<", y, i64(0)), ValueError,
+                              "Integers to negative integer powers are not allowed.")
+            return b.call(self.mod.helper("ipow"), [x, y])
+        if op in ("__lshift__", "__rshift__"):
+            y = args[1]
+            big = b.icmp_unsigned(">=", y, i64(64))
+            if op == "__lshift__":
+                return b.select(big, i64(0), b.shl(x, b.select(big, i64(0), y)))
+            return b.select(big, b.ashr(x, i64(63)), b.ashr(x, b.select(big, i64(0), y)))
+        if op == "neg":
+            return b.neg(x)
+        if op == "abs":
+            return b.select(b.icmp_signed("<", x, i64(0)), b.neg(x), x)
+        if op == "bitwise_not":
+            return b.xor(x, i64(-1))
+        if op in ("maximum", "minimum", "clip"):
+            pred = ">" if op == "maximum" else "<"
+            if op == "clip":
+                lo = b.select(b.icmp_signed(">", x, args[1]), x, args[1])
+                return b.select(b.icmp_signed("<", lo, args[2]), lo, args[2])
+            return b.select(b.icmp_signed(pred, x, args[1]), x, args[1])
+        if op == "where":
+            return b.select(*args)
+        raise LoweringError(f"aten::{op}", "not supported on integer arrays", self.node.source)
+
+    # -- in place: x += y -------------------------------------------------------------------------------
+    @handles_array(*INPLACE)
+    def lower_inplace(self, node):
+        op = REGISTRY[node.kind].extra["inplace_of"]
+        dst = self.arr(node.inputs[0])
+        other = node.inputs[1]
+        compute = kind_of(lookup(op).result_types([v.type for v in node.inputs], {})[0].dtype)
+        name = op.split("::")[1]
+        if isinstance(other.type, TensorType):
+            src0 = self.arr(other)
+            src = self.unaliased(src0, dst)
+            strides = self.broadcast_to(src, dst.shape, "copy")
+            view = Arr(src.t, [src.mi, src.data, *src.shape, *strides])
+        else:
+            src0 = src = None
+
+        def body(index):
+            x = self.load_element(self.element_ptr(dst, index), dst.t.dtype)
+            if src is not None:
+                y = self.load_element(self.element_ptr(view, index[len(index) - src.t.rank:]), src.t.dtype)
+                ky = kind_of(src.t.dtype)
+            else:
+                ky, y = self.scalar_operand(other)
+            kind, r = self.element_op(name, [self.cast(x, kind_of(dst.t.dtype), compute),
+                                             self.cast(y, ky, compute)], compute)
+            self.store_element(self.element_ptr(dst, index), r, kind, dst.t.dtype)
+        self.loop_nest(dst.shape, body)
+        if src is not None:
+            self.release_temp(src, src0)
+        return []
+
+    # -- reductions -----------------------------------------------------------------------------------
+    @handles_array(*REDUCTIONS)
+    def lower_reduction(self, node):
+        b = self.b
+        name = node.kind.split("::")[1]
+        a = self.arr(node.inputs[0])
+        axis = node.attrs.get("axis")
+        fn = REGISTRY[node.kind].impl
+        res = np.asarray(fn(np.ones((1,) * a.t.rank, a.t.dtype), axis=axis)).dtype.name
+        if axis is not None:
+            axis %= a.t.rank
+        reduce_dims = list(range(a.t.rank)) if axis is None else [axis]
+        keep = [d for d in range(a.t.rank) if d not in reduce_dims]
+        out_t = node.output.type
+        out = self.alloc(out_t, [a.shape[d] for d in keep]) if isinstance(out_t, TensorType) else None
+        count = self.size([a.shape[d] for d in reduce_dims])
+        if name in ("max", "min", "argmax", "argmin"):
+            what = {"max": "reduction operation maximum which has no identity",
+                    "min": "reduction operation minimum which has no identity",
+                    "argmax": "", "argmin": ""}[name]
+            if what:
+                self.raise_if(b.icmp_signed("==", count, i64(0)), ValueError, f"zero-size array to {what}")
+            else:
+                self.raise_if(b.icmp_signed("==", count, i64(0)), ValueError,
+                              f"attempt to get {name} of an empty sequence")
+        kind = kind_of(a.t.dtype)
+        acc_kind = kind_of(res) if name not in ("argmax", "argmin", "max", "min") else kind
+        if name == "mean":
+            acc_kind = "f"
+        result_slot = []
+
+        def reduce_at(out_index):
+            acc = self.alloca(F64 if acc_kind == "f" else I1 if acc_kind == "b" else I64)
+            pos = self.alloca(I64)
+            b.store(self.reduction_init(name, acc_kind), acc)
+            b.store(i64(0), pos)
+            counter = self.alloca(I64)
+            b.store(i64(0), counter)
+
+            def body(inner):
+                index = list(out_index)
+                for d, i in zip(reduce_dims, inner):
+                    index.insert(d, i)
+                x = self.cast(self.load_element(self.element_ptr(a, index), a.t.dtype), kind, acc_kind)
+                cur = b.load(acc)
+                new, better = self.reduction_step(name, cur, x, acc_kind)
+                b.store(new, acc)
+                if better is not None:
+                    b.store(b.select(better, b.load(counter), b.load(pos)), pos)
+                b.store(b.add(b.load(counter), i64(1)), counter)
+            self.loop_nest([a.shape[d] for d in reduce_dims], body)
+            value = b.load(pos) if name in ("argmax", "argmin") else b.load(acc)
+            rkind = "i" if name in ("argmax", "argmin") else acc_kind
+            if name == "mean":
+                value = b.fdiv(value, b.sitofp(count, F64))
+            if out is not None:
+                self.store_element(self.element_ptr(out, out_index), value, rkind, out_t.dtype)
+            else:
+                result_slot.append(self.round_to(value, rkind, res))
+
+        if out is not None:
+            self.loop_nest(out.shape, reduce_at)
+            return [out.leaves]
+        reduce_at([])
+        kind_out, value = result_slot[0]
+        return [self.scalar_result(value, kind_out, out_t)]
+
+    def round_to(self, value, kind, dtype):
+        """A value as the scalar NumPy returns: rounded through ``dtype`` (float32 sums), in register kind."""
+        b = self.b
+        k = kind_of(dtype)
+        value = self.cast(value, kind, k)
+        if k == "f" and dtype != "float64":
+            value = b.fpext(b.fptrunc(value, ELEM[dtype]), F64)
+        return k, value
+
+    def reduction_init(self, name, k):
+        if name in ("sum", "mean", "any"):
+            return {"f": f64(0.0), "b": ir.Constant(I1, 0)}.get(k, i64(0))
+        if name in ("prod", "all"):
+            return {"f": f64(1.0), "b": ir.Constant(I1, 1)}.get(k, i64(1))
+        if name in ("max", "argmax"):
+            return {"f": f64(float("-inf")), "b": ir.Constant(I1, 0)}.get(k, i64(INT64_MIN))
+        return {"f": f64(float("inf")), "b": ir.Constant(I1, 1)}.get(k, i64(2 ** 63 - 1))
+
+    def reduction_step(self, name, acc, x, k):
+        """(new accumulator, whether x became the best so far (arg reductions) or None)."""
+        b = self.b
+        if name in ("sum", "mean"):
+            return (b.fadd(acc, x) if k == "f" else b.or_(acc, x) if k == "b" else b.add(acc, x)), None
+        if name == "prod":
+            return (b.fmul(acc, x) if k == "f" else b.and_(acc, x) if k == "b" else b.mul(acc, x)), None
+        if name == "any":
+            return b.or_(acc, x), None
+        if name == "all":
+            return b.and_(acc, x), None
+        greater = name in ("max", "argmax")
+        if k == "f":
+            # NaN wins and stays; otherwise strictly better values replace (the first of equals is kept)
+            better = b.or_(b.fcmp_ordered(">" if greater else "<", x, acc),
+                           b.and_(self.isnan(x), b.not_(self.isnan(acc))))
+        elif k == "b":
+            better = b.icmp_unsigned(">" if greater else "<", x, acc)
+        else:
+            better = b.icmp_signed(">" if greater else "<", x, acc)
+        return b.select(better, x, acc), (better if name.startswith("arg") else None)
+
+    # -- matrix products --------------------------------------------------------------------------------
+    @handles_array("aten::matmul", "aten::dot")
+    def lower_matmul(self, node):
+        b = self.b
+        x, y = (self.arr(v) for v in node.inputs)
+        rx, ry = x.t.rank, y.t.rank
+        if not (1 <= rx <= 2 and 1 <= ry <= 2):
+            raise LoweringError(node.kind, "only 1-d and 2-d operands are supported in native code", node.source)
+        out_t = node.output.type
+        res = out_t.dtype if isinstance(out_t, TensorType) else result_dtype(x.t, y.t)
+        k = "i" if kind_of(res) == "b" else kind_of(res)   # bool products accumulate as ints
+        inner_x, inner_y = x.shape[-1], y.shape[0]
+        if node.kind == "aten::matmul":
+            message = ("matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+                       "(n?,k),(k,m?)->(n?,m?) (size {1} is different from {0})")
+        else:
+            message = "shapes not aligned: {0} (dim %d) != {1} (dim 0)" % (rx - 1)
+        self.raise_with(b.icmp_signed("!=", inner_x, inner_y), ValueError, message, [inner_x, inner_y])
+        rows = [x.shape[0]] if rx == 2 else []
+        cols = [y.shape[1]] if ry == 2 else []
+
+        def dot(i, j):
+            acc = self.alloca(F64 if k == "f" else I64)
+            b.store(f64(0.0) if k == "f" else i64(0), acc)
+            with self.for_range(inner_x) as p:
+                xi = self.load_element(self.element_ptr(x, ([i] if rx == 2 else []) + [p]), x.t.dtype)
+                yj = self.load_element(self.element_ptr(y, [p] + ([j] if ry == 2 else [])), y.t.dtype)
+                xv, yv = self.cast(xi, kind_of(x.t.dtype), k), self.cast(yj, kind_of(y.t.dtype), k)
+                cur = b.load(acc)
+                b.store(b.fadd(cur, b.fmul(xv, yv)) if k == "f" else b.add(cur, b.mul(xv, yv)), acc)
+            return b.load(acc)
+
+        if not isinstance(out_t, TensorType):
+            return [self.scalar_result(dot(None, None), k, out_t)]
+        out = self.alloc(out_t, rows + cols)
+        self.loop_nest(rows + cols, lambda index: self.store_element(
+            self.element_ptr(out, index), dot(index[0] if rows else None, index[-1] if cols else None), k,
+            out_t.dtype))
+        return [out.leaves]

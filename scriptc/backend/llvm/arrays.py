@@ -1,0 +1,561 @@
+"""Arrays in native code: the runtime (allocation, reference counts), element access, views, indexing,
+creation and copies. Element-wise operators and reductions are in array_math.py.
+
+An array value is the leaves ``(meminfo, data, shape..., strides...)`` (common.leaves). A meminfo is the start
+of an allocation: an i64 reference count, then, ``HEADER`` bytes in, the data (64-byte aligned). Views share
+their base's meminfo and take a reference; arrays borrowed from the caller have a null meminfo and are never
+freed. Semantics are NumPy's: Python's slice rules, negative indices wrap, IndexError out of bounds with
+NumPy's message, assignment casts to the destination dtype and reads overlapping sources as copied first.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+from llvmlite import ir
+
+from ...ir.types import BOOL, FLOAT, INT, NONE, TensorType, element_type
+from .common import F64, I1, I8, I8P, I32, I64, handles_array, i64, leaves, reg_type
+
+HEADER = 64
+I16 = ir.IntType(16)
+ELEM = {"float64": F64, "float32": ir.FloatType(), "float16": ir.HalfType(), "int64": I64, "int32": I32,
+        "int16": I16, "int8": I8, "uint8": I8, "bool": I8}
+
+
+def kind_of(dtype: str) -> str:
+    """The register kind an element is computed in: f (double), i (i64), u (i64, zero-extended), b (i1)."""
+    return np.dtype(dtype).kind
+
+
+def scalar_kind(t) -> str:
+    return {FLOAT: "f", INT: "i", BOOL: "b"}[t]
+
+
+class Arr:
+    """An array value's leaves, by name."""
+    __slots__ = ("t", "mi", "data", "shape", "strides")
+
+    def __init__(self, t: TensorType, vals: list):
+        r = t.rank
+        self.t, self.mi, self.data = t, vals[0], vals[1]
+        self.shape, self.strides = list(vals[2:2 + r]), list(vals[2 + r:2 + 2 * r])
+
+    @property
+    def leaves(self) -> list:
+        return [self.mi, self.data, *self.shape, *self.strides]
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.t.dtype).itemsize
+
+
+def shape_text(rank: int, first: int) -> str:
+    """A template printing a shape tuple as NumPy does: (3,), (2, 3)."""
+    if rank == 1:
+        return f"({{{first}}},)"
+    return "(" + ", ".join(f"{{{first + k}}}" for k in range(rank)) + ")"
+
+
+class ArrayOps:
+    """Mixin of FunctionLowering: the array runtime and structural array operators."""
+
+    # -- runtime ------------------------------------------------------------------------------------------
+    def runtime(self, name: str) -> ir.Function:
+        decls = self.mod._decls
+        key = "scriptc.rt." + name
+        if key not in decls:
+            decls[key] = getattr(self, f"_build_rt_{name}")(key)
+        return decls[key]
+
+    def _libc(self, name: str, ret, args) -> ir.Function:
+        decls = self.mod._decls
+        if name not in decls:
+            decls[name] = ir.Function(self.mod.module, ir.FunctionType(ret, args), name)
+        return decls[name]
+
+    def _build_rt_alloc(self, key):
+        """i8* alloc(i64 nbytes): a meminfo with one reference and room for the data; null when out of memory."""
+        fn = ir.Function(self.mod.module, ir.FunctionType(I8P, [I64]), key)
+        fn.linkage = "internal"
+        b = ir.IRBuilder(fn.append_basic_block())
+        size = b.and_(b.add(fn.args[0], i64(HEADER + 63)), i64(-64))
+        p = b.call(self._libc("aligned_alloc", I8P, [I64, I64]), [i64(64), size])
+        ok, fail = fn.append_basic_block("ok"), fn.append_basic_block("fail")
+        b.cbranch(b.icmp_unsigned("==", p, ir.Constant(I8P, None)), fail, ok)
+        b.position_at_end(ok)
+        b.store(i64(1), b.bitcast(p, I64.as_pointer()))
+        b.ret(p)
+        b.position_at_end(fail)
+        b.ret(ir.Constant(I8P, None))
+        return fn
+
+    def _build_rt_retain(self, key):
+        fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [I8P]), key)
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        b = ir.IRBuilder(fn.append_basic_block())
+        with b.if_then(b.icmp_unsigned("!=", fn.args[0], ir.Constant(I8P, None))):
+            rc = b.bitcast(fn.args[0], I64.as_pointer())
+            b.store(b.add(b.load(rc), i64(1)), rc)
+        b.ret_void()
+        return fn
+
+    def _build_rt_release(self, key):
+        fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [I8P]), key)
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        b = ir.IRBuilder(fn.append_basic_block())
+        with b.if_then(b.icmp_unsigned("!=", fn.args[0], ir.Constant(I8P, None))):
+            rc = b.bitcast(fn.args[0], I64.as_pointer())
+            n = b.sub(b.load(rc), i64(1))
+            b.store(n, rc)
+            with b.if_then(b.icmp_signed("==", n, i64(0))):
+                b.call(self._libc("free", ir.VoidType(), [I8P]), [fn.args[0]])
+        b.ret_void()
+        return fn
+
+    def array_retain(self, vals) -> None:
+        self.b.call(self.runtime("retain"), [vals[0]])
+
+    def array_release(self, vals) -> None:
+        self.b.call(self.runtime("release"), [vals[0]])
+
+    def arr(self, v) -> Arr:
+        return Arr(v.type, self.get(v))
+
+    def alloc(self, t: TensorType, shape: list) -> Arr:
+        """A new C-contiguous array of this type and shape; ValueError for a negative dimension."""
+        b = self.b
+        n = i64(1)
+        for d in shape:
+            self.raise_if(b.icmp_signed("<", d, i64(0)), ValueError, "negative dimensions are not allowed")
+            n = b.mul(n, d)
+        itemsize = np.dtype(t.dtype).itemsize
+        mi = b.call(self.runtime("alloc"), [b.mul(n, i64(itemsize))])
+        self.raise_if(b.icmp_unsigned("==", mi, ir.Constant(I8P, None)), MemoryError, "out of memory")
+        strides, s = [], i64(itemsize)
+        for d in reversed(shape):
+            strides.insert(0, s)
+            s = b.mul(s, d)
+        return Arr(t, [mi, b.gep(mi, [i64(HEADER)]), *shape, *strides])
+
+    def size(self, shape: list):
+        n = i64(1)
+        for d in shape:
+            n = self.b.mul(n, d)
+        return n
+
+    # -- elements -----------------------------------------------------------------------------------------
+    def element_ptr(self, a: Arr, index: list):
+        b = self.b
+        offset = i64(0)
+        for i, s in zip(index, a.strides):
+            offset = b.add(offset, b.mul(i, s))
+        return b.bitcast(b.gep(a.data, [offset]), ELEM[a.t.dtype].as_pointer())
+
+    def load_element(self, ptr, dtype: str):
+        """Load and widen to the register kind (kind_of)."""
+        b, x = self.b, self.b.load(ptr)
+        k = kind_of(dtype)
+        if k == "f":
+            return x if dtype == "float64" else b.fpext(x, F64)
+        if k == "b":
+            return b.icmp_unsigned("!=", x, ir.Constant(I8, 0))
+        if dtype in ("int64",):
+            return x
+        return b.zext(x, I64) if k == "u" else b.sext(x, I64)
+
+    def store_element(self, ptr, x, kind: str, dtype: str) -> None:
+        """Convert ``x`` of register kind ``kind`` to ``dtype`` (NumPy's unsafe cast) and store it."""
+        x = self.cast(x, kind, kind_of(dtype))
+        b = self.b
+        k = kind_of(dtype)
+        if k == "f" and dtype != "float64":
+            x = b.fptrunc(x, ELEM[dtype])
+        elif k == "b":
+            x = b.zext(x, I8)
+        elif k in "iu" and dtype != "int64":
+            x = b.trunc(x, ELEM[dtype])
+        b.store(x, ptr)
+
+    def cast(self, x, src: str, dst: str):
+        """Between register kinds: f (double), i/u (i64), b (i1)."""
+        b = self.b
+        if src == dst or {src, dst} == {"i", "u"}:
+            return x
+        if dst == "b":
+            return b.fcmp_unordered("!=", x, ir.Constant(F64, 0.0)) if src == "f" else \
+                b.icmp_unsigned("!=", x, i64(0))
+        if src == "b":
+            return b.uitofp(x, F64) if dst == "f" else b.zext(x, I64)
+        if dst == "f":
+            return b.uitofp(x, F64) if src == "u" else b.sitofp(x, F64)
+        return b.fptosi(x, I64)
+
+    def scalar_operand(self, v):
+        """(kind, register value) of a Python scalar operand."""
+        return scalar_kind(v.type), self.scalar(v)
+
+    def scalar_result(self, x, kind: str, t) -> list:
+        """The leaves of a scalar of IR type ``t`` from a register value of ``kind``."""
+        return [self.cast(x, kind, scalar_kind(t))]
+
+    @contextlib.contextmanager
+    def for_range(self, n, start=None):
+        """``for i in range(start or 0, n)``: yields i inside the loop body."""
+        b = self.b
+        fn = b.function
+        pre = b.block
+        header, body, done = fn.append_basic_block("for"), fn.append_basic_block("body"), \
+            fn.append_basic_block("done")
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64)
+        i.add_incoming(start if start is not None else i64(0), pre)
+        b.cbranch(b.icmp_signed("<", i, n), body, done)
+        b.position_at_end(body)
+        yield i
+        i.add_incoming(b.add(i, i64(1)), b.block)
+        b.branch(header)
+        b.position_at_end(done)
+
+    def loop_nest(self, shape: list, body) -> None:
+        """Call ``body(index)`` for every index of ``shape`` in row-major order."""
+        def level(k, index):
+            if k == len(shape):
+                body(index)
+                return
+            with self.for_range(shape[k]) as i:
+                level(k + 1, index + [i])
+        level(0, [])
+
+    # -- shape queries ------------------------------------------------------------------------------------
+    @handles_array("aten::size")
+    def lower_size(self, node):
+        return [self.arr(node.inputs[0]).shape]
+
+    @handles_array("aten::dim")
+    def lower_dim(self, node):
+        return [[i64(node.inputs[0].type.rank)]]
+
+    @handles_array("aten::numel")
+    def lower_numel(self, node):
+        return [[self.size(self.arr(node.inputs[0]).shape)]]
+
+    @handles_array("aten::len")
+    def lower_len(self, node):
+        return [[self.arr(node.inputs[0]).shape[0]]]
+
+    # -- views ----------------------------------------------------------------------------------------------
+    def view(self, a: Arr, t: TensorType, data, shape, strides) -> list:
+        self.array_retain([a.mi])
+        return [a.mi, data, *shape, *strides]
+
+    def normalize_index(self, i, n, axis: int):
+        """Python's negative index wrap, and NumPy's IndexError when out of bounds."""
+        b = self.b
+        j = b.select(b.icmp_signed("<", i, i64(0)), b.add(i, n), i)
+        bad = b.or_(b.icmp_signed("<", j, i64(0)), b.icmp_signed(">=", j, n))
+        self.raise_with(bad, IndexError, f"index {{0}} is out of bounds for axis {axis} with size {{1}}", [i, n])
+        return j
+
+    @handles_array("aten::numpy_T")
+    def lower_transpose(self, node):
+        a = self.arr(node.inputs[0])
+        return [self.view(a, node.output.type, a.data, a.shape[::-1], a.strides[::-1])]
+
+    @handles_array("aten::select")
+    def lower_select(self, node):
+        a, (_, index) = self.arr(node.inputs[0]), node.inputs
+        dim = node.attrs["dim"]
+        j = self.normalize_index(self.scalar(index), a.shape[dim], dim)
+        data = self.b.gep(a.data, [self.b.mul(j, a.strides[dim])])
+        shape = a.shape[:dim] + a.shape[dim + 1:]
+        strides = a.strides[:dim] + a.strides[dim + 1:]
+        return [self.view(a, node.output.type, data, shape, strides)]
+
+    @handles_array("aten::slice")
+    def lower_slice(self, node):
+        a = self.arr(node.inputs[0])
+        dim = node.attrs["dim"]
+        start, stop, step = [None if v.type == NONE else self.scalar(v) for v in node.inputs[1:]]
+        first, length, step = self.slice_indices(start, stop, step, a.shape[dim])
+        b = self.b
+        data = b.gep(a.data, [b.mul(first, a.strides[dim])])
+        shape = list(a.shape)
+        strides = list(a.strides)
+        shape[dim], strides[dim] = length, b.mul(a.strides[dim], step)
+        return [self.view(a, node.output.type, data, shape, strides)]
+
+    def slice_indices(self, start, stop, step, n):
+        """PySlice_Unpack + PySlice_AdjustIndices: (first index, length, step)."""
+        b = self.b
+        if step is None:
+            step = i64(1)
+        else:
+            self.raise_if(b.icmp_signed("==", step, i64(0)), ValueError, "slice step cannot be zero")
+        neg = b.icmp_signed("<", step, i64(0))
+
+        def adjust(x, default_pos, default_neg):
+            if x is None:
+                return b.select(neg, default_neg, default_pos)
+            lo = b.select(neg, i64(-1), i64(0))
+            hi = b.select(neg, b.sub(n, i64(1)), n)
+            wrapped = b.add(x, n)
+            under = b.select(b.icmp_signed("<", wrapped, i64(0)), lo, wrapped)
+            return b.select(b.icmp_signed("<", x, i64(0)), under,
+                            b.select(b.icmp_signed(">=", x, n), hi, x))
+
+        first = adjust(start, i64(0), b.sub(n, i64(1)))
+        last = adjust(stop, n, i64(-1))
+        up = b.select(b.icmp_signed("<", first, last),
+                      b.add(b.sdiv(b.sub(b.sub(last, first), i64(1)), b.select(neg, i64(1), step)), i64(1)), i64(0))
+        down = b.select(b.icmp_signed("<", last, first),
+                        b.add(b.sdiv(b.sub(b.sub(first, last), i64(1)), b.select(neg, b.neg(step), i64(1))),
+                              i64(1)), i64(0))
+        return first, b.select(neg, down, up), step
+
+    @handles_array("aten::reshape")
+    def lower_reshape(self, node):
+        b = self.b
+        a = self.arr(node.inputs[0])
+        dims = [self.scalar(v) for v in node.inputs[1:]]
+        total = self.size(a.shape)
+        known, unknown = i64(1), i64(-1)
+        for k, d in enumerate(dims):
+            is_free = b.icmp_signed("==", d, i64(-1))
+            unknown = b.select(is_free, i64(k), unknown)
+            known = b.select(is_free, known, b.mul(known, d))
+        free_dim = b.sdiv(total, b.select(b.icmp_signed("==", known, i64(0)), i64(1), known))
+        dims = [b.select(b.icmp_signed("==", unknown, i64(k)), free_dim, d) for k, d in enumerate(dims)]
+        message = f"cannot reshape array of size {{0}} into shape {shape_text(len(dims), 1)}"
+        self.raise_with(b.icmp_signed("!=", self.size(dims), total), ValueError, message, [total, *dims])
+        contiguous = self.is_c_contiguous(a)
+        out_t = node.output.type
+        result = self.alloca_leaves(out_t)
+        with b.if_else(contiguous) as (then, otherwise):
+            with then:
+                strides, s = [], i64(a.itemsize)
+                for d in reversed(dims):
+                    strides.insert(0, s)
+                    s = b.mul(s, d)
+                self.store_leaves(result, self.view(a, out_t, a.data, dims, strides))
+            with otherwise:
+                copy = self.alloc(TensorType(a.t.dtype, a.t.rank), a.shape)
+                self.copy_into(copy, a)
+                strides, s = [], i64(a.itemsize)
+                for d in reversed(dims):
+                    strides.insert(0, s)
+                    s = b.mul(s, d)
+                self.store_leaves(result, [copy.mi, copy.data, *dims, *strides])
+        return [self.load_leaves(result, out_t)]
+
+    def is_c_contiguous(self, a: Arr):
+        """NumPy's C-contiguity: strides of a row-major layout, ignoring dimensions of length 1."""
+        b = self.b
+        ok, expect = ir.Constant(I1, 1), i64(a.itemsize)
+        for d, s in zip(reversed(a.shape), reversed(a.strides)):
+            ok = b.and_(ok, b.or_(b.icmp_signed("==", d, i64(1)), b.icmp_signed("==", s, expect)))
+            expect = b.mul(expect, d)
+        return ok
+
+    def alloca_leaves(self, t):
+        return [self.alloca(reg_type(x)) for x in leaves(t)]
+
+    def store_leaves(self, slots, vals) -> None:
+        for slot, v in zip(slots, vals):
+            self.b.store(v, slot)
+
+    def load_leaves(self, slots, t) -> list:
+        return [self.b.load(s) for s in slots]
+
+    # -- element access -------------------------------------------------------------------------------
+    @handles_array("aten::getitem")
+    def lower_getitem(self, node):
+        a = self.arr(node.inputs[0])
+        index = [self.normalize_index(self.scalar(v), n, k) for k, (v, n) in enumerate(zip(node.inputs[1:], a.shape))]
+        x = self.load_element(self.element_ptr(a, index), a.t.dtype)
+        return [self.scalar_result(x, kind_of(a.t.dtype), element_type(a.t.dtype))]
+
+    @handles_array("aten::setitem")
+    def lower_setitem(self, node):
+        a = self.arr(node.inputs[0])
+        *idx, value = node.inputs[1:]
+        index = [self.normalize_index(self.scalar(v), n, k) for k, (v, n) in enumerate(zip(idx, a.shape))]
+        kind, x = self.scalar_operand(value)
+        self.store_element(self.element_ptr(a, index), x, kind, a.t.dtype)
+        return []
+
+    # -- creation -------------------------------------------------------------------------------------
+    @handles_array("aten::zeros", "aten::ones", "aten::empty", "aten::full")
+    def lower_create(self, node):
+        t = node.output.type
+        op = node.kind.split("::")[1]
+        fill = node.inputs[0] if op == "full" else None
+        dims = [self.scalar(v) for v in (node.inputs[1:] if fill is not None else node.inputs)]
+        out = self.alloc(t, dims)
+        if op == "zeros":
+            self.memset_zero(out)
+        elif op != "empty":
+            kind, x = self.scalar_operand(fill) if fill is not None else ("i", i64(1))
+            self.fill(out, kind, x)
+        return [out.leaves]
+
+    @handles_array("aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like")
+    def lower_create_like(self, node):
+        t = node.output.type
+        op = node.kind.split("::")[1]
+        out = self.alloc(t, self.arr(node.inputs[0]).shape)
+        if op == "zeros_like":
+            self.memset_zero(out)
+        elif op == "ones_like":
+            self.fill(out, "i", i64(1))
+        elif op == "full_like":
+            self.fill(out, *self.scalar_operand(node.inputs[1]))
+        return [out.leaves]
+
+    def memset_zero(self, a: Arr) -> None:
+        memset = self.mod.module.declare_intrinsic("llvm.memset", [I8P, I64])
+        self.b.call(memset, [a.data, ir.Constant(I8, 0), self.b.mul(self.size(a.shape), i64(a.itemsize)),
+                             ir.Constant(I1, 0)])
+
+    def fill(self, a: Arr, kind: str, x) -> None:
+        self.loop_nest(a.shape, lambda index: self.store_element(self.element_ptr(a, index), x, kind, a.t.dtype))
+
+    @handles_array("aten::fill_")
+    def lower_fill_(self, node):
+        self.fill(self.arr(node.inputs[0]), *self.scalar_operand(node.inputs[1]))
+        return []
+
+    @handles_array("aten::arange")
+    def lower_arange(self, node):
+        b = self.b
+        t = node.output.type
+        start, stop, step = [self.scalar_operand(v) for v in node.inputs]
+        kind = kind_of(t.dtype)
+        as_f = [self.cast(x, k, "f") for k, x in (start, stop, step)]
+        self.raise_if(b.fcmp_ordered("==", as_f[2], ir.Constant(F64, 0.0)), ZeroDivisionError, "division by zero")
+        # NumPy: length = ceil((stop - start) / step), computed in double
+        ceil = self.mod.intrinsic("ceil")
+        n_f = b.call(ceil, [b.fdiv(b.fsub(as_f[1], as_f[0]), as_f[2])])
+        n = b.select(b.fcmp_ordered(">", n_f, ir.Constant(F64, 0.0)), b.fptosi(n_f, I64), i64(0))
+        out = self.alloc(t, [n])
+        first, delta = self.cast(start[1], start[0], kind), self.cast(step[1], step[0], kind)
+        with self.for_range(n) as i:
+            if kind == "f":
+                x = b.fadd(first, b.fmul(b.sitofp(i, F64), delta))
+            else:
+                x = b.add(first, b.mul(i, delta))
+            self.store_element(self.element_ptr(out, [i]), x, kind, t.dtype)
+        return [out.leaves]
+
+    @handles_array("aten::linspace")
+    def lower_linspace(self, node):
+        b = self.b
+        t = node.output.type
+        (ka, a), (kb, z), (_, num) = [self.scalar_operand(v) for v in node.inputs]
+        a, z = self.cast(a, ka, "f"), self.cast(z, kb, "f")
+        self.raise_with(b.icmp_signed("<", num, i64(0)), ValueError,
+                        "Number of samples, {0}, must be non-negative.", [num])
+        out = self.alloc(t, [num])
+        div = b.sub(num, i64(1))
+        delta = b.fsub(z, a)
+        has_div = b.icmp_signed(">", div, i64(0))
+        step = b.fdiv(delta, b.sitofp(b.select(has_div, div, i64(1)), F64))
+        with self.for_range(num) as i:
+            fi = b.sitofp(i, F64)
+            y = b.select(has_div, b.select(b.fcmp_ordered("==", step, ir.Constant(F64, 0.0)),
+                                           b.fmul(b.fdiv(fi, b.sitofp(div, F64)), delta), b.fmul(fi, step)),
+                         b.fmul(fi, delta))
+            y = b.fadd(y, a)
+            last = b.and_(has_div, b.icmp_signed("==", i, div))
+            self.store_element(self.element_ptr(out, [i]), b.select(last, z, y), "f", t.dtype)
+        return [out.leaves]
+
+    # -- copies -----------------------------------------------------------------------------------------
+    @handles_array("aten::clone", "aten::to")
+    def lower_copy(self, node):
+        a = self.arr(node.inputs[0])
+        out = self.alloc(node.output.type, a.shape)
+        self.copy_into(out, a)
+        return [out.leaves]
+
+    def copy_into(self, dst: Arr, src: Arr, src_strides=None) -> None:
+        """dst[...] = src, element by element with a cast; ``src_strides`` broadcasts (stride 0)."""
+        strides = src_strides if src_strides is not None else src.strides
+        view = Arr(src.t, [src.mi, src.data, *dst.shape[len(dst.shape) - len(strides):], *strides])
+
+        def body(index):
+            x = self.load_element(self.element_ptr(view, index[len(index) - len(strides):]), src.t.dtype)
+            self.store_element(self.element_ptr(dst, index), x, kind_of(src.t.dtype), dst.t.dtype)
+        self.loop_nest(dst.shape, body)
+
+    def extent(self, a: Arr):
+        """[lowest, highest) addresses an array touches, as i64 (equal bounds when it is empty)."""
+        b = self.b
+        lo = hi = b.ptrtoint(a.data, I64)
+        empty = ir.Constant(I1, 0)
+        for d, s in zip(a.shape, a.strides):
+            empty = b.or_(empty, b.icmp_signed("==", d, i64(0)))
+            span = b.mul(b.sub(d, i64(1)), s)
+            neg = b.icmp_signed("<", span, i64(0))
+            lo = b.add(lo, b.select(neg, span, i64(0)))
+            hi = b.add(hi, b.select(neg, i64(0), span))
+        hi = b.add(hi, i64(a.itemsize))
+        return lo, b.select(empty, lo, hi)
+
+    def overlaps(self, a: Arr, c: Arr):
+        b = self.b
+        alo, ahi = self.extent(a)
+        clo, chi = self.extent(c)
+        return b.and_(b.icmp_unsigned("<", alo, chi), b.icmp_unsigned("<", clo, ahi))
+
+    def unaliased(self, src: Arr, dst: Arr) -> Arr:
+        """``src``, or a private copy of it when it shares memory with ``dst`` (NumPy reads such sources as if
+        copied first). The copy is released after the caller's use by ``release_temp``."""
+        b = self.b
+        slots = self.alloca_leaves(src.t)
+        self.store_leaves(slots, src.leaves)
+        with b.if_then(self.overlaps(src, dst), likely=False):
+            tmp = self.alloc(TensorType(src.t.dtype, src.t.rank), src.shape)
+            self.copy_into(tmp, src)
+            self.store_leaves(slots, tmp.leaves)
+        return Arr(src.t, self.load_leaves(slots, src.t))
+
+    def release_temp(self, a: Arr, original: Arr) -> None:
+        b = self.b
+        with b.if_then(b.icmp_unsigned("!=", a.mi, original.mi)):
+            self.array_release([a.mi])
+
+    def broadcast_to(self, src: Arr, shape: list, what: str):
+        """Strides that read ``src`` broadcast to ``shape`` (0 where src has length 1), or NumPy's ValueError."""
+        b = self.b
+        pad = len(shape) - src.t.rank
+        bad = ir.Constant(I1, 0)
+        strides = []
+        for k, (d, s) in enumerate(zip(src.shape, src.strides)):
+            out = shape[pad + k]
+            bad = b.or_(bad, b.and_(b.icmp_signed("!=", d, out), b.icmp_signed("!=", d, i64(1))))
+            strides.append(b.select(b.icmp_signed("==", d, out), s, i64(0)))
+        message = (f"could not broadcast input array from shape {shape_text(src.t.rank, 0)} into shape "
+                   f"{shape_text(len(shape), src.t.rank)}") if what == "copy" else what
+        if src.t.rank:
+            self.raise_with(bad, ValueError, message, [*src.shape, *shape])
+        return strides
+
+    @handles_array("aten::copy_")
+    def lower_copy_(self, node):
+        dst = self.arr(node.inputs[0])
+        src_v = node.inputs[1]
+        if not isinstance(src_v.type, TensorType):
+            self.fill(dst, *self.scalar_operand(src_v))
+            return []
+        src = self.arr(src_v)
+        if src.t.rank > dst.t.rank:
+            raise AssertionError("rank checked by the type rule")
+        source = self.unaliased(src, dst)
+        self.copy_into(dst, source, self.broadcast_to(source, dst.shape, "copy"))
+        self.release_temp(source, src)
+        return []
+
