@@ -17,9 +17,11 @@ _compiling: list["ScriptFunction"] = []
 
 
 class ScriptFunction:
-    def __init__(self, fn):
+    def __init__(self, fn, *, fastmath: bool = False, nogil: bool = False):
         functools.update_wrapper(self, fn)
         self.py_func = fn
+        self.fastmath, self.nogil = fastmath, nogil
+        self._native: dict[tuple, object] = {}
         self.source = get_source(fn)
         self.resolver = Resolver(self._callee_graph)
         validate(self.source, self.resolver)
@@ -95,7 +97,24 @@ class ScriptFunction:
         return tuple(types), values
 
     def __call__(self, *args, **kwargs):
-        return self.interpret(*args, **kwargs)
+        types, values = self._bind(args, kwargs)
+        return self.native_for_types(types)(*values)
+
+    def native_for_types(self, types: tuple):
+        """The machine code for one signature, compiled on first use."""
+        native = self._native.get(types)
+        if native is None:
+            from .backend.llvm import compile_graph
+            native = self._native[types] = compile_graph(self.graph_for_types(types), fastmath=self.fastmath)
+        return native
+
+    def inspect_llvm(self, *args, **kwargs) -> str:
+        """The optimized LLVM IR for these arguments' signature."""
+        return self.native_for_types(self._bind(args, kwargs)[0]).llvm_ir
+
+    def inspect_asm(self, *args, **kwargs) -> str:
+        """The host assembly for these arguments' signature."""
+        return self.native_for_types(self._bind(args, kwargs)[0]).asm
 
     def interpret(self, *args, **kwargs):
         """Run through the reference interpreter (the oracle for passes and backends)."""
@@ -157,13 +176,15 @@ def _check_argument(fname, pname, want: Type, arg):
     return t, {FLOAT: float, INT: int, BOOL: bool}[t](arg)
 
 
-def script(fn=None):
-    """Compile a type-annotated function. ``@scriptc.script`` or ``scriptc.script(fn)``."""
+def script(fn=None, *, fastmath: bool = False, nogil: bool = False):
+    """Compile a type-annotated function: ``@scriptc.script``, ``scriptc.script(fn)``, or with options
+    ``@scriptc.script(fastmath=True)`` (let LLVM reassociate and contract float arithmetic) and
+    ``@scriptc.script(nogil=True)`` (release the GIL while native code runs)."""
     if fn is None:
-        return script
+        return functools.partial(script, fastmath=fastmath, nogil=nogil)
     if isinstance(fn, ScriptFunction):
         return fn
-    return ScriptFunction(fn)
+    return ScriptFunction(fn, fastmath=fastmath, nogil=nogil)
 
 
 __all__ = ["ScriptFunction", "script"]

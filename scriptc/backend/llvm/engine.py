@@ -114,14 +114,15 @@ def make_caller(address: int, arg_types: list, out_types: list):
     cfunc = proto(address)
     fields = [(f"f{i}", _CTYPES[t]) for i, t in enumerate(out_types)]
     Out = type("Out", (ctypes.Structure,), {"_fields_": fields})
-    getters = [(f"f{i}", t == BOOL) for i, t in enumerate(out_types)]
+    getters = [(f"f{i}", t) for i, t in enumerate(out_types)]
+    convert = {BOOL: bool, PTR: lambda p: p or 0}  # ctypes gives None for a null pointer
 
     def call(*args):
         out = Out()
         status = cfunc(*args, ctypes.addressof(out))
         if status:
             return status, None
-        return 0, [bool(getattr(out, name)) if is_bool else getattr(out, name) or 0 for name, is_bool in getters]
+        return 0, [convert[t](getattr(out, name)) if t in convert else getattr(out, name) for name, t in getters]
 
     call.cfunc = cfunc
     return call

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import re
 import threading
 import weakref
 
@@ -144,7 +145,10 @@ class NativeFunction:
         return f"<NativeFunction {self.graph.name} at {self.address:#x}>"
 
 
-def compile_graph(graph: Graph) -> NativeFunction:
+FAST_MATH = re.compile(r"\b(fadd|fsub|fmul|fdiv|frem|fneg|fcmp)\b(?! fast)")
+
+
+def compile_graph(graph: Graph, fastmath: bool = False) -> NativeFunction:
     """Compile a graph (scalars, arrays, tuples of them; calls to other such graphs) to native code. Raises
     LoweringError, naming the operator and its source position, for anything it cannot lower."""
     check_graph(graph)
@@ -154,6 +158,8 @@ def compile_graph(graph: Graph) -> NativeFunction:
     mod = ModuleLowering(f"scriptc{n}")
     entry = mod.entry(graph)
     text = str(mod.module)
+    if fastmath:  # every float instruction may be reassociated, contracted (FMA), vectorized as a reduction
+        text = FAST_MATH.sub(r"\1 fast", text)
     llmod = eng.optimize(text)
     optimized = str(llmod)
     address = eng.add_module(llmod, [entry])[entry]
