@@ -1,6 +1,6 @@
 """The ``scriptc`` command (also ``python -m scriptc``).
 
-    scriptc dump path/to/file.py:func [--types float64[2,3] int ...]
+    scriptc dump path/to/file.py:func [--types float64[2,3] int ...] [--emit=ir|llvm|asm]
 
 prints the function's IR: the generic graph, or with ``--types`` the graph specialized to those argument types
 (``int``, ``float``, ``bool``, or a dtype with dimensions such as ``float64[2,3]``, ``float32[*,*]``, ``int64[]``).
@@ -51,12 +51,20 @@ def load_function(target: str) -> ScriptFunction:
 def cmd_dump(args) -> int:
     fn = load_function(args.target)
     if args.types is None:
+        if args.emit != "ir":
+            raise SystemExit("scriptc: --emit=llvm|asm needs --types (native code is per signature)")
         print(fn.graph, end="")
         return 0
     if len(args.types) != len(fn.param_types):
         raise SystemExit(f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, "
                          f"--types gives {len(args.types)}")
-    print(fn.graph_for_types(tuple(args.types)), end="")
+    types = tuple(t.erase_shape() if isinstance(t, TensorType) else t for t in args.types) \
+        if args.emit != "ir" else tuple(args.types)
+    if args.emit == "ir":
+        print(fn.graph_for_types(types), end="")
+    else:
+        native = fn.native_for_types(types)
+        print(native.llvm_ir if args.emit == "llvm" else native.asm, end="")
     return 0
 
 
@@ -67,6 +75,8 @@ def main(argv=None) -> int:
     dump.add_argument("target", help="path/to/file.py:function")
     dump.add_argument("--types", nargs="+", type=parse_arg_type, metavar="TYPE",
                       help="argument types: int, float, bool, float64[2,3], int32[*] ...")
+    dump.add_argument("--emit", choices=("ir", "llvm", "asm"), default="ir",
+                      help="what to print: the IR graph (default), optimized LLVM IR, or host assembly")
     args = parser.parse_args(argv)
     try:
         return {"dump": cmd_dump}[args.command](args)

@@ -55,3 +55,14 @@ def test_python_dash_m_scriptc(src):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "graph(%x : Float(*, *)," in r.stdout
+
+
+def test_dump_llvm_and_asm(src, capsys):
+    assert main(["dump", f"{src}:kernel", "--types", "float64[*,*]", "int", "--emit=llvm"]) == 0
+    filecheck(capsys.readouterr().out, """
+CHECK: define {{.*}}@{{.*}}kernel
+CHECK: load double
+""")
+    assert main(["dump", f"{src}:kernel", "--types", "float64[*,*]", "int", "--emit=asm"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel" in out and ("ret" in out or "jmp" in out)

@@ -483,13 +483,44 @@ def entry_unsupported_reason(native, rebuild=None) -> str | None:
     return None
 
 
+_OUT_CTYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8}
+
+
+def out_reader(result_type: Type):
+    """``read(out_address) -> [leaves]`` for an out struct of ``result_type``: ints, floats, bools, and
+    pointers as ints (0 for null). For ``rebuild`` callables."""
+    kinds = leaves(result_type)
+    fields = [(f"f{i}", _OUT_CTYPES.get(t, ctypes.c_void_p)) for i, t in enumerate(kinds)]
+    Out = type("Out", (ctypes.Structure,), {"_fields_": fields})
+    names = [name for name, _ in fields]
+
+    def convert(t):
+        if t == BOOL:
+            return bool
+        if t in _OUT_CTYPES:
+            return None
+        return lambda p: p or 0
+
+    getters = list(zip(names, map(convert, kinds)))
+
+    def read(out_address: int) -> list:
+        out = Out.from_address(out_address)
+        return [getattr(out, n) if c is None else c(getattr(out, n)) for n, c in getters]
+
+    read.Out = Out
+    return read
+
+
 def make_entry(native, fallback, *, nogil: bool = False, rebuild=None, raise_error=None):
     """A builtin function calling ``native`` (a ``NativeFunction``: ``.address``, ``.arg_types``,
     ``.result_type``, ``.graph``) for arguments of exactly its signature's kinds, and ``fallback(*args,
     **kwargs)`` for anything else. Raises ``EntryUnsupported`` where it cannot (the ctypes path still works).
 
     ``rebuild(out_address, args_tuple) -> value`` turns results holding arrays or strs into Python values;
-    ``raise_error(status)`` raises the exception of a nonzero status (default: from ``ERROR_TABLE``)."""
+    ``raise_error(status)`` raises the exception of a nonzero status (default: from ``ERROR_TABLE``).
+    Without ``rebuild``, a result holding arrays or strs uses ``native.rebuild_out`` where it has one."""
+    if rebuild is None and _needs_rebuild(native.result_type):
+        rebuild = getattr(native, "rebuild_out", None)
     reason = entry_unsupported_reason(native, rebuild)
     if reason:
         raise EntryUnsupported(reason)
@@ -528,8 +559,8 @@ def rebind(cls: type, entry) -> None:
     cls.__call__ = staticmethod(entry)
 
 
-__all__ = ["EntryState", "EntryUnsupported", "bind_to_class", "entry_unsupported_reason", "make_entry", "rebind",
-           "ARRAY_LAYOUT_ERROR", "OBJECT_LAYOUT_ERROR"]
+__all__ = ["ARRAY_LAYOUT_ERROR", "OBJECT_LAYOUT_ERROR", "EntryState", "EntryUnsupported", "bind_to_class",
+           "entry_unsupported_reason", "make_entry", "out_reader", "rebind"]
 
 
 # -- benchmark ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ later version can point tracebacks at the user's line.
 from __future__ import annotations
 
 import ctypes
+import linecache
 import threading
 from dataclasses import dataclass
 
@@ -46,8 +47,15 @@ class RuntimeErrorEntry:
 
     def make(self) -> BaseException:
         if self.payload:
-            return self.exc_type(self.args[0].format(*PAYLOAD[:self.payload]))
-        return self.exc_type(*self.args)
+            exc = self.exc_type(self.args[0].format(*PAYLOAD[:self.payload]))
+        else:
+            exc = self.exc_type(*self.args)
+        if self.source is not None:
+            # str(exc) stays CPython's message; the traceback shows where in the user's code it was raised
+            s = self.source
+            line = linecache.getline(s.filename, s.line).strip()
+            exc.add_note(f"raised by {self.op} in native code at {s.short()}" + (f": {line}" if line else ""))
+        return exc
 
 
 class ErrorTable:

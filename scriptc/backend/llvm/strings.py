@@ -68,6 +68,16 @@ def keep_str(value: str) -> int:
     return id(obj)
 
 
+def take_str(address: int) -> str:
+    """The str at ``address`` whose reference native code hands over (a result's leaf): the caller now owns
+    it as a Python object."""
+    if not address:
+        raise SystemError("native code returned a null str")
+    obj = ctypes.cast(address, ctypes.py_object).value
+    _decref(address)
+    return obj
+
+
 # -- plans: what a callback does with a record -------------------------------------------------------------
 
 _CTYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8}
@@ -189,6 +199,7 @@ def _callback(pid: int, address: int) -> int:
 
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_void_p)(_callback)
 _incref = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_IncRef", ctypes.pythonapi))
+_decref = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)(("Py_DecRef", ctypes.pythonapi))
 
 
 def _bind_symbols() -> None:
