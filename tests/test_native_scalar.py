@@ -641,14 +641,6 @@ def test_call_specialized_on_int_arguments():
 
 # -- unsupported code -------------------------------------------------------------------------------------
 
-def test_print_is_a_lowering_error():
-    with pytest.raises(LoweringError) as info:
-        compile_graph(prints.graph_for(3))
-    assert "prim::Print" in str(info.value)
-    assert "test_native_scalar.py:" in str(info.value)
-    assert info.value.op == "prim::Print"
-
-
 @scriptc.script
 def batched_matmul(x: np.ndarray) -> np.ndarray:
     return x @ x

@@ -138,9 +138,6 @@ BITWISE = ("__and__", "__or__", "__xor__")
 MATH1 = {"exp": True, "expm1": True, "sinh": True, "cosh": True, "log": False, "log2": False, "log10": False,
          "log1p": False, "sin": False, "cos": False, "tan": False, "asin": False, "acos": False, "atan": False,
          "tanh": False}
-UNSUPPORTED_DETAIL = {
-    "prim::Print": "printing is not supported in native code yet",
-    "aten::format": "strings are not supported in native code yet",
-}
+UNSUPPORTED_DETAIL: dict[str, str] = {}
 
 

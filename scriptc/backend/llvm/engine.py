@@ -110,7 +110,8 @@ def make_caller(address: int, arg_types: list, out_types: list):
 
     where ``out`` points at a C struct with one i64/double/i8 field per output scalar. This is the one
     function to replace with a faster CPython entry point."""
-    proto = ctypes.CFUNCTYPE(ctypes.c_int32, *[_CTYPES[t] for t in arg_types], ctypes.c_void_p)
+    # PYFUNCTYPE keeps the GIL held while native code runs (CFUNCTYPE would release it)
+    proto = ctypes.PYFUNCTYPE(ctypes.c_int32, *[_CTYPES[t] for t in arg_types], ctypes.c_void_p)
     cfunc = proto(address)
     fields = [(f"f{i}", _CTYPES[t]) for i, t in enumerate(out_types)]
     Out = type("Out", (ctypes.Structure,), {"_fields_": fields})

@@ -29,6 +29,7 @@ from .errors import ERROR_TABLE, PAYLOAD_ADDRESS, LoweringError
 from .array_math import ArrayMath
 from .arrays import ArrayOps
 from .scalar_ops import ScalarOps
+from .strings import StringOps
 
 
 def check_graph(graph: Graph, seen=None) -> None:
@@ -206,7 +207,7 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(ScalarOps, ArrayOps, ArrayMath):
+class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, StringOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):

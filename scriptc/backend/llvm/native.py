@@ -10,10 +10,11 @@ import weakref
 import numpy as np
 
 from ...ir.core import Graph
-from ...ir.types import BOOL, FLOAT, INT, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, STR, TensorType, TupleType, Type
 from .engine import LIBC, engine, make_caller
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph, leaves
+from .strings import take_str
 
 _COUNTER = itertools.count()
 _COUNTER_LOCK = threading.Lock()
@@ -100,6 +101,8 @@ def _contains(a: np.ndarray, address: int) -> bool:
 
 def _rebuild(t: Type, vals, args=()):
     """The Python value of type ``t`` from an iterator over its leaves."""
+    if t == STR:
+        return take_str(next(vals))  # takes over native code's reference
     if isinstance(t, TupleType):
         return tuple(_rebuild(e, vals, args) for e in t.elems)
     if t in (INT, FLOAT, BOOL):
