@@ -1,1 +1,5 @@
-"""Graph-to-graph passes (constant propagation, DCE, CSE, LICM, unrolling, inlining, shape inference, fusion)."""
+"""Graph-to-graph passes, one per module, registered by name in ``manager.PASSES``.
+
+Every pass keeps the graph verifiable and keeps what the reference interpreter computes unchanged: the
+interpreter run on the graph before and after a pass is the test of the pass."""
+from .manager import DEFAULT_PIPELINE, PASSES, Pass, PassManager, register  # noqa: F401
