@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from .ir.core import Graph
 from .ir.registry import NeedsSpecialization
 from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
 from .ir.verifier import verify
+from .passes import PassManager
 
 _compiling: list["ScriptFunction"] = []
 
@@ -34,7 +36,8 @@ class ScriptFunction:
                                         "annotate it with int, float, bool or np.ndarray")
             self.param_types.append(self.resolver.annotation(self.source, a.annotation))
         self.return_type = self.resolver.annotation(self.source, tree.returns) if tree.returns else None
-        self._graphs: dict[tuple, Graph] = {}
+        self._graphs: dict[tuple, Graph] = {}      # the frontend's graph per signature
+        self._optimized: dict[tuple, Graph] = {}   # after the pass pipeline: what native code is made from
         self._generic: Graph | None = None
         self.resolver.decorating = True
         try:
@@ -57,10 +60,17 @@ class ScriptFunction:
         finally:
             _compiling.pop()
 
-    def graph_for_types(self, types: tuple) -> Graph:
-        g = self._graphs.get(types)
+    def graph_for_types(self, types: tuple, optimize: bool = True) -> Graph:
+        """The graph for a signature: optimized (passes, fusion) by default, else as the frontend built it."""
+        if not optimize:
+            g = self._graphs.get(types)
+            if g is None:
+                g = self._graphs[types] = self._compile(types)
+            return g
+        g = self._optimized.get(types)
         if g is None:
-            g = self._graphs[types] = self._compile(types)
+            self.graph_for_types(types, optimize=False)   # compile errors surface from the frontend first
+            g = self._optimized[types] = pipeline().run(self._compile(types))
         return g
 
     def _callee_graph(self, callee: "ScriptFunction", arg_types, caller, node):
@@ -75,7 +85,7 @@ class ScriptFunction:
             params.append(t)
         if callee in _compiling:
             raise caller.error(f"recursive call to '{callee.__name__}' is not supported", node)
-        return params, callee.graph_for_types(tuple(params))
+        return params, callee.graph_for_types(tuple(params), optimize=False)
 
     # -- calling --------------------------------------------------------------------------------------
     def _bind(self, args, kwargs) -> tuple[tuple, list]:
@@ -119,7 +129,7 @@ class ScriptFunction:
     def interpret(self, *args, **kwargs):
         """Run through the reference interpreter (the oracle for passes and backends)."""
         types, values = self._bind(args, kwargs)
-        return interpret(self.graph_for_types(types), values)
+        return interpret(self.graph_for_types(types, optimize=False), values)
 
     # -- introspection --------------------------------------------------------------------------------
     @property
@@ -133,9 +143,18 @@ class ScriptFunction:
         raise RuntimeError(f"the graph of '{self.__name__}' depends on its array arguments' dtypes and ranks: "
                            f"call it first, or use {self.__name__}.graph_for(*args)")
 
+    def frontend_graph_for(self, *args, **kwargs) -> Graph:
+        """The graph for these arguments' types as the frontend built it, before any pass."""
+        return self.graph_for_types(self._bind(args, kwargs)[0], optimize=False)
+
     def graph_for(self, *args, **kwargs) -> Graph:
-        """The graph specialized to these arguments' types."""
+        """The graph native code is generated from for these arguments' types: specialized, optimized, fused."""
         return self.graph_for_types(self._bind(args, kwargs)[0])
+
+
+def pipeline() -> PassManager:
+    """The pass pipeline compiled functions go through; SCRIPTC_VERIFY=1 verifies after every pass (tests)."""
+    return PassManager(verify_each=os.environ.get("SCRIPTC_VERIFY") == "1")
 
 
 def _accept(want: Type, got: Type) -> Type | None:

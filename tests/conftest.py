@@ -1,7 +1,11 @@
 """Every graph the suite compiles is also printed, parsed back and printed again: the two texts must match,
 and the parsed graph must verify (the printer/parser round trip on every graph the tests produce)."""
-import scriptc.function
-from scriptc.ir import parse, print_graph, verify
+import os
+
+os.environ["SCRIPTC_VERIFY"] = "1"  # verify the graph after every pass
+
+import scriptc.function  # noqa: E402
+from scriptc.ir import parse, print_graph, verify  # noqa: E402
 
 ROUND_TRIPS = {"count": 0}
 _verify = scriptc.function.verify
@@ -18,3 +22,17 @@ def verify_and_round_trip(graph):
 
 
 scriptc.function.verify = verify_and_round_trip
+_pipeline = scriptc.function.pipeline
+
+
+class RoundTripPipeline:
+    """The pass pipeline, with the optimized graph round-tripped too."""
+
+    def __init__(self):
+        self.inner = _pipeline()
+
+    def run(self, graph):
+        return verify_and_round_trip(self.inner.run(graph))
+
+
+scriptc.function.pipeline = RoundTripPipeline

@@ -31,7 +31,7 @@ CHECK:   return (%[[OUT]])
 
 def test_graph_for_specializes_dtype_and_rank():
     x = np.ones((2, 3), np.float32)
-    filecheck(str(squares.graph_for(x)), """
+    filecheck(str(squares.frontend_graph_for(x)), """
 CHECK: graph(%x : Float(*, *)):
 CHECK: Float(*, *) = prim::Loop
 CHECK: Float(*, *) = aten::mul
@@ -91,7 +91,7 @@ def first_negative(x: np.ndarray) -> int:
 
 
 def test_break_becomes_a_flag_in_the_continue_condition():
-    filecheck(str(first_negative.graph_for(np.zeros(3))), """
+    filecheck(str(first_negative.frontend_graph_for(np.zeros(3))), """
 CHECK: prim::Loop
 CHECK: aten::getitem(%x, %i)
 CHECK: %brk : bool = prim::If
@@ -163,7 +163,7 @@ def kernel(x: np.ndarray, y: np.ndarray, j: int):
 
 
 def test_indexing_views_and_in_place_updates():
-    filecheck(str(kernel.graph_for(np.zeros((2, 3)), np.zeros(4), 1)), """
+    filecheck(str(kernel.frontend_graph_for(np.zeros((2, 3)), np.zeros(4), 1)), """
 CHECK: = aten::add_(%x,
 CHECK-NOT: aten::slice[dim=0](%x
 CHECK: %[[C:.+]] : Double(*) = aten::select[dim=1](%x, %j)
@@ -184,7 +184,7 @@ def early(x: np.ndarray) -> int:
 
 
 def test_early_return_from_nested_loops_guards_the_rest():
-    filecheck(str(early.graph_for(np.zeros((2, 2)))), """
+    filecheck(str(early.frontend_graph_for(np.zeros((2, 2)))), """
 CHECK: %ret{{.*}} : bool, %retv{{.*}} : int = prim::Loop
 CHECK: %ret{{.*}} : bool, %retv{{.*}} : int = prim::Loop
 CHECK: %retv{{.*}} : int = prim::If(%ret

@@ -46,6 +46,8 @@ class Interpreter:
                 outs = self.run_block(node.blocks[0 if inputs[0] else 1], env)
             elif kind == "prim::CallFunction":
                 outs = [self.run(node.attrs["fn"], inputs)]
+            elif kind == "prim::FusionGroup":
+                outs = [self.run(node.attrs["subgraph"], inputs)]
             else:
                 impl = self._impls.get(kind) or self._impls.setdefault(kind, lookup(kind).impl)
                 out = impl(*inputs, **node.attrs)

@@ -88,8 +88,8 @@ class Verifier:
             if len(ins) - 2 != len(outs) or not all(map(compatible, ins[2:], outs)):
                 self.fail(node, "carried input types differ from output types")
             self.block_signature(node, node.blocks[0], [INT] + outs, [BOOL] + outs)
-        elif node.kind == "prim::CallFunction":
-            callee = node.attrs.get("fn")
+        elif node.kind in ("prim::CallFunction", "prim::FusionGroup"):
+            callee = node.attrs.get("fn" if node.kind == "prim::CallFunction" else "subgraph")
             if not isinstance(callee, Graph):
                 self.fail(node, "fn attribute is not a graph")
             if ins != [v.type for v in callee.inputs] or outs != [v.type for v in callee.outputs]:

@@ -86,18 +86,30 @@ class ArrayMath:
     def elementwise_loops(self, out: Arr, inputs, arrays: list[Arr], element) -> None:
         """Store ``element(load)`` into every element of ``out``; ``load(value)`` reads that operand's element
         (kind, register) at the current index."""
+        def store(kind, x, flat, index):
+            if flat is not None:
+                ptr = self.b.bitcast(self.b.gep(out.data, [self.b.mul(flat, i64(out.itemsize))]),
+                                     self.elem_ptr_type(out))
+            else:
+                ptr = self.element_ptr(out, index)
+            self.store_element(ptr, x, kind, out.t.dtype)
+        self.broadcast_loops(out.shape, inputs, arrays, element, store, out=out)
+
+    def broadcast_loops(self, shape: list, inputs, arrays: list[Arr], element, sink, out: Arr | None = None):
+        """Run ``sink(kind, x, flat_index | None, index | None)`` with ``(kind, x) = element(load)`` for every
+        index of ``shape``: one flat loop when every array is C-contiguous with exactly this shape (and so is
+        ``out``), else a loop nest reading broadcast operands."""
         b = self.b
         by_value = {id(v): a for v, a in zip([v for v in inputs if isinstance(v.type, TensorType)], arrays)}
         same = ir.Constant(I1, 1)
-        for a in arrays:
+        for a in arrays + ([out] if out is not None else []):
             same = b.and_(same, self.is_c_contiguous(a))
-            if a.t.rank != out.t.rank:
+            if a.t.rank != len(shape):
                 same = ir.Constant(I1, 0)
             else:
-                for d, e in zip(a.shape, out.shape):
+                for d, e in zip(a.shape, shape):
                     same = b.and_(same, b.icmp_signed("==", d, e))
-        n = self.size(out.shape)
-        out_item = out.itemsize
+        n = self.size(shape)
         with b.if_else(same, likely=True) as (flat, nested):
             with flat:
                 with self.for_range(n) as i:
@@ -106,10 +118,9 @@ class ArrayMath:
                         ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(a.itemsize))]), self.elem_ptr_type(a))
                         return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
                     kind, x = element(load)
-                    ptr = b.bitcast(b.gep(out.data, [b.mul(i, i64(out_item))]), self.elem_ptr_type(out))
-                    self.store_element(ptr, x, kind, out.t.dtype)
+                    sink(kind, x, i, None)
             with nested:
-                strides = {id(a): self.broadcast_to(a, out.shape, "") for a in arrays}
+                strides = {id(a): self.broadcast_to(a, shape, "") for a in arrays}
 
                 def body(index):
                     def load(v):
@@ -118,8 +129,8 @@ class ArrayMath:
                         ptr = self.element_ptr(view, index[len(index) - a.t.rank:])
                         return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
                     kind, x = element(load)
-                    self.store_element(self.element_ptr(out, index), x, kind, out.t.dtype)
-                self.loop_nest(out.shape, body)
+                    sink(kind, x, None, index)
+                self.loop_nest(shape, body)
 
     def elem_ptr_type(self, a: Arr):
         return ELEM[a.t.dtype].as_pointer()

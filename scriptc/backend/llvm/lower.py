@@ -28,6 +28,7 @@ from .engine import LIBM_PREFIX
 from .errors import ERROR_TABLE, PAYLOAD_ADDRESS, LoweringError
 from .array_math import ArrayMath
 from .arrays import ArrayOps
+from .fused import FusedOps
 from .scalar_ops import ScalarOps
 from .strings import StringOps
 
@@ -207,7 +208,7 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, StringOps):
+class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, StringOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):

@@ -1,0 +1,89 @@
+"""Lowering of ``prim::FusionGroup``: the group's element-wise operators evaluated per element in one loop
+(flat and vectorizable when the operands are contiguous), storing only the group's result, or accumulating it
+when the group ends in a full reduction. Every intermediate is rounded to its own dtype, as NumPy's
+materialized temporaries are, so a fused group computes what the unfused operators compute."""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from ...ir.registry import REGISTRY
+from ...ir.types import TensorType
+from .arrays import ELEM, kind_of, scalar_kind
+from .common import F64, I64, handles, i64
+
+
+class FusedOps:
+    """Mixin of FunctionLowering."""
+
+    @handles("prim::FusionGroup")
+    def lower_fusion_group(self, node):
+        sub = node.attrs["subgraph"]
+        root = sub.outputs[0].node
+        reduction = root if REGISTRY[root.kind].extra.get("reduction") else None
+        value = reduction.inputs[0] if reduction is not None else sub.outputs[0]
+        arrays = [self.arr(v) for v in node.inputs if isinstance(v.type, TensorType)]
+        shape = self.broadcast_shape(arrays, value.type.rank)
+
+        def element(load):
+            env = {}
+            for p, outer in zip(sub.inputs, node.inputs):
+                env[id(p)] = load(outer) if isinstance(outer.type, TensorType) else self.scalar_operand(outer)
+            for n in sub.nodes:
+                if n is reduction:
+                    break
+                if n.kind == "prim::Constant":
+                    t = n.output.type
+                    env[id(n.output)] = (scalar_kind(t), self.lower_constant(n)[0][0])
+                    continue
+                op = n.kind.split("::")[1]
+                compute = self.compute_kind(n)
+                args = [self.cast(env[id(v)][1], env[id(v)][0], "b" if op == "where" and k == 0 else compute)
+                        for k, v in enumerate(n.inputs)]
+                kind, x = self.element_op(op, args, compute)
+                env[id(n.output)] = self.round_through(kind, x, n.output.type.dtype)
+            return env[id(value)]
+
+        if reduction is None:
+            out = self.alloc(node.output.type, shape)
+            self.elementwise_loops(out, node.inputs, arrays, element)
+            return [out.leaves]
+        return [self.fused_reduction(reduction, node, shape, arrays, element)]
+
+    def round_through(self, kind, x, dtype):
+        """(kind, x) as it is once stored in an array of ``dtype`` and read back."""
+        b = self.b
+        k = kind_of(dtype)
+        x = self.cast(x, kind, k)
+        if k == "f" and dtype != "float64":
+            x = b.fpext(b.fptrunc(x, ELEM[dtype]), F64)
+        elif k in "iu" and dtype != "int64":
+            narrow = b.trunc(x, ELEM[dtype])
+            x = b.zext(narrow, I64) if k == "u" else b.sext(narrow, I64)
+        return k, x
+
+    def fused_reduction(self, reduction, node, shape, arrays, element):
+        b = self.b
+        name = reduction.kind.split("::")[1]
+        src_t = reduction.inputs[0].type
+        fn = REGISTRY[reduction.kind].impl
+        res = np.asarray(fn(np.ones((1,) * src_t.rank, src_t.dtype), axis=None)).dtype.name
+        count = self.size(shape)
+        if name in ("max", "min"):
+            what = "maximum" if name == "max" else "minimum"
+            self.raise_if(b.icmp_signed("==", count, i64(0)), ValueError,
+                          f"zero-size array to reduction operation {what} which has no identity")
+        kind = kind_of(src_t.dtype)
+        acc_kind = "f" if name == "mean" else kind if name in ("max", "min") else kind_of(res)
+        acc = self.alloca(F64 if acc_kind == "f" else ir.IntType(1) if acc_kind == "b" else I64)
+        b.store(self.reduction_init(name, acc_kind), acc)
+
+        def sink(k, x, flat, index):
+            new, _ = self.reduction_step(name, b.load(acc), self.cast(x, k, acc_kind), acc_kind)
+            b.store(new, acc)
+        self.broadcast_loops(shape, node.inputs, arrays, element, sink)
+        total = b.load(acc)
+        if name == "mean":
+            total = b.fdiv(total, b.sitofp(count, F64))
+        k, x = self.round_to(total, acc_kind, res)
+        return self.scalar_result(x, k, node.output.type)

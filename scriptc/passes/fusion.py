@@ -1,0 +1,120 @@
+"""fusion: groups of element-wise array operators become one ``prim::FusionGroup`` node.
+
+The group's body is a subgraph (printed after the graph as ``with prim::FusionGroup_N = graph(...)``) whose
+inputs are the arrays and scalars the group reads and whose single output is the last operator's result; a
+full reduction (``np.sum``, ``np.max``, ... with no axis) of a fused expression joins the group as its last
+operator. Backends evaluate a group as one loop nest with no intermediate arrays.
+
+Assumes a verified graph whose array types know dtype and rank. Grows groups backwards from a consumer, as
+TorchScript's fuser does: a producer joins when it is element-wise, in the same block, used only by the group,
+and moving it down to the group crosses no node that could write memory (``Effect.WRITES``/``IO``, loops,
+ifs, calls) when it reads an array — so a fused read never sees a later write.
+"""
+from __future__ import annotations
+
+from ..ir.core import Graph, Node, Value
+from ..ir.registry import REGISTRY, Effect
+from ..ir.types import TensorType
+from .manager import register
+
+BARRIERS = {"prim::Loop", "prim::If", "prim::CallFunction", "prim::FusionGroup"}
+
+
+def fusible(node: Node) -> bool:
+    op = REGISTRY.get(node.kind)
+    return (op is not None and op.elementwise and len(node.outputs) == 1
+            and isinstance(node.output.type, TensorType) and node.output.type.known)
+
+
+def full_reduction(node: Node) -> bool:
+    op = REGISTRY.get(node.kind)
+    return (op is not None and op.extra.get("reduction") and node.attrs.get("axis") is None
+            and node.kind not in ("aten::argmax", "aten::argmin")
+            and isinstance(node.inputs[0].type, TensorType) and node.inputs[0].type.known)
+
+
+def writes_memory(node: Node) -> bool:
+    op = REGISTRY.get(node.kind)
+    return node.kind in BARRIERS or op is None or op.effect >= Effect.WRITES
+
+
+def _grow(block_nodes: list[Node], root: Node) -> list[Node]:
+    """The nodes fused with ``root`` (root last), in block order."""
+    members = {id(root)}
+    position = {id(n): i for i, n in enumerate(block_nodes)}
+    changed = True
+    while changed:
+        changed = False
+        for node in [n for n in block_nodes if id(n) in members]:
+            for v in node.inputs:
+                p = v.node
+                if p is None or id(p) in members or p.block is not root.block or not fusible(p):
+                    continue
+                if not all(id(u.user) in members for u in p.output.uses):
+                    continue
+                # p moves down to root: nothing in between may write what p reads
+                between = block_nodes[position[id(p)] + 1:position[id(root)]]
+                if any(writes_memory(n) and id(n) not in members for n in between):
+                    continue
+                members.add(id(p))
+                changed = True
+    return [n for n in block_nodes if id(n) in members]
+
+
+def _outline(nodes: list[Node], counter: list[int]) -> Node:
+    """Replace ``nodes`` (the last one's output is the result) by a prim::FusionGroup node."""
+    root = nodes[-1]
+    block = root.block
+    inside = {id(n) for n in nodes}
+    sub = Graph(f"prim::FusionGroup_{counter[0]}")
+    counter[0] += 1
+    mapping: dict[int, Value] = {}
+    inputs: list[Value] = []
+    for n in nodes:
+        for v in n.inputs:
+            if id(v) not in mapping and (v.node is None or id(v.node) not in inside):
+                if v.node is not None and v.node.kind == "prim::Constant" and not isinstance(v.type, TensorType):
+                    c = Node("prim::Constant", [], [(v.type, None)], dict(v.node.attrs))
+                    mapping[id(v)] = sub.block.append(c).output
+                    continue
+                mapping[id(v)] = sub.add_input(v.type, v.name.split(".")[0] if not v.name.isdigit() else None)
+                inputs.append(v)
+        copy = Node(n.kind, [mapping[id(v)] for v in n.inputs], [(o.type, None) for o in n.outputs],
+                    dict(n.attrs), n.source)
+        sub.block.append(copy)
+        for o, c in zip(n.outputs, copy.outputs):
+            mapping[id(o)] = c
+    sub.block.add_return(mapping[id(root.output)])
+    group = Node("prim::FusionGroup", inputs, [(root.output.type, None)], {"subgraph": sub}, root.source)
+    block.append(group, at=block.nodes.index(root))
+    group.output.name, root.output.name = root.output.name, group.output.name
+    root.output.replace_all_uses_with(group.output)
+    for n in reversed(nodes):
+        n.destroy()
+    return group
+
+
+@register("fusion")
+def fuse(graph: Graph) -> bool:
+    """Fuse maximal groups of element-wise array operators (and a full reduction consuming them) into
+    prim::FusionGroup nodes. Groups of a single operator are left alone."""
+    counter = [0]
+    changed = False
+
+    def visit(block):
+        nonlocal changed
+        for node in list(block.nodes):
+            for b in node.blocks:
+                visit(b)
+        for node in reversed(list(block.nodes)):
+            if node.block is not block or not (fusible(node) or full_reduction(node)):
+                continue
+            members = _grow(block.nodes, node)
+            if len(members) < 2:
+                continue
+            _outline(members, counter)
+            changed = True
+
+    visit(graph.block)
+    return changed
+
