@@ -10,6 +10,7 @@ NumPy's message, assignment casts to the destination dtype and reads overlapping
 from __future__ import annotations
 
 import contextlib
+import ctypes
 
 import numpy as np
 from llvmlite import ir
@@ -18,6 +19,13 @@ from ...ir.types import BOOL, FLOAT, INT, NONE, TensorType, element_type
 from .common import F64, I1, I8, I8P, I32, I64, handles_array, i64, leaves, reg_type
 
 HEADER = 64
+# Arrays native code has allocated in this process (a test hook: fused code allocates only its result).
+ALLOCATIONS = ctypes.c_int64(0)
+ALLOCATIONS_ADDRESS = ctypes.addressof(ALLOCATIONS)
+
+
+def allocation_count() -> int:
+    return ALLOCATIONS.value
 I16 = ir.IntType(16)
 ELEM = {"float64": F64, "float32": ir.FloatType(), "float16": ir.HalfType(), "int64": I64, "int32": I32,
         "int16": I16, "int8": I8, "uint8": I8, "bool": I8}
@@ -85,6 +93,8 @@ class ArrayOps:
         b.cbranch(b.icmp_unsigned("==", p, ir.Constant(I8P, None)), fail, ok)
         b.position_at_end(ok)
         b.store(i64(1), b.bitcast(p, I64.as_pointer()))
+        counter = b.inttoptr(i64(ALLOCATIONS_ADDRESS), I64.as_pointer())
+        b.store(b.add(b.load(counter), i64(1)), counter)
         b.ret(p)
         b.position_at_end(fail)
         b.ret(ir.Constant(I8P, None))
