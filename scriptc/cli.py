@@ -51,20 +51,43 @@ def load_function(target: str) -> ScriptFunction:
 def cmd_dump(args) -> int:
     fn = load_function(args.target)
     if args.types is None:
-        if args.emit != "ir":
-            raise SystemExit("scriptc: --emit=llvm|asm needs --types (native code is per signature)")
+        if args.emit != "ir" or args.passes is not None or args.print_after or args.print_after_all \
+                or args.time_passes:
+            raise SystemExit("scriptc: --emit=llvm|asm and the pass options need --types (one signature)")
         print(fn.graph, end="")
         return 0
+    if args.passes is not None or args.print_after or args.print_after_all or args.time_passes:
+        return dump_passes(fn, args)
     if len(args.types) != len(fn.param_types):
         raise SystemExit(f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, "
                          f"--types gives {len(args.types)}")
     types = tuple(t.erase_shape() if isinstance(t, TensorType) else t for t in args.types) \
         if args.emit != "ir" else tuple(args.types)
     if args.emit == "ir":
-        print(fn.graph_for_types(types), end="")
+        print(fn.graph_for_types(types, optimize=not args.no_opt), end="")
     else:
         native = fn.native_for_types(types)
         print(native.llvm_ir if args.emit == "llvm" else native.asm, end="")
+    return 0
+
+
+def dump_passes(fn, args) -> int:
+    """Run the pass pipeline (or --passes) on the frontend graph with LLVM-style instrumentation."""
+    from .passes import PASSES, PassManager
+    if len(args.types) != len(fn.param_types):
+        raise SystemExit(f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, "
+                         f"--types gives {len(args.types)}")
+    pm = PassManager(verify_each=True, print_after=set(args.print_after or ()),
+                     print_after_all=args.print_after_all, time_passes=args.time_passes, out=sys.stdout)
+    if args.passes is not None:
+        names = [p for p in args.passes.split(",") if p]
+        unknown = [p for p in names if p not in PASSES]
+        if unknown:
+            raise SystemExit(f"scriptc: unknown pass {unknown[0]!r}; known: {', '.join(sorted(PASSES))}")
+        pm.passes = names
+    graph = pm.run(fn._compile(tuple(args.types)))
+    if not (args.print_after_all or args.print_after):
+        print(graph, end="")
     return 0
 
 
@@ -77,6 +100,11 @@ def main(argv=None) -> int:
                       help="argument types: int, float, bool, float64[2,3], int32[*] ...")
     dump.add_argument("--emit", choices=("ir", "llvm", "asm"), default="ir",
                       help="what to print: the IR graph (default), optimized LLVM IR, or host assembly")
+    dump.add_argument("--no-opt", action="store_true", help="print the frontend's graph, before any pass")
+    dump.add_argument("--passes", help="run these passes (comma-separated) instead of the default pipeline")
+    dump.add_argument("--print-after", action="append", metavar="PASS", help="print the IR after this pass")
+    dump.add_argument("--print-after-all", action="store_true", help="print the IR after every pass")
+    dump.add_argument("--time-passes", action="store_true", help="report the time each pass took")
     args = parser.parse_args(argv)
     try:
         return {"dump": cmd_dump}[args.command](args)
