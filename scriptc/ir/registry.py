@@ -3,6 +3,7 @@
 - its schema (``aten::sum(Tensor self, *, int? axis) -> Number|Tensor``; names after ``*`` are compile-time
   attributes, ``T... name`` is variadic),
 - its type rule (``infer``), which the frontend uses to type nodes and the verifier to check them,
+- its shape rule (``shape``), which shape inference uses to refine array types to known dimensions,
 - its reference implementation (Python/NumPy), which the interpreter runs and constant folding calls,
 - its effect (pure, may raise, writes its first operand, does I/O), which passes consult,
 - the Python callables and ndarray methods that the frontend maps onto it,
@@ -56,6 +57,12 @@ class OpDef:
     methods: tuple[str, ...] = ()
     lower: Callable | None = None
     extra: dict = field(default_factory=dict)
+    # Shape rule: ``shape(types, consts, **attrs) -> list`` with one entry per output, a tuple of int|None per
+    # dimension for an array output and None for a scalar output (or when nothing is known). ``types`` are the
+    # input types (TensorType with shapes, or scalars); ``consts`` holds each input's value where shape
+    # inference knows it (a prim::Constant, a dimension read from a known shape), else None. An input typed
+    # NoneType is always None. Rules must be sound: a dimension they give is the one NumPy produces.
+    shape: Callable | None = None
 
     def result_types(self, types: list[Type], attrs: dict) -> list[Type]:
         """Output types for these input types, or OpTypeError / NeedsSpecialization."""
@@ -65,6 +72,13 @@ class OpDef:
             return [TENSOR]
         out = self.infer(*types, **attrs)
         return list(out) if isinstance(out, (list, tuple)) else [out]
+
+    def result_shapes(self, types: list[Type], consts: list, attrs: dict) -> list | None:
+        """Output shapes for these input types and known input values (see ``shape``), or None when the op
+        has no shape rule (the caller falls back to the type rule: every dimension unknown)."""
+        if self.shape is None:
+            return None
+        return list(self.shape(list(types), list(consts), **attrs))
 
 
 REGISTRY: dict[str, OpDef] = {}
@@ -91,12 +105,16 @@ def parse_schema(schema: str):
 
 
 def register(schema: str, *, impl=None, infer=None, effect=Effect.PURE, elementwise=False, py=(),
-             methods=(), **extra) -> OpDef:
+             methods=(), shape=None, **extra) -> OpDef:
+    """Declare an operator. ``shape`` is its shape rule (see ``OpDef.shape``); element-wise operators get
+    ``elementwise_shape`` (NumPy broadcasting) unless they give their own."""
     name, params, attrs, variadic = parse_schema(schema)
     if name in REGISTRY:
         raise ValueError(f"operator {name} declared twice")
+    if shape is None and elementwise:
+        shape = elementwise_shape
     op = OpDef(name, schema, params, attrs, variadic, infer, impl, effect, elementwise, tuple(py),
-               tuple(methods), extra=extra)
+               tuple(methods), extra=extra, shape=shape)
     REGISTRY[name] = op
     for f in op.py:
         _BY_CALLABLE[id(f)] = op
@@ -190,3 +208,69 @@ def _numpy_message(e: Exception) -> str:
 def scalar_result(t: Type) -> Type:
     """Element type for a 0-d result (NumPy returns a scalar there)."""
     return element_type(t.dtype) if isinstance(t, TensorType) and t.rank == 0 else t
+
+
+# -- shape rules: helpers shared by the operator declarations ------------------------------------------------
+# A shape is a tuple with an int or None (unknown) per dimension; None instead of a tuple means "not even the
+# rank is known". Scalars broadcast as shape ().
+
+def shape_of(t: Type) -> tuple | None:
+    """The shape of a value of type ``t``: its dimensions for an array (None if the rank is unknown), () for
+    a scalar."""
+    if isinstance(t, TensorType):
+        return t.shape
+    return () if t.is_scalar else None
+
+
+def broadcast_dims(dims) -> int | None:
+    """One dimension of a NumPy broadcast. A known dimension other than 1 decides it (an unknown one is then
+    either equal or 1, else the operation raises); if all known ones are 1, an unknown one leaves it unknown."""
+    dims = list(dims)
+    big = {d for d in dims if d is not None and d != 1}
+    if len(big) > 1:
+        return None  # the operation raises: nothing after it runs
+    if big:
+        return big.pop()
+    return None if None in dims else 1
+
+
+def broadcast_shapes(*shapes) -> tuple | None:
+    """NumPy broadcasting of shapes whose dimensions may be unknown (None if a rank is unknown)."""
+    if any(s is None for s in shapes):
+        return None
+    rank = max((len(s) for s in shapes), default=0)
+    padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+    return tuple(broadcast_dims(col) for col in zip(*padded)) if rank else ()
+
+
+def elementwise_shape(types, consts, **attrs) -> list:
+    """Shape rule of element-wise operators: the broadcast of all operands."""
+    return [broadcast_shapes(*(shape_of(t) for t in types))]
+
+
+def same_shape(types, consts, **attrs) -> list:
+    """Shape rule of operators whose result has the shape of their first operand (copies, casts, *_like)."""
+    return [shape_of(types[0])]
+
+
+def no_outputs(types, consts, **attrs) -> list:
+    """Shape rule of operators without results (in-place updates keep their operand's shape)."""
+    return []
+
+
+def numel(shape) -> int | None:
+    """The number of elements of a shape, if every dimension is known."""
+    if shape is None or None in shape:
+        return None
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def const_dim(t: Type, value) -> int | None:
+    """A dimension given by an int (or bool) input with a known value; None if unknown or negative."""
+    if value is None or t not in (INT, BOOL) or isinstance(value, tuple):
+        return None
+    d = int(value)
+    return d if d >= 0 else None

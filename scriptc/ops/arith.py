@@ -6,7 +6,8 @@ import operator
 
 import numpy as np
 
-from ..ir.registry import Effect, OpTypeError, by_sample, register
+from ..ir.registry import (Effect, OpTypeError, broadcast_shapes, by_sample, no_outputs, register,
+                           shape_of)
 from ..ir.types import BOOL, FLOAT, INT, TensorType
 
 
@@ -54,7 +55,8 @@ for _name, _fn, _ufunc in BINARY:
         return []
 
     register(f"aten::{_name}_(Tensor self, Number|Tensor other) -> ()",
-             impl=_inplace, infer=_inplace_rule, effect=Effect.WRITES, inplace_of=f"aten::{_name}")
+             impl=_inplace, infer=_inplace_rule, effect=Effect.WRITES, inplace_of=f"aten::{_name}",
+             shape=no_outputs)
 
 for _name, _fn in COMPARE:
     register(f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> bool|Tensor",
@@ -77,10 +79,39 @@ register("aten::bitwise_not(Number|Tensor self) -> Number|Tensor", impl=operator
          infer=by_sample(operator.invert), elementwise=True)
 register("aten::__not__(bool self) -> bool", impl=operator.not_, infer=_scalar_only("not", None, BOOL))
 
+
+
+def _matmul_shape(types, consts):
+    """np.matmul: 1-d operands gain and lose a dimension; leading (batch) dimensions broadcast."""
+    a, b = shape_of(types[0]), shape_of(types[1])
+    if a is None or b is None or not a or not b:
+        return [None]
+    if len(a) == 1 and len(b) == 1:
+        return [()]
+    if len(a) == 1:
+        return [b[:-2] + b[-1:]]
+    if len(b) == 1:
+        return [a[:-1]]
+    batch = broadcast_shapes(a[:-2], b[:-2])
+    return [None if batch is None else batch + (a[-2], b[-1])]
+
+
+def _dot_shape(types, consts):
+    """np.dot: a 0-d operand multiplies; otherwise sum over a's last and b's second-to-last dimension."""
+    a, b = shape_of(types[0]), shape_of(types[1])
+    if a is None or b is None:
+        return [None]
+    if not a or not b:
+        return [b if not a else a]
+    if len(b) == 1:
+        return [a[:-1]]
+    return [a[:-1] + b[:-2] + b[-1:]]
+
+
 register("aten::matmul(Tensor self, Tensor other) -> Number|Tensor", impl=np.matmul,
-         infer=by_sample(np.matmul), py=(np.matmul,))
+         infer=by_sample(np.matmul), py=(np.matmul,), shape=_matmul_shape)
 register("aten::dot(Tensor self, Tensor other) -> Number|Tensor", impl=np.dot, infer=by_sample(np.dot),
-         py=(np.dot,))
+         py=(np.dot,), shape=_dot_shape)
 
 # -- conversions between scalars (int(), float(), bool()) ---------------------------------------------------
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1

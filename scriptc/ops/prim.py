@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from ..ir.registry import Effect, OpTypeError, register, type_of
 from ..ir.types import BOOL, INT, STR, TensorType, TupleType
 
@@ -19,7 +21,8 @@ class _Unbound:
 UNBOUND = _Unbound()
 
 register("prim::Constant(*, Any value) -> Any", impl=lambda *, value=None: value,
-         infer=lambda *, value=None: type_of(value))
+         infer=lambda *, value=None: type_of(value),
+         shape=lambda types, consts, *, value=None: [value.shape if isinstance(value, np.ndarray) else None])
 register("prim::Uninitialized() -> Any", impl=lambda: UNBOUND, infer=None)
 
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.registry import Effect, NeedsSpecialization, OpTypeError, by_sample, register, scalar_result
+import math
+
+from ..ir.registry import (Effect, NeedsSpecialization, OpTypeError, by_sample, const_dim, no_outputs, numel,
+                           register, same_shape, scalar_result, shape_of)
 from ..ir.types import BOOL, INT, NONE, TensorType, TupleType, Type, element_type
 
 
@@ -47,7 +50,8 @@ def _len_rule(t):
 register("aten::len(Tensor self) -> int", impl=_len, infer=_len_rule, effect=Effect.RAISES, py=(len,))
 register("aten::numpy_T(Tensor self) -> Tensor", impl=lambda x: x.T,
          infer=lambda t: TensorType(t.dtype, t.rank, t.shape[::-1] if t.shape else None)
-         if isinstance(t, TensorType) else _array(t, "x.T"))
+         if isinstance(t, TensorType) else _array(t, "x.T"),
+         shape=lambda types, consts: [None if shape_of(types[0]) is None else shape_of(types[0])[::-1]])
 
 
 def _reshape(x, *shape):
@@ -60,12 +64,24 @@ def _reshape_rule(t, *shape):
     return TensorType(t.dtype, len(shape))
 
 
+def _reshape_shape(types, consts):
+    """Known dimensions are kept; one -1 is the total divided by the others when all those are known."""
+    dims = [const_dim(t, c) if c != -1 else -1 for t, c in zip(types[1:], consts[1:])]
+    if dims.count(-1) == 1:
+        rest, total = numel([d for d in dims if d != -1]), numel(shape_of(types[0]))
+        inferred = None
+        if rest and total is not None and total % rest == 0:
+            inferred = total // rest
+        dims = [inferred if d == -1 else d for d in dims]
+    return [tuple(None if d == -1 else d for d in dims)]
+
+
 register("aten::reshape(Tensor self, int... shape) -> Tensor", impl=_reshape, infer=_reshape_rule,
-         effect=Effect.RAISES)
+         effect=Effect.RAISES, shape=_reshape_shape)
 
 # -- copies and casts -----------------------------------------------------------------------------------
 register("aten::clone(Tensor self) -> Tensor", impl=np.copy, infer=lambda t: _array_keep(t, "copy()"),
-         methods=("copy",), py=(np.copy,))
+         methods=("copy",), py=(np.copy,), shape=same_shape)
 
 
 def _array_keep(t, what):
@@ -79,9 +95,18 @@ def _astype(x, *, dtype):
 
 
 register("aten::to(Tensor self, *, str dtype) -> Tensor", impl=_astype,
-         infer=lambda t, dtype: TensorType(dtype, _array_keep(t, "astype()").rank, t.shape))
+         infer=lambda t, dtype: TensorType(dtype, _array_keep(t, "astype()").rank, t.shape),
+         shape=same_shape)
 
 # -- creation -----------------------------------------------------------------------------------------------
+
+
+def _creation_shape(make_fill=False):
+    """The shape is the (int) inputs: each dimension whose value is known."""
+    def rule(types, consts, *, dtype):
+        skip = 1 if make_fill else 0
+        return [tuple(const_dim(t, c) for t, c in zip(types[skip:], consts[skip:]))]
+    return rule
 
 
 def _shape_rule(make_fill=False):
@@ -93,13 +118,14 @@ def _shape_rule(make_fill=False):
 
 
 register("aten::zeros(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.zeros(s, dtype),
-         infer=_shape_rule(), effect=Effect.RAISES)
+         infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape())
 register("aten::ones(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.ones(s, dtype),
-         infer=_shape_rule(), effect=Effect.RAISES)
+         infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape())
 register("aten::empty(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.empty(s, dtype),
-         infer=_shape_rule(), effect=Effect.RAISES)
+         infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape())
 register("aten::full(Number fill_value, int... shape, *, str dtype) -> Tensor",
-         impl=lambda v, *s, dtype: np.full(s, v, dtype), infer=_shape_rule(True), effect=Effect.RAISES)
+         impl=lambda v, *s, dtype: np.full(s, v, dtype), infer=_shape_rule(True), effect=Effect.RAISES,
+         shape=_creation_shape(True))
 
 
 def _like(make):
@@ -114,17 +140,35 @@ def _like(make):
 for _name, _make in [("zeros_like", np.zeros_like), ("ones_like", np.ones_like),
                      ("empty_like", np.empty_like)]:
     _i, _r = _like(_make)
-    register(f"aten::{_name}(Tensor self, *, str dtype) -> Tensor", impl=_i, infer=_r)
+    register(f"aten::{_name}(Tensor self, *, str dtype) -> Tensor", impl=_i, infer=_r, shape=same_shape)
 _i, _r = _like(np.full_like)
-register("aten::full_like(Tensor self, Number fill_value, *, str dtype) -> Tensor", impl=_i, infer=_r)
+register("aten::full_like(Tensor self, Number fill_value, *, str dtype) -> Tensor", impl=_i, infer=_r,
+         shape=same_shape)
 
 
 def _arange(start, stop, step):
     return np.arange(start, stop, step)
 
 
+def _arange_shape(types, consts):
+    """The length, when start, stop and step are all known: exact for ints; for floats NumPy's own count."""
+    if any(c is None for c in consts):
+        return [(None,)]
+    start, stop, step = consts
+    if step == 0:
+        return [(None,)]
+    if all(t in (INT, BOOL) for t in types):
+        return [(len(range(int(start), int(stop), int(step))),)]
+    estimate = (stop - start) / step
+    if not math.isfinite(estimate):
+        return [(None,)]
+    if estimate < 1e6:
+        return [np.arange(start, stop, step).shape]  # the reference implementation decides the rounding
+    return [(None,)]
+
+
 register("aten::arange(Number start, Number stop, Number step) -> Tensor", impl=_arange,
-         infer=by_sample(_arange), effect=Effect.RAISES)
+         infer=by_sample(_arange), effect=Effect.RAISES, shape=_arange_shape)
 
 
 def _linspace(start, stop, num):
@@ -138,7 +182,8 @@ def _linspace_rule(a, b, n):
 
 
 register("aten::linspace(Number start, Number stop, int num) -> Tensor", impl=_linspace,
-         infer=_linspace_rule, effect=Effect.RAISES, py=(np.linspace,))
+         infer=_linspace_rule, effect=Effect.RAISES, py=(np.linspace,),
+         shape=lambda types, consts: [(const_dim(types[2], consts[2]),)])
 
 # -- indexing ---------------------------------------------------------------------------------------------
 
@@ -156,7 +201,7 @@ def _getitem_rule(t, *index):
 
 
 register("aten::getitem(Tensor self, int... indices) -> Number", impl=_getitem, infer=_getitem_rule,
-         effect=Effect.RAISES)
+         effect=Effect.RAISES, shape=lambda types, consts: [None])
 
 
 def _setitem(x, *index_and_value):
@@ -175,7 +220,7 @@ def _setitem_rule(t, *rest):
 
 
 register("aten::setitem(Tensor self, int... indices_and_value) -> ()", impl=_setitem, infer=_setitem_rule,
-         effect=Effect.WRITES)
+         effect=Effect.WRITES, shape=no_outputs)
 
 
 def _select(x, index, *, dim):
@@ -191,8 +236,16 @@ def _select_rule(t, index, *, dim):
     return TensorType(t.dtype, None, shape)
 
 
+def _select_shape(types, consts, *, dim):
+    """The selected dimension goes (the index only decides whether it raises)."""
+    shape = shape_of(types[0])
+    if shape is None or not 0 <= dim < len(shape):
+        return [None]
+    return [shape[:dim] + shape[dim + 1:]]
+
+
 register("aten::select(Tensor self, int index, *, int dim) -> Tensor", impl=_select, infer=_select_rule,
-         effect=Effect.RAISES)
+         effect=Effect.RAISES, shape=_select_shape)
 
 
 def _slice(x, start, stop, step, *, dim):
@@ -209,8 +262,39 @@ def _slice_rule(t, start, stop, step, *, dim):
     return TensorType(t.dtype, t.rank)
 
 
+def _slice_length(n, start, stop, step) -> int | None:
+    """The length of ``range(n)[start:stop:step]`` (Python's slice rules), None if it raises."""
+    if step == 0:
+        return None
+    return len(range(*slice(start, stop, step).indices(n)))
+
+
+def _slice_shape(types, consts, *, dim):
+    """The sliced dimension's length when its size and all bounds are known (None bounds count as known);
+    ``x[:]`` and ``x[::-1]`` keep it even when unknown."""
+    shape = shape_of(types[0])
+    if shape is None or not 0 <= dim < len(shape):
+        return [None]
+    bounds = []
+    for t, c in zip(types[1:4], consts[1:4]):
+        if t == NONE:
+            bounds.append(None)
+        elif t == INT and c is not None and not isinstance(c, tuple):
+            bounds.append(int(c))
+        else:
+            return [shape[:dim] + (None,) + shape[dim + 1:]]
+    n = shape[dim]
+    if n is None:
+        start, stop, step = bounds
+        keeps = start is None and stop is None and step in (None, 1, -1)
+        length = None if not keeps else n
+    else:
+        length = _slice_length(n, *bounds)
+    return [shape[:dim] + (length,) + shape[dim + 1:]]
+
+
 register("aten::slice(Tensor self, int? start, int? stop, int? step, *, int dim) -> Tensor", impl=_slice,
-         infer=_slice_rule, effect=Effect.RAISES)
+         infer=_slice_rule, effect=Effect.RAISES, shape=_slice_shape)
 
 
 def _copy_(dst, src):
@@ -229,7 +313,7 @@ def _copy_rule(dst, src):
 
 
 register("aten::copy_(Tensor self, Number|Tensor src) -> ()", impl=_copy_, infer=_copy_rule,
-         effect=Effect.WRITES)
+         effect=Effect.WRITES, shape=no_outputs)
 
 
 def _fill_(x, value):
@@ -237,7 +321,7 @@ def _fill_(x, value):
 
 
 register("aten::fill_(Tensor self, Number value) -> ()", impl=_fill_, infer=_copy_rule, effect=Effect.WRITES,
-         methods=("fill",))
+         methods=("fill",), shape=no_outputs)
 
 # -- reductions: np.sum(x), x.sum(), np.sum(x, axis=1) ------------------------------------------------------
 
@@ -260,7 +344,21 @@ REDUCTIONS = [
     ("max", np.max, (np.amax,)), ("min", np.min, (np.amin,)),
     ("any", np.any, ()), ("all", np.all, ()), ("argmax", np.argmax, ()), ("argmin", np.argmin, ()),
 ]
+
+
+def _reduction_shape(types, consts, *, axis=None):
+    """Without an axis a reduction gives a scalar; with one, that dimension goes (negative axes count from
+    the end)."""
+    shape = shape_of(types[0])
+    if axis is None or shape is None:
+        return [None]
+    k = axis + len(shape) if axis < 0 else axis
+    if not 0 <= k < len(shape):
+        return [None]
+    return [shape[:k] + shape[k + 1:]]
+
+
 for _name, _fn, _more in REDUCTIONS:
     _i, _r = _reduction(_fn)
     register(f"aten::{_name}(Tensor self, *, int? axis) -> Number|Tensor", impl=_i, infer=_r,
-             effect=Effect.RAISES, py=(_fn,) + _more, methods=(_name,), reduction=True)
+             effect=Effect.RAISES, py=(_fn,) + _more, methods=(_name,), reduction=True, shape=_reduction_shape)

@@ -95,24 +95,30 @@ class ArrayMath:
             self.store_element(ptr, x, kind, out.t.dtype)
         self.broadcast_loops(out.shape, inputs, arrays, element, store, out=out)
 
-    def broadcast_loops(self, shape: list, inputs, arrays: list[Arr], element, sink, out: Arr | None = None):
+    def all_flat(self, shape: list, arrays: list[Arr]):
+        """i1: every array is C-contiguous with exactly this shape (one flat index reaches all of them)."""
+        b = self.b
+        same = ir.Constant(I1, 1)
+        for a in arrays:
+            same = b.and_(same, self.is_c_contiguous(a))
+            if a.t.rank != len(shape):
+                return ir.Constant(I1, 0)
+            for d, e in zip(a.shape, shape):
+                same = b.and_(same, b.icmp_signed("==", d, e))
+        return same
+
+    def broadcast_loops(self, shape: list, inputs, arrays: list[Arr], element, sink, out: Arr | None = None,
+                        flat_start=None):
         """Run ``sink(kind, x, flat_index | None, index | None)`` with ``(kind, x) = element(load)`` for every
         index of ``shape``: one flat loop when every array is C-contiguous with exactly this shape (and so is
         ``out``), else a loop nest reading broadcast operands."""
         b = self.b
         by_value = {id(v): a for v, a in zip([v for v in inputs if isinstance(v.type, TensorType)], arrays)}
-        same = ir.Constant(I1, 1)
-        for a in arrays + ([out] if out is not None else []):
-            same = b.and_(same, self.is_c_contiguous(a))
-            if a.t.rank != len(shape):
-                same = ir.Constant(I1, 0)
-            else:
-                for d, e in zip(a.shape, shape):
-                    same = b.and_(same, b.icmp_signed("==", d, e))
+        same = self.all_flat(shape, arrays + ([out] if out is not None else []))
         n = self.size(shape)
         with b.if_else(same, likely=True) as (flat, nested):
             with flat:
-                with self.for_range(n) as i:
+                with self.for_range(n, flat_start) as i:
                     def load(v, i=i):
                         a = by_value[id(v)]
                         ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(a.itemsize))]), self.elem_ptr_type(a))
@@ -179,7 +185,9 @@ class ArrayMath:
             return b.select(b.fcmp_ordered("==", y, zero), self.fmod(x, y), self.float_mod(x, y))
         if op in ("pow", "float_power"):
             return b.call(self.mod.libm("pow", 2), args)
-        if op in ("atan2", "hypot", "fmod"):
+        if op in ("atan2", "hypot"):
+            return b.call(self.mod.libm(op, 2), args)
+        if op == "fmod":
             return b.call(self.mod.libm(op, 2), args)
         if op == "copysign":
             return b.call(self.mod.intrinsic("copysign"), args)

@@ -20,6 +20,12 @@ from ...ir.types import BOOL, FLOAT, INT
 from .common import PTR
 
 LIBM_PREFIX = "scriptc.libm."
+# glibc's libmvec SIMD variants, called by vectorized array loops (simd.py) 8 (AVX-512), 4 (AVX2) or 2 (SSE)
+# lanes at once; within 4 ulp of the correctly rounded value, as NumPy's own SIMD loops are. Scalar math keeps
+# plain libm, bit-identical to CPython's math module.
+VECTOR_MATH = {"exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "expm1": 1, "log2": 1, "log10": 1, "log1p": 1,
+               "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "tanh": 1, "pow": 2, "atan2": 2,
+               "hypot": 2}
 LIBC = ctypes.CDLL(None)
 LIBM_UNARY = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "expm1", "log",
               "log2", "log10", "log1p")
@@ -57,6 +63,25 @@ class Engine:
             llvm.add_symbol(LIBM_PREFIX + name, ctypes.cast(getattr(libm, name), ctypes.c_void_p).value)
         for name in ("aligned_alloc", "free"):  # the allocator arrays use (Python frees returned ones with it)
             llvm.add_symbol(name, ctypes.cast(getattr(LIBC, name), ctypes.c_void_p).value)
+        self.vector_math = self._bind_libmvec()
+
+    def _bind_libmvec(self) -> dict[str, list[tuple[str, int]]]:
+        """{name: [(vector function, lanes)...]}: the libmvec variants this CPU runs, widest first."""
+        isa = [(f, lanes) for f, lanes, feature in (("e", 8, "+avx512f"), ("d", 4, "+avx2"), ("b", 2, "+sse4.2"))
+               if feature in self.features.split(",")]
+        try:
+            mvec = ctypes.CDLL("libmvec.so.1")
+        except OSError:
+            return {}
+        found = {}
+        for name, nargs in VECTOR_MATH.items():
+            for letter, lanes in isa:
+                vname = f"_ZGV{letter}N{lanes}{'v' * nargs}_{name}"
+                fn = getattr(mvec, vname, None)
+                if fn is not None:
+                    llvm.add_symbol(vname, ctypes.cast(fn, ctypes.c_void_p).value)
+                    found.setdefault(name, []).append((vname, lanes))
+        return found
 
     def optimize(self, ir_text: str) -> llvm.ModuleRef:
         """Parse, verify and optimize (O3, new pass manager) a module for the host."""

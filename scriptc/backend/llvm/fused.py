@@ -46,9 +46,21 @@ class FusedOps:
 
         if reduction is None:
             out = self.alloc(node.output.type, shape)
-            self.elementwise_loops(out, node.inputs, arrays, element)
+            start = self.simd_loop(node, sub, out, arrays, shape)
+            self.broadcast_loops(out.shape, node.inputs, arrays, element, self.store_sink(out), out=out,
+                                 flat_start=start)
             return [out.leaves]
         return [self.fused_reduction(reduction, node, shape, arrays, element)]
+
+    def store_sink(self, out):
+        def store(kind, x, flat, index):
+            if flat is not None:
+                ptr = self.b.bitcast(self.b.gep(out.data, [self.b.mul(flat, i64(out.itemsize))]),
+                                     ELEM[out.t.dtype].as_pointer())
+            else:
+                ptr = self.element_ptr(out, index)
+            self.store_element(ptr, x, kind, out.t.dtype)
+        return store
 
     def round_through(self, kind, x, dtype):
         """(kind, x) as it is once stored in an array of ``dtype`` and read back."""

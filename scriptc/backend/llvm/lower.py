@@ -30,6 +30,7 @@ from .array_math import ArrayMath
 from .arrays import ArrayOps
 from .fused import FusedOps
 from .scalar_ops import ScalarOps
+from .simd import SimdOps
 from .strings import StringOps
 
 
@@ -208,7 +209,7 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, StringOps):
+class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, StringOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):

@@ -1,0 +1,251 @@
+"""Shared queries and rewrites for the classic passes: constants, effects, may-raise, side effects, and small
+structural edits (inline a block in place of its node, drop one input/output/parameter, make an op).
+
+Effects come from the registry (``OpDef.effect``), refined here:
+
+- ``may_raise(node)``: False only when the node provably cannot raise. Registry PURE ops with scalar operands
+  never raise; PURE ops with an array operand may (broadcasting, dtype errors of a generic ``Tensor``) except
+  the shape queries and copies in ``SAFE_ARRAY_OPS``. RAISES ops are proven safe for the scalar cases below
+  (``+ - *`` on Python scalars never raise: ints wrap, floats overflow to inf; ``/ // %`` by a nonzero
+  constant; conversions of ints and bools; ``range`` lengths with a nonzero constant step).
+- ``is_removable(node)``: no side effect and cannot raise, so unused it may be deleted, and it may be computed
+  once for two identical uses or earlier than written (when its inputs are available).
+- ``has_side_effects(node)``: WRITES or IO (calls, prints), or a prim::If/prim::Loop containing one.
+
+Passes never import llvmlite; the interpreter's normalization of results (64-bit int wrap) is reused by folding.
+"""
+from __future__ import annotations
+
+import math
+
+from ..ir.core import Block, Node, Value
+from ..ir.registry import REGISTRY, Effect, lookup, type_of
+from ..ir.types import BOOL, FLOAT, INT, TensorType, TupleType, Type
+
+STRUCTURAL = ("prim::If", "prim::Loop", "prim::CallFunction")
+
+# PURE ops taking arrays that cannot raise on any array: shape queries, transposition, copies and casts.
+SAFE_ARRAY_OPS = frozenset({"aten::size", "aten::dim", "aten::numel", "aten::numpy_T", "aten::clone", "aten::to",
+                            "aten::zeros_like", "aten::ones_like", "aten::empty_like"})
+# Ops whose result depends on an array's shape only, never on its contents (writes cannot change it).
+SHAPE_ONLY_OPS = frozenset({"aten::size", "aten::dim", "aten::numel"})
+
+_NUMBERS = (INT, FLOAT, BOOL)
+
+
+def is_tensor(t: Type) -> bool:
+    return isinstance(t, TensorType)
+
+
+# -- constants -------------------------------------------------------------------------------------------
+def is_constant(v: Value) -> bool:
+    return v.node is not None and v.node.kind == "prim::Constant"
+
+
+def constant_value(v: Value):
+    """The Python value of a prim::Constant output (None for the None constant)."""
+    return v.node.attrs.get("value")
+
+
+def is_constant_value(v: Value, want) -> bool:
+    """``v`` is a constant equal to ``want`` with the same Python type (``1`` is not ``True`` nor ``1.0``)."""
+    if not is_constant(v):
+        return False
+    c = constant_value(v)
+    if type(c) is not type(want):
+        return False
+    if isinstance(c, float):
+        return c == want and math.copysign(1.0, c) == math.copysign(1.0, want)
+    return c == want
+
+
+def is_true_constant(v: Value) -> bool:
+    return is_constant(v) and v.type == BOOL and constant_value(v) is True
+
+
+def make_constant(block: Block, at: int, value, type: Type | None = None) -> Value:
+    """Insert ``prim::Constant[value=...]`` into ``block`` at index ``at``; its type is the value's."""
+    t = type_of(value) if type is None else type
+    attrs = {} if value is None else {"value": value}
+    node = Node("prim::Constant", [], [(t, None)], attrs)
+    block.append(node, at)
+    return node.output
+
+
+def insert_op(block: Block, at: int, kind: str, inputs, attrs=None, source=None, hint=None) -> Node:
+    """Insert a node of ``kind`` typed by its operator's rule."""
+    attrs = dict(attrs or {})
+    types = lookup(kind).result_types([v.type for v in inputs], attrs)
+    node = Node(kind, inputs, [(t, hint) for t in types], attrs, source=source)
+    block.append(node, at)
+    return node
+
+
+# -- effects ---------------------------------------------------------------------------------------------
+def effect(node: Node) -> Effect:
+    op = REGISTRY.get(node.kind)
+    return Effect.IO if op is None else op.effect
+
+
+def has_side_effects(node: Node) -> bool:
+    """Writes memory or does I/O (a call is unknown: I/O), here or in a nested block."""
+    if node.kind == "prim::CallFunction":
+        return True
+    if node.blocks:
+        return any(has_side_effects(n) for b in node.blocks for n in b.nodes)
+    return effect(node) >= Effect.WRITES
+
+
+def block_has_side_effects(block: Block) -> bool:
+    return any(has_side_effects(n) for n in block.nodes)
+
+
+def _nonzero_constant(v: Value) -> bool:
+    return is_constant(v) and v.type in _NUMBERS and constant_value(v) != 0 and not (
+        isinstance(constant_value(v), float) and math.isnan(constant_value(v)))
+
+
+def may_raise(node: Node) -> bool:
+    """False only if this (non-structural) node cannot raise for any operand values."""
+    kind = node.kind
+    if kind in STRUCTURAL:
+        return True
+    eff = effect(node)
+    ins = node.inputs
+    types = [v.type for v in ins]
+    if eff >= Effect.WRITES:
+        return True
+    if eff == Effect.PURE:
+        if any(is_tensor(t) for t in types):
+            return kind not in SAFE_ARRAY_OPS
+        return False
+    # RAISES: the proven-safe scalar cases
+    if not all(t in _NUMBERS for t in types):
+        return True
+    if kind in ("aten::add", "aten::sub", "aten::mul", "aten::neg", "aten::abs", "aten::Float", "aten::Bool"):
+        return False
+    if kind in ("aten::div", "aten::floordiv", "aten::remainder"):
+        return not _nonzero_constant(ins[1])
+    if kind in ("aten::Int", "aten::floor", "aten::ceil", "aten::trunc"):
+        return any(t == FLOAT for t in types)
+    if kind == "aten::__range_length":
+        return not _nonzero_constant(ins[2])
+    if kind == "prim::AssertBound":
+        return not is_true_constant(ins[0])
+    return True
+
+
+def is_removable(node: Node) -> bool:
+    """No side effect and cannot raise: an unused one may go, a repeated one may be computed once."""
+    return node.kind not in STRUCTURAL and not has_side_effects(node) and not may_raise(node)
+
+
+def reads_arrays(node: Node) -> bool:
+    """Its result may depend on array contents (which a write can change)."""
+    return node.kind not in SHAPE_ONLY_OPS and any(is_tensor(v.type) for v in node.inputs)
+
+
+def makes_array(node: Node) -> bool:
+    """It produces an array (a fresh one or a view): such nodes are never merged, hoisted nor folded, since
+    two evaluations give two distinct arrays."""
+    return any(is_tensor(o.type) or _contains_tensor(o.type) for o in node.outputs)
+
+
+def _contains_tensor(t: Type) -> bool:
+    return isinstance(t, TupleType) and any(is_tensor(e) or _contains_tensor(e) for e in t.elems)
+
+
+# -- structural edits ----------------------------------------------------------------------------------
+def remove_input(node: Node, i: int) -> None:
+    """Drop input ``i`` of ``node`` (also a block's return node), keeping use lists right."""
+    vals = list(node.inputs)
+    node.drop_inputs()
+    for j, v in enumerate(vals):
+        if j != i:
+            node.add_input(v)
+
+
+def remove_output(node: Node, i: int) -> None:
+    out = node.outputs[i]
+    assert not out.uses, f"%{out.name} is still used"
+    node.outputs.pop(i)
+
+
+def remove_param(block: Block, i: int) -> None:
+    p = block.params[i]
+    assert not p.uses, f"%{p.name} is still used"
+    block.params.pop(i)
+
+
+def move_nodes_before(src: Block, anchor: Node) -> None:
+    """Move every node of ``src`` into ``anchor``'s block, in order, just before ``anchor``."""
+    dst = anchor.block
+    at = dst.nodes.index(anchor)
+    moved = list(src.nodes)
+    src.nodes.clear()
+    for n in moved:
+        n.block = dst
+    dst.nodes[at:at] = moved
+
+
+def inline_if_branch(node: Node, taken: int) -> None:
+    """Replace ``prim::If`` by the nodes of block ``taken``; its outputs become that block's returns."""
+    block = node.blocks[taken]
+    move_nodes_before(block, node)
+    for out, r in zip(list(node.outputs), list(block.returns)):
+        out.replace_all_uses_with(r)
+    node.destroy()
+
+
+def replace_loop_by_inits(node: Node) -> None:
+    """A loop that runs no iteration: its outputs are the initial carried values."""
+    for out, init in zip(list(node.outputs), list(node.inputs[2:])):
+        out.replace_all_uses_with(init)
+    node.destroy()
+
+
+def inline_loop_once(node: Node) -> None:
+    """Replace a loop known to run exactly one iteration by its body (iteration 0, carried = initial)."""
+    block = node.block
+    body = node.blocks[0]
+    at = block.nodes.index(node)
+    zero = make_constant(block, at, 0)
+    body.params[0].replace_all_uses_with(zero)
+    for p, init in zip(body.params[1:], node.inputs[2:]):
+        p.replace_all_uses_with(init)
+    move_nodes_before(body, node)
+    for out, r in zip(list(node.outputs), list(body.returns[1:])):
+        out.replace_all_uses_with(r)
+    node.destroy()
+
+
+def blocks_of(graph_or_block) -> list[Block]:
+    """Every block, outer before inner (pre-order)."""
+    top = graph_or_block.block if hasattr(graph_or_block, "block") and not isinstance(graph_or_block, Block) \
+        else graph_or_block
+    out = [top]
+    for n in top.walk():
+        out.extend(n.blocks)
+    return out
+
+
+def loops_post_order(block: Block) -> list[Node]:
+    """The loops nested in ``block``, inner loops before the loops containing them."""
+    out: list[Node] = []
+    for n in block.nodes:
+        for b in n.blocks:
+            out.extend(loops_post_order(b))
+        if n.kind == "prim::Loop":
+            out.append(n)
+    return out
+
+
+def count_nodes(block: Block) -> int:
+    return sum(1 for _ in block.walk())
+
+
+def trip_count(node: Node):
+    """The constant max trip count of a loop, or None."""
+    v = node.inputs[0]
+    return constant_value(v) if is_constant(v) and v.type == INT else None
+

@@ -1,0 +1,172 @@
+"""canonicalize: peephole simplifications that are exact for every value (scalars only; an array op makes a
+new array and must keep doing so, so ``a * 1.0`` on an array is never touched).
+
+Arithmetic identities, applied only when the operand is a scalar of the result's type:
+
+- ``x * 1``, ``1 * x`` (int or float x, constant 1 or 1.0; not ``True``), ``x / 1`` (float x);
+- ``x + 0``, ``0 + x`` for int x only: for a float, ``-0.0 + 0 == 0.0`` is not ``-0.0``; ``x + (-0.0)`` for
+  float x is exact and is simplified;
+- ``x - 0`` (int x), ``x - 0.0`` / ``x - 0`` (float x; ``+0`` only: ``-0.0 - (-0.0)`` is ``0.0``);
+- ``-(-x)`` (int: wraps back; float: exact), ``not not b``, ``int(x)``/``float(x)``/``bool(x)`` of a value
+  already of that type, ``__derive_index(i, 0, 1)`` -> ``i``;
+- tuple construct/unpack and construct/index pairs forward the elements.
+
+Control flow: ``prim::If`` with a constant condition becomes its taken block; an If output that both
+branches give as the same value is that value, and a bool output that is True in the then-branch and False
+in the else-branch is the condition; a ``prim::Loop`` with a constant
+max trip count <= 0 or a constant false initial condition becomes its initial values; a loop with constant
+trip count 1 and constant true initial condition becomes its body (iteration 0; its returned condition does
+not matter after one iteration).
+
+Unused nodes left behind are for dce.
+"""
+from __future__ import annotations
+
+import math
+
+from ..ir.core import Block, Graph, Node, Value
+from ..ir.types import BOOL, FLOAT, INT
+from .analysis import (constant_value, inline_if_branch, inline_loop_once, is_constant, is_true_constant,
+                       replace_loop_by_inits, trip_count)
+from .manager import register
+
+
+def _const_is(v: Value, wanted: float, signed_zero_matters=False) -> bool:
+    """``v`` is an int or float constant (not a bool) equal to ``wanted``; for zero, optionally +0 only."""
+    if not is_constant(v) or v.type not in (INT, FLOAT):
+        return False
+    c = constant_value(v)
+    if type(c) not in (int, float) or c != wanted:
+        return False
+    if signed_zero_matters and isinstance(c, float) and c == 0:
+        return math.copysign(1.0, c) > 0
+    return True
+
+
+def _is_neg_zero(v: Value) -> bool:
+    return (is_constant(v) and v.type == FLOAT and constant_value(v) == 0
+            and math.copysign(1.0, constant_value(v)) < 0)
+
+
+def _same_scalar(node: Node, x: Value) -> bool:
+    return x.type in (INT, FLOAT) and node.outputs[0].type == x.type
+
+
+def simplify(node: Node) -> list[Value] | None:
+    """Values to replace ``node``'s outputs with, or None."""
+    k, ins = node.kind, node.inputs
+    if k == "aten::mul":
+        a, b = ins
+        if _const_is(b, 1) and _same_scalar(node, a):
+            return [a]
+        if _const_is(a, 1) and _same_scalar(node, b):
+            return [b]
+    elif k == "aten::add":
+        a, b = ins
+        for x, c in ((a, b), (b, a)):
+            if not _same_scalar(node, x):
+                continue
+            if x.type == INT and c.type == INT and _const_is(c, 0):
+                return [x]
+            if x.type == FLOAT and _is_neg_zero(c):
+                return [x]
+    elif k == "aten::sub":
+        a, b = ins
+        if _same_scalar(node, a) and (a.type == FLOAT or b.type == INT) and _const_is(b, 0, True):
+            return [a]
+    elif k == "aten::div":
+        a, b = ins
+        if a.type == FLOAT and _same_scalar(node, a) and _const_is(b, 1):
+            return [a]
+    elif k == "aten::neg":
+        (a,) = ins
+        if a.node is not None and a.node.kind == "aten::neg" and _same_scalar(node, a) and \
+                _same_scalar(a.node, a.node.inputs[0]):
+            return [a.node.inputs[0]]
+    elif k == "aten::__not__":
+        (a,) = ins
+        if a.node is not None and a.node.kind == "aten::__not__" and a.node.inputs[0].type == BOOL:
+            return [a.node.inputs[0]]
+    elif k in ("aten::Int", "aten::Float", "aten::Bool"):
+        want = {"aten::Int": INT, "aten::Float": FLOAT, "aten::Bool": BOOL}[k]
+        if ins[0].type == want:
+            return [ins[0]]
+    elif k == "aten::__derive_index":
+        i, start, step = ins
+        if _const_is(start, 0) and start.type == INT and _const_is(step, 1) and step.type == INT:
+            return [i]
+    elif k == "prim::TupleUnpack":
+        src = ins[0].node
+        if src is not None and src.kind == "prim::TupleConstruct" and len(src.inputs) == len(node.outputs):
+            return list(src.inputs)
+    elif k == "prim::TupleIndex":
+        src = ins[0].node
+        if src is not None and src.kind == "prim::TupleConstruct":
+            return [src.inputs[node.attrs["index"]]]
+    return None
+
+
+def simplify_control(node: Node) -> bool:
+    if node.kind == "prim::If" and is_constant(node.inputs[0]):
+        inline_if_branch(node, 0 if constant_value(node.inputs[0]) else 1)
+        return True
+    if node.kind == "prim::Loop":
+        trips, cond = trip_count(node), node.inputs[1]
+        if (trips is not None and trips <= 0) or (is_constant(cond) and not constant_value(cond)):
+            replace_loop_by_inits(node)
+            return True
+        if trips == 1 and is_true_constant(cond):
+            inline_loop_once(node)
+            return True
+    return False
+
+
+def _is_bool_const(v: Value, want: bool) -> bool:
+    return is_constant(v) and v.type == BOOL and constant_value(v) is want
+
+
+def simplify_if_outputs(node: Node) -> bool:
+    """An If output that both branches give as the same value is that value; ``c ? True : False`` is ``c``."""
+    changed = False
+    cond = node.inputs[0]
+    then_b, else_b = node.blocks
+    for k, out in enumerate(node.outputs):
+        if not out.uses:
+            continue
+        a, b = then_b.returns[k], else_b.returns[k]
+        if a is b and a.type == out.type:
+            out.replace_all_uses_with(a)
+            changed = True
+        elif out.type == BOOL and _is_bool_const(a, True) and _is_bool_const(b, False):
+            out.replace_all_uses_with(cond)
+            changed = True
+    return changed
+
+
+def _run_block(block: Block) -> bool:
+    changed = False
+    i = 0
+    while i < len(block.nodes):
+        node = block.nodes[i]
+        if simplify_control(node):
+            changed = True
+            continue  # the inlined nodes start at index i
+        if node.kind == "prim::If":
+            changed |= simplify_if_outputs(node)
+        repl = simplify(node)
+        if repl is not None and all(r.type == o.type for r, o in zip(repl, node.outputs)):
+            for o, r in zip(list(node.outputs), repl):
+                o.replace_all_uses_with(r)
+            changed = True
+        for b in node.blocks:
+            changed |= _run_block(b)
+        i += 1
+    return changed
+
+
+@register("canonicalize")
+def run(graph: Graph) -> bool:
+    """Peephole: exact scalar identities (x*1, int x+0, x-0, x/1.0, --x, not not b, redundant int/float/bool
+    conversions, tuple construct/unpack pairs; never float x+0.0, never array ops), constant-condition If ->
+    taken branch, zero-trip loops removed, loops with constant trip count 1 -> body. Leaves dead nodes to dce."""
+    return _run_block(graph.block)

@@ -1,0 +1,151 @@
+"""unroll: loop unrolling, for loops whose body returns a constant true condition (``for`` loops without
+break/return): only then is the number of iterations the trip count alone, ``max(n, 0)`` when the initial
+condition is true. Loops that may exit early (the body computes its condition) are left alone.
+
+- Full unrolling: a constant trip count n <= 8 and a constant true initial condition: the loop is replaced by
+  n copies of its body, iteration k using the constant k as its index, each copy's carried results feeding
+  the next copy.
+- Partial unrolling by 8 (TorchScript's scheme), for other trip counts (constant or not): with
+  ``m = max(n, 0)`` (a negative count runs no iteration, and ``-5 // 8``, ``-5 % 8`` would mislead),
+  a main loop of ``m // 8`` iterations runs 8 copies of the body, copy k using index ``8 * i + k``; then an
+  epilogue loop of ``m % 8`` iterations runs the original body with index ``(m // 8) * 8 + j``. Both loops
+  get the original initial condition (the body never changes it), the epilogue carries on from the main
+  loop's results.
+
+Bodies larger than ``MAX_BODY`` nodes (nested nodes counted) are not unrolled; loops are processed innermost
+first, so an unrolled inner loop counts in its outer loop's body size. An epilogue loop (trip count
+``x % 8``) is not unrolled again when the pass runs twice. New trip counts and indices are plain
+int ops (``prim::max``, ``aten::floordiv``/``remainder`` by the constant 8, ``aten::mul``, ``aten::add``):
+constant-propagation folds them when n is a constant.
+"""
+from __future__ import annotations
+
+from ..ir.clone import clone_nodes_into
+from ..ir.core import Graph, Node
+from .analysis import (constant_value, count_nodes, insert_op, is_constant, is_true_constant, loops_post_order,
+                       make_constant, trip_count)
+from .manager import register
+
+FACTOR = 8
+MAX_BODY = 32
+
+
+def trip_count_of(v):
+    return constant_value(v) if is_constant(v) else None
+
+
+def _unrollable(loop: Node) -> bool:
+    body = loop.blocks[0]
+    return is_true_constant(body.returns[0]) and count_nodes(body) <= MAX_BODY
+
+
+def full_unroll(loop: Node, n: int) -> None:
+    block = loop.block
+    body = loop.blocks[0]
+    at = block.nodes.index(loop)
+    carried = list(loop.inputs[2:])
+    for k in range(n):
+        index = make_constant(block, at, k)
+        at += 1
+        vmap = {id(body.params[0]): index}
+        vmap.update({id(p): c for p, c in zip(body.params[1:], carried)})
+        before = len(block.nodes)
+        rets = clone_nodes_into(body, block, at, vmap)
+        at += len(block.nodes) - before
+        carried = rets[1:]
+    for out, c in zip(list(loop.outputs), carried):
+        out.replace_all_uses_with(c)
+    loop.destroy()
+
+
+def _new_loop(block, at, trips, cond, inits, body_types, source) -> Node:
+    loop = Node("prim::Loop", [trips, cond] + list(inits), [(t, None) for t in body_types], source=source)
+    block.append(loop, at)
+    return loop
+
+
+def partial_unroll(loop: Node) -> None:
+    block = loop.block
+    body = loop.blocks[0]
+    at = block.nodes.index(loop)
+    src = loop.source
+
+    def op(kind, *inputs):
+        nonlocal at
+        node = insert_op(block, at, kind, list(inputs), source=src)
+        at += 1
+        return node.output
+
+    def const(v):
+        nonlocal at
+        c = make_constant(block, at, v)
+        at += 1
+        return c
+
+    n, cond = loop.inputs[0], loop.inputs[1]
+    eight, zero = const(FACTOR), const(0)
+    m = op("prim::max", n, zero)
+    main_trips = op("aten::floordiv", m, eight)
+    rest_trips = op("aten::remainder", m, eight)
+    base = op("aten::mul", main_trips, eight)
+    out_types = [o.type for o in loop.outputs]
+
+    # main loop: FACTOR copies of the body per iteration
+    main = _new_loop(block, at, main_trips, cond, loop.inputs[2:], out_types, src)
+    at += 1
+    mb = main.add_block()
+    i = mb.add_param(body.params[0].type, body.params[0].name)
+    carried = [mb.add_param(p.type, p.name) for p in body.params[1:]]
+    true = None
+    for k in range(FACTOR):
+        if k == 0:
+            i8 = insert_op(mb, len(mb.nodes), "aten::mul", [i, eight]).output
+            index = i8
+        else:
+            kc = make_constant(mb, len(mb.nodes), k)
+            index = insert_op(mb, len(mb.nodes), "aten::add", [i8, kc]).output
+        vmap = {id(body.params[0]): index}
+        vmap.update({id(p): c for p, c in zip(body.params[1:], carried)})
+        rets = clone_nodes_into(body, mb, None, vmap)
+        true, carried = rets[0], rets[1:]
+    mb.add_return(true)
+    for c in carried:
+        mb.add_return(c)
+
+    # epilogue: the original loop, on the remaining iterations, indices offset by base
+    loop.set_input(0, rest_trips)
+    for j, o in enumerate(main.outputs):
+        loop.set_input(2 + j, o)
+    j_param = body.params[0]
+    uses = list(j_param.uses)
+    shifted = insert_op(body, 0, "aten::add", [j_param, base]).output
+    for u in uses:
+        u.user.set_input(u.index, shifted)
+
+
+def _is_epilogue(loop: Node) -> bool:
+    """A loop of ``x % 8`` trips (an epilogue made by an earlier run): fewer than 8 iterations, left as is."""
+    t = loop.inputs[0].node
+    return t is not None and t.kind == "aten::remainder" and trip_count_of(t.inputs[1]) == FACTOR
+
+
+@register("unroll")
+def run(graph: Graph) -> bool:
+    """Unroll loops whose body returns a constant true condition: fully when the trip count is a constant
+    <= 8 (and the initial condition constant true), else by 8 (main loop of max(n,0)//8 iterations running 8
+    body copies, epilogue loop of max(n,0)%8 iterations), with each copy's iteration index derived exactly.
+    Bodies over 32 nodes are left alone; innermost loops first."""
+    changed = False
+    for loop in loops_post_order(graph.block):
+        if not _unrollable(loop):
+            continue
+        n = trip_count(loop)
+        if n is not None and n <= FACTOR:
+            if is_true_constant(loop.inputs[1]) and n >= 0:
+                full_unroll(loop, n)
+                changed = True
+            continue
+        if not _is_epilogue(loop):
+            partial_unroll(loop)
+            changed = True
+    return changed
