@@ -73,8 +73,10 @@ class Program:
 class _Gen:
     """One program's generation state; all randomness comes from ``draw``."""
 
-    def __init__(self, draw):
+    def __init__(self, draw, extended=False, prints=True):
         self.draw = draw
+        self.ext = extended
+        self.prints = prints
         self.budget = MAX_STMTS
         self.while_counters = set()
 
@@ -101,7 +103,7 @@ class _Gen:
 
     # -- scope helpers --------------------------------------------------------
     def int_leaves(self, scope):
-        return scope["ints"] + scope["loopvars"]
+        return scope["ints"] + scope["loopvars"] + sorted(scope["maybe"])
 
     # -- int expressions: return (text, bound) -----------------------------
     def int_expr(self, scope, depth):
@@ -111,7 +113,7 @@ class _Gen:
             (6, "arith"), (3, "floordiv"), (3, "mod"), (1, "neg"), (2, "abs"),
             (2, "minmax"), (2, "cond"), (1, "int_of_float"), (1, "floorceil"),
             (1, "litdiv"),
-        ])
+        ] + ([(1, "pow"), (2, "bit")] if self.ext else []))
         d = depth - 1
         if kind == "arith":
             op = self.choice(("+", "-", "*"))
@@ -122,23 +124,38 @@ class _Gen:
                     r, br = f"({r}) % {m}", m
                     if bl * br > INT_LIMIT // 4:
                         l, bl = f"({l}) % {m}", m
-                return f"{l} * {r}", bl * br
-            return f"{l} {op} {r}", bl + br
+                return f"({l} * {r})", bl * br
+            return f"({l} {op} {r})", bl + br
         if kind == "floordiv":
             (l, bl), (r, _) = self.int_expr(scope, d), self.int_expr(scope, d)
             if self.chance(0.3):
-                return f"({l}) // (-1 - abs({r}))", bl + 1
-            return f"({l}) // (abs({r}) + 1)", bl + 1
+                return f"(({l}) // (-1 - abs({r})))", bl + 1
+            return f"(({l}) // (abs({r}) + 1))", bl + 1
         if kind == "mod":
             (l, _), (r, br) = self.int_expr(scope, d), self.int_expr(scope, d)
             if self.chance(0.3):
-                return f"({l}) % (-1 - abs({r}))", br + 1
-            return f"({l}) % (abs({r}) + 1)", br + 1
+                return f"(({l}) % (-1 - abs({r})))", br + 1
+            return f"(({l}) % (abs({r}) + 1))", br + 1
+        if kind == "pow":
+            e, b = self.int_expr(scope, d)
+            k = self.integers(0, 3)
+            if k >= 2 and b > 1009:
+                e, b = f"({e}) % {self.choice((1009, 97, 10))}", 1009
+            return f"(({e}) ** {k})", b ** k
+        if kind == "bit":
+            op = self.choice(("&", "|", "^", "<<", ">>"))
+            (l, bl), (r, br) = self.int_expr(scope, d), self.int_expr(scope, d)
+            if op in ("<<", ">>"):
+                k = self.integers(0, 9)
+                if op == "<<" and bl > 2 ** 40:
+                    l, bl = f"({l}) % 65537", 65537
+                return f"(({l}) {op} {k})", (bl << k if op == "<<" else bl)
+            return f"(({l}) {op} ({r}))", 2 * max(bl, br)
         if kind == "litdiv":
             l, bl = self.int_expr(scope, d)
             k = self.choice((2, 3, 7, 10, -2, -3, -7, 1000003))
             op = self.choice(("//", "%"))
-            return f"({l}) {op} {k}" if k > 0 else f"({l}) {op} ({k})", (
+            return f"(({l}) {op} {k})" if k > 0 else f"(({l}) {op} ({k}))", (
                 bl if op == "//" else abs(k))
         if kind == "neg":
             e, b = self.int_expr(scope, d)
@@ -188,7 +205,7 @@ class _Gen:
             (6, "arith"), (3, "div"), (2, "floordiv"), (2, "mod"), (1, "neg"),
             (2, "abs"), (2, "minmax"), (2, "cond"), (2, "of_int"), (1, "sqrt"),
             (1, "mixed"), (1, "intdiv"),
-        ])
+        ] + ([(1, "pow")] if self.ext else []))
         d = depth - 1
         if kind == "arith":
             op = self.choice(("+", "-", "*"))
@@ -196,26 +213,26 @@ class _Gen:
             if op == "*":
                 if bl * br > 2.0 ** 100:
                     r, br = f"(({r}) % 100.0)", 100.0
-                return f"{l} * {r}", bl * br
-            return f"{l} {op} {r}", bl + br
+                return f"({l} * {r})", bl * br
+            return f"({l} {op} {r})", bl + br
         if kind == "div":
             (l, bl), (r, _) = self.float_expr(scope, d), self.float_expr(scope, d)
             if self.chance(0.3):
-                return f"({l}) / {self.choice(('3.0', '0.1', '-7.0', '2.0'))}", bl * 10
-            return f"({l}) / (abs({r}) + 1.0)", bl
+                return f"(({l}) / {self.choice(('3.0', '0.1', '-7.0', '2.0'))})", bl * 10
+            return f"(({l}) / (abs({r}) + 1.0))", bl
         if kind == "floordiv":
             (l, bl), (r, _) = self.float_expr(scope, d), self.float_expr(scope, d)
             if self.chance(0.3):
-                return f"({l}) // {self.choice(('0.1', '-0.5', '3.0', '2.5'))}", bl * 10 + 1
-            return f"({l}) // (abs({r}) + 1.0)", bl + 1
+                return f"(({l}) // {self.choice(('0.1', '-0.5', '3.0', '2.5'))})", bl * 10 + 1
+            return f"(({l}) // (abs({r}) + 1.0))", bl + 1
         if kind == "mod":
             (l, _), (r, br) = self.float_expr(scope, d), self.float_expr(scope, d)
             if self.chance(0.3):
                 k = self.choice(("0.1", "-0.5", "3.0", "2.5", "-1.0"))
-                return f"({l}) % ({k})", 3.0
+                return f"(({l}) % ({k}))", 3.0
             if self.chance(0.3):
-                return f"({l}) % (-1.0 - abs({r}))", br + 1
-            return f"({l}) % (abs({r}) + 1.0)", br + 1
+                return f"(({l}) % (-1.0 - abs({r})))", br + 1
+            return f"(({l}) % (abs({r}) + 1.0))", br + 1
         if kind == "neg":
             e, b = self.float_expr(scope, d)
             return f"-({e})", b
@@ -243,10 +260,15 @@ class _Gen:
                 r, br = f"({r}) % 101", 101
             if self.chance(0.5):
                 l, r = r, l
-            return f"{l} {op} {r}", (bl * br if op == "*" else bl + br)
+            return f"({l} {op} {r})", (bl * br if op == "*" else bl + br)
+        if kind == "pow":
+            e, b = self.float_expr(scope, d)
+            if self.chance(0.5):
+                return f"(abs({e}) ** {self.choice(('0.5', '1.5', '0.25'))})", b ** 1.5 + 1
+            return f"((({e}) % 100.0) ** {self.integers(0, 3)})", 1e6
         if kind == "intdiv":  # int / int -> float
             (l, bl), (r, _) = self.int_expr(scope, d), self.int_expr(scope, d)
-            return f"({l}) / (abs({r}) + 1)", float(bl)
+            return f"(({l}) / (abs({r}) + 1))", float(bl)
         raise AssertionError(kind)
 
     def float_leaf(self, scope):
@@ -337,7 +359,7 @@ class _Gen:
         for _ in range(n):
             k = self.weighted([(4, "var"), (2, "str"), (1, "iexpr"), (1, "fexpr"), (1, "bool")])
             if k == "var":
-                pool = scope["ints"] + scope["floats"] + scope["loopvars"]
+                pool = scope["ints"] + scope["floats"] + scope["loopvars"] + sorted(scope["maybe"])
                 items.append(self.choice(pool))
             elif k == "str":
                 items.append(repr(self.choice(STRINGS)))
@@ -372,7 +394,9 @@ class _Gen:
 
     def stmt(self, scope, depth, in_loop, indent, last):
         self.budget -= 1
-        opts = [(10, "assign"), (3, "print"), (1, "pass")]
+        opts = [(10, "assign"), (3 if self.prints else 0, "print"), (1, "pass")]
+        if self.ext:
+            opts += [(2, "late"), (1, "unpack")]
         if depth < MAX_DEPTH:
             opts += [(4, "if"), (4, "for"), (2, "while")]
         if in_loop:
@@ -387,6 +411,21 @@ class _Gen:
         ind2 = indent + "    "
         if kind == "assign":
             return [indent + self.assign(scope)]
+        if kind == "late":  # a local bound only on some paths (may be unbound)
+            e, b = self.int_expr(scope, 2)
+            scope["maybe"].add("u0")
+            return [indent + f"u0 = {self.wrap_int(e, b)}"]
+        if kind == "unpack":
+            t1, t2 = self.choice(scope["ints"]), self.choice(scope["ints"])
+            if t1 == t2:
+                t2 = self.choice(scope["floats"] or scope["ints"])
+            typ = "int" if t2 in scope["ints"] else "float"
+            e1 = self.wrap_int(*self.int_expr(scope, 2))
+            e2 = (self.wrap_int(*self.int_expr(scope, 2)) if typ == "int"
+                  else self.wrap_float(*self.float_expr(scope, 2)))
+            if t1 != t2 and self.chance(0.4):  # the classic swap
+                e1, e2 = (t2, t1) if typ == "int" else (e1, e2)
+            return [indent + f"{t1}, {t2} = {e1}, {e2}"]
         if kind == "print":
             return [indent + self.print_stmt(scope)]
         if kind == "pass":
@@ -399,26 +438,38 @@ class _Gen:
             what = {"ifbreak": "break", "ifcontinue": "continue"}.get(kind)
             lines = [indent + f"if {self.bool_expr(scope, 2)}:"]
             if self.chance(0.4):
-                lines.append(ind2 + self.assign(scope) if self.chance(0.5)
+                lines.append(ind2 + self.assign(scope) if self.chance(0.5) or not self.prints
                              else ind2 + self.print_stmt(scope))
             lines.append(ind2 + (what if what else self.ret_stmt(scope)))
             return lines
         if kind == "if":
+            before = set(scope["maybe"])
+            after = set(before)
+
+            def branch():
+                sub = dict(scope, maybe=set(before))
+                out = self.block(sub, depth + 1, in_loop, ind2)
+                after.update(sub["maybe"])
+                return out
             lines = [indent + f"if {self.bool_expr(scope, 2)}:"]
-            lines += self.block(scope, depth + 1, in_loop, ind2)
+            lines += branch()
             for _ in range(self.weighted([(3, 0), (2, 1), (1, 2)])):
                 lines.append(indent + f"elif {self.bool_expr(scope, 2)}:")
-                lines += self.block(scope, depth + 1, in_loop, ind2)
+                lines += branch()
             if self.chance(0.5):
                 lines.append(indent + "else:")
-                lines += self.block(scope, depth + 1, in_loop, ind2)
+                lines += branch()
+            scope["maybe"].update(after)
             return lines
         if kind == "for":
             var = "ijk"[len(scope["loopvars"])]
             rng = self.range_args(scope)
-            inner = dict(scope, loopvars=scope["loopvars"] + [var])
+            inner = dict(scope, loopvars=scope["loopvars"] + [var],
+                         maybe=set(scope["maybe"]) - {var})
             lines = [indent + f"for {var} in range({rng}):"]
             lines += self.block(inner, depth + 1, True, ind2)
+            if self.ext:  # after the loop: bound iff it ran at least once
+                scope["maybe"].update(inner["maybe"] | {var})
             return lines
         if kind == "while":
             w = f"w{depth}"
@@ -427,11 +478,12 @@ class _Gen:
             cond = f"{w} < {bound}"
             if self.chance(0.4):
                 cond += f" and {self.bool_expr(scope, 1)}"
-            inner = dict(scope, loopvars=scope["loopvars"] + [w])
+            inner = dict(scope, loopvars=scope["loopvars"] + [w], maybe=set(scope["maybe"]))
             lines = [indent + f"{w} = {self.integers(-1, 1)}",
                      indent + f"while {cond}:",
                      ind2 + f"{w} += 1"]
             lines += self.block(inner, depth + 1, True, ind2)
+            scope["maybe"].update(inner["maybe"])
             if LOOP_ELSE and self.chance(0.15):  # while/else
                 lines.append(indent + "else:")
                 lines += self.block(scope, depth + 1, in_loop, ind2)
@@ -470,9 +522,14 @@ class _Gen:
 
 
 @st.composite
-def programs(draw):
-    """Strategy for :class:`Program` (source text of ``def fn(...)``)."""
-    g = _Gen(draw)
+def programs(draw, extended=False, prints=True):
+    """Strategy for :class:`Program` (source text of ``def fn(...)``).
+
+    ``extended=True`` adds constructs beyond the core subset: locals bound only
+    on some paths and for-loop variables read after their loop (either may be
+    unbound at run time: UnboundLocalError), tuple unpacking/swaps, ``**`` and
+    bitwise operators."""
+    g = _Gen(draw, extended, prints)
     n_int_params = g.integers(1, 3)
     n_float_params = g.integers(0, 2)
     has_bool = g.chance(0.3)
@@ -490,7 +547,7 @@ def programs(draw):
     # in the return tuple by generating the body with a placeholder.
     placeholder = "__RET__"
     scope = {"ints": ints, "floats": floats, "loopvars": [],
-             "bools": ["p"] if has_bool else [], "ret": placeholder}
+             "bools": ["p"] if has_bool else [], "ret": placeholder, "maybe": set()}
     body = g.block(scope, 0, False, "    ", min_len=2)
     while g.budget > 0 and g.chance(0.6):
         body += g.block(scope, 0, False, "    ")
@@ -531,9 +588,9 @@ def args_for(params):
 
 
 @st.composite
-def cases(draw):
-    """Strategy for ``(Program, args)``."""
-    prog = draw(programs())
+def cases(draw, extended=False, prints=True):
+    """Strategy for ``(Program, args)``; ``prints=False`` generates no print()."""
+    prog = draw(programs(extended, prints))
     args = draw(args_for(prog.params))
     return prog, args
 
@@ -552,7 +609,10 @@ def load(prog, directory=None):
     global _tmpdir
     if directory is None:
         if _tmpdir is None:
+            import atexit
+            import shutil
             _tmpdir = tempfile.mkdtemp(prefix="scriptc_fuzz_")
+            atexit.register(shutil.rmtree, _tmpdir, True)
         directory = _tmpdir
     n = next(_counter)
     name = f"scriptc_fuzzprog_{os.getpid()}_{n}"
@@ -653,4 +713,128 @@ def in_range(prog, args):
             g["fn"](*args)
     except _OutOfRange:
         return False
+    except Exception:  # noqa: BLE001 - e.g. UnboundLocalError: compared as an outcome
+        return True
     return True
+
+
+# ---------------------------------------------------------------------------
+# Test-case reduction (delta debugging on the AST)
+
+
+def _stmt_lists(tree):
+    for node in ast.walk(tree):
+        for fld in ("body", "orelse"):
+            lst = getattr(node, fld, None)
+            if isinstance(lst, list) and lst and isinstance(lst[0], ast.stmt):
+                yield node, fld, lst
+
+
+_SIMPLE_CONSTS = (0, 1, 0.0, 1.0)
+
+
+def _candidates(tree):
+    """Yield zero-argument callables, each applying one simplification to ``tree``."""
+    fn = tree.body[0]
+    for owner, fld, lst in list(_stmt_lists(tree)):
+        for i, s in enumerate(lst):
+            if owner is fn and i == len(lst) - 1:
+                continue  # keep the final return
+            def delete(lst=lst, i=i, owner=owner, fld=fld):
+                del lst[i]
+                if not lst and fld == "body":
+                    lst.append(ast.Pass())
+            yield delete
+            if isinstance(s, (ast.If, ast.For, ast.While)):
+                for part in ("body", "orelse"):
+                    if getattr(s, part):
+                        def inline(lst=lst, i=i, s=s, part=part):
+                            lst[i:i + 1] = getattr(s, part)
+                        yield inline
+                if s.orelse:
+                    def drop_else(s=s):
+                        s.orelse = []
+                    yield drop_else
+            if isinstance(s, ast.For) and len(s.iter.args) > 1:
+                def fewer_args(s=s):
+                    s.iter.args = s.iter.args[1:2] if len(s.iter.args) == 2 else s.iter.args[:2]
+                yield fewer_args
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+                call = s.value
+                for j in range(len(call.args)):
+                    def drop_arg(call=call, j=j):
+                        del call.args[j]
+                    yield drop_arg
+                for j in range(len(call.keywords)):
+                    def drop_kw(call=call, j=j):
+                        del call.keywords[j]
+                    yield drop_kw
+    # drop one element from every returned tuple (and the return annotation)
+    ret_tuples = [n.value for n in ast.walk(fn)
+                  if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)]
+    ann = fn.returns
+    if ret_tuples and isinstance(ann, ast.Subscript) and isinstance(ann.slice, ast.Tuple):
+        width = len(ann.slice.elts)
+        if width > 1 and all(len(t.elts) == width for t in ret_tuples):
+            for k in range(width):
+                def drop_ret(k=k):
+                    for t in ret_tuples:
+                        del t.elts[k]
+                    del ann.slice.elts[k]
+                yield drop_ret
+    # expressions: replace by a sub-expression or a small constant
+    for node in ast.walk(fn):
+        for fld, val in ast.iter_fields(node):
+            if fld in ("annotation", "returns", "func") or isinstance(node, ast.arguments):
+                continue
+            vals = val if isinstance(val, list) else [val]
+            for j, e in enumerate(vals):
+                if not isinstance(e, ast.expr) or isinstance(e, (ast.Name, ast.Constant)) \
+                        or isinstance(node, ast.Tuple) or isinstance(e, ast.Tuple):
+                    continue
+                if isinstance(node, (ast.Assign, ast.AugAssign, ast.For)) and fld == "target":
+                    continue
+                reps = [c for c in ast.iter_child_nodes(e)
+                        if isinstance(c, ast.expr)
+                        and not (isinstance(e, ast.Call) and c is e.func)
+                        and not isinstance(c, (ast.Attribute, ast.Tuple))]
+                reps += [ast.Constant(k) for k in _SIMPLE_CONSTS]
+                for r in reps:
+                    def replace(node=node, fld=fld, j=j, r=r, is_list=isinstance(val, list)):
+                        if is_list:
+                            getattr(node, fld)[j] = r
+                        else:
+                            setattr(node, fld, r)
+                    yield replace
+
+
+def reduce_source(source, still_fails, time_limit=60.0):
+    """Greedily simplify ``source`` while ``still_fails(new_source)`` holds."""
+    import time
+    deadline = time.monotonic() + time_limit
+    best = source
+    changed = True
+    while changed and time.monotonic() < deadline:
+        changed = False
+        k = 0
+        while time.monotonic() < deadline:
+            tree = ast.parse(best)
+            cands = _candidates(tree)
+            try:
+                for _ in range(k):
+                    next(cands)
+                apply = next(cands)
+            except StopIteration:
+                break
+            try:
+                apply()
+                new = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+            except Exception:  # noqa: BLE001
+                k += 1
+                continue
+            if new != best and len(new) <= len(best) and still_fails(new):
+                best = new
+                changed = True
+            else:
+                k += 1
+    return best

@@ -7,7 +7,10 @@ floats compared by ``repr`` so ``-0.0 != 0.0`` and ``nan == nan``), printed
 text, and raised exception types must all match CPython exactly.
 
 Set SCRIPTC_FUZZ_EXAMPLES to change the bounded CI count; the ``slow`` variant
-(``pytest -m slow``) runs many more.
+(``pytest -m slow``) runs many more.  On a failure the message holds the
+generated source and args, plus an automatically reduced reproducer
+(SCRIPTC_FUZZ_REDUCE_SECONDS, default 60; 0 disables).  SCRIPTC_FUZZ_SHRINK=1
+re-enables Hypothesis' own (slow) shrinking.
 """
 import ast
 import math
@@ -15,7 +18,7 @@ import os
 import traceback
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 
 import scriptc
 
@@ -26,6 +29,9 @@ except ImportError:
 
 CI_EXAMPLES = int(os.environ.get("SCRIPTC_FUZZ_EXAMPLES", "120"))
 SLOW_EXAMPLES = int(os.environ.get("SCRIPTC_FUZZ_SLOW_EXAMPLES", "3000"))
+# SCRIPTC_FUZZ_PRINTS=0: programs without print() (e.g. while a backend lacks it)
+PRINTS = os.environ.get("SCRIPTC_FUZZ_PRINTS", "1") != "0"
+REDUCE_SECONDS = float(os.environ.get("SCRIPTC_FUZZ_REDUCE_SECONDS", "60"))
 
 _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large,
              HealthCheck.filter_too_much, HealthCheck.large_base_example]
@@ -55,21 +61,21 @@ def _context(prog, args):
             + f"--- reproduce ---\nfn(*{args!r})\n")
 
 
-def check_program(prog, args):
-    """Assert that scriptc agrees with CPython on ``prog(*args)``."""
-    # Programs are built to stay in range; this is the guarantee (64-bit ints).
-    assume(fuzzgen.in_range(prog, args))
+def find_mismatch(prog, args):
+    """Run ``prog(*args)`` under CPython and scriptc.
+
+    Returns None when they agree, else ``(signature, message)``; the signature
+    is a short category used to keep a reduced test case failing "the same way".
+    """
     fn = fuzzgen.load(prog)
     expected, expected_out = fuzzgen.run_captured(fn, args)
-    ctx = _context(prog, args)
-
     try:
         compiled = scriptc.script(fn)
     except scriptc.CompileError as e:
-        pytest.fail(f"scriptc.CompileError on a valid program: {e}{ctx}")
+        return ("CompileError", f"scriptc.CompileError on a valid program: {e}")
     except Exception as e:  # internal compiler crash
-        pytest.fail("scriptc.script crashed:\n" + "".join(
-            traceback.format_exception(type(e), e, e.__traceback__)) + ctx)
+        return (f"compile crash {type(e).__name__}", "scriptc.script crashed:\n" + "".join(
+            traceback.format_exception(type(e), e, e.__traceback__)))
 
     for label, call in (("compiled f(*args)", compiled),
                         ("f.interpret(*args)", compiled.interpret)):
@@ -78,25 +84,106 @@ def check_program(prog, args):
             ok = got[0] == "exc" and got[1] is expected[1]
         else:
             ok = got[0] == "ok" and _same(expected[1], got[1])
-        assert ok, (f"{label}: result mismatch\n  CPython: {_describe(expected)}\n"
-                    f"  scriptc: {_describe(got)}{ctx}")
-        assert got_out == expected_out, (
-            f"{label}: stdout mismatch\n  CPython: {expected_out!r}\n"
-            f"  scriptc: {got_out!r}{ctx}")
+        if not ok:
+            sig = f"{label} result: " + (got[1].__name__ if got[0] == "exc" else "value")
+            return (sig, f"{label}: result mismatch\n  CPython: {_describe(expected)}\n"
+                         f"  scriptc: {_describe(got)}")
+        if got_out != expected_out:
+            return (f"{label} stdout", f"{label}: stdout mismatch\n  CPython: {expected_out!r}\n"
+                                       f"  scriptc: {got_out!r}")
+    return None
 
 
-@settings(max_examples=CI_EXAMPLES, deadline=None, derandomize=True,
-          database=None, suppress_health_check=_SUPPRESS)
-@given(fuzzgen.cases())
+def _valid_under_cpython(prog, args):
+    """The reducer may only keep programs that CPython runs cleanly, in range,
+    returning values of the annotated types."""
+    try:
+        if not fuzzgen.in_range(prog, args):
+            return False
+        fn = fuzzgen.load(prog)
+        outcome, _ = fuzzgen.run_captured(fn, args)
+    except Exception:  # noqa: BLE001 - SyntaxError, NameError, ...
+        return False
+    if outcome[0] != "ok" or not isinstance(outcome[1], tuple):
+        return False
+    ann = ast.parse(prog.source).body[0].returns
+    want = [ast.unparse(e) for e in ann.slice.elts] if isinstance(ann.slice, ast.Tuple) \
+        else [ast.unparse(ann.slice)]
+    return [type(v).__name__ for v in outcome[1]] == want
+
+
+def reduce_case(prog, args, signature, time_limit=REDUCE_SECONDS):
+    def still_fails(src):
+        cand = fuzzgen.Program(src, prog.params, prog.ret_types)
+        if not _valid_under_cpython(cand, args):
+            return False
+        res = find_mismatch(cand, args)
+        return res is not None and res[0] == signature
+    return fuzzgen.reduce_source(prog.source, still_fails, time_limit)
+
+
+def _is_final_run():
+    try:
+        from hypothesis.control import current_build_context
+        return bool(current_build_context().is_final)
+    except Exception:  # noqa: BLE001 - not inside Hypothesis / API changed
+        return True
+
+
+def check_program(prog, args):
+    """Assert that scriptc agrees with CPython on ``prog(*args)``."""
+    # Programs are built to stay in range; this is the guarantee (64-bit ints).
+    assume(fuzzgen.in_range(prog, args))
+    res = find_mismatch(prog, args)
+    if res is None:
+        return
+    signature, message = res
+    message += _context(prog, args)
+    if REDUCE_SECONDS > 0 and _is_final_run():
+        reduced = reduce_case(prog, args, signature)
+        if reduced != prog.source:
+            red = fuzzgen.Program(reduced, prog.params, prog.ret_types)
+            message += ("\n=== automatically reduced reproducer (same failure) ===\n"
+                        + find_mismatch(red, args)[1] + _context(red, args))
+    pytest.fail(message, pytrace=False)
+
+
+# Hypothesis' own shrinker is slow on these programs (minutes); by default we
+# skip it and run the AST reducer above once, on the final failing example.
+_PHASES = ([Phase.explicit, Phase.reuse, Phase.generate]
+           + ([Phase.shrink] if os.environ.get("SCRIPTC_FUZZ_SHRINK") == "1" else []))
+
+
+@settings(max_examples=CI_EXAMPLES, deadline=None, derandomize=True, database=None,
+          suppress_health_check=_SUPPRESS, phases=_PHASES, report_multiple_bugs=False)
+@given(fuzzgen.cases(prints=PRINTS))
 def test_interpreter_matches_cpython(case):
     check_program(*case)
 
 
 @pytest.mark.slow
-@settings(max_examples=SLOW_EXAMPLES, deadline=None, derandomize=True,
-          database=None, suppress_health_check=_SUPPRESS)
-@given(fuzzgen.cases())
+@settings(max_examples=SLOW_EXAMPLES, deadline=None, derandomize=True, database=None,
+          suppress_health_check=_SUPPRESS, phases=_PHASES, report_multiple_bugs=False)
+@given(fuzzgen.cases(prints=PRINTS))
 def test_interpreter_matches_cpython_slow(case):
+    check_program(*case)
+
+
+@settings(max_examples=CI_EXAMPLES // 2, deadline=None, derandomize=True, database=None,
+          suppress_health_check=_SUPPRESS, phases=_PHASES, report_multiple_bugs=False)
+@given(fuzzgen.cases(extended=True, prints=PRINTS))
+def test_extended_matches_cpython(case):
+    """Beyond the core subset: maybe-unbound locals and loop variables read
+    after the loop (UnboundLocalError must match), tuple unpacking, ``**``,
+    bitwise operators."""
+    check_program(*case)
+
+
+@pytest.mark.slow
+@settings(max_examples=SLOW_EXAMPLES, deadline=None, derandomize=True, database=None,
+          suppress_health_check=_SUPPRESS, phases=_PHASES, report_multiple_bugs=False)
+@given(fuzzgen.cases(extended=True, prints=PRINTS))
+def test_extended_matches_cpython_slow(case):
     check_program(*case)
 
 
