@@ -122,3 +122,36 @@ def test_simd_math_is_used_for_float64_groups_and_stays_accurate():
     y, ref = chain(x), chain.py_func(x)
     ulp = np.abs(y - ref) / np.spacing(np.abs(ref))
     assert ulp.max() <= 4
+
+
+@scriptc.script
+def carried(x: np.ndarray, n: int) -> np.ndarray:
+    for _ in range(n):
+        x = x + 1.0
+    return x
+
+
+def test_loop_carried_update_reuses_its_buffer():
+    x = np.random.default_rng(4).random((2, 3))
+    filecheck(str(carried.graph_for(x, 3)), """
+CHECK: prim::Loop
+CHECK: prim::FusionGroup[subgraph={{.*}}, reuse=0](%x
+""")
+    carried(x, 5)
+    before = allocation_count()
+    y = carried(x, 1000)
+    assert allocation_count() - before == 1       # the first iteration copies the caller's array, then in place
+    assert np.array_equal(y, carried.py_func(x, 1000)) and not np.shares_memory(x, y)
+
+
+@scriptc.script
+def aliased(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    y = x + 0.0
+    keep = y
+    for _ in range(n):
+        y = y + 1.0
+    return keep, y
+
+
+def test_buffer_reuse_never_writes_a_buffer_someone_else_sees():
+    assert_matches_python(aliased, np.arange(4.0), 3)

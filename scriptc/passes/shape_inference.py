@@ -8,8 +8,8 @@ Dtypes and ranks never change; only dimensions are set (an int where it is known
 Control flow: ``prim::If`` outputs join their branches' returns dimension by dimension (equal -> kept, else
 unknown); ``prim::Loop`` carried values are iterated to a fixed point (start from the initial values' types,
 re-analyze the body, join its returns in, until nothing changes); a variable that is unbound on one path
-(``prim::Uninitialized``) does not constrain the join. ``prim::CallFunction`` analyzes a copy of the callee
-specialized to the argument types (the original callee graph is never modified).
+(``prim::Uninitialized``) does not constrain the join. ``prim::CallFunction`` (and ``prim::FusionGroup``)
+analyzes a copy of the callee specialized to the argument types (the original callee graph is never modified).
 """
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ _UNKNOWN = object()        # an element of a partially known tuple value (x.shap
 _BOTTOM = object()         # the type of a value that is never read (unbound): the neutral element of join
 _MAX_ROUNDS = 100          # loop fixed points converge long before (each round loses at least one dim)
 _FOLDABLE = (INT, FLOAT, BOOL)
+# Nodes that run another graph on their inputs, and the attribute naming it.
+CALLS = {"prim::CallFunction": "fn", "prim::FusionGroup": "subgraph"}
 
 
 # -- types ----------------------------------------------------------------------------------------------------
@@ -150,8 +152,8 @@ class ShapeInference:
             self.if_node(node)
         elif kind == "prim::Loop":
             self.loop_node(node)
-        elif kind == "prim::CallFunction":
-            self.call_node(node)
+        elif kind in CALLS:
+            self.call_node(node, CALLS[kind])
         elif kind == "prim::TupleConstruct":
             node.output.type = refine(node.output.type, TupleType(tuple(v.type for v in node.inputs)))
             vals = [self.known.get(id(v), _UNKNOWN) for v in node.inputs]
@@ -288,8 +290,8 @@ class ShapeInference:
         for v, p, c in zip(node.outputs, params, current):
             v.type = p.type = erase(p.type) if c is _BOTTOM else refine(p.type, c)
 
-    def call_node(self, node: Node) -> None:
-        callee = node.attrs.get("fn")
+    def call_node(self, node: Node, attr: str) -> None:
+        callee = node.attrs.get(attr)
         args = tuple(v.type for v in node.inputs)
         if not isinstance(callee, Graph) or len(args) != len(callee.inputs) or \
                 any(erase(a) != erase(p.type) for a, p in zip(args, callee.inputs)):
@@ -306,7 +308,7 @@ class ShapeInference:
             if [v.type for v in all_values(spec)] == [v.type for v in all_values(callee)]:
                 spec = callee  # nothing new: keep sharing the original
             self.callees[key] = spec
-        node.attrs["fn"] = spec
+        node.attrs[attr] = spec
         for v, r in zip(node.outputs, spec.outputs):
             v.type = refine(v.type, r.type)
 
@@ -319,9 +321,9 @@ def shape_inference(graph: Graph) -> bool:
     constant scalars and the operators' shape rules; joins at prim::If, fixed point at prim::Loop, callees
     specialized to their argument types. Never changes dtypes or ranks."""
     before = [v.type for v in all_values(graph)]
-    callees_before = [n.attrs.get("fn") for n in graph.walk() if n.kind == "prim::CallFunction"]
+    callees_before = [n.attrs.get(CALLS[n.kind]) for n in graph.walk() if n.kind in CALLS]
     ShapeInference(graph).run()
-    callees_after = [n.attrs.get("fn") for n in graph.walk() if n.kind == "prim::CallFunction"]
+    callees_after = [n.attrs.get(CALLS[n.kind]) for n in graph.walk() if n.kind in CALLS]
     return before != [v.type for v in all_values(graph)] or \
         any(a is not b for a, b in zip(callees_before, callees_after))
 

@@ -9,7 +9,7 @@ from llvmlite import ir
 
 from ...ir.registry import REGISTRY
 from ...ir.types import TensorType
-from .arrays import ELEM, kind_of, scalar_kind
+from .arrays import ELEM, Arr, kind_of, scalar_kind
 from .common import F64, I64, handles, i64
 
 
@@ -45,12 +45,39 @@ class FusedOps:
             return env[id(value)]
 
         if reduction is None:
-            out = self.alloc(node.output.type, shape)
+            out = self.output_buffer(node, shape)
             start = self.simd_loop(node, sub, out, arrays, shape)
             self.broadcast_loops(out.shape, node.inputs, arrays, element, self.store_sink(out), out=out,
                                  flat_start=start)
             return [out.leaves]
         return [self.fused_reduction(reduction, node, shape, arrays, element)]
+
+    def output_buffer(self, node, shape):
+        """A new array for the result, or (``reuse=k``) input k's buffer when nothing else references it and
+        it has the result's shape; either way the result owns one reference."""
+        t = node.output.type
+        k = node.attrs.get("reuse")
+        if k is None:
+            return self.alloc(t, shape)
+        b = self.b
+        src = self.arr(node.inputs[k])
+        unique = b.icmp_unsigned("!=", src.mi, ir.Constant(src.mi.type, None))
+        slots = self.alloca_leaves(t)
+        with b.if_else(unique) as (known, borrowed):
+            with known:
+                count = b.load(b.bitcast(src.mi, I64.as_pointer()))
+                ok = b.icmp_signed("==", count, i64(1))
+                for d, e in zip(src.shape, shape):
+                    ok = b.and_(ok, b.icmp_signed("==", d, e))
+                with b.if_else(ok) as (inplace, fresh):
+                    with inplace:
+                        self.array_retain([src.mi])
+                        self.store_leaves(slots, src.leaves)
+                    with fresh:
+                        self.store_leaves(slots, self.alloc(t, shape).leaves)
+            with borrowed:
+                self.store_leaves(slots, self.alloc(t, shape).leaves)
+        return Arr(t, self.load_leaves(slots, t))
 
     def store_sink(self, out):
         def store(kind, x, flat, index):
