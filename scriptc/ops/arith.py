@@ -80,7 +80,6 @@ register("aten::bitwise_not(Number|Tensor self) -> Number|Tensor", impl=operator
 register("aten::__not__(bool self) -> bool", impl=operator.not_, infer=_scalar_only("not", None, BOOL))
 
 
-
 def _matmul_shape(types, consts):
     """np.matmul: 1-d operands gain and lose a dimension; leading (batch) dimensions broadcast."""
     a, b = shape_of(types[0]), shape_of(types[1])
