@@ -24,6 +24,11 @@ class ScriptFunction:
         self.py_func = fn
         self.fastmath, self.nogil = fastmath, nogil
         self._native: dict[tuple, object] = {}
+        # Each scripted function gets its own class so that calling it can go straight to a JIT-generated
+        # CPython entry point (``__call__`` on the class): one per compiled signature, each falling back to
+        # the previous one and the first to ``_dispatch``, the Python path that binds, converts and compiles.
+        self.__class__ = type(f"ScriptFunction[{fn.__name__}]", (ScriptFunction,), {})
+        self._entry = None
         self.source = get_source(fn)
         self.resolver = Resolver(self._callee_graph)
         validate(self.source, self.resolver)
@@ -106,17 +111,31 @@ class ScriptFunction:
             values.append(v)
         return tuple(types), values
 
-    def __call__(self, *args, **kwargs):
+    def _dispatch(self, *args, **kwargs):
         types, values = self._bind(args, kwargs)
         return self.native_for_types(types)(*values)
+
+    __call__ = _dispatch
 
     def native_for_types(self, types: tuple):
         """The machine code for one signature, compiled on first use."""
         native = self._native.get(types)
         if native is None:
             from .backend.llvm import compile_graph
-            native = self._native[types] = compile_graph(self.graph_for_types(types), fastmath=self.fastmath)
+            native = self._native[types] = compile_graph(self.graph_for_types(types), fastmath=self.fastmath,
+                                                         nogil=self.nogil)
+            self._install_entry(native)
         return native
+
+    def _install_entry(self, native) -> None:
+        from .backend.llvm.entry import EntryUnsupported, make_entry
+        fallback = self._entry or self._dispatch
+        try:
+            entry = make_entry(native, fallback, nogil=self.nogil)
+        except EntryUnsupported:
+            return  # this signature is called through _dispatch (ctypes)
+        self._entry = entry
+        type(self).__call__ = staticmethod(entry)
 
     def inspect_llvm(self, *args, **kwargs) -> str:
         """The optimized LLVM IR for these arguments' signature."""

@@ -35,13 +35,28 @@ def test_parse_arg_types():
 
 
 def test_dump_specialized(src, capsys):
-    assert main(["dump", f"{src}:kernel", "--types", "float64[4,2]", "int"]) == 0
+    assert main(["dump", f"{src}:kernel", "--types", "float64[4,2]", "int", "--no-opt"]) == 0
     filecheck(capsys.readouterr().out, """
 CHECK: graph(%x : Double(4, 2),
 CHECK-NEXT: %n : int):
 CHECK: prim::Loop(%n,
 CHECK: aten::getitem(%x, %i,
 """)
+
+
+def test_dump_runs_the_pipeline_with_instrumentation(src, capsys):
+    assert main(["dump", f"{src}:kernel", "--types", "float64[4,2]", "int", "--print-after", "unroll",
+                 "--time-passes"]) == 0
+    filecheck(capsys.readouterr().out, """
+CHECK: // -----// IR after unroll //----- //
+CHECK: graph(%x : Double(4, 2),
+CHECK: aten::getitem(%x,
+CHECK: Pass execution timing report
+CHECK: inline
+CHECK: fusion
+""")
+    with pytest.raises(SystemExit, match="unknown pass 'nonsense'"):
+        main(["dump", f"{src}:kernel", "--types", "float64[4,2]", "int", "--passes", "dce,nonsense"])
 
 
 def test_dump_reports_compile_errors_without_traceback(src, capsys):

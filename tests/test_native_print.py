@@ -282,9 +282,7 @@ def test_formatted_strs_are_freed(capsys, monkeypatch):
 
 def test_refcounts_through_the_gil_taking_path(capsys, monkeypatch):
     """``nogil`` lowering: refcount changes go through PyGILState_Ensure/Release wrappers."""
-    cls = _Lowering if not WIRED else lower.FunctionLowering
-    monkeypatch.setattr(cls, "nogil", True)
-    nf = compile_graph(loop_str.graph_for(2))
+    nf = compile_graph(loop_str.graph_for(2), nogil=True)
     assert "scriptc.str.incref.gil" in nf.unoptimized_ir
     const = sys.intern("loop-str-const")
     before = sys.getrefcount(const)

@@ -670,7 +670,7 @@ def test_strict_floating_point_in_ir_and_asm():
 
 
 def test_callee_is_a_real_call_before_optimization():
-    nf = native(caller, (1, 1.0))
+    nf = compile_graph(caller.frontend_graph_for(1, 1.0))   # the inline pass would remove the calls
     assert nf.unoptimized_ir.count("define internal") >= 3    # caller, polar, fib, gcd
     assert "call i32" in nf.unoptimized_ir
 

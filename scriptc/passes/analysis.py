@@ -8,6 +8,7 @@ Effects come from the registry (``OpDef.effect``), refined here:
   the shape queries and copies in ``SAFE_ARRAY_OPS``. RAISES ops are proven safe for the scalar cases below
   (``+ - *`` on Python scalars never raise: ints wrap, floats overflow to inf; ``/ // %`` by a nonzero
   constant; conversions of ints and bools; ``range`` lengths with a nonzero constant step).
+- ``maybe_unbound(graph)``: values that may be the unbound-local marker (ops on it raise TypeError).
 - ``is_removable(node)``: no side effect and cannot raise, so unused it may be deleted, and it may be computed
   once for two identical uses or earlier than written (when its inputs are available).
 - ``has_side_effects(node)``: WRITES or IO (calls, prints), or a prim::If/prim::Loop containing one.
@@ -135,9 +136,52 @@ def may_raise(node: Node) -> bool:
     return True
 
 
-def is_removable(node: Node) -> bool:
-    """No side effect and cannot raise: an unused one may go, a repeated one may be computed once."""
+def is_removable(node: Node, unbound: set | None = None) -> bool:
+    """No side effect and cannot raise: an unused one may go, a repeated one may be computed once. With
+    ``unbound`` (``maybe_unbound``), a node reading a possibly unbound value is not removable: on the unbound
+    value it would raise (TypeError) where its prim::AssertBound does not guard it."""
+    if unbound and node.kind not in _MARKER_SAFE and any(id(v) in unbound for v in node.inputs):
+        return False
     return node.kind not in STRUCTURAL and not has_side_effects(node) and not may_raise(node)
+
+
+_MARKER_SAFE = frozenset({"prim::TupleConstruct"})  # ops that only hold their operands, never use them
+
+
+def maybe_unbound(graph) -> set[int]:
+    """ids of the values that may hold the unbound marker at run time: prim::Uninitialized outputs and
+    everything computed from them (through any node, If outputs and loop-carried values). An op given the
+    marker raises TypeError, so such nodes must not be moved above (or removed from below) their
+    prim::AssertBound check."""
+    tainted: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+
+        def mark(v):
+            nonlocal changed
+            if id(v) not in tainted:
+                tainted.add(id(v))
+                changed = True
+
+        for node in graph.walk():
+            if node.kind == "prim::Uninitialized":
+                for o in node.outputs:
+                    mark(o)
+            elif node.kind == "prim::If":
+                for k, o in enumerate(node.outputs):
+                    if any(id(b.returns[k]) in tainted for b in node.blocks):
+                        mark(o)
+            elif node.kind == "prim::Loop":
+                body = node.blocks[0]
+                for j, o in enumerate(node.outputs):
+                    if id(node.inputs[2 + j]) in tainted or id(body.returns[1 + j]) in tainted:
+                        mark(o)
+                        mark(body.params[1 + j])
+            elif any(id(v) in tainted for v in node.inputs):
+                for o in node.outputs:
+                    mark(o)
+    return tainted
 
 
 def reads_arrays(node: Node) -> bool:

@@ -14,16 +14,16 @@ raise (``s = s // d``) stays live: the raise must still happen. Innermost loops 
 from __future__ import annotations
 
 from ..ir.core import Graph, Node
-from .analysis import is_removable, loops_post_order, remove_input, remove_output, remove_param
+from .analysis import is_removable, loops_post_order, maybe_unbound, remove_input, remove_output, remove_param
 from .manager import register
 
 
-def _live_values(body, live_carried: set[int]) -> set[int]:
+def _live_values(body, live_carried: set[int], unbound: set) -> set[int]:
     """ids of the values the body needs, given the carried indices that are live."""
     live: set[int] = set()
     work = [body.returns[0]] + [body.returns[1 + j] for j in live_carried]
     for node in body.nodes:
-        if node.blocks or not is_removable(node):
+        if node.blocks or not is_removable(node, unbound):
             for n in node.walk():
                 work.extend(n.inputs)
                 for b in n.blocks:
@@ -33,17 +33,17 @@ def _live_values(body, live_carried: set[int]) -> set[int]:
         if id(v) in live:
             continue
         live.add(id(v))
-        if v.node is not None and v.node.block is body and is_removable(v.node):
+        if v.node is not None and v.node.block is body and is_removable(v.node, unbound):
             work.extend(v.node.inputs)
     return live
 
 
-def prune(loop: Node) -> bool:
+def prune(loop: Node, unbound: set) -> bool:
     body = loop.blocks[0]
     n = len(loop.outputs)
     live_carried = {j for j in range(n) if loop.outputs[j].uses}
     while True:
-        live = _live_values(body, live_carried)
+        live = _live_values(body, live_carried, unbound)
         more = {j for j in range(n) if j not in live_carried and id(body.params[1 + j]) in live}
         if not more:
             break
@@ -55,7 +55,7 @@ def prune(loop: Node) -> bool:
         remove_input(body.return_node, 1 + j)
     # delete the body nodes that fed only dead values (removable ones with unused outputs), last first
     for node in reversed(list(body.nodes)):
-        if not node.blocks and is_removable(node) and not any(o.uses for o in node.outputs):
+        if not node.blocks and is_removable(node, unbound) and not any(o.uses for o in node.outputs):
             node.destroy()
     for j in reversed(dead):
         p = body.params[1 + j]
@@ -73,6 +73,7 @@ def run(graph: Graph) -> bool:
     parameter only feeds its own next value (or other dead carried values, or nothing); updates that may raise
     or have side effects keep their value live. Innermost loops first."""
     changed = False
+    unbound = maybe_unbound(graph)
     for loop in loops_post_order(graph.block):
-        changed |= prune(loop)
+        changed |= prune(loop, unbound)
     return changed

@@ -7,6 +7,8 @@ once:
 - removable (``analysis.is_removable``): no side effect and provably no exception. A node that may raise
   (``a // b``, an array read, a math function) is not hoisted: the loop may run zero times, and then it must
   not raise;
+- reading no possibly unbound local (``analysis.maybe_unbound``): hoisted above its prim::AssertBound, an op on
+  the unbound marker would raise TypeError instead of the UnboundLocalError;
 - producing no array (each iteration would make its own array; one hoisted array would be shared);
 - reading array contents only if the loop contains no node that may write (WRITES, IO, calls).
 
@@ -16,7 +18,8 @@ hoisted out of an inner loop can leave the outer loop too.
 from __future__ import annotations
 
 from ..ir.core import Graph, Node
-from .analysis import block_has_side_effects, is_removable, loops_post_order, makes_array, reads_arrays
+from .analysis import (block_has_side_effects, is_removable, loops_post_order, makes_array, maybe_unbound,
+                       reads_arrays)
 from .manager import register
 
 
@@ -31,12 +34,12 @@ def _defined_inside(v, loop: Node) -> bool:
     return False
 
 
-def hoist(loop: Node) -> bool:
+def hoist(loop: Node, unbound: set) -> bool:
     body = loop.blocks[0]
     writes = block_has_side_effects(body)
     changed = False
     for node in list(body.nodes):
-        if node.blocks or not is_removable(node) or makes_array(node):
+        if node.blocks or not is_removable(node, unbound) or makes_array(node):
             continue
         if writes and reads_arrays(node):
             continue
@@ -56,6 +59,7 @@ def run(graph: Graph) -> bool:
     side effect, cannot raise (a zero-trip loop must not raise) and make no array; array readers only from
     loops without writes. Innermost loops first."""
     changed = False
+    unbound = maybe_unbound(graph)
     for loop in loops_post_order(graph.block):
-        changed |= hoist(loop)
+        changed |= hoist(loop, unbound)
     return changed

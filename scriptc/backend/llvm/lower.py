@@ -72,8 +72,9 @@ def check_graph(graph: Graph, seen=None) -> None:
 class ModuleLowering:
     """One LLVM module: the compiled graph, its callees, helper functions and libm declarations."""
 
-    def __init__(self, prefix: str):
+    def __init__(self, prefix: str, nogil: bool = False):
         self.prefix = prefix
+        self.nogil = nogil          # the code runs without the GIL: Python refcounts must take it
         self.module = ir.Module(name=prefix)
         self._functions: dict[int, ir.Function] = {}
         self._names: set[str] = set()
@@ -91,6 +92,7 @@ class ModuleLowering:
         fn = self._functions.get(id(graph))
         if fn is None:
             lowering = FunctionLowering(self, graph)
+            lowering.nogil = self.nogil
             fn = self._functions[id(graph)] = lowering.function
             lowering.lower()
         return fn

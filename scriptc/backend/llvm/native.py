@@ -128,6 +128,7 @@ class NativeFunction:
         self._call = make_caller(address, [t for ty in self.arg_types for t in leaves(ty)],
                                  leaves(self.result_type))
         self._asm: str | None = None
+        self._reader = None
 
     @property
     def asm(self) -> str:
@@ -144,6 +145,13 @@ class NativeFunction:
             raise ERROR_TABLE[status].make()
         return _rebuild(self.result_type, iter(outs), args)
 
+    def rebuild_out(self, out_address: int, args) -> object:
+        """The Python result from an out struct native code filled (for the fast entry point)."""
+        if self._reader is None:
+            from .entry import out_reader
+            self._reader = out_reader(self.result_type)
+        return _rebuild(self.result_type, iter(self._reader(out_address)), args)
+
     def __repr__(self):
         return f"<NativeFunction {self.graph.name} at {self.address:#x}>"
 
@@ -151,14 +159,14 @@ class NativeFunction:
 FAST_MATH = re.compile(r"\b(fadd|fsub|fmul|fdiv|frem|fneg|fcmp)\b(?! fast)")
 
 
-def compile_graph(graph: Graph, fastmath: bool = False) -> NativeFunction:
+def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False) -> NativeFunction:
     """Compile a graph (scalars, arrays, tuples of them; calls to other such graphs) to native code. Raises
     LoweringError, naming the operator and its source position, for anything it cannot lower."""
     check_graph(graph)
     eng = engine()
     with _COUNTER_LOCK:
         n = next(_COUNTER)
-    mod = ModuleLowering(f"scriptc{n}")
+    mod = ModuleLowering(f"scriptc{n}", nogil=nogil)
     entry = mod.entry(graph)
     text = str(mod.module)
     if fastmath:  # every float instruction may be reassociated, contracted (FMA), vectorized as a reduction
