@@ -5,7 +5,6 @@ import ctypes
 import itertools
 import re
 import threading
-import weakref
 
 import numpy as np
 
@@ -17,6 +16,9 @@ from .lower import ModuleLowering, check_graph, leaves
 from .strings import take_str
 
 _COUNTER = itertools.count()
+_probe = np.zeros(3)
+_ARRAY_LAYOUT_OK = ctypes.c_void_p.from_address(id(_probe) + 16).value == _probe.__array_interface__["data"][0]
+del _probe
 _COUNTER_LOCK = threading.Lock()
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
@@ -63,9 +65,17 @@ def _describe(x) -> str:
 
 
 class _ArrayMemory:
-    """The object a returned array's ``base`` is: it exposes native memory to NumPy and owns a reference to
-    it (released when the array is collected), or keeps the argument it views alive."""
-    __slots__ = ("__array_interface__", "owner", "__weakref__")
+    """The object a returned array's ``base`` is: it exposes native memory to NumPy and keeps the argument it
+    views alive (``owner``)."""
+    __slots__ = ("__array_interface__", "owner")
+
+
+class _OwnedMemory(_ArrayMemory):
+    """Base of an array native code allocated: holds one reference, released when the array is collected."""
+    __slots__ = ("meminfo",)
+
+    def __del__(self):
+        _release(self.meminfo)
 
 
 def _release(meminfo: int) -> None:
@@ -75,21 +85,32 @@ def _release(meminfo: int) -> None:
         LIBC.free(ctypes.c_void_p(meminfo))
 
 
+_TYPESTR = {}
+
+
+def _data_pointer(a: np.ndarray) -> int:
+    """An array's data pointer, read from the PyArrayObject (the entry point checks that layout at import)."""
+    if _ARRAY_LAYOUT_OK:
+        return ctypes.c_void_p.from_address(id(a) + 16).value or 0
+    return a.__array_interface__["data"][0]
+
+
 def _array(t: TensorType, vals, args) -> np.ndarray:
     meminfo, data = next(vals), next(vals)
     shape = tuple(next(vals) for _ in range(t.rank))
     strides = tuple(next(vals) for _ in range(t.rank))
-    mem = _ArrayMemory()
-    mem.__array_interface__ = {"data": (data, False), "shape": shape, "strides": strides,
-                               "typestr": np.dtype(t.dtype).str, "version": 3}
+    typestr = _TYPESTR.get(t.dtype) or _TYPESTR.setdefault(t.dtype, np.dtype(t.dtype).str)
+    interface = {"data": (data, False), "shape": shape, "strides": strides, "typestr": typestr, "version": 3}
     if meminfo:
-        mem.owner = None
-        weakref.finalize(mem, _release, meminfo)
+        mem = _OwnedMemory()
+        mem.meminfo, mem.owner, mem.__array_interface__ = meminfo, None, interface
         return np.asarray(mem)
     for a in args:  # memory borrowed from an argument: return it, or a view of it
-        if isinstance(a, np.ndarray) and a.__array_interface__["data"][0] == data and a.shape == shape \
-                and a.strides == strides and a.dtype.name == t.dtype:
+        if type(a) is np.ndarray and _data_pointer(a) == data and a.shape == shape and a.strides == strides \
+                and a.dtype.name == t.dtype:
             return a
+    mem = _ArrayMemory()
+    mem.__array_interface__ = interface
     mem.owner = next((a for a in args if isinstance(a, np.ndarray) and _contains(a, data)), None)
     return np.asarray(mem)
 
