@@ -43,6 +43,7 @@ class ScriptFunction:
         self.return_type = self.resolver.annotation(self.source, tree.returns) if tree.returns else None
         self._graphs: dict[tuple, Graph] = {}      # the frontend's graph per signature
         self._optimized: dict[tuple, Graph] = {}   # after the pass pipeline: what native code is made from
+        self._shaped: dict[tuple, Graph] = {}      # graph_for: the optimized graph with argument shapes
         self._generic: Graph | None = None
         self.resolver.decorating = True
         try:
@@ -167,8 +168,17 @@ class ScriptFunction:
         return self.graph_for_types(self._bind(args, kwargs)[0], optimize=False)
 
     def graph_for(self, *args, **kwargs) -> Graph:
-        """The graph native code is generated from for these arguments' types: specialized, optimized, fused."""
-        return self.graph_for_types(self._bind(args, kwargs)[0])
+        """The graph native code is generated from for these arguments' types (specialized, optimized, fused),
+        with these arguments' shapes propagated through it: ``Double(2, 3)`` where a dimension is known. Native
+        code itself is compiled per dtype and rank and works for every shape."""
+        types, values = self._bind(args, kwargs)
+        shapes = tuple(v.shape if isinstance(v, np.ndarray) else None for v in values)
+        key = (types, shapes)
+        g = self._shaped.get(key)
+        if g is None:
+            from .passes.shape_inference import specialize_shapes
+            g = self._shaped[key] = specialize_shapes(self.graph_for_types(types), list(shapes))
+        return g
 
 
 def pipeline() -> PassManager:

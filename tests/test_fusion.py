@@ -19,12 +19,12 @@ def chain(x: np.ndarray) -> np.ndarray:
 def test_chain_is_exactly_one_fusion_group():
     text = str(chain.graph_for(np.ones(10)))
     filecheck(text, """
-CHECK: graph(%x : Double(*)):
+CHECK: graph(%x : Double(10)):
 CHECK-NOT: aten::
-CHECK: %{{.+}} : Double(*) = prim::FusionGroup[subgraph=prim::FusionGroup_0](%x)
+CHECK: %{{.+}} : Double(10) = prim::FusionGroup[subgraph=prim::FusionGroup_0](%x)
 CHECK-NOT: aten::
 CHECK: return
-CHECK: with prim::FusionGroup_0 = graph(%x : Double(*)):
+CHECK: with prim::FusionGroup_0 = graph(%x : Double(10)):
 CHECK: aten::neg
 CHECK: aten::exp
 CHECK: aten::sin

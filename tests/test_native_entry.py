@@ -78,7 +78,7 @@ _NATIVE = {}
 
 
 def native(f, *args):
-    g = f.graph_for(*args)
+    g = f.graph_for_types(f._bind(args, {})[0])   # the signature's graph (graph_for also fixes shapes)
     nf = _NATIVE.get(id(g))
     if nf is None:
         nf = _NATIVE[id(g)] = compile_graph(g)
