@@ -144,11 +144,15 @@ class ArrayOps:
         itemsize = np.dtype(t.dtype).itemsize
         mi = b.call(self.runtime("alloc"), [b.mul(n, i64(itemsize))])
         self.raise_if(b.icmp_unsigned("==", mi, ir.Constant(I8P, None)), MemoryError, "out of memory")
+        return Arr(t, [mi, b.gep(mi, [i64(HEADER)]), *shape, *self.c_strides(shape, itemsize)])
+
+    def c_strides(self, shape: list, itemsize: int) -> list:
+        """Byte strides of a C-contiguous (row-major) array of this shape."""
         strides, s = [], i64(itemsize)
         for d in reversed(shape):
             strides.insert(0, s)
-            s = b.mul(s, d)
-        return Arr(t, [mi, b.gep(mi, [i64(HEADER)]), *shape, *strides])
+            s = self.b.mul(s, d)
+        return strides
 
     def size(self, shape: list):
         n = i64(1)
@@ -346,19 +350,11 @@ class ArrayOps:
         result = self.alloca_leaves(out_t)
         with b.if_else(contiguous) as (then, otherwise):
             with then:
-                strides, s = [], i64(a.itemsize)
-                for d in reversed(dims):
-                    strides.insert(0, s)
-                    s = b.mul(s, d)
-                self.store_leaves(result, self.view(a, out_t, a.data, dims, strides))
+                self.store_leaves(result, self.view(a, out_t, a.data, dims, self.c_strides(dims, a.itemsize)))
             with otherwise:
                 copy = self.alloc(TensorType(a.t.dtype, a.t.rank), a.shape)
                 self.copy_into(copy, a)
-                strides, s = [], i64(a.itemsize)
-                for d in reversed(dims):
-                    strides.insert(0, s)
-                    s = b.mul(s, d)
-                self.store_leaves(result, [copy.mi, copy.data, *dims, *strides])
+                self.store_leaves(result, [copy.mi, copy.data, *dims, *self.c_strides(dims, a.itemsize)])
         return [self.load_leaves(result, out_t)]
 
     def is_c_contiguous(self, a: Arr):
