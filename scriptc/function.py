@@ -59,7 +59,8 @@ class ScriptFunction:
     # -- compilation ----------------------------------------------------------------------------------
     def _compile(self, types: tuple) -> Graph:
         if self in _compiling:
-            raise CompileError(f"recursive call to '{self.__name__}' is not supported", self.source.loc(self.source.tree))
+            raise CompileError(f"recursive call to '{self.__name__}' is not supported",
+                               self.source.loc(self.source.tree))
         _compiling.append(self)
         try:
             return verify(compile_function(self.source, types, self.return_type, self.resolver))
