@@ -168,7 +168,47 @@ CAPI = {
     "PyObject_Vectorcall": ir.FunctionType(I8P, [I8P, I8PP, I64, I8P]),
     "PyEval_SaveThread": ir.FunctionType(I8P, []),
     "PyEval_RestoreThread": ir.FunctionType(VOID, [I8P]),
+    "PyCapsule_New": ir.FunctionType(I8P, [I8P, I8P, I8P]),
+    "PyCapsule_GetPointer": ir.FunctionType(I8P, [I8P, I8P]),
 }
+# NumPy's C API, by its slots in the _ARRAY_API table (checked at import by building an array through them):
+# returned arrays are made natively instead of by the Python ``rebuild``.
+NUMPY_API = {"PyArray_DescrFromType": (45, ir.FunctionType(I8P, [I32])),
+             "PyArray_NewFromDescr": (94, ir.FunctionType(I8P, [I8P, I8P, I32, I8P, I8P, I8P, I32, I8P])),
+             "PyArray_SetBaseObject": (282, ir.FunctionType(I32, [I8P, I8P]))}
+
+
+def _numpy_api() -> dict[str, int] | None:
+    """{function: address} when NumPy's table has the functions at the expected slots, else None."""
+    try:
+        api = ctypes.pythonapi
+        api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+        api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        table = api.PyCapsule_GetPointer(np._core._multiarray_umath._ARRAY_API, None)
+        addresses = {name: ctypes.c_void_p.from_address(table + 8 * slot).value
+                     for name, (slot, _) in NUMPY_API.items()}
+        descr = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_int)(addresses["PyArray_DescrFromType"])(12)
+        if descr != np.dtype("float64"):
+            return None
+        new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_int,
+                                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                ctypes.c_void_p)(addresses["PyArray_NewFromDescr"])
+        buf, dims, strides = (ctypes.c_double * 6)(*range(6)), (ctypes.c_int64 * 2)(2, 3), (ctypes.c_int64 * 2)(8, 16)
+        api.Py_IncRef(ctypes.py_object(descr))
+        a = new(id(np.ndarray), descr, 2, ctypes.addressof(dims), ctypes.addressof(strides),
+                ctypes.addressof(buf), 0x0400, None)
+        base = object()
+        api.Py_IncRef(ctypes.py_object(base))
+        set_base = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.py_object)(
+            addresses["PyArray_SetBaseObject"])
+        if set_base(a, base) != 0 or a.base is not base or a.tolist() != [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]:
+            return None
+        return addresses
+    except Exception:  # noqa: BLE001 - any surprise means: build arrays in Python
+        return None
+
+
+NUMPY_ADDRESSES = _numpy_api()
 _BOUND = False
 _BIND_LOCK = threading.Lock()
 
@@ -179,6 +219,8 @@ def _bind_capi() -> None:
         if not _BOUND:
             for name in CAPI:
                 llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
+            for name, address in (NUMPY_ADDRESSES or {}).items():
+                llvm.add_symbol("scriptc." + name, address)
             _BOUND = True
 
 
@@ -214,6 +256,22 @@ _COUNTER = itertools.count()
 _COUNTER_LOCK = threading.Lock()
 
 
+def _holds_str(t: Type) -> bool:
+    return t == STR or isinstance(t, TupleType) and any(map(_holds_str, t.elems))
+
+
+def _meminfo_positions(t: Type, start: int = 0) -> list[int]:
+    """Indices of the meminfo leaves of the arrays in a value of type ``t``."""
+    if isinstance(t, TensorType):
+        return [start]
+    out = []
+    if isinstance(t, TupleType):
+        for e in t.elems:
+            out += _meminfo_positions(e, start)
+            start += len(leaves(e))
+    return out
+
+
 def _needs_rebuild(t: Type) -> bool:
     return holds_ref(t)
 
@@ -247,7 +305,11 @@ class _EntryLowering:
     def capi(self, name: str) -> ir.Function:
         fn = self._decls.get(name)
         if fn is None:
-            fn = self._decls[name] = ir.Function(self.module, CAPI[name], name)
+            if name in NUMPY_API:
+                fn = ir.Function(self.module, NUMPY_API[name][1], "scriptc." + name)
+            else:
+                fn = ir.Function(self.module, CAPI[name], name)
+            self._decls[name] = fn
         return fn
 
     def call(self, name: str, *args):
@@ -360,6 +422,8 @@ class _EntryLowering:
 
     def box_scalar(self, t: Type, vals: list):
         b = self.b
+        if isinstance(t, TensorType):
+            return self.box_array(t, vals)
         if t == INT:
             return self.call("PyLong_FromLongLong", vals[0])
         if t == FLOAT:
@@ -372,6 +436,45 @@ class _EntryLowering:
                            _const_ptr(False))
         self.call("Py_IncRef", obj)
         return obj
+
+    def box_array(self, t: TensorType, vals: list):
+        """A NumPy array over native memory (meminfo non-null: checked by the caller) whose base is a capsule
+        holding the array's reference; the capsule's destructor releases it."""
+        b = self.b
+        meminfo, data = vals[0], vals[1]
+        dims = self.alloca(ir.ArrayType(I64, max(t.rank, 1)), "dims")
+        strides = self.alloca(ir.ArrayType(I64, max(t.rank, 1)), "strides")
+        for k in range(t.rank):
+            b.store(vals[2 + k], b.gep(dims, [_i64(0), _i64(k)], inbounds=True))
+            b.store(vals[2 + t.rank + k], b.gep(strides, [_i64(0), _i64(k)], inbounds=True))
+        descr = self.call("PyArray_DescrFromType", ir.Constant(I32, np.dtype(t.dtype).num))
+        arr = self.call("PyArray_NewFromDescr", _const_ptr(np.ndarray), descr, ir.Constant(I32, t.rank),
+                        b.bitcast(dims, I8P), b.bitcast(strides, I8P), data, ir.Constant(I32, 0x0400),
+                        ir.Constant(I8P, None))
+        self.fail_if_null(arr, None)
+        capsule = self.call("PyCapsule_New", meminfo, ir.Constant(I8P, None),
+                            b.bitcast(self.capsule_destructor(), I8P))
+        self.call("PyArray_SetBaseObject", arr, capsule)
+        return arr
+
+    def capsule_destructor(self) -> ir.Function:
+        """``void release(PyObject *capsule)``: drop the array reference the capsule holds."""
+        fn = self._decls.get("release")
+        if fn is None:
+            fn = self._decls["release"] = ir.Function(self.module, ir.FunctionType(VOID, [I8P]),
+                                                      self.symbol + ".release")
+            fn.linkage = "internal"
+            b = ir.IRBuilder(fn.append_basic_block())
+            mi = b.call(self.capi("PyCapsule_GetPointer"), [fn.args[0], ir.Constant(I8P, None)])
+            rc = b.bitcast(mi, I64.as_pointer())
+            n = b.sub(b.load(rc), _i64(1))
+            b.store(n, rc)
+            with b.if_then(b.icmp_signed("==", n, _i64(0))):
+                free = self._decls.get("free") or ir.Function(self.module, ir.FunctionType(VOID, [I8P]), "free")
+                self._decls["free"] = free
+                b.call(free, [mi])
+            b.ret_void()
+        return fn
 
     def fail_if_null(self, obj, root) -> None:
         b = self.b
@@ -413,6 +516,7 @@ class _EntryLowering:
         assert len(kernel_args) == len(in_types)
         out_t = out_struct(result_type)
         out = self.alloca(out_t, "out")
+        b.store(ir.Constant(out_t, None), out)    # a kernel that writes no result leaves null meminfos
         kty = ir.FunctionType(I32, [mem_type(x) for x in in_types] + [out_t.as_pointer()])
         # the kernel by a private symbol bound to its address (make_entry binds it): a direct call
         kernel = ir.Function(self.module, kty, kernel_symbol(native.address))
@@ -430,6 +534,19 @@ class _EntryLowering:
             with b.if_then(b.icmp_unsigned("!=", r, ir.Constant(I8P, None)), likely=False):
                 self.call("Py_DecRef", r)     # raise_error returned instead of raising: SystemError
             b.ret(ir.Constant(I8P, None))
+        vals = [b.load(b.gep(out, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True))
+                for k, _ in enumerate(leaves(result_type))]
+        if _needs_rebuild(result_type) and NUMPY_ADDRESSES is not None and not _holds_str(result_type):
+            # arrays native code allocated: boxed here; borrowed ones (views of arguments) go to rebuild
+            owned = ir.Constant(ir.IntType(1), 1)
+            for k in _meminfo_positions(result_type):
+                owned = b.and_(owned, b.icmp_unsigned("!=", vals[k], ir.Constant(I8P, None)))
+            native_box = self.fn.append_basic_block("box")
+            python_box = self.fn.append_basic_block("rebuild")
+            b.cbranch(owned, native_box, python_box)
+            b.position_at_end(native_box)
+            b.ret(self.box(result_type, vals))
+            b.position_at_end(python_box)
         if _needs_rebuild(result_type):
             tup = self.args_tuple(n)
             addr = self.call("PyLong_FromVoidPtr", b.bitcast(out, I8P))
@@ -439,11 +556,7 @@ class _EntryLowering:
             self.call("Py_DecRef", tup)
             b.ret(r)
         else:
-            vals = []
-            for k, _ in enumerate(leaves(result_type)):
-                vals.append(b.load(b.gep(out, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True)))
-            r = self.box(result_type, vals)
-            b.ret(r)
+            b.ret(self.box(result_type, vals))
         b.position_at_end(self.slow)
         b.ret(b.call(self.capi("PyObject_Vectorcall"),
                      [_const_ptr(self.fallback), self.args, self.nargs, self.kwnames], tail=True))
