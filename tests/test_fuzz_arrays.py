@@ -10,7 +10,6 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import scriptc  # noqa: F401  (the generated modules import it)
 from tests.modules import load_module
 from tests.util import run_captured
 
@@ -102,11 +101,8 @@ def test_array_expressions_match_numpy(tmp_path_factory, case):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(program())
 def test_generated_programs_fuse(tmp_path_factory, case):
-    """Programs with two or more element-wise operators must compile to a fusion group, else this fuzzer
+    """Every generated program (``{expr} + x * 0`` at least) must compile to a fusion group, else this fuzzer
     would not be testing fused code."""
     dtype, source, args = case
-    ops = sum(source.count(op) for op in ("np.", " + ", " - ", " * ", " / ", " // ", " % "))
-    if ops < 3:
-        return
     mod = load_module(tmp_path_factory.mktemp(f"fuse{next(_counter)}"), source)
     assert "prim::FusionGroup" in str(mod.f.graph_for(*args)), source

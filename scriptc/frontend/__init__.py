@@ -11,15 +11,13 @@ from ..errors import CompileError
 from ..ir.core import Graph
 from ..ir.registry import NeedsSpecialization, op_for_callable
 from ..ir.types import BOOL, FLOAT, INT, NONE, TENSOR, TupleType, Type
+from .calls import SPECIAL_CALLS
 from .emitter import UNSUPPORTED, FunctionEmitter
 from .source import FunctionSource, get_source
 
 __all__ = ["CompileError", "FunctionSource", "Resolver", "compile_function", "get_source", "validate",
            "annotation_type"]
 
-_SPECIAL_CALLS = {builtins.print, builtins.range, builtins.min, builtins.max, builtins.len, np.zeros, np.ones,
-                  np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.arange,
-                  np.reshape}
 _MISSING = object()
 
 
@@ -98,7 +96,7 @@ class Resolver:
         return None
 
     def supported_callable(self, obj) -> bool:
-        return obj in _SPECIAL_CALLS or op_for_callable(obj) is not None or self.is_script_function(obj)
+        return obj in SPECIAL_CALLS or op_for_callable(obj) is not None or self.is_script_function(obj)
 
 
 def validate(fn: FunctionSource, resolver: Resolver) -> None:

@@ -16,6 +16,9 @@ from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, STR, TensorType, TupleType
 
 CREATORS = {np.zeros: "aten::zeros", np.ones: "aten::ones", np.empty: "aten::empty"}
 LIKE = {np.zeros_like: "aten::zeros_like", np.ones_like: "aten::ones_like", np.empty_like: "aten::empty_like"}
+# Callables call_object handles itself (the rest map onto registry operators through OpDef.py)
+SPECIAL_CALLS = {builtins.print, builtins.range, builtins.min, builtins.max, builtins.len, np.full, np.full_like,
+                 np.arange, np.reshape, *CREATORS, *LIKE}
 
 
 class CallsMixin:
@@ -41,7 +44,8 @@ class CallsMixin:
     def dtype_of(self, node) -> str:
         obj = self.const_eval(node)
         try:
-            name = np.dtype({builtins.float: "float64", builtins.int: "int64", builtins.bool: "bool"}.get(obj, obj)).name
+            python_types = {builtins.float: "float64", builtins.int: "int64", builtins.bool: "bool"}
+            name = np.dtype(python_types.get(obj, obj)).name
         except TypeError:
             name = None
         if name not in DTYPE_NAMES:

@@ -91,7 +91,6 @@ class FunctionEmitter(CallsMixin):
         self.first_return: tuple[Type, ast.AST] | None = None
         self.locals = set(stores(fn.tree.body)) | {a.arg for a in fn.tree.args.args}
         self.function_loads = load_counts(fn.tree.body)
-        self.loop_depth = 0
 
     # -- entry ------------------------------------------------------------------------------------------
     def build(self) -> Graph:
@@ -482,11 +481,9 @@ class FunctionEmitter(CallsMixin):
         env.vars[BRK] = env.vars[CONT] = env.vars[RET] = False
         parent = self.block
         self.block, self.env = body, env
-        self.loop_depth += 1
         if prefix is not None:
             prefix(iteration)
         self.emit_body(loop.body)
-        self.loop_depth -= 1
         end = self.env
         if widen(end):
             self.block, self.env = parent, before

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ir.core import Graph, Node
 from ..ir.types import TensorType
-from .fusion import _outline, fusible
+from .fusion import outline, fusible
 from .manager import register
 
 
@@ -52,7 +52,7 @@ def reuse_buffers(graph: Graph) -> bool:
         elif fusible(node):
             k = _candidate(node)
             if k is not None:
-                group = _outline([node], counter)
+                group = outline([node], counter)
                 group.attrs["reuse"] = k
                 changed = True
     return changed

@@ -61,7 +61,7 @@ def _grow(block_nodes: list[Node], root: Node) -> list[Node]:
     return [n for n in block_nodes if id(n) in members]
 
 
-def _outline(nodes: list[Node], counter: list[int]) -> Node:
+def outline(nodes: list[Node], counter: list[int]) -> Node:
     """Replace ``nodes`` (the last one's output is the result) by a prim::FusionGroup node."""
     root = nodes[-1]
     block = root.block
@@ -112,7 +112,7 @@ def fuse(graph: Graph) -> bool:
             members = _grow(block.nodes, node)
             if len(members) < 2:
                 continue
-            _outline(members, counter)
+            outline(members, counter)
             changed = True
 
     visit(graph.block)

@@ -17,6 +17,7 @@ from ...ir.registry import REGISTRY, lookup
 from ...ir.types import TensorType, result_dtype
 from .arrays import ELEM, Arr, kind_of, shape_text
 from .common import F64, I1, I64, INT64_MIN, f64, handles_array, i64
+from .engine import LIBM_UNARY
 from .errors import LoweringError
 
 ELEMENTWISE = [name for name, op in REGISTRY.items() if op.elementwise]
@@ -24,9 +25,14 @@ INPLACE = [name for name, op in REGISTRY.items() if "inplace_of" in op.extra]
 REDUCTIONS = [name for name, op in REGISTRY.items() if op.extra.get("reduction")]
 COMPARE = {"eq": ("==", "oeq"), "ne": ("!=", "une"), "lt": ("<", "olt"), "le": ("<=", "ole"),
            "gt": (">", "ogt"), "ge": (">=", "oge")}
-LIBM = {"exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-        "cosh", "tanh"}
+LIBM = set(LIBM_UNARY)
 INTRINSIC = {"sqrt", "floor", "ceil", "trunc", "fabs"}
+
+
+def reduction_dtype(kind: str, src: TensorType, axis) -> str:
+    """The dtype NumPy gives this reduction (int32 sums are int64, int means are float64, ...)."""
+    impl = REGISTRY[kind].impl
+    return np.asarray(impl(np.ones((1,) * src.rank, src.dtype), axis=axis)).dtype.name
 
 
 class ArrayMath:
@@ -290,8 +296,7 @@ class ArrayMath:
         name = node.kind.split("::")[1]
         a = self.arr(node.inputs[0])
         axis = node.attrs.get("axis")
-        fn = REGISTRY[node.kind].impl
-        res = np.asarray(fn(np.ones((1,) * a.t.rank, a.t.dtype), axis=axis)).dtype.name
+        res = reduction_dtype(node.kind, a.t, axis)
         if axis is not None:
             axis %= a.t.rank
         reduce_dims = list(range(a.t.rank)) if axis is None else [axis]
@@ -299,15 +304,7 @@ class ArrayMath:
         out_t = node.output.type
         out = self.alloc(out_t, [a.shape[d] for d in keep]) if isinstance(out_t, TensorType) else None
         count = self.size([a.shape[d] for d in reduce_dims])
-        if name in ("max", "min", "argmax", "argmin"):
-            what = {"max": "reduction operation maximum which has no identity",
-                    "min": "reduction operation minimum which has no identity",
-                    "argmax": "", "argmin": ""}[name]
-            if what:
-                self.raise_if(b.icmp_signed("==", count, i64(0)), ValueError, f"zero-size array to {what}")
-            else:
-                self.raise_if(b.icmp_signed("==", count, i64(0)), ValueError,
-                              f"attempt to get {name} of an empty sequence")
+        self.check_nonempty(name, count)
         kind = kind_of(a.t.dtype)
         acc_kind = kind_of(res) if name not in ("argmax", "argmin", "max", "min") else kind
         if name == "mean":
@@ -349,6 +346,15 @@ class ArrayMath:
         reduce_at([])
         kind_out, value = result_slot[0]
         return [self.scalar_result(value, kind_out, out_t)]
+
+    def check_nonempty(self, name: str, count) -> None:
+        """NumPy's ValueError for reductions without an identity over no elements."""
+        empty = self.b.icmp_signed("==", count, i64(0))
+        if name in ("max", "min"):
+            what = "maximum" if name == "max" else "minimum"
+            self.raise_if(empty, ValueError, f"zero-size array to reduction operation {what} which has no identity")
+        elif name in ("argmax", "argmin"):
+            self.raise_if(empty, ValueError, f"attempt to get {name} of an empty sequence")
 
     def round_to(self, value, kind, dtype):
         """A value as the scalar NumPy returns: rounded through ``dtype`` (float32 sums), in register kind."""

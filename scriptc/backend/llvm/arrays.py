@@ -355,7 +355,7 @@ class ArrayOps:
                 copy = self.alloc(TensorType(a.t.dtype, a.t.rank), a.shape)
                 self.copy_into(copy, a)
                 self.store_leaves(result, [copy.mi, copy.data, *dims, *self.c_strides(dims, a.itemsize)])
-        return [self.load_leaves(result, out_t)]
+        return [self.load_leaves(result)]
 
     def is_c_contiguous(self, a: Arr):
         """NumPy's C-contiguity: strides of a row-major layout, ignoring dimensions of length 1."""
@@ -373,7 +373,7 @@ class ArrayOps:
         for slot, v in zip(slots, vals):
             self.b.store(v, slot)
 
-    def load_leaves(self, slots, t) -> list:
+    def load_leaves(self, slots) -> list:
         return [self.b.load(s) for s in slots]
 
     # -- element access -------------------------------------------------------------------------------
@@ -527,7 +527,7 @@ class ArrayOps:
             tmp = self.alloc(TensorType(src.t.dtype, src.t.rank), src.shape)
             self.copy_into(tmp, src)
             self.store_leaves(slots, tmp.leaves)
-        return Arr(src.t, self.load_leaves(slots, src.t))
+        return Arr(src.t, self.load_leaves(slots))
 
     def release_temp(self, a: Arr, original: Arr) -> None:
         b = self.b

@@ -4,11 +4,11 @@ when the group ends in a full reduction. Every intermediate is rounded to its ow
 materialized temporaries are, so a fused group computes what the unfused operators compute."""
 from __future__ import annotations
 
-import numpy as np
 from llvmlite import ir
 
 from ...ir.registry import REGISTRY
 from ...ir.types import TensorType
+from .array_math import reduction_dtype
 from .arrays import ELEM, Arr, kind_of, scalar_kind
 from .common import F64, I64, handles, i64
 
@@ -77,7 +77,7 @@ class FusedOps:
                         self.store_leaves(slots, self.alloc(t, shape).leaves)
             with borrowed:
                 self.store_leaves(slots, self.alloc(t, shape).leaves)
-        return Arr(t, self.load_leaves(slots, t))
+        return Arr(t, self.load_leaves(slots))
 
     def store_sink(self, out):
         def store(kind, x, flat, index):
@@ -105,13 +105,9 @@ class FusedOps:
         b = self.b
         name = reduction.kind.split("::")[1]
         src_t = reduction.inputs[0].type
-        fn = REGISTRY[reduction.kind].impl
-        res = np.asarray(fn(np.ones((1,) * src_t.rank, src_t.dtype), axis=None)).dtype.name
+        res = reduction_dtype(reduction.kind, src_t, None)
         count = self.size(shape)
-        if name in ("max", "min"):
-            what = "maximum" if name == "max" else "minimum"
-            self.raise_if(b.icmp_signed("==", count, i64(0)), ValueError,
-                          f"zero-size array to reduction operation {what} which has no identity")
+        self.check_nonempty(name, count)
         kind = kind_of(src_t.dtype)
         acc_kind = "f" if name == "mean" else kind if name in ("max", "min") else kind_of(res)
         acc = self.alloca(F64 if acc_kind == "f" else ir.IntType(1) if acc_kind == "b" else I64)

@@ -8,12 +8,12 @@ from llvmlite import ir
 
 from ...ir.types import FLOAT, INT, TensorType
 from .common import F64, i64
-from .engine import engine
+from .array_math import INTRINSIC as SCALAR_INTRINSIC
+from .engine import LIBM_UNARY, engine
 
 ARITH = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
-INTRINSIC = {"sqrt", "floor", "ceil", "trunc", "fabs", "abs"}
-LIBMVEC = {"exp", "log", "sin", "cos", "tan", "expm1", "log2", "log10", "log1p", "asin", "acos", "atan",
-           "sinh", "cosh", "tanh"}
+INTRINSIC = SCALAR_INTRINSIC | {"abs"}
+LIBMVEC = set(LIBM_UNARY)
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 OTHER = {"neg", "maximum", "minimum", "where", "pow"}
 
