@@ -420,4 +420,36 @@ KERNELS = [
            None, eager={}, numba=None, reference="python"),
 ]
 
+# Topic modules ``bench/kernels_<topic>.py`` add rows: each defines ``KERNELS`` (a list of Kernel) and may define
+# ``torch_versions()`` / ``jax_versions()`` (name -> function, imported lazily like the ones above) and
+# ``TORCH_SKIPPED`` / ``JAX_SKIPPED`` (name -> why).
+def _topic_modules():
+    import importlib
+    import pkgutil
+    from pathlib import Path
+    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+                   if m.name.startswith("kernels_"))
+    return [importlib.import_module(f"{__package__}.{n}") for n in names]
+
+
+_TOPICS = _topic_modules() if __package__ else []
+for _topic in _TOPICS:
+    KERNELS += _topic.KERNELS
+    TORCH_SKIPPED.update(getattr(_topic, "TORCH_SKIPPED", {}))
+    JAX_SKIPPED.update(getattr(_topic, "JAX_SKIPPED", {}))
+
+
+def _with_topics(base, attr):
+    def versions() -> dict:
+        out = base()
+        for topic in _TOPICS:
+            if hasattr(topic, attr):
+                out.update(getattr(topic, attr)())
+        return out
+    return versions
+
+
+torch_versions = _with_topics(torch_versions, "torch_versions")
+jax_versions = _with_topics(jax_versions, "jax_versions")
+
 KERNELS_BY_NAME = {k.name: k for k in KERNELS}
