@@ -7,13 +7,22 @@ Run-time errors raised by native code travel as an i32 status: every generated f
 or an error code, and the code indexes ``ERROR_TABLE``, which records the exception class and arguments to
 raise (CPython's exact message) together with the operator and the source position that raised it, so that a
 later version can point tracebacks at the user's line.
+
+Numbers a message needs (an index, a shape) travel in the *payload*, a small per-thread buffer: native code
+stores them there before returning the code, and the Python side reads them on the same thread while making
+the exception. The buffer is a POSIX thread-specific value (``pthread_getspecific``; LLVM's ``thread_local``
+globals are not supported by MCJIT), allocated by native code on a thread's first raise and freed when the
+thread exits, so two threads raising at once (``nogil=True``) never see each other's numbers.
 """
 from __future__ import annotations
 
 import ctypes
 import linecache
+import sys
 import threading
 from dataclasses import dataclass
+
+import llvmlite.binding as llvm
 
 from ...errors import CompileError
 from ...ir.core import Node, SourceRange
@@ -28,17 +37,41 @@ class LoweringError(CompileError):
         super().__init__(f"native backend cannot lower {op}{where}: {detail}", source)
 
 
-# Values known only at run time (an index, an axis size) that a message needs: native code stores them here
-# before returning the error code, and ``make`` formats them into the message. One buffer per process: native
-# code that raises in several threads at once may mix up these numbers (never the exception type).
-PAYLOAD = (ctypes.c_int64 * 16)()
-PAYLOAD_ADDRESS = ctypes.addressof(PAYLOAD)
+# The payload: PAYLOAD_SLOTS i64 per thread, under one pthread key created here (its destructor frees a thread's
+# buffer when the thread exits). FALLBACK_PAYLOAD is used by a thread whose buffer could not be allocated.
+PAYLOAD_SLOTS = 16
+_LIBC = ctypes.CDLL(None)
+PTHREAD_KEY_T = ctypes.c_uint if sys.platform.startswith("linux") else ctypes.c_ulong
+PAYLOAD_SYMBOLS = {name: f"scriptc.{name}" for name in ("pthread_getspecific", "pthread_setspecific", "calloc")}
+FALLBACK_PAYLOAD = (ctypes.c_int64 * PAYLOAD_SLOTS)()
+FALLBACK_PAYLOAD_ADDRESS = ctypes.addressof(FALLBACK_PAYLOAD)
+
+
+def _payload_key() -> int:
+    key = PTHREAD_KEY_T()
+    free = ctypes.cast(_LIBC.free, ctypes.c_void_p)
+    if _LIBC.pthread_key_create(ctypes.byref(key), free) != 0:
+        raise OSError("pthread_key_create failed: no thread-specific key for the error payload")
+    return key.value
+
+
+PAYLOAD_KEY = _payload_key()
+_getspecific = _LIBC.pthread_getspecific
+_getspecific.restype, _getspecific.argtypes = ctypes.c_void_p, [PTHREAD_KEY_T]
+for _name, _symbol in PAYLOAD_SYMBOLS.items():
+    llvm.add_symbol(_symbol, ctypes.cast(getattr(_LIBC, _name), ctypes.c_void_p).value)
+
+
+def payload(n: int) -> list[int]:
+    """The first ``n`` payload values native code stored on this thread."""
+    address = _getspecific(PAYLOAD_KEY) or FALLBACK_PAYLOAD_ADDRESS
+    return list((ctypes.c_int64 * n).from_address(address))
 
 
 @dataclass(frozen=True)
 class RuntimeErrorEntry:
     """What native code means by one error code. With ``payload`` > 0, ``args[0]`` is a template whose
-    ``{0}``, ``{1}``... are the first values of PAYLOAD."""
+    ``{0}``, ``{1}``... are the first values of this thread's payload."""
     exc_type: type
     args: tuple
     op: str
@@ -47,7 +80,7 @@ class RuntimeErrorEntry:
 
     def make(self) -> BaseException:
         if self.payload:
-            exc = self.exc_type(self.args[0].format(*PAYLOAD[:self.payload]))
+            exc = self.exc_type(self.args[0].format(*payload(self.payload)))
         else:
             exc = self.exc_type(*self.args)
         if self.source is not None:

@@ -4,7 +4,8 @@ Calling convention. Every graph becomes
 
     internal i32 @<prefix>.<graph>(<scalar leaves of the inputs>, {<leaves of the output>}* %out)
 
-returning 0 or an error code (``errors.ERROR_TABLE``) and storing its result through ``%out``. Values are
+returning 0 or an error code (``errors.ERROR_TABLE``) and storing its result through ``%out``; a function
+that returns an error code has released every reference it owned (unwind.py). Values are
 lists of LLVM scalars ("leaves"): ``int`` is i64, ``float`` double, ``bool`` i1, ``NoneType`` no leaf, a tuple
 the concatenation of its elements' leaves. In memory (the out struct) a bool is an i8. One external entry
 point per compiled graph takes i8 for bools and calls the internal function (``ModuleLowering.entry``).
@@ -25,13 +26,14 @@ from ..ownership import consumes
 from .common import (F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, handles,
                      handler_for, holds_ref, i1, i32, i64, is_lowerable, leaves, mem_type, out_struct, ref_parts, reg_type)
 from .engine import LIBM_PREFIX
-from .errors import ERROR_TABLE, PAYLOAD_ADDRESS, LoweringError
+from .errors import LoweringError
 from .array_math import ArrayMath
 from .arrays import ArrayOps
 from .fused import FusedOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
 from .strings import StringOps
+from .unwind import Unwinding, build_payload_function
 
 
 def check_graph(graph: Graph, seen=None) -> None:
@@ -137,6 +139,9 @@ class ModuleLowering:
             fn = self._decls[name] = getattr(self, f"_build_{name}")()
         return fn
 
+    def _build_payload(self) -> ir.Function:
+        return build_payload_function(self)
+
     def _build_ipow(self) -> ir.Function:
         """i64 ipow(i64 base, i64 exp), exp >= 0: square and multiply, wrapping at 64 bits."""
         fn = ir.Function(self.module, ir.FunctionType(I64, [I64, I64]), self.unique("ipow"))
@@ -211,7 +216,7 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, StringOps):
+class FunctionLowering(Unwinding, ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, StringOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
@@ -227,6 +232,7 @@ class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, String
         self.entry_block = self.function.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry_block)
         self.node: Node | None = None
+        self.init_unwind()
 
     # -- values ------------------------------------------------------------------------------------------
     def get(self, v: Value) -> list:
@@ -250,6 +256,7 @@ class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, String
         (result,) = self.lower_block(self.graph.block)
         self.store_out(self.function.args[-1], result, self.out_type)
         self.b.ret(i32(0))
+        self.finish_unwind()
 
     def store_out(self, ptr, vals, t: Type) -> None:
         for k, (x, lt) in enumerate(zip(vals, leaves(t))):
@@ -258,8 +265,14 @@ class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, String
             self.b.store(x, self.b.gep(ptr, [i32(0), i32(k)], inbounds=True))
 
     def lower_block(self, block: Block) -> list[list]:
-        """Lower a block's nodes, taking and dropping references as ``ownership`` placed them."""
-        outer = self.node
+        """Lower a block's nodes, taking and dropping references as ``ownership`` placed them; the error path
+        releases what is held at each raise point (unwind.py)."""
+        outer, outer_in_flight = self.node, self.in_flight
+        self.in_flight = None
+        if block is not self.graph.block:   # the graph's parameters are borrowed from the caller
+            for p in block.params:
+                if holds_ref(p.type):
+                    self.hold(p)
         for v in self.own.drop_at_entry.get(id(block), []):
             self.release(v)
         for node in block.nodes:
@@ -267,13 +280,18 @@ class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, String
             for i, v in enumerate(node.inputs):
                 if holds_ref(v.type) and consumes(node, i):
                     self.retain(v)
+            self.in_flight = []
             outs = getattr(self, handler_for(node))(node)
             self.node = node      # nested blocks moved it
             for v, vals in zip(node.outputs, outs):
                 self.bind(v, vals)
+                if holds_ref(v.type):
+                    self.hold(v)
+            self.land_in_flight()
+            self.in_flight = None
             for v in self.own.after(node):
                 self.release(v)
-        self.node = outer
+        self.node, self.in_flight = outer, outer_in_flight
         results = [self.get(v) for v in block.returns]
         for v in block.returns:
             if holds_ref(v.type):
@@ -283,35 +301,19 @@ class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, String
         return results
 
     def retain(self, v: Value) -> None:
+        """A consuming use's own reference to ``v`` (held by the consumer's result)."""
         for t, vals in ref_parts(v.type, self.get(v)):
-            getattr(self, "array_retain" if isinstance(t, TensorType) else "str_retain")(vals)
+            self.take_ref(t, vals)
 
     def release(self, v: Value) -> None:
         for t, vals in ref_parts(v.type, self.get(v)):
             getattr(self, "array_release" if isinstance(t, TensorType) else "str_release")(vals)
+        self.unhold(v)
 
     def alloca(self, ty):
         with self.b.goto_block(self.entry_block):
             self.b.position_at_start(self.entry_block)
             return self.b.alloca(ty)
-
-    # -- errors ------------------------------------------------------------------------------------------
-    def raise_with(self, cond, exc_type: type, template: str, values: list) -> None:
-        """If ``cond`` holds, raise ``exc_type(template.format(*values))`` with run-time i64 ``values``."""
-        code = ERROR_TABLE.code(exc_type, (template,), self.node, payload=len(values))
-        with self.b.if_then(cond, likely=False):
-            base = self.b.inttoptr(i64(PAYLOAD_ADDRESS), I64.as_pointer())
-            for k, v in enumerate(values):
-                self.b.store(v, self.b.gep(base, [i64(k)]))
-            self.b.ret(i32(code))
-
-    def raise_if(self, cond, exc_type: type, *args) -> None:
-        """If ``cond`` (i1) holds, return the error code for ``exc_type(*args)`` raised by the current node."""
-        if isinstance(cond, ir.Constant) and cond.constant == 0:
-            return
-        code = ERROR_TABLE.code(exc_type, args, self.node)
-        with self.b.if_then(cond, likely=False):
-            self.b.ret(i32(code))
 
     # -- conversions -------------------------------------------------------------------------------------
     def to_f64(self, x, t: Type):
@@ -433,7 +435,7 @@ class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, String
         vals, outs = self.get(node.inputs[0]), []
         for v in node.outputs:
             n = len(leaves(v.type))
-            outs.append(vals[:n])
+            outs.append(self.projected(v.type, vals[:n]))
             vals = vals[n:]
         return outs
 
@@ -443,7 +445,14 @@ class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, String
         index = node.attrs["index"] % len(t.elems)
         start = sum(len(leaves(e)) for e in t.elems[:index])
         n = len(leaves(t.elems[index]))
-        return [self.get(node.inputs[0])[start:start + n]]
+        return [self.projected(node.output.type, self.get(node.inputs[0])[start:start + n])]
+
+    def projected(self, t: Type, vals: list) -> list:
+        """An element taken out of a tuple: like every node's output it owns its references (the tuple keeps
+        its own until it is dropped)."""
+        for part_t, part in ref_parts(t, vals):
+            self.take_ref(part_t, part)
+        return vals
 
     def _phis(self, types: list[Type], block, name: str):
         with self.b.goto_block(block):
@@ -529,7 +538,7 @@ class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, String
         out = self.alloca(struct)
         status = self.b.call(fn, args + [out])
         with self.b.if_then(self.b.icmp_signed("!=", status, i32(0)), likely=False):
-            self.b.ret(status)
+            self.fail(status)    # the callee has released its own references
         vals = []
         for k, t in enumerate(leaves(out_t)):
             x = self.b.load(self.b.gep(out, [i32(0), i32(k)], inbounds=True))

@@ -1,0 +1,191 @@
+"""The error path of generated functions: every reference native code owns when it raises is released.
+
+A generated function returns an error code instead of its result when an operator raises (errors.py). Before it
+returns, it drops every reference it owns at that point, so that a call that raises leaks nothing (a caller
+catching IndexError in a loop must not run out of memory). Which references are owned where is what
+``ownership`` decides; this mixin makes that state visible to the error path:
+
+- *held values*: each counted part of an owned value (an array's meminfo, a str's object; tuples looked
+  into) has a pointer-sized stack slot, null at the function's entry, set when the value is bound (a node's
+  output, a loop body's carried parameter) and reset to null when ownership drops it. LLVM's mem2reg turns
+  the slots back into SSA values, so the normal path pays nothing;
+- *in-flight references*: what an operator allocates or retains (its output buffer, a view's reference, a
+  temporary copy) before its outputs own it. Each such site has a slot, set when it takes the reference and
+  reset when the operator has finished (its outputs are then held) or released the temporary, so a check that
+  fails in the middle of an operator (an integer power's negative exponent after the output was allocated)
+  frees the output too.
+
+Every raise point branches to one ``unwind`` block per function, carrying its error code in a phi; the block
+releases every slot (a null slot is a no-op) and returns the code. A call to another scripted function that
+fails branches there with the callee's code: the callee has already released its own references.
+
+The numbers a message needs go to the calling thread's payload (errors.py) through ``payload_buffer``.
+"""
+from __future__ import annotations
+
+import ctypes
+
+from llvmlite import ir
+
+from ...ir.core import Value
+from ...ir.types import TensorType
+from .common import I8P, I32, I64, i32, i64, ref_parts
+from .errors import ERROR_TABLE, FALLBACK_PAYLOAD_ADDRESS, PAYLOAD_KEY, PAYLOAD_SLOTS, PAYLOAD_SYMBOLS, PTHREAD_KEY_T
+
+NULL = ir.Constant(I8P, None)
+
+
+class Unwinding:
+    """Mixin of FunctionLowering (listed before ArrayOps, whose ``alloc``/``array_retain``/``release_temp`` it
+    extends)."""
+
+    # set per function by ``init_unwind``
+    _slots: list            # (slot, is_array) for every slot of this function
+    _held: dict             # id(Value) -> its slots
+    in_flight: list | None  # slots of the operator being lowered; None outside an operator
+    _unwind_bb = None
+    _status = None
+
+    def init_unwind(self) -> None:
+        self._slots, self._held, self.in_flight = [], {}, None
+        self._unwind_bb = self._status = None
+
+    def _new_slot(self, is_array: bool):
+        """A stack slot for one reference, null from the function's entry on."""
+        with self.b.goto_block(self.entry_block):
+            self.b.position_at_start(self.entry_block)
+            slot = self.b.alloca(I8P)
+            self.b.store(NULL, slot)
+        self._slots.append((slot, is_array))
+        return slot
+
+    # -- held values ---------------------------------------------------------------------------------------
+    def hold(self, v: Value) -> None:
+        """``v`` (bound) now owns its references: the error path releases them until ``unhold``."""
+        parts = list(ref_parts(v.type, self.get(v)))
+        slots = self._held.get(id(v))
+        if slots is None:
+            slots = self._held[id(v)] = [self._new_slot(isinstance(t, TensorType)) for t, _ in parts]
+        for slot, (_, vals) in zip(slots, parts):
+            self.b.store(vals[0], slot)
+
+    def unhold(self, v: Value) -> None:
+        for slot in self._held.get(id(v), []):
+            self.b.store(NULL, slot)
+
+    # -- in-flight references --------------------------------------------------------------------------
+    def _hold_in_flight(self, ref) -> None:
+        if self.in_flight is not None:
+            slot = self._new_slot(True)
+            self.b.store(ref, slot)
+            self.in_flight.append(slot)
+
+    def land_in_flight(self) -> None:
+        """The operator has finished: its outputs hold what it took."""
+        for slot in self.in_flight or []:
+            self.b.store(NULL, slot)
+
+    def alloc(self, t, shape):
+        a = super().alloc(t, shape)
+        self._hold_in_flight(a.mi)
+        return a
+
+    def array_retain(self, vals) -> None:
+        super().array_retain(vals)
+        self._hold_in_flight(vals[0])
+
+    def take_ref(self, t, vals) -> None:
+        """Retain one counted part for a value that will hold it (not an operator's in-flight reference)."""
+        if isinstance(t, TensorType):
+            self.b.call(self.runtime("retain"), [vals[0]])
+        else:
+            self.str_retain(vals)
+
+    def release_temp(self, a, original) -> None:
+        super().release_temp(a, original)
+        b = self.b
+        copied = b.icmp_unsigned("!=", a.mi, original.mi)
+        for slot in self.in_flight or []:
+            cur = b.load(slot)
+            b.store(b.select(b.and_(copied, b.icmp_unsigned("==", cur, a.mi)), NULL, cur), slot)
+
+    # -- raising ---------------------------------------------------------------------------------------------
+    def fail(self, code) -> None:
+        """Return error ``code`` (an int or an i32 value) from here, through the unwind block."""
+        if self._unwind_bb is None:
+            self._unwind_bb = self.function.append_basic_block("unwind")
+            with self.b.goto_block(self._unwind_bb):
+                self._status = self.b.phi(I32, "status")
+        self._status.add_incoming(i32(code) if isinstance(code, int) else code, self.b.block)
+        self.b.branch(self._unwind_bb)
+
+    def finish_unwind(self) -> None:
+        """Fill the unwind block: release every slot, return the status (after the whole function is lowered,
+        when all slots are known)."""
+        if self._unwind_bb is None:
+            return
+        b = self.b
+        b.position_at_end(self._unwind_bb)
+        for slot, is_array in self._slots:
+            ref = b.load(slot)
+            if is_array:
+                b.call(self.runtime("release"), [ref])
+            else:
+                with b.if_then(b.icmp_unsigned("!=", ref, NULL)):
+                    self.str_release([ref])
+        b.ret(self._status)
+
+    def raise_if(self, cond, exc_type: type, *args) -> None:
+        """If ``cond`` (i1) holds, raise ``exc_type(*args)`` for the current node."""
+        if isinstance(cond, ir.Constant) and cond.constant == 0:
+            return
+        code = ERROR_TABLE.code(exc_type, args, self.node)
+        with self.b.if_then(cond, likely=False):
+            self.fail(code)
+
+    def raise_with(self, cond, exc_type: type, template: str, values: list) -> None:
+        """If ``cond`` holds, raise ``exc_type(template.format(*values))`` with run-time i64 ``values``."""
+        assert len(values) <= PAYLOAD_SLOTS, template
+        code = ERROR_TABLE.code(exc_type, (template,), self.node, payload=len(values))
+        with self.b.if_then(cond, likely=False):
+            base = self.b.call(self.mod.helper("payload"), [])
+            for k, v in enumerate(values):
+                self.b.store(v, self.b.gep(base, [i64(k)]))
+            self.fail(code)
+
+
+def build_payload_function(mod) -> ir.Function:
+    """``i64* payload()``: this thread's payload buffer, allocated (zeroed) on its first use; the process-wide
+    fallback buffer if that allocation fails."""
+    key_t = ir.IntType(8 * ctypes.sizeof(PTHREAD_KEY_T))
+    module = mod.module
+
+    def extern(name, fnty):
+        symbol = PAYLOAD_SYMBOLS[name]
+        return module.globals.get(symbol) or ir.Function(module, fnty, symbol)
+
+    get = extern("pthread_getspecific", ir.FunctionType(I8P, [key_t]))
+    put = extern("pthread_setspecific", ir.FunctionType(I32, [key_t, I8P]))
+    calloc = extern("calloc", ir.FunctionType(I8P, [I64, I64]))
+    free = mod._decls.get("free") or mod._decls.setdefault(
+        "free", ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P]), "free"))   # shared with ArrayOps._libc
+    fn = ir.Function(module, ir.FunctionType(I64.as_pointer(), []), mod.unique("payload"))
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("cold")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    key = ir.Constant(key_t, PAYLOAD_KEY)
+    found = b.call(get, [key])
+    have = b.icmp_unsigned("!=", found, NULL)
+    with b.if_then(have):
+        b.ret(b.bitcast(found, I64.as_pointer()))
+    fresh = b.call(calloc, [i64(PAYLOAD_SLOTS), i64(8)])
+    fallback = ir.Constant(I64, FALLBACK_PAYLOAD_ADDRESS).inttoptr(I64.as_pointer())
+    with b.if_then(b.icmp_unsigned("==", fresh, NULL), likely=False):
+        b.ret(fallback)
+    with b.if_then(b.icmp_unsigned("!=", b.call(put, [key, fresh]), ir.Constant(I32, 0)), likely=False):
+        b.call(free, [fresh])   # the Python side would not find it: use the fallback
+        b.ret(fallback)
+    b.ret(b.bitcast(fresh, I64.as_pointer()))
+    return fn
+
