@@ -22,10 +22,20 @@ HEADER = 64
 # Arrays native code has allocated in this process (a test hook: fused code allocates only its result).
 ALLOCATIONS = ctypes.c_int64(0)
 ALLOCATIONS_ADDRESS = ctypes.addressof(ALLOCATIONS)
+# Arrays native code has freed (dropping their last reference); the arrays a call that raises allocated are all
+# freed before it returns, so both counters move by the same amount (test_raise_memory.py).
+FREES = ctypes.c_int64(0)
+FREES_ADDRESS = ctypes.addressof(FREES)
 
 
 def allocation_count() -> int:
     return ALLOCATIONS.value
+
+
+def free_count() -> int:
+    return FREES.value
+
+
 I16 = ir.IntType(16)
 ELEM = {"float64": F64, "float32": ir.FloatType(), "float16": ir.HalfType(), "int64": I64, "int32": I32,
         "int16": I16, "int8": I8, "uint8": I8, "bool": I8}
@@ -122,6 +132,8 @@ class ArrayOps:
             b.store(n, rc)
             with b.if_then(b.icmp_signed("==", n, i64(0))):
                 b.call(self._libc("free", ir.VoidType(), [I8P]), [fn.args[0]])
+                counter = b.inttoptr(i64(FREES_ADDRESS), I64.as_pointer())
+                b.store(b.add(b.load(counter), i64(1)), counter)
         b.ret_void()
         return fn
 
