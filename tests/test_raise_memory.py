@@ -214,9 +214,14 @@ def test_same_functions_still_work(f, args):
           tuple_carried: (X, 1, 11), negative_int_power: (XI, 2), reuse_pow: (XI, 2, 2),
           empty_reduction: (np.ones((2, 3)),),
           overlapping_copy: (np.ones(4),), nogil_index: (X, 2)}[f]
+    f(*ok)
+    allocated, freed = counters()
     got, want = f(*ok), f.py_func(*ok)
+    allocated, freed = allocation_count() - allocated, free_count() - freed
     np.testing.assert_array_equal(got, want)
     assert np.asarray(got).dtype == np.asarray(want).dtype
+    if not isinstance(got, np.ndarray):
+        assert freed == allocated, f"{allocated} arrays allocated, {freed} freed"
 
 
 def test_fused_situations_really_are_fused():

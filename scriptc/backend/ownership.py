@@ -4,7 +4,8 @@ Arrays (and strs) in native code are reference counted (a meminfo shared by an a
 borrowed from the caller have none, and counting them is a no-op). The rules, uniform for every value whose
 type holds an array (an array, or a tuple with one inside):
 
-- every value a node produces, and every loop-body parameter, owns one reference;
+- every value a node produces, and every loop-body parameter, owns one reference (an element taken out of a
+  tuple too: ``prim::TupleUnpack``/``prim::TupleIndex`` outputs take their own, the tuple keeps its);
 - a *consuming* use takes a reference of its own: block returns (values flowing into ``prim::If`` /
   ``prim::Loop`` outputs and the graph's result), a loop's initial carried inputs, and ``prim::TupleConstruct``
   elements; every other use borrows;
@@ -13,6 +14,11 @@ type holds an array (an array, or a tuple with one inside):
 
 Graph inputs are borrowed from the caller for the whole call and never dropped. This pass computes the drop
 points; the lowering emits the increments and decrements.
+
+The same rules say what a raise must release: at a raising node, the owned values defined so far in the
+enclosing blocks and not yet dropped, plus what the raising operator itself has taken for its outputs. The
+native backend tracks exactly that while it lowers (``backend/llvm/unwind.py``), so its error path follows these
+drop points without a second analysis.
 """
 from __future__ import annotations
 
