@@ -14,6 +14,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import scriptc
 from scriptc.backend.llvm import compile_graph
@@ -222,6 +224,32 @@ def test_same_functions_still_work(f, args):
     assert np.asarray(got).dtype == np.asarray(want).dtype
     if not isinstance(got, np.ndarray):
         assert freed == allocated, f"{allocated} arrays allocated, {freed} freed"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([fused_then_index, unfused_then_index, view_then_index, loop_carried, while_carried,
+                        tuple_held, tuple_carried, nogil_index]),
+       st.integers(0, 12), st.integers(-14, 14), st.integers(0, 9))
+def test_property_raising_or_not_frees_all_but_the_result(f, size, i, n):
+    """Random sizes and indices, in or out of bounds: the native call raises what Python raises (or returns
+    what it returns), and every array it allocated is freed (these functions return no array)."""
+    x = np.linspace(0.5, 2.0, size)
+    args = (x, i, n)[:len(f.param_names)]
+    try:
+        want = f.py_func(*args)
+    except Exception as e:      # noqa: BLE001
+        want = e
+    allocated, freed = counters()
+    try:
+        got = f(*args)
+    except Exception as e:      # noqa: BLE001
+        got = e
+    allocated, freed = allocation_count() - allocated, free_count() - freed
+    if isinstance(want, Exception):
+        assert type(got) is type(want) and str(got) == str(want)
+    else:   # exp calls the C library (SIMD), which may differ from NumPy's by an ulp (README)
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+    assert freed == allocated, f"{allocated} arrays allocated, {freed} freed"
 
 
 def test_fused_situations_really_are_fused():
