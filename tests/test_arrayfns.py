@@ -248,3 +248,40 @@ def test_sort_ties_and_nans(values):
 def test_argsort_is_stable(values):
     x = np.array(values, dtype=np.int32)
     same(argsort_last(x), np.argsort(x, kind="stable"))
+
+
+@scriptc.script
+def nonzero_rows(x: np.ndarray) -> np.ndarray:
+    return np.argwhere(x)
+
+
+@scriptc.script
+def nonzero_1d(x: np.ndarray) -> np.ndarray:
+    (i,) = np.nonzero(x)
+    return i
+
+
+@scriptc.script
+def nonzero_2d(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return x.nonzero()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nonzero_argwhere(dtype):
+    x = data(dtype, (4, 5), seed=5)
+    if x.dtype.kind != "b":
+        x[x.real > 3] = 0
+    check(nonzero_rows, x)
+    check(nonzero_rows, x.T[::-1])
+    check(nonzero_rows, x[0])
+    check(nonzero_1d, x[:, 1])
+    check(nonzero_1d, x[:0, 1])
+    for got, want in zip(nonzero_2d(x), x.nonzero()):
+        same(got, want)
+    for got, want in zip(nonzero_2d.interpret(x), x.nonzero()):
+        same(got, want)
+
+
+def test_nonzero_of_0d_is_rejected():
+    with pytest.raises(scriptc.CompileError, match="nonzero on 0d arrays"):
+        nonzero_1d(np.array(1.0))

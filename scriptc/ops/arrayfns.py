@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from ..ir.registry import OpTypeError, by_sample, register, same_shape, shape_of
-from ..ir.types import TensorType
+from ..ir.registry import NeedsSpecialization, OpTypeError, by_sample, register, same_shape, shape_of
+from ..ir.types import TensorType, TupleType
 
 
 def _unary(scalar_fn, array_fn):
@@ -139,3 +139,26 @@ def _sort_shape(types, consts, *, axis=-1):
 for _name, _i in [("sort", _sort), ("argsort", _argsort)]:
     register(f"aten::{_name}(Tensor self, *, int? axis) -> Tensor", impl=_i, infer=_sort_rule(_i, f"np.{_name}()"),
              py=(getattr(np, _name),), shape=_sort_shape, sorts=True)
+
+
+# -- positions of nonzero elements: np.nonzero (a tuple of index arrays), np.argwhere (one row per element) ----
+def _nonzero_rule(t):
+    _array(t, "np.nonzero()")
+    if t.rank is None:
+        raise NeedsSpecialization("np.nonzero()")
+    if t.rank == 0:
+        raise OpTypeError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() instead.")
+    return TupleType((TensorType("int64", 1),) * t.rank)
+
+
+def _argwhere_rule(t):
+    _array(t, "np.argwhere()")
+    if t.rank == 0:
+        raise OpTypeError("np.argwhere() of a 0-d array is not supported")
+    return TensorType("int64", 2)
+
+
+register("aten::nonzero(Tensor self) -> (Tensor, ...)", impl=np.nonzero, infer=_nonzero_rule, py=(np.nonzero,),
+         methods=("nonzero",), shape=lambda types, consts: [None])
+register("aten::argwhere(Tensor self) -> Tensor", impl=np.argwhere, infer=_argwhere_rule, py=(np.argwhere,),
+         shape=lambda types, consts: [None if shape_of(types[0]) is None else (None, len(shape_of(types[0])))])

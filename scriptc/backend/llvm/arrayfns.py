@@ -162,6 +162,40 @@ class ArrayFns:
             cur = owned = nxt
         return [cur.leaves]
 
+    # -- np.nonzero / np.argwhere --------------------------------------------------------------------------------
+    @handles_array("aten::nonzero", "aten::argwhere")
+    def lower_nonzero(self, node):
+        """Count the nonzero elements, then write each one's index (row-major order, as NumPy lists them)."""
+        b = self.b
+        a = self.arr(node.inputs[0])
+        rank = a.t.rank
+        counter = self.alloca(I64)
+        b.store(i64(0), counter)
+
+        def nonzero(index):
+            x = self.load_element(self.element_ptr(a, index), a.t.dtype)
+            return self.cast(x, kind_of(a.t.dtype), "b")
+
+        def count(index):
+            b.store(b.add(b.load(counter), b.zext(nonzero(index), I64)), counter)
+        self.loop_nest(a.shape, count)
+        total = b.load(counter)
+        if node.kind == "aten::argwhere":
+            outs = [self.alloc(node.output.type, [total, i64(rank)])]
+        else:
+            outs = [self.alloc(TensorType("int64", 1), [total]) for _ in range(rank)]
+        b.store(i64(0), counter)
+
+        def record(index):
+            with b.if_then(nonzero(index)):
+                k = b.load(counter)
+                for d, i in enumerate(index):
+                    out, where = (outs[0], [k, i64(d)]) if node.kind == "aten::argwhere" else (outs[d], [k])
+                    self.store_element(self.element_ptr(out, where), i, "i", "int64")
+                b.store(b.add(k, i64(1)), counter)
+        self.loop_nest(a.shape, record)
+        return [[leaf for out in outs for leaf in out.leaves]]
+
     # -- sort / argsort ---------------------------------------------------------------------------------------
     @handles_array("aten::sort", "aten::argsort")
     def lower_sort(self, node):
