@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import os
+import pickle
 
 import numpy as np
 
@@ -164,6 +165,31 @@ class ScriptFunction:
         raise RuntimeError(f"the graph of '{self.__name__}' depends on its array arguments' dtypes and ranks: "
                            f"call it first, or use {self.__name__}.graph_for(*args)")
 
+    @property
+    def code(self) -> str:
+        """The optimized graph as Python-like source (TorchScript's ``.code``): the first compiled signature's,
+        or the frontend's graph before any call."""
+        from .ir.pycode import python_code
+        graph = next(iter(self._optimized.values())) if self._optimized else self.graph
+        return python_code(graph, self.__name__)
+
+    def code_for(self, *args, **kwargs) -> str:
+        """``code`` for these arguments' signature."""
+        from .ir.pycode import python_code
+        return python_code(self.graph_for_types(self._bind(args, kwargs)[0]), self.__name__)
+
+    # -- pickling: by reference, as functions and numba's dispatchers pickle -------------------------------
+    def __reduce__(self):
+        try:
+            found = _restore(self.__module__, self.__qualname__)
+        except Exception:
+            found = None
+        if found is not self:
+            raise pickle.PicklingError(f"Can't pickle {self!r}: it is not the object found as "
+                                       f"{self.__module__}.{self.__qualname__} (scripted functions pickle by "
+                                       f"reference: define them at module level)")
+        return _restore, (self.__module__, self.__qualname__)
+
     def frontend_graph_for(self, *args, **kwargs) -> Graph:
         """The graph for these arguments' types as the frontend built it, before any pass."""
         return self.graph_for_types(self._bind(args, kwargs)[0], optimize=False)
@@ -180,6 +206,18 @@ class ScriptFunction:
             from .passes.shape_inference import specialize_shapes
             g = self._shaped[key] = specialize_shapes(self.graph_for_types(types), list(shapes))
         return g
+
+
+def _restore(module: str, qualname: str) -> "ScriptFunction":
+    """The scripted function a pickle names: imported from its module (compiled there again, or loaded from the
+    cache), never rebuilt from pickled state."""
+    import importlib
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    if not isinstance(obj, ScriptFunction):
+        raise pickle.UnpicklingError(f"{module}.{qualname} is not a scripted function")
+    return obj
 
 
 def pipeline() -> PassManager:

@@ -133,9 +133,7 @@ class CallsMixin:
             raise self.fn.error(f"{what}(): pass {', '.join(op.attrs[:len(extra)])} as a keyword argument", node)
         for k in node.keywords:
             if k.arg in op.attrs:
-                value = self.const_eval(k.value)
-                if value is not None:
-                    attrs[k.arg] = value
+                attrs[k.arg] = self.const_eval(k.value)   # an explicit None too: np.sort(x, axis=None)
             elif k.arg in op.params and op.params.index(k.arg) == len(args):
                 args = args + [self.expr(k.value)]
             else:

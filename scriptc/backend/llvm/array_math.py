@@ -23,6 +23,7 @@ from .errors import LoweringError
 ELEMENTWISE = [name for name, op in REGISTRY.items() if op.elementwise]
 INPLACE = [name for name, op in REGISTRY.items() if "inplace_of" in op.extra]
 REDUCTIONS = [name for name, op in REGISTRY.items() if op.extra.get("reduction")]
+PREDICATES = {name.split("::")[1] for name, op in REGISTRY.items() if op.extra.get("predicate")}
 COMPARE = {"eq": ("==", "oeq"), "ne": ("!=", "une"), "lt": ("<", "olt"), "le": ("<=", "ole"),
            "gt": (">", "ogt"), "ge": (">=", "oge")}
 LIBM = set(LIBM_UNARY)
@@ -63,7 +64,7 @@ class ArrayMath:
 
     def compute_kind(self, node) -> str:
         op = node.kind.split("::")[1]
-        if op in COMPARE:
+        if op in COMPARE or op in PREDICATES:
             return kind_of(result_dtype(*[v.type for v in node.inputs]))
         return kind_of(node.output.type.dtype)
 
@@ -150,6 +151,8 @@ class ArrayMath:
     def element_op(self, op: str, args: list, k: str):
         """Apply ``op`` to register values of kind ``k``: (result kind, result)."""
         b = self.b
+        if op in PREDICATES:
+            return "b", self.predicate_op(op, args[0], k)
         if op in COMPARE:
             ipred, fpred = COMPARE[op]
             if k == "f":

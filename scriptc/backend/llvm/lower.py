@@ -28,6 +28,7 @@ from .common import (F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL
 from .engine import LIBM_PREFIX
 from .errors import LoweringError
 from .array_math import ArrayMath
+from .arrayfns import ArrayFns
 from .arrays import ArrayOps
 from .fused import FusedOps
 from .scalar_ops import ScalarOps
@@ -216,7 +217,7 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(Unwinding, ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, StringOps):
+class FunctionLowering(Unwinding, ScalarOps, ArrayOps, ArrayMath, ArrayFns, FusedOps, SimdOps, StringOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):

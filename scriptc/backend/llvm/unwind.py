@@ -109,6 +109,14 @@ class Unwinding:
             cur = b.load(slot)
             b.store(b.select(b.and_(copied, b.icmp_unsigned("==", cur, a.mi)), NULL, cur), slot)
 
+    def release_scratch(self, a) -> None:
+        """Release a temporary the operator allocated for itself (``alloc``) before it finishes."""
+        self.array_release([a.mi])
+        b = self.b
+        for slot in self.in_flight or []:
+            cur = b.load(slot)
+            b.store(b.select(b.icmp_unsigned("==", cur, a.mi), NULL, cur), slot)
+
     # -- raising ---------------------------------------------------------------------------------------------
     def fail(self, code) -> None:
         """Return error ``code`` (an int or an i32 value) from here, through the unwind block."""
