@@ -52,7 +52,7 @@ class Interpreter:
                 impl = self._impls.get(kind) or self._impls.setdefault(kind, lookup(kind).impl)
                 out = impl(*inputs, **node.attrs)
                 n = len(node.outputs)
-                outs = [] if n == 0 else [out] if n == 1 else list(out)
+                outs = [] if n == 0 else [out] if n == 1 and kind != "prim::TupleUnpack" else list(out)
             for v, x in zip(node.outputs, outs):
                 env[id(v)] = _normalize(x, v.type)
         return [env[id(v)] for v in block.returns]
