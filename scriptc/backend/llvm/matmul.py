@@ -364,21 +364,29 @@ class MatmulOps:
 
     # -- the generated loop ---------------------------------------------------------------------------------
     def loop_core(self, c: Core, res: str) -> None:
-        """C[i, j] = sum over p of A[i, p] * B[p, j], accumulated in order in the result's register kind."""
+        """C[i, j] = sum over p of A[i, p] * B[p, j], accumulated in order in the result's register kind (float16
+        in float32, as NumPy's half loop)."""
         b = self.b
         k = "i" if kind_of(res) == "b" else kind_of(res)   # bool products accumulate as ints
+        half = res == "float16"
+        acc_type = ir.FloatType() if half else F64 if k == "f" else I64
         inner = c.a.shape[1]
+
+        def operand(a: Arr, index):
+            x = self.cast(self.load_element(self.element_ptr(a, index), a.t.dtype), kind_of(a.t.dtype), k)
+            return b.fptrunc(x, acc_type) if half else x
 
         def element(index):
             i, j = index
-            acc = self.alloca(F64 if k == "f" else I64)
-            b.store(f64(0.0) if k == "f" else i64(0), acc)
+            acc = self.alloca(acc_type)
+            b.store(ir.Constant(acc_type, 0.0 if k == "f" else 0), acc)
             with self.for_range(inner) as p:
-                xv = self.load_element(self.element_ptr(c.a, [i, p]), c.a.t.dtype)
-                yv = self.load_element(self.element_ptr(c.b, [p, j]), c.b.t.dtype)
-                xv, yv = self.cast(xv, kind_of(c.a.t.dtype), k), self.cast(yv, kind_of(c.b.t.dtype), k)
+                xv, yv = operand(c.a, [i, p]), operand(c.b, [p, j])
                 cur = b.load(acc)
                 b.store(b.fadd(cur, b.fmul(xv, yv)) if k == "f" else b.add(cur, b.mul(xv, yv)), acc)
-            self.store_element(self.element_ptr(c.c, [i, j]), b.load(acc), k, res)
+            ptr = self.element_ptr(c.c, [i, j])
+            if half:    # float32 -> float16 directly (F16C), never through double
+                b.store(b.fptrunc(b.load(acc), ELEM[res]), ptr)
+            else:
+                self.store_element(ptr, b.load(acc), k, res)
         self.loop_nest([c.a.shape[0], c.b.shape[1]], element)
-
