@@ -31,6 +31,7 @@ from .array_math import ArrayMath
 from .arrayfns import ArrayFns
 from .arrays import ArrayOps
 from .fused import FusedOps
+from .matmul import MatmulOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
 from .strings import StringOps
@@ -217,7 +218,8 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(Unwinding, ScalarOps, ArrayOps, ArrayMath, ArrayFns, FusedOps, SimdOps, StringOps):
+class FunctionLowering(Unwinding, ScalarOps, ArrayOps, ArrayMath, ArrayFns, MatmulOps, FusedOps, SimdOps,
+                       StringOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):

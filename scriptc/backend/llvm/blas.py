@@ -1,0 +1,105 @@
+"""OpenBLAS for matrix products: the build the ``scipy-openblas64`` package ships, loaded once per process.
+
+That build exports CBLAS with prefixed, suffixed names (``scipy_cblas_dgemm64_``) and 64-bit integers (ILP64),
+so it coexists with NumPy's own OpenBLAS and any other BLAS in the process. Its functions are bound into the JIT
+under private names (``scriptc.blas.dgemm`` -> the library's ``scipy_cblas_dgemm64_``), the way engine.py binds
+libm, and native code calls them directly.
+
+Threads: OpenBLAS reads ``OPENBLAS_NUM_THREADS`` (then ``OMP_NUM_THREADS``) when it loads, and otherwise uses one
+thread per core; ``set_num_threads`` changes it at run time. scriptc keeps OpenBLAS's default.
+
+When the package is not installed (or its library does not load), ``available()`` is false and float products
+use the generated loop that integer products use.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+SYMBOL_PREFIX = "scriptc.blas."
+# CBLAS functions native code calls: our name -> the library's exported symbol
+FUNCTIONS = {name: f"scipy_cblas_{name}64_" for name in ("dgemm", "sgemm", "dgemv", "sgemv", "ddot", "sdot")}
+# CBLAS enum values (cblas.h)
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+
+_LIB: ctypes.CDLL | None = None
+_LOADED = False
+_BOUND = False
+_LOCK = threading.Lock()
+
+
+def _find_library() -> str | None:
+    try:
+        import scipy_openblas64
+    except ImportError:
+        return None
+    lib_dir = scipy_openblas64.get_lib_dir()
+    stem = scipy_openblas64.get_library()
+    for name in sorted(os.listdir(lib_dir)):
+        if name.startswith((f"lib{stem}.", f"{stem}.")) and name.rsplit(".", 1)[-1] in ("so", "dylib", "dll"):
+            return os.path.join(lib_dir, name)
+    return None
+
+
+def library() -> ctypes.CDLL | None:
+    """The loaded OpenBLAS, or None when it is not installed or does not load."""
+    global _LIB, _LOADED
+    if not _LOADED:
+        with _LOCK:
+            if not _LOADED:
+                path = _find_library()
+                try:
+                    lib = ctypes.CDLL(path) if path else None
+                    if lib is not None:
+                        for symbol in FUNCTIONS.values():
+                            getattr(lib, symbol)
+                except (OSError, AttributeError):
+                    lib = None
+                _LIB, _LOADED = lib, True
+    return _LIB
+
+
+def available() -> bool:
+    return library() is not None
+
+
+def bind() -> bool:
+    """Make the CBLAS functions callable from JIT-compiled code (once); whether OpenBLAS is available."""
+    global _BOUND
+    lib = library()
+    if lib is None:
+        return False
+    if not _BOUND:
+        import llvmlite.binding as llvm
+        with _LOCK:
+            if not _BOUND:
+                for name, symbol in FUNCTIONS.items():
+                    llvm.add_symbol(SYMBOL_PREFIX + name, ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value)
+                _BOUND = True
+    return True
+
+
+def _require() -> ctypes.CDLL:
+    lib = library()
+    if lib is None:
+        raise RuntimeError("OpenBLAS is not available: install the scipy-openblas64 package")
+    return lib
+
+
+def set_num_threads(n: int) -> None:
+    """Use ``n`` threads in matrix products (OpenBLAS's thread count, process-wide)."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"the number of threads must be an int, not {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"the number of threads must be at least 1, got {n}")
+    fn = _require().scipy_openblas_set_num_threads64_
+    fn.argtypes, fn.restype = [ctypes.c_int], None
+    fn(min(n, 2 ** 31 - 1))
+
+
+def get_num_threads() -> int:
+    """The number of threads OpenBLAS uses in matrix products."""
+    fn = _require().scipy_openblas_get_num_threads64_
+    fn.argtypes, fn.restype = [], ctypes.c_int
+    return fn()
