@@ -15,7 +15,7 @@ from llvmlite import ir
 
 from ...ir.registry import REGISTRY, lookup
 from ...ir.types import TensorType, result_dtype
-from .arrays import ELEM, Arr, kind_of, shape_text
+from .arrays import ELEM, INT_RANGE, Arr, kind_of, shape_text
 from .common import F64, I1, I64, INT64_MIN, f64, handles_array, i64
 from .engine import LIBM_UNARY
 from .errors import LoweringError
@@ -48,24 +48,58 @@ class ArrayMath:
         arrays = [self.arr(v) for v in node.inputs if isinstance(v.type, TensorType)]
         shape = self.broadcast_shape(arrays, out_t.rank)
         out = self.alloc(out_t, shape)
-        compute = self.compute_kind(node)
+        dtype = self.loop_dtype(node)
+        compute = kind_of(dtype)
+        scalars = {k: self.weak_scalar(op, k, *self.scalar_operand(v), dtype)
+                   for k, v in enumerate(node.inputs) if not isinstance(v.type, TensorType)}
 
         def element(load):
             args = []
             for k, v in enumerate(node.inputs):
-                kind, x = load(v) if isinstance(v.type, TensorType) else self.scalar_operand(v)
+                kind, x = load(v) if isinstance(v.type, TensorType) else scalars[k]
                 want = "b" if op == "where" and k == 0 else compute
                 args.append(self.cast(x, kind, want))
-            return self.element_op(op, args, compute)
+            return self.in_loop_precision(*self.element_op(op, args, compute), dtype)
 
         self.elementwise_loops(out, node.inputs, arrays, element)
         return [out.leaves]
 
     def compute_kind(self, node) -> str:
+        return kind_of(self.loop_dtype(node))
+
+    def loop_dtype(self, node) -> str:
+        """The dtype NumPy's ufunc loop computes in: the operands' common dtype (Python scalars weak), which
+        is the result's dtype except for comparisons."""
         op = node.kind.split("::")[1]
         if op in COMPARE:
-            return kind_of(result_dtype(*[v.type for v in node.inputs]))
-        return kind_of(node.output.type.dtype)
+            return result_dtype(*[v.type for v in node.inputs])
+        return node.output.type.dtype
+
+    def weak_scalar(self, op: str, position: int, kind: str, x, dtype: str):
+        """A Python scalar operand as NumPy 2's ufunc sees it (NEP 50): converted to the loop's dtype first,
+        so ``float32_array * 0.1`` multiplies by float32(0.1). A Python int out of an integer dtype's range is
+        NumPy's OverflowError, except where NumPy compares it exactly (comparisons), casts it (``np.where``)
+        or treats it as no bound (``np.clip``). Call it outside the element loop: the check runs once."""
+        k = kind_of(dtype)
+        if k == "f":
+            return "f", self.round_float(self.cast(x, kind, "f"), dtype)
+        if k == "b" or kind != "i" or dtype not in INT_RANGE or op in COMPARE or op == "where":
+            return kind, x
+        b = self.b
+        lo, hi = INT_RANGE[dtype]
+        if op == "clip":    # numpy's _clip drops a bound beyond the dtype's range on its own side
+            x = b.select(b.icmp_signed("<", x, i64(lo)), i64(lo), x) if position == 1 else \
+                b.select(b.icmp_signed(">", x, i64(hi)), i64(hi), x)
+        bad = b.or_(b.icmp_signed("<", x, i64(lo)), b.icmp_signed(">", x, i64(hi)))
+        self.raise_with(bad, OverflowError, f"Python integer {{0}} out of bounds for {dtype}", [x])
+        return kind, x
+
+    def in_loop_precision(self, kind, x, dtype: str):
+        """An operator's double result rounded as NumPy's loop for ``dtype`` rounds it: float32 loops round
+        to float32, and float16 loops compute in float32 too (then round again to float16 when stored)."""
+        if kind == "f" and dtype in ("float32", "float16"):
+            return kind, self.round_float(x, "float32")
+        return kind, x
 
     def broadcast_shape(self, arrays: list[Arr], rank: int) -> list:
         """NumPy's broadcast of the operands' shapes, or ValueError naming them."""
@@ -154,7 +188,9 @@ class ArrayMath:
             ipred, fpred = COMPARE[op]
             if k == "f":
                 return "b", (b.fcmp_unordered if fpred == "une" else b.fcmp_ordered)(ipred, *args)
-            return "b", (b.icmp_unsigned if k in "bu" else b.icmp_signed)(ipred, *args)
+            # i64 holds every supported integer dtype exactly (u: zero-extended), so a signed comparison is
+            # exact, also against Python ints out of the array dtype's range (NumPy 2 compares those exactly)
+            return "b", (b.icmp_unsigned if k == "b" else b.icmp_signed)(ipred, *args)
         if k == "b":
             return "b", self.bool_op(op, args)
         if k == "f":
@@ -264,7 +300,8 @@ class ArrayMath:
         op = REGISTRY[node.kind].extra["inplace_of"]
         dst = self.arr(node.inputs[0])
         other = node.inputs[1]
-        compute = kind_of(lookup(op).result_types([v.type for v in node.inputs], {})[0].dtype)
+        dtype = lookup(op).result_types([v.type for v in node.inputs], {})[0].dtype
+        compute = kind_of(dtype)
         name = op.split("::")[1]
         if isinstance(other.type, TensorType):
             src0 = self.arr(other)
@@ -273,6 +310,7 @@ class ArrayMath:
             view = Arr(src.t, [src.mi, src.data, *src.shape, *strides])
         else:
             src0 = src = None
+            scalar = self.weak_scalar(name, 1, *self.scalar_operand(other), dtype)
 
         def body(index):
             x = self.load_element(self.element_ptr(dst, index), dst.t.dtype)
@@ -280,9 +318,9 @@ class ArrayMath:
                 y = self.load_element(self.element_ptr(view, index[len(index) - src.t.rank:]), src.t.dtype)
                 ky = kind_of(src.t.dtype)
             else:
-                ky, y = self.scalar_operand(other)
-            kind, r = self.element_op(name, [self.cast(x, kind_of(dst.t.dtype), compute),
-                                             self.cast(y, ky, compute)], compute)
+                ky, y = scalar
+            kind, r = self.in_loop_precision(*self.element_op(name, [self.cast(x, kind_of(dst.t.dtype), compute),
+                                                                     self.cast(y, ky, compute)], compute), dtype)
             self.store_element(self.element_ptr(dst, index), r, kind, dst.t.dtype)
         self.loop_nest(dst.shape, body)
         if src is not None:
@@ -358,11 +396,10 @@ class ArrayMath:
 
     def round_to(self, value, kind, dtype):
         """A value as the scalar NumPy returns: rounded through ``dtype`` (float32 sums), in register kind."""
-        b = self.b
         k = kind_of(dtype)
         value = self.cast(value, kind, k)
-        if k == "f" and dtype != "float64":
-            value = b.fpext(b.fptrunc(value, ELEM[dtype]), F64)
+        if k == "f":
+            value = self.round_float(value, dtype)
         return k, value
 
     def reduction_init(self, name, k):
