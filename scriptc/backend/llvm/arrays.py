@@ -531,25 +531,70 @@ class ArrayOps:
 
     @handles_array("aten::arange")
     def lower_arange(self, node):
+        """NumPy's PyArray_ArangeObj: length ceil((stop - start) / step) with Python's arithmetic on the
+        arguments, element 0 = start, element 1 = start + step, and element i = start + i*delta for i >= 2
+        with delta = (start + step) - start (the dtype's fill function)."""
         b = self.b
         t = node.output.type
-        start, stop, step = [self.scalar_operand(v) for v in node.inputs]
-        kind = kind_of(t.dtype)
-        as_f = [self.cast(x, k, "f") for k, x in (start, stop, step)]
-        self.raise_if(b.fcmp_ordered("==", as_f[2], ir.Constant(F64, 0.0)), ZeroDivisionError, "division by zero")
-        # NumPy: length = ceil((stop - start) / step), computed in double
-        ceil = self.mod.intrinsic("ceil")
-        n_f = b.call(ceil, [b.fdiv(b.fsub(as_f[1], as_f[0]), as_f[2])])
-        n = b.select(b.fcmp_ordered(">", n_f, ir.Constant(F64, 0.0)), b.fptosi(n_f, I64), i64(0))
+        operands = [self.scalar_operand(v) for v in node.inputs]
+        if all(k != "f" for k, _ in operands):
+            n, first, second, delta = self.arange_int([self.cast(x, k, "i") for k, x in operands])
+            kind = "i"
+        else:
+            n, first, second, delta = self.arange_float([self.cast(x, k, "f") for k, x in operands])
+            kind = "f"
         out = self.alloc(t, [n])
-        first, delta = self.cast(start[1], start[0], kind), self.cast(step[1], step[0], kind)
         with self.for_range(n) as i:
             if kind == "f":
                 x = b.fadd(first, b.fmul(b.sitofp(i, F64), delta))
             else:
                 x = b.add(first, b.mul(i, delta))
+            x = b.select(b.icmp_signed("==", i, i64(0)), first, b.select(b.icmp_signed("==", i, i64(1)), second, x))
             self.store_element(self.element_ptr(out, [i]), x, kind, t.dtype)
         return [out.leaves]
+
+    def arange_int(self, args):
+        """(length, start, start + step, delta) for int arguments: Python's exact difference, true division
+        rounded to double (exactly NumPy's length while |stop - start| and |step| are below 2**53)."""
+        b = self.b
+        start, stop, step = args
+        self.raise_if(b.icmp_signed("==", step, i64(0)), ZeroDivisionError, "division by zero")
+        diff = b.ssub_with_overflow(stop, start)
+        exact = b.sitofp(b.extract_value(diff, 0), F64)
+        approx = b.fsub(b.sitofp(stop, F64), b.sitofp(start, F64))
+        q = b.fdiv(b.select(b.extract_value(diff, 1), approx, exact), b.sitofp(step, F64))
+        nonzero = b.or_(b.extract_value(diff, 1), b.icmp_signed("!=", b.extract_value(diff, 0), i64(0)))
+        n = self.arange_length(q, nonzero)
+        second = b.sadd_with_overflow(start, step)
+        self.raise_if(b.and_(b.icmp_signed(">=", n, i64(2)), b.extract_value(second, 1)), OverflowError,
+                      "Python int too large to convert to C long")
+        return n, start, b.extract_value(second, 0), step
+
+    def arange_float(self, args):
+        b = self.b
+        start, stop, step = args
+        self.raise_if(b.fcmp_ordered("==", step, ir.Constant(F64, 0.0)), ZeroDivisionError,
+                      "float division by zero")
+        diff = b.fsub(stop, start)
+        n = self.arange_length(b.fdiv(diff, step), b.fcmp_unordered("!=", diff, ir.Constant(F64, 0.0)))
+        second = b.fadd(start, step)
+        return n, start, second, b.fsub(second, start)
+
+    def arange_length(self, q, diff_nonzero):
+        """_arange_safe_ceil_to_intp(q), NumPy's errors, and its underflow rule: a zero quotient of a non-zero
+        difference is one element, or none when the zero is negative."""
+        b = self.b
+        zero = ir.Constant(F64, 0.0)
+        c = b.call(self.mod.intrinsic("ceil"), [q])
+        self.raise_if(b.fcmp_unordered("uno", c, c), ValueError, "arange: cannot compute length")
+        in_range = b.and_(b.fcmp_ordered(">=", c, ir.Constant(F64, -2.0 ** 63)),
+                          b.fcmp_ordered("<=", c, ir.Constant(F64, 2.0 ** 63)))
+        self.raise_if(b.not_(in_range), ValueError, "Maximum allowed size exceeded")
+        n = self.float_to_int(c, "int64")      # 2**63 becomes INT64_MIN there too: no elements
+        negative = b.icmp_signed("<", b.bitcast(q, I64), i64(0))
+        underflow = b.select(negative, i64(0), i64(1))
+        n = b.select(b.and_(b.fcmp_ordered("==", q, zero), diff_nonzero), underflow, n)
+        return b.select(b.icmp_signed(">", n, i64(0)), n, i64(0))
 
     @handles_array("aten::linspace")
     def lower_linspace(self, node):
