@@ -59,7 +59,7 @@ class ArrayMath:
                 kind, x = load(v) if isinstance(v.type, TensorType) else scalars[k]
                 want = "b" if op == "where" and k == 0 else compute
                 args.append(self.cast(x, kind, want))
-            return self.in_loop_precision(*self.element_op(op, args, compute), dtype)
+            return self.in_loop_precision(*self.element_op(op, args, compute, dtype), dtype)
 
         self.elementwise_loops(out, node.inputs, arrays, element)
         return [out.leaves]
@@ -81,6 +81,8 @@ class ArrayMath:
         NumPy's OverflowError, except where NumPy compares it exactly (comparisons), casts it (``np.where``)
         or treats it as no bound (``np.clip``). Call it outside the element loop: the check runs once."""
         k = kind_of(dtype)
+        if k == "f" and op == "where" and kind == "i":   # np.where casts the int (as int64) to the dtype directly
+            return "f", self.from_memory(self.to_memory(x, kind, dtype), dtype)
         if k == "f":
             return "f", self.round_float(self.cast(x, kind, "f"), dtype)
         if k == "b" or kind != "i" or dtype not in INT_RANGE or op in COMPARE or op == "where":
@@ -181,8 +183,9 @@ class ArrayMath:
     def elem_ptr_type(self, a: Arr):
         return ELEM[a.t.dtype].as_pointer()
 
-    def element_op(self, op: str, args: list, k: str):
-        """Apply ``op`` to register values of kind ``k``: (result kind, result)."""
+    def element_op(self, op: str, args: list, k: str, dtype: str = "float64"):
+        """Apply ``op`` to register values of kind ``k`` (``dtype``: the float loop's precision): (result kind,
+        result)."""
         b = self.b
         if op in COMPARE:
             ipred, fpred = COMPARE[op]
@@ -194,7 +197,7 @@ class ArrayMath:
         if k == "b":
             return "b", self.bool_op(op, args)
         if k == "f":
-            return "f", self.float_op(op, args)
+            return "f", self.float_op(op, args, dtype)
         return k, self.int_op(op, args, k)
 
     def bool_op(self, op, args):
@@ -213,12 +216,14 @@ class ArrayMath:
             return b.and_(b.or_(args[0], args[1]), args[2])
         raise LoweringError(f"aten::{op}", "not supported on bool arrays", self.node.source)
 
-    def float_op(self, op, args):
+    def float_op(self, op, args, dtype="float64"):
         b = self.b
         if op in ("add", "sub", "mul", "div"):
             return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv}[op](*args)
         x = args[0]
         zero = f64(0.0)
+        if op in ("floordiv", "remainder") and dtype != "float64":
+            return self.divmod_float32(op, *args)
         if op == "floordiv":
             y = args[1]
             return b.select(b.fcmp_ordered("==", y, zero), b.fdiv(x, y), self.float_floordiv(x, y))
@@ -242,16 +247,39 @@ class ArrayMath:
         if op in LIBM:
             return b.call(self.mod.libm(op), [x])
         if op in ("maximum", "minimum"):
-            return self.nan_max(op, *args)
-        if op == "clip":
-            return self.nan_max("minimum", self.nan_max("maximum", x, args[1]), args[2])
+            return self.nan_max(op, *args, first_on_tie=dtype == "float16")
+        if op == "clip":    # NumPy keeps x when it equals a bound (-0.0 stays), and a NaN anywhere wins
+            lo, hi = args[1], args[2]
+            x = b.select(b.or_(b.fcmp_ordered("<", x, lo), self.isnan(lo)), lo, x)
+            return b.select(b.or_(b.fcmp_ordered(">", x, hi), self.isnan(hi)), hi, x)
         if op == "where":
             return b.select(*args)
         raise LoweringError(f"aten::{op}", "not supported on float arrays", self.node.source)
 
-    def nan_max(self, op, x, y):
+    def divmod_float32(self, op, x, y):
+        """npy_divmodf: CPython's float divmod with every step rounded to float32, as NumPy's float32 (and
+        float16, which computes in float32) loops compute floor division and remainder."""
         b = self.b
-        keep = b.fcmp_ordered(">=" if op == "maximum" else "<=", x, y)
+        r = lambda v: self.round_float(v, "float32")  # noqa: E731 - float32 arithmetic from double steps
+        zero, one = f64(0.0), f64(1.0)
+        mod = self.fmod(x, y)
+        nonzero = b.fcmp_unordered("!=", mod, zero)
+        flip = b.and_(nonzero, b.xor(b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero)))
+        if op == "remainder":
+            fixed = b.select(flip, r(b.fadd(mod, y)), b.select(nonzero, mod, self.copysign(zero, y)))
+            return b.select(b.fcmp_ordered("==", y, zero), mod, fixed)
+        div = r(b.fdiv(r(b.fsub(x, mod)), y))
+        div = b.select(flip, r(b.fsub(div, one)), div)
+        floor = b.call(self.mod.intrinsic("floor"), [div])
+        floor = b.select(b.fcmp_ordered(">", r(b.fsub(div, floor)), f64(0.5)), r(b.fadd(floor, one)), floor)
+        quotient = b.select(b.fcmp_unordered("!=", div, zero), floor, self.copysign(zero, r(b.fdiv(x, y))))
+        return b.select(b.fcmp_ordered("==", y, zero), b.fdiv(x, y), quotient)
+
+    def nan_max(self, op, x, y, first_on_tie: bool = False):
+        """NumPy's maximum/minimum: NaN propagates; of equal values (0.0 and -0.0) the second is kept, the
+        first by float16's loop."""
+        b = self.b
+        keep = b.fcmp_ordered((">" if op == "maximum" else "<") + ("=" if first_on_tie else ""), x, y)
         return b.select(b.or_(keep, self.isnan(x)), x, y)
 
     def int_op(self, op, args, k):
@@ -319,8 +347,8 @@ class ArrayMath:
                 ky = kind_of(src.t.dtype)
             else:
                 ky, y = scalar
-            kind, r = self.in_loop_precision(*self.element_op(name, [self.cast(x, kind_of(dst.t.dtype), compute),
-                                                                     self.cast(y, ky, compute)], compute), dtype)
+            args = [self.cast(x, kind_of(dst.t.dtype), compute), self.cast(y, ky, compute)]
+            kind, r = self.in_loop_precision(*self.element_op(name, args, compute, dtype), dtype)
             self.store_element(self.element_ptr(dst, index), r, kind, dst.t.dtype)
         self.loop_nest(dst.shape, body)
         if src is not None:

@@ -174,7 +174,11 @@ class ArrayOps:
 
     def load_element(self, ptr, dtype: str):
         """Load and widen to the register kind (kind_of)."""
-        b, x = self.b, self.b.load(ptr)
+        return self.from_memory(self.b.load(ptr), dtype)
+
+    def from_memory(self, x, dtype: str):
+        """An element of ``dtype`` widened to its register kind (kind_of)."""
+        b = self.b
         k = kind_of(dtype)
         if k == "f":
             if dtype == "float16":

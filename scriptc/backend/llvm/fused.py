@@ -44,7 +44,7 @@ class FusedOps:
                 for k, v in enumerate(n.inputs):
                     kind, x = scalars[id(n), k] if (id(n), k) in scalars else env[id(v)]
                     args.append(self.cast(x, kind, "b" if op == "where" and k == 0 else compute))
-                kind, x = self.in_loop_precision(*self.element_op(op, args, compute), dtype)
+                kind, x = self.in_loop_precision(*self.element_op(op, args, compute, dtype), dtype)
                 env[id(n.output)] = self.round_through(kind, x, n.output.type.dtype)
             return env[id(value)]
 
