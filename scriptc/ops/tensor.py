@@ -150,21 +150,26 @@ def _arange(start, stop, step):
     return np.arange(start, stop, step)
 
 
+def arange_length(start, stop, step) -> int | None:
+    """NumPy's arange length (_calc_length): ceil((stop - start) / step) in Python's arithmetic, with its
+    underflow rule; None where NumPy raises (zero step, NaN, overflow)."""
+    try:
+        q = (stop - start) / step
+        if q == 0 and stop - start != 0:
+            return 0 if math.copysign(1.0, q) < 0 else 1
+        c = math.ceil(q)
+    except (ZeroDivisionError, ValueError, OverflowError):
+        return None
+    if not -2 ** 63 <= c < 2 ** 63:
+        return None
+    return max(c, 0)
+
+
 def _arange_shape(types, consts):
-    """The length, when start, stop and step are all known: exact for ints; for floats NumPy's own count."""
+    """The length, when start, stop and step are all known (NumPy's formula, not ``range``'s)."""
     if any(c is None for c in consts):
         return [(None,)]
-    start, stop, step = consts
-    if step == 0:
-        return [(None,)]
-    if all(t in (INT, BOOL) for t in types):
-        return [(len(range(int(start), int(stop), int(step))),)]
-    estimate = (stop - start) / step
-    if not math.isfinite(estimate):
-        return [(None,)]
-    if estimate < 1e6:
-        return [np.arange(start, stop, step).shape]  # the reference implementation decides the rounding
-    return [(None,)]
+    return [(arange_length(*consts),)]
 
 
 register("aten::arange(Number start, Number stop, Number step) -> Tensor", impl=_arange,

@@ -15,7 +15,7 @@ from llvmlite import ir
 
 from ...ir.registry import REGISTRY, lookup
 from ...ir.types import TensorType, result_dtype
-from .arrays import ELEM, Arr, kind_of, shape_text
+from .arrays import ELEM, INT_RANGE, Arr, kind_of, shape_text
 from .common import F64, I1, I64, INT64_MIN, f64, handles_array, i64
 from .engine import LIBM_UNARY
 from .errors import LoweringError
@@ -49,24 +49,60 @@ class ArrayMath:
         arrays = [self.arr(v) for v in node.inputs if isinstance(v.type, TensorType)]
         shape = self.broadcast_shape(arrays, out_t.rank)
         out = self.alloc(out_t, shape)
-        compute = self.compute_kind(node)
+        dtype = self.loop_dtype(node)
+        compute = kind_of(dtype)
+        scalars = {k: self.weak_scalar(op, k, *self.scalar_operand(v), dtype)
+                   for k, v in enumerate(node.inputs) if not isinstance(v.type, TensorType)}
 
         def element(load):
             args = []
             for k, v in enumerate(node.inputs):
-                kind, x = load(v) if isinstance(v.type, TensorType) else self.scalar_operand(v)
+                kind, x = load(v) if isinstance(v.type, TensorType) else scalars[k]
                 want = "b" if op == "where" and k == 0 else compute
                 args.append(self.cast(x, kind, want))
-            return self.element_op(op, args, compute)
+            return self.in_loop_precision(*self.element_op(op, args, compute, dtype), dtype)
 
         self.elementwise_loops(out, node.inputs, arrays, element)
         return [out.leaves]
 
     def compute_kind(self, node) -> str:
+        return kind_of(self.loop_dtype(node))
+
+    def loop_dtype(self, node) -> str:
+        """The dtype NumPy's ufunc loop computes in: the operands' common dtype (Python scalars weak), which
+        is the result's dtype except for comparisons."""
         op = node.kind.split("::")[1]
         if op in COMPARE or op in PREDICATES:
-            return kind_of(result_dtype(*[v.type for v in node.inputs]))
-        return kind_of(node.output.type.dtype)
+            return result_dtype(*[v.type for v in node.inputs])
+        return node.output.type.dtype
+
+    def weak_scalar(self, op: str, position: int, kind: str, x, dtype: str):
+        """A Python scalar operand as NumPy 2's ufunc sees it (NEP 50): converted to the loop's dtype first,
+        so ``float32_array * 0.1`` multiplies by float32(0.1). A Python int out of an integer dtype's range is
+        NumPy's OverflowError, except where NumPy compares it exactly (comparisons), casts it (``np.where``)
+        or treats it as no bound (``np.clip``). Call it outside the element loop: the check runs once."""
+        k = kind_of(dtype)
+        if k == "f" and op == "where" and kind == "i":   # np.where casts the int (as int64) to the dtype directly
+            return "f", self.from_memory(self.to_memory(x, kind, dtype), dtype)
+        if k == "f":
+            return "f", self.round_float(self.cast(x, kind, "f"), dtype)
+        if k == "b" or kind != "i" or dtype not in INT_RANGE or op in COMPARE or op == "where":
+            return kind, x
+        b = self.b
+        lo, hi = INT_RANGE[dtype]
+        if op == "clip":    # numpy's _clip drops a bound beyond the dtype's range on its own side
+            x = b.select(b.icmp_signed("<", x, i64(lo)), i64(lo), x) if position == 1 else \
+                b.select(b.icmp_signed(">", x, i64(hi)), i64(hi), x)
+        bad = b.or_(b.icmp_signed("<", x, i64(lo)), b.icmp_signed(">", x, i64(hi)))
+        self.raise_with(bad, OverflowError, f"Python integer {{0}} out of bounds for {dtype}", [x])
+        return kind, x
+
+    def in_loop_precision(self, kind, x, dtype: str):
+        """An operator's double result rounded as NumPy's loop for ``dtype`` rounds it: float32 loops round
+        to float32, and float16 loops compute in float32 too (then round again to float16 when stored)."""
+        if kind == "f" and dtype in ("float32", "float16"):
+            return kind, self.round_float(x, "float32")
+        return kind, x
 
     def broadcast_shape(self, arrays: list[Arr], rank: int) -> list:
         """NumPy's broadcast of the operands' shapes, or ValueError naming them."""
@@ -148,8 +184,9 @@ class ArrayMath:
     def elem_ptr_type(self, a: Arr):
         return ELEM[a.t.dtype].as_pointer()
 
-    def element_op(self, op: str, args: list, k: str):
-        """Apply ``op`` to register values of kind ``k``: (result kind, result)."""
+    def element_op(self, op: str, args: list, k: str, dtype: str = "float64"):
+        """Apply ``op`` to register values of kind ``k`` (``dtype``: the float loop's precision): (result kind,
+        result)."""
         b = self.b
         if op in PREDICATES:
             return "b", self.predicate_op(op, args[0], k)
@@ -157,11 +194,13 @@ class ArrayMath:
             ipred, fpred = COMPARE[op]
             if k == "f":
                 return "b", (b.fcmp_unordered if fpred == "une" else b.fcmp_ordered)(ipred, *args)
-            return "b", (b.icmp_unsigned if k in "bu" else b.icmp_signed)(ipred, *args)
+            # i64 holds every supported integer dtype exactly (u: zero-extended), so a signed comparison is
+            # exact, also against Python ints out of the array dtype's range (NumPy 2 compares those exactly)
+            return "b", (b.icmp_unsigned if k == "b" else b.icmp_signed)(ipred, *args)
         if k == "b":
             return "b", self.bool_op(op, args)
         if k == "f":
-            return "f", self.float_op(op, args)
+            return "f", self.float_op(op, args, dtype)
         return k, self.int_op(op, args, k)
 
     def bool_op(self, op, args):
@@ -180,12 +219,14 @@ class ArrayMath:
             return b.and_(b.or_(args[0], args[1]), args[2])
         raise LoweringError(f"aten::{op}", "not supported on bool arrays", self.node.source)
 
-    def float_op(self, op, args):
+    def float_op(self, op, args, dtype="float64"):
         b = self.b
         if op in ("add", "sub", "mul", "div"):
             return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv}[op](*args)
         x = args[0]
         zero = f64(0.0)
+        if op in ("floordiv", "remainder") and dtype != "float64":
+            return self.divmod_float32(op, *args)
         if op == "floordiv":
             y = args[1]
             return b.select(b.fcmp_ordered("==", y, zero), b.fdiv(x, y), self.float_floordiv(x, y))
@@ -209,16 +250,39 @@ class ArrayMath:
         if op in LIBM:
             return b.call(self.mod.libm(op), [x])
         if op in ("maximum", "minimum"):
-            return self.nan_max(op, *args)
-        if op == "clip":
-            return self.nan_max("minimum", self.nan_max("maximum", x, args[1]), args[2])
+            return self.nan_max(op, *args, first_on_tie=dtype == "float16")
+        if op == "clip":    # NumPy keeps x when it equals a bound (-0.0 stays), and a NaN anywhere wins
+            lo, hi = args[1], args[2]
+            x = b.select(b.or_(b.fcmp_ordered("<", x, lo), self.isnan(lo)), lo, x)
+            return b.select(b.or_(b.fcmp_ordered(">", x, hi), self.isnan(hi)), hi, x)
         if op == "where":
             return b.select(*args)
         raise LoweringError(f"aten::{op}", "not supported on float arrays", self.node.source)
 
-    def nan_max(self, op, x, y):
+    def divmod_float32(self, op, x, y):
+        """npy_divmodf: CPython's float divmod with every step rounded to float32, as NumPy's float32 (and
+        float16, which computes in float32) loops compute floor division and remainder."""
         b = self.b
-        keep = b.fcmp_ordered(">=" if op == "maximum" else "<=", x, y)
+        r = lambda v: self.round_float(v, "float32")  # noqa: E731 - float32 arithmetic from double steps
+        zero, one = f64(0.0), f64(1.0)
+        mod = self.fmod(x, y)
+        nonzero = b.fcmp_unordered("!=", mod, zero)
+        flip = b.and_(nonzero, b.xor(b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero)))
+        if op == "remainder":
+            fixed = b.select(flip, r(b.fadd(mod, y)), b.select(nonzero, mod, self.copysign(zero, y)))
+            return b.select(b.fcmp_ordered("==", y, zero), mod, fixed)
+        div = r(b.fdiv(r(b.fsub(x, mod)), y))
+        div = b.select(flip, r(b.fsub(div, one)), div)
+        floor = b.call(self.mod.intrinsic("floor"), [div])
+        floor = b.select(b.fcmp_ordered(">", r(b.fsub(div, floor)), f64(0.5)), r(b.fadd(floor, one)), floor)
+        quotient = b.select(b.fcmp_unordered("!=", div, zero), floor, self.copysign(zero, r(b.fdiv(x, y))))
+        return b.select(b.fcmp_ordered("==", y, zero), b.fdiv(x, y), quotient)
+
+    def nan_max(self, op, x, y, first_on_tie: bool = False):
+        """NumPy's maximum/minimum: NaN propagates; of equal values (0.0 and -0.0) the second is kept, the
+        first by float16's loop."""
+        b = self.b
+        keep = b.fcmp_ordered((">" if op == "maximum" else "<") + ("=" if first_on_tie else ""), x, y)
         return b.select(b.or_(keep, self.isnan(x)), x, y)
 
     def int_op(self, op, args, k):
@@ -267,7 +331,8 @@ class ArrayMath:
         op = REGISTRY[node.kind].extra["inplace_of"]
         dst = self.arr(node.inputs[0])
         other = node.inputs[1]
-        compute = kind_of(lookup(op).result_types([v.type for v in node.inputs], {})[0].dtype)
+        dtype = lookup(op).result_types([v.type for v in node.inputs], {})[0].dtype
+        compute = kind_of(dtype)
         name = op.split("::")[1]
         if isinstance(other.type, TensorType):
             src0 = self.arr(other)
@@ -276,6 +341,7 @@ class ArrayMath:
             view = Arr(src.t, [src.mi, src.data, *src.shape, *strides])
         else:
             src0 = src = None
+            scalar = self.weak_scalar(name, 1, *self.scalar_operand(other), dtype)
 
         def body(index):
             x = self.load_element(self.element_ptr(dst, index), dst.t.dtype)
@@ -283,9 +349,9 @@ class ArrayMath:
                 y = self.load_element(self.element_ptr(view, index[len(index) - src.t.rank:]), src.t.dtype)
                 ky = kind_of(src.t.dtype)
             else:
-                ky, y = self.scalar_operand(other)
-            kind, r = self.element_op(name, [self.cast(x, kind_of(dst.t.dtype), compute),
-                                             self.cast(y, ky, compute)], compute)
+                ky, y = scalar
+            args = [self.cast(x, kind_of(dst.t.dtype), compute), self.cast(y, ky, compute)]
+            kind, r = self.in_loop_precision(*self.element_op(name, args, compute, dtype), dtype)
             self.store_element(self.element_ptr(dst, index), r, kind, dst.t.dtype)
         self.loop_nest(dst.shape, body)
         if src is not None:
@@ -361,11 +427,10 @@ class ArrayMath:
 
     def round_to(self, value, kind, dtype):
         """A value as the scalar NumPy returns: rounded through ``dtype`` (float32 sums), in register kind."""
-        b = self.b
         k = kind_of(dtype)
         value = self.cast(value, kind, k)
-        if k == "f" and dtype != "float64":
-            value = b.fpext(b.fptrunc(value, ELEM[dtype]), F64)
+        if k == "f":
+            value = self.round_float(value, dtype)
         return k, value
 
     def reduction_init(self, name, k):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir.types import TensorType
-from .arrays import ELEM, Arr, kind_of
+from .arrays import Arr, kind_of
 from .arrays import scalar_kind
 from .common import F64, I1, I64, f64, handles, handles_array, i64
 
@@ -52,9 +52,9 @@ class ArrayFns:
 
     def round_dtype(self, x, dtype: str):
         """A double rounded to ``dtype``'s precision (float32/float16 arithmetic done in double)."""
-        if dtype == "float64":
-            return x
-        return self.b.fpext(self.b.fptrunc(x, ELEM[dtype]), F64)
+        if dtype == "float16":        # NumPy's half loops compute in float32 and round to half
+            return self.round_float(self.round_float(x, "float32"), "float16")
+        return self.round_float(x, dtype)
 
     # -- np.round ------------------------------------------------------------------------------------------
     @handles_array("aten::round")

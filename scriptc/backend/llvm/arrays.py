@@ -37,8 +37,12 @@ def free_count() -> int:
 
 
 I16 = ir.IntType(16)
-ELEM = {"float64": F64, "float32": ir.FloatType(), "float16": ir.HalfType(), "int64": I64, "int32": I32,
+F32 = ir.FloatType()
+# float16 elements are kept as their bits (i16) and converted by our own routines (half_to_double,
+# double_to_half): LLVM lowers double -> half to a compiler-rt call (__truncdfhf2) that the JIT cannot link.
+ELEM = {"float64": F64, "float32": F32, "float16": I16, "int64": I64, "int32": I32,
         "int16": I16, "int8": I8, "uint8": I8, "bool": I8}
+INT_RANGE = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in ("int8", "int16", "int32", "uint8")}
 
 
 def kind_of(dtype: str) -> str:
@@ -182,9 +186,15 @@ class ArrayOps:
 
     def load_element(self, ptr, dtype: str):
         """Load and widen to the register kind (kind_of)."""
-        b, x = self.b, self.b.load(ptr)
+        return self.from_memory(self.b.load(ptr), dtype)
+
+    def from_memory(self, x, dtype: str):
+        """An element of ``dtype`` widened to its register kind (kind_of)."""
+        b = self.b
         k = kind_of(dtype)
         if k == "f":
+            if dtype == "float16":
+                return b.call(self.runtime("half_to_double"), [x])
             return x if dtype == "float64" else b.fpext(x, F64)
         if k == "b":
             return b.icmp_unsigned("!=", x, ir.Constant(I8, 0))
@@ -194,16 +204,105 @@ class ArrayOps:
 
     def store_element(self, ptr, x, kind: str, dtype: str) -> None:
         """Convert ``x`` of register kind ``kind`` to ``dtype`` (NumPy's unsafe cast) and store it."""
-        x = self.cast(x, kind, kind_of(dtype))
+        self.b.store(self.to_memory(x, kind, dtype), ptr)
+
+    def to_memory(self, x, kind: str, dtype: str):
+        """A register value as an element of ``dtype``, converted as NumPy's casts do on x86-64: one rounding
+        from int64 to float32 (not two through double), and float -> int as the C cast compiles there."""
         b = self.b
         k = kind_of(dtype)
-        if k == "f" and dtype != "float64":
-            x = b.fptrunc(x, ELEM[dtype])
-        elif k == "b":
-            x = b.zext(x, I8)
-        elif k in "iu" and dtype != "int64":
-            x = b.trunc(x, ELEM[dtype])
-        b.store(x, ptr)
+        if k == "f":
+            if dtype == "float32" and kind in "iu":
+                return b.sitofp(x, F32)         # u values are zero-extended, so non-negative in i64
+            x = self.cast(x, kind, "f")
+            if dtype == "float32":
+                return b.fptrunc(x, F32)
+            return b.call(self.runtime("double_to_half"), [x]) if dtype == "float16" else x
+        if k == "b":
+            return b.zext(self.cast(x, kind, "b"), I8)
+        if kind == "f":
+            return self.float_to_int(x, dtype)
+        x = self.cast(x, kind, k)
+        return x if dtype == "int64" else b.trunc(x, ELEM[dtype])
+
+    def float_to_int(self, x, dtype: str):
+        """C's (type)double as x86-64 runs it: cvttsd2si, whose out-of-range and NaN result is the "integer
+        indefinite" INT_MIN of its width; types narrower than int convert through a 32-bit int and truncate.
+        (LLVM's fptosi is poison out of range; the select keeps that value unused.)"""
+        b = self.b
+        bits = 64 if dtype == "int64" else 32
+        wide = ir.IntType(bits)
+        lo, hi = -2.0 ** (bits - 1), 2.0 ** (bits - 1)
+        ok = b.and_(b.fcmp_ordered(">", x, ir.Constant(F64, lo - 1.0 if bits == 32 else lo)),
+                    b.fcmp_ordered("<", x, ir.Constant(F64, hi)))
+        if bits == 64:   # -2**63 - 1 is not a double; -2**63 itself converts
+            ok = b.or_(ok, b.fcmp_ordered("==", x, ir.Constant(F64, lo)))
+        y = b.select(ok, b.fptosi(x, wide), ir.Constant(wide, -2 ** (bits - 1)))
+        return y if ELEM[dtype] == wide else b.trunc(y, ELEM[dtype])
+
+    def round_float(self, x, dtype: str):
+        """A double rounded to ``dtype``'s precision (once, correctly) and widened back."""
+        b = self.b
+        if dtype == "float32":
+            return b.fpext(b.fptrunc(x, F32), F64)
+        if dtype == "float16":
+            return b.call(self.runtime("half_to_double"), [b.call(self.runtime("double_to_half"), [x])])
+        return x
+
+    def _build_rt_double_to_half(self, key):
+        """i16 double_to_half(double): IEEE binary16 bits of the nearest half (ties to even); overflow gives
+        inf, NaN keeps its sign and the top 10 bits of its payload (made non-zero), as npy_double_to_half."""
+        fn = ir.Function(self.mod.module, ir.FunctionType(I16, [F64]), key)
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        b = ir.IRBuilder(fn.append_basic_block())
+        x = fn.args[0]
+        bits = b.bitcast(x, I64)
+        sign = b.and_(b.lshr(bits, i64(48)), i64(0x8000))
+        mag = b.and_(bits, i64(0x7FFFFFFFFFFFFFFF))
+        # NaN: top payload bits, at least one set
+        payload = b.lshr(b.and_(mag, i64(0xFFFFFFFFFFFFF)), i64(42))
+        nan = b.or_(i64(0x7C00), b.select(b.icmp_unsigned("==", payload, i64(0)), i64(1), payload))
+        # normal halves: rebias the exponent (1023 -> 15), keep 10 fraction bits, round the other 42 to even;
+        # a carry out of the fraction bumps the exponent, up to 0x7C00 (inf)
+        rebased = b.sub(mag, i64((1023 - 15) << 52))
+        kept = b.lshr(rebased, i64(42))
+        rest = b.and_(rebased, i64((1 << 42) - 1))
+        half_way = i64(1 << 41)
+        up = b.or_(b.icmp_unsigned(">", rest, half_way),
+                   b.and_(b.icmp_unsigned("==", rest, half_way), b.icmp_unsigned("!=", b.and_(kept, i64(1)), i64(0))))
+        normal = b.add(kept, b.zext(up, I64))
+        normal = b.select(b.icmp_unsigned(">", normal, i64(0x7C00)), i64(0x7C00), normal)
+        # subnormal halves (|x| < 2**-14): k * 2**-24 with k = |x| * 2**24 rounded to even by adding 2**52
+        # (exact scaling; strict FP keeps the addition)
+        scaled = b.fmul(b.bitcast(mag, F64), ir.Constant(F64, 2.0 ** 24))
+        k = b.fsub(b.fadd(scaled, ir.Constant(F64, 2.0 ** 52)), ir.Constant(F64, 2.0 ** 52))
+        sub = b.fptosi(k, I64)
+        small = b.icmp_unsigned("<", mag, i64(0x3F10000000000000))             # 2**-14
+        huge = b.icmp_unsigned(">=", mag, i64(0x40F0000000000000))             # 2**16 and beyond
+        is_nan = b.icmp_unsigned(">", mag, i64(0x7FF0000000000000))
+        h = b.select(small, sub, b.select(huge, i64(0x7C00), normal))
+        h = b.select(is_nan, nan, h)
+        b.ret(b.trunc(b.or_(h, sign), I16))
+        return fn
+
+    def _build_rt_half_to_double(self, key):
+        """double half_to_double(i16): exact; NaN payloads carried over as npy_half_to_double does."""
+        fn = ir.Function(self.mod.module, ir.FunctionType(F64, [I16]), key)
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        b = ir.IRBuilder(fn.append_basic_block())
+        h = b.zext(fn.args[0], I64)
+        sign = b.shl(b.and_(h, i64(0x8000)), i64(48))
+        exp = b.and_(b.lshr(h, i64(10)), i64(0x1F))
+        frac = b.and_(h, i64(0x3FF))
+        normal = b.or_(b.shl(b.add(exp, i64(1023 - 15)), i64(52)), b.shl(frac, i64(42)))
+        special = b.or_(i64(0x7FF0000000000000), b.shl(frac, i64(42)))
+        sub = b.bitcast(b.fmul(b.sitofp(frac, F64), ir.Constant(F64, 2.0 ** -24)), I64)
+        mag = b.select(b.icmp_unsigned("==", exp, i64(0)), sub,
+                       b.select(b.icmp_unsigned("==", exp, i64(0x1F)), special, normal))
+        b.ret(b.bitcast(b.or_(mag, sign), F64))
+        return fn
 
     def cast(self, x, src: str, dst: str):
         """Between register kinds: f (double), i/u (i64), b (i1)."""
@@ -217,7 +316,7 @@ class ArrayOps:
             return b.uitofp(x, F64) if dst == "f" else b.zext(x, I64)
         if dst == "f":
             return b.uitofp(x, F64) if src == "u" else b.sitofp(x, F64)
-        return b.fptosi(x, I64)
+        return self.float_to_int(x, "int64")
 
     def scalar_operand(self, v):
         """(kind, register value) of a Python scalar operand."""
@@ -448,25 +547,70 @@ class ArrayOps:
 
     @handles_array("aten::arange")
     def lower_arange(self, node):
+        """NumPy's PyArray_ArangeObj: length ceil((stop - start) / step) with Python's arithmetic on the
+        arguments, element 0 = start, element 1 = start + step, and element i = start + i*delta for i >= 2
+        with delta = (start + step) - start (the dtype's fill function)."""
         b = self.b
         t = node.output.type
-        start, stop, step = [self.scalar_operand(v) for v in node.inputs]
-        kind = kind_of(t.dtype)
-        as_f = [self.cast(x, k, "f") for k, x in (start, stop, step)]
-        self.raise_if(b.fcmp_ordered("==", as_f[2], ir.Constant(F64, 0.0)), ZeroDivisionError, "division by zero")
-        # NumPy: length = ceil((stop - start) / step), computed in double
-        ceil = self.mod.intrinsic("ceil")
-        n_f = b.call(ceil, [b.fdiv(b.fsub(as_f[1], as_f[0]), as_f[2])])
-        n = b.select(b.fcmp_ordered(">", n_f, ir.Constant(F64, 0.0)), b.fptosi(n_f, I64), i64(0))
+        operands = [self.scalar_operand(v) for v in node.inputs]
+        if all(k != "f" for k, _ in operands):
+            n, first, second, delta = self.arange_int([self.cast(x, k, "i") for k, x in operands])
+            kind = "i"
+        else:
+            n, first, second, delta = self.arange_float([self.cast(x, k, "f") for k, x in operands])
+            kind = "f"
         out = self.alloc(t, [n])
-        first, delta = self.cast(start[1], start[0], kind), self.cast(step[1], step[0], kind)
         with self.for_range(n) as i:
             if kind == "f":
                 x = b.fadd(first, b.fmul(b.sitofp(i, F64), delta))
             else:
                 x = b.add(first, b.mul(i, delta))
+            x = b.select(b.icmp_signed("==", i, i64(0)), first, b.select(b.icmp_signed("==", i, i64(1)), second, x))
             self.store_element(self.element_ptr(out, [i]), x, kind, t.dtype)
         return [out.leaves]
+
+    def arange_int(self, args):
+        """(length, start, start + step, delta) for int arguments: Python's exact difference, true division
+        rounded to double (exactly NumPy's length while |stop - start| and |step| are below 2**53)."""
+        b = self.b
+        start, stop, step = args
+        self.raise_if(b.icmp_signed("==", step, i64(0)), ZeroDivisionError, "division by zero")
+        diff = b.ssub_with_overflow(stop, start)
+        exact = b.sitofp(b.extract_value(diff, 0), F64)
+        approx = b.fsub(b.sitofp(stop, F64), b.sitofp(start, F64))
+        q = b.fdiv(b.select(b.extract_value(diff, 1), approx, exact), b.sitofp(step, F64))
+        nonzero = b.or_(b.extract_value(diff, 1), b.icmp_signed("!=", b.extract_value(diff, 0), i64(0)))
+        n = self.arange_length(q, nonzero)
+        second = b.sadd_with_overflow(start, step)
+        self.raise_if(b.and_(b.icmp_signed(">=", n, i64(2)), b.extract_value(second, 1)), OverflowError,
+                      "Python int too large to convert to C long")
+        return n, start, b.extract_value(second, 0), step
+
+    def arange_float(self, args):
+        b = self.b
+        start, stop, step = args
+        self.raise_if(b.fcmp_ordered("==", step, ir.Constant(F64, 0.0)), ZeroDivisionError,
+                      "float division by zero")
+        diff = b.fsub(stop, start)
+        n = self.arange_length(b.fdiv(diff, step), b.fcmp_unordered("!=", diff, ir.Constant(F64, 0.0)))
+        second = b.fadd(start, step)
+        return n, start, second, b.fsub(second, start)
+
+    def arange_length(self, q, diff_nonzero):
+        """_arange_safe_ceil_to_intp(q), NumPy's errors, and its underflow rule: a zero quotient of a non-zero
+        difference is one element, or none when the zero is negative."""
+        b = self.b
+        zero = ir.Constant(F64, 0.0)
+        c = b.call(self.mod.intrinsic("ceil"), [q])
+        self.raise_if(b.fcmp_unordered("uno", c, c), ValueError, "arange: cannot compute length")
+        in_range = b.and_(b.fcmp_ordered(">=", c, ir.Constant(F64, -2.0 ** 63)),
+                          b.fcmp_ordered("<=", c, ir.Constant(F64, 2.0 ** 63)))
+        self.raise_if(b.not_(in_range), ValueError, "Maximum allowed size exceeded")
+        n = self.float_to_int(c, "int64")      # 2**63 becomes INT64_MIN there too: no elements
+        negative = b.icmp_signed("<", b.bitcast(q, I64), i64(0))
+        underflow = b.select(negative, i64(0), i64(1))
+        n = b.select(b.and_(b.fcmp_ordered("==", q, zero), diff_nonzero), underflow, n)
+        return b.select(b.icmp_signed(">", n, i64(0)), n, i64(0))
 
     @handles_array("aten::linspace")
     def lower_linspace(self, node):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import struct
 import threading
 
 import llvmlite.binding as llvm
@@ -99,15 +100,56 @@ class Engine:
             return mod
 
     def add_module(self, mod: llvm.ModuleRef, symbols: list[str]) -> dict[str, int]:
-        """JIT-compile an optimized module; the addresses of the named functions."""
+        """JIT-compile an optimized module; the addresses of the named functions.
+
+        The module is compiled to an object file first and every symbol it leaves undefined (its
+        declarations, and the runtime calls code generation adds, such as compiler-rt's) must resolve, or
+        this raises LinkError: MCJIT would abort the process on a missing symbol while finalizing."""
         with self._lock:
-            self._ee.add_module(mod)
+            obj = self.target_machine.emit_object(mod)
+            missing = [name for name in undefined_symbols(obj, mod) if not self._resolves(name)]
+            if missing:
+                raise LinkError(f"native code needs symbols the JIT cannot resolve: {', '.join(missing)}")
+            self._ee.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self._ee.finalize_object()
             return {s: self._ee.get_function_address(s) for s in symbols}
+
+    def _resolves(self, name: str) -> bool:
+        # llvm.add_symbol bindings and the process's libraries; then code already in this JIT
+        return bool(llvm.address_of_symbol(name)) or name in LINKER_SYMBOLS or \
+            bool(self._ee.get_function_address(name))
 
     def assembly(self, ir_text: str) -> str:
         with self._lock:
             return self.target_machine.emit_assembly(llvm.parse_assembly(ir_text))
+
+
+class LinkError(RuntimeError):
+    """Native code refers to a symbol nothing in the process defines (a bug of the backend)."""
+
+
+LINKER_SYMBOLS = {"_GLOBAL_OFFSET_TABLE_"}   # provided by the JIT's own linker
+
+
+def undefined_symbols(obj: bytes, mod: llvm.ModuleRef) -> list[str]:
+    """The symbols an ELF64 little-endian object file leaves undefined; for other formats, the module's
+    function declarations (code generation's own runtime calls are then not seen)."""
+    if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
+        return [f.name for f in mod.functions if f.is_declaration and not f.name.startswith("llvm.")]
+    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + k * shentsize) for k in range(shnum)]
+    names = []
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+        if kind != 2:       # SHT_SYMTAB
+            continue
+        strtab = sections[link][4]
+        for k in range(1, size // entsize):
+            name_at, _, _, shndx = struct.unpack_from("<IBBH", obj, offset + k * entsize)
+            if shndx == 0 and name_at:      # SHN_UNDEF
+                end = obj.index(b"\0", strtab + name_at)
+                names.append(obj[strtab + name_at:end].decode())
+    return names
 
 
 _ENGINE: Engine | None = None

@@ -25,22 +25,26 @@ class FusedOps:
         arrays = [self.arr(v) for v in node.inputs if isinstance(v.type, TensorType)]
         shape = self.broadcast_shape(arrays, value.type.rank)
 
+        scalars = self.fused_scalars(node, sub, reduction)
+
         def element(load):
             env = {}
             for p, outer in zip(sub.inputs, node.inputs):
-                env[id(p)] = load(outer) if isinstance(outer.type, TensorType) else self.scalar_operand(outer)
+                if isinstance(outer.type, TensorType):
+                    env[id(p)] = load(outer)
             for n in sub.nodes:
                 if n is reduction:
                     break
                 if n.kind == "prim::Constant":
-                    t = n.output.type
-                    env[id(n.output)] = (scalar_kind(t), self.lower_constant(n)[0][0])
                     continue
                 op = n.kind.split("::")[1]
-                compute = self.compute_kind(n)
-                args = [self.cast(env[id(v)][1], env[id(v)][0], "b" if op == "where" and k == 0 else compute)
-                        for k, v in enumerate(n.inputs)]
-                kind, x = self.element_op(op, args, compute)
+                dtype = self.loop_dtype(n)
+                compute = kind_of(dtype)
+                args = []
+                for k, v in enumerate(n.inputs):
+                    kind, x = scalars[id(n), k] if (id(n), k) in scalars else env[id(v)]
+                    args.append(self.cast(x, kind, "b" if op == "where" and k == 0 else compute))
+                kind, x = self.in_loop_precision(*self.element_op(op, args, compute, dtype), dtype)
                 env[id(n.output)] = self.round_through(kind, x, n.output.type.dtype)
             return env[id(value)]
 
@@ -51,6 +55,26 @@ class FusedOps:
                                  flat_start=start)
             return [out.leaves]
         return [self.fused_reduction(reduction, node, shape, arrays, element)]
+
+    def fused_scalars(self, node, sub, reduction) -> dict:
+        """{(id(member), operand position): (kind, x)} for every Python scalar a member reads, converted as
+        that operator's ufunc converts it (weak_scalar), before the loops: range errors are raised once."""
+        outer_of = {id(p): outer for p, outer in zip(sub.inputs, node.inputs)}
+        scalars = {}
+        for n in sub.nodes:
+            if n is reduction:
+                break
+            if n.kind == "prim::Constant":
+                continue
+            for k, v in enumerate(n.inputs):
+                if isinstance(v.type, TensorType):
+                    continue
+                if v.node is not None and v.node.kind == "prim::Constant":
+                    operand = (scalar_kind(v.type), self.lower_constant(v.node)[0][0])
+                else:
+                    operand = self.scalar_operand(outer_of[id(v)])
+                scalars[id(n), k] = self.weak_scalar(n.kind.split("::")[1], k, *operand, self.loop_dtype(n))
+        return scalars
 
     def output_buffer(self, node, shape):
         """A new array for the result, or (``reuse=k``) input k's buffer when nothing else references it and
@@ -94,8 +118,8 @@ class FusedOps:
         b = self.b
         k = kind_of(dtype)
         x = self.cast(x, kind, k)
-        if k == "f" and dtype != "float64":
-            x = b.fpext(b.fptrunc(x, ELEM[dtype]), F64)
+        if k == "f":
+            x = self.round_float(x, dtype)
         elif k in "iu" and dtype != "int64":
             narrow = b.trunc(x, ELEM[dtype])
             x = b.zext(narrow, I64) if k == "u" else b.sext(narrow, I64)

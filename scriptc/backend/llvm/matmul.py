@@ -385,8 +385,6 @@ class MatmulOps:
                 cur = b.load(acc)
                 b.store(b.fadd(cur, b.fmul(xv, yv)) if k == "f" else b.add(cur, b.mul(xv, yv)), acc)
             ptr = self.element_ptr(c.c, [i, j])
-            if half:    # float32 -> float16 directly (F16C), never through double
-                b.store(b.fptrunc(b.load(acc), ELEM[res]), ptr)
-            else:
-                self.store_element(ptr, b.load(acc), k, res)
+            value = b.fpext(b.load(acc), F64) if half else b.load(acc)   # exact: one rounding to half below
+            self.store_element(ptr, value, k, res)
         self.loop_nest([c.a.shape[0], c.b.shape[1]], element)

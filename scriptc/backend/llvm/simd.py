@@ -104,7 +104,7 @@ class SimdOps:
             return b.select(*args)
         if op in ("maximum", "minimum"):
             x, y = args
-            keep = b.fcmp_ordered(">=" if op == "maximum" else "<=", x, y)
+            keep = b.fcmp_ordered(">" if op == "maximum" else "<", x, y)   # equal values: the second (NumPy)
             return b.select(b.or_(keep, b.fcmp_unordered("uno", x, x)), x, y)
         decls = self.mod._decls
         if op in INTRINSIC:
