@@ -72,7 +72,12 @@ def check(fn, a, b, exact=False, kind="matmul"):
     if exact or expected.dtype.name not in RTOL:     # the generated loop sums in NumPy's order
         np.testing.assert_array_equal(actual, expected)
     else:
-        np.testing.assert_allclose(actual, expected, rtol=RTOL[expected.dtype.name], atol=0)
+        # a dot product's error bound: k ulp of the sum of |a_i * b_i| (cancellation makes rtol alone too strict)
+        eps = np.finfo(expected.dtype).eps
+        k = a.shape[-1] if a.ndim else 1
+        scale = reference(kind, np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
+        bound = 2 * (k + 1) * eps * scale + RTOL[expected.dtype.name] * np.abs(expected)
+        assert np.all(np.abs(actual.astype(np.float64) - expected) <= bound), (actual, expected)
 
 
 def data(shape, dtype="float64", seed=0, integral=False):
