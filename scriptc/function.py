@@ -8,14 +8,20 @@ import numpy as np
 
 from .backend.interpreter import interpret
 from .errors import CompileError
-from .frontend import Resolver, compile_function, get_source, validate
+from .frontend import FunctionEmitter, Resolver, get_source, validate
 from .ir.core import Graph
 from .ir.registry import NeedsSpecialization
 from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
 from .ir.verifier import verify
 from .passes import PassManager
 
-_compiling: list["ScriptFunction"] = []
+# Graphs under construction per (function, signature): [graph, assumed return type, whether a recursive call
+# used the assumption]; graphs built meanwhile are verified when the outermost compile ends (they may call a
+# graph that has no outputs yet), and the cache entries made meanwhile are logged so that a retry can drop them.
+_in_progress: dict[tuple, list] = {}
+_unverified: list[Graph] = []
+_cache_log: list[tuple] = []
+_MISSING = object()
 
 
 class ScriptFunction:
@@ -45,27 +51,114 @@ class ScriptFunction:
         self._optimized: dict[tuple, Graph] = {}   # after the pass pipeline: what native code is made from
         self._shaped: dict[tuple, Graph] = {}      # graph_for: the optimized graph with argument shapes
         self._generic: Graph | None = None
-        self.resolver.decorating = True
+        self.defaults = self._capture_defaults()
+        Resolver.decorating += 1
         try:
             self._generic = self._compile(tuple(self.param_types))
         except NeedsSpecialization:
             pass  # array code whose types depend on dtypes/ranks: compiled per call signature
         finally:
-            self.resolver.decorating = False
+            Resolver.decorating -= 1
+
+    def _capture_defaults(self) -> dict:
+        """Default parameter values, as Python evaluated them at definition time: int, float or bool
+        constants of the parameter's annotated kind (numba and TorchScript take constants too)."""
+        tree = self.source.tree
+        values = self.py_func.__defaults__ or ()
+        names = self.param_names[len(self.param_names) - len(values):]
+        nodes = tree.args.defaults
+        defaults = {}
+        for name, value, node, want in zip(names, values, nodes, self.param_types[len(self.param_names) - len(values):]):
+            kind = _kind(value) if type(value) in (int, float, bool) else None
+            if kind is None or _accept(want, kind) is None:
+                raise self.source.error(f"default value of parameter '{name}' must be {want} constant, got "
+                                        f"{type(value).__name__}", node,
+                                        "defaults are constants captured at decoration: int, float or bool")
+            defaults[name] = value
+        return defaults
+
+    def bind_arguments(self, args, kwargs) -> list:
+        """Python's binding of positional and keyword arguments and defaults to the parameters, with
+        CPython's messages for a missing, duplicate or unexpected argument."""
+        names, fname = self.param_names, self.__name__
+        if len(args) > len(names):
+            raise TypeError(f"{fname}() takes {len(names)} positional argument{'s' * (len(names) != 1)} but "
+                            f"{len(args)} {'was' if len(args) == 1 else 'were'} given")
+        bound = list(args) + [_MISSING] * (len(names) - len(args))
+        for key, value in kwargs.items():
+            if key not in names:
+                raise TypeError(f"{fname}() got an unexpected keyword argument '{key}'")
+            k = names.index(key)
+            if bound[k] is not _MISSING:
+                raise TypeError(f"{fname}() got multiple values for argument '{key}'")
+            bound[k] = value
+        missing = []
+        for k, name in enumerate(names):
+            if bound[k] is _MISSING:
+                if name in self.defaults:
+                    bound[k] = self.defaults[name]
+                else:
+                    missing.append(name)
+        if missing:
+            quoted = [f"'{m}'" for m in missing]
+            listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
+            raise TypeError(f"{fname}() missing {len(missing)} required positional argument"
+                            f"{'s' * (len(missing) != 1)}: {listed}")
+        return bound
 
     def __repr__(self):
         return f"<scriptc.ScriptFunction {self.__name__}>"
 
     # -- compilation ----------------------------------------------------------------------------------
     def _compile(self, types: tuple) -> Graph:
-        if self in _compiling:
-            raise CompileError(f"recursive call to '{self.__name__}' is not supported",
-                               self.source.loc(self.source.tree))
-        _compiling.append(self)
+        """The frontend's graph for one signature. A recursive call (to this signature, while it is being
+        built) refers to the graph under construction, typed with an assumed return type: the annotation, or
+        without one bool, widened to what the function's paths return until the two agree."""
+        outermost = not _in_progress
         try:
-            return verify(compile_function(self.source, types, self.return_type, self.resolver))
+            assumed = self.return_type if self.return_type is not None else BOOL
+            for _ in range(4):
+                mark = len(_cache_log)
+                graph, used = self._compile_assuming(types, assumed)
+                result = graph.outputs[0].type
+                if not used or result == assumed:
+                    _unverified.append(graph)   # may call a graph still under construction: verified last
+                    if outermost:
+                        for g in _unverified:
+                            verify(g)
+                    return graph
+                self._forget_since(mark)
+                assumed = result
+            raise self._unknown_recursive_type()
         finally:
-            _compiling.pop()
+            if outermost:
+                _unverified.clear()
+                _cache_log.clear()
+
+    def _unknown_recursive_type(self) -> CompileError:
+        return CompileError(f"cannot find the return type of recursive function '{self.__name__}'",
+                            self.source.loc(self.source.tree), "annotate its return type: def f(...) -> int:")
+
+    def _compile_assuming(self, types: tuple, assumed: Type):
+        key = (self, types)
+        emitter = FunctionEmitter(self.source, list(types), self.return_type, self.resolver)
+        _in_progress[key] = [emitter.graph, assumed, False]
+        try:
+            graph = emitter.build()
+        except CompileError:
+            if _in_progress[key][2] and self.return_type is None:
+                raise self._unknown_recursive_type() from None
+            raise
+        finally:
+            used = _in_progress.pop(key)[2]
+        return graph, used
+
+    @staticmethod
+    def _forget_since(mark: int) -> None:
+        """Drop the graphs cached since ``mark``: they may call a recursive graph built on a wrong guess."""
+        while len(_cache_log) > mark:
+            fn, types = _cache_log.pop()
+            fn._graphs.pop(types, None)
 
     def graph_for_types(self, types: tuple, optimize: bool = True) -> Graph:
         """The graph for a signature: optimized (passes, fusion) by default, else as the frontend built it."""
@@ -73,6 +166,8 @@ class ScriptFunction:
             g = self._graphs.get(types)
             if g is None:
                 g = self._graphs[types] = self._compile(types)
+                if _in_progress:
+                    _cache_log.append((self, types))
             return g
         g = self._optimized.get(types)
         if g is None:
@@ -90,22 +185,16 @@ class ScriptFunction:
             if t is None:
                 raise caller.error(f"argument '{name}' of '{callee.__name__}' must be {want}, got {got}", node)
             params.append(t)
-        if callee in _compiling:
-            raise caller.error(f"recursive call to '{callee.__name__}' is not supported", node)
-        return params, callee.graph_for_types(tuple(params), optimize=False)
+        building = _in_progress.get((callee, tuple(params)))
+        if building is not None:
+            building[2] = True
+            return params, building[0], building[1]
+        return params, callee.graph_for_types(tuple(params), optimize=False), None
 
     # -- calling --------------------------------------------------------------------------------------
     def _bind(self, args, kwargs) -> tuple[tuple, list]:
-        if kwargs:
-            args = list(args)
-            for name in self.param_names[len(args):]:
-                if name not in kwargs:
-                    raise TypeError(f"{self.__name__}() missing argument '{name}'")
-                args.append(kwargs.pop(name))
-            if kwargs:
-                raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{next(iter(kwargs))}'")
-        if len(args) != len(self.param_names):
-            raise TypeError(f"{self.__name__}() takes {len(self.param_names)} arguments ({len(args)} given)")
+        if kwargs or len(args) != len(self.param_names):
+            args = self.bind_arguments(args, kwargs)
         types, values = [], []
         for name, want, arg in zip(self.param_names, self.param_types, args):
             t, v = _check_argument(self.__name__, name, want, arg)

@@ -1,2 +1,2 @@
 """Operator declarations. Importing this package fills ``scriptc.ir.registry.REGISTRY``."""
-from . import arith, fusion, mathfns, prim, tensor  # noqa: F401
+from . import arith, builtins, fusion, mathfns, prim, tensor  # noqa: F401

@@ -29,6 +29,7 @@ from .errors import ERROR_TABLE, PAYLOAD_ADDRESS, LoweringError
 from .array_math import ArrayMath
 from .arrays import ArrayOps
 from .fused import FusedOps
+from .builtins_lower import BuiltinOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
 from .strings import StringOps
@@ -211,7 +212,7 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, StringOps):
+class FunctionLowering(BuiltinOps, ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, StringOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
@@ -527,7 +528,7 @@ class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, String
         out_t = callee.outputs[0].type
         struct = out_struct(out_t)
         out = self.alloca(struct)
-        status = self.b.call(fn, args + [out])
+        status = self.call_counting_depth(fn, args + [out])
         with self.b.if_then(self.b.icmp_signed("!=", status, i32(0)), likely=False):
             self.b.ret(status)
         vals = []
