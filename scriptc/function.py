@@ -24,6 +24,25 @@ _cache_log: list[tuple] = []
 _MISSING = object()
 
 
+class GraphNeedsTypes(RuntimeError):
+    """``f.graph`` of a function whose graph depends on its arguments' dtypes, before it was called."""
+
+
+def user_facing(fn):
+    """Raise a CompileError from the user's call into scriptc, without the 15-60 frames of scriptc internals
+    that found it (``SCRIPTC_DEBUG=1`` keeps them, for debugging scriptc itself)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except CompileError as e:
+            if os.environ.get("SCRIPTC_DEBUG") == "1":
+                raise
+            e.__context__ = e.__cause__ = None
+            raise e.with_traceback(None) from None
+    return wrapper
+
+
 class ScriptFunction:
     def __init__(self, fn, *, fastmath: bool = False, nogil: bool = False):
         functools.update_wrapper(self, fn)
@@ -51,6 +70,7 @@ class ScriptFunction:
         self._optimized: dict[tuple, Graph] = {}   # after the pass pipeline: what native code is made from
         self._shaped: dict[tuple, Graph] = {}      # graph_for: the optimized graph with argument shapes
         self._generic: Graph | None = None
+        self._generic_retried = False
         self.defaults = self._capture_defaults()
         Resolver.decorating += 1
         try:
@@ -202,6 +222,7 @@ class ScriptFunction:
             values.append(v)
         return tuple(types), values
 
+    @user_facing
     def _dispatch(self, *args, **kwargs):
         types, values = self._bind(args, kwargs)
         return self.native_for_types(types)(*values)
@@ -228,14 +249,17 @@ class ScriptFunction:
         self._entry = entry
         type(self).__call__ = staticmethod(entry)
 
+    @user_facing
     def inspect_llvm(self, *args, **kwargs) -> str:
         """The optimized LLVM IR for these arguments' signature."""
         return self.native_for_types(self._bind(args, kwargs)[0]).llvm_ir
 
+    @user_facing
     def inspect_asm(self, *args, **kwargs) -> str:
         """The host assembly for these arguments' signature."""
         return self.native_for_types(self._bind(args, kwargs)[0]).asm
 
+    @user_facing
     def interpret(self, *args, **kwargs):
         """Run through the reference interpreter (the oracle for passes and backends)."""
         types, values = self._bind(args, kwargs)
@@ -243,20 +267,30 @@ class ScriptFunction:
 
     # -- introspection --------------------------------------------------------------------------------
     @property
+    @user_facing
     def graph(self) -> Graph:
         """The frontend's graph: generic (``Tensor`` for arrays) when the code types without knowing array
         dtypes and ranks, otherwise the graph of the first signature it was called with."""
+        if self._generic is None and not self._generic_retried:
+            # at decoration a callee may not have been defined yet: now that the module is loaded, retry
+            self._generic_retried = True
+            try:
+                self._generic = self._compile(tuple(self.param_types))
+            except NeedsSpecialization:
+                pass
         if self._generic is not None:
             return self._generic
         if self._graphs:
             return next(iter(self._graphs.values()))
-        raise RuntimeError(f"the graph of '{self.__name__}' depends on its array arguments' dtypes and ranks: "
-                           f"call it first, or use {self.__name__}.graph_for(*args)")
+        raise GraphNeedsTypes(f"the graph of '{self.__name__}' depends on its array arguments' dtypes and "
+                              f"ranks: call it first, or use {self.__name__}.graph_for(*args)")
 
+    @user_facing
     def frontend_graph_for(self, *args, **kwargs) -> Graph:
         """The graph for these arguments' types as the frontend built it, before any pass."""
         return self.graph_for_types(self._bind(args, kwargs)[0], optimize=False)
 
+    @user_facing
     def graph_for(self, *args, **kwargs) -> Graph:
         """The graph native code is generated from for these arguments' types (specialized, optimized, fused),
         with these arguments' shapes propagated through it: ``Double(2, 3)`` where a dimension is known. Native
@@ -314,6 +348,7 @@ def _check_argument(fname, pname, want: Type, arg):
     return t, {FLOAT: float, INT: int, BOOL: bool}[t](arg)
 
 
+@user_facing
 def script(fn=None, *, fastmath: bool = False, nogil: bool = False):
     """Compile a type-annotated function: ``@scriptc.script``, ``scriptc.script(fn)``, or with options
     ``@scriptc.script(fastmath=True)`` (let LLVM reassociate and contract float arithmetic) and
@@ -325,4 +360,4 @@ def script(fn=None, *, fastmath: bool = False, nogil: bool = False):
     return ScriptFunction(fn, fastmath=fastmath, nogil=nogil)
 
 
-__all__ = ["ScriptFunction", "script"]
+__all__ = ["GraphNeedsTypes", "ScriptFunction", "script"]

@@ -24,7 +24,6 @@ from ...ops.builtins import FACTORIAL_MAX, exception_class
 from .common import F64, I1, I32, I64, f64, handles, i1, i32, i64
 from .strings import plan_id
 
-I128 = ir.IntType(128)
 ROUND_SYMBOL = "scriptc.py.round_ndigits"
 DEPTH_GLOBAL = "scriptc.call_depth"
 RECURSION_MESSAGE = "maximum recursion depth exceeded"
@@ -107,22 +106,24 @@ class BuiltinOps:
         return [[b.load(out)]]
 
     def round_int(self, x, n):
-        """round(x, n) of an int: x for n >= 0, else the nearest multiple of 10**-n, ties to even."""
+        """round(x, n) of an int: x for n >= 0, else the nearest multiple of 10**-n, ties to even, wrapped to
+        64 bits. 10**k fits in an i64 up to k = 18 (no 128-bit division: the JIT links no compiler-rt); at
+        k = 19 the result is 0 or +-10**19 (wrapped), beyond it always 0 (|x| < 5 * 10**19)."""
         b = self.b
         k = b.sub(i64(0), n)
-        small = b.icmp_signed("<=", k, i64(38))
-        q = self.table_lookup("scriptc.pow10_128", I128, [10 ** j for j in range(39)],
-                              b.select(b.and_(small, b.icmp_signed(">", k, i64(0))), k, i64(0)))
-        X = b.sext(x, I128)
-        r = b.srem(X, q)
-        r = b.select(b.icmp_signed("<", r, ir.Constant(I128, 0)), b.add(r, q), r)
-        base = b.sub(X, r)
-        twice = b.shl(r, ir.Constant(I128, 1))
-        odd = b.trunc(b.sdiv(base, q), I1)
+        small = b.and_(b.icmp_signed(">", k, i64(0)), b.icmp_signed("<=", k, i64(18)))
+        q = self.table_lookup("scriptc.pow10", I64, [10 ** j for j in range(19)], b.select(small, k, i64(0)))
+        r = self.int_mod(x, q)
+        base = b.sub(x, r)
+        twice = b.shl(r, i64(1))
+        odd = b.trunc(self.int_floordiv(base, q), I1)
         up = b.or_(b.icmp_signed(">", twice, q), b.and_(b.icmp_signed("==", twice, q), odd))
-        rounded = b.trunc(b.add(base, b.select(up, q, ir.Constant(I128, 0))), I64)
-        rounded = b.select(small, rounded, i64(0))
-        return b.select(b.icmp_signed(">=", n, i64(0)), x, rounded)
+        rounded = b.add(base, b.select(up, q, i64(0)))
+        wrap19 = (10 ** 19 + 2 ** 63) % 2 ** 64 - 2 ** 63
+        at19 = b.select(b.icmp_signed(">", x, i64(5 * 10 ** 18)), i64(wrap19),
+                        b.select(b.icmp_signed("<", x, i64(-5 * 10 ** 18)), i64(-wrap19), i64(0)))
+        big = b.select(b.icmp_signed("==", k, i64(19)), at19, i64(0))
+        return b.select(b.icmp_signed(">=", n, i64(0)), x, b.select(small, rounded, big))
 
     # -- divmod -----------------------------------------------------------------------------------------
     @handles("prim::divmod")
