@@ -24,6 +24,14 @@ _cache_log: list[tuple] = []
 _MISSING = object()
 
 
+class _WrongGuess(Exception):
+    """Compiling with an assumed result type for recursive calls failed (``error``: the CompileError)."""
+
+    def __init__(self, error):
+        super().__init__()
+        self.error = error
+
+
 class GraphNeedsTypes(RuntimeError):
     """``f.graph`` of a function whose graph depends on its arguments' dtypes, before it was called."""
 
@@ -102,7 +110,9 @@ class ScriptFunction:
         CPython's messages for a missing, duplicate or unexpected argument."""
         names, fname = self.param_names, self.__name__
         if len(args) > len(names):
-            raise TypeError(f"{fname}() takes {len(names)} positional argument{'s' * (len(names) != 1)} but "
+            low = len(names) - len(self.defaults)
+            count = f"from {low} to {len(names)}" if low < len(names) else f"{len(names)}"
+            raise TypeError(f"{fname}() takes {count} positional argument{'s' * (len(names) != 1)} but "
                             f"{len(args)} {'was' if len(args) == 1 else 'were'} given")
         bound = list(args) + [_MISSING] * (len(names) - len(args))
         for key, value in kwargs.items():
@@ -136,24 +146,45 @@ class ScriptFunction:
         without one bool, widened to what the function's paths return until the two agree."""
         outermost = not _in_progress
         try:
-            assumed = self.return_type if self.return_type is not None else BOOL
-            for _ in range(4):
-                mark = len(_cache_log)
-                graph, used = self._compile_assuming(types, assumed)
-                result = graph.outputs[0].type
-                if not used or result == assumed:
-                    _unverified.append(graph)   # may call a graph still under construction: verified last
-                    if outermost:
-                        for g in _unverified:
-                            verify(g)
-                    return graph
-                self._forget_since(mark)
-                assumed = result
-            raise self._unknown_recursive_type()
+            error = None
+            for assumed in self._return_guesses(types):
+                try:
+                    return self._compile_fixed_point(types, assumed)
+                except _WrongGuess as e:
+                    error = e.error
+            raise error if self.return_type is not None and error is not None else self._unknown_recursive_type()
         finally:
             if outermost:
                 _unverified.clear()
                 _cache_log.clear()
+
+    def _return_guesses(self, types: tuple) -> list:
+        """Result types to assume for recursive calls: the annotation, or bool (widened by the fixed point);
+        for an array, or without an annotation, also the arrays among the arguments."""
+        first = self.return_type if self.return_type is not None else BOOL
+        arrays = [t for t in types if isinstance(t, TensorType)]
+        if self.return_type is not None and not (isinstance(first, TensorType) and first.dtype is None):
+            return [first]
+        return [first] + list(dict.fromkeys(arrays))
+
+    def _compile_fixed_point(self, types: tuple, assumed: Type) -> Graph:
+        for _ in range(4):
+            mark = len(_cache_log)
+            try:
+                graph, used = self._compile_assuming(types, assumed)
+            except _WrongGuess:
+                self._forget_since(mark)
+                raise
+            result = graph.outputs[0].type
+            if not used or result == assumed:
+                _unverified.append(graph)   # may call a graph still under construction: verified last
+                if not _in_progress:
+                    for g in _unverified:
+                        verify(g)
+                return graph
+            self._forget_since(mark)
+            assumed = result
+        raise _WrongGuess(None)
 
     def _unknown_recursive_type(self) -> CompileError:
         return CompileError(f"cannot find the return type of recursive function '{self.__name__}'",
@@ -165,9 +196,9 @@ class ScriptFunction:
         _in_progress[key] = [emitter.graph, assumed, False]
         try:
             graph = emitter.build()
-        except CompileError:
-            if _in_progress[key][2] and self.return_type is None:
-                raise self._unknown_recursive_type() from None
+        except CompileError as e:
+            if _in_progress[key][2]:   # maybe only because of the result type assumed for a recursive call
+                raise _WrongGuess(e) from None
             raise
         finally:
             used = _in_progress.pop(key)[2]

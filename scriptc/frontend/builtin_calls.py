@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..errors import CompileError
 from ..ir.core import Node
 from ..ir.registry import NeedsSpecialization
 from ..ir.types import BOOL, FLOAT, INT, NONE, TensorType, TupleType
@@ -304,7 +305,10 @@ class BuiltinCallsMixin:
                                                                       "builtin exception")
         exc = node.exc
         call = exc if isinstance(exc, ast.Call) else None
-        cls = self.const_eval(call.func if call else exc)
+        try:
+            cls = self.const_eval(call.func if call else exc)
+        except CompileError:
+            cls = None
         if not (isinstance(cls, type) and issubclass(cls, Exception) and getattr(builtins, cls.__name__, None)
                 is cls):
             raise self.fn.error(f"only builtin exception types can be raised, not '{ast.unparse(exc)}'", exc,
