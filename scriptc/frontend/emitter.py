@@ -351,8 +351,11 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin):
 
     def for_iteration(self, node):
         """Trip count and per-iteration prefix of ``for target in iterable`` (see ``iteration_plan``)."""
-        hint = node.target.id if isinstance(node.target, ast.Name) else "i"
-        trips, element = self.iteration_plan(node.iter)
+        it = node.iter
+        direct = isinstance(it, ast.Call) and self.is_builtin(it.func, range) and len(it.args) == 1
+        # the iteration count is the target itself only for range(n)
+        hint = ("iter" if not direct else node.target.id if isinstance(node.target, ast.Name) else "i")
+        trips, element = self.iteration_plan(it)
         return trips, lambda i: self.assign(node.target, element(i), node), hint
 
     # -- control flow ---------------------------------------------------------------------------------
