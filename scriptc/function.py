@@ -93,10 +93,10 @@ class ScriptFunction:
         constants of the parameter's annotated kind (numba and TorchScript take constants too)."""
         tree = self.source.tree
         values = self.py_func.__defaults__ or ()
-        names = self.param_names[len(self.param_names) - len(values):]
-        nodes = tree.args.defaults
+        first = len(self.param_names) - len(values)
         defaults = {}
-        for name, value, node, want in zip(names, values, nodes, self.param_types[len(self.param_names) - len(values):]):
+        for name, value, node, want in zip(self.param_names[first:], values, tree.args.defaults,
+                                           self.param_types[first:]):
             kind = _kind(value) if type(value) in (int, float, bool) else None
             if kind is None or _accept(want, kind) is None:
                 raise self.source.error(f"default value of parameter '{name}' must be {want} constant, got "

@@ -16,7 +16,8 @@ from .calls import SPECIAL_CALLS
 from .emitter import UNSUPPORTED, FunctionEmitter
 from .source import FunctionSource, get_source
 
-__all__ = ["CompileError", "FunctionEmitter", "FunctionSource", "Resolver", "compile_function", "get_source", "validate",
+__all__ = ["CompileError", "FunctionEmitter", "FunctionSource", "Resolver", "compile_function", "get_source",
+           "validate",
            "annotation_type"]
 
 _MISSING = object()
