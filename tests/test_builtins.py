@@ -304,3 +304,31 @@ def test_rejected_builtins_say_what_to_write(tmp_path, source, message, hint):
     assert e.filename.endswith(".py") and e.lineno >= 6 and e.col >= 1
     assert (hint is None) or (hint in (e.hint or ""))
     assert e.source.line > 0
+
+
+def test_builtins_in_the_ir(tmp_path):
+    from tests.util import filecheck
+    m = load_module(tmp_path, """
+@scriptc.script
+def f(x: np.ndarray, n: int) -> float:
+    assert n > 0, f"n is {n}"
+    s = sum(x)
+    for i, v in enumerate(x, start=n):
+        s += i * v
+    if not any(x):
+        raise ValueError("all zero")
+    return s + round(s, 2)
+""")
+    filecheck(str(m.f.frontend_graph_for(np.zeros(2), 1)), """
+CHECK: prim::If
+CHECK: prim::RaiseException[exc="AssertionError"]
+CHECK: %sum{{.*}} : float = prim::Loop
+CHECK: aten::getitem
+CHECK: aten::add
+CHECK: prim::Loop
+CHECK: aten::add(%n,
+CHECK: %any{{.*}} : bool = prim::Loop
+CHECK: aten::__not__
+CHECK: prim::RaiseException[exc="ValueError"]
+CHECK: prim::round_ndigits
+""")
