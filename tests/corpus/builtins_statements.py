@@ -93,7 +93,7 @@ def uses_checked_sqrt(x: float) -> float:
 
 
 case(uses_checked_sqrt, lambda: (-2.25,))
-raises(checked_sqrt, ValueError, lambda: (-1.0,))
+raises(checked_sqrt, ValueError, lambda: (-1.0, True))   # the property tests bind args positionally
 
 
 @scriptc.script
