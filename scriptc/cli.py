@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from .errors import CompileError
-from .function import ScriptFunction, script
+from .function import GraphNeedsTypes, ScriptFunction, script
 from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
 
 _SCALARS = {"int": INT, "float": FLOAT, "bool": BOOL}
@@ -48,13 +48,26 @@ def load_function(target: str) -> ScriptFunction:
     return fn if isinstance(fn, ScriptFunction) else script(fn)
 
 
+def _example_type(t: Type) -> str:
+    if isinstance(t, TensorType):
+        return f"{t.dtype or 'float64'}[{','.join(['*'] * (t.rank if t.rank is not None else 1))}]"
+    return str(t)
+
+
 def cmd_dump(args) -> int:
     fn = load_function(args.target)
     if args.types is None:
         if args.emit != "ir" or args.passes is not None or args.print_after or args.print_after_all \
                 or args.time_passes:
             raise SystemExit("scriptc: --emit=llvm|asm and the pass options need --types (one signature)")
-        print(fn.graph, end="")
+        try:
+            graph = fn.graph
+        except GraphNeedsTypes:
+            print(f"scriptc: the graph of {fn.__name__!r} depends on its arguments' dtypes and ranks: pass "
+                  f"--types (for example --types {' '.join(_example_type(t) for t in fn.param_types)})",
+                  file=sys.stderr)
+            return 2
+        print(graph, end="")
         return 0
     if args.passes is not None or args.print_after or args.print_after_all or args.time_passes:
         return dump_passes(fn, args)

@@ -9,14 +9,47 @@ import numpy as np
 
 from .backend.interpreter import interpret
 from .errors import CompileError
-from .frontend import Resolver, compile_function, get_source, validate
+from .frontend import FunctionEmitter, Resolver, get_source, validate
 from .ir.core import Graph
 from .ir.registry import NeedsSpecialization
 from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
 from .ir.verifier import verify
 from .passes import PassManager
 
-_compiling: list["ScriptFunction"] = []
+# Graphs under construction per (function, signature): [graph, assumed return type, whether a recursive call
+# used the assumption]; graphs built meanwhile are verified when the outermost compile ends (they may call a
+# graph that has no outputs yet), and the cache entries made meanwhile are logged so that a retry can drop them.
+_in_progress: dict[tuple, list] = {}
+_unverified: list[Graph] = []
+_cache_log: list[tuple] = []
+_MISSING = object()
+
+
+class _WrongGuess(Exception):
+    """Compiling with an assumed result type for recursive calls failed (``error``: the CompileError)."""
+
+    def __init__(self, error):
+        super().__init__()
+        self.error = error
+
+
+class GraphNeedsTypes(RuntimeError):
+    """``f.graph`` of a function whose graph depends on its arguments' dtypes, before it was called."""
+
+
+def user_facing(fn):
+    """Raise a CompileError from the user's call into scriptc, without the 15-60 frames of scriptc internals
+    that found it (``SCRIPTC_DEBUG=1`` keeps them, for debugging scriptc itself)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except CompileError as e:
+            if os.environ.get("SCRIPTC_DEBUG") == "1":
+                raise
+            e.__context__ = e.__cause__ = None
+            raise e.with_traceback(None) from None
+    return wrapper
 
 
 class ScriptFunction:
@@ -46,27 +79,138 @@ class ScriptFunction:
         self._optimized: dict[tuple, Graph] = {}   # after the pass pipeline: what native code is made from
         self._shaped: dict[tuple, Graph] = {}      # graph_for: the optimized graph with argument shapes
         self._generic: Graph | None = None
-        self.resolver.decorating = True
+        self._generic_retried = False
+        self.defaults = self._capture_defaults()
+        Resolver.decorating += 1
         try:
             self._generic = self._compile(tuple(self.param_types))
         except NeedsSpecialization:
             pass  # array code whose types depend on dtypes/ranks: compiled per call signature
         finally:
-            self.resolver.decorating = False
+            Resolver.decorating -= 1
+
+    def _capture_defaults(self) -> dict:
+        """Default parameter values, as Python evaluated them at definition time: int, float or bool
+        constants of the parameter's annotated kind (numba and TorchScript take constants too)."""
+        tree = self.source.tree
+        values = self.py_func.__defaults__ or ()
+        first = len(self.param_names) - len(values)
+        defaults = {}
+        for name, value, node, want in zip(self.param_names[first:], values, tree.args.defaults,
+                                           self.param_types[first:]):
+            kind = _kind(value) if type(value) in (int, float, bool) else None
+            if kind is None or _accept(want, kind) is None:
+                raise self.source.error(f"default value of parameter '{name}' must be {want} constant, got "
+                                        f"{type(value).__name__}", node,
+                                        "defaults are constants captured at decoration: int, float or bool")
+            defaults[name] = value
+        return defaults
+
+    def bind_arguments(self, args, kwargs) -> list:
+        """Python's binding of positional and keyword arguments and defaults to the parameters, with
+        CPython's messages for a missing, duplicate or unexpected argument."""
+        names, fname = self.param_names, self.__name__
+        if len(args) > len(names):
+            low = len(names) - len(self.defaults)
+            count = f"from {low} to {len(names)}" if low < len(names) else f"{len(names)}"
+            raise TypeError(f"{fname}() takes {count} positional argument{'s' * (len(names) != 1)} but "
+                            f"{len(args)} {'was' if len(args) == 1 else 'were'} given")
+        bound = list(args) + [_MISSING] * (len(names) - len(args))
+        for key, value in kwargs.items():
+            if key not in names:
+                raise TypeError(f"{fname}() got an unexpected keyword argument '{key}'")
+            k = names.index(key)
+            if bound[k] is not _MISSING:
+                raise TypeError(f"{fname}() got multiple values for argument '{key}'")
+            bound[k] = value
+        missing = []
+        for k, name in enumerate(names):
+            if bound[k] is _MISSING:
+                if name in self.defaults:
+                    bound[k] = self.defaults[name]
+                else:
+                    missing.append(name)
+        if missing:
+            quoted = [f"'{m}'" for m in missing]
+            listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
+            raise TypeError(f"{fname}() missing {len(missing)} required positional argument"
+                            f"{'s' * (len(missing) != 1)}: {listed}")
+        return bound
 
     def __repr__(self):
         return f"<scriptc.ScriptFunction {self.__name__}>"
 
     # -- compilation ----------------------------------------------------------------------------------
     def _compile(self, types: tuple) -> Graph:
-        if self in _compiling:
-            raise CompileError(f"recursive call to '{self.__name__}' is not supported",
-                               self.source.loc(self.source.tree))
-        _compiling.append(self)
+        """The frontend's graph for one signature. A recursive call (to this signature, while it is being
+        built) refers to the graph under construction, typed with an assumed return type: the annotation, or
+        without one bool, widened to what the function's paths return until the two agree."""
+        outermost = not _in_progress
         try:
-            return verify(compile_function(self.source, types, self.return_type, self.resolver))
+            error = None
+            for assumed in self._return_guesses(types):
+                try:
+                    return self._compile_fixed_point(types, assumed)
+                except _WrongGuess as e:
+                    error = e.error
+            raise error if self.return_type is not None and error is not None else self._unknown_recursive_type()
         finally:
-            _compiling.pop()
+            if outermost:
+                _unverified.clear()
+                _cache_log.clear()
+
+    def _return_guesses(self, types: tuple) -> list:
+        """Result types to assume for recursive calls: the annotation, or bool (widened by the fixed point);
+        for an array, or without an annotation, also the arrays among the arguments."""
+        first = self.return_type if self.return_type is not None else BOOL
+        arrays = [t for t in types if isinstance(t, TensorType)]
+        if self.return_type is not None and not (isinstance(first, TensorType) and first.dtype is None):
+            return [first]
+        return [first] + list(dict.fromkeys(arrays))
+
+    def _compile_fixed_point(self, types: tuple, assumed: Type) -> Graph:
+        for _ in range(4):
+            mark = len(_cache_log)
+            try:
+                graph, used = self._compile_assuming(types, assumed)
+            except _WrongGuess:
+                self._forget_since(mark)
+                raise
+            result = graph.outputs[0].type
+            if not used or result == assumed:
+                _unverified.append(graph)   # may call a graph still under construction: verified last
+                if not _in_progress:
+                    for g in _unverified:
+                        verify(g)
+                return graph
+            self._forget_since(mark)
+            assumed = result
+        raise _WrongGuess(None)
+
+    def _unknown_recursive_type(self) -> CompileError:
+        return CompileError(f"cannot find the return type of recursive function '{self.__name__}'",
+                            self.source.loc(self.source.tree), "annotate its return type: def f(...) -> int:")
+
+    def _compile_assuming(self, types: tuple, assumed: Type):
+        key = (self, types)
+        emitter = FunctionEmitter(self.source, list(types), self.return_type, self.resolver)
+        _in_progress[key] = [emitter.graph, assumed, False]
+        try:
+            graph = emitter.build()
+        except CompileError as e:
+            if _in_progress[key][2]:   # maybe only because of the result type assumed for a recursive call
+                raise _WrongGuess(e) from None
+            raise
+        finally:
+            used = _in_progress.pop(key)[2]
+        return graph, used
+
+    @staticmethod
+    def _forget_since(mark: int) -> None:
+        """Drop the graphs cached since ``mark``: they may call a recursive graph built on a wrong guess."""
+        while len(_cache_log) > mark:
+            fn, types = _cache_log.pop()
+            fn._graphs.pop(types, None)
 
     def graph_for_types(self, types: tuple, optimize: bool = True) -> Graph:
         """The graph for a signature: optimized (passes, fusion) by default, else as the frontend built it."""
@@ -74,6 +218,8 @@ class ScriptFunction:
             g = self._graphs.get(types)
             if g is None:
                 g = self._graphs[types] = self._compile(types)
+                if _in_progress:
+                    _cache_log.append((self, types))
             return g
         g = self._optimized.get(types)
         if g is None:
@@ -91,22 +237,16 @@ class ScriptFunction:
             if t is None:
                 raise caller.error(f"argument '{name}' of '{callee.__name__}' must be {want}, got {got}", node)
             params.append(t)
-        if callee in _compiling:
-            raise caller.error(f"recursive call to '{callee.__name__}' is not supported", node)
-        return params, callee.graph_for_types(tuple(params), optimize=False)
+        building = _in_progress.get((callee, tuple(params)))
+        if building is not None:
+            building[2] = True
+            return params, building[0], building[1]
+        return params, callee.graph_for_types(tuple(params), optimize=False), None
 
     # -- calling --------------------------------------------------------------------------------------
     def _bind(self, args, kwargs) -> tuple[tuple, list]:
-        if kwargs:
-            args = list(args)
-            for name in self.param_names[len(args):]:
-                if name not in kwargs:
-                    raise TypeError(f"{self.__name__}() missing argument '{name}'")
-                args.append(kwargs.pop(name))
-            if kwargs:
-                raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{next(iter(kwargs))}'")
-        if len(args) != len(self.param_names):
-            raise TypeError(f"{self.__name__}() takes {len(self.param_names)} arguments ({len(args)} given)")
+        if kwargs or len(args) != len(self.param_names):
+            args = self.bind_arguments(args, kwargs)
         types, values = [], []
         for name, want, arg in zip(self.param_names, self.param_types, args):
             t, v = _check_argument(self.__name__, name, want, arg)
@@ -114,6 +254,7 @@ class ScriptFunction:
             values.append(v)
         return tuple(types), values
 
+    @user_facing
     def _dispatch(self, *args, **kwargs):
         types, values = self._bind(args, kwargs)
         return self.native_for_types(types)(*values)
@@ -140,14 +281,17 @@ class ScriptFunction:
         self._entry = entry
         type(self).__call__ = staticmethod(entry)
 
+    @user_facing
     def inspect_llvm(self, *args, **kwargs) -> str:
         """The optimized LLVM IR for these arguments' signature."""
         return self.native_for_types(self._bind(args, kwargs)[0]).llvm_ir
 
+    @user_facing
     def inspect_asm(self, *args, **kwargs) -> str:
         """The host assembly for these arguments' signature."""
         return self.native_for_types(self._bind(args, kwargs)[0]).asm
 
+    @user_facing
     def interpret(self, *args, **kwargs):
         """Run through the reference interpreter (the oracle for passes and backends)."""
         types, values = self._bind(args, kwargs)
@@ -155,15 +299,23 @@ class ScriptFunction:
 
     # -- introspection --------------------------------------------------------------------------------
     @property
+    @user_facing
     def graph(self) -> Graph:
         """The frontend's graph: generic (``Tensor`` for arrays) when the code types without knowing array
         dtypes and ranks, otherwise the graph of the first signature it was called with."""
+        if self._generic is None and not self._generic_retried:
+            # at decoration a callee may not have been defined yet: now that the module is loaded, retry
+            self._generic_retried = True
+            try:
+                self._generic = self._compile(tuple(self.param_types))
+            except NeedsSpecialization:
+                pass
         if self._generic is not None:
             return self._generic
         if self._graphs:
             return next(iter(self._graphs.values()))
-        raise RuntimeError(f"the graph of '{self.__name__}' depends on its array arguments' dtypes and ranks: "
-                           f"call it first, or use {self.__name__}.graph_for(*args)")
+        raise GraphNeedsTypes(f"the graph of '{self.__name__}' depends on its array arguments' dtypes and "
+                              f"ranks: call it first, or use {self.__name__}.graph_for(*args)")
 
     @property
     def code(self) -> str:
@@ -190,10 +342,12 @@ class ScriptFunction:
                                        f"reference: define them at module level)")
         return _restore, (self.__module__, self.__qualname__)
 
+    @user_facing
     def frontend_graph_for(self, *args, **kwargs) -> Graph:
         """The graph for these arguments' types as the frontend built it, before any pass."""
         return self.graph_for_types(self._bind(args, kwargs)[0], optimize=False)
 
+    @user_facing
     def graph_for(self, *args, **kwargs) -> Graph:
         """The graph native code is generated from for these arguments' types (specialized, optimized, fused),
         with these arguments' shapes propagated through it: ``Double(2, 3)`` where a dimension is known. Native
@@ -263,6 +417,7 @@ def _check_argument(fname, pname, want: Type, arg):
     return t, {FLOAT: float, INT: int, BOOL: bool}[t](arg)
 
 
+@user_facing
 def script(fn=None, *, fastmath: bool = False, nogil: bool = False):
     """Compile a type-annotated function: ``@scriptc.script``, ``scriptc.script(fn)``, or with options
     ``@scriptc.script(fastmath=True)`` (let LLVM reassociate and contract float arithmetic) and
@@ -274,4 +429,4 @@ def script(fn=None, *, fastmath: bool = False, nogil: bool = False):
     return ScriptFunction(fn, fastmath=fastmath, nogil=nogil)
 
 
-__all__ = ["ScriptFunction", "script"]
+__all__ = ["GraphNeedsTypes", "ScriptFunction", "script"]

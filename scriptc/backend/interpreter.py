@@ -2,6 +2,8 @@
 operator's reference implementation. It is the oracle that every pass and backend is checked against."""
 from __future__ import annotations
 
+import sys
+
 from ..ir.core import Block, Graph
 from ..ir.registry import lookup
 from ..ir.types import BOOL, FLOAT, INT
@@ -30,6 +32,23 @@ def _normalize(value, type):
 class Interpreter:
     def __init__(self):
         self._impls: dict[str, object] = {}
+        # calls between scripted functions nest as deep as CPython lets Python functions nest (native code
+        # has the same limit), whatever number of interpreter frames one level takes
+        self.depth, self.max_depth = 0, sys.getrecursionlimit()
+
+    def call(self, graph: Graph, args) -> object:
+        if self.depth >= self.max_depth:
+            raise RecursionError("maximum recursion depth exceeded")
+        self.depth += 1
+        limit = sys.getrecursionlimit()
+        if limit < 64 * self.max_depth:
+            sys.setrecursionlimit(64 * self.max_depth)
+        try:
+            return self.run(graph, args)
+        finally:
+            self.depth -= 1
+            if self.depth == 0:
+                sys.setrecursionlimit(limit)
 
     def run(self, graph: Graph, args) -> object:
         env = dict(zip(map(id, graph.inputs), args))
@@ -45,7 +64,7 @@ class Interpreter:
             elif kind == "prim::If":
                 outs = self.run_block(node.blocks[0 if inputs[0] else 1], env)
             elif kind == "prim::CallFunction":
-                outs = [self.run(node.attrs["fn"], inputs)]
+                outs = [self.call(node.attrs["fn"], inputs)]
             elif kind == "prim::FusionGroup":
                 outs = [self.run(node.attrs["subgraph"], inputs)]
             else:

@@ -11,11 +11,13 @@ from ..errors import CompileError
 from ..ir.core import Graph
 from ..ir.registry import NeedsSpecialization, op_for_callable
 from ..ir.types import BOOL, FLOAT, INT, NONE, TENSOR, TupleType, Type
+from .builtin_calls import unsupported_builtin_hint
 from .calls import SPECIAL_CALLS
 from .emitter import UNSUPPORTED, FunctionEmitter
 from .source import FunctionSource, get_source
 
-__all__ = ["CompileError", "FunctionSource", "Resolver", "compile_function", "get_source", "validate",
+__all__ = ["CompileError", "FunctionEmitter", "FunctionSource", "Resolver", "compile_function", "get_source",
+           "validate",
            "annotation_type"]
 
 _MISSING = object()
@@ -43,11 +45,13 @@ def annotation_type(obj) -> Type | None:
 class Resolver:
     """Answers the emitter's questions about the world outside the function: globals, annotations, callees."""
 
+    # While any scripted function is being decorated (a class-wide count: decorating ``c`` compiles its callee
+    # ``a``, whose own callee ``b`` may be defined further down the module), a name may not be bound yet: the
+    # generic compile is then skipped, and the name is looked up again when the function is first called.
+    decorating = 0
+
     def __init__(self, compile_callee):
         self.compile_callee = compile_callee
-        # While decorating, a name may not be bound yet (a helper defined further down the module): the
-        # generic compile is then skipped, and the name is looked up again when the function is first called.
-        self.decorating = False
 
     def lookup_global(self, fn: FunctionSource, name: str):
         func = fn.func
@@ -65,7 +69,7 @@ class Resolver:
     def resolve_global(self, fn: FunctionSource, node: ast.Name):
         obj = self.lookup_global(fn, node.id)
         if obj is _MISSING:
-            if self.decorating:
+            if Resolver.decorating:
                 raise NeedsSpecialization(node.id)
             raise fn.error(f"name '{node.id}' is not defined", node)
         return obj
@@ -87,10 +91,19 @@ class Resolver:
         from ..function import ScriptFunction
         return isinstance(obj, ScriptFunction)
 
-    def callee_graph(self, callee, arg_types, fn: FunctionSource, node) -> tuple[list[Type], Graph]:
+    def callee_graph(self, callee, arg_types, fn: FunctionSource, node) -> tuple[list[Type], Graph, Type | None]:
+        """(parameter types, graph, None) for a call; for a recursive call, whose graph is still being built,
+        (parameter types, that graph, the result type assumed for it)."""
         return self.compile_callee(callee, arg_types, fn, node)
 
     def unsupported_hint(self, obj) -> str | None:
+        """What to write instead of calling ``obj``."""
+        if (getattr(obj, "__module__", None) or "").startswith("numpy.random"):
+            return ("random numbers are not supported in scripted functions yet (scriptc.random is planned): "
+                    "make them outside with np.random and pass the array in")
+        name = getattr(obj, "__name__", None)
+        if name and getattr(builtins, name, None) is obj:
+            return unsupported_builtin_hint(name)
         if callable(obj) and hasattr(obj, "__code__"):
             return f"decorate '{obj.__name__}' with @scriptc.script to call it from compiled code"
         return None
@@ -106,12 +119,11 @@ def validate(fn: FunctionSource, resolver: Resolver) -> None:
     args = tree.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
         raise fn.error("*args, **kwargs, keyword-only and positional-only parameters are not supported", tree)
-    if args.defaults:
-        raise fn.error("default parameter values are not supported", args.defaults[0])
     local_names = {a.arg for a in args.args} | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
                                                  and isinstance(n.ctx, ast.Store)}
+    raised = {id(n.exc) for n in ast.walk(tree) if isinstance(n, ast.Raise) and isinstance(n.exc, ast.Call)}
     for node in ast.walk(tree):
-        if node is tree:
+        if node is tree or id(node) in raised:   # raise E(...): the emitter checks E
             continue
         if type(node) in UNSUPPORTED:
             reason, hint = UNSUPPORTED[type(node)]

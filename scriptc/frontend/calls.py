@@ -11,14 +11,16 @@ import builtins
 
 import numpy as np
 
+from ..ir.core import Node
 from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_method
+from .builtin_calls import BUILTIN_CALLS
 from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, STR, TensorType, TupleType
 
 CREATORS = {np.zeros: "aten::zeros", np.ones: "aten::ones", np.empty: "aten::empty"}
 LIKE = {np.zeros_like: "aten::zeros_like", np.ones_like: "aten::ones_like", np.empty_like: "aten::empty_like"}
 # Callables call_object handles itself (the rest map onto registry operators through OpDef.py)
 SPECIAL_CALLS = {builtins.print, builtins.range, builtins.min, builtins.max, builtins.len, np.full, np.full_like,
-                 np.arange, np.reshape, *CREATORS, *LIKE}
+                 np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS}
 
 
 class CallsMixin:
@@ -90,6 +92,8 @@ class CallsMixin:
             raise self.fn.error("range() can only be the iterable of a for loop", node)
         if obj in (builtins.min, builtins.max):
             return self.call_minmax(obj, node)
+        if obj in BUILTIN_CALLS:
+            return self.call_builtin(obj, node)
         if obj is builtins.len:
             return self.call_len(node)
         if obj is builtins.float and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) \
@@ -241,12 +245,38 @@ class CallsMixin:
         return self.op("aten::len", [v], at=node)
 
     def call_script(self, callee, node):
-        if node.keywords:
-            raise self.fn.error("keyword arguments to scripted functions are not supported", node)
-        args = [self.expr(a) for a in node.args]
-        params, graph = self.resolver.callee_graph(callee, [a.type for a in args], self.fn, node)
+        args = self.script_arguments(callee, node)
+        params, graph, returns = self.resolver.callee_graph(callee, [a.type for a in args], self.fn, node)
         args = [self.convert(a, t, node) for a, t in zip(args, params)]
-        return self.op("prim::CallFunction", args, {"fn": graph}, at=node)
+        if returns is None:
+            return self.op("prim::CallFunction", args, {"fn": graph}, at=node)
+        # a recursive call: the callee's graph is still being built, its result type is the one assumed
+        call = Node("prim::CallFunction", args, [(returns, None)], {"fn": graph}, source=self.fn.loc(node))
+        return self.block.append(call).output
+
+    def script_arguments(self, callee, node) -> list:
+        """The values of a call's arguments in parameter order: positional, keyword, then the defaults
+        (constants captured when the callee was decorated), bound as Python binds them."""
+        names, name = callee.param_names, callee.__name__
+        if len(node.args) > len(names):
+            raise self.fn.error(f"{name}() takes {len(names)} positional arguments but {len(node.args)} were "
+                                f"given", node)
+        bound = [self.expr(a) for a in node.args] + [None] * (len(names) - len(node.args))
+        for k in node.keywords:
+            if k.arg is None:
+                raise self.fn.error("**kwargs in calls is not supported", k)
+            if k.arg not in names:
+                raise self.fn.error(f"{name}() got an unexpected keyword argument '{k.arg}'", k)
+            i = names.index(k.arg)
+            if bound[i] is not None:
+                raise self.fn.error(f"{name}() got multiple values for argument '{k.arg}'", k)
+            bound[i] = self.expr(k.value)
+        for i, p in enumerate(names):
+            if bound[i] is None:
+                if p not in callee.defaults:
+                    raise self.fn.error(f"{name}() missing required argument '{p}'", node)
+                bound[i] = self.const(callee.defaults[p])
+        return bound
 
     # -- arrays: attributes and indexing --------------------------------------------------------------
     def array_attribute(self, base, node):

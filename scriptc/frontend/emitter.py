@@ -15,6 +15,7 @@ import ast
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import OpTypeError, lookup
 from ..ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType, Type, join
+from .builtin_calls import BuiltinCallsMixin
 from .calls import CallsMixin
 from .scopes import carried_names, contains, load_counts, stores
 from .source import FunctionSource
@@ -34,16 +35,14 @@ UNSUPPORTED = {
     ast.ListComp: ("list comprehensions are not supported",
                    "fill an array in a loop: y = np.empty(n) then y[i] = ... in a for loop"),
     ast.SetComp: ("set comprehensions are not supported", None),
-    ast.DictComp: ("dict comprehensions are not supported", None),
+    ast.DictComp: ("dicts are not supported yet", "use arrays indexed by int, or tuples"),
     ast.GeneratorExp: ("generator expressions are not supported", "write an explicit loop"),
     ast.List: ("lists are not supported", "use a tuple, or a NumPy array made with np.zeros/np.empty"),
-    ast.Dict: ("dicts are not supported", None),
+    ast.Dict: ("dicts are not supported yet", "use arrays indexed by int, or tuples"),
     ast.Set: ("sets are not supported", None),
     ast.Lambda: ("lambdas are not supported", "define a @scriptc.script function at module level"),
     ast.Try: ("try/except is not supported", None),
     ast.With: ("'with' statements are not supported", None),
-    ast.Raise: ("'raise' is not supported", None),
-    ast.Assert: ("'assert' is not supported", None),
     ast.Global: ("'global' statements are not supported", "module-level constants can be read without it"),
     ast.Nonlocal: ("'nonlocal' statements are not supported", None),
     ast.FunctionDef: ("nested function definitions are not supported",
@@ -79,7 +78,7 @@ class Env:
         return Env(self.vars, self.bound)
 
 
-class FunctionEmitter(CallsMixin):
+class FunctionEmitter(CallsMixin, BuiltinCallsMixin):
     def __init__(self, fn: FunctionSource, param_types: list[Type], return_type: Type | None, resolver):
         self.fn = fn
         self.resolver = resolver
@@ -104,9 +103,13 @@ class FunctionEmitter(CallsMixin):
 
     def function_result(self) -> Value:
         returned = self.env.vars[RET]
+        declared = self.return_type
+        if RETV not in self.env.vars:   # every path that ended raised: no value is ever returned
+            if returned is not True and declared not in (None, NONE):
+                raise self.missing_return()
+            return self.materialize(MISSING, declared or NONE) if returned is True else self.const(None)
         if returned is True:
             return self.env.vars[RETV]
-        declared = self.return_type
         if returned is False:
             if declared not in (None, NONE):
                 raise self.missing_return()
@@ -336,7 +339,8 @@ class FunctionEmitter(CallsMixin):
         self.emit_loop(node, trips, first, prefix=None,
                        next_cond=lambda: self.truth(self.expr(node.test), node.test), hint="i")
         endless = isinstance(node.test, ast.Constant) and node.test.value is True
-        if endless and not contains(node.body, ast.Break, stop_at_loops=True) and contains(node.body, ast.Return):
+        if endless and not contains(node.body, ast.Break, stop_at_loops=True) and \
+                contains(node.body, (ast.Return, ast.Raise)):
             self.env.vars[RET] = True  # `while True` without break is left only by return
 
     def visit_For(self, node):
@@ -346,30 +350,13 @@ class FunctionEmitter(CallsMixin):
         self.emit_loop(node, trips, self.const(True), prefix=prefix, next_cond=None, hint=hint)
 
     def for_iteration(self, node):
-        """Trip count and per-iteration prefix of ``for target in iterable``."""
+        """Trip count and per-iteration prefix of ``for target in iterable`` (see ``iteration_plan``)."""
         it = node.iter
-        hint = node.target.id if isinstance(node.target, ast.Name) else "i"
-        if isinstance(it, ast.Call) and self.is_builtin(it.func, range):
-            if it.keywords or not 1 <= len(it.args) <= 3:
-                raise self.fn.error("range() takes 1 to 3 positional arguments", it)
-            args = [self.expr(a) for a in it.args]
-            if len(args) == 1:  # range(n): the trip count is n (a negative n runs no iteration)
-                if args[0].type not in (INT, BOOL):
-                    raise self.fn.error(f"range() needs ints, got {describe(args[0].type)}", it.args[0])
-                return args[0], lambda i: self.assign(node.target, i, node), hint
-            lo, hi = args[0], args[1]
-            step = args[2] if len(args) == 3 else self.const(1)
-            trips = self.op("aten::__range_length", [lo, hi, step], at=it)
-
-            def prefix(i):
-                self.assign(node.target, self.op("aten::__derive_index", [i, lo, step], at=it), node)
-            return trips, prefix, "iter"
-        seq = self.expr(it)
-        if isinstance(seq.type, TensorType):
-            trips = self.op("aten::len", [seq], at=it)
-            return trips, lambda i: self.assign(node.target, self.index_value(seq, [i], it), node), "iter"
-        raise self.fn.error(f"for loops over {describe(seq.type)} are not supported", it,
-                            "iterate over range(...) or over an array")
+        direct = isinstance(it, ast.Call) and self.is_builtin(it.func, range) and len(it.args) == 1
+        # the iteration count is the target itself only for range(n)
+        hint = ("iter" if not direct else node.target.id if isinstance(node.target, ast.Name) else "i")
+        trips, element = self.iteration_plan(it)
+        return trips, lambda i: self.assign(node.target, element(i), node), hint
 
     # -- control flow ---------------------------------------------------------------------------------
     def emit_if(self, cond: Value, then_fn, else_fn, at) -> Value | None:
@@ -427,7 +414,7 @@ class FunctionEmitter(CallsMixin):
         """Emit ``prim::Loop``. Loop-carried types come from the body itself: the body is emitted again when
         a carried int becomes a float in it, or when a variable first bound in the loop must be carried."""
         names = carried_names(loop, self.function_loads, lambda n: n in self.env.vars)
-        if contains(loop.body, ast.Return):
+        if contains(loop.body, (ast.Return, ast.Raise)):
             names += [RET, RETV]
         before, parent = self.env, self.block
         mark, namer = len(parent.nodes), self.graph.namer_state()
@@ -536,7 +523,9 @@ class FunctionEmitter(CallsMixin):
     def visit_Constant(self, node):
         v = node.value
         if isinstance(v, int) and not isinstance(v, bool) and not -2 ** 63 <= v < 2 ** 63:
-            raise self.fn.error("integer literal does not fit in a 64-bit int", node)
+            raise self.fn.error("integer literal does not fit in a 64-bit int", node,
+                                "scriptc ints are 64-bit and wrap on overflow; write a float (1e20) for a "
+                                "larger magnitude")
         if v is None or isinstance(v, (bool, int, float, str)):
             return self.const(v)
         raise self.fn.error(f"{type(v).__name__} literals are not supported", node)

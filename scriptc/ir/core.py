@@ -224,12 +224,13 @@ class Graph:
     def subgraphs(self) -> list["Graph"]:
         """Graphs referred to by attributes of nodes (callees, fusion groups), each once, in first-use order."""
         seen: dict[int, Graph] = {}
-        for n in self.walk():
-            for a in n.attrs.values():
-                if isinstance(a, Graph) and id(a) not in seen:
-                    seen[id(a)] = a
-                    for g in a.subgraphs():
-                        seen.setdefault(id(g), g)
+        stack = [self]
+        while stack:  # depth first, without revisiting: recursive functions call graphs that call them back
+            found = [a for n in stack.pop().walk() for a in n.attrs.values()
+                     if isinstance(a, Graph) and id(a) not in seen and a is not self]
+            for a in found:
+                seen.setdefault(id(a), a)
+            stack.extend(reversed(found))
         return list(seen.values())
 
     def __str__(self):

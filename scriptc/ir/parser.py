@@ -143,7 +143,9 @@ class GraphParser:
             named[m.group(1)] = self.parse_graph(m.group(1), head=f"with {m.group(1)} = graph")
         for node, key, ref in self.refs:
             if ref not in named:
-                raise ParseError(f"attribute {key}={ref} names no graph")
+                if key != "fn" or main.name not in ("graph", ref):
+                    raise ParseError(f"attribute {key}={ref} names no graph")
+                main.name, named[ref] = ref, main   # a recursive graph calls itself (the printer names it)
             node.attrs[key] = named[ref]
         return main
 

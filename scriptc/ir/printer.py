@@ -59,8 +59,8 @@ def _typed(vs) -> str:
 class Printer:
     def __init__(self, graph: Graph):
         self.lines: list[str] = []
-        self.names: dict[int, str] = {}
-        taken: set[str] = set()
+        self.names: dict[int, str] = {id(graph): graph.name}   # a recursive graph calls itself by name
+        taken: set[str] = {graph.name}
         for g in graph.subgraphs():
             name, k = g.name, 0
             while name in taken:

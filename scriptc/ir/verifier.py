@@ -39,10 +39,11 @@ class Verifier:
         where = f" at {node.kind}" + (f" ({node.source.short()})" if node and node.source else "") if node else ""
         raise VerifyError(f"graph {self.graph.name}{where}: {msg}")
 
-    def run(self) -> None:
+    def run(self, callees: bool = True) -> None:
         self.block(self.graph.block, set())
-        for g in self.graph.subgraphs():
-            Verifier(g).run()
+        if callees:
+            for g in self.graph.subgraphs():   # every reachable graph once (recursive calls come back)
+                Verifier(g).run(callees=False)
 
     def define(self, v, node, visible):
         if v.name in self.names:

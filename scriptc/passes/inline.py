@@ -5,7 +5,8 @@ values get fresh names from the caller graph (``Graph.fresh_name``). Calls found
 of callees) are inlined in turn, until no call is left. Callee graphs are copied, never modified (they are
 shared with the functions that own them).
 
-Assumes: calls are not recursive (the frontend rejects recursion); a callee graph has one output.
+Calls to a recursive graph (one that reaches itself through its calls) stay calls: native code makes a real
+call there. Assumes: a callee graph has one output.
 """
 from __future__ import annotations
 
@@ -28,13 +29,30 @@ def inline_call(node: Node) -> None:
     node.destroy()
 
 
+def _callees(graph: Graph) -> list:
+    return [n.attrs["fn"] for n in graph.walk() if n.kind == "prim::CallFunction"]
+
+
+def is_recursive(graph: Graph) -> bool:
+    """Whether ``graph`` reaches itself through its calls."""
+    seen, stack = set(), _callees(graph)
+    while stack:
+        g = stack.pop()
+        if g is graph:
+            return True
+        if id(g) not in seen:
+            seen.add(id(g))
+            stack.extend(_callees(g))
+    return False
+
+
 @register("inline")
 def run(graph: Graph) -> bool:
     """Inline every prim::CallFunction (callees of callees too): the callee's body is copied into the caller
-    with fresh value names; the callee graph itself is left unchanged. Assumes no recursion."""
+    with fresh value names; the callee graph itself is left unchanged. Calls to recursive graphs stay."""
     changed = False
     for _ in range(MAX_ROUNDS):
-        calls = [n for n in graph.walk() if n.kind == "prim::CallFunction"]
+        calls = [n for n in graph.walk() if n.kind == "prim::CallFunction" and not is_recursive(n.attrs["fn"])]
         if not calls:
             return changed
         for n in calls:

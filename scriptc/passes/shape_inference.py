@@ -304,6 +304,7 @@ class ShapeInference:
             spec = clone_graph(callee)
             for p, a in zip(spec.inputs, args):
                 p.type = a
+            self.callees[key] = callee   # a recursive call inside it keeps the unspecialized graph
             ShapeInference(spec, self.callees).run()
             if [v.type for v in all_values(spec)] == [v.type for v in all_values(callee)]:
                 spec = callee  # nothing new: keep sharing the original

@@ -40,6 +40,7 @@ MODULES = (
     "edge_scalars",
     "edge_arrays",
     "errors",
+    "builtins_statements",
 )
 
 

@@ -58,7 +58,7 @@ class ArrayFns:
 
     # -- np.round ------------------------------------------------------------------------------------------
     @handles_array("aten::round")
-    def lower_round(self, node):
+    def lower_np_round(self, node):
         a = self.arr(node.inputs[0])
         out = self.alloc(node.output.type, a.shape)
         decimals = node.attrs.get("decimals") or 0

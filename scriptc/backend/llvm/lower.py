@@ -32,6 +32,7 @@ from .arrayfns import ArrayFns
 from .arrays import ArrayOps
 from .fused import FusedOps
 from .matmul import MatmulOps
+from .builtins_lower import BuiltinOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
 from .strings import StringOps
@@ -218,8 +219,8 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(Unwinding, ScalarOps, ArrayOps, ArrayMath, ArrayFns, MatmulOps, FusedOps, SimdOps,
-                       StringOps):
+class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ArrayMath, ArrayFns, MatmulOps, FusedOps,
+                       SimdOps, StringOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
@@ -539,7 +540,7 @@ class FunctionLowering(Unwinding, ScalarOps, ArrayOps, ArrayMath, ArrayFns, Matm
         out_t = callee.outputs[0].type
         struct = out_struct(out_t)
         out = self.alloca(struct)
-        status = self.b.call(fn, args + [out])
+        status = self.call_counting_depth(fn, args + [out])
         with self.b.if_then(self.b.icmp_signed("!=", status, i32(0)), likely=False):
             self.fail(status)    # the callee has released its own references
         vals = []

@@ -27,6 +27,7 @@ GIL held; a lowering with ``nogil`` true routes them through ``scriptc.str.incre
 """
 from __future__ import annotations
 
+import builtins
 import ctypes
 import sys
 import threading
@@ -148,6 +149,8 @@ class Plan:
 
     def run(self, address: int) -> None:
         values = self.values(address)
+        if self.kind == "raise":      # ``raise`` with values known at run time: fmt names the builtin exception
+            raise getattr(builtins, self.fmt)(*values)
         if self.kind == "print":
             print(*values, sep=self.sep, end=self.end)
             return

@@ -1,0 +1,195 @@
+"""Lowering of the builtins declared in ``ops/builtins.py`` (round, divmod, math predicates, gcd, factorial,
+``raise``) and the call-depth guard of calls between compiled functions.
+
+- ``round(x)`` is ``llvm.rint`` (round half to even in the default rounding mode), then CPython's
+  ``PyLong_FromDouble`` errors; ``round(i, n)`` of an int with n < 0 rounds half to even in 128-bit arithmetic
+  (CPython's ``_PyLong_DivmodNear``), wrapped to 64 bits as every int result is.
+- ``round(x, n)`` of a float is CPython's own ``float.__round__``, called back through ctypes: CPython rounds
+  the exact binary value with David Gay's correctly rounded dtoa, which no short native formula reproduces.
+- Recursion: every call of a compiled function counts a per-module depth; past the recursion limit in force
+  when the code was compiled (``sys.getrecursionlimit()``) it raises RecursionError as CPython does, instead of
+  overflowing the C stack. The counter is not per thread (see the README on nogil).
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import sys
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from ...ir.types import FLOAT
+from ...ops.builtins import FACTORIAL_MAX, exception_class
+from .common import F64, I1, I32, I64, f64, handles, i1, i32, i64
+from .strings import plan_id
+
+ROUND_SYMBOL = "scriptc.py.round_ndigits"
+DEPTH_GLOBAL = "scriptc.call_depth"
+RECURSION_MESSAGE = "maximum recursion depth exceeded"
+
+
+def _round_ndigits(x: float, n: int, out) -> int:
+    try:
+        out[0] = round(x, n)
+        return 0
+    except OverflowError:   # "rounded value too large to represent": the only error for a float and an int
+        return 1
+
+
+_ROUND = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_double, ctypes.c_int64, ctypes.POINTER(ctypes.c_double))(
+    _round_ndigits)
+llvm.add_symbol(ROUND_SYMBOL, ctypes.cast(_ROUND, ctypes.c_void_p).value)
+
+
+class BuiltinOps:
+    """Mixin of FunctionLowering."""
+
+    # -- module-level helpers ---------------------------------------------------------------------------
+    def module_global(self, name: str, ty, init):
+        gv = self.mod.module.globals.get(name)
+        if gv is None:
+            gv = ir.GlobalVariable(self.mod.module, ty, name)
+            gv.linkage = "internal"
+            gv.initializer = init
+        return gv
+
+    def table_lookup(self, name: str, ty, values: list, index):
+        arr = ir.ArrayType(ty, len(values))
+        gv = self.module_global(name, arr, ir.Constant(arr, [ir.Constant(ty, v) for v in values]))
+        gv.global_constant = True
+        return self.b.load(self.b.gep(gv, [i64(0), index], inbounds=True))
+
+    # -- calls ------------------------------------------------------------------------------------------
+    def call_counting_depth(self, fn, args):
+        """Call a compiled function one level deeper; RecursionError past the recursion limit."""
+        b = self.b
+        depth = self.module_global(DEPTH_GLOBAL, I64, i64(0))
+        deeper = b.add(b.load(depth), i64(1))
+        self.raise_if(b.icmp_signed(">", deeper, i64(sys.getrecursionlimit())), RecursionError,
+                      RECURSION_MESSAGE)
+        b.store(deeper, depth)
+        status = b.call(fn, args)
+        b.store(b.sub(deeper, i64(1)), depth)
+        return status
+
+    # -- raise ------------------------------------------------------------------------------------------
+    @handles("prim::RaiseException")
+    def lower_raise(self, node):
+        exc = exception_class(node.attrs["exc"])
+        if all(v.node is not None and v.node.kind == "prim::Constant" for v in node.inputs):
+            self.raise_if(i1(True), exc, *[v.node.attrs.get("value") for v in node.inputs])
+        else:   # a message known at run time: the exception is made in Python from the values
+            self.call_back(plan_id("raise", [v.type for v in node.inputs], fmt=exc.__name__), node.inputs)
+        return []
+
+    # -- round ------------------------------------------------------------------------------------------
+    @handles("prim::round")
+    def lower_round(self, node):
+        x, t = self.scalar(node.inputs[0]), node.inputs[0].type
+        if t != FLOAT:
+            return [[self.to_i64(x, t)]]
+        self.check_float_to_int(x)
+        return [[self.float_to_int_wrapping(self.b.call(self.mod.intrinsic("rint"), [x]))]]
+
+    @handles("prim::round_ndigits")
+    def lower_round_ndigits(self, node):
+        (x, n), (t, tn) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+        n = self.to_i64(n, tn)
+        if t != FLOAT:
+            return [[self.round_int(self.to_i64(x, t), n)]]
+        b = self.b
+        out = self.alloca(F64)
+        fn = self.extern(ROUND_SYMBOL, ir.FunctionType(I32, [F64, I64, F64.as_pointer()]))
+        status = b.call(fn, [x, n, out])
+        self.raise_if(b.icmp_signed("!=", status, i32(0)), OverflowError, "rounded value too large to represent")
+        return [[b.load(out)]]
+
+    def round_int(self, x, n):
+        """round(x, n) of an int: x for n >= 0, else the nearest multiple of 10**-n, ties to even, wrapped to
+        64 bits. 10**k fits in an i64 up to k = 18 (no 128-bit division: the JIT links no compiler-rt); at
+        k = 19 the result is 0 or +-10**19 (wrapped), beyond it always 0 (|x| < 5 * 10**19)."""
+        b = self.b
+        k = b.sub(i64(0), n)
+        small = b.and_(b.icmp_signed(">", k, i64(0)), b.icmp_signed("<=", k, i64(18)))
+        q = self.table_lookup("scriptc.pow10", I64, [10 ** j for j in range(19)], b.select(small, k, i64(0)))
+        r = self.int_mod(x, q)
+        base = b.sub(x, r)
+        twice = b.shl(r, i64(1))
+        odd = b.trunc(self.int_floordiv(base, q), I1)
+        up = b.or_(b.icmp_signed(">", twice, q), b.and_(b.icmp_signed("==", twice, q), odd))
+        rounded = b.add(base, b.select(up, q, i64(0)))
+        wrap19 = (10 ** 19 + 2 ** 63) % 2 ** 64 - 2 ** 63
+        at19 = b.select(b.icmp_signed(">", x, i64(5 * 10 ** 18)), i64(wrap19),
+                        b.select(b.icmp_signed("<", x, i64(-5 * 10 ** 18)), i64(-wrap19), i64(0)))
+        big = b.select(b.icmp_signed("==", k, i64(19)), at19, i64(0))
+        return b.select(b.icmp_signed(">=", n, i64(0)), x, b.select(small, rounded, big))
+
+    # -- divmod -----------------------------------------------------------------------------------------
+    @handles("prim::divmod")
+    def lower_divmod(self, node):
+        (a, c), (ta, tc) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+        b = self.b
+        if FLOAT not in (ta, tc):
+            ia, ic = self.to_i64(a, ta), self.to_i64(c, tc)
+            self.raise_if(b.icmp_signed("==", ic, i64(0)), ZeroDivisionError, "integer division or modulo by zero")
+            return [[self.int_floordiv(ia, ic), self.int_mod(ia, ic)]]
+        fa, fc = self.to_f64(a, ta), self.to_f64(c, tc)
+        self.raise_if(b.fcmp_ordered("==", fc, f64(0.0)), ZeroDivisionError, "float divmod()")
+        return [[self.float_floordiv(fa, fc), self.float_mod(fa, fc)]]
+
+    # -- math -------------------------------------------------------------------------------------------
+    @handles("prim::isclose")
+    def lower_isclose(self, node):
+        """math_isclose_impl (Modules/mathmodule.c)."""
+        a, c, rel, tol = [self.to_f64(self.scalar(v), v.type) for v in node.inputs]
+        b = self.b
+        negative = b.or_(b.fcmp_ordered("<", rel, f64(0.0)), b.fcmp_ordered("<", tol, f64(0.0)))
+        self.raise_if(negative, ValueError, "tolerances must be non-negative")
+        diff = self.fabs(b.fsub(c, a))
+        close = b.or_(b.or_(b.fcmp_ordered("<=", diff, self.fabs(b.fmul(rel, c))),
+                            b.fcmp_ordered("<=", diff, self.fabs(b.fmul(rel, a)))),
+                      b.fcmp_ordered("<=", diff, tol))
+        close = b.and_(close, b.not_(b.or_(self.isinf(a), self.isinf(c))))
+        return [[b.or_(b.fcmp_ordered("==", a, c), close)]]
+
+    @handles("prim::gcd")
+    def lower_gcd(self, node):
+        a, c = [self.to_i64(self.scalar(v), v.type) for v in node.inputs]
+        return [[self.b.call(self.gcd_helper(), [a, c])]]
+
+    def gcd_helper(self) -> ir.Function:
+        """i64 gcd(i64, i64): Euclid on the magnitudes as unsigned (gcd(INT64_MIN, 0) is 2**63, which wraps)."""
+        name = f"{self.mod.prefix}.gcd"
+        fn = self.mod.module.globals.get(name)
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.mod.module, ir.FunctionType(I64, [I64, I64]), name)
+        fn.linkage = "internal"
+        entry, loop, body, done = (fn.append_basic_block(n) for n in ("entry", "loop", "body", "done"))
+        b = ir.IRBuilder(entry)
+        mags = [b.select(b.icmp_signed("<", v, i64(0)), b.sub(i64(0), v), v) for v in fn.args]
+        b.branch(loop)
+        b.position_at_end(loop)
+        x, y = b.phi(I64, "x"), b.phi(I64, "y")
+        b.cbranch(b.icmp_unsigned("==", y, i64(0)), done, body)
+        b.position_at_end(body)
+        r = b.urem(x, y)
+        b.branch(loop)
+        x.add_incoming(mags[0], entry), x.add_incoming(y, body)
+        y.add_incoming(mags[1], entry), y.add_incoming(r, body)
+        b.position_at_end(done)
+        b.ret(x)
+        return fn
+
+    @handles("prim::factorial")
+    def lower_factorial(self, node):
+        n = self.to_i64(self.scalar(node.inputs[0]), node.inputs[0].type)
+        b = self.b
+        self.raise_if(b.icmp_signed("<", n, i64(0)), ValueError, "factorial() not defined for negative values")
+        self.raise_with(b.icmp_signed(">", n, i64(FACTORIAL_MAX)), OverflowError,
+                        "factorial() of {0} does not fit in a 64-bit int (scriptc ints are 64-bit: n must be at "
+                        f"most {FACTORIAL_MAX})", [n])
+        return [[self.table_lookup("scriptc.factorials", I64, [math.factorial(k) for k in range(FACTORIAL_MAX + 1)],
+                                   n)]]
+

@@ -1,0 +1,120 @@
+"""Builtins and statements a numba/TorchScript user writes first: enumerate/zip/reversed, sum/any/all of
+arrays, round/divmod, math predicates, isinstance, assert/raise, defaults and keywords, recursion."""
+
+import math
+
+import numpy as np
+import scriptc
+
+from . import case, raises, rng
+
+
+@scriptc.script
+def weighted_positions(x: np.ndarray) -> float:
+    total = 0.0
+    for i, v in enumerate(x, start=1):
+        total += i * v
+    return total
+
+
+case(weighted_positions, lambda: (rng(1).random(9),))
+
+
+@scriptc.script
+def dot_by_zip(x: np.ndarray, y: np.ndarray) -> float:
+    s = 0.0
+    for a, b in zip(x, y):
+        s += a * b
+    return s
+
+
+case(dot_by_zip, lambda: (rng(2).random(7), rng(3).random(5)))
+
+
+@scriptc.script
+def horner_reversed(coef: np.ndarray, x: float) -> float:
+    acc = 0.0
+    for c in reversed(coef):
+        acc = acc * x + c
+    return acc
+
+
+case(horner_reversed, lambda: (rng(4).standard_normal(6), 0.7))
+
+
+@scriptc.script
+def countdown(n: int) -> int:
+    out = 0
+    for k in reversed(range(2, n, 3)):
+        out = out * 10 + k % 10
+        print(k)
+    return out
+
+
+case(countdown, lambda: (17,))
+
+
+@scriptc.script
+def summary(x: np.ndarray, m: np.ndarray):
+    return sum(x), any(m), all(m), round(sum(x), 3), round(sum(x)), divmod(len(x), 4)
+
+
+case(summary, lambda: (rng(5).standard_normal(11), rng(6).random(11) < 0.3))
+
+
+@scriptc.script
+def clean_mean(x: np.ndarray) -> float:
+    total = 0.0
+    count = 0
+    for v in x:
+        if math.isfinite(v) and not math.isclose(v, 0.0, abs_tol=1e-12):
+            total += v
+            count += 1
+    assert count > 0, f"no usable values among {len(x)}"
+    return total / count
+
+
+case(clean_mean, lambda: (np.array([1.0, np.nan, 2.5, np.inf, 0.0, -4.0]),))
+raises(clean_mean, AssertionError, lambda: (np.array([np.nan, 0.0]),))
+
+
+@scriptc.script
+def checked_sqrt(x: float, strict: bool = True) -> float:
+    if x < 0.0:
+        if strict:
+            raise ValueError(f"negative input {x}")
+        return 0.0
+    return math.sqrt(x)
+
+
+@scriptc.script
+def uses_checked_sqrt(x: float) -> float:
+    return checked_sqrt(x, strict=False) + checked_sqrt(abs(x))
+
+
+case(uses_checked_sqrt, lambda: (-2.25,))
+raises(checked_sqrt, ValueError, lambda: (-1.0, True))   # the property tests bind args positionally
+
+
+@scriptc.script
+def ackermann_small(m: int, n: int) -> int:
+    if m == 0:
+        return n + 1
+    if n == 0:
+        return ackermann_small(m - 1, 1)
+    return ackermann_small(m - 1, ackermann_small(m, n - 1))
+
+
+case(ackermann_small, lambda: (2, 3))
+
+
+@scriptc.script
+def gcd_table(n: int) -> int:
+    s = 0
+    for i in range(1, n):
+        for j in range(1, n):
+            s += math.gcd(i, j) * (1 if isinstance(i, int) else 0)
+    return s + math.factorial(n % 10)
+
+
+case(gcd_table, lambda: (12,))
