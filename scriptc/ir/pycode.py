@@ -48,6 +48,7 @@ class PyCode:
             self.names[id(g)] = _ident(g.name) if g.name != "graph" else f"graph_{k}"
 
     def print(self, name: str) -> str:
+        self.names[id(self.graph)] = _ident(name)     # a recursive call names the function itself
         self.function(self.graph, name)
         for g in self.graph.subgraphs():
             self.lines.append("")
