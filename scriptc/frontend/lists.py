@@ -340,3 +340,42 @@ class ListsMixin:
         else:
             dtype, rank = {INT: "int64", FLOAT: "float64", BOOL: "bool"}[e], 1
         return self.op("aten::list_to_array", [v], {"dtype": dtype, "rank": rank}, at=node)
+
+
+# -- the call boundary: which Python lists a list[T] parameter takes ------------------------------------------
+
+def accept_list(want: ListType, got: ListType) -> ListType | None:
+    """The parameter type for a list of ``got`` passed where ``want`` is annotated (lists are references:
+    their element types must agree; a ``list[np.ndarray]`` takes arrays of any one dtype and rank)."""
+    if want == got:
+        return want
+    if isinstance(want.elem, TensorType) and want.elem.dtype is None and isinstance(got.elem, TensorType):
+        return got
+    return None
+
+
+def list_argument(fname: str, pname: str, want: ListType, arg) -> tuple:
+    """(the specialized type, the value) for a Python list passed for a ``list[T]`` parameter; TypeError naming
+    the parameter for anything else. The interpreter gets the caller's list itself; native code a copy that is
+    reflected back (backend/llvm/listbox.py)."""
+    if type(arg) is not list:
+        raise TypeError(f"{fname}() argument '{pname}' must be a list, not {type(arg).__name__}")
+    elem = want.elem
+    if isinstance(elem, TensorType):
+        if not arg:
+            raise TypeError(f"{fname}() argument '{pname}': an empty list[np.ndarray] has no dtype and rank to "
+                            f"compile for; pass at least one array")
+        kinds = {(a.dtype.name, a.ndim) if isinstance(a, np.ndarray) else None for a in arg}
+        if None in kinds or len(kinds) != 1:
+            raise TypeError(f"{fname}() argument '{pname}' must be a list of arrays of one dtype and rank")
+        dtype, rank = kinds.pop()
+        from ..ir.types import DTYPE_NAMES
+        if dtype not in DTYPE_NAMES or not all(a.dtype.isnative and a.flags.aligned for a in arg):
+            raise TypeError(f"{fname}() argument '{pname}' has arrays of unsupported dtype {dtype}")
+        return ListType(TensorType(dtype, rank)), arg
+    allowed = {BOOL: (bool, np.bool_), INT: (int, np.integer), FLOAT: (int, float, np.integer, np.floating)}[elem]
+    for k, v in enumerate(arg):
+        if not isinstance(v, allowed) or (elem == INT and isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63):
+            raise TypeError(f"{fname}() argument '{pname}' must be a list of {elem}, but element {k} is "
+                            f"{type(v).__name__}")
+    return want, arg
