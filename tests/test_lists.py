@@ -493,3 +493,36 @@ def test_compile_errors(tmp_path, body, message, hint):
 def test_compile_error_location(tmp_path):
     err = _error(tmp_path, "def f(n: int) -> int:\n    xs = [1, 2]\n    xs.append(0.5)\n    return 0\n")
     assert ".py:6:15: error: cannot store a float in a list of an int" in str(err)   # 3 header lines
+
+
+# -- calls between scripted functions, results through the native entry point ----------------------------------
+
+@scriptc.script
+def squares(n: int) -> list[int]:
+    return [i * i for i in range(n)]
+
+
+@scriptc.script
+def total(xs: list[int]) -> int:
+    xs.append(1)
+    return sum(xs)
+
+
+@scriptc.script
+def caller(n: int) -> tuple[int, list[int]]:
+    ys = squares(n)
+    t = total(ys)          # the callee's append is seen here: the same list
+    return t, ys
+
+
+@scriptc.script
+def array_rows(n: int) -> list[np.ndarray]:
+    return [np.ones(2) * float(i) for i in range(n)]
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_calls_and_list_results(n):
+    for _ in range(2):       # the second call goes through the JIT entry point
+        check(squares, n)
+        check(caller, n)
+        check(array_rows, n)
