@@ -526,3 +526,20 @@ def test_calls_and_list_results(n):
         check(squares, n)
         check(caller, n)
         check(array_rows, n)
+
+
+# -- the passes keep what the interpreter computes on list programs --------------------------------------------
+
+PASS_CASES = [(build, (5,)), (methods, (3, 1)), (methods, (1, 5)), (growing, (20,)), (slices, (1, 6, 2)),
+              (aliasing, (4,)), (reductions, (7,)), (sorting, (9,)), (comprehensions, (6, np.linspace(-1, 2, 7))),
+              (mutate, ([1, 2, 3], 5)), (arrays_list, ([np.arange(3.0), np.ones(3)], 4)), (stack_rows, (4,)),
+              (arrays_scalar, (4, 3)), (caller, (3,))]
+
+
+@pytest.mark.parametrize("fn,args", PASS_CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(PASS_CASES)])
+def test_passes_preserve_list_programs(fn, args):
+    from tests.test_passes_property import CONFIGS
+    from tests.test_passes import apply, frontend
+    graph = frontend(fn, *copy.deepcopy(args))
+    for passes in CONFIGS:
+        apply(passes, graph, [args])

@@ -255,7 +255,7 @@ def _to_array_rule(t, *, dtype, rank):
 # ``dtype`` and ``rank`` are the result's, known at compile time: an empty list makes an empty array of them
 # (NumPy makes float64 of shape (0,) from any empty list)
 register("aten::list_to_array(Any self, *, str dtype, int rank) -> Tensor", impl=_to_array, infer=_to_array_rule,
-         effect=Effect.RAISES)
+         effect=Effect.RAISES, shape=lambda types, consts, *, dtype, rank: [(None,) * rank])
 
 
 def _array_list(t, what):
@@ -286,7 +286,15 @@ def _stack_rule(t, *, axis=0):
     return TensorType(e.dtype, None if e.rank is None else e.rank + 1)
 
 
-register("aten::concatenate(Any arrays, *, int axis) -> Tensor", effect=Effect.RAISES,
+def _unknown_dims(extra: int):
+    """Shape rule: a list's type does not know its arrays' shapes, only their rank."""
+    def rule(types, consts, **attrs):
+        e = types[0].elem if isinstance(types[0], ListType) else None
+        return [None if not isinstance(e, TensorType) or e.rank is None else (None,) * (e.rank + extra)]
+    return rule
+
+
+register("aten::concatenate(Any arrays, *, int axis) -> Tensor", effect=Effect.RAISES, shape=_unknown_dims(0),
          impl=lambda xs, *, axis=0: np.concatenate(xs, axis=axis), infer=_concatenate_rule)
-register("aten::stack(Any arrays, *, int axis) -> Tensor", effect=Effect.RAISES,
+register("aten::stack(Any arrays, *, int axis) -> Tensor", effect=Effect.RAISES, shape=_unknown_dims(1),
          impl=lambda xs, *, axis=0: np.stack(xs, axis=axis), infer=_stack_rule)
