@@ -12,7 +12,7 @@ from .errors import CompileError
 from .frontend import FunctionEmitter, Resolver, get_source, validate
 from .ir.core import Graph
 from .ir.registry import NeedsSpecialization
-from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
+from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, ListType, TensorType, Type
 from .ir.verifier import verify
 from .passes import PassManager
 
@@ -390,6 +390,9 @@ def _accept(want: Type, got: Type) -> Type | None:
         return want
     if isinstance(want, TensorType) and isinstance(got, TensorType):
         return got
+    if isinstance(want, ListType) and isinstance(got, ListType):
+        from .frontend.lists import accept_list
+        return accept_list(want, got)
     return None
 
 
@@ -404,6 +407,9 @@ def _kind(arg) -> Type | None:
 
 
 def _check_argument(fname, pname, want: Type, arg):
+    if isinstance(want, ListType):
+        from .frontend.lists import list_argument
+        return list_argument(fname, pname, want, arg)
     if isinstance(want, TensorType):
         if not isinstance(arg, np.ndarray):
             raise TypeError(f"{fname}() argument '{pname}' must be a numpy.ndarray, not {type(arg).__name__}")

@@ -17,7 +17,7 @@ def kernel(x: np.ndarray, n: int) -> float:
     return s
 
 def broken(x: int) -> int:
-    return [x]
+    return {x}
 """
 
 
@@ -62,7 +62,7 @@ CHECK: fusion
 def test_dump_reports_compile_errors_without_traceback(src, capsys):
     assert main(["dump", f"{src}:broken"]) == 1
     err = capsys.readouterr().err
-    assert "kern.py:10:12: error: lists are not supported" in err and "Traceback" not in err
+    assert "kern.py:10:12: error: sets are not supported" in err and "Traceback" not in err
 
 
 def test_python_dash_m_scriptc(src):

@@ -50,7 +50,7 @@ def outcome(graph, args):
 
 def same(a, b) -> bool:
     """Exactly the same value: type, -0.0 vs 0.0, nan positions, array dtype/shape/contents/sign bits."""
-    if isinstance(a, tuple) or isinstance(b, tuple):
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
         return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):

@@ -25,14 +25,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.core import Block, Graph, Node, Value
-from ..ir.types import STR, TensorType, TupleType, Type
+from ..ir.types import STR, ListType, TensorType, TupleType, Type
 
 CONSUMING_NODES = {"prim::TupleConstruct"}
 
 
 def holds_array(t: Type) -> bool:
-    """Values whose references are counted: arrays and strs, and tuples holding them."""
-    if isinstance(t, TensorType) or t == STR:
+    """Values whose references are counted: arrays, strs and lists, and tuples holding them."""
+    if isinstance(t, (TensorType, ListType)) or t == STR:
         return True
     return isinstance(t, TupleType) and any(holds_array(e) for e in t.elems)
 

@@ -14,6 +14,7 @@ from ..ir.types import BOOL, FLOAT, INT, NONE, TENSOR, TupleType, Type
 from .builtin_calls import unsupported_builtin_hint
 from .calls import SPECIAL_CALLS
 from .emitter import UNSUPPORTED, FunctionEmitter
+from .lists import list_annotation
 from .source import FunctionSource, get_source
 
 __all__ = ["CompileError", "FunctionEmitter", "FunctionSource", "Resolver", "compile_function", "get_source",
@@ -36,6 +37,8 @@ def annotation_type(obj) -> Type | None:
     origin = typing.get_origin(obj)
     if obj is np.ndarray or origin is np.ndarray:
         return TENSOR
+    if origin is list:
+        return list_annotation(obj, annotation_type)
     if origin is tuple:
         elems = [annotation_type(a) for a in typing.get_args(obj)]
         return None if None in elems or Ellipsis in typing.get_args(obj) else TupleType(tuple(elems))
@@ -83,7 +86,8 @@ class Resolver:
         t = annotation_type(obj)
         if t is None:
             raise fn.error(f"unsupported annotation '{ast.unparse(node)}'", node,
-                           "annotate with int, float, bool, np.ndarray, or tuple[...] of those")
+                           "annotate with int, float, bool, np.ndarray, tuple[...] of those, or list[int], "
+                                 "list[float], list[bool], list[np.ndarray]")
         return t
 
     @staticmethod
@@ -135,8 +139,8 @@ def validate(fn: FunctionSource, resolver: Resolver) -> None:
                                resolver.unsupported_hint(obj))
         if isinstance(node, ast.Compare):
             for op in node.ops:
-                if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
-                    raise fn.error("'is' and 'in' comparisons are not supported", node)
+                if isinstance(op, (ast.Is, ast.IsNot)):
+                    raise fn.error("'is' comparisons are not supported", node)
 
 
 def compile_function(fn: FunctionSource, param_types, return_type, resolver: Resolver) -> Graph:

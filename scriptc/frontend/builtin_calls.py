@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import CompileError
 from ..ir.core import Node
 from ..ir.registry import NeedsSpecialization
-from ..ir.types import BOOL, FLOAT, INT, NONE, TensorType, TupleType
+from ..ir.types import BOOL, FLOAT, INT, NONE, ListType, TensorType, TupleType
 
 ITERATORS = (builtins.enumerate, builtins.zip, builtins.reversed)
 REDUCTIONS = (builtins.sum, builtins.any, builtins.all)
@@ -78,24 +78,32 @@ def unsupported_builtin_hint(name: str) -> str | None:
 
 class BuiltinCallsMixin:
     # -- for-loop iterables -------------------------------------------------------------------------------
+    def iteration_builtin(self, it):
+        """range, enumerate, zip or reversed when the iterable is a call to one of them, else None."""
+        if isinstance(it, ast.Call) and isinstance(it.func, (ast.Name, ast.Attribute)):
+            obj = getattr(self.visit(it.func), "obj", None)
+            if obj in (builtins.range, builtins.enumerate, builtins.zip, builtins.reversed):
+                return obj
+        return None
+
     def iteration_plan(self, it):
         """(trip count Value, element function) of a for loop's iterable."""
-        if isinstance(it, ast.Call) and isinstance(it.func, (ast.Name, ast.Attribute)):
-            target = self.visit(it.func)
-            obj = getattr(target, "obj", None)
-            if obj is builtins.range:
-                return self.range_plan(it)
-            if obj is builtins.enumerate:
-                return self.enumerate_plan(it)
-            if obj is builtins.zip:
-                return self.zip_plan(it)
-            if obj is builtins.reversed:
-                return self.reversed_plan(it)
-        seq = self.expr(it)
+        plans = {builtins.range: self.range_plan, builtins.enumerate: self.enumerate_plan,
+                 builtins.zip: self.zip_plan, builtins.reversed: self.reversed_plan}
+        obj = self.iteration_builtin(it)
+        if obj is not None:
+            return plans[obj](it)
+        return self.sequence_plan(self.expr(it), it)
+
+    def sequence_plan(self, seq, it):
+        """An array's or a list's elements by index (a list's length as the loop starts)."""
         if isinstance(seq.type, TensorType):
             return self.op("aten::len", [seq], at=it), lambda i: self.index_value(seq, [i], it)
+        if isinstance(seq.type, ListType):
+            return self.op("aten::list_len", [seq], at=it), \
+                lambda i: self.op("aten::list_getitem", [seq, i], at=it)
         raise self.fn.error(f"for loops over {self.describe(seq.type)} are not supported", it,
-                            "iterate over range(...), an array, enumerate(...) or zip(...)")
+                            "iterate over range(...), an array, a list, enumerate(...) or zip(...)")
 
     def range_arguments(self, it):
         if it.keywords or not 1 <= len(it.args) <= 3:
@@ -238,9 +246,11 @@ class BuiltinCallsMixin:
             raise self.fn.error(f"{name}() of an array takes the array" + (" and an optional start" if
                                                                           obj is builtins.sum else ""), node)
         seq = self.expr(node.args[0])
+        if isinstance(seq.type, ListType) and obj is builtins.sum and len(node.args) == 1:
+            return self.op("aten::list_sum", [seq], at=node)
         if not isinstance(seq.type, TensorType):
             raise self.fn.error(f"{name}() of {self.describe(seq.type)} is not supported", node.args[0],
-                                f"{name}() takes a 1-D array")
+                                f"{name}() takes a 1-D array" + (" or a list" if obj is builtins.sum else ""))
         if seq.type.rank is None:
             raise NeedsSpecialization(f"{name}() of an array")
         if seq.type.rank != 1:

@@ -13,14 +13,15 @@ import numpy as np
 
 from ..ir.core import Node
 from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_method
+from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, STR, ListType, TensorType, TupleType
 from .builtin_calls import BUILTIN_CALLS
-from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, STR, TensorType, TupleType
+from .lists import LIST_CALLS
 
 CREATORS = {np.zeros: "aten::zeros", np.ones: "aten::ones", np.empty: "aten::empty"}
 LIKE = {np.zeros_like: "aten::zeros_like", np.ones_like: "aten::ones_like", np.empty_like: "aten::empty_like"}
 # Callables call_object handles itself (the rest map onto registry operators through OpDef.py)
 SPECIAL_CALLS = {builtins.print, builtins.range, builtins.min, builtins.max, builtins.len, np.full, np.full_like,
-                 np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS}
+                 np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS}
 
 
 class CallsMixin:
@@ -86,6 +87,9 @@ class CallsMixin:
 
     def call_object(self, obj, node):
         name = ast.unparse(node.func)
+        listed = self.list_call(obj, node)
+        if listed is not NotImplemented:
+            return listed
         if obj is builtins.print:
             return self.call_print(node)
         if obj is builtins.range:
@@ -147,6 +151,8 @@ class CallsMixin:
         return self.op(op.name, args, attrs, at=node)
 
     def method_call(self, base, name, node):
+        if isinstance(base.type, ListType):
+            return self.list_method(base, name, node)
         if not isinstance(base.type, TensorType):
             raise self.fn.error(f"{describe_type(base.type)} has no method '{name}'", node.func)
         if name == "astype":
@@ -242,6 +248,8 @@ class CallsMixin:
         v = self.expr(node.args[0])
         if isinstance(v.type, TupleType):
             return self.const(len(v.type.elems))
+        if isinstance(v.type, ListType):
+            return self.op("aten::list_len", [v], at=node)
         return self.op("aten::len", [v], at=node)
 
     def call_script(self, callee, node):
@@ -301,6 +309,8 @@ class CallsMixin:
             if not isinstance(index, int):
                 raise self.fn.error("tuples can only be indexed by an int constant", node.slice)
             return self.op("prim::TupleIndex", [base], {"index": index}, at=node)
+        if isinstance(base.type, ListType):
+            return self.list_subscript(base, node)
         if not isinstance(base.type, TensorType):
             raise self.fn.error(f"{describe_type(base.type)} is not subscriptable", node.value)
         return self.index_value(base, self.index_parts(node), node)
@@ -345,6 +355,8 @@ class CallsMixin:
 
     def store_subscript(self, target, value):
         base = self.expr(target.value)
+        if isinstance(base.type, ListType):
+            return self.list_store(base, target, value)
         if not isinstance(base.type, TensorType):
             raise self.fn.error(f"{describe_type(base.type)} does not support item assignment", target.value)
         kind, index = self.index_plan(base, self.index_parts(target), target)
@@ -355,6 +367,8 @@ class CallsMixin:
 
     def augassign_subscript(self, target, kind, node):
         base = self.expr(target.value)
+        if isinstance(base.type, ListType):
+            return self.list_augassign(base, target, kind, node)
         if not isinstance(base.type, TensorType):
             raise self.fn.error(f"{describe_type(base.type)} does not support item assignment", target.value)
         plan, index = self.index_plan(base, self.index_parts(target), target)

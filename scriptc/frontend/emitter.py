@@ -14,9 +14,10 @@ import ast
 
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import OpTypeError, lookup
-from ..ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType, Type, join
+from ..ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type, join
 from .builtin_calls import BuiltinCallsMixin
 from .calls import CallsMixin
+from .lists import ListsMixin
 from .scopes import carried_names, contains, load_counts, stores
 from .source import FunctionSource
 
@@ -32,12 +33,9 @@ CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "g
 
 # Constructs outside the subset: the reason, and a hint when there is a usual rewrite.
 UNSUPPORTED = {
-    ast.ListComp: ("list comprehensions are not supported",
-                   "fill an array in a loop: y = np.empty(n) then y[i] = ... in a for loop"),
     ast.SetComp: ("set comprehensions are not supported", None),
     ast.DictComp: ("dicts are not supported yet", "use arrays indexed by int, or tuples"),
     ast.GeneratorExp: ("generator expressions are not supported", "write an explicit loop"),
-    ast.List: ("lists are not supported", "use a tuple, or a NumPy array made with np.zeros/np.empty"),
     ast.Dict: ("dicts are not supported yet", "use arrays indexed by int, or tuples"),
     ast.Set: ("sets are not supported", None),
     ast.Lambda: ("lambdas are not supported", "define a @scriptc.script function at module level"),
@@ -78,7 +76,7 @@ class Env:
         return Env(self.vars, self.bound)
 
 
-class FunctionEmitter(CallsMixin, BuiltinCallsMixin):
+class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin):
     def __init__(self, fn: FunctionSource, param_types: list[Type], return_type: Type | None, resolver):
         self.fn = fn
         self.resolver = resolver
@@ -98,6 +96,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin):
         for flag in FLAGS:
             self.env.vars[flag] = False
         self.emit_body(self.fn.tree.body)
+        self.check_lists_settled()
         self.graph.block.add_return(self.function_result())
         return self.graph
 
@@ -185,6 +184,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin):
             return
         if isinstance(t, TensorType) and isinstance(declared, TensorType) or t == declared:
             return
+        if self.list_fits_annotation(t, declared):
+            return
         raise self.fn.error(f"expected {describe(declared)} as annotated, got {describe(t)}", at)
 
     # -- variables ------------------------------------------------------------------------------------
@@ -256,8 +257,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin):
     def visit_AnnAssign(self, node):
         if node.value is None:
             return
-        value = self.expr(node.value)
-        self.check_annotation(value.type, self.resolver.annotation(self.fn, node.annotation), node)
+        declared = self.resolver.annotation(self.fn, node.annotation)
+        value = self.expr_as(node.value, declared)   # a list literal takes the annotated element type
+        self.check_annotation(value.type, declared, node)
         self.assign(node.target, value, node)
 
     def rhs(self, value_node, target):
@@ -299,6 +301,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin):
             rhs = self.expr(node.value)
             if isinstance(cur.type, TensorType):
                 self.emit(f"aten::{kind}_", [cur, rhs], at=node)   # x += y updates the array in place
+            elif isinstance(cur.type, ListType):
+                raise self.fn.error("augmented assignment to a list is not supported", node,
+                                    "use xs.append(v), or xs = xs + ys for a new list")
             else:
                 self.bind(target.id, self.op(f"aten::{kind}", [cur, rhs], at=node))
         elif isinstance(target, ast.Subscript):
@@ -346,13 +351,20 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin):
     def visit_For(self, node):
         if node.orelse:
             raise self.fn.error("'for ... else' is not supported", node)
-        trips, prefix, hint = self.for_iteration(node)
-        self.emit_loop(node, trips, self.const(True), prefix=prefix, next_cond=None, hint=hint)
+        trips, prefix, hint, *conds = self.for_iteration(node)
+        first, next_cond = conds or (self.const(True), None)   # lists: while the index is below the length
+        self.emit_loop(node, trips, first, prefix=prefix, next_cond=next_cond, hint=hint)
 
     def for_iteration(self, node):
         """Trip count and per-iteration prefix of ``for target in iterable`` (see ``iteration_plan``)."""
         it = node.iter
-        direct = isinstance(it, ast.Call) and self.is_builtin(it.func, range) and len(it.args) == 1
+        if self.iteration_builtin(it) is None:
+            seq = self.expr(it)
+            if isinstance(seq.type, ListType):   # CPython's list iterator: the length is read each time round
+                return self.list_for(node, seq)
+            trips, element = self.sequence_plan(seq, it)
+            return trips, lambda i: self.assign(node.target, element(i), node), "iter"
+        direct = self.iteration_builtin(it) is range and len(it.args) == 1
         # the iteration count is the target itself only for range(n)
         hint = ("iter" if not direct else node.target.id if isinstance(node.target, ast.Name) else "i")
         trips, element = self.iteration_plan(it)
@@ -512,6 +524,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin):
             raise self.fn.error(f"'{ast.unparse(node)}' returns None; it cannot be used as a value", node)
         if isinstance(r, Static):
             return self.static_value(r, node)
+        if isinstance(node, ast.Name):
+            self.check_list_known(r, node)
         return r
 
     def static_value(self, s: Static, node) -> Value:
@@ -540,6 +554,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin):
 
     def visit_BinOp(self, node):
         left, right = self.expr(node.left), self.expr(node.right)
+        if isinstance(left.type, ListType) or isinstance(right.type, ListType):
+            return self.list_binop(node, left, right)
         return self.op(f"aten::{BINOPS[type(node.op)]}", [left, right], at=node)
 
     def visit_UnaryOp(self, node):
@@ -556,6 +572,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin):
         return self.op("aten::bitwise_not", [v], at=node)
 
     def visit_Compare(self, node):
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            return self.list_in(node)
         for op in node.ops:
             if type(op) not in CMPOPS:
                 raise self.fn.error(f"'{ast.unparse(node)}': only == != < <= > >= comparisons are supported", node)
@@ -633,4 +651,6 @@ def describe(t: Type) -> str:
         return f"an array ({t})"
     if t == STR:
         return "a str"
+    if isinstance(t, ListType):
+        return f"a list ({t})"
     return {INT: "an int", FLOAT: "a float", BOOL: "a bool", NONE: "None"}.get(t, str(t))

@@ -5,7 +5,7 @@ import ast
 import re
 
 from .core import Graph, Node, SourceRange, Value
-from .types import (BOOL, FLOAT, INT, NAME_DTYPES, NONE, STR, TENSOR, TensorType, TupleType, Type)
+from .types import (BOOL, FLOAT, INT, NAME_DTYPES, NONE, STR, ListType, TENSOR, TensorType, TupleType, Type)
 
 
 class ParseError(ValueError):
@@ -38,6 +38,12 @@ class TypeParser:
         return False
 
     def type(self) -> Type:
+        t = self.base_type()
+        while self.eat("[]"):
+            t = ListType(t)
+        return t
+
+    def base_type(self) -> Type:
         self.ws()
         if self.eat("("):
             elems = []

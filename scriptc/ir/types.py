@@ -61,6 +61,23 @@ class TupleType(Type):
         return "(" + ", ".join(map(str, self.elems)) + ")"
 
 
+@dataclass(frozen=True)
+class ListType(Type):
+    """A mutable Python list whose elements all have type ``elem`` (a scalar, or an array of one dtype and rank:
+    its shape is not part of the type, elements may differ in shape). Printed as TorchScript prints lists:
+    ``int[]``, ``float[]``, ``Tensor[]`` (generic), ``Double(*, *)[]`` (a known dtype and rank). ``elem`` None is
+    an empty literal whose element type the frontend has not seen yet (never in a finished graph)."""
+    elem: Type | None
+
+    def __post_init__(self):
+        e = self.elem
+        if isinstance(e, TensorType) and e.shape is not None and any(d is not None for d in e.shape):
+            object.__setattr__(self, "elem", TensorType(e.dtype, e.rank))
+
+    def __str__(self):
+        return f"{self.elem}[]"
+
+
 # TorchScript's scalar-type names, and the NumPy dtypes we accept.
 DTYPE_NAMES = {
     "float64": "Double", "float32": "Float", "float16": "Half",
@@ -160,6 +177,10 @@ def join(a: Type, b: Type) -> Type | None:
         if a.shape is None:
             return a
         return TensorType(a.dtype, None, tuple(x if x == y else None for x, y in zip(a.shape, b.shape)))
+    if isinstance(a, ListType) and isinstance(b, ListType):
+        # a list is a reference: both paths must agree on what it holds (an int[] is never a float[])
+        e = join(a.elem, b.elem) if isinstance(a.elem, TensorType) else None
+        return ListType(e) if e is not None and e.rank is not None else None
     if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a.elems) == len(b.elems):
         elems = [join(x, y) for x, y in zip(a.elems, b.elems)]
         return None if None in elems else TupleType(tuple(elems))

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from ..ir.registry import Effect, OpTypeError, register, type_of
-from ..ir.types import BOOL, INT, STR, TensorType, TupleType
+from ..ir.types import BOOL, INT, STR, ListType, TensorType, TupleType
 
 
 class _Unbound:
@@ -41,7 +41,8 @@ def _print(*values, sep=" ", end="\n"):
 
 def _print_rule(*types, sep=" ", end="\n"):
     for t in types:
-        if isinstance(t, TensorType) or t.is_scalar or t == STR or isinstance(t, TupleType) or str(t) == "NoneType":
+        if isinstance(t, (TensorType, ListType)) or t.is_scalar or t == STR or isinstance(t, TupleType) \
+                or str(t) == "NoneType":
             continue
         raise OpTypeError(f"cannot print {t}")
     return []

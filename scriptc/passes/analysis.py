@@ -21,7 +21,7 @@ import math
 
 from ..ir.core import Block, Node, Value
 from ..ir.registry import REGISTRY, Effect, lookup, type_of
-from ..ir.types import BOOL, FLOAT, INT, TensorType, TupleType, Type
+from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type
 
 STRUCTURAL = ("prim::If", "prim::Loop", "prim::CallFunction")
 
@@ -117,6 +117,9 @@ def may_raise(node: Node) -> bool:
     if eff >= Effect.WRITES:
         return True
     if eff == Effect.PURE:
+        if any(isinstance(t, ListType) for t in types) or isinstance(node.outputs[0].type if node.outputs
+                                                                    else None, ListType):
+            return False   # list_len, list_contains (== of scalars), ListConstruct, list_add
         if any(is_tensor(t) for t in types):
             return kind not in SAFE_ARRAY_OPS
         return False
@@ -184,19 +187,25 @@ def maybe_unbound(graph) -> set[int]:
     return tainted
 
 
+def is_mutable(t: Type) -> bool:
+    """Arrays and lists: values whose contents a write can change (lists: append, pop, item assignment)."""
+    return is_tensor(t) or isinstance(t, ListType)
+
+
 def reads_arrays(node: Node) -> bool:
-    """Its result may depend on array contents (which a write can change)."""
-    return node.kind not in SHAPE_ONLY_OPS and any(is_tensor(v.type) for v in node.inputs)
+    """Its result may depend on array or list contents (which a write can change; a list's length too)."""
+    return node.kind not in SHAPE_ONLY_OPS and any(is_mutable(v.type) or _contains_tensor(v.type)
+                                                   for v in node.inputs)
 
 
 def makes_array(node: Node) -> bool:
-    """It produces an array (a fresh one or a view): such nodes are never merged, hoisted nor folded, since
-    two evaluations give two distinct arrays."""
-    return any(is_tensor(o.type) or _contains_tensor(o.type) for o in node.outputs)
+    """It produces an array (a fresh one or a view) or a list: such nodes are never merged, hoisted nor
+    folded, since two evaluations give two distinct objects."""
+    return any(is_mutable(o.type) or _contains_tensor(o.type) for o in node.outputs)
 
 
 def _contains_tensor(t: Type) -> bool:
-    return isinstance(t, TupleType) and any(is_tensor(e) or _contains_tensor(e) for e in t.elems)
+    return isinstance(t, TupleType) and any(is_mutable(e) or _contains_tensor(e) for e in t.elems)
 
 
 # -- structural edits ----------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F64 = ir.DoubleType()
@@ -58,6 +58,8 @@ def leaves(t: Type) -> list[Type]:
         return [x for e in t.elems for x in leaves(e)]
     if isinstance(t, TensorType) and t.known:
         return [PTR, PTR] + [INT] * (2 * t.rank)
+    if isinstance(t, ListType) and t.elem is not None and (t.elem.is_scalar or is_lowerable(t.elem)):
+        return [PTR]   # lists.py: a pointer to the list object
     raise TypeError(str(t))
 
 
@@ -82,8 +84,8 @@ def out_struct(t: Type) -> ir.LiteralStructType:
 
 
 def holds_ref(t: Type) -> bool:
-    """Whether values of type ``t`` hold references (arrays, strs) that native code counts."""
-    if isinstance(t, TensorType) or t == STR:
+    """Whether values of type ``t`` hold references (arrays, strs, lists) that native code counts."""
+    if isinstance(t, (TensorType, ListType)) or t == STR:
         return True
     return isinstance(t, TupleType) and any(holds_ref(e) for e in t.elems)
 
@@ -95,7 +97,7 @@ def ref_parts(t: Type, vals: list):
             n = len(leaves(e))
             yield from ref_parts(e, vals[:n])
             vals = vals[n:]
-    elif isinstance(t, TensorType) or t == STR:
+    elif isinstance(t, (TensorType, ListType)) or t == STR:
         yield t, vals
 
 

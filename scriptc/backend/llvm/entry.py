@@ -53,7 +53,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from ...ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, NONE, STR, TensorType, TupleType, Type
+from ...ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
 from .common import F64, I8, I8P, I32, I64, holds_ref, leaves, mem_type, out_struct
 from .engine import engine
 from .errors import ERROR_TABLE
@@ -257,7 +257,8 @@ _COUNTER_LOCK = threading.Lock()
 
 
 def _holds_str(t: Type) -> bool:
-    return t == STR or isinstance(t, TupleType) and any(map(_holds_str, t.elems))
+    """Strs, and lists (listbox.py), are boxed by ``rebuild`` in Python."""
+    return t == STR or isinstance(t, ListType) or isinstance(t, TupleType) and any(map(_holds_str, t.elems))
 
 
 def _meminfo_positions(t: Type, start: int = 0) -> list[int]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir.core import Block, Graph, Node, Value
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
 from .. import ownership
 from ..ownership import consumes
 from .common import (F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, handles,
@@ -35,6 +35,7 @@ from .matmul import MatmulOps
 from .builtins_lower import BuiltinOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
+from .lists import ListOps
 from .strings import StringOps
 from .unwind import Unwinding, build_payload_function
 
@@ -220,7 +221,7 @@ class ModuleLowering:
 # -- functions -------------------------------------------------------------------------------------------
 
 class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ArrayMath, ArrayFns, MatmulOps, FusedOps,
-                       SimdOps, StringOps):
+                       SimdOps, StringOps, ListOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
@@ -311,8 +312,17 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ArrayMath, Ar
 
     def release(self, v: Value) -> None:
         for t, vals in ref_parts(v.type, self.get(v)):
-            getattr(self, "array_release" if isinstance(t, TensorType) else "str_release")(vals)
+            self.release_part(t, vals)
         self.unhold(v)
+
+    def release_part(self, t: Type, vals: list) -> None:
+        """Drop one counted part (ref_parts) of a value: an array's meminfo, a str, a list."""
+        if isinstance(t, TensorType):
+            self.array_release(vals)
+        elif isinstance(t, ListType):
+            self.list_release(vals, t)
+        else:
+            self.str_release(vals)
 
     def alloca(self, ty):
         with self.b.goto_block(self.entry_block):

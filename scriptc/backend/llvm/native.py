@@ -9,7 +9,7 @@ import threading
 import numpy as np
 
 from ...ir.core import Graph
-from ...ir.types import BOOL, FLOAT, INT, STR, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, Type
 from .engine import LIBC, engine, make_caller
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph, leaves
@@ -55,6 +55,8 @@ def _arg_converter(t: Type):
                 raise TypeError("arrays with a non-native byte order or unaligned data are not supported")
             return [0, x.__array_interface__["data"][0], *x.shape, *x.strides]
         return conv
+    if isinstance(t, ListType):
+        return None   # listbox.call_with_lists converts lists
     raise TypeError(f"cannot pass {t} to native code")
 
 
@@ -130,6 +132,9 @@ def _rebuild(t: Type, vals, args=()):
         return next(vals)
     if isinstance(t, TensorType):
         return _array(t, vals, args)
+    if isinstance(t, ListType):
+        from .listbox import take_list
+        return take_list(t, next(vals), args)
     return None
 
 
@@ -150,6 +155,7 @@ class NativeFunction:
                                  leaves(self.result_type))
         self._asm: str | None = None
         self._reader = None
+        self._has_lists = any(isinstance(t, ListType) for t in self.arg_types)
 
     @property
     def asm(self) -> str:
@@ -158,6 +164,9 @@ class NativeFunction:
         return self._asm
 
     def __call__(self, *args):
+        if self._has_lists:
+            from .listbox import call_with_lists
+            return call_with_lists(self, args)
         if len(args) != len(self._converters):
             raise TypeError(f"{self.graph.name}() takes {len(self._converters)} arguments ({len(args)} given)")
         flat = [x for conv, a in zip(self._converters, args) for x in conv(a)]

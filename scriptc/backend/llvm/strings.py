@@ -36,7 +36,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
 from .common import I8, I8P, I32, I64, PTR, handles, i32, i64, leaves, mem_type
 
 # -- symbols bound in the JIT ------------------------------------------------------------------------------
@@ -126,6 +126,9 @@ def _decoder(t: Type):
                 return np.empty(shape, dtype)
             return np.asarray(_ArrayInterface(data, dtype, shape, strides))
         return decode_array
+    if isinstance(t, ListType):
+        from .listbox import from_native
+        return lambda it: from_native(t, next(it))
     raise TypeError(f"cannot pass {t} to a callback")
 
 

@@ -28,7 +28,7 @@ import ctypes
 from llvmlite import ir
 
 from ...ir.core import Value
-from ...ir.types import TensorType
+from ...ir.types import ListType, TensorType
 from .common import I8P, I32, I64, i32, i64, ref_parts
 from .errors import ERROR_TABLE, FALLBACK_PAYLOAD_ADDRESS, PAYLOAD_KEY, PAYLOAD_SLOTS, PAYLOAD_SYMBOLS, PTHREAD_KEY_T
 
@@ -50,8 +50,9 @@ class Unwinding:
         self._slots, self._held, self.in_flight = [], {}, None
         self._unwind_bb = self._status = None
 
-    def _new_slot(self, is_array: bool):
-        """A stack slot for one reference, null from the function's entry on."""
+    def _new_slot(self, is_array):
+        """A stack slot for one reference, null from the function's entry on; ``is_array``: True for an array's
+        meminfo, False for a str, a ListType for a list."""
         with self.b.goto_block(self.entry_block):
             self.b.position_at_start(self.entry_block)
             slot = self.b.alloca(I8P)
@@ -65,7 +66,8 @@ class Unwinding:
         parts = list(ref_parts(v.type, self.get(v)))
         slots = self._held.get(id(v))
         if slots is None:
-            slots = self._held[id(v)] = [self._new_slot(isinstance(t, TensorType)) for t, _ in parts]
+            slots = self._held[id(v)] = [self._new_slot(t if isinstance(t, ListType) else isinstance(t, TensorType))
+                                         for t, _ in parts]
         for slot, (_, vals) in zip(slots, parts):
             self.b.store(vals[0], slot)
 
@@ -96,8 +98,8 @@ class Unwinding:
 
     def take_ref(self, t, vals) -> None:
         """Retain one counted part for a value that will hold it (not an operator's in-flight reference)."""
-        if isinstance(t, TensorType):
-            self.b.call(self.runtime("retain"), [vals[0]])
+        if isinstance(t, (TensorType, ListType)):
+            self.b.call(self.runtime("retain"), [vals[0]])   # a list's count is at offset 0 too
         else:
             self.str_retain(vals)
 
@@ -136,7 +138,9 @@ class Unwinding:
         b.position_at_end(self._unwind_bb)
         for slot, is_array in self._slots:
             ref = b.load(slot)
-            if is_array:
+            if isinstance(is_array, ListType):
+                self.list_release([ref], is_array)
+            elif is_array:
                 b.call(self.runtime("release"), [ref])
             else:
                 with b.if_then(b.icmp_unsigned("!=", ref, NULL)):

@@ -1,0 +1,597 @@
+"""Lists in native code: the list runtime and the lowering of the list operators (ops/lists.py).
+
+A list value is one pointer leaf to a heap object
+
+    struct { i64 refcount; i64 len; i64 cap; elem *data; }
+
+allocated with ``malloc`` (the header) and ``malloc``/``realloc`` (the element buffer, growing by doubling), so
+aliases (``ys = xs``, a callee's parameter) see every change. Its reference count is at offset 0 like an array's
+meminfo, so ``runtime("retain")`` serves both; the last ``list_release`` releases the elements (arrays: their
+meminfos) and frees both blocks. Elements are stored in memory types: i64, double, i8 (bool), or an array's
+leaves as a struct (meminfo, data, shape..., strides...); a list holds one reference to each array in it.
+Semantics and messages are CPython's (IndexError "list index out of range", "pop from empty list", ...).
+"""
+from __future__ import annotations
+
+import ctypes
+
+from llvmlite import ir
+
+from ...ir.types import BOOL, FLOAT, INT, NONE, ListType, TensorType
+from .arrays import Arr, kind_of
+from .common import F64, I1, I8, I8P, I32, I64, handles, i32, i64, leaves, mem_type, reg_type
+
+LEN, CAP, DATA = 1, 2, 3
+HEADER_T = ir.LiteralStructType([I64, I64, I64, I8P])
+# Lists native code has allocated and freed in this process (a test hook, as arrays.ALLOCATIONS)
+LIST_ALLOCATIONS, LIST_FREES = ctypes.c_int64(0), ctypes.c_int64(0)
+
+
+def list_counts() -> tuple[int, int]:
+    return LIST_ALLOCATIONS.value, LIST_FREES.value
+
+
+def elem_mem_type(elem) -> ir.Type:
+    if isinstance(elem, TensorType):
+        return ir.LiteralStructType([mem_type(t) for t in leaves(elem)])
+    return mem_type(elem)
+
+
+def elem_size(elem) -> int:
+    return 8 * len(leaves(elem)) if isinstance(elem, TensorType) else (1 if elem == BOOL else 8)
+
+
+def _key(elem) -> str:
+    return str(elem).replace(" ", "").replace("(", "_").replace(")", "").replace(",", "_").replace("*", "x")
+
+
+class ListOps:
+    """Mixin of FunctionLowering: the list runtime and operators."""
+
+    # -- runtime -------------------------------------------------------------------------------------------
+    def _list_fn(self, name: str, elem, fnty, build):
+        decls = self.mod._decls
+        key = f"scriptc.list.{name}.{_key(elem)}"
+        if key not in decls:
+            fn = decls[key] = ir.Function(self.mod.module, fnty, key)
+            fn.linkage = "internal"
+            build(fn, ir.IRBuilder(fn.append_basic_block()))
+        return decls[key]
+
+    def _header(self, b, p):
+        return b.bitcast(p, HEADER_T.as_pointer())
+
+    def _field(self, b, p, k):
+        return b.gep(self._header(b, p), [i32(0), i32(k)], inbounds=True)
+
+    def _data(self, b, p, elem):
+        return b.bitcast(b.load(self._field(b, p, DATA)), elem_mem_type(elem).as_pointer())
+
+    def _count(self, b, counter):
+        c = b.inttoptr(i64(ctypes.addressof(counter)), I64.as_pointer())
+        b.store(b.add(b.load(c), i64(1)), c)
+
+    def list_runtime_new(self, elem):
+        """i8* new(i64 n): a list of length n (elements uninitialized), one reference; null when out of memory."""
+        def build(fn, b):
+            malloc = self._libc("malloc", I8P, [I64])
+            n = fn.args[0]
+            cap = b.select(b.icmp_signed("<", n, i64(4)), i64(4), n)
+            data = b.call(malloc, [b.mul(cap, i64(elem_size(elem)))])
+            head = b.call(malloc, [i64(32)])
+            ok = b.and_(b.icmp_unsigned("!=", data, ir.Constant(I8P, None)),
+                        b.icmp_unsigned("!=", head, ir.Constant(I8P, None)))
+            with b.if_then(b.not_(ok)):
+                free = self._libc("free", ir.VoidType(), [I8P])
+                b.call(free, [data])
+                b.call(free, [head])
+                b.ret(ir.Constant(I8P, None))
+            for k, v in enumerate((i64(1), n, cap, data)):
+                b.store(v, self._field(b, head, k))
+            self._count(b, LIST_ALLOCATIONS)
+            b.ret(head)
+        return self._list_fn("new", elem, ir.FunctionType(I8P, [I64]), build)
+
+    def list_runtime_release(self, elem):
+        def build(fn, b):
+            p = fn.args[0]
+            with b.if_then(b.icmp_unsigned("!=", p, ir.Constant(I8P, None))):
+                rc = self._field(b, p, 0)
+                n = b.sub(b.load(rc), i64(1))
+                b.store(n, rc)
+                with b.if_then(b.icmp_signed("==", n, i64(0))):
+                    if isinstance(elem, TensorType):
+                        data = self._data(b, p, elem)
+                        saved, self.b = self.b, b
+                        try:
+                            with self.for_range(b.load(self._field(b, p, LEN))) as i:
+                                mi = b.load(b.gep(data, [i, i32(0)]))
+                                b.call(self.runtime("release"), [mi])
+                        finally:
+                            self.b = saved
+                    free = self._libc("free", ir.VoidType(), [I8P])
+                    b.call(free, [b.load(self._field(b, p, DATA))])
+                    b.call(free, [p])
+                    self._count(b, LIST_FREES)
+            b.ret_void()
+        return self._list_fn("release", elem, ir.FunctionType(ir.VoidType(), [I8P]), build)
+
+    def list_runtime_reserve(self, elem):
+        """i1 reserve(i8* list, i64 need): room for ``need`` elements (capacity doubles); false when out of
+        memory."""
+        def build(fn, b):
+            p, need = fn.args
+            cap = b.load(self._field(b, p, CAP))
+            with b.if_then(b.icmp_signed(">", need, cap)):
+                doubled = b.mul(cap, i64(2))
+                new_cap = b.select(b.icmp_signed(">", need, doubled), need, doubled)
+                realloc = self._libc("realloc", I8P, [I8P, I64])
+                data = b.call(realloc, [b.load(self._field(b, p, DATA)), b.mul(new_cap, i64(elem_size(elem)))])
+                with b.if_then(b.icmp_unsigned("==", data, ir.Constant(I8P, None))):
+                    b.ret(ir.Constant(I1, 0))
+                b.store(data, self._field(b, p, DATA))
+                b.store(new_cap, self._field(b, p, CAP))
+            b.ret(ir.Constant(I1, 1))
+        return self._list_fn("reserve", elem, ir.FunctionType(I1, [I8P, I64]), build)
+
+    def list_release(self, vals, t: ListType) -> None:
+        self.b.call(self.list_runtime_release(t.elem), [vals[0]])
+
+    # -- helpers -------------------------------------------------------------------------------------------
+    def list_len(self, p):
+        return self.b.load(self._field(self.b, p, LEN))
+
+    def list_new(self, elem, n):
+        p = self.b.call(self.list_runtime_new(elem), [n])
+        self.raise_if(self.b.icmp_unsigned("==", p, ir.Constant(I8P, None)), MemoryError)
+        return p
+
+    def list_load(self, p, elem, i) -> list:
+        """The leaves of element i (registers; no reference taken)."""
+        b = self.b
+        ptr = b.gep(self._data(b, p, elem), [i])
+        if isinstance(elem, TensorType):
+            return [b.load(b.gep(ptr, [i32(0), i32(k)])) for k in range(len(leaves(elem)))]
+        x = b.load(ptr)
+        return [b.icmp_unsigned("!=", x, ir.Constant(I8, 0))] if elem == BOOL else [x]
+
+    def list_store(self, p, elem, i, vals) -> None:
+        b = self.b
+        ptr = b.gep(self._data(b, p, elem), [i])
+        if isinstance(elem, TensorType):
+            for k, x in enumerate(vals):
+                b.store(x, b.gep(ptr, [i32(0), i32(k)]))
+        else:
+            b.store(b.zext(vals[0], I8) if elem == BOOL else vals[0], ptr)
+
+    def elem_retain(self, elem, vals) -> None:
+        if isinstance(elem, TensorType):
+            self.b.call(self.runtime("retain"), [vals[0]])
+
+    def elem_release(self, elem, vals) -> None:
+        if isinstance(elem, TensorType):
+            self.b.call(self.runtime("release"), [vals[0]])
+
+    def list_index(self, i, n, message: str):
+        b = self.b
+        j = b.select(b.icmp_signed("<", i, i64(0)), b.add(i, n), i)
+        bad = b.or_(b.icmp_signed("<", j, i64(0)), b.icmp_signed(">=", j, n))
+        self.raise_if(bad, IndexError, message)
+        return j
+
+    def list_move(self, p, elem, dst, src, count) -> None:
+        b = self.b
+        data = b.bitcast(self._data(b, p, elem), I8P)
+        size = i64(elem_size(elem))
+        memmove = self._libc("memmove", I8P, [I8P, I8P, I64])
+        b.call(memmove, [b.gep(data, [b.mul(dst, size)]), b.gep(data, [b.mul(src, size)]), b.mul(count, size)])
+
+    def list_grow(self, p, elem, need) -> None:
+        ok = self.b.call(self.list_runtime_reserve(elem), [p, need])
+        self.raise_if(self.b.not_(ok), MemoryError)
+
+    def list_copy_range(self, src, dst, elem, first, step, count, at) -> None:
+        """dst[at + k] = src[first + k*step] for k < count, taking a reference to each array."""
+        b = self.b
+        with self.for_range(count) as k:
+            vals = self.list_load(src, elem, b.add(first, b.mul(k, step)))
+            self.elem_retain(elem, vals)
+            self.list_store(dst, elem, b.add(at, k), vals)
+
+    def _int_index(self, v):
+        x = self.scalar(v)
+        return self.b.zext(x, I64) if v.type == BOOL else x
+
+    # -- operators -----------------------------------------------------------------------------------------
+    @handles("prim::ListConstruct")
+    def lower_list_construct(self, node):
+        elem = node.output.type.elem
+        p = self.list_new(elem, i64(len(node.inputs)))
+        for k, v in enumerate(node.inputs):
+            vals = self.get(v)
+            self.elem_retain(elem, vals)
+            self.list_store(p, elem, i64(k), vals)
+        return [[p]]
+
+    @handles("aten::list_len")
+    def lower_list_len(self, node):
+        return [[self.list_len(self.scalar(node.inputs[0]))]]
+
+    @handles("aten::list_getitem")
+    def lower_list_getitem(self, node):
+        lst, index = node.inputs
+        p, elem = self.scalar(lst), lst.type.elem
+        j = self.list_index(self._int_index(index), self.list_len(p), "list index out of range")
+        vals = self.list_load(p, elem, j)
+        if isinstance(elem, TensorType):
+            self.take_ref(elem, vals)     # the output owns a reference, the list keeps its own
+        return [vals]
+
+    @handles("aten::list_setitem")
+    def lower_list_setitem(self, node):
+        lst, index, value = node.inputs
+        p, elem = self.scalar(lst), lst.type.elem
+        j = self.list_index(self._int_index(index), self.list_len(p), "list assignment index out of range")
+        vals = self.get(value)
+        self.elem_retain(elem, vals)
+        old = self.list_load(p, elem, j)
+        self.list_store(p, elem, j, vals)
+        self.elem_release(elem, old)
+        return []
+
+    @handles("aten::append")
+    def lower_append(self, node):
+        lst, value = node.inputs
+        p, elem, b = self.scalar(lst), lst.type.elem, self.b
+        n = self.list_len(p)
+        self.list_grow(p, elem, b.add(n, i64(1)))
+        vals = self.get(value)
+        self.elem_retain(elem, vals)
+        self.list_store(p, elem, n, vals)
+        b.store(b.add(n, i64(1)), self._field(b, p, LEN))
+        return []
+
+    @handles("aten::insert")
+    def lower_insert(self, node):
+        lst, index, value = node.inputs
+        p, elem, b = self.scalar(lst), lst.type.elem, self.b
+        n = self.list_len(p)
+        i = self._int_index(index)
+        # list.insert clamps: i < 0 counts from the end (then at least 0), i > len appends
+        neg = b.add(i, n)
+        j = b.select(b.icmp_signed("<", i, i64(0)), b.select(b.icmp_signed("<", neg, i64(0)), i64(0), neg),
+                     b.select(b.icmp_signed(">", i, n), n, i))
+        self.list_grow(p, elem, b.add(n, i64(1)))
+        self.list_move(p, elem, b.add(j, i64(1)), j, b.sub(n, j))
+        vals = self.get(value)
+        self.elem_retain(elem, vals)
+        self.list_store(p, elem, j, vals)
+        b.store(b.add(n, i64(1)), self._field(b, p, LEN))
+        return []
+
+    @handles("aten::pop")
+    def lower_pop(self, node):
+        lst, index = node.inputs
+        p, elem, b = self.scalar(lst), lst.type.elem, self.b
+        n = self.list_len(p)
+        self.raise_if(b.icmp_signed("==", n, i64(0)), IndexError, "pop from empty list")
+        j = self.list_index(self._int_index(index), n, "pop index out of range")
+        vals = self.list_load(p, elem, j)      # the list's reference moves to the output
+        self.list_move(p, elem, j, b.add(j, i64(1)), b.sub(b.sub(n, j), i64(1)))
+        b.store(b.sub(n, i64(1)), self._field(b, p, LEN))
+        return [vals]
+
+    @handles("aten::list_slice")
+    def lower_list_slice(self, node):
+        lst, *bounds = node.inputs
+        p, elem = self.scalar(lst), lst.type.elem
+        start, stop, step = [None if v.type == NONE else self._int_index(v) for v in bounds]
+        first, length, step = self.slice_indices(start, stop, step, self.list_len(p))
+        out = self.list_new(elem, length)
+        self.list_copy_range(p, out, elem, first, step, length, i64(0))
+        return [[out]]
+
+    @handles("aten::list_add")
+    def lower_list_add(self, node):
+        a, c = (self.scalar(v) for v in node.inputs)
+        elem, b = node.output.type.elem, self.b
+        na, nc = self.list_len(a), self.list_len(c)
+        out = self.list_new(elem, b.add(na, nc))
+        self.list_copy_range(a, out, elem, i64(0), i64(1), na, i64(0))
+        self.list_copy_range(c, out, elem, i64(0), i64(1), nc, na)
+        return [[out]]
+
+    @handles("aten::list_mul")
+    def lower_list_mul(self, node):
+        lst, times = node.inputs
+        p, elem, b = self.scalar(lst), lst.type.elem, self.b
+        n = self.list_len(p)
+        k = self._int_index(times)
+        k = b.select(b.icmp_signed("<", k, i64(0)), i64(0), k)
+        out = self.list_new(elem, b.mul(n, k))
+        with self.for_range(k) as r:
+            self.list_copy_range(p, out, elem, i64(0), i64(1), n, b.mul(r, n))
+        return [[out]]
+
+    def _as_f64(self, x, t):
+        return self.to_f64(x, t)
+
+    def _equal(self, x, xt, y, yt):
+        """``x == y`` for numbers as CPython compares them (an int and a float exactly)."""
+        b = self.b
+        if FLOAT not in (xt, yt):
+            return b.icmp_signed("==", self.to_i64(x, xt), self.to_i64(y, yt))
+        if xt == FLOAT and yt == FLOAT:
+            return b.fcmp_ordered("==", x, y)
+        f, i = (x, self.to_i64(y, yt)) if xt == FLOAT else (y, self.to_i64(x, xt))
+        # equal iff the float is integral, in range, and converts to exactly that int
+        in_range = b.and_(b.fcmp_ordered(">=", f, ir.Constant(F64, -2.0 ** 63)),
+                          b.fcmp_ordered("<", f, ir.Constant(F64, 2.0 ** 63)))
+        as_int = b.fptosi(b.select(in_range, f, ir.Constant(F64, 0.0)), I64)
+        exact = b.fcmp_ordered("==", b.sitofp(as_int, F64), f)
+        return b.and_(b.and_(in_range, exact), b.icmp_signed("==", as_int, i))
+
+    @handles("aten::list_contains")
+    def lower_list_contains(self, node):
+        lst, value = node.inputs
+        p, elem, b = self.scalar(lst), lst.type.elem, self.b
+        x = self.scalar(value)
+        found = self.alloca(I1)
+        b.store(ir.Constant(I1, 0), found)
+        with self.for_range(self.list_len(p)) as i:
+            (e,) = self.list_load(p, elem, i)
+            hit = self._equal(e, elem, x, value.type)
+            b.store(b.or_(b.load(found), hit), found)
+        return [[b.load(found)]]
+
+    @handles("aten::list_sum")
+    def lower_list_sum(self, node):
+        (lst,) = node.inputs
+        p, elem, b = self.scalar(lst), lst.type.elem, self.b
+        out_t = node.output.type
+        acc = self.alloca(reg_type(out_t))
+        b.store(ir.Constant(F64, 0.0) if out_t == FLOAT else i64(0), acc)
+        with self.for_range(self.list_len(p)) as i:
+            (e,) = self.list_load(p, elem, i)
+            if out_t == FLOAT:
+                b.store(b.fadd(b.load(acc), e), acc)
+            else:
+                b.store(b.add(b.load(acc), self.to_i64(e, elem)), acc)
+        return [[b.load(acc)]]
+
+    def _extreme(self, node, name, message):
+        (lst,) = node.inputs
+        p, elem, b = self.scalar(lst), lst.type.elem, self.b
+        n = self.list_len(p)
+        self.raise_if(b.icmp_signed("==", n, i64(0)), ValueError, message)
+        cur = self.alloca(reg_type(elem))
+        b.store(self.list_load(p, elem, i64(0))[0], cur)
+        with self.for_range(n, i64(1)) as i:
+            (e,) = self.list_load(p, elem, i)
+            c = b.load(cur)
+            op = "<" if name == "min" else ">"
+            if elem == FLOAT:
+                better = b.fcmp_ordered(op, e, c)
+            elif elem == BOOL:
+                better = b.icmp_unsigned(op, e, c)
+            else:
+                better = b.icmp_signed(op, e, c)
+            b.store(b.select(better, e, c), cur)
+        return [[b.load(cur)]]
+
+    @handles("aten::list_min")
+    def lower_list_min(self, node):
+        from ...ops.lists import MIN_EMPTY
+        return self._extreme(node, "min", MIN_EMPTY)
+
+    @handles("aten::list_max")
+    def lower_list_max(self, node):
+        from ...ops.lists import MAX_EMPTY
+        return self._extreme(node, "max", MAX_EMPTY)
+
+    @handles("aten::sorted")
+    def lower_sorted(self, node):
+        """A copy, then a stable insertion-merge sort (binary insertion within runs is stable): Python's order
+        for data without NaN."""
+        (lst,) = node.inputs
+        p, elem, b = self.scalar(lst), lst.type.elem, self.b
+        n = self.list_len(p)
+        out = self.list_new(elem, n)
+        self.list_copy_range(p, out, elem, i64(0), i64(1), n, i64(0))
+        fn = self._sort_function(elem, node.attrs.get("reverse", False))
+        b.call(fn, [out, n])
+        return [[out]]
+
+    def _sort_function(self, elem, reverse: bool):
+        """void sort(i8* list, i64 n): bottom-up merge sort through a scratch buffer (stable)."""
+        def build(fn, b):
+            p, n = fn.args
+            saved, self.b = self.b, b
+            try:
+                self._build_merge_sort(b, p, n, elem, reverse)
+            finally:
+                self.b = saved
+        name = "sort_desc" if reverse else "sort"
+        return self._list_fn(name, elem, ir.FunctionType(ir.VoidType(), [I8P, I64]), build)
+
+    def _build_merge_sort(self, b, p, n, elem, reverse):
+        et = elem_mem_type(elem)
+        data = self._data(b, p, elem)
+        malloc = self._libc("malloc", I8P, [I64])
+        free = self._libc("free", ir.VoidType(), [I8P])
+        tmp = b.bitcast(b.call(malloc, [b.mul(b.add(n, i64(1)), i64(elem_size(elem)))]), et.as_pointer())
+        src, dst = b.alloca(et.as_pointer()), b.alloca(et.as_pointer())
+        b.store(data, src)
+        b.store(tmp, dst)
+        width, i, j = b.alloca(I64), b.alloca(I64), b.alloca(I64)
+        b.store(i64(1), width)
+        fnb = b.function
+        outer, outer_body, done = (fnb.append_basic_block(x) for x in ("w", "w.body", "w.done"))
+        b.branch(outer)
+        b.position_at_end(outer)
+        w = b.load(width)
+        b.cbranch(b.icmp_signed("<", w, n), outer_body, done)
+        b.position_at_end(outer_body)
+        s, d = b.load(src), b.load(dst)
+        step = b.mul(w, i64(2))
+        nruns = b.sdiv(b.add(n, b.sub(step, i64(1))), step)
+        with self.for_range(nruns) as r:
+            lo = b.mul(r, step)
+            mid = self._min(b, b.add(lo, w), n)
+            hi = self._min(b, b.add(lo, step), n)
+            b.store(lo, i)
+            b.store(mid, j)
+            with self.for_range(hi, lo) as k:
+                iv, jv = b.load(i), b.load(j)
+                i_ok = b.icmp_signed("<", iv, mid)
+                j_ok = b.icmp_signed("<", jv, hi)
+                x = b.load(b.gep(s, [b.select(i_ok, iv, lo)]))
+                y = b.load(b.gep(s, [b.select(j_ok, jv, lo)]))
+                # take from the right run only when its element goes strictly first (stability)
+                right_first = self._before(b, y, x, elem, reverse)
+                take_j = b.and_(j_ok, b.or_(b.not_(i_ok), right_first))
+                b.store(b.select(take_j, y, x), b.gep(d, [k]))
+                b.store(b.select(take_j, iv, b.add(iv, i64(1))), i)
+                b.store(b.select(take_j, b.add(jv, i64(1)), jv), j)
+        b.store(d, src)
+        b.store(s, dst)
+        b.store(step, width)
+        b.branch(outer)
+        b.position_at_end(done)
+        final = b.load(src)
+        with b.if_then(b.icmp_unsigned("!=", final, data)):
+            memcpy = self._libc("memmove", I8P, [I8P, I8P, I64])
+            b.call(memcpy, [b.bitcast(data, I8P), b.bitcast(final, I8P), b.mul(n, i64(elem_size(elem)))])
+        b.call(free, [b.bitcast(tmp, I8P)])
+        b.ret_void()
+
+    @staticmethod
+    def _min(b, x, y):
+        return b.select(b.icmp_signed("<", x, y), x, y)
+
+    @staticmethod
+    def _before(b, y, x, elem, reverse):
+        """Whether y sorts strictly before x (y < x, or y > x when reversed)."""
+        op = ">" if reverse else "<"
+        if elem == FLOAT:
+            return b.fcmp_ordered(op, y, x)
+        if elem == BOOL:
+            return b.icmp_unsigned(op, y, x)
+        return b.icmp_signed(op, y, x)
+
+    # -- arrays from lists ---------------------------------------------------------------------------------
+    @handles("aten::list_to_array")
+    def lower_list_to_array(self, node):
+        (lst,) = node.inputs
+        p, elem, b = self.scalar(lst), lst.type.elem, self.b
+        n = self.list_len(p)
+        out_t = node.output.type
+        if not isinstance(elem, TensorType):
+            out = self.alloc(out_t, [n])
+            with self.for_range(n) as i:
+                (x,) = self.list_load(p, elem, i)
+                self.store_element(self.element_ptr(out, [i]), x, {INT: "i", FLOAT: "f", BOOL: "b"}[elem],
+                                   out_t.dtype)
+            return [out.leaves]
+        rank = elem.rank
+        first = self._elem_arr(p, elem, i64(0), n)
+        # NumPy: the leading dimensions every element shares with the first; fewer than all is an error
+        agree = self.alloca(I64)
+        b.store(i64(rank), agree)
+        with self.for_range(n, i64(1)) as j:
+            a = self._elem_arr(p, elem, j, n)
+            m = i64(rank)
+            for d in reversed(range(rank)):
+                m = b.select(b.icmp_signed("!=", a.shape[d], first.shape[d]), i64(d), m)
+            b.store(self._min(b, b.load(agree), m), agree)
+        m = b.load(agree)
+        for k in range(rank):
+            shape = "(" + ", ".join(f"{{{x}}}" for x in range(k + 1)) + (",)" if k == 0 else ")")
+            self.raise_with(b.icmp_signed("==", m, i64(k)), ValueError,
+                            "setting an array element with a sequence. The requested array has an inhomogeneous "
+                            f"shape after {k + 1} dimensions. The detected shape was {shape} + inhomogeneous part.",
+                            [n, *first.shape[:k]])
+        out = self.alloc(out_t, [n, *first.shape])
+        with self.for_range(n) as j:
+            a = self._elem_arr(p, elem, j, n)
+            self.copy_into(self._sub(out, 0, j), a)
+        return [out.leaves]
+
+    def _elem_arr(self, p, elem, j, n) -> Arr:
+        """Element j as an Arr (j < n; the first element's shape is read as zeros from an empty list)."""
+        b = self.b
+        safe = b.select(b.icmp_signed("<", j, n), j, i64(0))
+        nonempty = b.icmp_signed(">", n, i64(0))
+        vals = self.list_load(p, elem, safe)
+        r = elem.rank
+        vals = vals[:2] + [b.select(nonempty, x, i64(0)) for x in vals[2:2 + r]] + vals[2 + r:]
+        return Arr(elem, vals)
+
+    def _sub(self, out: Arr, axis: int, j) -> Arr:
+        """The view out[(:,)*axis j] (no reference taken)."""
+        b = self.b
+        data = b.gep(out.data, [b.mul(j, out.strides[axis])])
+        t = TensorType(out.t.dtype, out.t.rank - 1)
+        return Arr(t, [out.mi, data, *(out.shape[:axis] + out.shape[axis + 1:]),
+                       *(out.strides[:axis] + out.strides[axis + 1:])])
+
+    @handles("aten::concatenate")
+    def lower_concatenate(self, node):
+        (lst,) = node.inputs
+        p, elem, b = self.scalar(lst), lst.type.elem, self.b
+        rank = elem.rank
+        axis = node.attrs.get("axis", 0) % rank
+        n = self.list_len(p)
+        self.raise_if(b.icmp_signed("==", n, i64(0)), ValueError, "need at least one array to concatenate")
+        first = self._elem_arr(p, elem, i64(0), n)
+        total = self.alloca(I64)
+        b.store(first.shape[axis], total)
+        with self.for_range(n, i64(1)) as j:
+            a = self._elem_arr(p, elem, j, n)
+            for d in range(rank):
+                if d == axis:
+                    continue
+                self.raise_with(b.icmp_signed("!=", a.shape[d], first.shape[d]), ValueError,
+                                "all the input array dimensions except for the concatenation axis must match "
+                                f"exactly, but along dimension {d}, the array at index 0 has size {{0}} and the "
+                                "array at index {1} has size {2}", [first.shape[d], j, a.shape[d]])
+            b.store(b.add(b.load(total), a.shape[axis]), total)
+        shape = list(first.shape)
+        shape[axis] = b.load(total)
+        out = self.alloc(node.output.type, shape)
+        at = self.alloca(I64)
+        b.store(i64(0), at)
+        with self.for_range(n) as j:
+            a = self._elem_arr(p, elem, j, n)
+            start = b.load(at)
+            data = b.gep(out.data, [b.mul(start, out.strides[axis])])
+            part_shape = list(out.shape)
+            part_shape[axis] = a.shape[axis]
+            self.copy_into(Arr(out.t, [out.mi, data, *part_shape, *out.strides]), a)
+            b.store(b.add(start, a.shape[axis]), at)
+        return [out.leaves]
+
+    @handles("aten::stack")
+    def lower_stack(self, node):
+        (lst,) = node.inputs
+        p, elem, b = self.scalar(lst), lst.type.elem, self.b
+        axis = node.attrs.get("axis", 0) % (elem.rank + 1)
+        n = self.list_len(p)
+        self.raise_if(b.icmp_signed("==", n, i64(0)), ValueError, "need at least one array to stack")
+        first = self._elem_arr(p, elem, i64(0), n)
+        with self.for_range(n, i64(1)) as j:
+            a = self._elem_arr(p, elem, j, n)
+            bad = ir.Constant(I1, 0)
+            for d in range(elem.rank):
+                bad = b.or_(bad, b.icmp_signed("!=", a.shape[d], first.shape[d]))
+            self.raise_if(bad, ValueError, "all input arrays must have the same shape")
+        shape = list(first.shape)
+        shape.insert(axis, n)
+        out = self.alloc(node.output.type, shape)
+        with self.for_range(n) as j:
+            self.copy_into(self._sub(out, axis, j), self._elem_arr(p, elem, j, n))
+        return [out.leaves]
+
+
+__all__ = ["ListOps", "list_counts", "elem_mem_type", "elem_size", "HEADER_T", "LIST_ALLOCATIONS", "LIST_FREES",
+           "kind_of", "I8", "I32"]
