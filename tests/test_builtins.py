@@ -273,7 +273,7 @@ def _flatten(t):
 # -- errors --------------------------------------------------------------------------------------------------
 
 ERRORS = [
-    ("def f(x: np.ndarray) -> float:\n    return sorted(x)\n", "'sorted' is not supported", "np.sort"),
+    ("def f(x: np.ndarray) -> float:\n    return sorted(x)\n", "sorted() needs a list here", "np.sort"),
     ("def f(x: np.ndarray) -> float:\n    return sum(map(abs, x))\n", "'map' is not supported", "for loop"),
     ("def f(x: int) -> int:\n    d = dict()\n    return x\n", "'dict' is not supported", "dicts are not supported yet"),
     ("def f(x: int) -> int:\n    d = {x: 1}\n    return x\n", "dicts are not supported yet", "arrays"),

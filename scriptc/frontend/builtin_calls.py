@@ -30,7 +30,6 @@ BUILTIN_CALLS = {*ITERATORS, *REDUCTIONS, builtins.round, builtins.isinstance, m
 
 # Builtins outside the subset, and what does the job instead.
 UNSUPPORTED_BUILTINS = {
-    "sorted": "sort an array with np.sort(x) (or x.sort()) instead",
     "map": "write a for loop over the array or range",
     "filter": "write a for loop with an if",
     "open": "file I/O is not supported in scripted functions: read the data outside and pass arrays in",

@@ -297,7 +297,8 @@ class ListsMixin:
             raise self.fn.error(f"{name}() takes one list", node)
         v = self.expr(node.args[0])
         if not isinstance(v.type, ListType):
-            raise self.fn.error(f"{name}() needs a list here, got {self.describe_list(v.type)}", node.args[0])
+            hint = "sort an array with np.sort(x)" if name == "sorted" and isinstance(v.type, TensorType) else None
+            raise self.fn.error(f"{name}() needs a list here, got {self.describe_list(v.type)}", node.args[0], hint)
         return v
 
     def arrays_list(self, node, name):
