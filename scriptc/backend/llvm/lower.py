@@ -32,6 +32,7 @@ from .fused import FusedOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
 from .strings import StringOps
+from .summation import Summation
 
 
 def check_graph(graph: Graph, seen=None) -> None:
@@ -211,7 +212,7 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, StringOps):
+class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, StringOps, Summation):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):

@@ -1,0 +1,595 @@
+"""NumPy's float summation, bit for bit: ``np.sum``, ``np.mean`` and ``.sum()`` of float arrays (and the mean of
+integer and bool arrays), unfused and as the accumulator of a fused full reduction.
+
+The algorithm is NumPy's pairwise summation (``pairwise_sum`` in ``numpy/_core/src/umath/loops_utils.h.src``,
+NumPy 2.x; Higham, "The accuracy of floating point summation", SIAM J. Sci. Comput. 14(4), 1993):
+
+- fewer than 8 elements: one accumulator, starting at -0.0, adding the elements in order;
+- 8 to ``PW_BLOCKSIZE`` (128) elements: 8 partial sums, started with elements 0..7 and each adding every 8th
+  element up to the last multiple of 8; then ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``; then the
+  remaining (< 8) elements added in order;
+- more: split at ``n2 = n // 2`` rounded down to a multiple of 8, sum both halves so, add the two sums.
+
+The 8 partial sums are one 8-lane vector (the same additions in the same order, so the same bits), and the
+recursion is an explicit stack in the function (so that the element code of a fused group can be inlined in the
+leaves). Partial sums are kept in the accumulator type of NumPy's loop: double for float64, float for float32
+and float16 (NumPy's ``HALF_add`` sums halves as floats).
+
+How NumPy's reduction machinery calls that loop (checked against NumPy 2.4 on all the shapes the tests use):
+
+- the result starts at the identity +0.0 (so a sum of -0.0 is +0.0), and each inner-loop call adds the pairwise
+  sum of its elements to it (rounded to the result dtype: a float16 sum is rounded to half after each call);
+- a full reduction visits the array in C order with trailing dimensions coalesced where the strides allow it
+  (dimensions of length 1 vanish): a C-contiguous array is one call over all its elements, a strided view one
+  call per coalesced inner run;
+- an ``axis=`` reduction whose later dimensions all have length 1 is one call per output element, pairwise
+  along the axis; otherwise the reduced axis is an outer loop and each output element is a sequential sum
+  (``out = out + x[k]``, rounded to the result dtype each step);
+- a reduction that casts its input (``mean`` of float16 sums in float32, of integers and bools in float64) is
+  buffered: the inner loop is called once per ``BUFFER_SIZE`` (8192) elements of each run;
+- ``mean`` divides in float64 (the sum over an ``np.intp`` count) and rounds to the result dtype; a float16 mean
+  along an axis is rounded through float32 first (NumPy divides into the float32 sum array, then casts).
+
+Views whose strides are not in C order (a transpose, Fortran order) are visited in NumPy's memory order by NumPy
+and in C order here: such results may differ from NumPy's in the last bits.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...ir.types import TensorType
+from .arrays import ELEM, Arr, kind_of
+from .common import F64, I1, I8, I64, i64
+
+PW_BLOCKSIZE = 128
+UNROLL = 8
+BUFFER_SIZE = 8192       # NumPy's default iterator buffer, in elements
+STACK_DEPTH = 64         # the recursion halves n: 64 levels hold any i64 length
+F32 = ir.FloatType()
+HALF = ir.HalfType()
+ELEM_SIZE = {"float64": 8, "float32": 4, "float16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
+             "uint8": 1, "bool": 1}
+
+
+def summation_dtype(name: str, src_dtype: str) -> str:
+    """The dtype NumPy adds in: the array's own float dtype; float32 for a float16 mean; float64 for the mean
+    of integers and bools."""
+    if kind_of(src_dtype) == "f":
+        return "float32" if name == "mean" and src_dtype == "float16" else src_dtype
+    return "float64"
+
+
+def accumulator_type(dtype: str) -> ir.Type:
+    """The register type of NumPy's partial sums for a sum in ``dtype``."""
+    return F64 if dtype == "float64" else F32
+
+
+def pairwise_reducible(name: str, src_dtype: str) -> bool:
+    """Whether this reduction is summed here: float sums and means, and means of any array."""
+    return name == "mean" or (name == "sum" and kind_of(src_dtype) == "f")
+
+
+class Source:
+    """Where the elements of one pairwise sum come from: ``scalar(pos)`` gives element ``pos`` (an i64) as the
+    accumulator type, ``vector(pos)`` elements pos..pos+7 as an 8-lane vector; ``begin(start, count)`` runs
+    before each leaf block reads its elements (a fused group computes them there)."""
+
+    def __init__(self, scalar, vector, begin=None):
+        self.scalar, self.vector, self.begin = scalar, vector, begin
+
+
+class Summation:
+    """Mixin of FunctionLowering."""
+
+    # -- the pairwise algorithm ---------------------------------------------------------------------------
+    def pairwise_sum(self, n, fty, source: Source):
+        """NumPy's pairwise sum of elements 0..n-1 of ``source`` (n >= 0), as a ``fty`` value."""
+        b = self.b
+        fn = b.function
+        starts = self.alloca(ir.ArrayType(I64, STACK_DEPTH))
+        lengths = self.alloca(ir.ArrayType(I64, STACK_DEPTH))
+        lefts = self.alloca(ir.ArrayType(fty, STACK_DEPTH))
+        took_left = self.alloca(ir.ArrayType(I1, STACK_DEPTH))
+        top = self.alloca(I64)
+
+        def slot(array, k):
+            return b.gep(array, [i64(0), k])
+
+        def push(k, start, length):
+            b.store(start, slot(starts, k))
+            b.store(length, slot(lengths, k))
+            b.store(ir.Constant(I1, 0), slot(took_left, k))
+            b.store(k, top)
+
+        def left_length(length):
+            half = b.lshr(length, i64(1))
+            return b.sub(half, b.and_(half, i64(UNROLL - 1)))
+
+        push(i64(0), i64(0), n)
+        visit, split, leaf, deliver, up, as_left, as_right, done = (
+            fn.append_basic_block(name) for name in
+            ("pw.visit", "pw.split", "pw.leaf", "pw.deliver", "pw.up", "pw.left", "pw.right", "pw.done"))
+        b.branch(visit)
+
+        b.position_at_end(visit)
+        k = b.load(top)
+        start, length = b.load(slot(starts, k)), b.load(slot(lengths, k))
+        b.cbranch(b.icmp_signed("<=", length, i64(PW_BLOCKSIZE)), leaf, split)
+
+        b.position_at_end(split)
+        push(b.add(k, i64(1)), start, left_length(length))
+        b.branch(visit)
+
+        b.position_at_end(leaf)
+        leaf_value = self.pairwise_block(start, length, fty, source)
+        leaf_end = b.block
+        b.branch(deliver)
+
+        # a finished subtree's sum goes to its parent: kept as the left half, or added to it as the right half
+        b.position_at_end(deliver)
+        value = b.phi(fty)
+        value.add_incoming(leaf_value, leaf_end)
+        k = b.load(top)
+        b.cbranch(b.icmp_signed("==", k, i64(0)), done, up)
+
+        b.position_at_end(up)
+        parent = b.sub(k, i64(1))
+        b.store(parent, top)
+        b.cbranch(b.load(slot(took_left, parent)), as_right, as_left)
+
+        b.position_at_end(as_left)
+        b.store(value, slot(lefts, parent))
+        b.store(ir.Constant(I1, 1), slot(took_left, parent))
+        length = b.load(slot(lengths, parent))
+        n2 = left_length(length)
+        right = b.add(parent, i64(1))
+        b.store(b.add(b.load(slot(starts, parent)), n2), slot(starts, right))
+        b.store(b.sub(length, n2), slot(lengths, right))
+        b.store(ir.Constant(I1, 0), slot(took_left, right))
+        b.store(right, top)
+        b.branch(visit)
+
+        b.position_at_end(as_right)
+        value.add_incoming(b.fadd(b.load(slot(lefts, parent)), value), as_right)
+        b.branch(deliver)
+
+        b.position_at_end(done)
+        return value
+
+    def pairwise_block(self, start, length, fty, source: Source):
+        """The sum of ``length`` <= 128 elements from ``start``: a plain loop below 8, else 8 partial sums."""
+        b = self.b
+        if source.begin is not None:
+            source.begin(start, length)
+        result = self.alloca(fty)
+        with b.if_else(b.icmp_signed("<", length, i64(UNROLL))) as (short, block):
+            with short:
+                # -0.0 so that a sum of only -0.0 stays -0.0, as NumPy starts
+                b.store(self.add_in_order(ir.Constant(fty, -0.0), start, i64(0), length, source), result)
+            with block:
+                vec = ir.VectorType(fty, UNROLL)
+                end = b.sub(length, b.and_(length, i64(UNROLL - 1)))
+                partial = self.vector_loop(source.vector(start), start, end, source)
+                lane = [b.extract_element(partial, ir.Constant(ir.IntType(32), j)) for j in range(UNROLL)]
+                pairs = [b.fadd(lane[j], lane[j + 1]) for j in range(0, UNROLL, 2)]
+                total = b.fadd(b.fadd(pairs[0], pairs[1]), b.fadd(pairs[2], pairs[3]))
+                assert vec.count == UNROLL
+                b.store(self.add_in_order(total, start, end, length, source), result)
+        return b.load(result)
+
+    def vector_loop(self, first, start, end, source: Source):
+        """``first`` plus the 8-lane vectors at start+8, start+16, ... below start+end, lane by lane."""
+        b = self.b
+        fn = b.function
+        pre = b.block
+        header, body, exit_ = (fn.append_basic_block(f"pw.vec.{x}") for x in ("head", "body", "exit"))
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64)
+        acc = b.phi(first.type)
+        i.add_incoming(i64(UNROLL), pre)
+        acc.add_incoming(first, pre)
+        b.cbranch(b.icmp_signed("<", i, end), body, exit_)
+        b.position_at_end(body)
+        acc.add_incoming(b.fadd(acc, source.vector(b.add(start, i))), b.block)
+        i.add_incoming(b.add(i, i64(UNROLL)), b.block)
+        b.branch(header)
+        b.position_at_end(exit_)
+        return acc
+
+    def add_in_order(self, acc, start, lo, hi, source: Source):
+        """``acc`` plus elements start+lo .. start+hi-1, one at a time."""
+        b = self.b
+        fn = b.function
+        pre = b.block
+        header, body, exit_ = (fn.append_basic_block(f"pw.seq.{x}") for x in ("head", "body", "exit"))
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64)
+        total = b.phi(acc.type)
+        i.add_incoming(lo, pre)
+        total.add_incoming(acc, pre)
+        b.cbranch(b.icmp_signed("<", i, hi), body, exit_)
+        b.position_at_end(body)
+        total.add_incoming(b.fadd(total, source.scalar(b.add(start, i))), b.block)
+        i.add_incoming(b.add(i, i64(1)), b.block)
+        b.branch(header)
+        b.position_at_end(exit_)
+        return total
+
+    def chunked_sum(self, total, n, fty, sum_dtype: str, chunk: int | None, source_at):
+        """``total`` plus the pairwise sums of ``n`` elements, one inner-loop call per ``chunk`` elements (all
+        at once when None), rounded to ``sum_dtype`` after each call as NumPy stores its result.
+        ``source_at(offset)`` is the Source of the elements from ``offset``."""
+        b = self.b
+        if chunk is None:
+            return self.round_sum(b.fadd(total, self.pairwise_sum(n, fty, source_at(i64(0)))), sum_dtype)
+        acc = self.alloca(fty)
+        b.store(total, acc)
+        count = b.sdiv(b.add(n, i64(chunk - 1)), i64(chunk))
+        with self.for_range(count) as c:
+            offset = b.mul(c, i64(chunk))
+            rest = b.sub(n, offset)
+            size = b.select(b.icmp_signed("<", rest, i64(chunk)), rest, i64(chunk))
+            part = self.pairwise_sum(size, fty, source_at(offset))
+            b.store(self.round_sum(b.fadd(b.load(acc), part), sum_dtype), acc)
+        return b.load(acc)
+
+    def round_sum(self, x, sum_dtype: str):
+        """A float16 sum is stored as half after each step (its partial sums are floats)."""
+        if sum_dtype != "float16":
+            return x
+        return self.b.fpext(self.b.fptrunc(x, HALF), F32)
+
+    # -- elements of arrays -------------------------------------------------------------------------------
+    def convert_to(self, x, src_dtype: str, fty):
+        """An element (scalar or 8-lane vector) of ``src_dtype`` as NumPy casts it to the accumulator type."""
+        b = self.b
+        vector = isinstance(x.type, ir.VectorType)
+        target = ir.VectorType(fty, x.type.count) if vector else fty
+        k = kind_of(src_dtype)
+        if k == "f":
+            if x.type == target:
+                return x
+            return b.fpext(x, target) if src_dtype == "float16" or fty == F64 else b.fptrunc(x, target)
+        if k == "b":
+            zero = ir.Constant(x.type, None)
+            return b.uitofp(b.icmp_unsigned("!=", x, zero), target)
+        return b.uitofp(x, target) if k == "u" else b.sitofp(x, target)
+
+    def run_source(self, base, stride, src_dtype: str, fty, contiguous: bool) -> callable:
+        """``source_at(offset)`` for the elements of a run at ``base`` (i8*) ``stride`` bytes apart; vectors are
+        one load when ``contiguous`` (stride == itemsize), else eight."""
+        b = self.b
+        elem = ELEM[src_dtype]
+        itemsize = i64(ELEM_SIZE[src_dtype])
+
+        def source_at(offset):
+            def ptr(pos, ty):
+                pos = b.add(offset, pos)
+                step = itemsize if contiguous else stride
+                return b.bitcast(b.gep(base, [b.mul(pos, step)]), ty.as_pointer())
+
+            def scalar(pos):
+                return self.convert_to(b.load(ptr(pos, elem)), src_dtype, fty)
+
+            def vector(pos):
+                vty = ir.VectorType(elem, UNROLL)
+                if contiguous:
+                    x = b.load(ptr(pos, vty), align=itemsize.constant)
+                else:
+                    x = ir.Constant(vty, ir.Undefined)
+                    for j in range(UNROLL):
+                        x = b.insert_element(x, b.load(ptr(b.add(pos, i64(j)), elem)),
+                                             ir.Constant(ir.IntType(32), j))
+                return self.convert_to(x, src_dtype, fty)
+            return Source(scalar, vector)
+        return source_at
+
+    def run_sum(self, total, base, stride, n, src_dtype: str, sum_dtype: str, chunk):
+        """``total`` plus the sum of one run of an array, as NumPy's inner loop: a contiguous and a strided
+        version of the loop, chosen at run time."""
+        b = self.b
+        fty = accumulator_type(sum_dtype)
+        itemsize = i64(ELEM_SIZE[src_dtype])
+        result = self.alloca(fty)
+        with b.if_else(b.icmp_signed("==", stride, itemsize), likely=True) as (contiguous, strided):
+            with contiguous:
+                b.store(self.chunked_sum(total, n, fty, sum_dtype, chunk,
+                                         self.run_source(base, stride, src_dtype, fty, True)), result)
+            with strided:
+                b.store(self.chunked_sum(total, n, fty, sum_dtype, chunk,
+                                         self.run_source(base, stride, src_dtype, fty, False)), result)
+        return b.load(result)
+
+    # -- np.sum / np.mean without fusion ------------------------------------------------------------------
+    def lower_pairwise_reduction(self, node, name: str, a: Arr, axis, res: str):
+        """np.sum/np.mean of ``a`` (float, or any dtype for mean) over ``axis`` (None: all) as NumPy sums."""
+        b = self.b
+        sum_dtype = summation_dtype(name, a.t.dtype)
+        fty = accumulator_type(sum_dtype)
+        chunk = BUFFER_SIZE if sum_dtype != a.t.dtype else None
+        zero = ir.Constant(fty, 0.0)
+        if axis is None:
+            total = self.full_sum(a, zero, sum_dtype, chunk is not None)
+            count = self.size(a.shape)
+            value = self.finish_mean(total, count, res, array=False) if name == "mean" else \
+                self.widen(total)
+            return [self.scalar_result(self.round_result(value, res), "f", node.output.type)]
+        axis %= a.t.rank
+        keep = [d for d in range(a.t.rank) if d != axis]
+        out_t = node.output.type
+        if not isinstance(out_t, TensorType):
+            raise AssertionError("an axis reduction gives an array")
+        out = self.alloc(out_t, [a.shape[d] for d in keep])
+        innermost = ir.Constant(I1, 1)
+        for d in a.shape[axis + 1:]:
+            innermost = b.and_(innermost, b.icmp_signed("==", d, i64(1)))
+        n = a.shape[axis]
+
+        def reduce_at(out_index):
+            index = list(out_index)
+            index.insert(axis, i64(0))
+            base = b.bitcast(self.element_ptr(a, index), I8.as_pointer())
+            slot = self.alloca(fty)
+            with b.if_else(innermost) as (pairwise, sequential):
+                with pairwise:
+                    b.store(self.run_sum(zero, base, a.strides[axis], n, a.t.dtype, sum_dtype, chunk), slot)
+                with sequential:
+                    b.store(zero, slot)
+                    source = self.run_source(base, a.strides[axis], a.t.dtype, fty, False)(i64(0))
+                    with self.for_range(n) as k:
+                        b.store(self.round_sum(b.fadd(b.load(slot), source.scalar(k)), sum_dtype), slot)
+            total = b.load(slot)
+            value = self.finish_mean(total, n, res, array=True) if name == "mean" else self.widen(total)
+            self.store_element(self.element_ptr(out, out_index), value, "f", out_t.dtype)
+
+        self.loop_nest(out.shape, reduce_at)
+        return [out.leaves]
+
+    def full_sum(self, a: Arr, total, sum_dtype: str, cast: bool):
+        """``total`` plus every element of ``a`` (C order), in the inner-loop calls NumPy's iterator makes
+        (``iteration_plan``): blocks of the innermost coalesced dimensions, each summed in chunks; a chunk
+        spanning several dimensions is first copied to a buffer, as NumPy does."""
+        b = self.b
+        fty = accumulator_type(sum_dtype)
+        if a.t.rank == 0:
+            source = self.run_source(b.bitcast(a.data, I8.as_pointer()), i64(0), a.t.dtype, fty, False)
+            return self.round_sum(b.fadd(total, source(i64(0)).scalar(i64(0))), sum_dtype)
+        acc = self.alloca(fty)
+        b.store(total, acc)
+        n = self.size(a.shape)
+        with b.if_then(b.icmp_signed(">", n, i64(0))):
+            lengths, strides, k = self.coalesced_dims(a)
+            best_dim, block, chunk = self.iteration_plan(lengths, k, cast)
+            buffer = self.alloca(ir.ArrayType(fty, BUFFER_SIZE))
+            fdtype = "float64" if fty == F64 else "float32"
+            with self.for_range(b.sdiv(n, block)) as j:
+                base = b.gep(b.bitcast(a.data, I8.as_pointer()),
+                             [self.offset_of(j, lengths, strides, b.add(best_dim, i64(1)), k)])
+                with self.for_range(b.sdiv(b.add(block, b.sub(chunk, i64(1))), chunk)) as c:
+                    first = b.mul(c, chunk)
+                    rest = b.sub(block, first)
+                    count = b.select(b.icmp_signed("<", rest, chunk), rest, chunk)
+                    with b.if_else(b.icmp_signed("==", best_dim, i64(0))) as (run, spanning):
+                        with run:
+                            stride = b.load(b.gep(strides, [i64(0), i64(0)]))
+                            start = b.gep(base, [b.mul(first, stride)])
+                            b.store(self.run_sum(b.load(acc), start, stride, count, a.t.dtype, sum_dtype, None),
+                                    acc)
+                        with spanning:
+                            with self.for_range(count) as e:
+                                at = self.offset_of(b.add(first, e), lengths, strides, i64(0),
+                                                    b.add(best_dim, i64(1)))
+                                ptr = b.bitcast(b.gep(base, [at]), ELEM[a.t.dtype].as_pointer())
+                                x = self.convert_to(b.load(ptr), a.t.dtype, fty)
+                                b.store(x, b.gep(buffer, [i64(0), e]))
+                            data = b.bitcast(buffer, I8.as_pointer())
+                            source_at = self.run_source(data, i64(ELEM_SIZE[fdtype]), fdtype, fty, True)
+                            b.store(self.chunked_sum(b.load(acc), count, fty, sum_dtype, None, source_at), acc)
+        return b.load(acc)
+
+    def coalesced_dims(self, a: Arr):
+        """NumPy's iterator axes for ``a`` (C order assumed), innermost first: dimensions of length 1 dropped,
+        neighbours merged where one stride reaches both. (lengths, strides) as [rank x i64] allocas, and the
+        count (at least 1)."""
+        b = self.b
+        rank = a.t.rank
+        lengths = self.alloca(ir.ArrayType(I64, rank))
+        strides = self.alloca(ir.ArrayType(I64, rank))
+        count = self.alloca(I64)
+        b.store(i64(1), b.gep(lengths, [i64(0), i64(0)]))
+        b.store(i64(0), b.gep(strides, [i64(0), i64(0)]))
+        b.store(i64(0), count)
+        for d in reversed(range(rank)):
+            dim, st = a.shape[d], a.strides[d]
+            with b.if_then(b.icmp_signed("!=", dim, i64(1))):
+                k = b.load(count)
+                last = b.select(b.icmp_signed(">", k, i64(0)), b.sub(k, i64(1)), i64(0))
+                last_length = b.load(b.gep(lengths, [i64(0), last]))
+                last_stride = b.load(b.gep(strides, [i64(0), last]))
+                merges = b.and_(b.icmp_signed(">", k, i64(0)),
+                                b.icmp_signed("==", b.mul(last_length, last_stride), st))
+                with b.if_else(merges) as (merge, new):
+                    with merge:
+                        b.store(b.mul(last_length, dim), b.gep(lengths, [i64(0), last]))
+                    with new:
+                        b.store(dim, b.gep(lengths, [i64(0), k]))
+                        b.store(st, b.gep(strides, [i64(0), k]))
+                        b.store(b.add(k, i64(1)), count)
+        k = b.load(count)
+        return lengths, strides, b.select(b.icmp_signed("==", k, i64(0)), i64(1), k)
+
+    def iteration_plan(self, lengths, k, cast: bool):
+        """How NumPy's buffered reduction iterator chunks a full reduction (``npyiter_find_buffering_setup``):
+        grow the core over the inner axes while the estimated overhead ``(1 + buffered operands) / size``
+        does not increase; the input needs a buffer once the core spans two axes (or when it is cast).
+        (best axis, block = elements of the axes up to it, chunk = elements per inner-loop call)."""
+        b = self.b
+        slots = {name: self.alloca(I64) for name in ("size", "cost", "dim", "best_cost", "best_size", "core",
+                                                     "stop")}
+        first = b.load(b.gep(lengths, [i64(0), i64(0)]))
+        for name, value in (("size", first), ("cost", i64(2 if cast else 1)), ("dim", i64(0)),
+                            ("best_cost", i64(2 if cast else 1)), ("best_size", first), ("core", i64(1)),
+                            ("stop", i64(0))):
+            b.store(value, slots[name])
+        with self.for_range(k, i64(1)) as idim:
+            size, cost = b.load(slots["size"]), b.load(slots["cost"])
+            full = b.and_(b.icmp_signed(">=", size, i64(BUFFER_SIZE)), b.icmp_signed(">", cost, i64(1)))
+            b.store(b.select(full, i64(1), b.load(slots["stop"])), slots["stop"])
+            with b.if_then(b.icmp_signed("==", b.load(slots["stop"]), i64(0))):
+                if not cast:
+                    # the input stops being one stride at the second axis (the axes are coalesced)
+                    cost = b.select(b.icmp_signed("==", idim, i64(1)), b.add(cost, i64(1)), cost)
+                b.store(cost, slots["cost"])
+                grown = b.mul(size, b.load(b.gep(lengths, [i64(0), idim])))
+                b.store(grown, slots["size"])
+                capped = b.and_(b.icmp_signed(">", cost, i64(1)), b.icmp_signed(">", grown, i64(BUFFER_SIZE)))
+                bufsize = b.select(capped, i64(BUFFER_SIZE), grown)
+                better = b.icmp_signed("<=", b.mul(cost, b.load(slots["best_size"])),
+                                       b.mul(b.load(slots["best_cost"]), bufsize))
+                with b.if_then(better):
+                    for name, value in (("best_cost", cost), ("core", size), ("best_size", grown),
+                                        ("dim", idim)):
+                        b.store(value, slots[name])
+        best_dim, block, core = b.load(slots["dim"]), b.load(slots["best_size"]), b.load(slots["core"])
+        buffered = b.or_(ir.Constant(I1, int(cast)), b.icmp_signed(">", best_dim, i64(0)))
+        capped = b.and_(buffered, b.icmp_signed(">", block, i64(BUFFER_SIZE)))
+        chunk = b.select(capped, b.mul(core, b.sdiv(i64(BUFFER_SIZE), core)), block)
+        return best_dim, block, chunk
+
+    def offset_of(self, flat, lengths, strides, lo, hi):
+        """The byte offset of position ``flat`` (C order) over coalesced axes lo..hi-1 (innermost first)."""
+        b = self.b
+        offset = self.alloca(I64)
+        rest = self.alloca(I64)
+        b.store(i64(0), offset)
+        b.store(flat, rest)
+        with self.for_range(hi, lo) as m:
+            length = b.load(b.gep(lengths, [i64(0), m]))
+            r = b.load(rest)
+            step = b.mul(b.srem(r, length), b.load(b.gep(strides, [i64(0), m])))
+            b.store(b.add(b.load(offset), step), offset)
+            b.store(b.sdiv(r, length), rest)
+        return b.load(offset)
+
+    def round_result(self, x, res: str):
+        """A double rounded to the float dtype ``res`` (once, as NumPy casts), back as a double."""
+        b = self.b
+        if res == "float64":
+            return x
+        if res == "float32":
+            return b.fpext(b.fptrunc(x, F32), F64)
+        return b.fpext(b.fptrunc(self.to_float_rounding_to_odd(x), HALF), F64)
+
+    def to_float_rounding_to_odd(self, x):
+        """A double as a float, rounded to odd: rounding that float to half then equals rounding the double to
+        half directly (24 bits >= 11 + 2), with no libcall (the JIT has no ``__truncdfhf2``)."""
+        b = self.b
+        nearest = b.fptrunc(x, F32)
+        back = b.fpext(nearest, F64)
+        bits = b.bitcast(nearest, ir.IntType(32))
+        fabs = self.mod.intrinsic("fabs")
+        away = b.fcmp_ordered(">", b.call(fabs, [back]), b.call(fabs, [x]))
+        bits = b.select(away, b.sub(bits, ir.Constant(ir.IntType(32), 1)), bits)
+        inexact = b.fcmp_ordered("!=", back, x)
+        bits = b.select(inexact, b.or_(bits, ir.Constant(ir.IntType(32), 1)), bits)
+        return b.bitcast(bits, F32)
+
+    def widen(self, x):
+        return x if x.type == F64 else self.b.fpext(x, F64)
+
+    def finish_mean(self, total, count, res: str, array: bool):
+        """NumPy's ``sum / count``: the sum as float64 over the count as float64; a float16 mean along an
+        axis is a float32 array first."""
+        b = self.b
+        value = b.fdiv(self.widen(total), b.sitofp(count, F64))
+        if array and res == "float16":
+            value = b.fpext(b.fptrunc(value, F32), F64)
+        return value
+
+
+    # -- the full reduction ending a fusion group ---------------------------------------------------------
+    def fused_pairwise_reduction(self, name: str, node, src_dtype: str, res: str, shape, arrays, element):
+        """np.sum/np.mean of a fused group's elements, as NumPy sums the materialized (C-contiguous) array:
+        each leaf block of <= 128 elements is computed into a buffer, then summed pairwise."""
+        b = self.b
+        sum_dtype = summation_dtype(name, src_dtype)
+        fty = accumulator_type(sum_dtype)
+        chunk = BUFFER_SIZE if sum_dtype != src_dtype else None
+        n = self.size(shape)
+        buffer = self.alloca(ir.ArrayType(fty, PW_BLOCKSIZE))
+        fill = self.block_filler(node, shape, arrays, element, fty)
+
+        def source_at(offset):
+            leaf = {}
+
+            def begin(start, count):
+                leaf["start"] = start
+                fill(buffer, b.add(offset, start), count)
+
+            def at(pos, ty):
+                slot = b.gep(buffer, [i64(0), b.sub(pos, leaf["start"])])
+                return b.bitcast(slot, ty.as_pointer())
+
+            def scalar(pos):
+                return b.load(at(pos, fty))
+
+            def vector(pos):
+                return b.load(at(pos, ir.VectorType(fty, UNROLL)), align=fty_size(fty))
+            return Source(scalar, vector, begin)
+
+        total = self.chunked_sum(ir.Constant(fty, 0.0), n, fty, sum_dtype, chunk, source_at)
+        value = self.finish_mean(total, n, res, array=False) if name == "mean" else self.widen(total)
+        return self.scalar_result(self.round_result(value, res), "f", node.output.type)
+
+    def block_filler(self, node, shape, arrays, element, fty):
+        """``fill(buffer, first, count)``: elements first..first+count-1 (flat, C order) of the group into
+        ``buffer`` as ``fty``; one flat index reaches contiguous operands, broadcast ones are unravelled."""
+        b = self.b
+        tensors = [v for v in node.inputs if isinstance(v.type, TensorType)]
+        by_value = {id(v): a for v, a in zip(tensors, arrays)}
+        flat = self.all_flat(shape, arrays)
+        strides = {id(a): self.broadcast_to(a, shape, "") for a in arrays}
+
+        def store(buffer, j, kind, x):
+            x = self.cast(x, kind, "f")
+            if fty != F64:
+                x = b.fptrunc(x, fty)
+            b.store(x, b.gep(buffer, [i64(0), j]))
+
+        def fill(buffer, first, count):
+            with b.if_else(flat, likely=True) as (contiguous, broadcast):
+                with contiguous:
+                    with self.for_range(count) as j:
+                        i = b.add(first, j)
+
+                        def load(v, i=i):
+                            a = by_value[id(v)]
+                            ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(a.itemsize))]), self.elem_ptr_type(a))
+                            return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+                        store(buffer, j, *element(load))
+                with broadcast:
+                    with self.for_range(count) as j:
+                        index = self.unravel(b.add(first, j), shape)
+
+                        def load(v, index=index):
+                            a = by_value[id(v)]
+                            view = Arr(a.t, [a.mi, a.data, *a.shape, *strides[id(a)]])
+                            ptr = self.element_ptr(view, index[len(index) - a.t.rank:])
+                            return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+                        store(buffer, j, *element(load))
+        return fill
+
+    def unravel(self, i, shape) -> list:
+        """The C-order index of flat position ``i`` in ``shape``."""
+        b = self.b
+        index = []
+        for d in reversed(shape):
+            index.insert(0, b.urem(i, d))
+            i = b.udiv(i, d)
+        return index
+
+
+def fty_size(fty) -> int:
+    return 8 if fty == F64 else 4
