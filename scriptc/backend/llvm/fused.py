@@ -109,7 +109,7 @@ class FusedOps:
         src_t = reduction.inputs[0].type
         res = reduction_dtype(reduction.kind, src_t, None)
         if pairwise_reducible(name, src_t.dtype):
-            return self.fused_pairwise_reduction(name, node, src_t.dtype, res, shape, arrays, element)
+            return self.fused_pairwise_reduction(reduction, node, src_t.dtype, res, shape, arrays, element)
         count = self.size(shape)
         self.check_nonempty(name, count)
         kind = kind_of(src_t.dtype)

@@ -322,9 +322,7 @@ class Summation:
         if not isinstance(out_t, TensorType):
             raise AssertionError("an axis reduction gives an array")
         out = self.alloc(out_t, [a.shape[d] for d in keep])
-        innermost = ir.Constant(I1, 1)
-        for d in a.shape[axis + 1:]:
-            innermost = b.and_(innermost, b.icmp_signed("==", d, i64(1)))
+        innermost = self.reduced_axis_is_innermost(a, axis)
         n = a.shape[axis]
 
         def reduce_at(out_index):
@@ -390,35 +388,74 @@ class Summation:
         return b.load(acc)
 
     def coalesced_dims(self, a: Arr):
-        """NumPy's iterator axes for ``a`` (C order assumed), innermost first: dimensions of length 1 dropped,
-        neighbours merged where one stride reaches both. (lengths, strides) as [rank x i64] allocas, and the
-        count (at least 1)."""
+        """NumPy's iterator axes for ``a``, innermost first: dimensions of length 1 dropped, the others in
+        order of their absolute strides (a stable sort starting from reversed C order, as
+        ``npyiter_find_best_axis_ordering``), neighbours merged where one stride reaches both.
+        (lengths, strides) as [rank x i64] allocas, and their count (at least 1)."""
         b = self.b
         rank = a.t.rank
         lengths = self.alloca(ir.ArrayType(I64, rank))
         strides = self.alloca(ir.ArrayType(I64, rank))
         count = self.alloca(I64)
-        b.store(i64(1), b.gep(lengths, [i64(0), i64(0)]))
-        b.store(i64(0), b.gep(strides, [i64(0), i64(0)]))
+
+        def at(array, k):
+            return b.gep(array, [i64(0), k])
+
         b.store(i64(0), count)
         for d in reversed(range(rank)):
-            dim, st = a.shape[d], a.strides[d]
-            with b.if_then(b.icmp_signed("!=", dim, i64(1))):
+            with b.if_then(b.icmp_signed("!=", a.shape[d], i64(1))):
                 k = b.load(count)
-                last = b.select(b.icmp_signed(">", k, i64(0)), b.sub(k, i64(1)), i64(0))
-                last_length = b.load(b.gep(lengths, [i64(0), last]))
-                last_stride = b.load(b.gep(strides, [i64(0), last]))
-                merges = b.and_(b.icmp_signed(">", k, i64(0)),
-                                b.icmp_signed("==", b.mul(last_length, last_stride), st))
-                with b.if_else(merges) as (merge, new):
-                    with merge:
-                        b.store(b.mul(last_length, dim), b.gep(lengths, [i64(0), last]))
-                    with new:
-                        b.store(dim, b.gep(lengths, [i64(0), k]))
-                        b.store(st, b.gep(strides, [i64(0), k]))
-                        b.store(b.add(k, i64(1)), count)
+                b.store(a.shape[d], at(lengths, k))
+                b.store(a.strides[d], at(strides, k))
+                b.store(b.add(k, i64(1)), count)
         k = b.load(count)
-        return lengths, strides, b.select(b.icmp_signed("==", k, i64(0)), i64(1), k)
+        with self.for_range(k, i64(1)) as i:
+            with self.for_range(i) as t:
+                j = b.sub(i, t)
+                before = b.sub(j, i64(1))
+                s0, s1 = b.load(at(strides, before)), b.load(at(strides, j))
+                with b.if_then(b.icmp_signed(">", self.iabs(s0), self.iabs(s1))):
+                    l0, l1 = b.load(at(lengths, before)), b.load(at(lengths, j))
+                    b.store(s1, at(strides, before))
+                    b.store(s0, at(strides, j))
+                    b.store(l1, at(lengths, before))
+                    b.store(l0, at(lengths, j))
+        merged = self.alloca(I64)
+        b.store(i64(0), merged)
+        with b.if_then(b.icmp_signed("==", k, i64(0))):
+            b.store(i64(1), at(lengths, i64(0)))
+            b.store(i64(0), at(strides, i64(0)))
+        with self.for_range(k, i64(1)) as i:
+            last = b.load(merged)
+            length, stride = b.load(at(lengths, i)), b.load(at(strides, i))
+            last_length = b.load(at(lengths, last))
+            with b.if_else(b.icmp_signed("==", b.mul(last_length, b.load(at(strides, last))), stride)) as (
+                    merge, new):
+                with merge:
+                    b.store(b.mul(last_length, length), at(lengths, last))
+                with new:
+                    nxt = b.add(last, i64(1))
+                    b.store(length, at(lengths, nxt))
+                    b.store(stride, at(strides, nxt))
+                    b.store(nxt, merged)
+        return lengths, strides, b.add(b.load(merged), i64(1))
+
+    def iabs(self, x):
+        return self.b.select(self.b.icmp_signed("<", x, i64(0)), self.b.neg(x), x)
+
+    def reduced_axis_is_innermost(self, a: Arr, axis: int):
+        """i1: NumPy's iterator puts the reduced axis innermost (it has the smallest absolute stride of the
+        dimensions longer than 1; on a tie, the later one is inner), so each output is one pairwise sum."""
+        b = self.b
+        inner = ir.Constant(I1, 1)
+        mine = self.iabs(a.strides[axis])
+        for d in range(a.t.rank):
+            if d == axis:
+                continue
+            other = self.iabs(a.strides[d])
+            before = b.icmp_signed("<", mine, other) if d > axis else b.icmp_signed("<=", mine, other)
+            inner = b.and_(inner, b.or_(b.icmp_signed("==", a.shape[d], i64(1)), before))
+        return inner
 
     def iteration_plan(self, lengths, k, cast: bool):
         """How NumPy's buffered reduction iterator chunks a full reduction (``npyiter_find_buffering_setup``):
@@ -510,16 +547,17 @@ class Summation:
 
 
     # -- the full reduction ending a fusion group ---------------------------------------------------------
-    def fused_pairwise_reduction(self, name: str, node, src_dtype: str, res: str, shape, arrays, element):
+    def fused_pairwise_reduction(self, reduction, node, src_dtype: str, res: str, shape, arrays, element):
         """np.sum/np.mean of a fused group's elements, as NumPy sums the materialized (C-contiguous) array:
         each leaf block of <= 128 elements is computed into a buffer, then summed pairwise."""
         b = self.b
+        name = reduction.kind.split("::")[1]
         sum_dtype = summation_dtype(name, src_dtype)
         fty = accumulator_type(sum_dtype)
         chunk = BUFFER_SIZE if sum_dtype != src_dtype else None
         n = self.size(shape)
-        buffer = self.alloca(ir.ArrayType(fty, PW_BLOCKSIZE))
-        fill = self.block_filler(node, shape, arrays, element, fty)
+        buffer = self.alloca(ir.ArrayType(fty, PW_BLOCKSIZE + UNROLL))
+        fill = self.block_filler(reduction, node, shape, arrays, element, fty)
 
         def source_at(offset):
             leaf = {}
@@ -543,14 +581,19 @@ class Summation:
         value = self.finish_mean(total, n, res, array=False) if name == "mean" else self.widen(total)
         return self.scalar_result(self.round_result(value, res), "f", node.output.type)
 
-    def block_filler(self, node, shape, arrays, element, fty):
+    def block_filler(self, reduction, node, shape, arrays, element, fty):
         """``fill(buffer, first, count)``: elements first..first+count-1 (flat, C order) of the group into
-        ``buffer`` as ``fty``; one flat index reaches contiguous operands, broadcast ones are unravelled."""
+        ``buffer`` as ``fty``. Contiguous operands are read by one flat index, W elements at a time where the
+        element-wise loop would use SIMD (the same elements, computed by the same routines: ``first`` is a
+        multiple of 8, so the vectors line up with that loop's); broadcast operands are unravelled."""
         b = self.b
+        sub = node.attrs["subgraph"]
         tensors = [v for v in node.inputs if isinstance(v.type, TensorType)]
         by_value = {id(v): a for v, a in zip(tensors, arrays)}
         flat = self.all_flat(shape, arrays)
         strides = {id(a): self.broadcast_to(a, shape, "") for a in arrays}
+        lanes = self.simd_width(sub, stop=reduction) if fty == F64 else None
+        n = self.size(shape)
 
         def store(buffer, j, kind, x):
             x = self.cast(x, kind, "f")
@@ -558,17 +601,39 @@ class Summation:
                 x = b.fptrunc(x, fty)
             b.store(x, b.gep(buffer, [i64(0), j]))
 
+        def flat_element(buffer, first, j):
+            i = b.add(first, j)
+
+            def load(v):
+                a = by_value[id(v)]
+                ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(a.itemsize))]), self.elem_ptr_type(a))
+                return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+            store(buffer, j, *element(load))
+
+        def flat_elements(buffer, first, count):
+            if lanes is None:
+                with self.for_range(count) as j:
+                    flat_element(buffer, first, j)
+                return
+            vec = ir.VectorType(F64, lanes)
+            vector_end = b.sub(n, b.srem(n, i64(lanes)))
+            with self.for_range(b.sdiv(b.add(count, i64(lanes - 1)), i64(lanes))) as c:
+                j = b.mul(c, i64(lanes))
+                i = b.add(first, j)
+                with b.if_else(b.icmp_signed("<=", b.add(i, i64(lanes)), vector_end)) as (whole, tail):
+                    with whole:
+                        values = self.simd_values(node, sub, i, vec, stop=reduction)[id(reduction.inputs[0])]
+                        b.store(values, b.bitcast(b.gep(buffer, [i64(0), j]), vec.as_pointer()), align=8)
+                    with tail:
+                        rest = b.sub(count, j)
+                        with self.for_range(b.select(b.icmp_signed("<", rest, i64(lanes)), rest,
+                                                     i64(lanes))) as t:
+                            flat_element(buffer, first, b.add(j, t))
+
         def fill(buffer, first, count):
             with b.if_else(flat, likely=True) as (contiguous, broadcast):
                 with contiguous:
-                    with self.for_range(count) as j:
-                        i = b.add(first, j)
-
-                        def load(v, i=i):
-                            a = by_value[id(v)]
-                            ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(a.itemsize))]), self.elem_ptr_type(a))
-                            return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
-                        store(buffer, j, *element(load))
+                    flat_elements(buffer, first, count)
                 with broadcast:
                     with self.for_range(count) as j:
                         index = self.unravel(b.add(first, j), shape)
