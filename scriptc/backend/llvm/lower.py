@@ -32,7 +32,7 @@ from .fused import FusedOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
 from .strings import StringOps
-from .summation import Summation
+from .sum_reductions import SumReductions
 
 
 def check_graph(graph: Graph, seen=None) -> None:
@@ -212,7 +212,7 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, StringOps, Summation):
+class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, StringOps, SumReductions):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
