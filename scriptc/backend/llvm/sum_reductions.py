@@ -45,7 +45,7 @@ class SumReductions(Summation):
         chunk = BUFFER_SIZE if sum_dtype != a.t.dtype else None
         zero = ir.Constant(fty, 0.0)
         if axis is None:
-            total = self.full_sum(a, zero, sum_dtype, chunk is not None)
+            total = self.shared_full_sum(a, zero, sum_dtype, chunk is not None)
             count = self.size(a.shape)
             value = self.finish_mean(total, count, res, array=False) if name == "mean" else \
                 self.widen(total)
@@ -78,6 +78,19 @@ class SumReductions(Summation):
 
         self.loop_nest(out.shape, reduce_at)
         return [out.leaves]
+
+    def shared_full_sum(self, a: Arr, total, sum_dtype: str, cast: bool):
+        """``full_sum`` as a call to its code for this dtype and rank, compiled once per process."""
+        rank = a.t.rank
+        fty = accumulator_type(sum_dtype)
+        fnty = ir.FunctionType(fty, [I8.as_pointer()] + [I64] * (2 * rank) + [fty])
+
+        def build(lowering, fn):
+            data, *dims, start = fn.args
+            arr = Arr(a.t, [ir.Constant(I8.as_pointer(), None), data, *dims])
+            lowering.b.ret(lowering.full_sum(arr, start, sum_dtype, cast))
+        callee = self.call_compiled_once(("full", a.t.dtype, sum_dtype, rank, cast), fnty, build)
+        return self.b.call(callee, [self.b.bitcast(a.data, I8.as_pointer()), *a.shape, *a.strides, total])
 
     def full_sum(self, a: Arr, total, sum_dtype: str, cast: bool):
         """``total`` plus every element of ``a`` (C order), in the inner-loop calls NumPy's iterator makes
@@ -123,8 +136,8 @@ class SumReductions(Summation):
                                     x = self.convert_to(b.load(ptr), a.t.dtype, fty)
                                     b.store(x, b.gep(buffer, [i64(0), b.add(b.mul(r, row), e)]))
                             data = b.bitcast(buffer, I8.as_pointer())
-                            source_at = self.run_source(data, i64(ELEM_SIZE[fdtype]), fdtype, fty, True)
-                            b.store(self.chunked_sum(b.load(acc), count, fty, sum_dtype, None, source_at), acc)
+                            b.store(self.run_sum(b.load(acc), data, i64(ELEM_SIZE[fdtype]), count, fdtype,
+                                                 sum_dtype, None), acc)
         return b.load(acc)
 
     def coalesced_dims(self, a: Arr):
@@ -317,7 +330,8 @@ class SumReductions(Summation):
                 return b.load(at(pos, ir.VectorType(fty, UNROLL)), align=fty_size(fty))
             return Source(scalar, vector, begin)
 
-        total = self.chunked_sum(ir.Constant(fty, 0.0), n, fty, sum_dtype, chunk, source_at)
+        total = self.chunked_sum(ir.Constant(fty, 0.0), n, fty, sum_dtype, chunk,
+                                 lambda offset, count: self.pairwise_sum(count, fty, source_at(offset)))
         value = self.finish_mean(total, n, res, array=False) if name == "mean" else self.widen(total)
         return self.scalar_result(self.round_result(value, res), "f", node.output.type)
 

@@ -17,10 +17,12 @@ float for float32 and float16 (NumPy's ``HALF_add`` sums halves as floats).
 """
 from __future__ import annotations
 
+import threading
+
 from llvmlite import ir
 
 from .arrays import ELEM, kind_of
-from .common import F64, I1, I64, i64
+from .common import F64, I1, I8P, I64, i64
 
 PW_BLOCKSIZE = 128
 UNROLL = 8
@@ -198,13 +200,13 @@ class Summation:
         b.position_at_end(exit_)
         return total
 
-    def chunked_sum(self, total, n, fty, sum_dtype: str, chunk: int | None, source_at):
-        """``total`` plus the pairwise sums of ``n`` elements, one inner-loop call per ``chunk`` elements (all
-        at once when None), rounded to ``sum_dtype`` after each call as NumPy stores its result.
-        ``source_at(offset)`` is the Source of the elements from ``offset``."""
+    def chunked_sum(self, total, n, fty, sum_dtype: str, chunk: int | None, sum_of):
+        """``total`` plus the sums of ``n`` elements, one inner-loop call per ``chunk`` elements (all at once
+        when None), rounded to ``sum_dtype`` after each call as NumPy stores its result.
+        ``sum_of(offset, count)`` is the pairwise sum of ``count`` elements from ``offset``."""
         b = self.b
         if chunk is None:
-            return self.round_sum(b.fadd(total, self.pairwise_sum(n, fty, source_at(i64(0)))), sum_dtype)
+            return self.round_sum(b.fadd(total, sum_of(i64(0), n)), sum_dtype)
         acc = self.alloca(fty)
         b.store(total, acc)
         count = b.sdiv(b.add(n, i64(chunk - 1)), i64(chunk))
@@ -212,8 +214,7 @@ class Summation:
             offset = b.mul(c, i64(chunk))
             rest = b.sub(n, offset)
             size = b.select(b.icmp_signed("<", rest, i64(chunk)), rest, i64(chunk))
-            part = self.pairwise_sum(size, fty, source_at(offset))
-            b.store(self.round_sum(b.fadd(b.load(acc), part), sum_dtype), acc)
+            b.store(self.round_sum(b.fadd(b.load(acc), sum_of(offset, size)), sum_dtype), acc)
         return b.load(acc)
 
     def round_sum(self, x, sum_dtype: str):
@@ -268,21 +269,69 @@ class Summation:
         return source_at
 
     def run_sum(self, total, base, stride, n, src_dtype: str, sum_dtype: str, chunk):
-        """``total`` plus the sum of one run of an array, as NumPy's inner loop: a contiguous and a strided
-        version of the loop, chosen at run time."""
+        """``total`` plus the sum of one run of an array (``n`` elements ``stride`` bytes apart from ``base``),
+        in NumPy's inner-loop calls (the loop is compiled once per process: ``pairwise_run``)."""
         b = self.b
         fty = accumulator_type(sum_dtype)
-        itemsize = i64(ELEM_SIZE[src_dtype])
-        result = self.alloca(fty)
-        with b.if_else(b.icmp_signed("==", stride, itemsize), likely=True) as (contiguous, strided):
-            with contiguous:
-                b.store(self.chunked_sum(total, n, fty, sum_dtype, chunk,
-                                         self.run_source(base, stride, src_dtype, fty, True)), result)
-            with strided:
-                b.store(self.chunked_sum(total, n, fty, sum_dtype, chunk,
-                                         self.run_source(base, stride, src_dtype, fty, False)), result)
-        return b.load(result)
+        fnty = ir.FunctionType(fty, [I8P, I64, I64])
 
+        def build(lowering, fn):
+            base, stride, n = fn.args
+            lowering.pairwise_run_body(base, stride, n, src_dtype, fty)
+        callee = self.call_compiled_once(("pairwise", src_dtype, str(fty)), fnty, build)
+
+        def sum_of(offset, count):
+            return b.call(callee, [b.gep(base, [b.mul(offset, stride)]), stride, count])
+        return self.chunked_sum(total, n, fty, sum_dtype, chunk, sum_of)
+
+    def pairwise_run_body(self, base, stride, n, src_dtype: str, fty) -> None:
+        """Return the pairwise sum of a run: vector loads when it is contiguous, element loads otherwise."""
+        b = self.b
+        with b.if_else(b.icmp_signed("==", stride, i64(ELEM_SIZE[src_dtype])), likely=True) as (
+                contiguous, strided):
+            with contiguous:
+                b.ret(self.pairwise_sum(n, fty, self.run_source(base, stride, src_dtype, fty, True)(i64(0))))
+            with strided:
+                b.ret(self.pairwise_sum(n, fty, self.run_source(base, stride, src_dtype, fty, False)(i64(0))))
+        b.unreachable()
+
+    def call_compiled_once(self, key: tuple, fnty: ir.FunctionType, build):
+        """A callee for the function ``build(lowering, fn)`` emits, compiled (strict FP, O3) once per process
+        and key: the code every reduction site shares is not optimized again for each compiled function."""
+        address = compiled_once(key, fnty, build)
+        return self.b.inttoptr(i64(address), fnty.as_pointer())
+
+
+_COMPILED: dict = {}
+_COMPILED_LOCK = threading.RLock()   # a shared function may call another one
+
+
+def compiled_once(key: tuple, fnty: ir.FunctionType, build) -> int:
+    """The address of ``build``'s function for this key, compiled on first use."""
+    with _COMPILED_LOCK:
+        address = _COMPILED.get(key)
+        if address is None:
+            address = _COMPILED[key] = _compile(key, fnty, build)
+        return address
+
+
+def _compile(key: tuple, fnty: ir.FunctionType, build) -> int:
+    from .engine import engine
+    from .lower import FunctionLowering, ModuleLowering
+    prefix = "scriptc_shared_" + "_".join(str(k) for k in key).replace(" ", "")
+    mod = ModuleLowering(prefix)
+    fn = ir.Function(mod.module, fnty, mod.unique("fn"))
+    fn.attributes.add("nounwind")
+    # a lowering object for a function with no graph: the emitting helpers need a builder and an entry block
+    lowering = FunctionLowering.__new__(FunctionLowering)
+    lowering.mod, lowering.function, lowering.node, lowering.env = mod, fn, None, {}
+    lowering.entry_block = fn.append_basic_block("entry")
+    body = fn.append_basic_block("body")
+    ir.IRBuilder(lowering.entry_block).branch(body)
+    lowering.b = ir.IRBuilder(body)
+    build(lowering, fn)
+    eng = engine()
+    return eng.add_module(eng.optimize(str(mod.module)), [fn.name])[fn.name]
 
 def fty_size(fty) -> int:
     return 8 if fty == F64 else 4
