@@ -5,8 +5,9 @@ the pairwise loop (summation.py), called as NumPy's reduction machinery calls it
 
 - the result starts at the identity +0.0 (so a sum of -0.0 is +0.0), and each inner-loop call adds the pairwise
   sum of its elements to it, rounded to the result dtype (a float16 sum is rounded to half after each call);
-- the iterator's axes are the array's axes of length > 1, innermost first, stably sorted by absolute stride and
-  merged where one stride reaches two: a C-contiguous array, or any contiguous transpose, is one axis;
+- the iterator's axes are the array's axes of length > 1, innermost first, stably sorted by absolute stride (a
+  zero stride compares with none) and merged where one stride reaches two: a C-contiguous array, or any
+  contiguous transpose, is one axis;
 - a full reduction's inner loop covers the innermost axis, or a buffer (``BUFFER_SIZE`` = 8192 elements, a
   whole number of rows) holding several axes copied out, whichever the iterator's overhead estimate prefers;
   a reduction that casts (a float16 mean sums in float32, an integer or bool mean in float64) is always
@@ -19,8 +20,8 @@ the pairwise loop (summation.py), called as NumPy's reduction machinery calls it
 - a fused group ending in a full sum or mean sums the elements as NumPy sums the materialized, C-contiguous
   result, computing each block of them with the routines the element-wise loop would use.
 
-Not modelled: arrays with a stride of 0 along an axis longer than 1 (broadcast views), which NumPy's axis sort
-treats as ambiguous.
+The loop over a run and the full-reduction driver are compiled once per process (per dtype, and rank) and
+called from every function that sums; a fused group's loop is inlined, as its elements are computed in it.
 """
 from __future__ import annotations
 
@@ -140,15 +141,14 @@ class SumReductions(Summation):
                                                  sum_dtype, None), acc)
         return b.load(acc)
 
-    def coalesced_dims(self, a: Arr):
-        """NumPy's iterator axes for ``a``, innermost first: dimensions of length 1 dropped, the others in
-        order of their absolute strides (a stable sort starting from reversed C order, as
-        ``npyiter_find_best_axis_ordering``), neighbours merged where one stride reaches both.
-        (lengths, strides) as [rank x i64] allocas, and their count (at least 1)."""
+    def iterator_axes(self, a: Arr):
+        """NumPy's iterator axes for ``a``, innermost first (``npyiter_find_best_axis_ordering``): the axes
+        longer than 1 in reversed C order, then a stable insertion sort by absolute stride in which a zero
+        stride (a broadcast axis) compares with nothing. (lengths, strides, axis numbers) as [rank x i64]
+        allocas, and their count."""
         b = self.b
         rank = a.t.rank
-        lengths = self.alloca(ir.ArrayType(I64, rank))
-        strides = self.alloca(ir.ArrayType(I64, rank))
+        columns = [self.alloca(ir.ArrayType(I64, rank)) for _ in range(3)]
         count = self.alloca(I64)
 
         def at(array, k):
@@ -158,21 +158,45 @@ class SumReductions(Summation):
         for d in reversed(range(rank)):
             with b.if_then(b.icmp_signed("!=", a.shape[d], i64(1))):
                 k = b.load(count)
-                b.store(a.shape[d], at(lengths, k))
-                b.store(a.strides[d], at(strides, k))
+                for column, value in zip(columns, (a.shape[d], a.strides[d], i64(d))):
+                    b.store(value, at(column, k))
                 b.store(b.add(k, i64(1)), count)
         k = b.load(count)
+        strides = columns[1]
+        position, stop = self.alloca(I64), self.alloca(I1)
         with self.for_range(k, i64(1)) as i:
+            item = [b.load(at(column, i)) for column in columns]
+            mine = item[1]
+            b.store(i, position)
+            b.store(ir.Constant(I1, 0), stop)
             with self.for_range(i) as t:
+                j = b.sub(b.sub(i, t), i64(1))
+                other = b.load(at(strides, j))
+                comparable = b.and_(b.icmp_signed("!=", mine, i64(0)), b.icmp_signed("!=", other, i64(0)))
+                with b.if_then(b.and_(comparable, b.not_(b.load(stop)))):
+                    with b.if_else(b.icmp_signed(">", self.iabs(other), self.iabs(mine))) as (move, stay):
+                        with move:
+                            b.store(j, position)
+                        with stay:
+                            b.store(ir.Constant(I1, 1), stop)
+            target = b.load(position)
+            with self.for_range(b.sub(i, target)) as t:
                 j = b.sub(i, t)
-                before = b.sub(j, i64(1))
-                s0, s1 = b.load(at(strides, before)), b.load(at(strides, j))
-                with b.if_then(b.icmp_signed(">", self.iabs(s0), self.iabs(s1))):
-                    l0, l1 = b.load(at(lengths, before)), b.load(at(lengths, j))
-                    b.store(s1, at(strides, before))
-                    b.store(s0, at(strides, j))
-                    b.store(l1, at(lengths, before))
-                    b.store(l0, at(lengths, j))
+                for column in columns:
+                    b.store(b.load(at(column, b.sub(j, i64(1)))), at(column, j))
+            for column, value in zip(columns, item):
+                b.store(value, at(column, target))
+        return columns, k
+
+    def coalesced_dims(self, a: Arr):
+        """The iterator's axes (``iterator_axes``) with neighbours merged where one stride reaches both
+        (``npyiter_coalesce_axes``): (lengths, strides) as [rank x i64] allocas, and their count (at least 1)."""
+        b = self.b
+        (lengths, strides, _), k = self.iterator_axes(a)
+
+        def at(array, k):
+            return b.gep(array, [i64(0), k])
+
         merged = self.alloca(I64)
         b.store(i64(0), merged)
         with b.if_then(b.icmp_signed("==", k, i64(0))):
@@ -197,18 +221,12 @@ class SumReductions(Summation):
         return self.b.select(self.b.icmp_signed("<", x, i64(0)), self.b.neg(x), x)
 
     def reduced_axis_is_innermost(self, a: Arr, axis: int):
-        """i1: NumPy's iterator puts the reduced axis innermost (it has the smallest absolute stride of the
-        dimensions longer than 1; on a tie, the later one is inner), so each output is one pairwise sum."""
+        """i1: NumPy's iterator puts the reduced axis innermost, so each output is one pairwise sum (when it
+        is not, it is an outer loop and each output a sequential sum)."""
         b = self.b
-        inner = ir.Constant(I1, 1)
-        mine = self.iabs(a.strides[axis])
-        for d in range(a.t.rank):
-            if d == axis:
-                continue
-            other = self.iabs(a.strides[d])
-            before = b.icmp_signed("<", mine, other) if d > axis else b.icmp_signed("<=", mine, other)
-            inner = b.and_(inner, b.or_(b.icmp_signed("==", a.shape[d], i64(1)), before))
-        return inner
+        (_, _, numbers), k = self.iterator_axes(a)
+        first = b.load(b.gep(numbers, [i64(0), i64(0)]))
+        return b.or_(b.icmp_signed("==", k, i64(0)), b.icmp_signed("==", first, i64(axis)))
 
     def iteration_plan(self, lengths, k, cast: bool):
         """How NumPy's buffered reduction iterator chunks a full reduction (``npyiter_find_buffering_setup``):
