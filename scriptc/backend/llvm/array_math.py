@@ -5,8 +5,8 @@ when every operand is C-contiguous and of the output's shape). Operands are wide
 (double, i64, i1) and the result narrowed to the output dtype, which gives NumPy's results for integers (they
 wrap at their width) and correctly rounded float32 arithmetic. NumPy's rules where Python's differ: integer
 division and modulo by zero give 0, float division by zero gives inf/nan, ``maximum``/``minimum`` propagate
-NaN, ``bool + bool`` is ``or``. Reductions accumulate sequentially (NumPy sums pairwise: float sums may differ
-in the last bits).
+NaN, ``bool + bool`` is ``or``. Float sums and means are NumPy's pairwise summation (summation.py); the other
+reductions accumulate sequentially.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from .arrays import ELEM, INT_RANGE, Arr, kind_of, shape_text
 from .common import F64, I1, I64, INT64_MIN, f64, handles_array, i64
 from .engine import LIBM_UNARY
 from .errors import LoweringError
+from .summation import pairwise_reducible
 
 ELEMENTWISE = [name for name, op in REGISTRY.items() if op.elementwise]
 INPLACE = [name for name, op in REGISTRY.items() if "inplace_of" in op.extra]
@@ -366,6 +367,8 @@ class ArrayMath:
         a = self.arr(node.inputs[0])
         axis = node.attrs.get("axis")
         res = reduction_dtype(node.kind, a.t, axis)
+        if pairwise_reducible(name, a.t.dtype):
+            return self.lower_pairwise_reduction(node, name, a, axis, res)
         if axis is not None:
             axis %= a.t.rank
         reduce_dims = list(range(a.t.rank)) if axis is None else [axis]

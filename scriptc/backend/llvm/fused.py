@@ -1,7 +1,8 @@
 """Lowering of ``prim::FusionGroup``: the group's element-wise operators evaluated per element in one loop
 (flat and vectorizable when the operands are contiguous), storing only the group's result, or accumulating it
-when the group ends in a full reduction. Every intermediate is rounded to its own dtype, as NumPy's
-materialized temporaries are, so a fused group computes what the unfused operators compute."""
+when the group ends in a full reduction (float sums and means in blocks, summed pairwise as NumPy sums the
+materialized array: summation.py). Every intermediate is rounded to its own dtype, as NumPy's materialized
+temporaries are, so a fused group computes what the unfused operators compute."""
 from __future__ import annotations
 
 from llvmlite import ir
@@ -11,6 +12,7 @@ from ...ir.types import TensorType
 from .array_math import reduction_dtype
 from .arrays import ELEM, Arr, kind_of, scalar_kind
 from .common import F64, I64, handles, i64
+from .summation import pairwise_reducible
 
 
 class FusedOps:
@@ -130,6 +132,8 @@ class FusedOps:
         name = reduction.kind.split("::")[1]
         src_t = reduction.inputs[0].type
         res = reduction_dtype(reduction.kind, src_t, None)
+        if pairwise_reducible(name, src_t.dtype):
+            return self.fused_pairwise_reduction(reduction, node, src_t.dtype, res, shape, arrays, element)
         count = self.size(shape)
         self.check_nonempty(name, count)
         kind = kind_of(src_t.dtype)

@@ -38,6 +38,7 @@ from .simd import SimdOps
 from .lists import ListOps
 from .strings import StringOps
 from .unwind import Unwinding, build_payload_function
+from .sum_reductions import SumReductions
 
 
 def check_graph(graph: Graph, seen=None) -> None:
@@ -221,7 +222,7 @@ class ModuleLowering:
 # -- functions -------------------------------------------------------------------------------------------
 
 class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ArrayMath, ArrayFns, MatmulOps, FusedOps,
-                       SimdOps, StringOps, ListOps):
+                       SimdOps, StringOps, ListOps, SumReductions):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):

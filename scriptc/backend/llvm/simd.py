@@ -1,7 +1,8 @@
 """Explicit SIMD for fused float64 groups: when every operand is contiguous, the group runs W elements at a
 time on LLVM vectors, calling glibc's libmvec for exp/log/sin/... (within 4 ulp, as NumPy's own SIMD loops),
 and the scalar loop finishes the last n % W elements. W is the widest libmvec variant the CPU runs (8 doubles
-with AVX-512). Groups using anything else (integers, float32, floor division, ...) stay scalar."""
+with AVX-512). Groups using anything else (integers, float32, floor division, ...) stay scalar. A group ending
+in a full sum computes its elements the same way (summation.py), so it sums what the element-wise loop stores."""
 from __future__ import annotations
 
 from llvmlite import ir
@@ -21,8 +22,9 @@ OTHER = {"neg", "maximum", "minimum", "where", "pow"}
 class SimdOps:
     """Mixin of FunctionLowering."""
 
-    def simd_width(self, sub) -> int | None:
-        """Lanes for this group, or None when it must stay scalar."""
+    def simd_width(self, sub, stop=None) -> int | None:
+        """Lanes for this group (its nodes before ``stop``, a reduction ending it), or None when it must stay
+        scalar."""
         vm = engine().vector_math
         if "exp" not in vm:
             return None
@@ -34,6 +36,8 @@ class SimdOps:
             elif v.type not in (FLOAT, INT):
                 return None
         for n in sub.nodes:
+            if n is stop:
+                break
             op = n.kind.split("::")[1]
             if n.kind == "prim::Constant":
                 if n.output.type not in (FLOAT, INT):
@@ -68,22 +72,31 @@ class SimdOps:
         chunks = b.sdiv(end, i64(lanes))
         with self.for_range(chunks) as c:
             i = b.mul(c, i64(lanes))
-            env = {}
-            for p, outer in zip(sub.inputs, node.inputs):
-                if isinstance(outer.type, TensorType):
-                    a = self.arr(outer)
-                    ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(8))]), vec.as_pointer())
-                    env[id(p)] = b.load(ptr, align=8)
-                else:
-                    env[id(p)] = self.splat(self.to_f64(self.scalar(outer), outer.type), vec)
-            for m in sub.nodes:
-                if m.kind == "prim::Constant":
-                    env[id(m.output)] = ir.Constant(vec, [float(m.attrs.get("value", 0))] * lanes)
-                    continue
-                env[id(m.output)] = self.simd_op(m.kind.split("::")[1], [env[id(v)] for v in m.inputs], vec)
+            env = self.simd_values(node, sub, i, vec)
             ptr = b.bitcast(b.gep(out.data, [b.mul(i, i64(8))]), vec.as_pointer())
             b.store(env[id(sub.outputs[0])], ptr, align=8)
         return end
+
+    def simd_values(self, node, sub, i, vec, stop=None) -> dict:
+        """The group's values (by id of the subgraph value) at elements i..i+lanes-1 of its contiguous
+        operands, for the nodes before ``stop``."""
+        b = self.b
+        env = {}
+        for p, outer in zip(sub.inputs, node.inputs):
+            if isinstance(outer.type, TensorType):
+                a = self.arr(outer)
+                ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(8))]), vec.as_pointer())
+                env[id(p)] = b.load(ptr, align=8)
+            else:
+                env[id(p)] = self.splat(self.to_f64(self.scalar(outer), outer.type), vec)
+        for m in sub.nodes:
+            if m is stop:
+                break
+            if m.kind == "prim::Constant":
+                env[id(m.output)] = ir.Constant(vec, [float(m.attrs.get("value", 0))] * vec.count)
+                continue
+            env[id(m.output)] = self.simd_op(m.kind.split("::")[1], [env[id(v)] for v in m.inputs], vec)
+        return env
 
     def splat(self, x, vec):
         b = self.b

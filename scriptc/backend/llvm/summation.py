@@ -1,0 +1,339 @@
+"""NumPy's pairwise summation, bit for bit, as LLVM IR: the loop ``np.sum`` and ``np.mean`` of float arrays run
+(sum_reductions.py says how NumPy's reduction machinery calls it).
+
+The algorithm is NumPy's ``pairwise_sum`` (``numpy/_core/src/umath/loops_utils.h.src``, NumPy 2.x; the method is
+Higham's, "The accuracy of floating point summation", SIAM J. Sci. Comput. 14(4), 1993), for n elements:
+
+- fewer than 8: one accumulator, starting at -0.0, adding the elements in order;
+- 8 to ``PW_BLOCKSIZE`` (128): 8 partial sums, started with elements 0..7 and each adding every 8th element up to
+  the last multiple of 8; then ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``; then the remaining (< 8)
+  elements added in order;
+- more: split at ``n2 = n // 2`` rounded down to a multiple of 8, sum both parts so, add the two sums.
+
+The 8 partial sums are one 8-lane vector (the same additions in the same order, so the same bits, at one vector
+add per 8 elements), and the recursion is an explicit stack inside the function, so that the code computing a
+fused group's elements is inlined in the leaves. Partial sums have the type of NumPy's loop: double for float64,
+float for float32 and float16 (NumPy's ``HALF_add`` sums halves as floats).
+"""
+from __future__ import annotations
+
+import threading
+
+from llvmlite import ir
+
+from .arrays import ELEM, kind_of
+from .common import F64, I1, I8P, I64, i64
+
+PW_BLOCKSIZE = 128
+UNROLL = 8
+BUFFER_SIZE = 8192       # NumPy's default iterator buffer, in elements
+STACK_DEPTH = 64         # the recursion halves n: 64 levels hold any i64 length
+F32 = ir.FloatType()
+HALF = ir.HalfType()
+ELEM_SIZE = {"float64": 8, "float32": 4, "float16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
+             "uint8": 1, "bool": 1}
+
+
+def summation_dtype(name: str, src_dtype: str) -> str:
+    """The dtype NumPy adds in: the array's own float dtype; float32 for a float16 mean; float64 for the mean
+    of integers and bools."""
+    if kind_of(src_dtype) == "f":
+        return "float32" if name == "mean" and src_dtype == "float16" else src_dtype
+    return "float64"
+
+
+def accumulator_type(dtype: str) -> ir.Type:
+    """The register type of NumPy's partial sums for a sum in ``dtype``."""
+    return F64 if dtype == "float64" else F32
+
+
+def pairwise_reducible(name: str, src_dtype: str) -> bool:
+    """Whether this reduction is summed here: float sums and means, and means of any array."""
+    return name == "mean" or (name == "sum" and kind_of(src_dtype) == "f")
+
+
+class Source:
+    """Where the elements of one pairwise sum come from: ``scalar(pos)`` gives element ``pos`` (an i64) as the
+    accumulator type, ``vector(pos)`` elements pos..pos+7 as an 8-lane vector; ``begin(start, count)`` runs
+    before each leaf block reads its elements (a fused group computes them there)."""
+
+    def __init__(self, scalar, vector, begin=None):
+        self.scalar, self.vector, self.begin = scalar, vector, begin
+
+
+class Summation:
+    """Mixin of FunctionLowering."""
+
+    # -- the pairwise algorithm ---------------------------------------------------------------------------
+    def pairwise_sum(self, n, fty, source: Source):
+        """NumPy's pairwise sum of elements 0..n-1 of ``source`` (n >= 0), as a ``fty`` value."""
+        b = self.b
+        fn = b.function
+        starts = self.alloca(ir.ArrayType(I64, STACK_DEPTH))
+        lengths = self.alloca(ir.ArrayType(I64, STACK_DEPTH))
+        lefts = self.alloca(ir.ArrayType(fty, STACK_DEPTH))
+        took_left = self.alloca(ir.ArrayType(I1, STACK_DEPTH))
+        top = self.alloca(I64)
+
+        def slot(array, k):
+            return b.gep(array, [i64(0), k])
+
+        def push(k, start, length):
+            b.store(start, slot(starts, k))
+            b.store(length, slot(lengths, k))
+            b.store(ir.Constant(I1, 0), slot(took_left, k))
+            b.store(k, top)
+
+        def left_length(length):
+            half = b.lshr(length, i64(1))
+            return b.sub(half, b.and_(half, i64(UNROLL - 1)))
+
+        push(i64(0), i64(0), n)
+        visit, split, leaf, deliver, up, as_left, as_right, done = (
+            fn.append_basic_block(name) for name in
+            ("pw.visit", "pw.split", "pw.leaf", "pw.deliver", "pw.up", "pw.left", "pw.right", "pw.done"))
+        b.branch(visit)
+
+        b.position_at_end(visit)
+        k = b.load(top)
+        start, length = b.load(slot(starts, k)), b.load(slot(lengths, k))
+        b.cbranch(b.icmp_signed("<=", length, i64(PW_BLOCKSIZE)), leaf, split)
+
+        b.position_at_end(split)
+        push(b.add(k, i64(1)), start, left_length(length))
+        b.branch(visit)
+
+        b.position_at_end(leaf)
+        leaf_value = self.pairwise_block(start, length, fty, source)
+        leaf_end = b.block
+        b.branch(deliver)
+
+        # a finished subtree's sum goes to its parent: kept as the left half, or added to it as the right half
+        b.position_at_end(deliver)
+        value = b.phi(fty)
+        value.add_incoming(leaf_value, leaf_end)
+        k = b.load(top)
+        b.cbranch(b.icmp_signed("==", k, i64(0)), done, up)
+
+        b.position_at_end(up)
+        parent = b.sub(k, i64(1))
+        b.store(parent, top)
+        b.cbranch(b.load(slot(took_left, parent)), as_right, as_left)
+
+        b.position_at_end(as_left)
+        b.store(value, slot(lefts, parent))
+        b.store(ir.Constant(I1, 1), slot(took_left, parent))
+        length = b.load(slot(lengths, parent))
+        n2 = left_length(length)
+        right = b.add(parent, i64(1))
+        b.store(b.add(b.load(slot(starts, parent)), n2), slot(starts, right))
+        b.store(b.sub(length, n2), slot(lengths, right))
+        b.store(ir.Constant(I1, 0), slot(took_left, right))
+        b.store(right, top)
+        b.branch(visit)
+
+        b.position_at_end(as_right)
+        value.add_incoming(b.fadd(b.load(slot(lefts, parent)), value), as_right)
+        b.branch(deliver)
+
+        b.position_at_end(done)
+        return value
+
+    def pairwise_block(self, start, length, fty, source: Source):
+        """The sum of ``length`` <= 128 elements from ``start``: a plain loop below 8, else 8 partial sums."""
+        b = self.b
+        if source.begin is not None:
+            source.begin(start, length)
+        result = self.alloca(fty)
+        with b.if_else(b.icmp_signed("<", length, i64(UNROLL))) as (short, block):
+            with short:
+                # -0.0 so that a sum of only -0.0 stays -0.0, as NumPy starts
+                b.store(self.add_in_order(ir.Constant(fty, -0.0), start, i64(0), length, source), result)
+            with block:
+                vec = ir.VectorType(fty, UNROLL)
+                end = b.sub(length, b.and_(length, i64(UNROLL - 1)))
+                partial = self.vector_loop(source.vector(start), start, end, source)
+                lane = [b.extract_element(partial, ir.Constant(ir.IntType(32), j)) for j in range(UNROLL)]
+                pairs = [b.fadd(lane[j], lane[j + 1]) for j in range(0, UNROLL, 2)]
+                total = b.fadd(b.fadd(pairs[0], pairs[1]), b.fadd(pairs[2], pairs[3]))
+                assert vec.count == UNROLL
+                b.store(self.add_in_order(total, start, end, length, source), result)
+        return b.load(result)
+
+    def vector_loop(self, first, start, end, source: Source):
+        """``first`` plus the 8-lane vectors at start+8, start+16, ... below start+end, lane by lane."""
+        b = self.b
+        fn = b.function
+        pre = b.block
+        header, body, exit_ = (fn.append_basic_block(f"pw.vec.{x}") for x in ("head", "body", "exit"))
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64)
+        acc = b.phi(first.type)
+        i.add_incoming(i64(UNROLL), pre)
+        acc.add_incoming(first, pre)
+        b.cbranch(b.icmp_signed("<", i, end), body, exit_)
+        b.position_at_end(body)
+        acc.add_incoming(b.fadd(acc, source.vector(b.add(start, i))), b.block)
+        i.add_incoming(b.add(i, i64(UNROLL)), b.block)
+        b.branch(header)
+        b.position_at_end(exit_)
+        return acc
+
+    def add_in_order(self, acc, start, lo, hi, source: Source):
+        """``acc`` plus elements start+lo .. start+hi-1, one at a time."""
+        b = self.b
+        fn = b.function
+        pre = b.block
+        header, body, exit_ = (fn.append_basic_block(f"pw.seq.{x}") for x in ("head", "body", "exit"))
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64)
+        total = b.phi(acc.type)
+        i.add_incoming(lo, pre)
+        total.add_incoming(acc, pre)
+        b.cbranch(b.icmp_signed("<", i, hi), body, exit_)
+        b.position_at_end(body)
+        total.add_incoming(b.fadd(total, source.scalar(b.add(start, i))), b.block)
+        i.add_incoming(b.add(i, i64(1)), b.block)
+        b.branch(header)
+        b.position_at_end(exit_)
+        return total
+
+    def chunked_sum(self, total, n, fty, sum_dtype: str, chunk: int | None, sum_of):
+        """``total`` plus the sums of ``n`` elements, one inner-loop call per ``chunk`` elements (all at once
+        when None), rounded to ``sum_dtype`` after each call as NumPy stores its result.
+        ``sum_of(offset, count)`` is the pairwise sum of ``count`` elements from ``offset``."""
+        b = self.b
+        if chunk is None:
+            return self.round_sum(b.fadd(total, sum_of(i64(0), n)), sum_dtype)
+        acc = self.alloca(fty)
+        b.store(total, acc)
+        count = b.sdiv(b.add(n, i64(chunk - 1)), i64(chunk))
+        with self.for_range(count) as c:
+            offset = b.mul(c, i64(chunk))
+            rest = b.sub(n, offset)
+            size = b.select(b.icmp_signed("<", rest, i64(chunk)), rest, i64(chunk))
+            b.store(self.round_sum(b.fadd(b.load(acc), sum_of(offset, size)), sum_dtype), acc)
+        return b.load(acc)
+
+    def round_sum(self, x, sum_dtype: str):
+        """A float16 sum is stored as half after each step (its partial sums are floats)."""
+        if sum_dtype != "float16":
+            return x
+        return self.b.fpext(self.b.fptrunc(x, HALF), F32)
+
+    # -- elements of arrays -------------------------------------------------------------------------------
+    def convert_to(self, x, src_dtype: str, fty):
+        """An element (scalar or 8-lane vector) of ``src_dtype`` as NumPy casts it to the accumulator type."""
+        b = self.b
+        vector = isinstance(x.type, ir.VectorType)
+        target = ir.VectorType(fty, x.type.count) if vector else fty
+        if src_dtype == "float16" and isinstance(x.type.element if vector else x.type, ir.IntType):
+            x = b.bitcast(x, ir.VectorType(HALF, x.type.count) if vector else HALF)   # stored as its bits
+        k = kind_of(src_dtype)
+        if k == "f":
+            if x.type == target:
+                return x
+            return b.fpext(x, target) if src_dtype == "float16" or fty == F64 else b.fptrunc(x, target)
+        if k == "b":
+            zero = ir.Constant(x.type, None)
+            return b.uitofp(b.icmp_unsigned("!=", x, zero), target)
+        return b.uitofp(x, target) if k == "u" else b.sitofp(x, target)
+
+    def run_source(self, base, stride, src_dtype: str, fty, contiguous: bool) -> callable:
+        """``source_at(offset)`` for the elements of a run at ``base`` (i8*) ``stride`` bytes apart; vectors are
+        one load when ``contiguous`` (stride == itemsize), else eight."""
+        b = self.b
+        elem = ELEM[src_dtype]
+        itemsize = i64(ELEM_SIZE[src_dtype])
+
+        def source_at(offset):
+            def ptr(pos, ty):
+                pos = b.add(offset, pos)
+                step = itemsize if contiguous else stride
+                return b.bitcast(b.gep(base, [b.mul(pos, step)]), ty.as_pointer())
+
+            def scalar(pos):
+                return self.convert_to(b.load(ptr(pos, elem)), src_dtype, fty)
+
+            def vector(pos):
+                vty = ir.VectorType(elem, UNROLL)
+                if contiguous:
+                    x = b.load(ptr(pos, vty), align=itemsize.constant)
+                else:
+                    x = ir.Constant(vty, ir.Undefined)
+                    for j in range(UNROLL):
+                        x = b.insert_element(x, b.load(ptr(b.add(pos, i64(j)), elem)),
+                                             ir.Constant(ir.IntType(32), j))
+                return self.convert_to(x, src_dtype, fty)
+            return Source(scalar, vector)
+        return source_at
+
+    def run_sum(self, total, base, stride, n, src_dtype: str, sum_dtype: str, chunk):
+        """``total`` plus the sum of one run of an array (``n`` elements ``stride`` bytes apart from ``base``),
+        in NumPy's inner-loop calls (the loop is compiled once per process: ``pairwise_run``)."""
+        b = self.b
+        fty = accumulator_type(sum_dtype)
+        fnty = ir.FunctionType(fty, [I8P, I64, I64])
+
+        def build(lowering, fn):
+            base, stride, n = fn.args
+            lowering.pairwise_run_body(base, stride, n, src_dtype, fty)
+        callee = self.call_compiled_once(("pairwise", src_dtype, str(fty)), fnty, build)
+
+        def sum_of(offset, count):
+            return b.call(callee, [b.gep(base, [b.mul(offset, stride)]), stride, count])
+        return self.chunked_sum(total, n, fty, sum_dtype, chunk, sum_of)
+
+    def pairwise_run_body(self, base, stride, n, src_dtype: str, fty) -> None:
+        """Return the pairwise sum of a run: vector loads when it is contiguous, element loads otherwise."""
+        b = self.b
+        with b.if_else(b.icmp_signed("==", stride, i64(ELEM_SIZE[src_dtype])), likely=True) as (
+                contiguous, strided):
+            with contiguous:
+                b.ret(self.pairwise_sum(n, fty, self.run_source(base, stride, src_dtype, fty, True)(i64(0))))
+            with strided:
+                b.ret(self.pairwise_sum(n, fty, self.run_source(base, stride, src_dtype, fty, False)(i64(0))))
+        b.unreachable()
+
+    def call_compiled_once(self, key: tuple, fnty: ir.FunctionType, build):
+        """A callee for the function ``build(lowering, fn)`` emits, compiled (strict FP, O3) once per process
+        and key: the code every reduction site shares is not optimized again for each compiled function."""
+        address = compiled_once(key, fnty, build)
+        return self.b.inttoptr(i64(address), fnty.as_pointer())
+
+
+_COMPILED: dict = {}
+_COMPILED_LOCK = threading.RLock()   # a shared function may call another one
+
+
+def compiled_once(key: tuple, fnty: ir.FunctionType, build) -> int:
+    """The address of ``build``'s function for this key, compiled on first use."""
+    with _COMPILED_LOCK:
+        address = _COMPILED.get(key)
+        if address is None:
+            address = _COMPILED[key] = _compile(key, fnty, build)
+        return address
+
+
+def _compile(key: tuple, fnty: ir.FunctionType, build) -> int:
+    from .engine import engine
+    from .lower import FunctionLowering, ModuleLowering
+    prefix = "scriptc_shared_" + "_".join(str(k) for k in key).replace(" ", "")
+    mod = ModuleLowering(prefix)
+    fn = ir.Function(mod.module, fnty, mod.unique("fn"))
+    fn.attributes.add("nounwind")
+    # a lowering object for a function with no graph: the emitting helpers need a builder and an entry block
+    lowering = FunctionLowering.__new__(FunctionLowering)
+    lowering.mod, lowering.function, lowering.node, lowering.env = mod, fn, None, {}
+    lowering.entry_block = fn.append_basic_block("entry")
+    body = fn.append_basic_block("body")
+    ir.IRBuilder(lowering.entry_block).branch(body)
+    lowering.b = ir.IRBuilder(body)
+    build(lowering, fn)
+    eng = engine()
+    return eng.add_module(eng.optimize(str(mod.module)), [fn.name])[fn.name]
+
+def fty_size(fty) -> int:
+    return 8 if fty == F64 else 4
