@@ -32,16 +32,7 @@ class FusedOps:
             for n in sub.nodes:
                 if n is reduction:
                     break
-                if n.kind == "prim::Constant":
-                    t = n.output.type
-                    env[id(n.output)] = (scalar_kind(t), self.lower_constant(n)[0][0])
-                    continue
-                op = n.kind.split("::")[1]
-                compute = self.compute_kind(n)
-                args = [self.cast(env[id(v)][1], env[id(v)][0], "b" if op == "where" and k == 0 else compute)
-                        for k, v in enumerate(n.inputs)]
-                kind, x = self.element_op(op, args, compute)
-                env[id(n.output)] = self.round_through(kind, x, n.output.type.dtype)
+                self.fused_element_node(n, env)
             return env[id(value)]
 
         if reduction is None:
@@ -51,6 +42,19 @@ class FusedOps:
                                  flat_start=start)
             return [out.leaves]
         return [self.fused_reduction(reduction, node, shape, arrays, element)]
+
+    def fused_element_node(self, n, env) -> None:
+        """One node of a fused body on one element: ``env`` maps values to (kind, register)."""
+        if n.kind == "prim::Constant":
+            t = n.output.type
+            env[id(n.output)] = (scalar_kind(t), self.lower_constant(n)[0][0])
+            return
+        op = n.kind.split("::")[1]
+        compute = self.compute_kind(n)
+        args = [self.cast(env[id(v)][1], env[id(v)][0], "b" if op == "where" and k == 0 else compute)
+                for k, v in enumerate(n.inputs)]
+        kind, x = self.element_op(op, args, compute)
+        env[id(n.output)] = self.round_through(kind, x, n.output.type.dtype)
 
     def output_buffer(self, node, shape):
         """A new array for the result, or (``reuse=k``) input k's buffer when nothing else references it and

@@ -29,6 +29,7 @@ from .errors import ERROR_TABLE, PAYLOAD_ADDRESS, LoweringError
 from .array_math import ArrayMath
 from .arrays import ArrayOps
 from .fused import FusedOps
+from .fused_loop import FusedLoopOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
 from .strings import StringOps
@@ -211,7 +212,7 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, SimdOps, StringOps):
+class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, FusedLoopOps, SimdOps, StringOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
