@@ -172,7 +172,12 @@ class FusedLoopOps:
                              lambda j, u, x: b.store(x, vec_ptr(outs[j].data, at(base, u)), align=8))
         rest = b.sub(n, full)
         with b.if_then(b.and_(flat, b.icmp_signed(">", rest, i64(0)))):
-            self.padded_tile(node, sub, trips, vec, chains, operands, outs, full, rest)
+            # a short rest (a small array) runs one vector: a full tile would do `chains` times the work
+            with b.if_else(b.icmp_signed("<=", rest, i64(lanes))) as (short, long):
+                with short:
+                    self.padded_tile(node, sub, trips, vec, 1, operands, outs, full, rest)
+                with long:
+                    self.padded_tile(node, sub, trips, vec, chains, operands, outs, full, rest)
         return b.select(flat, n, i64(0))
 
     def padded_tile(self, node, sub, trips, vec, chains, operands, outs, full, rest):

@@ -1,0 +1,239 @@
+"""Wider fusion: the time loop fused into one element loop (prim::FusedLoop), and sibling consumers of one
+producer sharing one fused loop with several outputs."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import scriptc
+from scriptc.backend.interpreter import interpret
+from scriptc.backend.llvm.arrays import allocation_count
+from scriptc.ir import parse, print_graph, verify
+from scriptc.passes.manager import PassManager
+from tests.util import filecheck
+
+
+def exactly(got, want) -> bool:
+    """Bit-identical arrays (NaNs included) of the same dtype and shape."""
+    got, want = np.asarray(got), np.asarray(want)
+    return (got.dtype == want.dtype and got.shape == want.shape
+            and np.array_equal(got.view(np.uint8), np.ascontiguousarray(want).view(np.uint8)))
+
+
+# -- time-loop fusion ---------------------------------------------------------------------------------------
+
+@scriptc.script
+def seed(x: np.ndarray) -> np.ndarray:
+    for _ in range(1000):
+        x = x + 1.0
+    return x
+
+
+@scriptc.script
+def affine(x: np.ndarray, n: int, a: float) -> np.ndarray:
+    for _ in range(n):
+        x = x * a + 1.0
+    return x
+
+
+@scriptc.script
+def coupled(x: np.ndarray, y: np.ndarray, n: int, a: float) -> np.ndarray:
+    for i in range(n):
+        x = x * a + y * 0.5 + i
+        y = np.where(x > y, y - x, np.sqrt(np.abs(x)))
+    return x + y
+
+
+@scriptc.script
+def with_invariant(x: np.ndarray, c: np.ndarray, n: int) -> np.ndarray:
+    for i in range(n):
+        x = np.maximum(x * c, x - 1.0) + 0.25 * i
+    return x
+
+
+@scriptc.script
+def integers(x: np.ndarray, n: int) -> np.ndarray:
+    for i in range(n):
+        x = x * 3 + i
+    return x
+
+
+def test_seed_loop_becomes_one_fused_loop():
+    filecheck(str(seed.graph_for(np.ones((2, 3)))), """
+CHECK: graph(%x : Double(2, 3)):
+CHECK-NOT: prim::Loop
+CHECK: %[[N:.+]] : int = prim::Constant[value=1000]()
+CHECK: %{{.+}} : Double(2, 3) = prim::FusedLoop[subgraph=prim::FusedLoop_0, carried=1](%[[N]], %x)
+CHECK-NOT: prim::Loop
+CHECK: with prim::FusedLoop_0 = graph(%i : int,
+CHECK-NEXT: %x : Double(*, *)):
+CHECK: prim::Constant[value=1.0]
+CHECK: aten::add
+""")
+
+
+def test_several_carried_arrays_are_guarded_by_a_shape_check():
+    x = np.ones(5)
+    filecheck(str(coupled.graph_for(x, x, 10, 0.5)), """
+CHECK: %[[OK:.+]] : bool = prim::ShapesFit[carried=2](%x, %y)
+CHECK: prim::If(%[[OK]])
+CHECK: block0():
+CHECK: prim::FusedLoop[subgraph=prim::FusedLoop_0, carried=2](%n, %x, %y, %a)
+CHECK: block1():
+CHECK: prim::Loop
+""")
+
+
+@scriptc.script
+def printing(x: np.ndarray, n: int) -> np.ndarray:
+    for _ in range(n):
+        x = x + 1.0
+        print(x)
+    return x
+
+
+@scriptc.script
+def reads_another_element(x: np.ndarray, n: int) -> np.ndarray:
+    for _ in range(n):
+        x = x + x[0]
+    return x
+
+
+@scriptc.script
+def exits_early(x: np.ndarray, n: int) -> np.ndarray:
+    for _ in range(n):
+        x = x * 0.5
+        if x[0] < 0.1:
+            break
+    return x
+
+
+@scriptc.script
+def while_loop(x: np.ndarray, n: int) -> np.ndarray:
+    k = 0
+    while k < n:
+        x = x * 0.5
+        k += 1
+    return x
+
+
+@scriptc.script
+def shrinks(x: np.ndarray, n: int) -> np.ndarray:
+    for _ in range(n):
+        x = x[1:] * 2.0
+    return x
+
+
+@scriptc.script
+def reduction_feeds_back(x: np.ndarray, n: int) -> np.ndarray:
+    for _ in range(n):
+        x = x - np.mean(x) * 0.5
+    return x
+
+
+@scriptc.script
+def scalar_carried(x: np.ndarray, n: int) -> np.ndarray:
+    t = 0.0
+    for _ in range(n):
+        x = x + t
+        t = t + 0.5
+    return x
+
+
+NOT_FUSED = [(printing, (np.ones(3), 2)), (reads_another_element, (np.ones(3), 2)),
+             (exits_early, (np.ones(3), 2)), (while_loop, (np.ones(3), 2)), (shrinks, (np.ones(9), 2)),
+             (reduction_feeds_back, (np.ones(3), 2)), (scalar_carried, (np.ones(3), 2))]
+
+
+@pytest.mark.parametrize("fn,args", NOT_FUSED, ids=[f.__name__ for f, _ in NOT_FUSED])
+def test_loops_that_must_not_fuse(fn, args):
+    text = str(fn.graph_for(*args))
+    filecheck(text, """
+CHECK-NOT: prim::FusedLoop
+CHECK: prim::Loop
+CHECK-NOT: prim::FusedLoop
+""")
+    for n in (0, 1, 3):
+        a = [np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in args[:-1]] + [n]
+        b = [np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in args[:-1]] + [n]
+        if fn is printing:
+            continue
+        assert exactly(fn(*a), fn.py_func(*b))
+
+
+SHAPES = [(0,), (1,), (6,), (7,), (63,), (64,), (65,), (200,), (2, 3), (3, 0), (5, 33), (2, 3, 4)]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 100])
+def test_fused_time_loop_is_bit_identical(shape, n):
+    rng = np.random.default_rng(len(shape) * 100 + n)
+    x = rng.standard_normal(shape)
+    y = rng.standard_normal(shape)
+    assert exactly(affine(x, n, 0.97), affine.py_func(x, n, 0.97))
+    assert exactly(coupled(x, y, n, 1.01), coupled.py_func(x, y, n, 1.01))
+    assert exactly(coupled.interpret(x, y, n, 1.01), coupled.py_func(x, y, n, 1.01))
+    assert exactly(with_invariant(x, y, n), with_invariant.py_func(x, y, n))
+
+
+def test_zero_trips_return_the_argument_itself():
+    x = np.arange(4.0)
+    assert affine(x, 0, 2.0) is x and affine(x, -3, 2.0) is x
+    y = affine(x, 2, 2.0)
+    assert y is not x and not np.shares_memory(x, y) and exactly(x, np.arange(4.0))
+
+
+def test_layouts_and_broadcast_invariants():
+    rng = np.random.default_rng(3)
+    x = rng.random((6, 8))
+    for args in [(x, x[0]), (x, x[:, :1]), (x.T, x.T), (x[::2, ::-1], x[::2]), (x, np.float64(2.0) * x[:1, :1])]:
+        c = np.ascontiguousarray(args[1]) if args[1].ndim == 0 else args[1]
+        assert exactly(with_invariant(args[0], c, 11), with_invariant.py_func(args[0], c, 11))
+
+
+def test_shapes_that_would_change_take_the_original_loop():
+    rng = np.random.default_rng(4)
+    x, c = rng.random((1, 5)), rng.random((3, 5))     # the first iteration grows x to (3, 5)
+    assert exactly(with_invariant(x, c, 4), with_invariant.py_func(x, c, 4))
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        with_invariant(rng.random((2, 5)), rng.random((3, 5)), 2)
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        coupled(rng.random(3), rng.random(4), 2, 1.0)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "float32"])
+def test_scalar_path_dtypes(dtype):
+    x = (np.arange(70) % 11).astype(dtype)
+    assert "prim::FusedLoop" in str(integers.graph_for(x, 5))
+    for n in (0, 3, 40):
+        assert exactly(integers(x, n), integers.py_func(x, n))
+        assert exactly(integers.interpret(x, n), integers.py_func(x, n))
+
+
+def test_time_loop_allocates_exactly_one_array():
+    x = np.random.default_rng(5).random(10_000)
+    affine(x, 50, 0.5)
+    before = allocation_count()
+    y = affine(x, 50, 0.5)
+    assert allocation_count() - before == 1
+    assert exactly(y, affine.py_func(x, 50, 0.5))
+
+
+def test_fused_loop_round_trips_and_interprets_like_the_original():
+    x, y = np.linspace(-1, 1, 9), np.linspace(2, 3, 9)
+    g = coupled.frontend_graph_for(x, y, 5, 0.9)
+    fused = PassManager(verify_each=True).run(parse(print_graph(g)))
+    assert "prim::FusedLoop" in str(fused)
+    assert print_graph(parse(print_graph(fused))) == print_graph(fused)
+    verify(parse(print_graph(fused)))
+    for n in (0, 1, 5, 9):
+        assert exactly(interpret(fused, [x, y, n, 0.9]), interpret(g, [x, y, n, 0.9]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=3), st.integers(0, 30),
+       st.floats(-2, 2, allow_nan=False), st.integers(0, 2 ** 31))
+def test_property_fused_time_loop_matches_numpy(shape, n, a, seed_):
+    rng = np.random.default_rng(seed_)
+    x, y = rng.standard_normal(shape), rng.standard_normal(shape)
+    assert exactly(coupled(x, y, n, a), coupled.py_func(x, y, n, a))
+    assert exactly(affine(x, n, a), affine.py_func(x, n, a))
