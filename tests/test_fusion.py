@@ -129,8 +129,10 @@ def test_simd_math_is_used_for_float64_groups_and_stays_accurate():
 
 @scriptc.script
 def carried(x: np.ndarray, n: int) -> np.ndarray:
-    for _ in range(n):
+    for i in range(n):
         x = x + 1.0
+        if i < 0:          # a print in the body: no time-loop fusion, the loop stays (test_fusion2.py)
+            print("never")
     return x
 
 

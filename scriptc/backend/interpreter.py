@@ -46,8 +46,9 @@ class Interpreter:
                 outs = self.run_block(node.blocks[0 if inputs[0] else 1], env)
             elif kind == "prim::CallFunction":
                 outs = [self.run(node.attrs["fn"], inputs)]
-            elif kind == "prim::FusionGroup":
-                outs = [self.run(node.attrs["subgraph"], inputs)]
+            elif kind == "prim::FusionGroup":   # one result, or several (a multi-output group)
+                sub = node.attrs["subgraph"]
+                outs = self.run_block(sub.block, dict(zip(map(id, sub.inputs), inputs)))
             elif kind == "prim::FusedLoop":
                 outs = self.run_fused_loop(node, inputs)
             else:

@@ -19,6 +19,8 @@ class FusedOps:
     @handles("prim::FusionGroup")
     def lower_fusion_group(self, node):
         sub = node.attrs["subgraph"]
+        if len(sub.outputs) > 1:
+            return self.lower_multi_output_group(node)
         root = sub.outputs[0].node
         reduction = root if REGISTRY[root.kind].extra.get("reduction") else None
         value = reduction.inputs[0] if reduction is not None else sub.outputs[0]

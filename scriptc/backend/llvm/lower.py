@@ -30,6 +30,7 @@ from .array_math import ArrayMath
 from .arrays import ArrayOps
 from .fused import FusedOps
 from .fused_loop import FusedLoopOps
+from .fused_multi import FusedMultiOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
 from .strings import StringOps
@@ -212,7 +213,7 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, FusedLoopOps, SimdOps, StringOps):
+class FunctionLowering(ScalarOps, ArrayOps, ArrayMath, FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
