@@ -1,5 +1,8 @@
 """Wider fusion: the time loop fused into one element loop (prim::FusedLoop), and sibling consumers of one
 producer sharing one fused loop with several outputs."""
+import functools
+import operator
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -237,3 +240,145 @@ def test_property_fused_time_loop_matches_numpy(shape, n, a, seed_):
     x, y = rng.standard_normal(shape), rng.standard_normal(shape)
     assert exactly(coupled(x, y, n, a), coupled.py_func(x, y, n, a))
     assert exactly(affine(x, n, a), affine.py_func(x, n, a))
+
+
+# -- multi-output fusion ------------------------------------------------------------------------------------
+
+@scriptc.script
+def gd_epochs(x: np.ndarray, y: np.ndarray, epochs: int, lr: float) -> tuple[float, float]:
+    a = 0.0
+    b = 0.0
+    for _ in range(epochs):
+        err = a * x + b - y
+        ga = np.mean(err * x)
+        gb = np.mean(err)
+        a -= lr * 2.0 * ga
+        b -= lr * 2.0 * gb
+    return a, b
+
+
+@scriptc.script
+def stats(x: np.ndarray, m: float) -> tuple[float, float, np.ndarray]:
+    d = x - m
+    return np.sum(d * d), np.max(d), np.abs(d) + 1.0
+
+
+@scriptc.script
+def reused_producer(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, float]:
+    e = np.exp(x) - y
+    return e, np.sum(e * y), np.min(e)
+
+
+@scriptc.script
+def foreign_array(x: np.ndarray, z: np.ndarray) -> tuple[float, float]:
+    e = x * 2.0
+    return np.sum(e * z), np.sum(e)           # z is not read by the producer: its shape could differ
+
+
+@scriptc.script
+def write_between(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    e = x * 2.0
+    s = np.sum(e)
+    x[0] = 100.0
+    return s, np.sum(e * x)
+
+
+def test_gd_epoch_is_one_group_with_two_reductions():
+    x = np.linspace(0, 1, 10)
+    filecheck(str(gd_epochs.graph_for(x, x, 1, 0.1)), """
+CHECK: %ga{{.*}} : float, %gb{{.*}} : float = prim::FusionGroup[subgraph=[[G:.+]]](%a{{.*}}, %x, %b{{.*}}, %y)
+CHECK-NOT: aten::mean
+CHECK: with [[G]] = graph(
+CHECK: %[[ERR:.+]] : Double(10) = aten::sub
+CHECK: %[[P:.+]] : Double(10) = aten::mul(%[[ERR]], %x)
+CHECK: %[[GA:.+]] : float = aten::mean(%[[P]])
+CHECK: %[[GB:.+]] : float = aten::mean(%[[ERR]])
+CHECK: return (%[[GA]], %[[GB]])
+""")
+
+
+def sequential_sum(v) -> float:
+    """Left-to-right float sum: the order the native fused reductions use (NumPy's is pairwise; README)."""
+    return functools.reduce(operator.add, [float(e) for e in np.ravel(v)], 0.0)
+
+
+def gd_sequential(x, y, epochs, lr):
+    a = b = 0.0
+    for _ in range(epochs):
+        err = a * x + b - y
+        ga = sequential_sum(err * x) / len(x)
+        gb = sequential_sum(err) / len(x)
+        a -= lr * 2.0 * ga
+        b -= lr * 2.0 * gb
+    return a, b
+
+
+def test_gd_epoch_matches_and_allocates_nothing():
+    rng = np.random.default_rng(7)
+    x = rng.random(1000)
+    y = 3.0 * x + 2.0 + rng.standard_normal(1000) * 0.01
+    gd_epochs(x, y, 3, 0.1)
+    before = allocation_count()
+    got = gd_epochs(x, y, 200, 0.1)
+    assert allocation_count() == before             # no array at all, in any epoch
+    assert got == gd_sequential(x, y, 200, 0.1)                  # bit for bit, same order of operations
+    assert np.allclose(got, gd_epochs.interpret(x, y, 200, 0.1), rtol=1e-12, atol=0)
+    want = gd_epochs.py_func(x, y, 200, 0.1)
+    assert np.allclose(got, want, rtol=1e-12, atol=0)   # sequential vs NumPy's pairwise sums (README)
+
+
+def test_reduction_and_elementwise_outputs_share_one_loop():
+    x = np.linspace(-2, 3, 101)
+    text = str(stats.graph_for(x, 0.5))
+    filecheck(text, """
+CHECK: %{{.+}} : float, %{{.+}} : float, %{{.+}} : Double(101) = prim::FusionGroup[subgraph=[[G:.+]]](%x, %m)
+CHECK: with [[G]] = graph(
+CHECK: aten::sum
+CHECK: aten::max
+CHECK: aten::abs
+""")
+    assert text.count("prim::FusionGroup[") == 1
+    for v in (x, x[::-3], np.array([], dtype=float)):
+        if v.size == 0:
+            with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+                stats(v, 0.5)
+            continue
+        s, mx, out = stats(v, 0.5)
+        ws, wmx, wout = stats.py_func(v, 0.5)
+        assert np.isclose(s, ws, rtol=1e-13) and mx == wmx and exactly(out, wout)
+        assert s == sequential_sum((v - 0.5) * (v - 0.5)) and mx == stats.interpret(v, 0.5)[1]
+
+
+def test_producer_used_elsewhere_is_one_of_the_results():
+    x, y = np.linspace(0, 1, 33), np.linspace(1, 2, 33)
+    filecheck(str(reused_producer.graph_for(x, y)), """
+CHECK: %{{.+}} : float, %{{.+}} : float, %e{{.*}} : Double(33) = prim::FusionGroup
+CHECK-NOT: prim::FusionGroup[
+CHECK: return
+""")
+    before = allocation_count()
+    e, s, mn = reused_producer(x, y)
+    assert allocation_count() - before == 1
+    we, ws, wmn = reused_producer.py_func(x, y)
+    assert np.allclose(e, we, rtol=1e-15, atol=0) and np.isclose(s, ws, rtol=1e-13) and mn == np.min(e)
+
+
+def test_siblings_that_must_not_merge():
+    for fn in (foreign_array, write_between):
+        text = str(fn.graph_for(np.ones(4), np.ones(4)))
+        assert not any(line.count("%") and "float, %" in line.split("=")[0] for line in text.splitlines()
+                       if "prim::FusionGroup[" in line), text
+    rng = np.random.default_rng(8)
+    x, z = rng.random(5), rng.random((3, 5))
+    assert np.allclose(foreign_array(x, z), foreign_array.py_func(x, z), rtol=1e-13)
+    a, b = rng.random(6), rng.random(6)
+    assert np.allclose(write_between(a.copy(), b), write_between.py_func(a.copy(), b), rtol=1e-13)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 300), st.integers(0, 5), st.integers(0, 2 ** 31))
+def test_property_multi_output_group_matches_the_interpreter(n, epochs, seed_):
+    rng = np.random.default_rng(seed_)
+    x, y = rng.standard_normal(n), rng.standard_normal(n)
+    assert gd_epochs(x, y, epochs, 0.05) == gd_sequential(x, y, epochs, 0.05)
+    assert np.allclose(gd_epochs(x, y, epochs, 0.05), gd_epochs.py_func(x, y, epochs, 0.05), rtol=1e-9, atol=1e-12)
