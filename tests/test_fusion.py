@@ -129,10 +129,10 @@ def test_simd_math_is_used_for_float64_groups_and_stays_accurate():
 
 @scriptc.script
 def carried(x: np.ndarray, n: int) -> np.ndarray:
-    k = 0
-    for _ in range(n):     # a carried scalar: no time-loop fusion (test_fusion2.py), the loop stays
+    k = 1
+    for _ in range(n):     # a carried scalar that may raise: no time-loop fusion (test_fusion2.py)
         x = x + 1.0
-        k += 1
+        k = n // k
     return x * k
 
 

@@ -5,19 +5,19 @@ written into input ``k`` when nothing else references that buffer at run time.""
 import numpy as np
 
 from ..ir.registry import Effect, register
-from ..ir.types import BOOL
+from ..ir.types import BOOL, TensorType
 
 register("prim::FusionGroup(Any... inputs, *, Graph subgraph, int? reuse) -> Any", effect=Effect.RAISES,
          structural=True, infer=lambda *types, subgraph, reuse=None: [v.type for v in subgraph.outputs])
 
 
-# ``prim::FusedLoop``: a counted loop of element-wise updates of loop-carried arrays, made by the
+# ``prim::FusedLoop``: a counted loop of element-wise updates of loop-carried arrays (and scalars), made by the
 # time-loop-fusion pass. Inputs: (trips, carried initial arrays..., loop-invariant operands...); ``subgraph``
 # maps (iteration, carried..., invariants...) to the next carried values. It means exactly
 # ``for i in range(trips): carried = subgraph(i, *carried, *invariants)`` (zero trips return the initial
 # arrays themselves); backends run the element loop outside and the time loop inside.
 def _fused_loop_shapes(types, consts, *, subgraph, carried):
-    return [types[1 + k].shape for k in range(carried)]
+    return [types[1 + k].shape if isinstance(types[1 + k], TensorType) else None for k in range(carried)]
 
 
 register("prim::FusedLoop(Any... inputs, *, Graph subgraph, int carried) -> Any", effect=Effect.RAISES,

@@ -10,13 +10,15 @@ Which loops (all must hold):
 - a ``for`` loop: the initial condition and the body's condition are the constant true (no break, return or
   early exit), so the trip count alone says how many iterations run;
 - every carried value is an array of known dtype and rank, the same dtype and rank before the loop, in the
-  body and after it (the frontend already rejects a carried type that changes), and all have one rank;
+  body and after it (the frontend already rejects a carried type that changes), and all have one rank; or a
+  scalar (a counter, a time ``t += dt``) of one type, computed from scalars only (at least one array);
 - the body's nodes are element-wise operators (``fusion.fusible``), scalar constants, and scalar operations
   that cannot raise nor write (computed from the iteration index, constants and invariant scalars): no print,
   no indexing (no read of another element), no call, no nested loop or if, no reduction;
 - every array operand is a carried array, a body result, or a value defined before the loop (loop-invariant)
   whose rank is not above the carried rank;
-- every carried result is computed from some carried array (or is one), so its shape is the carried shape.
+- every carried array result is computed from some carried array (or is one), so its shape is the carried
+  shape.
 
 Shapes: when the carried arrays share one shape S and every invariant array broadcasts into S without growing
 it, every element-wise result of a carried array has shape S, in every iteration. When that is not evident
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import REGISTRY
-from ..ir.types import BOOL, INT, TensorType
+from ..ir.types import BOOL, FLOAT, INT, TensorType
 from .analysis import is_removable, is_true_constant, loops_post_order
 from .fusion import fusible
 from .manager import register
@@ -57,7 +59,7 @@ def _scalar_node_ok(node: Node) -> bool:
 def _invariants(loop: Node) -> list[Value] | None:
     """The values defined outside the loop that the body reads, or None when the body cannot be fused."""
     body = loop.blocks[0]
-    rank = body.params[1].type.rank
+    rank = next(p.type.rank for p in body.params[1:] if isinstance(p.type, TensorType))
     seen: dict[int, Value] = {}
     for node in body.nodes:
         if node.kind in ("prim::Loop", "prim::If") or node.blocks:
@@ -75,17 +77,23 @@ def _invariants(loop: Node) -> list[Value] | None:
             if _scalar_constant(v):
                 continue  # copied into the subgraph, as fusion does, so backends see the literal
             seen.setdefault(id(v), v)
+    for r in body.returns[1:]:       # a scalar carried on unchanged, or set to an invariant
+        if not _defined_inside(r, body) and not _scalar_constant(r):
+            seen.setdefault(id(r), r)
     return list(seen.values())
 
 
 def _carried_from_params(body: Block) -> bool:
-    """Every carried result is a carried array or computed from one (so it has the carried shape)."""
-    params = {id(p) for p in body.params[1:]}
-    derived = set(params)
+    """Every carried array result is a carried array or computed from one (so it has the carried shape)."""
+    derived = {id(p) for p in body.params[1:] if isinstance(p.type, TensorType)}
     for node in body.nodes:
         if any(id(v) in derived for v in node.inputs):
             derived.update(id(o) for o in node.outputs)
-    return all(id(r) in derived for r in body.returns[1:])
+    return all(id(r) in derived for r in body.returns[1:] if isinstance(r.type, TensorType))
+
+
+def _same_scalar_type(p, init, r, out) -> bool:
+    return p.type in (INT, FLOAT, BOOL) and init.type == r.type == out.type == p.type
 
 
 def candidate(loop: Node) -> list[Value] | None:
@@ -96,9 +104,13 @@ def candidate(loop: Node) -> list[Value] | None:
     carried = loop.inputs[2:]
     if not carried:
         return None
-    rank = body.params[1].type.rank if isinstance(body.params[1].type, TensorType) else None
+    ranks = {p.type.rank for p in body.params[1:] if isinstance(p.type, TensorType)}
+    if len(ranks) != 1:
+        return None
     for init, p, r, out in zip(carried, body.params[1:], body.returns[1:], loop.outputs):
-        if not all(_same_array_type(p.type, t.type) for t in (init, r, out)) or p.type.rank != rank:
+        if _same_scalar_type(p, init, r, out):
+            continue
+        if not all(_same_array_type(p.type, t.type) for t in (init, r, out)):
             return None
     if not _carried_from_params(body):
         return None
@@ -125,12 +137,18 @@ def fused_subgraph(loop: Node, invariants: list[Value], name: str) -> Graph:
         for o, c in zip(n.outputs, copy.outputs):
             mapping[id(o)] = c
     for r in body.returns[1:]:
+        if id(r) not in mapping:     # a scalar constant
+            mapping[id(r)] = sub.block.append(Node("prim::Constant", [], [(r.type, None)], dict(r.node.attrs))).output
         sub.block.add_return(mapping[id(r)])
     return sub
 
 
+def _carried_arrays(loop: Node) -> list[Value]:
+    return [v for v in loop.inputs[2:] if isinstance(v.type, TensorType)]
+
+
 def _needs_check(loop: Node, invariants: list[Value]) -> bool:
-    return len(loop.inputs) > 3 or any(isinstance(v.type, TensorType) and v.type.rank > 0 for v in invariants)
+    return len(_carried_arrays(loop)) > 1 or any(isinstance(v.type, TensorType) and v.type.rank > 0 for v in invariants)
 
 
 def fuse_loop(loop: Node, invariants: list[Value], name: str) -> Node:
@@ -148,8 +166,10 @@ def fuse_loop(loop: Node, invariants: list[Value], name: str) -> Node:
             o.replace_all_uses_with(f)
         loop.destroy()
         return fused
-    arrays = [*loop.inputs[2:], *(v for v in invariants if isinstance(v.type, TensorType))]
-    check = block.append(Node("prim::ShapesFit", arrays, [(BOOL, "fits")], {"carried": k}, loop.source), at)
+    carried_arrays = _carried_arrays(loop)
+    arrays = [*carried_arrays, *(v for v in invariants if isinstance(v.type, TensorType))]
+    check = block.append(Node("prim::ShapesFit", arrays, [(BOOL, "fits")], {"carried": len(carried_arrays)},
+                              loop.source), at)
     guard = block.append(Node("prim::If", [check.output], [(o.type, None) for o in loop.outputs],
                               source=loop.source), at + 1)
     then, other = guard.add_block(), guard.add_block()

@@ -56,13 +56,44 @@ class FusedLoopOps:
         slots = [self.alloca_leaves(o.type) for o in node.outputs]
         with b.if_else(b.icmp_signed(">", trips, i64(0))) as (run, skip):
             with run:
-                for s, out in zip(slots, self.fused_time_loop(node, trips)):
-                    self.store_leaves(s, out.leaves)
+                arrays = iter(self.fused_time_loop(node, trips))
+                scalars = iter(self.scalar_time_loop(node, trips))
+                for s, o in zip(slots, node.outputs):
+                    self.store_leaves(s, next(arrays).leaves if isinstance(o.type, TensorType) else [next(scalars)])
             with skip:
                 for s, v in zip(slots, inits):
-                    self.array_retain(self.get(v))
+                    if isinstance(v.type, TensorType):
+                        self.array_retain(self.get(v))
                     self.store_leaves(s, self.get(v))
         return [self.load_leaves(s) for s in slots]
+
+    def scalar_time_loop(self, node, trips) -> list:
+        """The final values of the carried scalars (computed from scalars only: the pass checked)."""
+        sub = node.attrs["subgraph"]
+        k = node.attrs["carried"]
+        inits, invariants = node.inputs[1:1 + k], node.inputs[1 + k:]
+        scalar = [not isinstance(v.type, TensorType) for v in inits]
+        if not any(scalar):
+            return []
+        env = {id(p): self.scalar_operand(v) for p, v in zip(sub.inputs[1 + k:], invariants)
+               if not isinstance(v.type, TensorType)}
+        params = [p for p, s in zip(sub.inputs[1:1 + k], scalar) if s]
+        results = [r for r, s in zip(sub.outputs, scalar) if s]
+
+        def step(i, vals):
+            local = dict(env)
+            local[id(sub.inputs[0])] = ("i", i)
+            local.update({id(p): x for p, x in zip(params, vals)})
+            for n in sub.nodes:
+                if n.kind == "prim::Constant":
+                    self.fused_element_node(n, local)
+                elif not isinstance(n.output.type, TensorType):
+                    local[id(n.output)] = self.scalar_node(n, local)
+            return [(scalar_kind(r.type), self.cast(local[id(r)][1], local[id(r)][0], scalar_kind(r.type)))
+                    for r in results]
+
+        final = self.time_loop(trips, [self.scalar_operand(v) for v, s in zip(inits, scalar) if s], step)
+        return [x for _, x in final]
 
     def fused_time_loop(self, node, trips):
         """The element loop with the time loop inside; the new carried arrays."""
@@ -71,8 +102,8 @@ class FusedLoopOps:
         inits, invariants = node.inputs[1:1 + k], node.inputs[1 + k:]
         operands = node.inputs[1:]
         arrays = [self.arr(v) for v in operands if isinstance(v.type, TensorType)]
-        shape = self.arr(inits[0]).shape
-        outs = [self.alloc(o.type, shape) for o in node.outputs]
+        shape = self.arr(next(v for v in inits if isinstance(v.type, TensorType))).shape
+        outs = [self.alloc(o.type, shape) for o in node.outputs if isinstance(o.type, TensorType)]
         start = self.simd_time_tiles(node, sub, trips, arrays, outs, shape)
         sinks = [self.store_sink(out) for out in outs]
 
@@ -80,11 +111,12 @@ class FusedLoopOps:
             env = {}
             for p, outer in zip(sub.inputs[1 + k:], invariants):
                 env[id(p)] = load(outer) if isinstance(outer.type, TensorType) else self.scalar_operand(outer)
-            carried = [load(v) for v in inits]
+            carried = [load(v) if isinstance(v.type, TensorType) else self.scalar_operand(v) for v in inits]
             return None, self.time_loop(trips, carried, lambda i, vals: self.scalar_step(sub, env, i, vals))
 
         def sink(_, results, flat, index):
-            for store, (kind, x) in zip(sinks, results):
+            arrays_only = [kx for kx, v in zip(results, inits) if isinstance(v.type, TensorType)]
+            for store, (kind, x) in zip(sinks, arrays_only):
                 store(kind, x, flat, index)
 
         self.broadcast_loops(shape, operands, arrays, element, sink, out=outs[0], flat_start=start)
@@ -129,7 +161,8 @@ class FusedLoopOps:
         results = []
         for r in sub.outputs:
             kind, x = env[id(r)]
-            results.append((kind_of(r.type.dtype), self.cast(x, kind, kind_of(r.type.dtype))))
+            want = kind_of(r.type.dtype) if isinstance(r.type, TensorType) else scalar_kind(r.type)
+            results.append((want, self.cast(x, kind, want)))
         return results
 
     def scalar_node(self, n, env):
@@ -147,7 +180,7 @@ class FusedLoopOps:
         """Run the float64 vector tiles where every array is contiguous with the carried shape; the flat index
         the scalar loop starts from (None when the body is not vectorized)."""
         lanes = self.simd_width(sub)
-        if lanes is None:
+        if lanes is None or not all(isinstance(v.type, TensorType) for v in node.inputs[1:1 + node.attrs["carried"]]):
             return None
         b = self.b
         k = node.attrs["carried"]
