@@ -7,11 +7,12 @@ array-at-a-time loop applies to it, rounded to each intermediate's dtype as in `
 are bit-identical.
 
 A time loop per element is a chain of dependent operations, so one element at a time runs at the latency of
-the chain. Float64 bodies that ``simd.py`` vectorizes therefore run tiles of ``UNROLL`` vectors at once (several
-independent chains in flight, no memory traffic inside the time loop); the last partial tile runs on a stack
-copy padded with its last element (a real element: the padding computes nothing an element would not), and
-bodies that cannot be vectorized, or operands that are not contiguous with the carried shape, take the scalar
-element loop (broadcasting as NumPy does).
+the chain. Float64 bodies that ``simd.py`` vectorizes therefore run tiles of ``UNROLL_CHAINS`` vectors at once
+(several independent chains in flight, no memory traffic inside the time loop); the last partial tile runs on a
+stack copy padded with its last element (a real element: the padding computes nothing an element would not).
+Other bodies (integers, float32, carried scalars) run ``UNROLL_CHAINS`` elements at a time, the rest one element
+at a time; operands that are not contiguous with the carried shape take the one-element loop (broadcasting as
+NumPy does).
 
 Zero trips (or fewer) return the initial arrays themselves, as Python's loop does; otherwise each carried result
 is a new array of the carried shape (the pass proved, or ``prim::ShapesFit`` checked, that shapes never change).
@@ -105,6 +106,8 @@ class FusedLoopOps:
         shape = self.arr(next(v for v in inits if isinstance(v.type, TensorType))).shape
         outs = [self.alloc(o.type, shape) for o in node.outputs if isinstance(o.type, TensorType)]
         start = self.simd_time_tiles(node, sub, trips, arrays, outs, shape)
+        if start is None:
+            start = self.scalar_time_tiles(node, sub, trips, arrays, outs, shape)
         sinks = [self.store_sink(out) for out in outs]
 
         def element(load):
@@ -174,6 +177,47 @@ class FusedLoopOps:
         (vals,) = getattr(self, handler_for(n))(n)
         self.node = outer
         return scalar_kind(n.output.type), vals[0]
+
+    # -- scalar tiles: several elements' time loops interleaved --------------------------------------------------
+    def scalar_time_tiles(self, node, sub, trips, arrays, outs, shape):
+        """Run ``UNROLL_CHAINS`` elements at a time (independent chains in flight) where every array is contiguous
+        with the carried shape; the flat index the one-element loop starts from."""
+        b = self.b
+        k = node.attrs["carried"]
+        inits, invariants = node.inputs[1:1 + k], node.inputs[1 + k:]
+        chains = UNROLL_CHAINS
+        n = self.size(shape)
+        flat = self.all_flat(shape, arrays + outs)
+        full = b.select(flat, b.sub(n, b.srem(n, i64(chains))), i64(0))
+        sinks = [self.store_sink(out) for out in outs]
+
+        def load(v, index):
+            a = self.arr(v)
+            ptr = b.bitcast(b.gep(a.data, [b.mul(index, i64(a.itemsize))]), self.elem_ptr_type(a))
+            return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+
+        with self.for_range(b.sdiv(full, i64(chains))) as c:
+            base = b.mul(c, i64(chains))
+            index = [b.add(base, i64(u)) for u in range(chains)]
+            envs, state = [], []
+            for u in range(chains):
+                env = {}
+                for p, outer in zip(sub.inputs[1 + k:], invariants):
+                    env[id(p)] = (load(outer, index[u]) if isinstance(outer.type, TensorType)
+                                  else self.scalar_operand(outer))
+                envs.append(env)
+                state += [load(v, index[u]) if isinstance(v.type, TensorType) else self.scalar_operand(v)
+                          for v in inits]
+
+            def step(i, vals):
+                return [kx for u in range(chains) for kx in self.scalar_step(sub, envs[u], i, vals[u * k:(u + 1) * k])]
+
+            final = self.time_loop(trips, state, step)
+            for u in range(chains):
+                results = [kx for kx, v in zip(final[u * k:(u + 1) * k], inits) if isinstance(v.type, TensorType)]
+                for store, (kind, x) in zip(sinks, results):
+                    store(kind, x, index[u], None)
+        return full
 
     # -- vector tiles -----------------------------------------------------------------------------------------
     def simd_time_tiles(self, node, sub, trips, arrays, outs, shape):
