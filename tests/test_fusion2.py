@@ -399,6 +399,28 @@ CHECK: return
     assert np.allclose(e, we, rtol=1e-15, atol=0) and np.isclose(s, ws, rtol=1e-13) and mn == np.min(e)
 
 
+@scriptc.script
+def raise_between(x: np.ndarray, k: int) -> tuple[float, float]:
+    e = x * 2.0
+    s = np.sum(e)
+    q = 10 // k                               # raises before np.max(e) of an empty e could
+    return s, np.max(e) + q
+
+
+def test_consumers_do_not_move_above_a_raise():
+    filecheck(str(raise_between.graph_for(np.ones(3), 1)), """
+CHECK-NOT: prim::FusionGroup
+CHECK: aten::sum(%e)
+CHECK: aten::floordiv
+CHECK: aten::max(%e)
+""")
+    with pytest.raises(ZeroDivisionError):
+        raise_between(np.ones(0), 0)
+    with pytest.raises(ValueError, match="zero-size array"):
+        raise_between(np.ones(0), 1)
+    assert raise_between(np.arange(4.0), 3) == raise_between.py_func(np.arange(4.0), 3)
+
+
 def test_siblings_that_must_not_merge():
     for fn in (foreign_array, write_between):
         text = str(fn.graph_for(np.ones(4), np.ones(4)))

@@ -17,13 +17,15 @@ consumer's element and accumulates every reduction. The producer's result is a r
 something else reads it too; otherwise it is never materialized. A consumer joins only when every array it
 reads besides the producer's result is an array the producer reads (so its iteration shape is the producer's:
 the group's loop runs over one shape), its other operands are available where the group is placed (the first
-consumer), and no node between the producer and the last consumer may write memory.
+consumer), and no node between the producer and the last consumer may write memory or raise (the consumers
+move up to the first one).
 """
 from __future__ import annotations
 
 from ..ir.core import Graph, Node, Value
 from ..ir.registry import REGISTRY, Effect
 from ..ir.types import TensorType
+from .analysis import may_raise
 from .manager import register
 
 BARRIERS = {"prim::Loop", "prim::If", "prim::CallFunction", "prim::FusionGroup"}
@@ -174,8 +176,9 @@ def _siblings(block, producer: Node):
         for v in c.inputs:
             if v is not out and v.node is not None and v.node.block is block and position[id(v.node)] >= first:
                 return None
+    # consumers move up to the first one: nothing they pass may write memory, print, or raise first
     between = block.nodes[position[id(producer)] + 1:last]
-    if any(writes_memory(n) and id(n) not in members for n in between):
+    if any((writes_memory(n) or may_raise(n)) and id(n) not in members for n in between):
         return None
     return consumers, others
 
