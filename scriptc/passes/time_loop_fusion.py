@@ -51,9 +51,12 @@ def _scalar_constant(v: Value) -> bool:
 
 
 def _scalar_node_ok(node: Node) -> bool:
-    return ((node.kind == "prim::Constant" and not isinstance(node.output.type, TensorType)) or (not any(isinstance(v.type, TensorType) for v in node.inputs)
-            and len(node.outputs) == 1 and not isinstance(node.output.type, TensorType)
-            and not node.blocks and is_removable(node)))
+    """A scalar constant, or an operation on scalars that can neither raise nor write (a counter's update)."""
+    if len(node.outputs) != 1 or isinstance(node.output.type, TensorType) or node.blocks:
+        return False
+    if node.kind == "prim::Constant":
+        return True
+    return not any(isinstance(v.type, TensorType) for v in node.inputs) and is_removable(node)
 
 
 def _invariants(loop: Node) -> list[Value] | None:
