@@ -440,3 +440,29 @@ def test_property_multi_output_group_matches_the_interpreter(n, epochs, seed_):
     x, y = rng.standard_normal(n), rng.standard_normal(n)
     assert gd_epochs(x, y, epochs, 0.05) == gd_sequential(x, y, epochs, 0.05)
     assert np.allclose(gd_epochs(x, y, epochs, 0.05), gd_epochs.py_func(x, y, epochs, 0.05), rtol=1e-9, atol=1e-12)
+
+
+def test_time_loop_fusion_before_and_after():
+    import io
+    g = parse(print_graph(affine.frontend_graph_for(np.ones(3), 5, 0.5)))
+    out = io.StringIO()
+    PassManager(["inline", "canonicalize", "constant-propagation", "cse", "licm", "time-loop-fusion"],
+                verify_each=True, print_after={"licm", "time-loop-fusion"}, out=out).run(g)
+    before, after = out.getvalue().split("IR after time-loop-fusion")
+    filecheck(before, """
+CHECK: IR after licm
+CHECK: prim::Loop(%n, %{{.+}}, %x)
+CHECK: aten::mul
+CHECK: aten::add
+CHECK-NOT: prim::FusedLoop
+""")
+    filecheck(after, """
+CHECK-NOT: prim::Loop
+CHECK: %x{{.*}} : Double(*) = prim::FusedLoop[subgraph=prim::FusedLoop_0, carried=1](%n, %x, %a)
+CHECK: with prim::FusedLoop_0 = graph(%i : int,
+CHECK-NEXT: %x : Double(*),
+CHECK-NEXT: %a : float):
+CHECK: aten::mul(%x, %a)
+CHECK: aten::add
+CHECK: return
+""")
