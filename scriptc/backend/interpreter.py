@@ -65,8 +65,11 @@ class Interpreter:
                 outs = self.run_block(node.blocks[0 if inputs[0] else 1], env)
             elif kind == "prim::CallFunction":
                 outs = [self.call(node.attrs["fn"], inputs)]
-            elif kind == "prim::FusionGroup":
-                outs = [self.run(node.attrs["subgraph"], inputs)]
+            elif kind == "prim::FusionGroup":   # one result, or several (a multi-output group)
+                sub = node.attrs["subgraph"]
+                outs = self.run_block(sub.block, dict(zip(map(id, sub.inputs), inputs)))
+            elif kind == "prim::FusedLoop":
+                outs = self.run_fused_loop(node, inputs)
             else:
                 impl = self._impls.get(kind) or self._impls.setdefault(kind, lookup(kind).impl)
                 out = impl(*inputs, **node.attrs)
@@ -75,6 +78,15 @@ class Interpreter:
             for v, x in zip(node.outputs, outs):
                 env[id(v)] = _normalize(x, v.type)
         return [env[id(v)] for v in block.returns]
+
+    def run_fused_loop(self, node, inputs) -> list:
+        """``for i in range(trips): carried = subgraph(i, *carried, *invariants)``, array at a time."""
+        sub, k = node.attrs["subgraph"], node.attrs["carried"]
+        trips, carried, invariants = inputs[0], inputs[1:1 + k], inputs[1 + k:]
+        for i in range(trips):
+            env = dict(zip(map(id, sub.inputs), [i, *carried, *invariants]))
+            carried = [_normalize(x, v.type) for x, v in zip(self.run_block(sub.block, env), sub.outputs)]
+        return carried
 
     def run_loop(self, node, inputs, env) -> list:
         max_trips, cond, *carried = inputs

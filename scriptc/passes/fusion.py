@@ -9,12 +9,23 @@ Assumes a verified graph whose array types know dtype and rank. Grows groups bac
 TorchScript's fuser does: a producer joins when it is element-wise, in the same block, used only by the group,
 and moving it down to the group crosses no node that could write memory (``Effect.WRITES``/``IO``, loops,
 ifs, calls) when it reads an array — so a fused read never sees a later write.
+
+Multi-output groups (after the groups above are formed): an element-wise producer whose result is read by
+several sibling consumers (element-wise groups, or groups ending in a full reduction, e.g. ``err = a*x + b - y;
+ga = np.mean(err * x); gb = np.mean(err)``) becomes one group with several results — one loop computes every
+consumer's element and accumulates every reduction. The producer's result is a result of the group only when
+something else reads it too; otherwise it is never materialized. A consumer joins only when every array it
+reads besides the producer's result is an array the producer reads (so its iteration shape is the producer's:
+the group's loop runs over one shape), its other operands are available where the group is placed (the first
+consumer), and no node between the producer and the last consumer may write memory or raise (the consumers
+move up to the first one).
 """
 from __future__ import annotations
 
 from ..ir.core import Graph, Node, Value
 from ..ir.registry import REGISTRY, Effect
 from ..ir.types import TensorType
+from .analysis import may_raise
 from .manager import register
 
 BARRIERS = {"prim::Loop", "prim::If", "prim::CallFunction", "prim::FusionGroup"}
@@ -114,7 +125,119 @@ def fuse(graph: Graph) -> bool:
                 continue
             outline(members, counter)
             changed = True
+        while merge_siblings(block, counter):
+            changed = True
 
     visit(graph.block)
     return changed
+
+
+# -- multi-output groups -------------------------------------------------------------------------------------
+
+def _elementwise_producer(node: Node) -> bool:
+    if node.kind == "prim::FusionGroup":
+        return (len(node.outputs) == 1 and "reuse" not in node.attrs and isinstance(node.output.type, TensorType)
+                and node.output.type.known)
+    return fusible(node)
+
+
+def _sibling_consumer(node: Node) -> bool:
+    if node.kind == "prim::FusionGroup":
+        return len(node.outputs) == 1 and "reuse" not in node.attrs
+    return fusible(node) or full_reduction(node)
+
+
+def _top(node: Node, block) -> Node | None:
+    """The node of ``block`` containing ``node`` (itself or an ancestor)."""
+    while node is not None and node.block is not block:
+        node = node.block.owner
+    return node
+
+
+def _siblings(block, producer: Node):
+    """(consumers, other users) of the producer's result that can share one loop with it, or None."""
+    out = producer.output
+    position = {id(n): i for i, n in enumerate(block.nodes)}
+    reads = {id(v) for v in producer.inputs if isinstance(v.type, TensorType)} | {id(out)}
+    users = list({id(u.user): u.user for u in out.uses}.values())
+    consumers = [u for u in users if u.block is block and _sibling_consumer(u)
+                 and all(not isinstance(v.type, TensorType) or id(v) in reads for v in u.inputs)]
+    consumers.sort(key=lambda n: position[id(n)])
+    others = [u for u in users if all(u is not c for c in consumers)]
+    if not consumers or len(consumers) + bool(others) < 2:
+        return None
+    first, last = position[id(consumers[0])], position[id(consumers[-1])]
+    for u in others:
+        top = _top(u, block)
+        if top is None or (top is not block.return_node and position.get(id(top), -1) <= first):
+            return None
+    members = {id(c) for c in consumers}
+    for c in consumers:
+        for v in c.inputs:
+            if v is not out and v.node is not None and v.node.block is block and position[id(v.node)] >= first:
+                return None
+    # consumers move up to the first one: nothing they pass may write memory, print, or raise first
+    between = block.nodes[position[id(producer)] + 1:last]
+    if any((writes_memory(n) or may_raise(n)) and id(n) not in members for n in between):
+        return None
+    return consumers, others
+
+
+def _copy_into(sub: Graph, node: Node, mapping: dict, inputs: list) -> Value:
+    """Copy ``node`` (a group: its body) into ``sub``; outer values it reads become group inputs; its result."""
+    def value(v):
+        if id(v) not in mapping:
+            if v.node is not None and v.node.kind == "prim::Constant" and not isinstance(v.type, TensorType):
+                c = Node("prim::Constant", [], [(v.type, None)], dict(v.node.attrs))
+                mapping[id(v)] = sub.block.append(c).output
+            else:
+                mapping[id(v)] = sub.add_input(v.type, v.name.split(".")[0] if not v.name.isdigit() else None)
+                inputs.append(v)
+        return mapping[id(v)]
+
+    if node.kind != "prim::FusionGroup":
+        copy = Node(node.kind, [value(v) for v in node.inputs], [(node.output.type, None)], dict(node.attrs),
+                    node.source)
+        return sub.block.append(copy).output
+    body = node.attrs["subgraph"]
+    local = {id(p): value(v) for p, v in zip(body.inputs, node.inputs)}
+    for n in body.nodes:
+        copy = Node(n.kind, [local[id(v)] for v in n.inputs], [(o.type, None) for o in n.outputs],
+                    dict(n.attrs), n.source)
+        sub.block.append(copy)
+        for o, c in zip(n.outputs, copy.outputs):
+            local[id(o)] = c
+    return local[id(body.outputs[0])]
+
+
+def merge_siblings(block, counter: list[int]) -> bool:
+    """Merge one producer with its sibling consumers into a multi-output prim::FusionGroup; True if done."""
+    for producer in list(block.nodes):
+        if not _elementwise_producer(producer):
+            continue
+        found = _siblings(block, producer)
+        if found is None:
+            continue
+        consumers, others = found
+        sub = Graph(f"prim::FusionGroup_{counter[0]}")
+        counter[0] += 1
+        mapping, inputs = {}, []
+        mapping[id(producer.output)] = _copy_into(sub, producer, mapping, inputs)
+        results = [_copy_into(sub, c, mapping, inputs) for c in consumers]
+        kept = consumers + ([producer] if others else [])
+        if others:
+            results.append(mapping[id(producer.output)])
+        for r in results:
+            sub.block.add_return(r)
+        group = Node("prim::FusionGroup", inputs, [(n.output.type, None) for n in kept], {"subgraph": sub},
+                     consumers[0].source)
+        block.append(group, at=block.nodes.index(consumers[0]))
+        for n, g in zip(kept, group.outputs):
+            g.name, n.output.name = n.output.name, g.name
+            n.output.replace_all_uses_with(g)
+        for n in reversed(consumers):
+            n.destroy()
+        producer.destroy()
+        return True
+    return False
 

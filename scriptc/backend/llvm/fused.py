@@ -21,6 +21,8 @@ class FusedOps:
     @handles("prim::FusionGroup")
     def lower_fusion_group(self, node):
         sub = node.attrs["subgraph"]
+        if len(sub.outputs) > 1:
+            return self.lower_multi_output_group(node)
         root = sub.outputs[0].node
         reduction = root if REGISTRY[root.kind].extra.get("reduction") else None
         value = reduction.inputs[0] if reduction is not None else sub.outputs[0]
@@ -37,17 +39,8 @@ class FusedOps:
             for n in sub.nodes:
                 if n is reduction:
                     break
-                if n.kind == "prim::Constant":
-                    continue
-                op = n.kind.split("::")[1]
-                dtype = self.loop_dtype(n)
-                compute = kind_of(dtype)
-                args = []
-                for k, v in enumerate(n.inputs):
-                    kind, x = scalars[id(n), k] if (id(n), k) in scalars else env[id(v)]
-                    args.append(self.cast(x, kind, "b" if op == "where" and k == 0 else compute))
-                kind, x = self.in_loop_precision(*self.element_op(op, args, compute, dtype), dtype)
-                env[id(n.output)] = self.round_through(kind, x, n.output.type.dtype)
+                if n.kind != "prim::Constant":     # constants: read through ``scalars``
+                    self.fused_element_node(n, env, scalars)
             return env[id(value)]
 
         if reduction is None:
@@ -77,6 +70,29 @@ class FusedOps:
                     operand = self.scalar_operand(outer_of[id(v)])
                 scalars[id(n), k] = self.weak_scalar(n.kind.split("::")[1], k, *operand, self.loop_dtype(n))
         return scalars
+
+    def fused_element_node(self, n, env, scalars=None) -> None:
+        """One node of a fused body on one element: ``env`` maps values to (kind, register). A Python scalar
+        operand is converted as the operator's ufunc converts it (``weak_scalar``): taken from ``scalars`` when
+        the caller converted it before the loop, else converted here."""
+        if n.kind == "prim::Constant":
+            t = n.output.type
+            env[id(n.output)] = (scalar_kind(t), self.lower_constant(n)[0][0])
+            return
+        op = n.kind.split("::")[1]
+        dtype = self.loop_dtype(n)
+        compute = kind_of(dtype)
+        args = []
+        for k, v in enumerate(n.inputs):
+            if scalars is not None and (id(n), k) in scalars:
+                kind, x = scalars[id(n), k]
+            elif not isinstance(v.type, TensorType):
+                kind, x = self.weak_scalar(op, k, *env[id(v)], dtype)
+            else:
+                kind, x = env[id(v)]
+            args.append(self.cast(x, kind, "b" if op == "where" and k == 0 else compute))
+        kind, x = self.in_loop_precision(*self.element_op(op, args, compute, dtype), dtype)
+        env[id(n.output)] = self.round_through(kind, x, n.output.type.dtype)
 
     def output_buffer(self, node, shape):
         """A new array for the result, or (``reuse=k``) input k's buffer when nothing else references it and

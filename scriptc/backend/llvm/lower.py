@@ -33,6 +33,8 @@ from .arrays import ArrayOps
 from .fused import FusedOps
 from .matmul import MatmulOps
 from .builtins_lower import BuiltinOps
+from .fused_loop import FusedLoopOps
+from .fused_multi import FusedMultiOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
 from .lists import ListOps
@@ -222,7 +224,7 @@ class ModuleLowering:
 # -- functions -------------------------------------------------------------------------------------------
 
 class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ArrayMath, ArrayFns, MatmulOps, FusedOps,
-                       SimdOps, StringOps, ListOps, SumReductions):
+                       FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):

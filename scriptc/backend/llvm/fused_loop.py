@@ -1,0 +1,316 @@
+"""Lowering of ``prim::FusedLoop`` (time-loop fusion) and its guard ``prim::ShapesFit``.
+
+A FusedLoop runs the fused element loop of ``fused.py`` once over the carried arrays' shape and, for each
+element, the whole time loop in registers: load the carried elements (and the invariant operands) once, apply
+the body ``trips`` times, store the results once. Each element goes through exactly the operations the
+array-at-a-time loop applies to it, rounded to each intermediate's dtype as in ``fused.py``, so the results
+are bit-identical.
+
+A time loop per element is a chain of dependent operations, so one element at a time runs at the latency of
+the chain. Float64 bodies that ``simd.py`` vectorizes therefore run tiles of ``UNROLL_CHAINS`` vectors at once
+(several independent chains in flight, no memory traffic inside the time loop); the last partial tile runs on a
+stack copy padded with its last element (a real element: the padding computes nothing an element would not).
+Other bodies (integers, float32, carried scalars) run ``UNROLL_CHAINS`` elements at a time, the rest one element
+at a time; operands that are not contiguous with the carried shape take the one-element loop (broadcasting as
+NumPy does).
+
+Zero trips (or fewer) return the initial arrays themselves, as Python's loop does; otherwise each carried result
+is a new array of the carried shape (the pass proved, or ``prim::ShapesFit`` checked, that shapes never change).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...ir.types import TensorType
+from .arrays import kind_of, scalar_kind
+from .common import F64, I1, I64, handler_for, handles, i64
+
+UNROLL_CHAINS = 8     # independent vector chains per tile: latency 4 x 2 FP ports on current x86
+
+
+class FusedLoopOps:
+    """Mixin of FunctionLowering."""
+
+    @handles("prim::ShapesFit")
+    def lower_shapes_fit(self, node):
+        b = self.b
+        k = node.attrs["carried"]
+        arrays = [self.arr(v) for v in node.inputs]
+        shape = arrays[0].shape
+        ok = ir.Constant(I1, 1)
+        for a in arrays[1:k]:
+            for d, e in zip(a.shape, shape):
+                ok = b.and_(ok, b.icmp_signed("==", d, e))
+        for a in arrays[k:]:
+            if a.t.rank > len(shape):
+                return [[ir.Constant(I1, 0)]]
+            for d, e in zip(reversed(a.shape), reversed(shape)):
+                ok = b.and_(ok, b.or_(b.icmp_signed("==", d, i64(1)), b.icmp_signed("==", d, e)))
+        return [[ok]]
+
+    @handles("prim::FusedLoop")
+    def lower_fused_loop(self, node):
+        b = self.b
+        k = node.attrs["carried"]
+        trips = self.scalar(node.inputs[0])
+        inits = node.inputs[1:1 + k]
+        slots = [self.alloca_leaves(o.type) for o in node.outputs]
+        with b.if_else(b.icmp_signed(">", trips, i64(0))) as (run, skip):
+            with run:
+                arrays = iter(self.fused_time_loop(node, trips))
+                scalars = iter(self.scalar_time_loop(node, trips))
+                for s, o in zip(slots, node.outputs):
+                    self.store_leaves(s, next(arrays).leaves if isinstance(o.type, TensorType) else [next(scalars)])
+            with skip:
+                for s, v in zip(slots, inits):
+                    if isinstance(v.type, TensorType):
+                        self.array_retain(self.get(v))
+                    self.store_leaves(s, self.get(v))
+        return [self.load_leaves(s) for s in slots]
+
+    def scalar_time_loop(self, node, trips) -> list:
+        """The final values of the carried scalars (computed from scalars only: the pass checked)."""
+        sub = node.attrs["subgraph"]
+        k = node.attrs["carried"]
+        inits, invariants = node.inputs[1:1 + k], node.inputs[1 + k:]
+        scalar = [not isinstance(v.type, TensorType) for v in inits]
+        if not any(scalar):
+            return []
+        env = {id(p): self.scalar_operand(v) for p, v in zip(sub.inputs[1 + k:], invariants)
+               if not isinstance(v.type, TensorType)}
+        params = [p for p, s in zip(sub.inputs[1:1 + k], scalar) if s]
+        results = [r for r, s in zip(sub.outputs, scalar) if s]
+
+        def step(i, vals):
+            local = dict(env)
+            local[id(sub.inputs[0])] = ("i", i)
+            local.update({id(p): x for p, x in zip(params, vals)})
+            for n in sub.nodes:
+                if n.kind == "prim::Constant":
+                    self.fused_element_node(n, local)
+                elif not isinstance(n.output.type, TensorType):
+                    local[id(n.output)] = self.scalar_node(n, local)
+            return [(scalar_kind(r.type), self.cast(local[id(r)][1], local[id(r)][0], scalar_kind(r.type)))
+                    for r in results]
+
+        final = self.time_loop(trips, [self.scalar_operand(v) for v, s in zip(inits, scalar) if s], step)
+        return [x for _, x in final]
+
+    def fused_time_loop(self, node, trips):
+        """The element loop with the time loop inside; the new carried arrays."""
+        sub = node.attrs["subgraph"]
+        k = node.attrs["carried"]
+        inits, invariants = node.inputs[1:1 + k], node.inputs[1 + k:]
+        operands = node.inputs[1:]
+        arrays = [self.arr(v) for v in operands if isinstance(v.type, TensorType)]
+        shape = self.arr(next(v for v in inits if isinstance(v.type, TensorType))).shape
+        outs = [self.alloc(o.type, shape) for o in node.outputs if isinstance(o.type, TensorType)]
+        start = self.simd_time_tiles(node, sub, trips, arrays, outs, shape)
+        if start is None:
+            start = self.scalar_time_tiles(node, sub, trips, arrays, outs, shape)
+        sinks = [self.store_sink(out) for out in outs]
+
+        def element(load):
+            env = {}
+            for p, outer in zip(sub.inputs[1 + k:], invariants):
+                env[id(p)] = load(outer) if isinstance(outer.type, TensorType) else self.scalar_operand(outer)
+            carried = [load(v) if isinstance(v.type, TensorType) else self.scalar_operand(v) for v in inits]
+            return None, self.time_loop(trips, carried, lambda i, vals: self.scalar_step(sub, env, i, vals))
+
+        def sink(_, results, flat, index):
+            arrays_only = [kx for kx, v in zip(results, inits) if isinstance(v.type, TensorType)]
+            for store, (kind, x) in zip(sinks, arrays_only):
+                store(kind, x, flat, index)
+
+        self.broadcast_loops(shape, operands, arrays, element, sink, out=outs[0], flat_start=start)
+        return outs
+
+    # -- the time loop --------------------------------------------------------------------------------------
+    def time_loop(self, trips, inits: list, step) -> list:
+        """``for i in range(trips): vals = step(i, vals)`` on (kind, register) pairs; the final pairs."""
+        b = self.b
+        fn = b.function
+        pre = b.block
+        header, body, done = (fn.append_basic_block(n) for n in ("time", "time.body", "time.done"))
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64, "t")
+        phis = [b.phi(x.type, "carried") for _, x in inits]
+        b.cbranch(b.icmp_signed("<", i, trips), body, done)
+        b.position_at_end(body)
+        new = step(i, [(kind, phi) for (kind, _), phi in zip(inits, phis)])
+        latch = b.block
+        i.add_incoming(i64(0), pre)
+        i.add_incoming(b.add(i, i64(1)), latch)
+        for phi, (_, x0), (_, x1) in zip(phis, inits, new):
+            phi.add_incoming(x0, pre)
+            phi.add_incoming(x1, latch)
+        b.branch(header)
+        b.position_at_end(done)
+        return [(kind, phi) for (kind, _), phi in zip(inits, phis)]
+
+    def scalar_step(self, sub, env, i, vals) -> list:
+        """One iteration of the body on one element: the next carried (kind, register) pairs."""
+        k = len(vals)
+        env = dict(env)
+        env[id(sub.inputs[0])] = ("i", i)
+        for p, (kind, x) in zip(sub.inputs[1:1 + k], vals):
+            env[id(p)] = (kind, x)
+        for n in sub.nodes:
+            if isinstance(n.output.type, TensorType) or n.kind == "prim::Constant":
+                self.fused_element_node(n, env)
+            else:
+                env[id(n.output)] = self.scalar_node(n, env)
+        results = []
+        for r in sub.outputs:
+            kind, x = env[id(r)]
+            want = kind_of(r.type.dtype) if isinstance(r.type, TensorType) else scalar_kind(r.type)
+            results.append((want, self.cast(x, kind, want)))
+        return results
+
+    def scalar_node(self, n, env):
+        """A scalar operation of the body (the pass admits only ones that cannot raise), by its own lowering."""
+        for v in n.inputs:
+            kind, x = env[id(v)]
+            self.bind(v, [self.cast(x, kind, scalar_kind(v.type))])
+        outer, self.node = self.node, n
+        (vals,) = getattr(self, handler_for(n))(n)
+        self.node = outer
+        return scalar_kind(n.output.type), vals[0]
+
+    # -- scalar tiles: several elements' time loops interleaved --------------------------------------------------
+    def scalar_time_tiles(self, node, sub, trips, arrays, outs, shape):
+        """Run ``UNROLL_CHAINS`` elements at a time (independent chains in flight) where every array is contiguous
+        with the carried shape; the flat index the one-element loop starts from."""
+        b = self.b
+        k = node.attrs["carried"]
+        inits, invariants = node.inputs[1:1 + k], node.inputs[1 + k:]
+        chains = UNROLL_CHAINS
+        n = self.size(shape)
+        flat = self.all_flat(shape, arrays + outs)
+        full = b.select(flat, b.sub(n, b.srem(n, i64(chains))), i64(0))
+        sinks = [self.store_sink(out) for out in outs]
+
+        def load(v, index):
+            a = self.arr(v)
+            ptr = b.bitcast(b.gep(a.data, [b.mul(index, i64(a.itemsize))]), self.elem_ptr_type(a))
+            return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+
+        with self.for_range(b.sdiv(full, i64(chains))) as c:
+            base = b.mul(c, i64(chains))
+            index = [b.add(base, i64(u)) for u in range(chains)]
+            envs, state = [], []
+            for u in range(chains):
+                env = {}
+                for p, outer in zip(sub.inputs[1 + k:], invariants):
+                    env[id(p)] = (load(outer, index[u]) if isinstance(outer.type, TensorType)
+                                  else self.scalar_operand(outer))
+                envs.append(env)
+                state += [load(v, index[u]) if isinstance(v.type, TensorType) else self.scalar_operand(v)
+                          for v in inits]
+
+            def step(i, vals):
+                return [kx for u in range(chains) for kx in self.scalar_step(sub, envs[u], i, vals[u * k:(u + 1) * k])]
+
+            final = self.time_loop(trips, state, step)
+            for u in range(chains):
+                results = [kx for kx, v in zip(final[u * k:(u + 1) * k], inits) if isinstance(v.type, TensorType)]
+                for store, (kind, x) in zip(sinks, results):
+                    store(kind, x, index[u], None)
+        return full
+
+    # -- vector tiles -----------------------------------------------------------------------------------------
+    def simd_time_tiles(self, node, sub, trips, arrays, outs, shape):
+        """Run the float64 vector tiles where every array is contiguous with the carried shape; the flat index
+        the scalar loop starts from (None when the body is not vectorized)."""
+        lanes = self.simd_width(sub)
+        if lanes is None or not all(isinstance(v.type, TensorType) for v in node.inputs[1:1 + node.attrs["carried"]]):
+            return None
+        b = self.b
+        k = node.attrs["carried"]
+        chains = max(2, UNROLL_CHAINS // k)
+        tile = chains * lanes
+        vec = ir.VectorType(F64, lanes)
+        n = self.size(shape)
+        flat = self.all_flat(shape, arrays + outs)
+        full = b.select(flat, b.sub(n, b.srem(n, i64(tile))), i64(0))
+        operands = node.inputs[1:]
+
+        def at(base, u):
+            return b.add(base, i64(u * lanes))
+
+        def vec_ptr(data, index):
+            return b.bitcast(b.gep(data, [b.mul(index, i64(8))]), vec.as_pointer())
+
+        with self.for_range(b.sdiv(full, i64(tile))) as c:
+            base = b.mul(c, i64(tile))
+            self.vector_tile(node, sub, trips, vec, chains,
+                             lambda v, u: b.load(vec_ptr(self.arr(v).data, at(base, u)), align=8),
+                             lambda j, u, x: b.store(x, vec_ptr(outs[j].data, at(base, u)), align=8))
+        rest = b.sub(n, full)
+        with b.if_then(b.and_(flat, b.icmp_signed(">", rest, i64(0)))):
+            # a short rest (a small array) runs one vector: a full tile would do `chains` times the work
+            with b.if_else(b.icmp_signed("<=", rest, i64(lanes))) as (short, long):
+                with short:
+                    self.padded_tile(node, sub, trips, vec, 1, operands, outs, full, rest)
+                with long:
+                    self.padded_tile(node, sub, trips, vec, chains, operands, outs, full, rest)
+        return b.select(flat, n, i64(0))
+
+    def padded_tile(self, node, sub, trips, vec, chains, operands, outs, full, rest):
+        """The last partial tile, through stack copies padded with its last element."""
+        b = self.b
+        tile = chains * vec.count
+        scratch_t = ir.ArrayType(F64, tile)
+        last = b.sub(rest, i64(1))
+        copies = {}
+        for v in operands:
+            if isinstance(v.type, TensorType) and id(v) not in copies:
+                copies[id(v)] = buf = b.bitcast(self.alloca(scratch_t), F64.as_pointer())
+                src = b.bitcast(self.arr(v).data, F64.as_pointer())
+                with self.for_range(i64(tile)) as j:
+                    pick = b.select(b.icmp_signed("<", j, rest), j, last)
+                    b.store(b.load(b.gep(src, [b.add(full, pick)])), b.gep(buf, [j]))
+        results = [b.bitcast(self.alloca(scratch_t), F64.as_pointer()) for _ in outs]
+
+        def vec_ptr(data, u):
+            return b.bitcast(b.gep(data, [i64(u * vec.count)]), vec.as_pointer())
+
+        self.vector_tile(node, sub, trips, vec, chains, lambda v, u: b.load(vec_ptr(copies[id(v)], u)),
+                         lambda j, u, x: b.store(x, vec_ptr(results[j], u)))
+        for out, res in zip(outs, results):
+            dst = b.bitcast(out.data, F64.as_pointer())
+            with self.for_range(rest) as j:
+                b.store(b.load(b.gep(res, [j])), b.gep(dst, [b.add(full, j)]))
+
+    def vector_tile(self, node, sub, trips, vec, chains, load, store):
+        """``chains`` vectors of every carried array through the whole time loop; ``load(value, u)`` reads
+        vector u of an array operand, ``store(j, u, x)`` writes vector u of carried result j."""
+        k = node.attrs["carried"]
+        inits, invariants = node.inputs[1:1 + k], node.inputs[1 + k:]
+        env = {}
+        for p, outer in zip(sub.inputs[1 + k:], invariants):
+            if isinstance(outer.type, TensorType):
+                env[id(p)] = [load(outer, u) for u in range(chains)]
+            else:
+                env[id(p)] = [self.splat(self.to_f64(self.scalar(outer), outer.type), vec)] * chains
+        carried = [("v", load(v, u)) for v in inits for u in range(chains)]
+
+        def step(i, vals):
+            local = dict(env)
+            local[id(sub.inputs[0])] = [self.splat(self.b.sitofp(i, F64), vec)] * chains
+            for j, p in enumerate(sub.inputs[1:1 + k]):
+                local[id(p)] = [x for _, x in vals[j * chains:(j + 1) * chains]]
+            for m in sub.nodes:
+                if m.kind == "prim::Constant":
+                    local[id(m.output)] = [ir.Constant(vec, [float(m.attrs.get("value", 0))] * vec.count)] * chains
+                    continue
+                op = m.kind.split("::")[1]
+                local[id(m.output)] = [self.simd_op(op, [local[id(v)][u] for v in m.inputs], vec)
+                                       for u in range(chains)]
+            return [("v", x) for r in sub.outputs for x in local[id(r)]]
+
+        final = self.time_loop(trips, carried, step)
+        for j in range(k):
+            for u in range(chains):
+                store(j, u, final[j * chains + u][1])
