@@ -210,18 +210,25 @@ def _numpy_api() -> dict[str, int] | None:
 
 NUMPY_ADDRESSES = _numpy_api()
 _BOUND = False
-_BIND_LOCK = threading.Lock()
+
+
+_BIND_LOCK = threading.RLock()
 
 
 def _bind_capi() -> None:
-    global _BOUND
     with _BIND_LOCK:
-        if not _BOUND:
-            for name in CAPI:
-                llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
-            for name, address in (NUMPY_ADDRESSES or {}).items():
-                llvm.add_symbol("scriptc." + name, address)
-            _BOUND = True
+        _bind_capi_locked()
+
+
+def _bind_capi_locked() -> None:
+    global _BOUND
+    if not _BOUND:
+        engine()   # binds free (the allocator's)
+        for name in CAPI:
+            llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
+        for name, address in (NUMPY_ADDRESSES or {}).items():
+            llvm.add_symbol("scriptc." + name, address)
+        _BOUND = True
 
 
 # -- the builtin function object ---------------------------------------------------------------------------
@@ -458,22 +465,10 @@ class _EntryLowering:
         return arr
 
     def capsule_destructor(self) -> ir.Function:
-        """``void release(PyObject *capsule)``: drop the array reference the capsule holds."""
+        """The process's one ``release_capsule`` (bound by make_entry)."""
         fn = self._decls.get("release")
         if fn is None:
-            fn = self._decls["release"] = ir.Function(self.module, ir.FunctionType(VOID, [I8P]),
-                                                      self.symbol + ".release")
-            fn.linkage = "internal"
-            b = ir.IRBuilder(fn.append_basic_block())
-            mi = b.call(self.capi("PyCapsule_GetPointer"), [fn.args[0], ir.Constant(I8P, None)])
-            rc = b.bitcast(mi, I64.as_pointer())
-            n = b.sub(b.load(rc), _i64(1))
-            b.store(n, rc)
-            with b.if_then(b.icmp_signed("==", n, _i64(0))):
-                free = self._decls.get("free") or ir.Function(self.module, ir.FunctionType(VOID, [I8P]), "free")
-                self._decls["free"] = free
-                b.call(free, [mi])
-            b.ret_void()
+            fn = self._decls["release"] = ir.Function(self.module, RELEASE_TYPE, RELEASE_SYMBOL)
         return fn
 
     def fail_if_null(self, obj, root) -> None:
@@ -563,6 +558,39 @@ class _EntryLowering:
         return str(self.module)
 
 
+RELEASE_SYMBOL = "scriptc.release_capsule"
+RELEASE_TYPE = ir.FunctionType(VOID, [I8P])
+_RELEASE_ADDRESS: list[int] = []
+
+
+def release_capsule_address() -> int:
+    """The address of ``void release_capsule(PyObject *capsule)``, the destructor of the capsule that is the
+    base of every array native code allocated and returned: it drops the array reference the capsule holds
+    (its pointer is the meminfo) and frees the memory at zero. Compiled once per process. It runs no Python
+    code, so it works at any point of interpreter exit, when module globals may already be gone; JIT code is
+    never unmapped (llvmlite does not dispose engines at exit)."""
+    with _BIND_LOCK:
+        if not _RELEASE_ADDRESS:
+            _bind_capi_locked()
+            module = ir.Module(name="scriptc.release")
+            fn = ir.Function(module, RELEASE_TYPE, RELEASE_SYMBOL)
+            get = ir.Function(module, CAPI["PyCapsule_GetPointer"], "PyCapsule_GetPointer")
+            free = ir.Function(module, ir.FunctionType(VOID, [I8P]), "free")
+            b = ir.IRBuilder(fn.append_basic_block())
+            mi = b.call(get, [fn.args[0], ir.Constant(I8P, None)])
+            rc = b.bitcast(mi, I64.as_pointer())
+            n = b.sub(b.load(rc), _i64(1))
+            b.store(n, rc)
+            with b.if_then(b.icmp_signed("==", n, _i64(0))):
+                b.call(free, [mi])
+            b.ret_void()
+            eng = engine()
+            address = eng.add_module(eng.optimize(str(module)), [RELEASE_SYMBOL])[RELEASE_SYMBOL]
+            llvm.add_symbol(RELEASE_SYMBOL, address)
+            _RELEASE_ADDRESS.append(address)
+    return _RELEASE_ADDRESS[0]
+
+
 def kernel_symbol(address: int) -> str:
     return f"scriptc.kernel.{address:x}"
 
@@ -642,6 +670,7 @@ def make_entry(native, fallback, *, nogil: bool = False, rebuild=None, raise_err
     if not callable(fallback) or not callable(raise_error) or (rebuild is not None and not callable(rebuild)):
         raise TypeError("fallback, rebuild and raise_error must be callable")
     _bind_capi()
+    release_capsule_address()
     name = getattr(getattr(native, "graph", None), "name", None) or "native"
     with _COUNTER_LOCK:
         symbol = f"scriptc.pyentry{next(_COUNTER)}.{name}"

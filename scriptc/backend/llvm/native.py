@@ -10,7 +10,7 @@ import numpy as np
 
 from ...ir.core import Graph
 from ...ir.types import BOOL, FLOAT, INT, STR, TensorType, TupleType, Type
-from .engine import LIBC, engine, make_caller
+from .engine import engine, make_caller
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph, leaves
 from .strings import take_str
@@ -65,24 +65,20 @@ def _describe(x) -> str:
 
 
 class _ArrayMemory:
-    """The object a returned array's ``base`` is: it exposes native memory to NumPy and keeps the argument it
-    views alive (``owner``)."""
+    """The object a returned array's ``base`` is: it exposes native memory to NumPy and keeps alive what owns
+    that memory (``owner``): the argument it views, or for memory native code allocated a capsule holding one
+    reference, whose destructor (native code, no Python: it may run late in interpreter exit) releases it."""
     __slots__ = ("__array_interface__", "owner")
 
 
-class _OwnedMemory(_ArrayMemory):
-    """Base of an array native code allocated: holds one reference, released when the array is collected."""
-    __slots__ = ("meminfo",)
-
-    def __del__(self):
-        _release(self.meminfo)
+_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
+_PyCapsule_New.restype = ctypes.py_object
+_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 
-def _release(meminfo: int) -> None:
-    count = ctypes.c_int64.from_address(meminfo)
-    count.value -= 1
-    if count.value == 0:
-        LIBC.free(ctypes.c_void_p(meminfo))
+def _owning_capsule(meminfo: int):
+    from .entry import release_capsule_address
+    return _PyCapsule_New(meminfo, None, release_capsule_address())
 
 
 _TYPESTR = {}
@@ -102,8 +98,8 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
     typestr = _TYPESTR.get(t.dtype) or _TYPESTR.setdefault(t.dtype, np.dtype(t.dtype).str)
     interface = {"data": (data, False), "shape": shape, "strides": strides, "typestr": typestr, "version": 3}
     if meminfo:
-        mem = _OwnedMemory()
-        mem.meminfo, mem.owner, mem.__array_interface__ = meminfo, None, interface
+        mem = _ArrayMemory()
+        mem.owner, mem.__array_interface__ = _owning_capsule(meminfo), interface
         return np.asarray(mem)
     for a in args:  # memory borrowed from an argument: return it, or a view of it
         if type(a) is np.ndarray and _data_pointer(a) == data and a.shape == shape and a.strides == strides \
