@@ -19,7 +19,9 @@ with ``out`` on its stack, and boxes the result. Anything it does not handle goe
 - float parameter: not exactly ``float`` (an int has its own specialization, ``np.float64`` is a subclass);
 - bool parameter: not ``True``/``False`` (``np.bool_`` included);
 - array parameter: not exactly ``np.ndarray``, another rank, a dtype descriptor other than the canonical
-  native-byte-order one (pointer identity), not aligned, or (if the signature fixes it) another shape.
+  native-byte-order one (pointer identity), not aligned, read-only where the code may write it
+  (``native.written_inputs``: the fallback raises NumPy's ValueError), or (if the signature fixes it) another
+  shape.
   Arrays are borrowed: meminfo is null;
 - str parameter: not exactly ``str`` (passed as the borrowed object pointer).
 
@@ -61,6 +63,7 @@ from .errors import ERROR_TABLE
 METH_FASTCALL = 0x0080
 METH_KEYWORDS = 0x0002
 NPY_ARRAY_ALIGNED = 0x0100
+NPY_ARRAY_WRITEABLE = 0x0400
 
 # CPython object layout (64-bit, release build; checked below)
 OB_TYPE = 8
@@ -341,8 +344,9 @@ class _EntryLowering:
         return self.b.icmp_unsigned("==", self.field(obj, OB_TYPE, I8P), _const_ptr(tp))
 
     # -- arguments -----------------------------------------------------------------------------------------
-    def unpack(self, obj, t: Type, what: str) -> list:
-        """Check ``obj`` (borrowed) is of kind ``t``; its leaves in memory types."""
+    def unpack(self, obj, t: Type, what: str, written: bool = False) -> list:
+        """Check ``obj`` (borrowed) is of kind ``t``; its leaves in memory types. ``written``: the code may
+        write its arrays, so read-only ones go to the fallback (which raises NumPy's error)."""
         b = self.b
         if t == INT:
             self.require(self.type_is(obj, int), f"{what}.int")
@@ -371,13 +375,13 @@ class _EntryLowering:
             self.require(b.icmp_unsigned("==", self.call("PyTuple_Size", obj), _i64(n)), f"{what}.len")
             out = []
             for i, e in enumerate(t.elems):
-                out += self.unpack(self.call("PyTuple_GetItem", obj, _i64(i)), e, f"{what}.{i}")
+                out += self.unpack(self.call("PyTuple_GetItem", obj, _i64(i)), e, f"{what}.{i}", written)
             return out
         if isinstance(t, TensorType) and t.known:
-            return self.unpack_array(obj, t, what)
+            return self.unpack_array(obj, t, what, written)
         raise EntryUnsupported(f"cannot take an argument of type {t}")
 
-    def unpack_array(self, obj, t: TensorType, what: str) -> list:
+    def unpack_array(self, obj, t: TensorType, what: str, written: bool) -> list:
         b = self.b
         self.require(self.type_is(obj, np.ndarray), f"{what}.ndarray")
         self.require(b.icmp_unsigned("==", self.field(obj, ARR_ND, I32), ir.Constant(I32, t.rank)), f"{what}.nd")
@@ -388,8 +392,9 @@ class _EntryLowering:
             same = eq if same is None else b.or_(same, eq)
         self.require(same, f"{what}.dtype")
         flags = self.field(obj, ARR_FLAGS, I32)
-        aligned = b.and_(flags, ir.Constant(I32, NPY_ARRAY_ALIGNED))
-        self.require(b.icmp_unsigned("!=", aligned, ir.Constant(I32, 0)), f"{what}.aligned")
+        need = NPY_ARRAY_ALIGNED | (NPY_ARRAY_WRITEABLE if written else 0)
+        has = b.and_(flags, ir.Constant(I32, need))
+        self.require(b.icmp_unsigned("==", has, ir.Constant(I32, need)), f"{what}.flags")
         data = self.field(obj, ARR_DATA, I8P)
         dims_p = self.field(obj, ARR_DIMS, I64.as_pointer())
         strides_p = self.field(obj, ARR_STRIDES, I64.as_pointer())
@@ -504,9 +509,10 @@ class _EntryLowering:
         self.require(b.and_(b.icmp_unsigned("==", self.kwnames, ir.Constant(I8P, None)),
                             b.icmp_unsigned("==", self.nargs, _i64(n))), "nargs")
         kernel_args = []
+        written = getattr(native, "written_inputs", {})
         for i, t in enumerate(arg_types):
             obj = b.load(b.gep(self.args, [_i64(i)], inbounds=True))
-            kernel_args += self.unpack(obj, t, f"arg{i}")
+            kernel_args += self.unpack(obj, t, f"arg{i}", written=i in written)
         in_types = [x for t in arg_types for x in leaves(t)]
         assert len(kernel_args) == len(in_types)
         out_t = out_struct(result_type)

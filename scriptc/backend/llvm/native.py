@@ -9,6 +9,7 @@ import threading
 import numpy as np
 
 from ...ir.core import Graph
+from ..argument_writes import written_inputs
 from ...ir.types import BOOL, FLOAT, INT, STR, TensorType, TupleType, Type
 from .engine import engine, make_caller
 from .errors import ERROR_TABLE
@@ -23,9 +24,10 @@ _COUNTER_LOCK = threading.Lock()
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
 
-def _arg_converter(t: Type):
+def _arg_converter(t: Type, read_only_message: str | None = None):
     """Python argument -> the list of C values (leaves) for a graph input of type ``t`` (the numeric tower: a
-    bool is an int, an int a float)."""
+    bool is an int, an int a float). ``read_only_message``: the input may be written, so a read-only array is
+    refused with NumPy's ValueError."""
     if t == INT:
         def conv(x):
             if not isinstance(x, (int, np.integer)):
@@ -53,6 +55,8 @@ def _arg_converter(t: Type):
                 raise TypeError(f"expected a {t.dtype} array of rank {t.rank}, got {_describe(x)}")
             if not (x.dtype.isnative and x.flags.aligned):
                 raise TypeError("arrays with a non-native byte order or unaligned data are not supported")
+            if read_only_message is not None and not x.flags.writeable:
+                raise ValueError(read_only_message)
             return [0, x.__array_interface__["data"][0], *x.shape, *x.strides]
         return conv
     raise TypeError(f"cannot pass {t} to native code")
@@ -106,8 +110,10 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
                 and a.dtype.name == t.dtype:
             return a
     mem = _ArrayMemory()
-    mem.__array_interface__ = interface
     mem.owner = next((a for a in args if isinstance(a, np.ndarray) and _contains(a, data)), None)
+    if mem.owner is not None and not mem.owner.flags.writeable:
+        interface["data"] = (data, True)    # a view of a read-only argument is read-only, as in NumPy
+    mem.__array_interface__ = interface
     return np.asarray(mem)
 
 
@@ -141,7 +147,9 @@ class NativeFunction:
         self.address = address
         self.arg_types = [v.type for v in graph.inputs]
         self.result_type = graph.outputs[0].type
-        self._converters = [_arg_converter(t) for t in self.arg_types]
+        # inputs the code may write (through any view, in any callee): NumPy's message for a read-only one
+        self.written_inputs = written_inputs(graph)
+        self._converters = [_arg_converter(t, self.written_inputs.get(i)) for i, t in enumerate(self.arg_types)]
         self._call = make_caller(address, [t for ty in self.arg_types for t in leaves(ty)],
                                  leaves(self.result_type))
         self._asm: str | None = None
