@@ -15,8 +15,9 @@ A may-alias analysis over the whole graph, flow-insensitive, computed to a fixed
   matmul/dot/where/clip): views (select, slice, reshape, transpose) and any operator added later are
   aliases by default, so a new view can only make the check stricter, never miss a write;
 - ``prim::If`` outputs alias what any branch returns; loop-carried values what flows in or around;
-- a WRITES node writes what its first operand aliases; a WRITES node whose first operand is not an array (a
-  container: a list) makes that container alias its other operands (``lst.append(x)``);
+- a WRITES node whose first operand is an array writes what that operand aliases; one whose first operand is
+  a container (a list) writes the container, not the arrays in it, and makes it alias its other operands
+  (``lst.append(x)``);
 - ``prim::CallFunction``: the callee's own summary (the inputs it writes, what its result aliases), mapped onto
   the arguments; recursive callees are solved by iterating every summary until none changes.
 
@@ -133,7 +134,7 @@ def _flow(graph: Graph, summary) -> _Summary:
         if node.kind == "prim::CallFunction":
             for i, message in summary(node.attrs["fn"]).written.items():
                 _mark(written, get(node.inputs[i]), message)
-        elif _is_write(node):
+        elif _is_write(node) and isinstance(node.inputs[0].type, TensorType):
             _mark(written, get(node.inputs[0]), _write_message(node))
     return _Summary(written, tuple(get(v) for v in graph.outputs))
 
