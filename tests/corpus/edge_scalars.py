@@ -339,8 +339,8 @@ case(int_passed_for_float, lambda: (3,))
 @scriptc.script
 def bool_passed_for_int(n: int):
     # a bool passed for an int is the int 0 or 1 (documented: print(n) shows 1 where CPython shows True)
-    print(n + 0, n + 1, -n, n * 7)
-    return n + 0
+    print(n + 1, -n, n * 7)
+    return n - 2
 
 
 case(bool_passed_for_int, lambda: (True,))
