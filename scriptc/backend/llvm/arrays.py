@@ -550,8 +550,28 @@ class ArrayOps:
 
     @handles_array("aten::fill_")
     def lower_fill_(self, node):
-        self.fill(self.arr(node.inputs[0]), *self.scalar_operand(node.inputs[1]))
+        a = self.arr(node.inputs[0])
+        kind, x = self.scalar_operand(node.inputs[1])
+        if kind_of(a.t.dtype) in "iu" and kind != "b":
+            kind, x = "i", self.python_int_for(a.t.dtype, kind, x)
+        self.fill(a, kind, x)
         return []
+
+    def python_int_for(self, dtype: str, kind: str, x):
+        """NumPy 2's conversion of a Python int or float stored into an integer array (``x.fill(v)``): a float
+        goes through ``int(v)`` (NaN and inf raise), the int must fit a C long and then ``dtype``."""
+        b = self.b
+        if kind == "f":
+            self.check_float_to_int(x)
+            too_big = b.or_(b.fcmp_ordered(">=", x, ir.Constant(F64, 2.0 ** 63)),
+                            b.fcmp_ordered("<", x, ir.Constant(F64, -2.0 ** 63)))
+            self.raise_if(too_big, OverflowError, "Python int too large to convert to C long")
+            x = b.fptosi(x, I64)
+        info = np.iinfo(dtype)
+        if dtype != "int64":
+            out = b.or_(b.icmp_signed("<", x, i64(int(info.min))), b.icmp_signed(">", x, i64(int(info.max))))
+            self.raise_with(out, OverflowError, f"Python integer {{0}} out of bounds for {dtype}", [x])
+        return x
 
     @handles_array("aten::arange")
     def lower_arange(self, node):

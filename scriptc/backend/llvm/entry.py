@@ -19,7 +19,9 @@ with ``out`` on its stack, and boxes the result. Anything it does not handle goe
 - float parameter: not exactly ``float`` (an int has its own specialization, ``np.float64`` is a subclass);
 - bool parameter: not ``True``/``False`` (``np.bool_`` included);
 - array parameter: not exactly ``np.ndarray``, another rank, a dtype descriptor other than the canonical
-  native-byte-order one (pointer identity), not aligned, or (if the signature fixes it) another shape.
+  native-byte-order one (pointer identity), not aligned, read-only where the code may write it
+  (``native.written_inputs``: the fallback raises NumPy's ValueError), or (if the signature fixes it) another
+  shape.
   Arrays are borrowed: meminfo is null;
 - str parameter: not exactly ``str`` (passed as the borrowed object pointer).
 
@@ -61,6 +63,7 @@ from .errors import ERROR_TABLE
 METH_FASTCALL = 0x0080
 METH_KEYWORDS = 0x0002
 NPY_ARRAY_ALIGNED = 0x0100
+NPY_ARRAY_WRITEABLE = 0x0400
 
 # CPython object layout (64-bit, release build; checked below)
 OB_TYPE = 8
@@ -210,18 +213,25 @@ def _numpy_api() -> dict[str, int] | None:
 
 NUMPY_ADDRESSES = _numpy_api()
 _BOUND = False
-_BIND_LOCK = threading.Lock()
+
+
+_BIND_LOCK = threading.RLock()
 
 
 def _bind_capi() -> None:
-    global _BOUND
     with _BIND_LOCK:
-        if not _BOUND:
-            for name in CAPI:
-                llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
-            for name, address in (NUMPY_ADDRESSES or {}).items():
-                llvm.add_symbol("scriptc." + name, address)
-            _BOUND = True
+        _bind_capi_locked()
+
+
+def _bind_capi_locked() -> None:
+    global _BOUND
+    if not _BOUND:
+        engine()   # binds free (the allocator's)
+        for name in CAPI:
+            llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
+        for name, address in (NUMPY_ADDRESSES or {}).items():
+            llvm.add_symbol("scriptc." + name, address)
+        _BOUND = True
 
 
 # -- the builtin function object ---------------------------------------------------------------------------
@@ -335,8 +345,9 @@ class _EntryLowering:
         return self.b.icmp_unsigned("==", self.field(obj, OB_TYPE, I8P), _const_ptr(tp))
 
     # -- arguments -----------------------------------------------------------------------------------------
-    def unpack(self, obj, t: Type, what: str) -> list:
-        """Check ``obj`` (borrowed) is of kind ``t``; its leaves in memory types."""
+    def unpack(self, obj, t: Type, what: str, written: bool = False) -> list:
+        """Check ``obj`` (borrowed) is of kind ``t``; its leaves in memory types. ``written``: the code may
+        write its arrays, so read-only ones go to the fallback (which raises NumPy's error)."""
         b = self.b
         if t == INT:
             self.require(self.type_is(obj, int), f"{what}.int")
@@ -365,13 +376,13 @@ class _EntryLowering:
             self.require(b.icmp_unsigned("==", self.call("PyTuple_Size", obj), _i64(n)), f"{what}.len")
             out = []
             for i, e in enumerate(t.elems):
-                out += self.unpack(self.call("PyTuple_GetItem", obj, _i64(i)), e, f"{what}.{i}")
+                out += self.unpack(self.call("PyTuple_GetItem", obj, _i64(i)), e, f"{what}.{i}", written)
             return out
         if isinstance(t, TensorType) and t.known:
-            return self.unpack_array(obj, t, what)
+            return self.unpack_array(obj, t, what, written)
         raise EntryUnsupported(f"cannot take an argument of type {t}")
 
-    def unpack_array(self, obj, t: TensorType, what: str) -> list:
+    def unpack_array(self, obj, t: TensorType, what: str, written: bool) -> list:
         b = self.b
         self.require(self.type_is(obj, np.ndarray), f"{what}.ndarray")
         self.require(b.icmp_unsigned("==", self.field(obj, ARR_ND, I32), ir.Constant(I32, t.rank)), f"{what}.nd")
@@ -382,8 +393,9 @@ class _EntryLowering:
             same = eq if same is None else b.or_(same, eq)
         self.require(same, f"{what}.dtype")
         flags = self.field(obj, ARR_FLAGS, I32)
-        aligned = b.and_(flags, ir.Constant(I32, NPY_ARRAY_ALIGNED))
-        self.require(b.icmp_unsigned("!=", aligned, ir.Constant(I32, 0)), f"{what}.aligned")
+        need = NPY_ARRAY_ALIGNED | (NPY_ARRAY_WRITEABLE if written else 0)
+        has = b.and_(flags, ir.Constant(I32, need))
+        self.require(b.icmp_unsigned("==", has, ir.Constant(I32, need)), f"{what}.flags")
         data = self.field(obj, ARR_DATA, I8P)
         dims_p = self.field(obj, ARR_DIMS, I64.as_pointer())
         strides_p = self.field(obj, ARR_STRIDES, I64.as_pointer())
@@ -459,22 +471,10 @@ class _EntryLowering:
         return arr
 
     def capsule_destructor(self) -> ir.Function:
-        """``void release(PyObject *capsule)``: drop the array reference the capsule holds."""
+        """The process's one ``release_capsule`` (bound by make_entry)."""
         fn = self._decls.get("release")
         if fn is None:
-            fn = self._decls["release"] = ir.Function(self.module, ir.FunctionType(VOID, [I8P]),
-                                                      self.symbol + ".release")
-            fn.linkage = "internal"
-            b = ir.IRBuilder(fn.append_basic_block())
-            mi = b.call(self.capi("PyCapsule_GetPointer"), [fn.args[0], ir.Constant(I8P, None)])
-            rc = b.bitcast(mi, I64.as_pointer())
-            n = b.sub(b.load(rc), _i64(1))
-            b.store(n, rc)
-            with b.if_then(b.icmp_signed("==", n, _i64(0))):
-                free = self._decls.get("free") or ir.Function(self.module, ir.FunctionType(VOID, [I8P]), "free")
-                self._decls["free"] = free
-                b.call(free, [mi])
-            b.ret_void()
+            fn = self._decls["release"] = ir.Function(self.module, RELEASE_TYPE, RELEASE_SYMBOL)
         return fn
 
     def fail_if_null(self, obj, root) -> None:
@@ -510,9 +510,10 @@ class _EntryLowering:
         self.require(b.and_(b.icmp_unsigned("==", self.kwnames, ir.Constant(I8P, None)),
                             b.icmp_unsigned("==", self.nargs, _i64(n))), "nargs")
         kernel_args = []
+        written = getattr(native, "written_inputs", {})
         for i, t in enumerate(arg_types):
             obj = b.load(b.gep(self.args, [_i64(i)], inbounds=True))
-            kernel_args += self.unpack(obj, t, f"arg{i}")
+            kernel_args += self.unpack(obj, t, f"arg{i}", written=i in written)
         in_types = [x for t in arg_types for x in leaves(t)]
         assert len(kernel_args) == len(in_types)
         out_t = out_struct(result_type)
@@ -562,6 +563,39 @@ class _EntryLowering:
         b.ret(b.call(self.capi("PyObject_Vectorcall"),
                      [_const_ptr(self.fallback), self.args, self.nargs, self.kwnames], tail=True))
         return str(self.module)
+
+
+RELEASE_SYMBOL = "scriptc.release_capsule"
+RELEASE_TYPE = ir.FunctionType(VOID, [I8P])
+_RELEASE_ADDRESS: list[int] = []
+
+
+def release_capsule_address() -> int:
+    """The address of ``void release_capsule(PyObject *capsule)``, the destructor of the capsule that is the
+    base of every array native code allocated and returned: it drops the array reference the capsule holds
+    (its pointer is the meminfo) and frees the memory at zero. Compiled once per process. It runs no Python
+    code, so it works at any point of interpreter exit, when module globals may already be gone; JIT code is
+    never unmapped (llvmlite does not dispose engines at exit)."""
+    with _BIND_LOCK:
+        if not _RELEASE_ADDRESS:
+            _bind_capi_locked()
+            module = ir.Module(name="scriptc.release")
+            fn = ir.Function(module, RELEASE_TYPE, RELEASE_SYMBOL)
+            get = ir.Function(module, CAPI["PyCapsule_GetPointer"], "PyCapsule_GetPointer")
+            free = ir.Function(module, ir.FunctionType(VOID, [I8P]), "free")
+            b = ir.IRBuilder(fn.append_basic_block())
+            mi = b.call(get, [fn.args[0], ir.Constant(I8P, None)])
+            rc = b.bitcast(mi, I64.as_pointer())
+            n = b.sub(b.load(rc), _i64(1))
+            b.store(n, rc)
+            with b.if_then(b.icmp_signed("==", n, _i64(0))):
+                b.call(free, [mi])
+            b.ret_void()
+            eng = engine()
+            address = eng.add_module(eng.optimize(str(module)), [RELEASE_SYMBOL])[RELEASE_SYMBOL]
+            llvm.add_symbol(RELEASE_SYMBOL, address)
+            _RELEASE_ADDRESS.append(address)
+    return _RELEASE_ADDRESS[0]
 
 
 def kernel_symbol(address: int) -> str:
@@ -643,6 +677,7 @@ def make_entry(native, fallback, *, nogil: bool = False, rebuild=None, raise_err
     if not callable(fallback) or not callable(raise_error) or (rebuild is not None and not callable(rebuild)):
         raise TypeError("fallback, rebuild and raise_error must be callable")
     _bind_capi()
+    release_capsule_address()
     name = getattr(getattr(native, "graph", None), "name", None) or "native"
     with _COUNTER_LOCK:
         symbol = f"scriptc.pyentry{next(_COUNTER)}.{name}"

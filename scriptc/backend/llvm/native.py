@@ -9,6 +9,7 @@ import threading
 import numpy as np
 
 from ...ir.core import Graph
+from ..argument_writes import written_inputs
 from ...ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, Type
 from .engine import LIBC, engine, make_caller
 from .errors import ERROR_TABLE
@@ -23,9 +24,10 @@ _COUNTER_LOCK = threading.Lock()
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
 
-def _arg_converter(t: Type):
+def _arg_converter(t: Type, read_only_message: str | None = None):
     """Python argument -> the list of C values (leaves) for a graph input of type ``t`` (the numeric tower: a
-    bool is an int, an int a float)."""
+    bool is an int, an int a float). ``read_only_message``: the input may be written, so a read-only array is
+    refused with NumPy's ValueError."""
     if t == INT:
         def conv(x):
             if not isinstance(x, (int, np.integer)):
@@ -53,6 +55,8 @@ def _arg_converter(t: Type):
                 raise TypeError(f"expected a {t.dtype} array of rank {t.rank}, got {_describe(x)}")
             if not (x.dtype.isnative and x.flags.aligned):
                 raise TypeError("arrays with a non-native byte order or unaligned data are not supported")
+            if read_only_message is not None and not x.flags.writeable:
+                raise ValueError(read_only_message)
             return [0, x.__array_interface__["data"][0], *x.shape, *x.strides]
         return conv
     if isinstance(t, ListType):
@@ -67,24 +71,20 @@ def _describe(x) -> str:
 
 
 class _ArrayMemory:
-    """The object a returned array's ``base`` is: it exposes native memory to NumPy and keeps the argument it
-    views alive (``owner``)."""
+    """The object a returned array's ``base`` is: it exposes native memory to NumPy and keeps alive what owns
+    that memory (``owner``): the argument it views, or for memory native code allocated a capsule holding one
+    reference, whose destructor (native code, no Python: it may run late in interpreter exit) releases it."""
     __slots__ = ("__array_interface__", "owner")
 
 
-class _OwnedMemory(_ArrayMemory):
-    """Base of an array native code allocated: holds one reference, released when the array is collected."""
-    __slots__ = ("meminfo",)
-
-    def __del__(self):
-        _release(self.meminfo)
+_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
+_PyCapsule_New.restype = ctypes.py_object
+_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 
-def _release(meminfo: int) -> None:
-    count = ctypes.c_int64.from_address(meminfo)
-    count.value -= 1
-    if count.value == 0:
-        LIBC.free(ctypes.c_void_p(meminfo))
+def _owning_capsule(meminfo: int):
+    from .entry import release_capsule_address
+    return _PyCapsule_New(meminfo, None, release_capsule_address())
 
 
 _TYPESTR = {}
@@ -104,16 +104,18 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
     typestr = _TYPESTR.get(t.dtype) or _TYPESTR.setdefault(t.dtype, np.dtype(t.dtype).str)
     interface = {"data": (data, False), "shape": shape, "strides": strides, "typestr": typestr, "version": 3}
     if meminfo:
-        mem = _OwnedMemory()
-        mem.meminfo, mem.owner, mem.__array_interface__ = meminfo, None, interface
+        mem = _ArrayMemory()
+        mem.owner, mem.__array_interface__ = _owning_capsule(meminfo), interface
         return np.asarray(mem)
     for a in args:  # memory borrowed from an argument: return it, or a view of it
         if type(a) is np.ndarray and _data_pointer(a) == data and a.shape == shape and a.strides == strides \
                 and a.dtype.name == t.dtype:
             return a
     mem = _ArrayMemory()
-    mem.__array_interface__ = interface
     mem.owner = next((a for a in args if isinstance(a, np.ndarray) and _contains(a, data)), None)
+    if mem.owner is not None and not mem.owner.flags.writeable:
+        interface["data"] = (data, True)    # a view of a read-only argument is read-only, as in NumPy
+    mem.__array_interface__ = interface
     return np.asarray(mem)
 
 
@@ -150,7 +152,9 @@ class NativeFunction:
         self.address = address
         self.arg_types = [v.type for v in graph.inputs]
         self.result_type = graph.outputs[0].type
-        self._converters = [_arg_converter(t) for t in self.arg_types]
+        # inputs the code may write (through any view, in any callee): NumPy's message for a read-only one
+        self.written_inputs = written_inputs(graph)
+        self._converters = [_arg_converter(t, self.written_inputs.get(i)) for i, t in enumerate(self.arg_types)]
         self._call = make_caller(address, [t for ty in self.arg_types for t in leaves(ty)],
                                  leaves(self.result_type))
         self._asm: str | None = None
