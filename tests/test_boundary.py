@@ -638,7 +638,6 @@ def test_fill_float16_interpreted():
         assert same_value(_fill_outcome(fn.py_func, "float16", v)[2], _fill_outcome(fn.interpret, "float16", v)[2])
 
 
-@pytest.mark.xfail(reason="float16 conversion in native code aborts until issue 8's float16 fix", strict=False)
 def test_fill_float16_natively(tmp_path):
     script = tmp_path / "fill16.py"
     script.write_text(textwrap.dedent("""
@@ -671,3 +670,38 @@ def test_fill_statement_in_the_graph():
         CHECK: = aten::fill_(%x, %v)
         CHECK: return (%x)
     """)
+
+
+@scriptc.script
+def store_one(a: np.ndarray, v: int) -> np.ndarray:
+    a[0] = v
+    return a
+
+
+@scriptc.script
+def store_one_float(a: np.ndarray, v: float) -> np.ndarray:
+    a[0] = v
+    return a
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "float32", "float64"])
+def test_setitem_converts_python_scalars_as_numpy(dtype):
+    """x[i] = v: a Python int goes to a float array through float64; into an int array it must fit the dtype;
+    a float goes through int(v) (NaN and inf raise)."""
+    cases = [(store_one, v) for v in (0, -1, 127, 128, 255, 256, -129, 2 ** 60 + 2 ** 36 + 1, -2 ** 63)] + \
+            [(store_one_float, v) for v in (2.7, -2.7, 1e20, float("nan"), float("inf"), 255.9)]
+    for fn, v in cases:
+        outcomes = []
+        for runner in (fn.py_func, fn, fn.interpret):
+            a = np.zeros(2, dtype)
+            try:
+                outcomes.append(("ok", runner(a, v).copy()))
+            except (OverflowError, ValueError) as e:
+                outcomes.append((type(e).__name__, str(e)))
+        want = outcomes[0]
+        for got in outcomes[1:]:
+            assert got[0] == want[0], (dtype, v, got, want)
+            if want[0] == "ok":
+                assert same_value(want[1], got[1]), (dtype, v, got, want)
+            else:
+                assert got[1] == want[1], (dtype, v, got, want)

@@ -326,6 +326,15 @@ class ArrayOps:
             return b.uitofp(x, F64) if src == "u" else b.sitofp(x, F64)
         return self.float_to_int(x, "int64")
 
+    def stored_scalar(self, v, dtype: str):
+        """(kind, x) of a Python scalar stored into an array of ``dtype``: a Python int bound for a float array
+        becomes a float64 first (NumPy converts the int object to a double, then casts: two roundings for
+        float32, where an int64 array's cast rounds once)."""
+        kind, x = self.scalar_operand(v)
+        if kind == "i" and kind_of(dtype) == "f":
+            return "f", self.b.sitofp(x, F64)
+        return kind, x
+
     def scalar_operand(self, v):
         """(kind, register value) of a Python scalar operand."""
         return scalar_kind(v.type), self.scalar(v)
@@ -508,7 +517,9 @@ class ArrayOps:
         a = self.arr(node.inputs[0])
         *idx, value = node.inputs[1:]
         index = [self.normalize_index(self.scalar(v), n, k) for k, (v, n) in enumerate(zip(idx, a.shape))]
-        kind, x = self.scalar_operand(value)
+        kind, x = self.stored_scalar(value, a.t.dtype)
+        if kind_of(a.t.dtype) in "iu" and kind != "b":   # NumPy 2: int(v), then the dtype's range
+            kind, x = "i", self.python_int_for(a.t.dtype, kind, x)
         self.store_element(self.element_ptr(a, index), x, kind, a.t.dtype)
         return []
 
@@ -523,7 +534,7 @@ class ArrayOps:
         if op == "zeros":
             self.memset_zero(out)
         elif op != "empty":
-            kind, x = self.scalar_operand(fill) if fill is not None else ("i", i64(1))
+            kind, x = self.stored_scalar(fill, t.dtype) if fill is not None else ("i", i64(1))
             self.fill(out, kind, x)
         return [out.leaves]
 
@@ -537,7 +548,7 @@ class ArrayOps:
         elif op == "ones_like":
             self.fill(out, "i", i64(1))
         elif op == "full_like":
-            self.fill(out, *self.scalar_operand(node.inputs[1]))
+            self.fill(out, *self.stored_scalar(node.inputs[1], out.t.dtype))
         return [out.leaves]
 
     def memset_zero(self, a: Arr) -> None:
@@ -551,7 +562,7 @@ class ArrayOps:
     @handles_array("aten::fill_")
     def lower_fill_(self, node):
         a = self.arr(node.inputs[0])
-        kind, x = self.scalar_operand(node.inputs[1])
+        kind, x = self.stored_scalar(node.inputs[1], a.t.dtype)
         if kind_of(a.t.dtype) in "iu" and kind != "b":
             kind, x = "i", self.python_int_for(a.t.dtype, kind, x)
         self.fill(a, kind, x)
@@ -739,7 +750,7 @@ class ArrayOps:
         dst = self.arr(node.inputs[0])
         src_v = node.inputs[1]
         if not isinstance(src_v.type, TensorType):
-            self.fill(dst, *self.scalar_operand(src_v))
+            self.fill(dst, *self.stored_scalar(src_v, dst.t.dtype))
             return []
         src = self.arr(src_v)
         if src.t.rank > dst.t.rank:
