@@ -570,6 +570,9 @@ class FunctionEmitter(CallsMixin):
         for op in node.ops:
             if type(op) not in CMPOPS:
                 raise self.fn.error(f"'{ast.unparse(node)}': only == != < <= > >= comparisons are supported", node)
+        folded = self.fold_dtype_compare(node)   # x.dtype == np.float64: a constant per signature
+        if folded is not None:
+            return folded
         left = self.expr(node.left)
         return self.compare_chain(left, node.ops, node.comparators, node)
 

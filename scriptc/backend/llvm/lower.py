@@ -31,6 +31,7 @@ from .array_math import ArrayMath
 from .arrayfns import ArrayFns
 from .arrays import ArrayOps
 from .fused import FusedOps
+from .masks import MaskOps
 from .matmul import MatmulOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
@@ -219,7 +220,7 @@ class ModuleLowering:
 # -- functions -------------------------------------------------------------------------------------------
 
 class FunctionLowering(Unwinding, ScalarOps, ArrayOps, ArrayMath, ArrayFns, MatmulOps, FusedOps, SimdOps,
-                       StringOps):
+                       StringOps, MaskOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
