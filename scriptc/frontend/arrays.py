@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..ir.registry import NeedsSpecialization
-from ..ir.types import BOOL, INT, TensorType
+from ..ir.types import BOOL, DTYPE_NAMES, INT, TensorType
 
 
 def _known(v, what) -> TensorType:
@@ -48,6 +48,8 @@ class ArrayFrontend:
         if axis is not None and isinstance(result.type, TensorType):
             return self.op("aten::unsqueeze", [result], {"dim": axis % t.rank}, at=node)
         dtype = np.asarray(impl(np.ones((1,) * t.rank, t.dtype), axis=axis)).dtype.name
+        if dtype not in DTYPE_NAMES:
+            raise self.fn.error(f"unsupported result dtype {dtype}", node)
         ones = [self.const(1)] * t.rank
         return self.op("aten::full", [result] + ones, {"dtype": dtype}, at=node)
 
@@ -127,17 +129,18 @@ class ArrayFrontend:
         return r.obj
 
     # -- np.var, np.std ---------------------------------------------------------------------------------------
-    def stat_arguments(self, node, base, allowed):
-        """(x, {keyword: ast node}) for ``np.f(x, axis, ...)`` or ``x.f(axis, ...)``."""
+    def stat_arguments(self, node, base, allowed, second="axis"):
+        """(x, {keyword: ast node}) for ``np.f(x, axis, ...)`` or ``x.f(axis, ...)`` (``second`` names the
+        parameter after x)."""
         args = list(node.args)
         x = base if base is not None else self.expr(args.pop(0)) if args else None
         if x is None:
             raise self.fn.error(f"{ast.unparse(node.func)}() needs an array", node)
         kw = self.keywords(node, allowed)
         if len(args) > 1:
-            raise self.fn.error(f"{ast.unparse(node.func)}(): pass arguments after axis by keyword", node)
+            raise self.fn.error(f"{ast.unparse(node.func)}(): pass arguments after {second} by keyword", node)
         if args:
-            kw.setdefault("axis", args[0])
+            kw.setdefault(second, args[0])
         if not isinstance(x.type, TensorType):
             raise self.fn.error(f"{ast.unparse(node.func)}() needs an array", node)
         return x, kw
@@ -233,12 +236,12 @@ class ArrayFrontend:
 
     # -- np.linalg.norm ---------------------------------------------------------------------------------------
     def call_norm(self, node):
-        x, kw = self.stat_arguments(node, None, {"ord", "keepdims"})
+        x, kw = self.stat_arguments(node, None, {"ord", "axis", "keepdims"}, second="ord")
         if "axis" in kw:
             raise self.fn.error("np.linalg.norm() with axis= is not supported", kw["axis"],
                                 "write it out, e.g. np.sqrt(np.sum(x * x, axis=1))")
         t = _known(x, "np.linalg.norm")
-        order = self.const_eval(kw["ord"]) if "ord" in kw else None
+        order = self.signed_constant(kw["ord"]) if "ord" in kw else None
         keepdims = self.flag(kw, "keepdims")
         dtype = t.dtype
         if np.dtype(dtype).kind in "iub":
@@ -260,13 +263,21 @@ class ArrayFrontend:
             result = self.op("aten::full", [result] + ones, {"dtype": dtype}, at=node)
         return result
 
+    def signed_constant(self, n):
+        """A constant, also negated: ``-np.inf``."""
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            value = self.const_eval(n.operand)
+            if isinstance(value, (int, float)):
+                return -value
+        return self.const_eval(n)
+
     def scalar_in_dtype(self, kind, value, dtype, node):
         """``kind`` of a scalar computed as NumPy computes it on a scalar of ``dtype`` (float32 results are
-        rounded to float32): through a 0-d array."""
+        rounded to float32): through a one-element array."""
         if dtype == "float64":
             return self.op(kind, [value], at=node)
-        zero_d = self.op("aten::full", [value], {"dtype": dtype}, at=node)
-        return self.op("aten::getitem", [self.op(kind, [zero_d], at=node)], at=node)
+        one = self.op("aten::full", [value, self.const(1)], {"dtype": dtype}, at=node)
+        return self.op("aten::getitem", [self.op(kind, [one], at=node), self.const(0)], at=node)
 
 
 ARRAY_CALLS = {np.var: lambda self, node: self.call_var(node),

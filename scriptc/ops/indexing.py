@@ -1,14 +1,15 @@
 """Indexing beyond ints and slices: unit dimensions (``np.newaxis``/``None`` in an index, ``keepdims=True``) and
 boolean masks.
 
-- ``aten::unsqueeze(x, dim=d)`` is ``np.expand_dims(x, d)``: a view with a dimension of length 1 (stride 0)
+- ``aten::unsqueeze(x, dim=d)`` is ``x[:, ..., None]`` with ``d`` slices: a view with a dimension of length 1 (stride 0)
   inserted before dimension ``d``; writes through it reach ``x``.
 - ``aten::masked_select(x, m)`` is ``x[m]`` for a bool array ``m`` whose shape matches the first ``m.ndim``
   dimensions of ``x``: a copy of shape ``(count of True,) + x.shape[m.ndim:]`` (1-D for a full-shape mask),
   NumPy's IndexError when a dimension differs.
 - ``aten::masked_put_(x, m, v)`` is ``x[m] = v``: a scalar fills the selected elements; an array is broadcast to
   the selection's shape as NumPy does (for a full-shape mask: 0-d, or 1-D of length 1 or of the count of True,
-  with NumPy's ValueError otherwise).
+  with NumPy's ValueError otherwise). A value sharing memory with ``x`` is read as copied first, as in every other
+  assignment (NumPy's boolean assignment does not check for overlap: its result depends on its copy order).
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _array(t, what) -> TensorType:
 
 # -- unit dimensions ------------------------------------------------------------------------------------------
 def _unsqueeze(x, *, dim):
-    return np.expand_dims(x, dim)
+    return x[(slice(None),) * dim + (None,)]   # np.expand_dims would reshape: other strides
 
 
 def _unsqueeze_rule(t, *, dim):
@@ -77,6 +78,8 @@ register("aten::masked_select(Tensor self, Tensor mask) -> Tensor", impl=_masked
 
 
 def _masked_put_(x, m, v):
+    if isinstance(v, np.ndarray) and np.shares_memory(x, v):
+        v = v.copy()   # read as copied first, as every other assignment (NumPy's result depends on its copy order)
     x[m] = v
 
 

@@ -12,8 +12,15 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir.types import TensorType
-from .arrays import Arr, kind_of, shape_text
+from .arrays import Arr, kind_of
 from .common import I1, I64, handles_array, i64
+
+
+def compact_shape(rank: int, first: int) -> str:
+    """A shape template as NumPy's mapiter messages print it: (3,4), (3,)."""
+    if rank == 1:
+        return f"({{{first}}},)"
+    return "(" + ",".join(f"{{{first + k}}}" for k in range(rank)) + ")"
 
 
 class MaskOps:
@@ -120,10 +127,8 @@ class MaskOps:
             out = target[pad + d]
             bad = b.or_(bad, b.and_(b.icmp_signed("!=", n, out), b.icmp_signed("!=", n, i64(1))))
             flags.append(b.icmp_signed("!=", n, out))
-        shapes = (f"shape mismatch: value array of shape {shape_text(src.t.rank, 0)} could not be broadcast to "
-                  f"indexing result of shape ({','.join(f'{{{src.t.rank + k}}}' for k in range(len(target)))})")
-        if len(target) == 1:
-            shapes = shapes[:-1] + ",)"
+        shapes = (f"shape mismatch: value array of shape {compact_shape(src.t.rank, 0)} could not be broadcast to "
+                  f"indexing result of shape {compact_shape(len(target), src.t.rank)}")
         self.raise_with(bad, ValueError, shapes, [*src.shape, *target])
         return flags
 
