@@ -2,10 +2,11 @@
 NumPy scalar types in annotations and module-level arrays, against NumPy: natively and interpreted, results
 equal bit for bit with NumPy's dtype and shape; errors with NumPy's exact messages (run time) or a CompileError
 at the user's line and column (what stays outside the subset)."""
-import math
 import warnings
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import scriptc
@@ -551,3 +552,122 @@ def test_compile_errors(tmp_path, source, args, line, col, message, hint):
     if hint:
         assert hint in (e.hint or ""), str(e)
     assert "^" in str(e)
+
+
+# -- NumPy scalar types and typed arrays in annotations ---------------------------------------------------------------
+@scriptc.script
+def numpy_annotations(x: np.float64, n: np.int32, b: np.bool_, a: npt.NDArray[np.float64],
+                      c: np.ndarray[Any, np.dtype[np.int32]], d: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
+    if b:
+        return a * x + n + c + d
+    return a
+
+
+@scriptc.script
+def float32_scalar(v: np.float32, w: np.uint8) -> float:
+    return v * 2 + w
+
+
+def test_numpy_scalar_annotations():
+    a, c = np.arange(3.0), np.arange(3, dtype=np.int32)
+    for args in [(np.float64(2.5), np.int32(3), np.bool_(True), a, c, np.ones(3, np.float32)),
+                 (2.5, 3, True, a, c, np.ones(3)), (2, True, False, a, c, np.ones(3, np.float16))]:
+        for run in runners(numpy_annotations, *args):
+            same(run(*args), numpy_annotations.py_func(*args))
+    # documented: the value is taken as the Python scalar it converts to (computed in float64)
+    assert float32_scalar(np.float32(0.1), np.uint8(3)) == float(np.float32(0.1)) * 2 + 3
+    with pytest.raises(TypeError, match=r"numpy_annotations\(\) argument 'a' must be an array of float64, not float32"):
+        numpy_annotations(2.0, 3, True, a.astype(np.float32), c, a)
+    with pytest.raises(TypeError, match=r"argument 'c' must be an array of int32, not int64"):
+        numpy_annotations(2.0, 3, True, a, c.astype(np.int64), a)
+    with pytest.raises(TypeError, match="argument 'n' must be int, not float"):
+        numpy_annotations(2.0, 3.5, True, a, c, a)
+
+
+@scriptc.script
+def typed_callee(x: npt.NDArray[np.float64]) -> float:
+    return x[0]
+
+
+def test_typed_array_callee_checked(tmp_path):
+    mod = load_module(tmp_path, "from tests.test_arrays2 import typed_callee\n\n"
+                                "def f(x: np.ndarray) -> float:\n    return typed_callee(x)\n")
+    f = scriptc.script(mod.f)
+    assert f(np.ones(2)) == 1.0
+    with pytest.raises(scriptc.CompileError, match="argument 'x' of 'typed_callee' must be an array of float64, "
+                                                   "got float32") as info:
+        f(np.ones(2, np.float32))
+    assert (info.value.lineno, info.value.col) == (7, 12)
+
+
+# -- module-level arrays: constants frozen at compile time -----------------------------------------------------------
+TABLE = np.array([1.5, 2.5, -3.0, np.nan, -0.0])
+WEIGHTS = np.arange(40, dtype=np.int32).reshape(8, 5)[:, ::2]    # not contiguous; large: printed by hash
+FLAGS = np.array([[True, False], [False, True]])
+
+
+@scriptc.script
+def read_tables(x: np.ndarray, i: int):
+    return TABLE[i] + np.sum(WEIGHTS[i]) + TABLE.shape[0] + FLAGS.T.sum(), x * TABLE + WEIGHTS[1, :3].sum(), FLAGS[1], x[FLAGS[0, 1:] | (x > 0)]
+
+
+@scriptc.script
+def return_table() -> np.ndarray:
+    return TABLE
+
+
+@scriptc.script
+def table_view() -> np.ndarray:
+    return WEIGHTS.T[1:3]
+
+
+def test_global_arrays():
+    x = np.array([0.5, -1.0, 2.0, 0.0, 4.0])
+    for i in (0, 2, -1):
+        want = read_tables.py_func(x, i)
+        for run in runners(read_tables, x):
+            for g, w in zip(run(x, i), want):
+                same(g, w)
+    for fn in (return_table, table_view):
+        for run in (fn, fn.interpret):
+            r = run()
+            same(r, fn.py_func())
+    r = return_table()
+    r[0] = 99.0                       # the caller's copy: the constant is unchanged
+    same(return_table(), TABLE)
+    assert TABLE[0] == 1.5
+
+
+def test_global_arrays_are_frozen_at_compile_time(tmp_path):
+    mod = load_module(tmp_path, "T = np.array([1.0, 2.0])\n\ndef f(i: int) -> float:\n    return T[i]\n")
+    f = scriptc.script(mod.f)
+    assert f(0) == 1.0
+    mod.T[0] = 5.0                    # documented: not seen by code compiled before
+    assert f(0) == 1.0 and f.interpret(0) == 1.0
+
+
+@pytest.mark.parametrize("body,col", [("T[0] = 1.0", 5), ("T[1:] = 0.0", 5), ("T.fill(0.0)", 5), ("T[T > 0] = 0.0", 5),
+                                      ("T.T[0] += 1.0", 5), ("v = T[None]\n    v[0, 0] = 2.0", 5)])
+def test_global_array_writes_rejected(tmp_path, body, col):
+    src = f"T = np.array([1.0, 2.0])\n\ndef f(x: np.ndarray) -> float:\n    {body}\n    return 0.0\n"
+    e = compile_error(tmp_path, src, np.ones(2))
+    assert e.reason == "global arrays are read-only constants in scripted functions", str(e)
+    assert e.lineno == 7 + body.count("\n") and e.col == col, str(e)
+    assert "copy it first" in e.hint
+
+
+def test_array_constants_round_trip_through_ir_text():
+    from scriptc.ir import parse, print_graph
+    from scriptc.ir.arrayconst import UnrestoredArray
+    graph = read_tables.graph_for(np.ones(5), 1)
+    text = print_graph(graph)
+    assert "prim::Constant[value=array(float64, (5,), [1.5, 2.5, -3.0, nan, -0.0])]()" in text
+    assert "array(int32, (8, 3), sha1=" in text
+    again = parse(text)
+    assert print_graph(again) == text
+    small = [n.attrs["value"] for n in again.walk() if n.kind == "prim::Constant"
+             and isinstance(n.attrs.get("value"), np.ndarray) and n.attrs["value"].dtype == np.float64]
+    same(small[0], TABLE)
+    assert not small[0].flags.writeable
+    large = [n.attrs["value"] for n in again.walk() if isinstance(n.attrs.get("value"), UnrestoredArray)]
+    assert large and large[0].shape == (8, 3)

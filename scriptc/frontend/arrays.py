@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..ir.arrayconst import frozen
 from ..ir.registry import NeedsSpecialization
 from ..ir.types import BOOL, DTYPE_NAMES, INT, TensorType
 
@@ -25,6 +26,9 @@ def _known(v, what) -> TensorType:
     if isinstance(t, TensorType) and (t.dtype is None or t.rank is None):
         raise NeedsSpecialization(what)
     return t
+
+
+VIEW_OPS = {"aten::select", "aten::slice", "aten::unsqueeze", "aten::numpy_T", "aten::reshape"}
 
 
 class ArrayFrontend:
@@ -127,6 +131,27 @@ class ArrayFrontend:
         if not isinstance(r, Static):
             raise self.fn.error(f"'{ast.unparse(n)}' must be a dtype or a constant to compare with a dtype", n)
         return r.obj
+
+    # -- module-level arrays: constants frozen at compile time ------------------------------------------------
+    def array_constant(self, a: np.ndarray, node):
+        if a.dtype.name not in DTYPE_NAMES:
+            raise self.fn.error(f"'{ast.unparse(node)}' is an array of unsupported dtype {a.dtype}", node)
+        cache = self.__dict__.setdefault("_frozen_arrays", {})
+        if id(a) not in cache:   # one copy per compile, however often it is read
+            cache[id(a)] = (a, frozen(a))
+        value = cache[id(a)][1]
+        return self.const(value, TensorType(value.dtype.name, value.ndim))
+
+    def check_writable(self, inputs, at):
+        """A write into an array constant (or a view of one) is a CompileError."""
+        if not inputs or not isinstance(inputs[0].type, TensorType):
+            return
+        v = inputs[0]
+        while v.node is not None and v.node.kind in VIEW_OPS:
+            v = v.node.inputs[0]
+        if v.node is not None and v.node.kind == "prim::Constant" and isinstance(v.type, TensorType):
+            raise self.fn.error("global arrays are read-only constants in scripted functions", at,
+                                "copy it first: y = TABLE.copy()")
 
     # -- np.var, np.std ---------------------------------------------------------------------------------------
     def stat_arguments(self, node, base, allowed, second="axis"):

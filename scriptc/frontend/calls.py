@@ -76,6 +76,8 @@ class CallsMixin(ArrayFrontend):
         from .emitter import Static
         if isinstance(node.func, ast.Attribute):
             base = self.visit(node.func.value)
+            if isinstance(base, Static) and isinstance(base.obj, np.ndarray):   # a module-level array
+                base = self.static_value(base, node.func.value)
             if not isinstance(base, Static):
                 return self.method_call(base, node.func.attr, node)
         target = self.visit(node.func)

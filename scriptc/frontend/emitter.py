@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from ..ir.core import Block, Graph, Node, Value
-from ..ir.registry import OpTypeError, lookup
+from ..ir.registry import Effect, OpTypeError, lookup
 from ..ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType, Type, join
 from .calls import CallsMixin
 from .scopes import carried_names, contains, load_counts, stores
@@ -125,6 +127,8 @@ class FunctionEmitter(CallsMixin):
     def emit(self, kind: str, inputs, attrs=None, at=None, hint=None) -> Node:
         op = lookup(kind)
         attrs = dict(attrs or {})
+        if op.effect == Effect.WRITES:
+            self.check_writable(inputs, at)   # module-level arrays are read-only constants
         try:
             types = op.result_types([v.type for v in inputs], attrs)
         except OpTypeError as e:
@@ -531,6 +535,8 @@ class FunctionEmitter(CallsMixin):
         v = s.obj
         if isinstance(v, (bool, int, float)) and not (isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63):
             return self.const(v)
+        if isinstance(v, np.ndarray):
+            return self.array_constant(v, node)
         raise self.fn.error(f"'{ast.unparse(node)}' ({type(v).__name__}) cannot be used as a value here", node)
 
     def visit_Constant(self, node):
@@ -630,6 +636,8 @@ class FunctionEmitter(CallsMixin):
 
     def visit_Attribute(self, node):
         base = self.visit(node.value)
+        if isinstance(base, Static) and isinstance(base.obj, np.ndarray):   # a module-level array
+            base = self.static_value(base, node.value)
         if isinstance(base, Static):
             try:
                 return Static(getattr(base.obj, node.attr))

@@ -31,6 +31,7 @@ from .array_math import ArrayMath
 from .arrayfns import ArrayFns
 from .arrays import ArrayOps
 from .fused import FusedOps
+from .constants import ArrayConstants
 from .masks import MaskOps
 from .matmul import MatmulOps
 from .scalar_ops import ScalarOps
@@ -220,7 +221,7 @@ class ModuleLowering:
 # -- functions -------------------------------------------------------------------------------------------
 
 class FunctionLowering(Unwinding, ScalarOps, ArrayOps, ArrayMath, ArrayFns, MatmulOps, FusedOps, SimdOps,
-                       StringOps, MaskOps):
+                       StringOps, MaskOps, ArrayConstants):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
@@ -404,6 +405,8 @@ class FunctionLowering(Unwinding, ScalarOps, ArrayOps, ArrayMath, ArrayFns, Matm
         value = node.attrs.get("value")
         if node.output.type == STR:
             return [self.str_constant(value)]
+        if isinstance(node.output.type, TensorType):
+            return [self.array_constant(node)]
 
         def flat(val, t):
             if t == NONE:

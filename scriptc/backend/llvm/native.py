@@ -10,6 +10,7 @@ import numpy as np
 
 from ...ir.core import Graph
 from ...ir.types import BOOL, FLOAT, INT, STR, TensorType, TupleType, Type
+from .constants import constant_containing
 from .engine import LIBC, engine, make_caller
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph, leaves
@@ -112,6 +113,11 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
     mem = _ArrayMemory()
     mem.__array_interface__ = interface
     mem.owner = next((a for a in args if isinstance(a, np.ndarray) and _contains(a, data)), None)
+    if mem.owner is None:
+        constant = constant_containing(data)
+        if constant is not None:   # a module-level array frozen into the code: the caller gets a copy
+            mem.owner = constant
+            return np.array(np.asarray(mem), copy=True)
     return np.asarray(mem)
 
 
