@@ -13,6 +13,9 @@ import scriptc
 from tests.modules import load_module
 from tests.util import filecheck
 
+# NumPy warns on the overflows and divisions by zero these tests exercise (interpreted runs included)
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
 DTYPES = ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"]
 
 
