@@ -75,6 +75,7 @@ class ScriptFunction:
                                         "annotate it with int, float, bool or np.ndarray")
             self.param_types.append(self.resolver.annotation(self.source, a.annotation))
         self.return_type = self.resolver.annotation(self.source, tree.returns) if tree.returns else None
+        self.param_dtypes = [self.resolver.array_dtype(self.source, a.annotation) for a in tree.args.args]
         self._graphs: dict[tuple, Graph] = {}      # the frontend's graph per signature
         self._optimized: dict[tuple, Graph] = {}   # after the pass pipeline: what native code is made from
         self._shaped: dict[tuple, Graph] = {}      # graph_for: the optimized graph with argument shapes
@@ -237,6 +238,10 @@ class ScriptFunction:
             t = _accept(want, got)
             if t is None:
                 raise caller.error(f"argument '{name}' of '{callee.__name__}' must be {want}, got {got}", node)
+            dtype = callee.param_dtypes[len(params)]
+            if dtype is not None and getattr(got, "dtype", None) not in (None, dtype):
+                raise caller.error(f"argument '{name}' of '{callee.__name__}' must be an array of {dtype}, got "
+                                   f"{got.dtype}", node)
             params.append(t)
         key = tuple(params)
         building = _in_progress.get((callee, key))
@@ -273,8 +278,8 @@ class ScriptFunction:
         if kwargs or len(args) != len(self.param_names):
             args = self.bind_arguments(args, kwargs)
         types, values = [], []
-        for name, want, arg in zip(self.param_names, self.param_types, args):
-            t, v = _check_argument(self.__name__, name, want, arg)
+        for name, want, arg, dtype in zip(self.param_names, self.param_types, args, self.param_dtypes):
+            t, v = _check_argument(self.__name__, name, want, arg, dtype)
             types.append(t)
             values.append(v)
         chosen = self.specialization(tuple(types))
@@ -453,7 +458,7 @@ def _kind(arg) -> Type | None:
     return None
 
 
-def _check_argument(fname, pname, want: Type, arg):
+def _check_argument(fname, pname, want: Type, arg, dtype=None):
     if isinstance(want, ListType):
         from .frontend.lists import list_argument
         return list_argument(fname, pname, want, arg)
@@ -462,6 +467,8 @@ def _check_argument(fname, pname, want: Type, arg):
             raise TypeError(f"{fname}() argument '{pname}' must be a numpy.ndarray, not {type(arg).__name__}")
         if arg.dtype.name not in DTYPE_NAMES:
             raise TypeError(f"{fname}() argument '{pname}' has unsupported dtype {arg.dtype}")
+        if dtype is not None and arg.dtype.name != dtype:   # npt.NDArray[np.float64]
+            raise TypeError(f"{fname}() argument '{pname}' must be an array of {dtype}, not {arg.dtype}")
         return TensorType(arg.dtype.name, arg.ndim), arg
     kind = _kind(arg)
     t = _accept(want, kind) if kind is not None else None

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import CompileError
 from ..ir.core import Graph
 from ..ir.registry import NeedsSpecialization, op_for_callable
-from ..ir.types import BOOL, FLOAT, INT, NONE, TENSOR, TupleType, Type
+from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, NONE, TENSOR, TupleType, Type
 from .builtin_calls import unsupported_builtin_hint
 from .calls import SPECIAL_CALLS
 from .emitter import UNSUPPORTED, FunctionEmitter
@@ -34,14 +34,43 @@ def annotation_type(obj) -> Type | None:
         return BOOL
     if obj is None or obj is type(None):
         return NONE
+    if isinstance(obj, type) and issubclass(obj, np.generic):
+        return numpy_scalar_annotation(obj)
     origin = typing.get_origin(obj)
     if obj is np.ndarray or origin is np.ndarray:
-        return TENSOR
+        return array_annotation(obj)
     if origin is list:
         return list_annotation(obj, annotation_type)
     if origin is tuple:
         elems = [annotation_type(a) for a in typing.get_args(obj)]
         return None if None in elems or Ellipsis in typing.get_args(obj) else TupleType(tuple(elems))
+    return None
+
+
+def numpy_scalar_annotation(obj) -> Type | None:
+    """``np.float64``, ``np.int32``, ``np.bool_``: the Python scalar such a value converts to (a parameter so
+    annotated takes NumPy scalars and Python numbers alike, and holds them as Python scalars)."""
+    for base, t in ((np.bool_, BOOL), (np.integer, INT), (np.floating, FLOAT)):
+        if issubclass(obj, base):
+            return t
+    return None
+
+
+def array_annotation(obj) -> Type | None:
+    """``np.ndarray``, ``npt.NDArray[np.float64]``, ``np.ndarray[Any, np.dtype[np.int32]]``: an array (its
+    dtype, when named, is checked at each call: ``annotated_dtype``)."""
+    dtype = annotated_dtype(obj)
+    return None if dtype not in DTYPE_NAMES and dtype is not None else TENSOR
+
+
+def annotated_dtype(obj) -> str | None:
+    """The dtype an array annotation names (``npt.NDArray[np.float64]``: float64), else None."""
+    if not (obj is np.ndarray or typing.get_origin(obj) is np.ndarray):
+        return None
+    args = typing.get_args(obj)
+    scalar = typing.get_args(args[1])[0] if len(args) == 2 and typing.get_args(args[1]) else None
+    if isinstance(scalar, type) and issubclass(scalar, np.generic) and not scalar.__subclasses__():
+        return np.dtype(scalar).name   # a concrete scalar type (np.floating names a family: any dtype)
     return None
 
 
@@ -87,8 +116,18 @@ class Resolver:
         if t is None:
             raise fn.error(f"unsupported annotation '{ast.unparse(node)}'", node,
                            "annotate with int, float, bool, np.ndarray, tuple[...] of those, or list[int], "
-                                 "list[float], list[bool], list[np.ndarray]")
+                           "list[float], list[bool], list[np.ndarray] (NumPy scalar types such as np.float64 and "
+                           "npt.NDArray[np.float64] are accepted too)")
         return t
+
+    def array_dtype(self, fn: FunctionSource, node: ast.AST) -> str | None:
+        """The dtype an array annotation names, checked at each call (None: any dtype)."""
+        try:
+            obj = eval(compile(ast.Expression(node), fn.filename, "eval"),  # noqa: S307 - the user's own annotation
+                       dict(fn.func.__globals__), {})
+        except Exception:  # noqa: BLE001 - ``annotation`` has reported it
+            return None
+        return annotated_dtype(obj)
 
     @staticmethod
     def is_script_function(obj) -> bool:

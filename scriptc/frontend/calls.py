@@ -14,6 +14,7 @@ import numpy as np
 from ..ir.core import Node
 from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_method
 from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, STR, ListType, TensorType, TupleType
+from .arrays import ARRAY_CALLS, ARRAY_METHODS, ArrayFrontend
 from .builtin_calls import BUILTIN_CALLS
 from .lists import LIST_CALLS
 
@@ -24,7 +25,7 @@ SPECIAL_CALLS = {builtins.print, builtins.range, builtins.min, builtins.max, bui
                  np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS}
 
 
-class CallsMixin:
+class CallsMixin(ArrayFrontend):
     # -- helpers --------------------------------------------------------------------------------------
     def is_builtin(self, func_node, obj) -> bool:
         if isinstance(func_node, ast.Name) and func_node.id not in self.locals:
@@ -78,6 +79,8 @@ class CallsMixin:
         from .emitter import Static
         if isinstance(node.func, ast.Attribute):
             base = self.visit(node.func.value)
+            if isinstance(base, Static) and isinstance(base.obj, np.ndarray):   # a module-level array
+                base = self.static_value(base, node.func.value)
             if not isinstance(base, Static):
                 return self.method_call(base, node.func.attr, node)
         target = self.visit(node.func)
@@ -122,6 +125,8 @@ class CallsMixin:
             return self.call_arange(node)
         if obj is np.reshape:
             return self.reshape(self.expr(node.args[0]), node.args[1:], node)
+        if obj in ARRAY_CALLS:
+            return ARRAY_CALLS[obj](self, node)
         op = op_for_callable(obj)
         if op is None:
             raise self.fn.error(f"'{name}' is not supported in scripted functions", node.func,
@@ -133,6 +138,8 @@ class CallsMixin:
 
     def bind_op(self, op: OpDef, args: list, node, what=None):
         what = what or ast.unparse(node.func)
+        if op.extra.get("reduction") and any(k.arg == "keepdims" for k in node.keywords):
+            return self.reduce_with_keepdims(op, args, node, what)
         attrs = {}
         if op.variadic is None and len(args) > len(op.params):
             extra = args[len(op.params):]
@@ -162,6 +169,8 @@ class CallsMixin:
             return self.op("aten::to", [base], {"dtype": self.dtype_of(node.args[0])}, at=node)
         if name == "reshape":
             return self.reshape(base, node.args, node)
+        if name in ARRAY_METHODS:
+            return ARRAY_METHODS[name](self, base, node)
         op = op_for_method(name)
         if op is None:
             raise self.fn.error(f"array method '{name}' is not supported", node.func)
@@ -291,6 +300,8 @@ class CallsMixin:
     def array_attribute(self, base, node):
         if not isinstance(base.type, TensorType):
             raise self.fn.error(f"{describe_type(base.type)} has no attribute '{node.attr}'", node)
+        if node.attr == "dtype":
+            return self.dtype_attribute(base, node)
         kinds = {"shape": "aten::size", "ndim": "aten::dim", "size": "aten::numel", "T": "aten::numpy_T"}
         if node.attr not in kinds:
             raise self.fn.error(f"array attribute '{node.attr}' is not supported", node)
@@ -299,8 +310,8 @@ class CallsMixin:
     def index_parts(self, node) -> list:
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         for p in parts:
-            if isinstance(p, ast.Constant) and p.value in (None, Ellipsis):
-                raise self.fn.error("indexing with None or ... is not supported", p)
+            if isinstance(p, ast.Constant) and p.value is Ellipsis:
+                raise self.fn.error("indexing with ... is not supported", p)
         return parts
 
     def visit_Subscript(self, node):
@@ -321,18 +332,24 @@ class CallsMixin:
         kind, values = self.index_plan(base, parts, node)
         if kind == "element":
             return self.op("aten::getitem", [base] + values, at=node)
+        if kind == "mask":
+            return self.mask_read(base, values, node)
         return values
 
     def index_plan(self, base, parts, node):
         rank = base.type.rank
         if rank is None:
             raise NeedsSpecialization("indexing")
-        if len(parts) > rank:
-            raise self.fn.error(f"too many indices for array: array is {rank}-dimensional, but {len(parts)} "
-                                f"were indexed", node)
         values = [p if not isinstance(p, ast.AST) else self.slice_bounds(p) if isinstance(p, ast.Slice)
-                  else self.expr(p) for p in parts]
-        if len(values) == rank and not any(isinstance(v, tuple) for v in values):
+                  else "newaxis" if self.is_newaxis(p) else self.expr(p) for p in parts]
+        mask = self.mask_index(base, values, parts, node)
+        if mask is not None:
+            return "mask", mask
+        indexed = sum(1 for v in values if not isinstance(v, str))
+        if indexed > rank:
+            raise self.fn.error(f"too many indices for array: array is {rank}-dimensional, but {indexed} "
+                                f"were indexed", node)
+        if len(values) == rank and not any(isinstance(v, (tuple, str)) for v in values):
             for v, p in zip(values, parts):
                 if v.type != INT:
                     raise self.fn.error(f"array indices must be ints, got {describe_type(v.type)}",
@@ -340,7 +357,10 @@ class CallsMixin:
             return "element", values
         view, dim = base, 0
         for v in values:
-            if v == ():
+            if isinstance(v, str):  # np.newaxis: a new dimension of length 1
+                view = self.op("aten::unsqueeze", [view], {"dim": dim}, at=node)
+                dim += 1
+            elif v == ():
                 dim += 1  # a bare ':' keeps the dimension as it is
             elif isinstance(v, tuple):
                 view = self.op("aten::slice", [view, *v], {"dim": dim}, at=node)
@@ -363,6 +383,8 @@ class CallsMixin:
         kind, index = self.index_plan(base, self.index_parts(target), target)
         if kind == "element":
             self.emit("aten::setitem", [base] + index + [value], at=target)
+        elif kind == "mask":
+            self.mask_store(base, index, value, target)
         else:
             self.emit("aten::copy_", [index, value], at=target)
 
@@ -374,7 +396,9 @@ class CallsMixin:
             raise self.fn.error(f"{describe_type(base.type)} does not support item assignment", target.value)
         plan, index = self.index_plan(base, self.index_parts(target), target)
         rhs = self.expr(node.value)
-        if plan == "element":
+        if plan == "mask":
+            self.mask_augassign(base, index, kind, rhs, node)
+        elif plan == "element":
             old = self.op("aten::getitem", [base] + index, at=target)
             new = self.op(f"aten::{kind}", [old, rhs], at=node)
             self.emit("aten::setitem", [base] + index + [new], at=node)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from ..ir.core import Block, Graph, Node, Value
-from ..ir.registry import OpTypeError, lookup
+from ..ir.registry import Effect, OpTypeError, lookup
 from ..ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type, join
 from .builtin_calls import BuiltinCallsMixin
 from .calls import CallsMixin
@@ -127,6 +129,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin):
     def emit(self, kind: str, inputs, attrs=None, at=None, hint=None) -> Node:
         op = lookup(kind)
         attrs = dict(attrs or {})
+        if op.effect == Effect.WRITES:
+            self.check_writable(inputs, at)   # module-level arrays are read-only constants
         try:
             types = op.result_types([v.type for v in inputs], attrs)
         except OpTypeError as e:
@@ -534,6 +538,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin):
         v = s.obj
         if isinstance(v, (bool, int, float)) and not (isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63):
             return self.const(v)
+        if isinstance(v, np.ndarray):
+            return self.array_constant(v, node)
         raise self.fn.error(f"'{ast.unparse(node)}' ({type(v).__name__}) cannot be used as a value here", node)
 
     def visit_Constant(self, node):
@@ -579,6 +585,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin):
         for op in node.ops:
             if type(op) not in CMPOPS:
                 raise self.fn.error(f"'{ast.unparse(node)}': only == != < <= > >= comparisons are supported", node)
+        folded = self.fold_dtype_compare(node)   # x.dtype == np.float64: a constant per signature
+        if folded is not None:
+            return folded
         left = self.expr(node.left)
         return self.compare_chain(left, node.ops, node.comparators, node)
 
@@ -636,6 +645,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin):
 
     def visit_Attribute(self, node):
         base = self.visit(node.value)
+        if isinstance(base, Static) and isinstance(base.obj, np.ndarray):   # a module-level array
+            base = self.static_value(base, node.value)
         if isinstance(base, Static):
             try:
                 return Static(getattr(base.obj, node.attr))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .arrayconst import parse_array
 from .core import Graph, Node, SourceRange, Value
 from .types import (BOOL, FLOAT, INT, NAME_DTYPES, NONE, STR, ListType, TENSOR, TensorType, TupleType, Type)
 
@@ -116,6 +117,8 @@ def _attr_value(text: str):
     text = text.strip()
     if text in ("inf", "-inf", "nan"):
         return float(text)
+    if text.startswith("array("):
+        return parse_array(text)
     if text.startswith("["):
         return [_attr_value(p) for p in split_top(text[1:-1])]
     if re.fullmatch(r"[A-Za-z_][\w.:]*", text) and text not in ("True", "False", "None"):

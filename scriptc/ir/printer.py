@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from .arrayconst import UnrestoredArray, format_array
 from .core import Block, Graph, Node
 from .types import BOOL
 
@@ -23,6 +26,8 @@ from .types import BOOL
 def format_attr(value, names: dict[int, str]) -> str:
     if isinstance(value, Graph):
         return names[id(value)]
+    if isinstance(value, (np.ndarray, UnrestoredArray)):
+        return format_array(value)   # a module-level array frozen into the graph
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, float):

@@ -169,7 +169,7 @@ def type_of(v) -> Type:
         return INT
     if isinstance(v, (float, np.floating)):
         return FLOAT
-    if isinstance(v, np.ndarray):
+    if isinstance(v, np.ndarray) or type(v).__name__ == "UnrestoredArray":
         return TensorType(v.dtype.name, v.ndim)
     if isinstance(v, str):
         return STR

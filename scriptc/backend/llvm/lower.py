@@ -31,6 +31,8 @@ from .array_math import ArrayMath
 from .arrayfns import ArrayFns
 from .arrays import ArrayOps
 from .fused import FusedOps
+from .constants import ArrayConstants
+from .masks import MaskOps
 from .matmul import MatmulOps
 from .builtins_lower import BuiltinOps
 from .fused_loop import FusedLoopOps
@@ -224,7 +226,8 @@ class ModuleLowering:
 # -- functions -------------------------------------------------------------------------------------------
 
 class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ArrayMath, ArrayFns, MatmulOps, FusedOps,
-                       FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions):
+                       FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions, MaskOps,
+                       ArrayConstants):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
@@ -417,6 +420,8 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ArrayMath, Ar
         value = node.attrs.get("value")
         if node.output.type == STR:
             return [self.str_constant(value)]
+        if isinstance(node.output.type, TensorType):
+            return [self.array_constant(node)]
 
         def flat(val, t):
             if t == NONE:

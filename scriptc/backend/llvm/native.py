@@ -11,6 +11,7 @@ import numpy as np
 from ...ir.core import Graph
 from ..argument_writes import written_inputs
 from ...ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, Type
+from .constants import constant_containing
 from .engine import LIBC, engine, make_caller
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph, leaves
@@ -116,6 +117,11 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
     if mem.owner is not None and not mem.owner.flags.writeable:
         interface["data"] = (data, True)    # a view of a read-only argument is read-only, as in NumPy
     mem.__array_interface__ = interface
+    if mem.owner is None:
+        constant = constant_containing(data)
+        if constant is not None:   # a module-level array frozen into the code: the caller gets a copy
+            mem.owner = constant
+            return np.array(np.asarray(mem), copy=True)
     return np.asarray(mem)
 
 

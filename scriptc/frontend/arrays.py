@@ -1,0 +1,313 @@
+"""Array constructs built from existing operators, as a mixin of FunctionEmitter: ``keepdims=True``, boolean
+masks in indices, ``x.dtype`` comparisons, and the statistics NumPy itself composes from ufuncs and
+reductions (``np.var``/``np.std`` as ``numpy/_core/_methods.py`` ``_var``, ``np.median`` as
+``numpy/lib/_function_base_impl.py`` ``_median`` with a sort for the partition, ``np.linalg.norm`` as
+``numpy/linalg/_linalg.py`` ``norm``).
+
+Emitting NumPy's own decomposition makes the results follow the element-wise and reduction lowering exactly
+(the same operators, in the same order, with the same intermediate dtypes). Everything here needs the
+arrays' dtypes and ranks: the generic graph raises NeedsSpecialization.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import math
+
+import numpy as np
+
+from ..ir.arrayconst import frozen
+from ..ir.registry import NeedsSpecialization
+from ..ir.types import BOOL, DTYPE_NAMES, INT, TensorType
+
+
+def _known(v, what) -> TensorType:
+    t = v.type
+    if isinstance(t, TensorType) and (t.dtype is None or t.rank is None):
+        raise NeedsSpecialization(what)
+    return t
+
+
+VIEW_OPS = {"aten::select", "aten::slice", "aten::unsqueeze", "aten::numpy_T", "aten::reshape"}
+
+
+class ArrayFrontend:
+    # -- keepdims -------------------------------------------------------------------------------------------
+    def reduce_with_keepdims(self, op, args, node, what):
+        """A reduction called with ``keepdims=``: the reduction, then its reduced dimensions put back with
+        length 1 (a view of the result for one axis, a new array for all)."""
+        keep = next(k for k in node.keywords if k.arg == "keepdims")
+        keepdims = self.const_eval(keep.value)
+        if not isinstance(keepdims, bool):
+            raise self.fn.error("keepdims must be True or False", keep.value)
+        call = copy.copy(node)
+        call.keywords = [k for k in node.keywords if k.arg != "keepdims"]
+        result = self.bind_op(op, args, call, what)
+        if not keepdims:
+            return result
+        return self.keep_dims(result, args[0], result.node.attrs.get("axis"), op.impl, node)
+
+    def keep_dims(self, result, x, axis, impl, node):
+        t = _known(x, "keepdims")
+        if axis is not None and isinstance(result.type, TensorType):
+            return self.op("aten::unsqueeze", [result], {"dim": axis % t.rank}, at=node)
+        dtype = np.asarray(impl(np.ones((1,) * t.rank, t.dtype), axis=axis)).dtype.name
+        if dtype not in DTYPE_NAMES:
+            raise self.fn.error(f"unsupported result dtype {dtype}", node)
+        ones = [self.const(1)] * t.rank
+        return self.op("aten::full", [result] + ones, {"dtype": dtype}, at=node)
+
+    # -- np.newaxis and boolean masks in indices --------------------------------------------------------------
+    def is_newaxis(self, part) -> bool:
+        if isinstance(part, ast.Constant):
+            return part.value is None
+        if isinstance(part, ast.Attribute) or isinstance(part, ast.Name) and part.id not in self.locals:
+            from .emitter import Static
+            r = self.visit(part)
+            return isinstance(r, Static) and r.obj is None
+        return False
+
+    def mask_index(self, base, values, parts, node):
+        """The boolean mask of ``base[m]``, or None when no index is an array."""
+        arrays = [k for k, v in enumerate(values) if not isinstance(v, (tuple, str)) and
+                  isinstance(v.type, TensorType)]
+        if not arrays:
+            return None
+        k = arrays[0]
+        mask = values[k]
+        if len(values) != 1:
+            raise self.fn.error("a boolean mask must be the only index", parts[k],
+                                "index with x[m] where m has the shape of x (or of its first dimensions)")
+        if mask.type.dtype is None:
+            raise NeedsSpecialization("boolean index")
+        if mask.type.dtype != "bool":
+            raise self.fn.error("integer array indices are not supported", parts[k],
+                                "index with a boolean mask (x[m]), or write a loop")
+        return mask
+
+    def mask_read(self, base, mask, node):
+        return self.op("aten::masked_select", [base, mask], at=node)
+
+    def mask_store(self, base, mask, value, node):
+        self.emit("aten::masked_put_", [base, mask, value], at=node)
+
+    def mask_augassign(self, base, mask, kind, rhs, node):
+        old = self.op("aten::masked_select", [base, mask], at=node)
+        new = self.op(f"aten::{kind}", [old, rhs], at=node)
+        self.emit("aten::masked_put_", [base, mask, new], at=node)
+
+    # -- x.dtype ----------------------------------------------------------------------------------------------
+    def dtype_attribute(self, base, node):
+        from .emitter import Static
+        if base.type.dtype is None:
+            raise NeedsSpecialization("x.dtype")
+        return Static(np.dtype(base.type.dtype))
+
+    def fold_dtype_compare(self, node):
+        """``x.dtype == np.float64``, ``x.dtype.kind != "f"``: a bool constant for this signature (None when
+        ``node`` is not such a comparison)."""
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            return None
+        if not any(self.mentions_dtype(n) for n in (node.left, node.comparators[0])):
+            return None
+        a, b = self.static_operand(node.left), self.static_operand(node.comparators[0])
+        equal = bool(a == b)
+        return self.const(equal if isinstance(node.ops[0], ast.Eq) else not equal)
+
+    @staticmethod
+    def mentions_dtype(n) -> bool:
+        return isinstance(n, ast.Attribute) and (n.attr == "dtype" or isinstance(n.value, ast.Attribute)
+                                                 and n.value.attr == "dtype")
+
+    def static_operand(self, n):
+        from .emitter import Static
+        if isinstance(n, ast.Constant):
+            return n.value
+        if isinstance(n, ast.Call) and not n.keywords and len(n.args) == 1:
+            f = self.visit(n.func)
+            if isinstance(f, Static) and f.obj is np.dtype:
+                return np.dtype(self.dtype_of(n.args[0]))
+        r = self.visit(n)
+        if not isinstance(r, Static):
+            raise self.fn.error(f"'{ast.unparse(n)}' must be a dtype or a constant to compare with a dtype", n)
+        return r.obj
+
+    # -- module-level arrays: constants frozen at compile time ------------------------------------------------
+    def array_constant(self, a: np.ndarray, node):
+        if a.dtype.name not in DTYPE_NAMES:
+            raise self.fn.error(f"'{ast.unparse(node)}' is an array of unsupported dtype {a.dtype}", node)
+        cache = self.__dict__.setdefault("_frozen_arrays", {})
+        if id(a) not in cache:   # one copy per compile, however often it is read
+            cache[id(a)] = (a, frozen(a))
+        value = cache[id(a)][1]
+        return self.const(value, TensorType(value.dtype.name, value.ndim))
+
+    def check_writable(self, inputs, at):
+        """A write into an array constant (or a view of one) is a CompileError."""
+        if not inputs or not isinstance(inputs[0].type, TensorType):
+            return
+        v = inputs[0]
+        while v.node is not None and v.node.kind in VIEW_OPS:
+            v = v.node.inputs[0]
+        if v.node is not None and v.node.kind == "prim::Constant" and isinstance(v.type, TensorType):
+            raise self.fn.error("global arrays are read-only constants in scripted functions", at,
+                                "copy it first: y = TABLE.copy()")
+
+    # -- np.var, np.std ---------------------------------------------------------------------------------------
+    def stat_arguments(self, node, base, allowed, second="axis"):
+        """(x, {keyword: ast node}) for ``np.f(x, axis, ...)`` or ``x.f(axis, ...)`` (``second`` names the
+        parameter after x)."""
+        args = list(node.args)
+        x = base if base is not None else self.expr(args.pop(0)) if args else None
+        if x is None:
+            raise self.fn.error(f"{ast.unparse(node.func)}() needs an array", node)
+        kw = self.keywords(node, allowed)
+        if len(args) > 1:
+            raise self.fn.error(f"{ast.unparse(node.func)}(): pass arguments after {second} by keyword", node)
+        if args:
+            kw.setdefault(second, args[0])
+        if not isinstance(x.type, TensorType):
+            raise self.fn.error(f"{ast.unparse(node.func)}() needs an array", node)
+        return x, kw
+
+    def axis_of(self, kw, t, node):
+        axis = self.const_eval(kw["axis"]) if "axis" in kw else None
+        if axis is None:
+            return None
+        if not isinstance(axis, int) or isinstance(axis, bool):
+            raise self.fn.error("axis must be an int constant or None", kw["axis"])
+        if not -t.rank <= axis < t.rank:
+            raise self.fn.error(f"axis {axis} is out of bounds for array of dimension {t.rank}", kw["axis"])
+        return axis % t.rank
+
+    def flag(self, kw, name):
+        value = self.const_eval(kw[name]) if name in kw else False
+        if not isinstance(value, bool):
+            raise self.fn.error(f"{name} must be True or False", kw[name])
+        return value
+
+    def call_var(self, node, base=None, root=False):
+        x, kw = self.stat_arguments(node, base, {"axis", "ddof", "keepdims"})
+        t = _known(x, "np.var")
+        axis, keepdims = self.axis_of(kw, t, node), self.flag(kw, "keepdims")
+        ddof = self.expr(kw["ddof"]) if "ddof" in kw else self.const(0)
+        if ddof.type not in (INT, BOOL):
+            raise self.fn.error("ddof must be an int", kw["ddof"])
+        dtype = t.dtype
+        if np.dtype(dtype).kind in "iub":   # _var: bool and int arrays are computed in float64
+            x, dtype = self.op("aten::to", [x], {"dtype": "float64"}, at=node), "float64"
+        count = self.reduce_count(x, axis, node)
+        total = self.keep_dims(self.reduction("aten::sum", x, axis, node), x, axis, np.sum, node)
+        mean = self.divide_by_count(total, count, dtype, node)
+        dev = self.op("aten::sub", [x, mean], at=node)
+        squares = self.op("aten::mul", [dev, dev], at=node)
+        ssd = self.keep_dims(self.reduction("aten::sum", squares, axis, node), squares, axis, np.sum, node)
+        dof = self.op("prim::max", [self.op("aten::sub", [count, ddof], at=node), self.const(0)], at=node)
+        result = self.divide_by_count(ssd, dof, dtype, node)
+        if root:
+            result = self.op("aten::sqrt", [result], at=node)
+        return self.drop_kept(result, t.rank, axis, keepdims, node)
+
+    def reduction(self, kind, x, axis, node):
+        return self.op(kind, [x], {"axis": axis}, at=node)
+
+    def reduce_count(self, x, axis, node):
+        if axis is None:
+            return self.op("aten::numel", [x], at=node)
+        return self.op("prim::TupleIndex", [self.op("aten::size", [x], at=node)], {"index": axis}, at=node)
+
+    def divide_by_count(self, a, count, dtype, node):
+        """NumPy's ``true_divide(a, intp count)``: computed in float64 (the count is a NumPy integer, not a weak
+        Python scalar), then cast to the array's dtype."""
+        if dtype == "float64":
+            return self.op("aten::div", [a, count], at=node)
+        wide = self.op("aten::to", [a], {"dtype": "float64"}, at=node)
+        return self.op("aten::to", [self.op("aten::div", [wide, count], at=node)], {"dtype": dtype}, at=node)
+
+    def drop_kept(self, result, rank, axis, keepdims, node):
+        """From a result with every reduced dimension kept (length 1) to NumPy's result without them."""
+        if keepdims:
+            return result
+        if axis is None:
+            return self.op("aten::getitem", [result] + [self.const(0)] * rank, at=node)
+        return self.op("aten::select", [result, self.const(0)], {"dim": axis}, at=node)
+
+    # -- np.median -------------------------------------------------------------------------------------------
+    def call_median(self, node):
+        x, kw = self.stat_arguments(node, None, {"axis", "keepdims"})
+        t = _known(x, "np.median")
+        axis, keepdims = self.axis_of(kw, t, node), self.flag(kw, "keepdims")
+        along = 0 if axis is None else axis
+        ordered = self.op("aten::sort", [x], {"axis": axis}, at=node)
+        n = self.reduce_count(ordered, along, node)
+        lo = self.op("aten::floordiv", [self.op("aten::sub", [n, self.const(1)]), self.const(2)], at=node)
+        hi = self.op("aten::add", [self.op("aten::floordiv", [n, self.const(2)]), self.const(1)], at=node)
+        middle = self.op("aten::slice", [ordered, lo, hi, self.const(None)], {"dim": along}, at=node)
+        result = self.reduction("aten::mean", middle, along, node)
+        if np.dtype(t.dtype).kind == "f":   # _median_nancheck: a NaN (sorted last) anywhere gives that NaN
+            last = self.op("aten::sub", [n, self.const(1)], at=node)
+
+            def nan_check():
+                if result.type.is_scalar:
+                    top = self.op("aten::getitem", [ordered, last], at=node)
+                    return self.emit_if(self.op("aten::isnan", [top], at=node), lambda: top, lambda: result, node)
+                top = self.op("aten::select", [ordered, last], {"dim": along}, at=node)
+                return self.op("aten::where", [self.op("aten::isnan", [top], at=node), top, result], at=node)
+            empty = self.op("aten::eq", [n, self.const(0)], at=node)
+            result = self.emit_if(empty, lambda: result, nan_check, node)
+        if keepdims:
+            result = self.keep_dims(result, x, axis, np.mean, node)
+        return result
+
+    # -- np.linalg.norm ---------------------------------------------------------------------------------------
+    def call_norm(self, node):
+        x, kw = self.stat_arguments(node, None, {"ord", "axis", "keepdims"}, second="ord")
+        if "axis" in kw:
+            raise self.fn.error("np.linalg.norm() with axis= is not supported", kw["axis"],
+                                "write it out, e.g. np.sqrt(np.sum(x * x, axis=1))")
+        t = _known(x, "np.linalg.norm")
+        order = self.signed_constant(kw["ord"]) if "ord" in kw else None
+        keepdims = self.flag(kw, "keepdims")
+        dtype = t.dtype
+        if np.dtype(dtype).kind in "iub":
+            x, dtype = self.op("aten::to", [x], {"dtype": "float64"}, at=node), "float64"
+        if order is None or order in ("f", "fro") and t.rank == 2 or order == 2 and t.rank == 1:
+            flat = self.op("aten::reshape", [x, self.const(-1)], at=node) if t.rank != 1 else x
+            squared = self.op("aten::dot", [flat, flat], at=node)
+            result = self.scalar_in_dtype("aten::sqrt", squared, dtype, node)
+        elif t.rank == 1 and order in (1, math.inf, -math.inf) and not isinstance(order, bool):
+            magnitude = self.op("aten::abs", [x], at=node)
+            kind = {1: "aten::sum", math.inf: "aten::max", -math.inf: "aten::min"}[order]
+            result = self.reduction(kind, magnitude, None, node)
+        else:
+            raise self.fn.error(f"np.linalg.norm() with ord={order!r} of a {t.rank}-d array is not supported",
+                                node, "supported: vectors with ord None, 2, 1, np.inf, -np.inf; "
+                                      "matrices with ord None or 'fro'")
+        if keepdims:
+            ones = [self.const(1)] * t.rank
+            result = self.op("aten::full", [result] + ones, {"dtype": dtype}, at=node)
+        return result
+
+    def signed_constant(self, n):
+        """A constant, also negated: ``-np.inf``."""
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            value = self.const_eval(n.operand)
+            if isinstance(value, (int, float)):
+                return -value
+        return self.const_eval(n)
+
+    def scalar_in_dtype(self, kind, value, dtype, node):
+        """``kind`` of a scalar computed as NumPy computes it on a scalar of ``dtype`` (float32 results are
+        rounded to float32): through a one-element array."""
+        if dtype == "float64":
+            return self.op(kind, [value], at=node)
+        one = self.op("aten::full", [value, self.const(1)], {"dtype": dtype}, at=node)
+        return self.op("aten::getitem", [self.op(kind, [one], at=node), self.const(0)], at=node)
+
+
+ARRAY_CALLS = {np.var: lambda self, node: self.call_var(node),
+               np.std: lambda self, node: self.call_var(node, root=True),
+               np.median: lambda self, node: self.call_median(node),
+               np.linalg.norm: lambda self, node: self.call_norm(node)}
+ARRAY_METHODS = {"var": lambda self, base, node: self.call_var(node, base),
+                 "std": lambda self, base, node: self.call_var(node, base, root=True)}
