@@ -71,6 +71,14 @@ def _describe(x) -> str:
     return type(x).__name__
 
 
+def _release(meminfo: int) -> None:
+    """Drop one reference to native array memory from Python (a list's element when the list is freed)."""
+    count = ctypes.c_int64.from_address(meminfo)
+    count.value -= 1
+    if count.value == 0:
+        LIBC.free(ctypes.c_void_p(meminfo))
+
+
 class _ArrayMemory:
     """The object a returned array's ``base`` is: it exposes native memory to NumPy and keeps alive what owns
     that memory (``owner``): the argument it views, or for memory native code allocated a capsule holding one
