@@ -249,3 +249,14 @@ def test_interpreter_agrees():
             expected, interpreted = numpy_fn(x), fn.interpret(x)
             assert bits_equal(expected, fn(x))
             assert bits_equal(expected, float(interpreted) if rank == 1 else interpreted)
+
+
+@scriptc.script
+def sum_axis0(x: np.ndarray) -> float:
+    return np.sum(x, axis=0) + np.mean(x, axis=-1)
+
+
+def test_axis_reduction_of_a_vector_is_the_full_sum():
+    x = np.random.default_rng(3).standard_normal(1001)
+    want = float(np.sum(x, axis=0) + np.mean(x, axis=-1))
+    assert sum_axis0(x) == want and sum_axis0.interpret(x) == want
