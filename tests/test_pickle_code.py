@@ -96,9 +96,9 @@ def test_code_shows_control_flow_and_fusion(capsys):
         CHECK:   else:
         CHECK:     print(i_{{\\d+}})
         CHECK:   [[COND]] = i_{{\\d+}} < n
-        CHECK: return FusionGroup_0(x_{{\\d+}})
-        CHECK: def FusionGroup_0(x: "Double(*)") -> "Double(*)":
-        CHECK: return aten.exp(aten.exp(aten.exp(x) * 2.0) * 2.0) * 2.0
+        CHECK: return FusedLoop_0(3, x_{{\\d+}}, carried=1)
+        CHECK: def FusedLoop_0({{\w+}}: int, x: "Double(*)") -> "Double(*)":
+        CHECK: return aten.exp(x) * 2.0
     """))
 
 

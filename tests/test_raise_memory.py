@@ -152,7 +152,8 @@ def negative_int_power(x: np.ndarray, k: int) -> np.ndarray:
 def reuse_pow(x: np.ndarray, e: int, n: int) -> np.ndarray:
     a = x * 2
     for k in range(n):
-        a = (a + 1) ** (e - k)       # the fused update writes into a's buffer; raises once e - k < 0
+        a = (a + 1) ** (e - k + 0 * x[0])   # fused update into a's buffer; raises once e - k < 0 (the element
+                                            # read keeps the loop out of time-loop fusion)
     return a
 
 
