@@ -41,7 +41,7 @@ def register(name: str):
 
 # The default pipeline, in order; names not registered (yet) are skipped.
 DEFAULT_PIPELINE = [
-    "inline", "canonicalize", "constant-propagation", "cse", "licm", "unroll", "dead-loop-carried",
+    "inline", "canonicalize", "constant-propagation", "cse", "licm", "bounds-check", "unroll", "dead-loop-carried",
     "canonicalize", "constant-propagation", "cse", "dce", "shape-inference", "fusion", "buffer-reuse", "dce",
 ]
 

@@ -1,0 +1,239 @@
+"""Bounds-check elimination: prove array indices in bounds and mark those accesses unchecked.
+
+An induction-variable range analysis bounds every int value the loops compute. A loop's iteration number
+``p`` of ``prim::Loop(T, ...)`` is in ``[0, T - 1]`` whenever its body runs; ``for i in range(lo, hi, step)``
+derives ``i = __derive_index(p, lo, step)``, which lies in ``[lo, hi - 1]`` for a positive constant step (and in
+``[hi + 1, lo]`` for a negative one). Bounds go through ``+``/``-`` of constants. A lower bound is a constant;
+an upper bound is *symbolic*: ``v <= atom + c`` where the atom is a canonical int value. Dimensions are canonical
+too: ``len(x)`` and ``x.shape[k]`` name "dimension k of x"; a dimension of ``np.empty(n)`` / ``np.zeros((n, m))``
+is the int value it was created with (``n``, ``m``: an array that exists has exactly those dimensions); of
+``*_like(y)``, ``y.copy()`` it is y's; of the row ``x[i]`` (``aten::select``) it is x's next dimension.
+
+An index ``v`` on axis k of array ``a`` is proven when ``lo(v) >= 0`` and some upper bound ``atom + c`` of ``v``
+has the atom of a's dimension k, ``dim = atom + d``, with ``c <= d - 1``: then ``0 <= v < dim`` and neither
+the IndexError check nor the negative-index wrap is needed. ``aten::getitem`` / ``aten::setitem`` /
+``aten::select`` get ``checked=[...]``, one flag per index (0: proven, no check; 1: checked); nodes with no
+proven index get no attribute. The native lowering skips the check and the wrap where the flag is 0; the
+interpreter ignores the attribute (a proven access never raises).
+
+Why this is sound (what it assumes):
+- SSA: an array reassigned in a loop, a reshape, another array of the same name are different values, with
+  different dimension atoms. Loop-carried values (``while`` counters, arrays rebound in the body) and ``prim::If``
+  outputs have no bounds. Rebinding the loop variable in the body is a new value (``i.1 = i + 1``) whose
+  bounds follow from i's. ``break`` and a ``while`` condition only end a loop earlier.
+- An array value's shape never changes (no operator resizes in place).
+- Bounds are exact integer facts only while nothing wraps modulo 2**64: constants are limited to
+  ``|c| < 2**20`` and every proof compares with a dimension, which is far below 2**62.
+- It runs before ``unroll``: the unrolled copies keep the attribute, and their indices are the same values.
+"""
+from __future__ import annotations
+
+from ..ir.core import Graph, Node, Value
+from ..ir.types import INT, TensorType
+from .analysis import constant_value, is_constant
+from .manager import register
+
+SMALL = 1 << 20
+INDEX_OPS = ("aten::getitem", "aten::setitem", "aten::select")
+CREATE_OPS = ("aten::zeros", "aten::ones", "aten::empty")
+SAME_SHAPE_OPS = ("aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like", "aten::clone")
+
+
+def small_int(v: Value) -> int | None:
+    if is_constant(v) and v.type == INT:
+        c = constant_value(v)
+        if isinstance(c, int) and -SMALL < c < SMALL:
+            return c
+    return None
+
+
+class RangeAnalysis:
+    """Memoized bounds of int values: ``lower(v)`` a constant or None, ``upper(v)`` a set of ``(atom, c)``
+    meaning ``v <= atom + c`` (atom None: a constant bound), ``term(v)`` the exact ``(atom, c)`` with
+    ``v == atom + c``."""
+
+    def __init__(self):
+        self._lower: dict[int, int | None] = {}
+        self._upper: dict[int, frozenset] = {}
+        self.loop_of_iteration: dict[int, Node] = {}
+
+    # -- exact terms and canonical atoms --------------------------------------------------------------
+    def term(self, v: Value) -> tuple:
+        c = small_int(v)
+        if c is not None:
+            return (None, c)
+        n = v.node
+        if n is not None and n.kind in ("aten::add", "aten::sub") and all(x.type == INT for x in n.inputs):
+            a, b = n.inputs
+            cb = small_int(b)
+            if cb is not None:
+                atom, ca = self.term(a)
+                c = ca + cb if n.kind == "aten::add" else ca - cb
+                if -SMALL < c < SMALL:
+                    return (atom, c)
+            ca = small_int(a)
+            if ca is not None and n.kind == "aten::add":
+                atom, c = self.term(b)
+                if -SMALL < ca + c < SMALL:
+                    return (atom, ca + c)
+        if n is not None and n.kind == "aten::len":
+            return self.dim_term(n.inputs[0], 0)
+        if n is not None and n.kind == "prim::TupleIndex":
+            src = n.inputs[0].node
+            if src is not None and src.kind == "aten::size":
+                return self.dim_term(src.inputs[0], n.attrs["index"])
+        return (v, 0)
+
+    def dim_term(self, a: Value, k: int) -> tuple:
+        """The exact term of dimension k of array value a."""
+        n = a.node
+        if n is not None:
+            if n.kind in CREATE_OPS and k < len(n.inputs):
+                return self.term(n.inputs[k])
+            if n.kind == "aten::full" and k + 1 < len(n.inputs):
+                return self.term(n.inputs[k + 1])
+            if n.kind in SAME_SHAPE_OPS:
+                return self.dim_term(n.inputs[0], k)
+            if n.kind == "aten::select":
+                dim = n.attrs["dim"]
+                return self.dim_term(n.inputs[0], k if k < dim else k + 1)
+        return (("dim", a, k), 0)
+
+    # -- bounds ---------------------------------------------------------------------------------------
+    def lower(self, v: Value) -> int | None:
+        if id(v) not in self._lower:
+            self._lower[id(v)] = None  # cycles (none in SSA outside loop params) stay unbounded
+            self._lower[id(v)] = self._compute_lower(v)
+        return self._lower[id(v)]
+
+    def upper(self, v: Value) -> frozenset:
+        if id(v) not in self._upper:
+            self._upper[id(v)] = frozenset()
+            self._upper[id(v)] = frozenset(b for b in self._compute_upper(v) if -SMALL < b[1] < SMALL)
+        return self._upper[id(v)]
+
+    def _compute_lower(self, v: Value) -> int | None:
+        c = small_int(v)
+        if c is not None:
+            return c
+        if id(v) in self.loop_of_iteration:
+            return 0
+        n = v.node
+        if n is None or v.type != INT:
+            return None
+        if n.kind in ("aten::len", "aten::numel") or (n.kind == "prim::TupleIndex" and n.inputs[0].node is not None
+                                                      and n.inputs[0].node.kind == "aten::size"):
+            return 0
+        if n.kind in ("aten::add", "aten::sub") and all(x.type == INT for x in n.inputs):
+            a, b = n.inputs
+            la = self.lower(a)
+            if n.kind == "aten::add":
+                lb = self.lower(b)
+                return la + lb if la is not None and lb is not None else None
+            cb = small_int(b)
+            return la - cb if la is not None and cb is not None else None
+        if n.kind == "aten::__derive_index":
+            _, start, step = n.inputs
+            s = small_int(step)
+            if s is not None and s > 0:
+                return self.lower(start)
+            if s is not None and s < 0:
+                stop = self.range_stop(n)
+                ls = self.lower(stop) if stop is not None else None
+                return ls + 1 if ls is not None else None
+        return None
+
+    def _compute_upper(self, v: Value) -> set:
+        if v.type != INT:
+            return set()
+        out = {self.term(v)}
+        loop = self.loop_of_iteration.get(id(v))
+        if loop is not None:
+            atom, c = self.term(loop.inputs[0])
+            out.add((atom, c - 1))
+            return out
+        n = v.node
+        if n is None:
+            return out
+        if n.kind in ("aten::add", "aten::sub") and all(x.type == INT for x in n.inputs):
+            a, b = n.inputs
+            if n.kind == "aten::add":
+                out |= self._plus(self.upper(a), self.upper(b))
+            else:
+                lb = self.lower(b)
+                if lb is not None:
+                    out |= {(atom, c - lb) for atom, c in self.upper(a)}
+        elif n.kind == "aten::__derive_index":
+            _, start, step = n.inputs
+            s = small_int(step)
+            stop = self.range_stop(n)
+            if s is not None and s > 0 and stop is not None:
+                atom, c = self.term(stop)
+                out.add((atom, c - 1))
+            elif s is not None and s < 0:
+                out |= self.upper(start)
+        return out
+
+    @staticmethod
+    def _plus(ua: frozenset, ub: frozenset) -> set:
+        """a + b <= (atom + ca) + cb, where one of the two bounds is a constant."""
+        out = set()
+        for atom_a, ca in ua:
+            for atom_b, cb in ub:
+                if atom_b is None:
+                    out.add((atom_a, ca + cb))
+                elif atom_a is None:
+                    out.add((atom_b, ca + cb))
+        return out
+
+    def range_stop(self, derive: Node) -> Value | None:
+        """The ``hi`` of ``range(lo, hi, step)`` when ``derive`` is that loop's ``__derive_index(p, lo, step)``."""
+        p, start, step = derive.inputs
+        loop = self.loop_of_iteration.get(id(p))
+        trips = loop.inputs[0].node if loop is not None else None
+        if trips is None or trips.kind != "aten::__range_length":
+            return None
+        lo, hi, st = trips.inputs
+        if self.term(lo) != self.term(start) or self.term(st) != self.term(step):
+            return None
+        return hi
+
+    # -- proofs ---------------------------------------------------------------------------------------
+    def in_bounds(self, index: Value, array: Value, axis: int) -> bool:
+        """0 <= index < dimension ``axis`` of ``array``."""
+        lo = self.lower(index)
+        if lo is None or lo < 0:
+            return False
+        dim_atom, d = self.dim_term(array, axis)
+        return any(atom == dim_atom and c <= d - 1 for atom, c in self.upper(index))
+
+
+def index_axes(node: Node) -> list[tuple[Value, int]]:
+    """(index value, axis of the array it indexes) of an indexing node."""
+    if node.kind == "aten::select":
+        return [(node.inputs[1], node.attrs["dim"])]
+    indices = node.inputs[1:-1] if node.kind == "aten::setitem" else node.inputs[1:]
+    return [(v, k) for k, v in enumerate(indices)]
+
+
+def _collect_loops(graph: Graph, analysis: RangeAnalysis) -> None:
+    for n in graph.walk():
+        if n.kind == "prim::Loop" and n.blocks and n.blocks[0].params:
+            analysis.loop_of_iteration[id(n.blocks[0].params[0])] = n
+
+
+@register("bounds-check")
+def run(graph: Graph) -> bool:
+    """Marks array accesses whose indices an induction-variable range analysis proves in bounds
+    (checked=[0, ...]): native code skips their IndexError check and negative-index wrap."""
+    analysis = RangeAnalysis()
+    _collect_loops(graph, analysis)
+    changed = False
+    for n in graph.walk():
+        if n.kind not in INDEX_OPS or not isinstance(n.inputs[0].type, TensorType):
+            continue
+        flags = [0 if analysis.in_bounds(v, n.inputs[0], axis) else 1 for v, axis in index_axes(n)]
+        if 0 in flags and n.attrs.get("checked") != flags:
+            n.attrs["checked"] = flags
+            changed = True
+    return changed
