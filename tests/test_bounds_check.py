@@ -268,6 +268,65 @@ def test_unproven_negative_index_still_wraps_natively():
     assert wraps(np.arange(1.0, 5.0)) == wraps.py_func(np.arange(1.0, 5.0)) == 4.0 * 8 + 1 * 4 + 2 * 2 + 3
 
 
+@scriptc.script
+def swapped_buffers(x: np.ndarray, steps: int) -> np.ndarray:
+    n = len(x)
+    a = x.copy()
+    b = np.zeros(n)
+    for _ in range(steps):
+        for i in range(1, n - 1):
+            b[i] = 0.5 * (a[i - 1] + a[i + 1])
+        t = a
+        a = b
+        b = t
+    return a
+
+
+def test_swapped_buffers_keep_their_dimensions():
+    check(swapped_buffers, (np.arange(6.0), 3), """
+        CHECK: prim::Loop
+        CHECK: aten::getitem[checked=[0]](%a
+        CHECK: aten::getitem[checked=[0]](%a
+        CHECK: aten::setitem[checked=[0]](%b
+    """)
+
+
+@scriptc.script
+def growing_buffer(x: np.ndarray, steps: int) -> float:
+    n = len(x)
+    a = x.copy()
+    t = 0.0
+    for s in range(steps):
+        for i in range(n):
+            t += a[i]
+        a = a[1:]
+    return t
+
+
+@scriptc.script
+def swapped_with_other_size(x: np.ndarray, steps: int) -> float:
+    n = len(x)
+    a = x.copy()
+    b = np.zeros(n - 1)
+    t = 0.0
+    for s in range(steps):
+        for i in range(n):
+            t += a[i]
+        c = a
+        a = b
+        b = c
+    return t
+
+
+@pytest.mark.parametrize("fn", [growing_buffer, swapped_with_other_size])
+def test_carried_arrays_that_change_size_keep_their_check(fn):
+    check(fn, (np.arange(4.0), 1), """
+        CHECK: aten::getitem(%a
+        CHECK-NOT: checked=
+    """)
+    assert_matches_python(fn, np.arange(4.0), 2)  # IndexError in the second step
+
+
 # -- soundness property ------------------------------------------------------------------------------------
 
 LOOP = """

@@ -7,7 +7,9 @@ derives ``i = __derive_index(p, lo, step)``, which lies in ``[lo, hi - 1]`` for 
 an upper bound is *symbolic*: ``v <= atom + c`` where the atom is a canonical int value. Dimensions are canonical
 too: ``len(x)`` and ``x.shape[k]`` name "dimension k of x"; a dimension of ``np.empty(n)`` / ``np.zeros((n, m))``
 is the int value it was created with (``n``, ``m``: an array that exists has exactly those dimensions); of
-``*_like(y)``, ``y.copy()`` it is y's; of the row ``x[i]`` (``aten::select``) it is x's next dimension.
+``*_like(y)``, ``y.copy()`` it is y's; of the row ``x[i]`` (``aten::select``) it is x's next dimension; a
+loop-carried array (``a, b = b, a`` buffer swaps) has its initial value's dimensions when every iteration
+provably keeps them (an inductive invariant, see ``solve_carried_arrays``).
 
 An index ``v`` on axis k of array ``a`` is proven when ``lo(v) >= 0`` and some upper bound ``atom + c`` of ``v``
 has the atom of a's dimension k, ``dim = atom + d``, with ``c <= d - 1``: then ``0 <= v < dim`` and neither
@@ -18,8 +20,8 @@ interpreter ignores the attribute (a proven access never raises).
 
 Why this is sound (what it assumes):
 - SSA: an array reassigned in a loop, a reshape, another array of the same name are different values, with
-  different dimension atoms. Loop-carried values (``while`` counters, arrays rebound in the body) and ``prim::If``
-  outputs have no bounds. Rebinding the loop variable in the body is a new value (``i.1 = i + 1``) whose
+  different dimension atoms. Loop-carried ints (``while`` counters) and ``prim::If`` outputs have no bounds; a
+  loop-carried array keeps known dimensions only when its next value provably has its initial dimensions. Rebinding the loop variable in the body is a new value (``i.1 = i + 1``) whose
   bounds follow from i's. ``break`` and a ``while`` condition only end a loop earlier.
 - An array value's shape never changes (no operator resizes in place).
 - Bounds are exact integer facts only while nothing wraps modulo 2**64: constants are limited to
@@ -56,6 +58,9 @@ class RangeAnalysis:
         self._lower: dict[int, int | None] = {}
         self._upper: dict[int, frozenset] = {}
         self.loop_of_iteration: dict[int, Node] = {}
+        # loop-carried arrays (block parameter or loop output) -> their initial value, for those whose every
+        # iteration keeps the initial dimensions (see solve_carried_arrays)
+        self.carried_init: dict[int, Value] = {}
 
     # -- exact terms and canonical atoms --------------------------------------------------------------
     def term(self, v: Value) -> tuple:
@@ -86,6 +91,8 @@ class RangeAnalysis:
 
     def dim_term(self, a: Value, k: int) -> tuple:
         """The exact term of dimension k of array value a."""
+        if id(a) in self.carried_init:
+            return self.dim_term(self.carried_init[id(a)], k)
         n = a.node
         if n is not None:
             if n.kind in CREATE_OPS and k < len(n.inputs):
@@ -208,6 +215,42 @@ class RangeAnalysis:
         return any(atom == dim_atom and c <= d - 1 for atom, c in self.upper(index))
 
 
+def carried_arrays(graph: Graph) -> list[tuple[Value, Value, Value, Value]]:
+    """(block parameter, loop output, initial value, next value) of every loop-carried array of known rank."""
+    out = []
+    for n in graph.walk():
+        if n.kind != "prim::Loop" or not n.blocks:
+            continue
+        body = n.blocks[0]
+        for c, param in enumerate(body.params[1:]):
+            t = param.type
+            if isinstance(t, TensorType) and t.rank is not None:
+                out.append((param, n.outputs[c], n.inputs[2 + c], body.returns[1 + c]))
+    return out
+
+
+def solve_carried_arrays(graph: Graph) -> RangeAnalysis:
+    """The analysis, with the loop-carried arrays whose dimensions never change known to have their initial
+    value's. Optimistic: assume all of them keep their dimensions, drop one whose next value's dimensions
+    (computed under the assumptions) differ from the initial ones, and start again until none is dropped; what
+    remains is an inductive invariant (iteration 0 has the initial value; each back edge keeps the dimensions).
+    The terms compared belong to values defined outside the loop, so they are the same in every iteration."""
+    candidates = carried_arrays(graph)
+    dropped: set[int] = set()
+    while True:
+        analysis = RangeAnalysis()
+        _collect_loops(graph, analysis)
+        for param, output, init, _ in candidates:
+            if id(param) not in dropped:
+                analysis.carried_init[id(param)] = init
+                analysis.carried_init[id(output)] = init
+        bad = next((param for param, _, init, nxt in candidates if id(param) not in dropped and any(
+            analysis.dim_term(nxt, k) != analysis.dim_term(init, k) for k in range(param.type.rank))), None)
+        if bad is None:
+            return analysis
+        dropped.add(id(bad))
+
+
 def index_axes(node: Node) -> list[tuple[Value, int]]:
     """(index value, axis of the array it indexes) of an indexing node."""
     if node.kind == "aten::select":
@@ -226,8 +269,7 @@ def _collect_loops(graph: Graph, analysis: RangeAnalysis) -> None:
 def run(graph: Graph) -> bool:
     """Marks array accesses whose indices an induction-variable range analysis proves in bounds
     (checked=[0, ...]): native code skips their IndexError check and negative-index wrap."""
-    analysis = RangeAnalysis()
-    _collect_loops(graph, analysis)
+    analysis = solve_carried_arrays(graph)
     changed = False
     for n in graph.walk():
         if n.kind not in INDEX_OPS or not isinstance(n.inputs[0].type, TensorType):
