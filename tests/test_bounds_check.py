@@ -327,6 +327,94 @@ def test_carried_arrays_that_change_size_keep_their_check(fn):
     assert_matches_python(fn, np.arange(4.0), 2)  # IndexError in the second step
 
 
+@scriptc.script
+def insertion_sort(x: np.ndarray) -> np.ndarray:
+    a = x.copy()
+    for i in range(1, len(a)):
+        key = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > key:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = key
+    return a
+
+
+def test_while_conditions_and_a_decreasing_counter_are_proven():
+    check(insertion_sort, (np.array([3.0, 1.0, 2.0, 0.5]),), """
+        CHECK: aten::getitem[checked=[0]](%a
+        CHECK: aten::getitem[checked=[0]](%a
+        CHECK: prim::Loop
+        CHECK: aten::getitem[checked=[0]](%a
+        CHECK: aten::setitem[checked=[0]](%a
+        CHECK: aten::getitem[checked=[0]](%a
+        CHECK: aten::setitem[checked=[0]](%a
+    """)
+
+
+@scriptc.script
+def counting_while(x: np.ndarray) -> float:
+    n = len(x)
+    i = 0
+    t = 0.0
+    while i < n:
+        t += x[i]
+        i += 1
+    return t
+
+
+def test_while_counter_below_its_bound():
+    check(counting_while, (np.arange(5.0),), """
+        CHECK: aten::getitem(%x
+    """)  # i < n bounds it above, but nothing bounds the increasing counter below without more induction
+
+
+@scriptc.script
+def guard_on_the_wrong_branch(x: np.ndarray, j: int) -> float:
+    if j >= 0:
+        t = 1.0
+    else:
+        t = x[j]
+    if j >= 1:
+        t += x[j - 2]
+    if j < len(x):
+        t += x[j]
+    return t
+
+
+@scriptc.script
+def decreasing_without_lower_guard(x: np.ndarray) -> float:
+    j = len(x) - 1
+    t = 0.0
+    while t < 100.0:
+        t += x[j] + 1.0
+        j -= 1
+    return t
+
+
+@scriptc.script
+def guard_too_weak(x: np.ndarray) -> float:
+    j = len(x) - 1
+    t = 0.0
+    while j >= -1:
+        t += x[j]
+        j -= 1
+    return t
+
+
+@pytest.mark.parametrize("fn, args", [
+    (guard_on_the_wrong_branch, (np.arange(4.0), -1)),
+    (guard_on_the_wrong_branch, (np.arange(4.0), 1)),
+    (guard_on_the_wrong_branch, (np.arange(4.0), -7)),
+    (decreasing_without_lower_guard, (np.arange(3.0),)),
+    (guard_too_weak, (np.arange(3.0),)),
+])
+def test_guards_that_do_not_cover_the_index_keep_its_check(fn, args):
+    check(fn, args, """
+        CHECK-NOT: checked=
+    """)
+
+
 # -- soundness property ------------------------------------------------------------------------------------
 
 LOOP = """

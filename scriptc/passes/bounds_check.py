@@ -61,6 +61,40 @@ class RangeAnalysis:
         # loop-carried arrays (block parameter or loop output) -> their initial value, for those whose every
         # iteration keeps the initial dimensions (see solve_carried_arrays)
         self.carried_init: dict[int, Value] = {}
+        # loop-carried int block parameters -> (loop, carried index)
+        self.carried_int: dict[int, tuple[Node, int]] = {}
+        # loop outputs of carried ints -> (initial value, next value)
+        self.carried_out: dict[int, tuple[Value, Value]] = {}
+
+    # -- loop-carried ints: what the loop condition and the update keep ----------------------------------
+    def _entry_facts(self, p: Value):
+        """(initial value, facts of the first condition, next value, facts of the back-edge condition)."""
+        loop, m = self.carried_int[id(p)]
+        body = loop.blocks[0]
+        init, nxt = loop.inputs[1 + m], body.returns[m]
+        return init, facts(loop.inputs[1]), nxt, facts(body.returns[0])
+
+    def carried_lower(self, p: Value) -> int | None:
+        """The body runs for p only when the loop condition held, for the initial value (first iteration) or
+        for the next value (every later one): a lower bound both conditions give holds in the body."""
+        init, first, nxt, again = self._entry_facts(p)
+        a = [k for v, kind, k in first if v is init and kind == "lo"]
+        b = [k for v, kind, k in again if v is nxt and kind == "lo"]
+        if a and b:
+            return min(max(a), max(b))
+        return None
+
+    def carried_upper(self, p: Value) -> set:
+        init, first, nxt, again = self._entry_facts(p)
+        a = {bound for v, kind, bound in first if v is init and kind == "up"}
+        b = {bound for v, kind, bound in again if v is nxt and kind == "up"}
+        out = {(atom, max(c, c2)) for atom, c in a for atom2, c2 in b if atom == atom2}
+        # a counter that only goes down (p - c, c >= 0) stays at or below its initial value; the lower bound
+        # from the condition rules out wrapping below INT64_MIN
+        atom, c = self.term(nxt)
+        if atom is p and c <= 0 and self.carried_lower(p) is not None:
+            out |= set(self.upper(init))
+        return out
 
     # -- exact terms and canonical atoms --------------------------------------------------------------
     def term(self, v: Value) -> tuple:
@@ -125,6 +159,12 @@ class RangeAnalysis:
             return c
         if id(v) in self.loop_of_iteration:
             return 0
+        if id(v) in self.carried_int:
+            return self.carried_lower(v)
+        if id(v) in self.carried_out:
+            init, nxt = self.carried_out[id(v)]
+            a, b = self.lower(init), self.lower(nxt)
+            return min(a, b) if a is not None and b is not None else None
         n = v.node
         if n is None or v.type != INT:
             return None
@@ -154,6 +194,13 @@ class RangeAnalysis:
         if v.type != INT:
             return set()
         out = {self.term(v)}
+        if id(v) in self.carried_int:
+            return out | self.carried_upper(v)
+        if id(v) in self.carried_out:  # the initial value or the last next value
+            init, nxt = self.carried_out[id(v)]
+            # atoms common to both are values defined before the loop (or constants): the same after it
+            return out | {(atom, max(c, c2)) for atom, c in self.upper(init) for atom2, c2 in self.upper(nxt)
+                          if atom == atom2}
         loop = self.loop_of_iteration.get(id(v))
         if loop is not None:
             atom, c = self.term(loop.inputs[0])
@@ -206,13 +253,66 @@ class RangeAnalysis:
         return hi
 
     # -- proofs ---------------------------------------------------------------------------------------
-    def in_bounds(self, index: Value, array: Value, axis: int) -> bool:
-        """0 <= index < dimension ``axis`` of ``array``."""
-        lo = self.lower(index)
+    def in_bounds(self, index: Value, array: Value, axis: int, at: Node | None = None) -> bool:
+        """0 <= index < dimension ``axis`` of ``array`` (at node ``at``: also what the conditions of the
+        ``if`` branches it is in say about the index)."""
+        lo, up = self.lower(index), set(self.upper(index))
+        for v, kind, bound in guard_facts(at) if at is not None else ():
+            if v is index and kind == "lo":
+                lo = bound if lo is None else max(lo, bound)
+            elif v is index:
+                up.add(bound)
         if lo is None or lo < 0:
             return False
         dim_atom, d = self.dim_term(array, axis)
-        return any(atom == dim_atom and c <= d - 1 for atom, c in self.upper(index))
+        return any(atom == dim_atom and c <= d - 1 for atom, c in up)
+
+
+def facts(cond: Value) -> list[tuple[Value, str, object]]:
+    """What ``cond`` being true says about int values: ``(v, "lo", k)`` for v >= k, ``(v, "up", (atom, c))``
+    for v <= atom + c. Comparisons with a constant or a term, ``and`` (a prim::If whose else branch is false)."""
+    n = cond.node
+    if n is None:
+        return []
+    if n.kind in ("aten::ge", "aten::gt", "aten::le", "aten::lt") and all(x.type == INT for x in n.inputs):
+        a, b = n.inputs
+        if n.kind in ("aten::le", "aten::lt"):  # a < b is b > a
+            a, b = b, a
+        strict = n.kind in ("aten::gt", "aten::lt")
+        out = []
+        kb = small_int(b)
+        if kb is not None:
+            out.append((a, "lo", kb + 1 if strict else kb))
+        ka = small_int(a)
+        if ka is not None:
+            out.append((b, "up", (None, ka - 1 if strict else ka)))
+        if kb is None and ka is None:
+            atom, c = RangeAnalysis().term(a)
+            out.append((b, "up", (atom, c - 1 if strict else c)))
+        return out
+    if n.kind == "prim::If" and len(n.outputs) == 1 and cond.type == n.inputs[0].type:
+        then_value, else_value = n.blocks[0].returns[0], n.blocks[1].returns[0]
+        if else_value is n.inputs[0] or (small_bool(else_value) is False):
+            return facts(n.inputs[0]) + facts(then_value)
+    return []
+
+
+def small_bool(v: Value):
+    if is_constant(v) and isinstance(constant_value(v), bool):
+        return constant_value(v)
+    return None
+
+
+def guard_facts(node: Node) -> list:
+    """The facts of the conditions of every ``if`` whose then-branch (transitively) holds ``node``."""
+    out = []
+    block = node.block
+    while block is not None and block.owner is not None:
+        owner = block.owner
+        if owner.kind == "prim::If" and block is owner.blocks[0]:
+            out += facts(owner.inputs[0])
+        block = owner.block
+    return out
 
 
 def carried_arrays(graph: Graph) -> list[tuple[Value, Value, Value, Value]]:
@@ -263,6 +363,10 @@ def _collect_loops(graph: Graph, analysis: RangeAnalysis) -> None:
     for n in graph.walk():
         if n.kind == "prim::Loop" and n.blocks and n.blocks[0].params:
             analysis.loop_of_iteration[id(n.blocks[0].params[0])] = n
+            for m, p in enumerate(n.blocks[0].params[1:], start=1):
+                if p.type == INT:
+                    analysis.carried_int[id(p)] = (n, m)
+                    analysis.carried_out[id(n.outputs[m - 1])] = (n.inputs[1 + m], n.blocks[0].returns[m])
 
 
 @register("bounds-check")
@@ -274,7 +378,7 @@ def run(graph: Graph) -> bool:
     for n in graph.walk():
         if n.kind not in INDEX_OPS or not isinstance(n.inputs[0].type, TensorType):
             continue
-        flags = [0 if analysis.in_bounds(v, n.inputs[0], axis) else 1 for v, axis in index_axes(n)]
+        flags = [0 if analysis.in_bounds(v, n.inputs[0], axis, n) else 1 for v, axis in index_axes(n)]
         if 0 in flags and n.attrs.get("checked") != flags:
             n.attrs["checked"] = flags
             changed = True
