@@ -107,7 +107,22 @@ class ScalarOps:
 
     def float_pow(self, x, y, y_const: float | None = None):
         """float_pow (Objects/floatobject.c), every special case in order, then libm pow. With a constant
-        exponent (``y_const``) the tests on y are decided here, and ``x ** 2`` takes ``square_or_pow``."""
+        exponent (``y_const``) the tests on y are decided here; ``x ** 2`` is ``x * x`` where ``square_is_pow``
+        proves it, and takes the whole path elsewhere."""
+        if y_const != 2.0:
+            return self.float_pow_cases(x, y, y_const)
+        B = self.b
+        square, certain = self.square_is_pow(x)
+        before = B.block
+        with B.if_then(B.not_(certain), likely=False):
+            slow = self.float_pow_cases(x, y, y_const)
+            slow_block = B.block
+        result = B.phi(F64)
+        result.add_incoming(square, before)
+        result.add_incoming(slow, slow_block)
+        return result
+
+    def float_pow_cases(self, x, y, y_const: float | None):
         B = self.b
         zero, one = f64(0.0), f64(1.0)
         x_nan, x_inf = self.isnan(x), self.isinf(x)
@@ -132,10 +147,7 @@ class ScalarOps:
         self.raise_if(B.and_(B.and_(B.not_(B.or_(B.or_(B.or_(y_zero, x_nan), B.or_(y_nan, y_inf)), x_inf)),
                                     x_zero), y_neg),
                       ZeroDivisionError, "0.0 cannot be raised to a negative power")
-        if y_const == 2.0:
-            p = self.square_or_pow(ax)
-        else:
-            p = B.call(self.mod.libm("pow", 2), [ax, y])
+        p = B.call(self.mod.libm("pow", 2), [ax, y])
         # CPython computes the complex power (complex_pow: OverflowError when its modulus overflows), and
         # scriptc's ** raises for a complex result
         complex_result = B.and_(general, B.and_(x_neg, fractional))
@@ -160,22 +172,21 @@ class ScalarOps:
         r = B.select(y_zero, one, r)
         return r
 
-    def square_or_pow(self, ax):
-        """libm's pow(ax, 2.0) for ax >= 0, without calling it where its result is certain.
+    def square_is_pow(self, x):
+        """``(x * x, certain)``: certain where libm's pow(x, 2.0) is x * x for sure.
 
-        ``p = ax * ax`` is the correctly rounded square; ``fma(ax, ax, -p)`` is its exact error ``e - p`` (no
-        underflow: p >= 2**-969). glibc's pow is not correctly rounded (worst case 0.52 ULP; x ** 2.0 !=
+        ``p = x * x`` is the correctly rounded square; ``fma(x, x, -p)`` is its exact error ``e - p`` (no
+        underflow: p >= 2**-969). glibc's pow is not correctly rounded (worst case 0.54 ULP; x ** 2.0 !=
         x * x for about 1 in 1,300 random doubles), but when ``|e - p| <= 0.4`` ULP of p and p is not a power of
         two (where the ULP below is half), p is the only double within 0.6 ULP of e, so any pow with an error
-        under 0.6 ULP returns p. Elsewhere (about one square in five, and 0, inf, nan, overflow, tiny values)
-        pow is called."""
+        under 0.6 ULP returns p. Not certain: about one square in five, and 0, inf, nan, overflow, tiny x."""
         B = self.b
-        p = B.fmul(ax, ax)
+        p = B.fmul(x, x)
         fma = self.mod._decls.get("llvm.fma.f64")
         if fma is None:
             fma = self.mod._decls["llvm.fma.f64"] = self.mod.module.declare_intrinsic(
                 "llvm.fma", [F64], ir.FunctionType(F64, [F64] * 3))
-        error = B.call(fma, [ax, ax, B.fneg(p)])
+        error = B.call(fma, [x, x, B.fneg(p)])
         bits = B.bitcast(p, I64)
         exponent = B.and_(bits, i64(0x7FF0000000000000))
         ulp = B.bitcast(B.sub(exponent, i64(52 << 52)), F64)
@@ -183,14 +194,7 @@ class ScalarOps:
                                 B.icmp_unsigned("<", exponent, i64(0x7FF0000000000000))),
                          B.and_(B.icmp_unsigned("!=", B.and_(bits, i64((1 << 52) - 1)), i64(0)),
                                 B.fcmp_ordered("<=", self.fabs(error), B.fmul(ulp, f64(0.4)))))
-        before = B.block
-        with B.if_then(B.not_(certain), likely=False):
-            slow = B.call(self.mod.libm("pow", 2), [ax, f64(2.0)])
-            slow_block = B.block
-        result = B.phi(F64)
-        result.add_incoming(p, before)
-        result.add_incoming(slow, slow_block)
-        return result
+        return p, certain
 
     @handles("aten::float_power")
     def lower_math_pow(self, node):
@@ -308,9 +312,11 @@ class ScalarOps:
         if ta != FLOAT:
             return [[self.to_i64(a, ta)]]
         B = self.b
-        self.check_float_to_int(a)
+        # one test on the common path (false for NaN too); the slow path tells the errors apart
         in_range = B.and_(B.fcmp_ordered(">=", a, f64(-TWO63)), B.fcmp_ordered("<", a, f64(TWO63)))
-        self.raise_if(B.not_(in_range), OverflowError, "int too large to convert to a 64-bit int")
+        with B.if_then(B.not_(in_range), likely=False):
+            self.check_float_to_int(a)
+            self.raise_if(i1(True), OverflowError, "int too large to convert to a 64-bit int")
         return [[B.fptosi(a, I64)]]
 
     @handles("aten::Float")
