@@ -144,12 +144,50 @@ def bound_from_other_array(x: np.ndarray, y: np.ndarray) -> float:
     return t
 
 
-def test_bound_from_another_array_keeps_its_check():
+def test_bound_from_another_array_is_versioned():
+    # proven only under a guard before the loop: len(y) < len(x) + 1; the other copy keeps its check
     check(bound_from_other_array, (np.arange(3.0), np.arange(3.0)), """
+        CHECK: %[[Y:.*]] : int = prim::TupleIndex[index=0]
+        CHECK: %[[X:.*]] : int = prim::TupleIndex[index=0]
+        CHECK: %[[BOUND:.*]] : int = aten::add(%[[X]]
+        CHECK: %[[OK:.*]] : bool = aten::lt(%[[Y]], %[[BOUND]])
+        CHECK: prim::If(%[[OK]])
+        CHECK: prim::Loop
+        CHECK: aten::getitem[checked=[0]](%x
+        CHECK: block1():
+        CHECK: prim::Loop
         CHECK: aten::getitem(%x
-        CHECK-NOT: checked=
     """)
     assert_matches_python(bound_from_other_array, np.arange(3.0), np.arange(5.0))  # IndexError
+    assert_matches_python(bound_from_other_array, np.arange(5.0), np.arange(3.0))
+
+
+@scriptc.script
+def floyd(d: np.ndarray) -> np.ndarray:
+    n = d.shape[0]
+    dist = d.copy()
+    for k in range(n):
+        for i in range(n):
+            for j in range(n):
+                alt = dist[i, k] + dist[k, j]
+                if alt < dist[i, j]:
+                    dist[i, j] = alt
+    return dist
+
+
+def test_square_assumption_is_versioned_and_non_square_input_still_raises():
+    check(floyd, (np.arange(9.0).reshape(3, 3) % 4,), """
+        CHECK: prim::If
+        CHECK: aten::getitem[checked=[0, 0]](%dist
+        CHECK: aten::getitem[checked=[0, 0]](%dist
+        CHECK: aten::getitem[checked=[0, 0]](%dist
+        CHECK: aten::setitem[checked=[0, 0]](%dist
+        CHECK: block1():
+        CHECK: aten::getitem[checked=[0, 1]](%dist
+    """)
+    assert_matches_python(floyd, np.arange(6.0).reshape(3, 2))  # IndexError on axis 1
+    assert_matches_python(floyd, np.arange(6.0).reshape(2, 3))
+    assert_matches_python(floyd, np.zeros((0, 0)))
 
 
 @scriptc.script
@@ -419,19 +457,21 @@ def test_guards_that_do_not_cover_the_index_keep_its_check(fn, args):
 
 LOOP = """
 @scriptc.script
-def f(x: np.ndarray) -> float:
+def f(x: np.ndarray, y: np.ndarray) -> float:
     t = 0.0
     for i in range({lo}, len(x) + {hi}, {step}):
+        t += x[i + {k}] * (i + 1)
+    for i in range({lo}, len(y) + {hi}, {step}):
         t += x[i + {k}] * (i + 1)
     return t
 """
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(lo=st.integers(-3, 3), hi=st.integers(-3, 3), step=st.sampled_from([-2, -1, 1, 2, 3]),
-       k=st.integers(-3, 3), n=st.integers(0, 6))
-def test_proofs_never_drop_an_index_error(tmp_path_factory, lo, hi, step, k, n):
+       k=st.integers(-3, 3), n=st.integers(0, 6), m=st.integers(0, 6))
+def test_proofs_never_drop_an_index_error(tmp_path_factory, lo, hi, step, k, n, m):
     mod = load_module(tmp_path_factory.mktemp("bce"), LOOP.format(lo=lo, hi=hi, step=step, k=k))
-    x = np.arange(float(n)) + 1.0
-    assert_matches_python(mod.f, x)
-    assert_matches_python(mod.f, x, runner=mod.f.interpret)
+    x, y = np.arange(float(n)) + 1.0, np.arange(float(m))
+    assert_matches_python(mod.f, x, y)
+    assert_matches_python(mod.f, x, y, runner=mod.f.interpret)

@@ -18,6 +18,13 @@ the IndexError check nor the negative-index wrap is needed. ``aten::getitem`` / 
 proven index get no attribute. The native lowering skips the check and the wrap where the flag is 0; the
 interpreter ignores the attribute (a proven access never raises).
 
+Conditions count too: in the then-branch of ``if j >= 0`` (and ``a and b`` chains) j >= 0; a loop-carried int
+is bounded by what both the loop's first and its back-edge condition say about it (``while j >= 0 and ...``),
+and one that only decreases stays at or below its initial value. An access still unproven because its bound is
+another value than its dimension (``for j in range(n)`` over ``d[i, j]`` with ``n = d.shape[0]``) gets its
+outermost loop *versioned*: ``if n < d.shape[1] + 1: <loop, proven> else: <loop, checked>`` (the guard is a
+fact in the then-branch), so square inputs run unchecked and others raise exactly where they did.
+
 Why this is sound (what it assumes):
 - SSA: an array reassigned in a loop, a reshape, another array of the same name are different values, with
   different dimension atoms. Loop-carried ints (``while`` counters) and ``prim::If`` outputs have no bounds; a
@@ -30,8 +37,9 @@ Why this is sound (what it assumes):
 """
 from __future__ import annotations
 
-from ..ir.core import Graph, Node, Value
-from ..ir.types import INT, TensorType
+from ..ir.clone import clone_node_before
+from ..ir.core import Block, Graph, Node, Value
+from ..ir.types import BOOL, INT, TensorType, TupleType
 from .analysis import constant_value, is_constant
 from .manager import register
 
@@ -257,7 +265,8 @@ class RangeAnalysis:
         """0 <= index < dimension ``axis`` of ``array`` (at node ``at``: also what the conditions of the
         ``if`` branches it is in say about the index)."""
         lo, up = self.lower(index), set(self.upper(index))
-        for v, kind, bound in guard_facts(at) if at is not None else ():
+        guards = guard_facts(at) if at is not None else []
+        for v, kind, bound in guards:
             if v is index and kind == "lo":
                 lo = bound if lo is None else max(lo, bound)
             elif v is index:
@@ -265,6 +274,10 @@ class RangeAnalysis:
         if lo is None or lo < 0:
             return False
         dim_atom, d = self.dim_term(array, axis)
+        # a guard ``atom <= dim + e`` (loop versioning) bounds what is bounded by atom
+        for v, kind, (atom2, c2) in [f for f in guards if f[1] == "up"]:
+            tv, cv = self.term(v)  # v = tv + cv <= atom2 + c2
+            up |= {(atom2, c + c2 - cv) for atom, c in list(up) if atom == tv and atom is not None}
         return any(atom == dim_atom and c <= d - 1 for atom, c in up)
 
 
@@ -290,6 +303,8 @@ def facts(cond: Value) -> list[tuple[Value, str, object]]:
             atom, c = RangeAnalysis().term(a)
             out.append((b, "up", (atom, c - 1 if strict else c)))
         return out
+    if n.kind == "aten::__and__" and all(x.type == BOOL for x in n.inputs):
+        return facts(n.inputs[0]) + facts(n.inputs[1])
     if n.kind == "prim::If" and len(n.outputs) == 1 and cond.type == n.inputs[0].type:
         then_value, else_value = n.blocks[0].returns[0], n.blocks[1].returns[0]
         if else_value is n.inputs[0] or (small_bool(else_value) is False):
@@ -369,10 +384,121 @@ def _collect_loops(graph: Graph, analysis: RangeAnalysis) -> None:
                     analysis.carried_out[id(n.outputs[m - 1])] = (n.inputs[1 + m], n.blocks[0].returns[m])
 
 
-@register("bounds-check")
-def run(graph: Graph) -> bool:
-    """Marks array accesses whose indices an induction-variable range analysis proves in bounds
-    (checked=[0, ...]): native code skips their IndexError check and negative-index wrap."""
+MAX_VERSIONED_NODES = 300
+
+
+def defined_before(v: Value, loop: Node) -> bool:
+    """Whether v is available just before ``loop`` (defined in an enclosing block, earlier)."""
+    owner = v.owning_block
+    node, block = loop, loop.block
+    while block is not None:
+        if block is owner:
+            return v.node is None or block.nodes.index(v.node) < block.nodes.index(node)
+        node = block.owner
+        block = node.block if node is not None else None
+    return False
+
+
+def available(atom, loop: Node) -> bool:
+    """Whether an atom (an int value, or ``("dim", array, k)``) can be computed just before ``loop``."""
+    if isinstance(atom, tuple):
+        arr = atom[1]
+        return isinstance(arr.type, TensorType) and arr.type.rank is not None and defined_before(arr, loop)
+    return isinstance(atom, Value) and atom.type == INT and defined_before(atom, loop)
+
+
+def version_guards(analysis: RangeAnalysis, loop: Node) -> list[tuple[Value, tuple, int]]:
+    """``(atom, dim atom, e)``: the checks ``atom < dim + e`` before ``loop`` that prove the accesses in it
+    bounded by another value than their dimension (``for j in range(n)`` reading ``d[i, j]`` with n = d.shape[0])."""
+    out = []
+    for n in loop.walk():
+        if n is loop or n.kind not in INDEX_OPS or not isinstance(n.inputs[0].type, TensorType):
+            continue
+        for (v, axis), flag in zip(index_axes(n), n.attrs.get("checked", [1] * len(index_axes(n)))):
+            if not flag:
+                continue
+            lo = analysis.lower(v)
+            guards = guard_facts(n)
+            lo = max([lo] + [k for w, kind, k in guards if w is v and kind == "lo"]) if lo is not None else \
+                max([k for w, kind, k in guards if w is v and kind == "lo"], default=None)
+            if lo is None or lo < 0:
+                continue
+            dim_atom, d = analysis.dim_term(n.inputs[0], axis)
+            if not available(dim_atom, loop):
+                continue
+            for atom, c in analysis.upper(v):
+                if atom != dim_atom and available(atom, loop) and -SMALL < d - c < SMALL:
+                    out.append((atom, dim_atom, d - c))
+                    break
+    unique = []
+    for g in out:
+        if g not in unique:
+            unique.append(g)
+    return unique[:4]
+
+
+def _emit(block: Block, at: int, kind: str, inputs, out_type, attrs=None) -> Value:
+    return block.append(Node(kind, inputs, [(out_type, None)], attrs), at).output
+
+
+def version_loop(loop: Node, guards) -> None:
+    """``if all guards: <loop, proven> else: <loop>``: the copy runs where the guards hold."""
+    block = loop.block
+    at = block.nodes.index(loop)
+    cond = None
+    for atom, dim_atom, e in guards:
+        values = []
+        for a in (atom, dim_atom):
+            if isinstance(a, tuple):
+                _, arr, k = a
+                sizes = _emit(block, at, "aten::size", [arr], TupleType((INT,) * arr.type.rank))
+                values.append(_emit(block, at + 1, "prim::TupleIndex", [sizes], INT, {"index": k}))
+                at += 2
+            else:
+                values.append(a)
+        atom, dim = values
+        const = _emit(block, at, "prim::Constant", [], INT, {"value": e})
+        bound = _emit(block, at + 1, "aten::add", [dim, const], INT)
+        ok = _emit(block, at + 2, "aten::lt", [atom, bound], BOOL)
+        at += 3
+        if cond is not None:
+            ok = _emit(block, at, "aten::__and__", [cond, ok], BOOL)
+            at += 1
+        cond = ok
+    branch = block.append(Node("prim::If", [cond], [(o.type, o.name) for o in loop.outputs], source=loop.source),
+                          at)
+    proven, checked = branch.add_block(), branch.add_block()
+    value_map: dict = {}
+    copy = clone_node_before(loop, proven, None, value_map)
+    for old, new, out in zip(loop.outputs, copy.outputs, branch.outputs):
+        old.replace_all_uses_with(out)
+        proven.add_return(new)
+    block.nodes.remove(loop)
+    loop.block = checked
+    checked.nodes.append(loop)
+    for old in loop.outputs:
+        checked.add_return(old)
+
+
+def version_loops(graph: Graph, analysis: RangeAnalysis) -> list[Node]:
+    """Version the outermost loops whose remaining checks a guard before them would remove."""
+    versioned = []
+
+    def visit(block: Block) -> None:
+        for n in list(block.nodes):
+            if n.kind == "prim::Loop":
+                guards = version_guards(analysis, n)
+                if guards and sum(1 for _ in n.walk()) <= MAX_VERSIONED_NODES:
+                    version_loop(n, guards)
+                    versioned.append(n)
+                    continue
+            for b in n.blocks:
+                visit(b)
+    visit(graph.block)
+    return versioned
+
+
+def mark(graph: Graph) -> bool:
     analysis = solve_carried_arrays(graph)
     changed = False
     for n in graph.walk():
@@ -382,4 +508,15 @@ def run(graph: Graph) -> bool:
         if 0 in flags and n.attrs.get("checked") != flags:
             n.attrs["checked"] = flags
             changed = True
+    return changed
+
+
+@register("bounds-check")
+def run(graph: Graph) -> bool:
+    """Marks array accesses whose indices an induction-variable range analysis proves in bounds
+    (checked=[0, ...]): native code skips their IndexError check and negative-index wrap."""
+    changed = mark(graph)
+    if version_loops(graph, solve_carried_arrays(graph)):
+        mark(graph)
+        changed = True
     return changed
