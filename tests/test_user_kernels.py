@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scriptc
-from bench import kernels  # noqa: F401  (first: it imports its topic modules, kernels_user among them)
+import bench.kernels  # noqa: F401,E402  (first: it imports its topic modules, kernels_user among them)
 from bench import kernels_user as ku
 
 try:

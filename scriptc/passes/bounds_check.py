@@ -27,9 +27,11 @@ fact in the then-branch), so square inputs run unchecked and others raise exactl
 
 Why this is sound (what it assumes):
 - SSA: an array reassigned in a loop, a reshape, another array of the same name are different values, with
-  different dimension atoms. Loop-carried ints (``while`` counters) and ``prim::If`` outputs have no bounds; a
-  loop-carried array keeps known dimensions only when its next value provably has its initial dimensions. Rebinding the loop variable in the body is a new value (``i.1 = i + 1``) whose
-  bounds follow from i's. ``break`` and a ``while`` condition only end a loop earlier.
+  different dimension atoms. A loop-carried int is bounded only by what holds on entry *and* on every back edge,
+  ``prim::If`` outputs not at all; a loop-carried array keeps known dimensions only when its next value provably
+  has its initial ones. Rebinding the loop variable in the body is a new value (``i.1 = i + 1``) whose bounds
+  follow from i's. ``break`` and a ``while`` condition only end a loop earlier.
+- A fact from a condition holds only inside the branch it guards (never in the else branch, never after).
 - An array value's shape never changes (no operator resizes in place).
 - Bounds are exact integer facts only while nothing wraps modulo 2**64: constants are limited to
   ``|c| < 2**20`` and every proof compares with a dimension, which is far below 2**62.
