@@ -193,11 +193,11 @@ register("aten::linspace(Number start, Number stop, int num) -> Tensor", impl=_l
 # -- indexing ---------------------------------------------------------------------------------------------
 
 
-def _getitem(x, *index):
+def _getitem(x, *index, checked=None):
     return x[index].item()
 
 
-def _getitem_rule(t, *index):
+def _getitem_rule(t, *index, checked=None):
     _array(t, "indexing")
     _ints(index, "an index")
     if len(index) != t.rank:
@@ -205,15 +205,15 @@ def _getitem_rule(t, *index):
     return element_type(t.dtype)
 
 
-register("aten::getitem(Tensor self, int... indices) -> Number", impl=_getitem, infer=_getitem_rule,
-         effect=Effect.RAISES, shape=lambda types, consts: [None])
+register("aten::getitem(Tensor self, int... indices, *, int[] checked) -> Number", impl=_getitem,
+         infer=_getitem_rule, effect=Effect.RAISES, shape=lambda types, consts, checked=None: [None])
 
 
-def _setitem(x, *index_and_value):
+def _setitem(x, *index_and_value, checked=None):
     x[index_and_value[:-1]] = index_and_value[-1]
 
 
-def _setitem_rule(t, *rest):
+def _setitem_rule(t, *rest, checked=None):
     _array(t, "index assignment")
     *index, value = rest
     _ints(index, "an index")
@@ -224,15 +224,15 @@ def _setitem_rule(t, *rest):
     return []
 
 
-register("aten::setitem(Tensor self, int... indices_and_value) -> ()", impl=_setitem, infer=_setitem_rule,
-         effect=Effect.WRITES, shape=no_outputs)
+register("aten::setitem(Tensor self, int... indices_and_value, *, int[] checked) -> ()", impl=_setitem,
+         infer=_setitem_rule, effect=Effect.WRITES, shape=no_outputs)
 
 
-def _select(x, index, *, dim):
+def _select(x, index, *, dim, checked=None):
     return x[(slice(None),) * dim + (index,)]
 
 
-def _select_rule(t, index, *, dim):
+def _select_rule(t, index, *, dim, checked=None):
     _array(t, "indexing")
     _ints([index], "an index")
     if not 0 <= dim < t.rank:
@@ -241,7 +241,7 @@ def _select_rule(t, index, *, dim):
     return TensorType(t.dtype, None, shape)
 
 
-def _select_shape(types, consts, *, dim):
+def _select_shape(types, consts, *, dim, checked=None):
     """The selected dimension goes (the index only decides whether it raises)."""
     shape = shape_of(types[0])
     if shape is None or not 0 <= dim < len(shape):
@@ -249,7 +249,7 @@ def _select_shape(types, consts, *, dim):
     return [shape[:dim] + shape[dim + 1:]]
 
 
-register("aten::select(Tensor self, int index, *, int dim) -> Tensor", impl=_select, infer=_select_rule,
+register("aten::select(Tensor self, int index, *, int dim, int[] checked) -> Tensor", impl=_select, infer=_select_rule,
          effect=Effect.RAISES, shape=_select_shape)
 
 

@@ -31,6 +31,13 @@ LIBM = set(LIBM_UNARY)
 INTRINSIC = {"sqrt", "floor", "ceil", "trunc", "fabs"}
 
 
+def is_constant_two(y) -> bool:
+    """Whether a register value is the constant 2 (a float constant, or an int constant converted to float)."""
+    if isinstance(y, ir.CastInstr) and y.opname == "sitofp":
+        y = y.operands[0]
+    return isinstance(y, ir.Constant) and y.constant in (2, 2.0) and not isinstance(y.constant, bool)
+
+
 def reduction_dtype(kind: str, src: TensorType, axis) -> str:
     """The dtype NumPy gives this reduction (int32 sums are int64, int means are float64, ...)."""
     impl = REGISTRY[kind].impl
@@ -234,6 +241,8 @@ class ArrayMath:
         if op == "remainder":
             y = args[1]
             return b.select(b.fcmp_ordered("==", y, zero), self.fmod(x, y), self.float_mod(x, y))
+        if op == "pow" and is_constant_two(args[1]):
+            return b.fmul(x, x)  # NumPy computes x ** 2 as np.square (fast_scalar_power); libm pow misrounds
         if op in ("pow", "float_power"):
             return b.call(self.mod.libm("pow", 2), args)
         if op in ("atan2", "hypot"):

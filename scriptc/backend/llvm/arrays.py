@@ -74,6 +74,12 @@ class Arr:
         return np.dtype(self.t.dtype).itemsize
 
 
+def index_checked(node, k: int) -> bool:
+    """Whether index k of an indexing node needs its bounds check (the bounds-check pass's ``checked``)."""
+    flags = node.attrs.get("checked")
+    return flags is None or bool(flags[k])
+
+
 def shape_text(rank: int, first: int) -> str:
     """A template printing a shape tuple as NumPy does: (3,), (2, 3)."""
     if rank == 1:
@@ -394,8 +400,11 @@ class ArrayOps:
         self.array_retain([a.mi])
         return [a.mi, data, *shape, *strides]
 
-    def normalize_index(self, i, n, axis: int):
-        """Python's negative index wrap, and NumPy's IndexError when out of bounds."""
+    def normalize_index(self, i, n, axis: int, checked: bool = True):
+        """Python's negative index wrap, and NumPy's IndexError when out of bounds; an index the
+        bounds-check pass proved in ``[0, n)`` (``checked=False``) is used as it is."""
+        if not checked:
+            return i
         b = self.b
         j = b.select(b.icmp_signed("<", i, i64(0)), b.add(i, n), i)
         bad = b.or_(b.icmp_signed("<", j, i64(0)), b.icmp_signed(">=", j, n))
@@ -411,7 +420,7 @@ class ArrayOps:
     def lower_select(self, node):
         a, (_, index) = self.arr(node.inputs[0]), node.inputs
         dim = node.attrs["dim"]
-        j = self.normalize_index(self.scalar(index), a.shape[dim], dim)
+        j = self.normalize_index(self.scalar(index), a.shape[dim], dim, index_checked(node, 0))
         data = self.b.gep(a.data, [self.b.mul(j, a.strides[dim])])
         shape = a.shape[:dim] + a.shape[dim + 1:]
         strides = a.strides[:dim] + a.strides[dim + 1:]
@@ -508,7 +517,8 @@ class ArrayOps:
     @handles_array("aten::getitem")
     def lower_getitem(self, node):
         a = self.arr(node.inputs[0])
-        index = [self.normalize_index(self.scalar(v), n, k) for k, (v, n) in enumerate(zip(node.inputs[1:], a.shape))]
+        index = [self.normalize_index(self.scalar(v), n, k, index_checked(node, k))
+                 for k, (v, n) in enumerate(zip(node.inputs[1:], a.shape))]
         x = self.load_element(self.element_ptr(a, index), a.t.dtype)
         return [self.scalar_result(x, kind_of(a.t.dtype), element_type(a.t.dtype))]
 
@@ -516,7 +526,8 @@ class ArrayOps:
     def lower_setitem(self, node):
         a = self.arr(node.inputs[0])
         *idx, value = node.inputs[1:]
-        index = [self.normalize_index(self.scalar(v), n, k) for k, (v, n) in enumerate(zip(idx, a.shape))]
+        index = [self.normalize_index(self.scalar(v), n, k, index_checked(node, k))
+                 for k, (v, n) in enumerate(zip(idx, a.shape))]
         kind, x = self.stored_scalar(value, a.t.dtype)
         if kind_of(a.t.dtype) in "iu" and kind != "b":   # NumPy 2: int(v), then the dtype's range
             kind, x = "i", self.python_int_for(a.t.dtype, kind, x)

@@ -80,6 +80,12 @@ def check_graph(graph: Graph, seen=None) -> None:
 
 # -- module ----------------------------------------------------------------------------------------------
 
+def is_unbounded_while(max_trips) -> bool:
+    """The trip count the frontend gives ``while`` loops: the constant 2**63 - 1."""
+    n = max_trips.node
+    return n is not None and n.kind == "prim::Constant" and n.attrs.get("value") == 2 ** 63 - 1
+
+
 class ModuleLowering:
     """One LLVM module: the compiled graph, its callees, helper functions and libm declarations."""
 
@@ -529,7 +535,10 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ArrayMath, Ar
         i = b.phi(I64, "trip")
         cond = b.phi(I1, "cond")
         phis = [b.phi(reg_type(t), "carried") for t in types]
-        go = b.select(cond, b.icmp_signed("<", i, self.scalar(max_trips)), i1(False))
+        if is_unbounded_while(max_trips) and not body.params[0].uses:
+            go = cond  # a `while` loop: no counter to keep (2**63 - 1 trips are never reached)
+        else:
+            go = b.select(cond, b.icmp_signed("<", i, self.scalar(max_trips)), i1(False))
         b.cbranch(go, body_bb, exit_bb)
         b.position_at_end(body_bb)
         self.bind(body.params[0], [i])

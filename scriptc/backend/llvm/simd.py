@@ -9,7 +9,7 @@ from llvmlite import ir
 
 from ...ir.types import FLOAT, INT, TensorType
 from .common import F64, i64
-from .array_math import INTRINSIC as SCALAR_INTRINSIC
+from .array_math import INTRINSIC as SCALAR_INTRINSIC, is_constant_two
 from .engine import LIBM_UNARY, engine
 
 ARITH = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
@@ -17,6 +17,15 @@ INTRINSIC = SCALAR_INTRINSIC | {"abs"}
 LIBMVEC = set(LIBM_UNARY)
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 OTHER = {"neg", "maximum", "minimum", "where", "pow"}
+
+
+def is_splat_of_two(v) -> bool:
+    """Whether a vector is ``splat`` of the constant 2 (see array_math.is_constant_two)."""
+    if isinstance(v, ir.ShuffleVector) and isinstance(v.operands[0], ir.InsertElement):
+        return is_constant_two(v.operands[0].operands[1])
+    if isinstance(v, ir.Constant) and isinstance(v.constant, list):
+        return all(is_constant_two(c) for c in v.constant)
+    return False
 
 
 class SimdOps:
@@ -119,6 +128,8 @@ class SimdOps:
             x, y = args
             keep = b.fcmp_ordered(">" if op == "maximum" else "<", x, y)   # equal values: the second (NumPy)
             return b.select(b.or_(keep, b.fcmp_unordered("uno", x, x)), x, y)
+        if op == "pow" and is_splat_of_two(args[1]):
+            return b.fmul(args[0], args[0])  # as the scalar loop (array_math.float_op): NumPy's np.square
         decls = self.mod._decls
         if op in INTRINSIC:
             name = f"llvm.{'fabs' if op == 'abs' else op}.v{vec.count}f64"
