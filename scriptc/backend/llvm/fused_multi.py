@@ -1,10 +1,16 @@
 """Lowering of multi-output ``prim::FusionGroup`` nodes (made by the fusion pass's sibling merging): one loop
-over the group's shape computes every node of the body per element, stores each element-wise result and feeds
-each full reduction's accumulator. Every value is rounded to its dtype as in ``fused.py``.
+over the group's shape computes every node of the body once per element, stores each element-wise result and
+feeds each full reduction. Every value is rounded to its dtype as in ``fused.py``.
 
-Each reduction result gets its accumulation from one ``fused_accumulator`` (initial value, one step per
-element, the final scalar), so another summation scheme can replace it in one place. The fusion pass only
-groups consumers whose arrays are the producer's, so every result iterates over the same shape.
+Float sums and means (``pairwise_reducible``) equal NumPy's sums of the materialized, C-contiguous arrays bit
+for bit: the loop walks the leaves of NumPy's pairwise tree in position order (``pairwise_sums``: the tree
+depends only on the count, so all sums share it), computes each leaf block's elements once, puts each sum's
+value in that sum's 128-element buffer and then sums every buffer as the tree does. The other reductions (max,
+min, prod, any, all, integer sums) are sequential in NumPy too and take each element from the same walk, in
+position order (``Accumulator``). A sum that NumPy casts (a float16 or integer mean) restarts its tree every
+``BUFFER_SIZE`` elements; beside uncast sums it gets a second walk, which recomputes the elements but stores
+nothing. The fusion pass only groups consumers whose arrays are the producer's, so every result iterates over
+the same shape.
 """
 from __future__ import annotations
 
