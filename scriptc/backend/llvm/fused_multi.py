@@ -20,7 +20,7 @@ from ...ir.registry import REGISTRY
 from ...ir.types import TensorType
 from .array_math import reduction_dtype
 from .arrays import Arr, kind_of
-from .common import F64, I64, i64
+from .common import F64, I8, I64, i64
 from .summation import (BUFFER_SIZE, PW_BLOCKSIZE, UNROLL, Source, accumulator_type, fty_size,
                         pairwise_reducible, summation_dtype)
 
@@ -94,7 +94,15 @@ class PairwiseSum:
 
         def vector(pos):
             return b.load(at(pos, ir.VectorType(self.fty, UNROLL)), align=fty_size(self.fty))
-        return Source(scalar, vector)
+
+        def block(start, count):
+            # the buffer is a contiguous run of <= 128 elements: its pairwise sum is the leaf's, and the
+            # process-wide compiled run loop keeps each sum's block code out of this function
+            dtype = "float64" if self.fty == F64 else "float32"
+            data = b.bitcast(self.buffer, I8.as_pointer())
+            return self.low.run_sum(ir.Constant(self.fty, -0.0), data, i64(fty_size(self.fty)), count, dtype,
+                                    dtype, None)
+        return Source(scalar, vector, block=block)
 
     def result(self, total, count) -> list:
         low = self.low

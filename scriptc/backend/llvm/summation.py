@@ -55,10 +55,11 @@ def pairwise_reducible(name: str, src_dtype: str) -> bool:
 class Source:
     """Where the elements of one pairwise sum come from: ``scalar(pos)`` gives element ``pos`` (an i64) as the
     accumulator type, ``vector(pos)`` elements pos..pos+7 as an 8-lane vector; ``begin(start, count)`` runs
-    before each leaf block reads its elements (a fused group computes them there)."""
+    before each leaf block reads its elements (a fused group computes them there); ``block(start, count)``, when
+    given, is the sum of a leaf block (the same value as the inline loops, by another route)."""
 
-    def __init__(self, scalar, vector, begin=None):
-        self.scalar, self.vector, self.begin = scalar, vector, begin
+    def __init__(self, scalar, vector, begin=None, block=None):
+        self.scalar, self.vector, self.begin, self.block = scalar, vector, begin, block
 
 
 class Summation:
@@ -157,6 +158,8 @@ class Summation:
         """The sum of ``length`` <= 128 elements from ``start``: a plain loop below 8, else 8 partial sums
         (the caller has run the source's ``begin``)."""
         b = self.b
+        if source.block is not None:
+            return source.block(start, length)
         result = self.alloca(fty)
         with b.if_else(b.icmp_signed("<", length, i64(UNROLL))) as (short, block):
             with short:
