@@ -76,7 +76,7 @@ def assert_matches(fn, *args):
     assert same(fn.interpret(*args), want)
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])   # float16: a cast mean beside uncast sums
 @pytest.mark.parametrize("n", SIZES)
 def test_sums_equal_numpy_bit_for_bit(n, dtype):
     x, y = data(n, dtype)
