@@ -1,7 +1,5 @@
 """Wider fusion: the time loop fused into one element loop (prim::FusedLoop), and sibling consumers of one
 producer sharing one fused loop with several outputs."""
-import functools
-import operator
 
 import numpy as np
 import pytest
@@ -333,22 +331,6 @@ CHECK: return (%[[GA]], %[[GB]])
 """)
 
 
-def sequential_sum(v) -> float:
-    """Left-to-right float sum: the order the native fused reductions use (NumPy's is pairwise; README)."""
-    return functools.reduce(operator.add, [float(e) for e in np.ravel(v)], 0.0)
-
-
-def gd_sequential(x, y, epochs, lr):
-    a = b = 0.0
-    for _ in range(epochs):
-        err = a * x + b - y
-        ga = sequential_sum(err * x) / len(x)
-        gb = sequential_sum(err) / len(x)
-        a -= lr * 2.0 * ga
-        b -= lr * 2.0 * gb
-    return a, b
-
-
 def test_gd_epoch_matches_and_allocates_nothing():
     rng = np.random.default_rng(7)
     x = rng.random(1000)
@@ -357,10 +339,8 @@ def test_gd_epoch_matches_and_allocates_nothing():
     before = allocation_count()
     got = gd_epochs(x, y, 200, 0.1)
     assert allocation_count() == before             # no array at all, in any epoch
-    assert got == gd_sequential(x, y, 200, 0.1)                  # bit for bit, same order of operations
-    assert np.allclose(got, gd_epochs.interpret(x, y, 200, 0.1), rtol=1e-12, atol=0)
-    want = gd_epochs.py_func(x, y, 200, 0.1)
-    assert np.allclose(got, want, rtol=1e-12, atol=0)   # sequential vs NumPy's pairwise sums (README)
+    assert got == gd_epochs.py_func(x, y, 200, 0.1)        # bit for bit: the means are NumPy's pairwise sums
+    assert got == gd_epochs.interpret(x, y, 200, 0.1)
 
 
 def test_reduction_and_elementwise_outputs_share_one_loop():
@@ -381,8 +361,8 @@ CHECK: aten::abs
             continue
         s, mx, out = stats(v, 0.5)
         ws, wmx, wout = stats.py_func(v, 0.5)
-        assert np.isclose(s, ws, rtol=1e-13) and mx == wmx and exactly(out, wout)
-        assert s == sequential_sum((v - 0.5) * (v - 0.5)) and mx == stats.interpret(v, 0.5)[1]
+        assert s == ws and mx == wmx and exactly(out, wout)
+        assert (s, mx) == stats.interpret(v, 0.5)[:2]
 
 
 def test_producer_used_elsewhere_is_one_of_the_results():
@@ -396,7 +376,7 @@ CHECK: return
     e, s, mn = reused_producer(x, y)
     assert allocation_count() - before == 1
     we, ws, wmn = reused_producer.py_func(x, y)
-    assert np.allclose(e, we, rtol=1e-15, atol=0) and np.isclose(s, ws, rtol=1e-13) and mn == np.min(e)
+    assert np.allclose(e, we, rtol=1e-15, atol=0) and s == np.sum(e * y) and mn == np.min(e)
 
 
 @scriptc.script
@@ -438,8 +418,8 @@ def test_siblings_that_must_not_merge():
 def test_property_multi_output_group_matches_the_interpreter(n, epochs, seed_):
     rng = np.random.default_rng(seed_)
     x, y = rng.standard_normal(n), rng.standard_normal(n)
-    assert gd_epochs(x, y, epochs, 0.05) == gd_sequential(x, y, epochs, 0.05)
-    assert np.allclose(gd_epochs(x, y, epochs, 0.05), gd_epochs.py_func(x, y, epochs, 0.05), rtol=1e-9, atol=1e-12)
+    assert gd_epochs(x, y, epochs, 0.05) == gd_epochs.py_func(x, y, epochs, 0.05)
+    assert gd_epochs(x, y, epochs, 0.05) == gd_epochs.interpret(x, y, epochs, 0.05)
 
 
 def test_time_loop_fusion_before_and_after():

@@ -1,10 +1,16 @@
 """Lowering of multi-output ``prim::FusionGroup`` nodes (made by the fusion pass's sibling merging): one loop
-over the group's shape computes every node of the body per element, stores each element-wise result and feeds
-each full reduction's accumulator. Every value is rounded to its dtype as in ``fused.py``.
+over the group's shape computes every node of the body once per element, stores each element-wise result and
+feeds each full reduction. Every value is rounded to its dtype as in ``fused.py``.
 
-Each reduction result gets its accumulation from one ``fused_accumulator`` (initial value, one step per
-element, the final scalar), so another summation scheme can replace it in one place. The fusion pass only
-groups consumers whose arrays are the producer's, so every result iterates over the same shape.
+Float sums and means (``pairwise_reducible``) equal NumPy's sums of the materialized, C-contiguous arrays bit
+for bit: the loop walks the leaves of NumPy's pairwise tree in position order (``pairwise_sums``: the tree
+depends only on the count, so all sums share it), computes each leaf block's elements once, puts each sum's
+value in that sum's 128-element buffer and then sums every buffer as the tree does. The other reductions (max,
+min, prod, any, all, integer sums) are sequential in NumPy too and take each element from the same walk, in
+position order (``Accumulator``). A sum that NumPy casts (a float16 or integer mean) restarts its tree every
+``BUFFER_SIZE`` elements; beside uncast sums it gets a second walk, which recomputes the elements but stores
+nothing. The fusion pass only groups consumers whose arrays are the producer's, so every result iterates over
+the same shape.
 """
 from __future__ import annotations
 
@@ -13,8 +19,10 @@ from llvmlite import ir
 from ...ir.registry import REGISTRY
 from ...ir.types import TensorType
 from .array_math import reduction_dtype
-from .arrays import kind_of
-from .common import F64, I64
+from .arrays import Arr, kind_of
+from .common import F64, I8, I64, i64
+from .summation import (BUFFER_SIZE, PW_BLOCKSIZE, UNROLL, Source, accumulator_type, fty_size,
+                        pairwise_reducible, summation_dtype)
 
 
 def is_full_reduction(n) -> bool:
@@ -51,6 +59,58 @@ class Accumulator:
         return low.scalar_result(x, k, self.reduction.output.type)
 
 
+class PairwiseSum:
+    """One float sum or mean of the group, summed as NumPy sums the materialized array: each leaf block of the
+    pairwise tree is computed into ``buffer`` (``put``), then summed (``source``)."""
+
+    def __init__(self, low, reduction):
+        self.low, self.reduction = low, reduction
+        self.name = reduction.kind.split("::")[1]
+        self.src_dtype = reduction.inputs[0].type.dtype
+        self.res = reduction_dtype(reduction.kind, reduction.inputs[0].type, None)
+        self.sum_dtype = summation_dtype(self.name, self.src_dtype)
+        self.fty = accumulator_type(self.sum_dtype)
+        # a cast sum (a float16 or integer mean) restarts its tree every BUFFER_SIZE elements, as NumPy's
+        # buffered iterator calls the inner loop once per buffer
+        self.chunk = BUFFER_SIZE if self.sum_dtype != self.src_dtype else None
+        self.buffer = low.alloca(ir.ArrayType(self.fty, PW_BLOCKSIZE + UNROLL))
+
+    def put(self, j, kind, x) -> None:
+        """Element ``j`` of the current leaf block."""
+        low, b = self.low, self.low.b
+        x = low.cast(x, kind, "f")      # exact: the element is already rounded to its dtype
+        if x.type != self.fty:
+            x = b.fptrunc(x, self.fty)
+        b.store(x, b.gep(self.buffer, [i64(0), j]))
+
+    def source(self, leaf_start) -> Source:
+        b = self.low.b
+
+        def at(pos, ty):
+            return b.bitcast(b.gep(self.buffer, [i64(0), b.sub(pos, leaf_start())]), ty.as_pointer())
+
+        def scalar(pos):
+            return b.load(at(pos, self.fty))
+
+        def vector(pos):
+            return b.load(at(pos, ir.VectorType(self.fty, UNROLL)), align=fty_size(self.fty))
+
+        def block(start, count):
+            # the buffer is a contiguous run of <= 128 elements: its pairwise sum is the leaf's, and the
+            # process-wide compiled run loop keeps each sum's block code out of this function
+            dtype = "float64" if self.fty == F64 else "float32"
+            data = b.bitcast(self.buffer, I8.as_pointer())
+            return self.low.run_sum(ir.Constant(self.fty, -0.0), data, i64(fty_size(self.fty)), count, dtype,
+                                    dtype, None)
+        return Source(scalar, vector, block=block)
+
+    def result(self, total, count) -> list:
+        low = self.low
+        value = low.finish_mean(total, count, self.res, array=False) if self.name == "mean" else \
+            low.widen(total)
+        return low.scalar_result(low.round_result(value, self.res), "f", self.reduction.output.type)
+
+
 class FusedMultiOps:
     """Mixin of FunctionLowering."""
 
@@ -64,12 +124,15 @@ class FusedMultiOps:
         rank = max(v.type.rank for v in values)
         shape = self.broadcast_shape(arrays, rank)
         count = self.size(shape)
-        results, accumulators, stores = [None] * len(sub.outputs), [], []
+        results, accumulators, stores, sums = [None] * len(sub.outputs), [], [], []
         for k, r in enumerate(sub.outputs):
             if isinstance(r.type, TensorType):
                 out = self.alloc(node.outputs[k].type, shape)
                 results[k] = out
                 stores.append((r, self.store_sink(out)))
+            elif pairwise_reducible(r.node.kind.split("::")[1], r.node.inputs[0].type.dtype):
+                results[k] = PairwiseSum(self, r.node)
+                sums.append((r.node.inputs[0], results[k]))
             else:
                 acc = self.fused_accumulator(r.node, count)
                 results[k] = acc
@@ -84,12 +147,78 @@ class FusedMultiOps:
                     self.fused_element_node(n, env)
             return None, env
 
-        def sink(_, env, flat, index):
+        def sink(env, flat, index=None):
             for r, store in stores:
                 store(*env[id(r)], flat, index)
             for v, acc in accumulators:
                 acc.add(*env[id(v)])
 
-        first_out = next((r for r in results if not isinstance(r, Accumulator)), None)
-        self.broadcast_loops(shape, node.inputs, arrays, element, sink, out=first_out)
-        return [r.result() if isinstance(r, Accumulator) else r.leaves for r in results]
+        totals = {}
+        chunks = sorted({s.chunk for _, s in sums}, key=lambda c: c is not None)
+        if not chunks:
+            first_out = next((r for r in results if not isinstance(r, Accumulator)), None)
+            self.broadcast_loops(shape, node.inputs, arrays, element,
+                                 lambda _, env, flat, index: sink(env, flat, index), out=first_out)
+        for pass_number, chunk in enumerate(chunks):
+            # one walk over the elements per chunking (in practice one: mixing a cast mean with an uncast
+            # sum in one group is rare); the first walk also stores the arrays and feeds the other reductions
+            group = [(v, s) for v, s in sums if s.chunk == chunk]
+            walked = self.pairwise_walk(shape, count, node, arrays, element, group, chunk,
+                                        sink if pass_number == 0 else None)
+            totals.update(zip([id(s) for _, s in group], walked))
+
+        return [r.result() if isinstance(r, Accumulator) else r.result(totals[id(r)], count)
+                if isinstance(r, PairwiseSum) else r.leaves for r in results]
+
+    def pairwise_walk(self, shape, count, node, arrays, element, group, chunk, sink) -> list:
+        """The totals of the group's pairwise sums ``group`` ([(value, PairwiseSum)], one chunking), walking
+        the elements once in position order: each leaf block of the (shared) tree computes its elements,
+        puts each sum's value in that sum's buffer and hands the element to ``sink(env, flat)``."""
+        b = self.b
+        tensors = [v for v in node.inputs if isinstance(v.type, TensorType)]
+        by_value = {id(v): a for v, a in zip(tensors, arrays)}
+        flat = self.all_flat(shape, arrays)
+        strides = {id(a): self.broadcast_to(a, shape, "") for a in arrays}
+        leaf_start = self.alloca(I64)
+
+        def compute(i, j, load):
+            _, env = element(load)
+            for v, s in group:
+                s.put(j, *env[id(v)])
+            if sink is not None:
+                sink(env, i)
+
+        def fill(first, n):
+            with b.if_else(flat, likely=True) as (contiguous, broadcast):
+                with contiguous:
+                    with self.for_range(n) as j:
+                        i = b.add(first, j)
+
+                        def load(v, i=i):
+                            a = by_value[id(v)]
+                            ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(a.itemsize))]), self.elem_ptr_type(a))
+                            return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+                        compute(i, j, load)
+                with broadcast:
+                    with self.for_range(n) as j:
+                        i = b.add(first, j)
+                        index = self.unravel(i, shape)
+
+                        def load(v, index=index):
+                            a = by_value[id(v)]
+                            view = Arr(a.t, [a.mi, a.data, *a.shape, *strides[id(a)]])
+                            ptr = self.element_ptr(view, index[len(index) - a.t.rank:])
+                            return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+                        compute(i, j, load)
+
+        sums = [s for _, s in group]
+
+        def sums_of(offset, n):
+            def begin(start, length):
+                b.store(start, leaf_start)
+                fill(b.add(offset, start), length)
+            sources = [s.source(lambda: b.load(leaf_start)) for s in sums]
+            return self.pairwise_sums(n, [s.fty for s in sums], sources, begin)
+
+        return self.chunked_sums([ir.Constant(s.fty, 0.0) for s in sums], count, [s.fty for s in sums],
+                                 [s.sum_dtype for s in sums], chunk, sums_of)

@@ -55,10 +55,11 @@ def pairwise_reducible(name: str, src_dtype: str) -> bool:
 class Source:
     """Where the elements of one pairwise sum come from: ``scalar(pos)`` gives element ``pos`` (an i64) as the
     accumulator type, ``vector(pos)`` elements pos..pos+7 as an 8-lane vector; ``begin(start, count)`` runs
-    before each leaf block reads its elements (a fused group computes them there)."""
+    before each leaf block reads its elements (a fused group computes them there); ``block(start, count)``, when
+    given, is the sum of a leaf block (the same value as the inline loops, by another route)."""
 
-    def __init__(self, scalar, vector, begin=None):
-        self.scalar, self.vector, self.begin = scalar, vector, begin
+    def __init__(self, scalar, vector, begin=None, block=None):
+        self.scalar, self.vector, self.begin, self.block = scalar, vector, begin, block
 
 
 class Summation:
@@ -67,11 +68,17 @@ class Summation:
     # -- the pairwise algorithm ---------------------------------------------------------------------------
     def pairwise_sum(self, n, fty, source: Source):
         """NumPy's pairwise sum of elements 0..n-1 of ``source`` (n >= 0), as a ``fty`` value."""
+        return self.pairwise_sums(n, [fty], [source], source.begin)[0]
+
+    def pairwise_sums(self, n, ftys: list, sources: list, begin=None) -> list:
+        """NumPy's pairwise sums of elements 0..n-1 of each source, in one walk over the tree: every sum has
+        the same tree (it depends only on n), so each leaf block runs ``begin(start, count)`` once (a fused
+        group computes the elements of all its sums there) and then sums every source's block."""
         b = self.b
         fn = b.function
         starts = self.alloca(ir.ArrayType(I64, STACK_DEPTH))
         lengths = self.alloca(ir.ArrayType(I64, STACK_DEPTH))
-        lefts = self.alloca(ir.ArrayType(fty, STACK_DEPTH))
+        lefts = [self.alloca(ir.ArrayType(fty, STACK_DEPTH)) for fty in ftys]
         took_left = self.alloca(ir.ArrayType(I1, STACK_DEPTH))
         top = self.alloca(I64)
 
@@ -104,14 +111,19 @@ class Summation:
         b.branch(visit)
 
         b.position_at_end(leaf)
-        leaf_value = self.pairwise_block(start, length, fty, source)
+        if begin is not None:
+            begin(start, length)
+        leaf_values = [self.pairwise_block(start, length, fty, source) for fty, source in zip(ftys, sources)]
         leaf_end = b.block
         b.branch(deliver)
 
-        # a finished subtree's sum goes to its parent: kept as the left half, or added to it as the right half
+        # a finished subtree's sums go to its parent: kept as the left half, or added to it as the right half
         b.position_at_end(deliver)
-        value = b.phi(fty)
-        value.add_incoming(leaf_value, leaf_end)
+        values = []
+        for fty, leaf_value in zip(ftys, leaf_values):
+            value = b.phi(fty)
+            value.add_incoming(leaf_value, leaf_end)
+            values.append(value)
         k = b.load(top)
         b.cbranch(b.icmp_signed("==", k, i64(0)), done, up)
 
@@ -121,7 +133,8 @@ class Summation:
         b.cbranch(b.load(slot(took_left, parent)), as_right, as_left)
 
         b.position_at_end(as_left)
-        b.store(value, slot(lefts, parent))
+        for left, value in zip(lefts, values):
+            b.store(value, slot(left, parent))
         b.store(ir.Constant(I1, 1), slot(took_left, parent))
         length = b.load(slot(lengths, parent))
         n2 = left_length(length)
@@ -133,30 +146,31 @@ class Summation:
         b.branch(visit)
 
         b.position_at_end(as_right)
-        value.add_incoming(b.fadd(b.load(slot(lefts, parent)), value), as_right)
+        sums = [b.fadd(b.load(slot(left, parent)), value) for left, value in zip(lefts, values)]
+        for value, total in zip(values, sums):
+            value.add_incoming(total, as_right)
         b.branch(deliver)
 
         b.position_at_end(done)
-        return value
+        return values
 
     def pairwise_block(self, start, length, fty, source: Source):
-        """The sum of ``length`` <= 128 elements from ``start``: a plain loop below 8, else 8 partial sums."""
+        """The sum of ``length`` <= 128 elements from ``start``: a plain loop below 8, else 8 partial sums
+        (the caller has run the source's ``begin``)."""
         b = self.b
-        if source.begin is not None:
-            source.begin(start, length)
+        if source.block is not None:
+            return source.block(start, length)
         result = self.alloca(fty)
         with b.if_else(b.icmp_signed("<", length, i64(UNROLL))) as (short, block):
             with short:
                 # -0.0 so that a sum of only -0.0 stays -0.0, as NumPy starts
                 b.store(self.add_in_order(ir.Constant(fty, -0.0), start, i64(0), length, source), result)
             with block:
-                vec = ir.VectorType(fty, UNROLL)
                 end = b.sub(length, b.and_(length, i64(UNROLL - 1)))
                 partial = self.vector_loop(source.vector(start), start, end, source)
                 lane = [b.extract_element(partial, ir.Constant(ir.IntType(32), j)) for j in range(UNROLL)]
                 pairs = [b.fadd(lane[j], lane[j + 1]) for j in range(0, UNROLL, 2)]
                 total = b.fadd(b.fadd(pairs[0], pairs[1]), b.fadd(pairs[2], pairs[3]))
-                assert vec.count == UNROLL
                 b.store(self.add_in_order(total, start, end, length, source), result)
         return b.load(result)
 
@@ -204,18 +218,26 @@ class Summation:
         """``total`` plus the sums of ``n`` elements, one inner-loop call per ``chunk`` elements (all at once
         when None), rounded to ``sum_dtype`` after each call as NumPy stores its result.
         ``sum_of(offset, count)`` is the pairwise sum of ``count`` elements from ``offset``."""
+        return self.chunked_sums([total], n, [fty], [sum_dtype], chunk,
+                                 lambda offset, count: [sum_of(offset, count)])[0]
+
+    def chunked_sums(self, totals: list, n, ftys: list, sum_dtypes: list, chunk: int | None, sums_of) -> list:
+        """``chunked_sum`` of several sums sharing their chunks: ``sums_of(offset, count)`` gives a list."""
         b = self.b
         if chunk is None:
-            return self.round_sum(b.fadd(total, sum_of(i64(0), n)), sum_dtype)
-        acc = self.alloca(fty)
-        b.store(total, acc)
+            return [self.round_sum(b.fadd(total, s), dtype)
+                    for total, s, dtype in zip(totals, sums_of(i64(0), n), sum_dtypes)]
+        accs = [self.alloca(fty) for fty in ftys]
+        for acc, total in zip(accs, totals):
+            b.store(total, acc)
         count = b.sdiv(b.add(n, i64(chunk - 1)), i64(chunk))
         with self.for_range(count) as c:
             offset = b.mul(c, i64(chunk))
             rest = b.sub(n, offset)
             size = b.select(b.icmp_signed("<", rest, i64(chunk)), rest, i64(chunk))
-            b.store(self.round_sum(b.fadd(b.load(acc), sum_of(offset, size)), sum_dtype), acc)
-        return b.load(acc)
+            for acc, s, dtype in zip(accs, sums_of(offset, size), sum_dtypes):
+                b.store(self.round_sum(b.fadd(b.load(acc), s), dtype), acc)
+        return [b.load(acc) for acc in accs]
 
     def round_sum(self, x, sum_dtype: str):
         """A float16 sum is stored as half after each step (its partial sums are floats)."""
