@@ -69,18 +69,23 @@ def implementations() -> list[tuple[str, object]]:
     return impls
 
 
+def table(calls: int = 20_000, size: int = 100_000) -> str:
+    """The Markdown table of every implementation's resident growth and time per call."""
+    x = np.random.default_rng(7).random(size)
+    lines = [f"{calls:,} calls raising IndexError, each allocating {size:,}-element float64 arrays first", "",
+             "| implementation | resident growth (MiB) | µs per call |", "|---|---:|---:|"]
+    for name, f in implementations():
+        grown, per_call = measure(f, x, size, calls)
+        lines.append(f"| {name} | {grown:.1f} | {per_call:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20_000)
     parser.add_argument("--size", type=int, default=100_000)
     args = parser.parse_args(argv)
-    x = np.random.default_rng(7).random(args.size)
-    impls = implementations()
-    print(f"{args.calls:,} calls raising IndexError, each allocating {args.size:,}-element float64 arrays first")
-    print("| implementation | resident growth (MiB) | µs per call |\n|---|---:|---:|")
-    for name, f in impls:
-        grown, per_call = measure(f, x, args.size, args.calls)
-        print(f"| {name} | {grown:.1f} | {per_call:.1f} |")
+    print(table(args.calls, args.size), end="")
     return 0
 
 

@@ -557,6 +557,9 @@ def main(argv=None) -> int:
     env = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "python": platform.python_version(),
            "platform": platform.platform(), "cpus": os.cpu_count(), "versions": peers.versions}
     text = markdown(rows, env, notes, opts, kernel_list)
+    if not a.only:      # memory is not a timing row: its own table (bench/raise_memory.py)
+        from . import raise_memory
+        text += "\n## A raising-call loop's memory\n\n" + raise_memory.table(2_000 if opts.quick else 20_000)
     print(text)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
