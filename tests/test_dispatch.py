@@ -330,3 +330,27 @@ def test_tensor_annotation_resolved_by_name():
     Tensor = type("Tensor", (), {"__module__": "torch"})
     NotTensor = type("Tensor", (), {"__module__": "mylib"})
     assert is_array_class(Tensor) and not is_array_class(NotTensor) and not is_array_class(np.ndarray)
+
+
+# -- callers and the command line --------------------------------------------------------------------------------
+
+@scriptc.script
+def norm_of(x: np.ndarray, p: int) -> float:
+    return total(x) ** (1.0 / p) + add(p, 0.5)
+
+
+def test_scripted_caller_specialises_an_unannotated_callee():
+    both(norm_of, np.arange(4.0), 2)
+    both(norm_of, np.arange(6, dtype=np.int32).reshape(2, 3), 3)
+
+
+def test_cli_dump_of_unannotated_function(tmp_path, capsys):
+    from scriptc.cli import main
+    path = tmp_path / "unannotated_kernel.py"
+    path.write_text("def f(x, n):\n    return x[n] * 2\n")
+    assert main(["dump", f"{path}:f"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "depends on the types of its unannotated parameters: pass --types" in err
+    assert main(["dump", f"{path}:f", "--types", "float32[*]", "int"]) == 0
+    out = capsys.readouterr().out
+    assert "%x : Float(*)" in out and "%n : int" in out and "aten::mul" in out
