@@ -22,6 +22,8 @@ def is_array_class(obj) -> bool:
 def is_array_like(arg) -> bool:
     """Whether ``arg`` can be viewed as a NumPy array without a copy (it may still refuse: ``as_array``)."""
     t = type(arg)
+    if issubclass(t, (np.generic, int, float, complex)):
+        return False
     return hasattr(t, "__dlpack__") or hasattr(arg, "__array_interface__") or hasattr(arg, "__array_struct__")
 
 
@@ -30,6 +32,8 @@ def as_array(fname: str, pname: str, arg) -> np.ndarray | None:
     parameter when it cannot be viewed without a copy (a GPU tensor, a tensor that requires grad)."""
     if isinstance(arg, np.ndarray):
         return arg
+    if isinstance(arg, (np.generic, int, float, complex)):   # scalars export DLPack too, but are no arrays
+        return None
     try:
         if hasattr(type(arg), "__dlpack__"):
             return np.from_dlpack(arg)

@@ -354,3 +354,9 @@ def test_cli_dump_of_unannotated_function(tmp_path, capsys):
     assert main(["dump", f"{path}:f", "--types", "float32[*]", "int"]) == 0
     out = capsys.readouterr().out
     assert "%x : Float(*)" in out and "%n : int" in out and "aten::mul" in out
+
+
+def test_numpy_scalars_are_not_arrays():
+    with pytest.raises(TypeError, match=r"double_in_place\(\) argument 'x' must be a numpy.ndarray, not float64"):
+        double_in_place(np.float64(1.0))
+    both(add, np.float32(0.5), np.int8(3))   # taken as the Python scalars they convert to, as before
