@@ -9,25 +9,21 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import re
 import sys
 from pathlib import Path
 
 from .errors import CompileError
 from .function import GraphNeedsTypes, ScriptFunction, script
-from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
-
-_SCALARS = {"int": INT, "float": FLOAT, "bool": BOOL}
+from .ir.types import TensorType, Type
+from .signatures import format_type
+from .signatures import parse_arg_type as _parse_arg_type
 
 
 def parse_arg_type(text: str) -> Type:
-    if text in _SCALARS:
-        return _SCALARS[text]
-    m = re.fullmatch(r"(\w+)\[([\d*?,\s]*)\]", text)
-    if not m or m.group(1) not in DTYPE_NAMES:
-        raise argparse.ArgumentTypeError(f"bad type {text!r}: use int, float, bool or e.g. float64[2,3]")
-    dims = [d.strip() for d in m.group(2).split(",") if d.strip()]
-    return TensorType(m.group(1), None, tuple(None if d in "*?" else int(d) for d in dims))
+    try:
+        return _parse_arg_type(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def load_function(target: str) -> ScriptFunction:
@@ -48,10 +44,12 @@ def load_function(target: str) -> ScriptFunction:
     return fn if isinstance(fn, ScriptFunction) else script(fn)
 
 
-def _example_type(t: Type) -> str:
-    if isinstance(t, TensorType):
-        return f"{t.dtype or 'float64'}[{','.join(['*'] * (t.rank if t.rank is not None else 1))}]"
-    return str(t)
+def _example_type(t: Type | None) -> str:
+    if t is None:   # unannotated: any kind; an example only
+        return "float"
+    if isinstance(t, TensorType) and t.rank is None:
+        return f"{t.dtype or 'float64'}[*]"
+    return format_type(t)
 
 
 def cmd_dump(args) -> int:
@@ -63,7 +61,9 @@ def cmd_dump(args) -> int:
         try:
             graph = fn.graph
         except GraphNeedsTypes:
-            print(f"scriptc: the graph of {fn.__name__!r} depends on its arguments' dtypes and ranks: pass "
+            what = "the types of its unannotated parameters" if None in fn.param_types \
+                else "its arguments' dtypes and ranks"
+            print(f"scriptc: the graph of {fn.__name__!r} depends on {what}: pass "
                   f"--types (for example --types {' '.join(_example_type(t) for t in fn.param_types)})",
                   file=sys.stderr)
             return 2

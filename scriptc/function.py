@@ -1,4 +1,9 @@
-"""``@scriptc.script``: a function compiled per argument signature (scalar kinds, array dtype and rank)."""
+"""``@scriptc.script``: a function compiled per argument signature (scalar kinds, array dtype and rank).
+
+A parameter's annotation, when present, is checked at each call; an unannotated parameter (``UNANNOTATED`` in
+``param_types``) takes the kind of whatever is passed, as numba does. ``signatures=`` compiles given signatures
+at decoration (syntax: ``signatures.py``); arrays of other libraries are viewed without copying (``interop.py``).
+"""
 from __future__ import annotations
 
 import functools
@@ -10,11 +15,13 @@ import numpy as np
 from .backend.interpreter import interpret
 from .errors import CompileError
 from .frontend import FunctionEmitter, Resolver, get_source, validate
+from .interop import as_array, is_array_like
 from .ir.core import Graph
 from .ir.registry import NeedsSpecialization
-from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, ListType, TensorType, Type
+from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TENSOR, ListType, TensorType, Type
 from .ir.verifier import verify
 from .passes import PassManager
+from .signatures import format_signature, from_numba, parse_signature
 
 # Graphs under construction per (function, signature): [graph, assumed return type, whether a recursive call
 # used the assumption]; graphs built meanwhile are verified when the outermost compile ends (they may call a
@@ -23,6 +30,7 @@ _in_progress: dict[tuple, list] = {}
 _unverified: list[Graph] = []
 _cache_log: list[tuple] = []
 _MISSING = object()
+UNANNOTATED = None   # the "type" of a parameter without annotation: the kind passed at each call
 
 
 class _WrongGuess(Exception):
@@ -53,7 +61,7 @@ def user_facing(fn):
 
 
 class ScriptFunction:
-    def __init__(self, fn, *, fastmath: bool = False, nogil: bool = False):
+    def __init__(self, fn, *, fastmath: bool = False, nogil: bool = False, signatures=()):
         functools.update_wrapper(self, fn)
         self.py_func = fn
         self.fastmath, self.nogil = fastmath, nogil
@@ -68,14 +76,12 @@ class ScriptFunction:
         validate(self.source, self.resolver)
         tree = self.source.tree
         self.param_names = [a.arg for a in tree.args.args]
-        self.param_types: list[Type] = []
-        for a in tree.args.args:
-            if a.annotation is None:
-                raise self.source.error(f"parameter '{a.arg}' needs a type annotation", a,
-                                        "annotate it with int, float, bool or np.ndarray")
-            self.param_types.append(self.resolver.annotation(self.source, a.annotation))
+        self.param_types: list[Type | None] = [
+            UNANNOTATED if a.annotation is None else self.resolver.annotation(self.source, a.annotation)
+            for a in tree.args.args]
         self.return_type = self.resolver.annotation(self.source, tree.returns) if tree.returns else None
-        self.param_dtypes = [self.resolver.array_dtype(self.source, a.annotation) for a in tree.args.args]
+        self.param_dtypes = [None if a.annotation is None else self.resolver.array_dtype(self.source, a.annotation)
+                             for a in tree.args.args]
         self._graphs: dict[tuple, Graph] = {}      # the frontend's graph per signature
         self._optimized: dict[tuple, Graph] = {}   # after the pass pipeline: what native code is made from
         self._shaped: dict[tuple, Graph] = {}      # graph_for: the optimized graph with argument shapes
@@ -83,13 +89,36 @@ class ScriptFunction:
         self._generic: Graph | None = None
         self._generic_retried = False
         self.defaults = self._capture_defaults()
-        Resolver.decorating += 1
-        try:
-            self._generic = self._compile(tuple(self.param_types))
-        except NeedsSpecialization:
-            pass  # array code whose types depend on dtypes/ranks: compiled per call signature
-        finally:
-            Resolver.decorating -= 1
+        if UNANNOTATED not in self.param_types:
+            Resolver.decorating += 1
+            try:
+                self._generic = self._compile(tuple(self.param_types))
+            except NeedsSpecialization:
+                pass  # array code whose types depend on dtypes/ranks: compiled per call signature
+            finally:
+                Resolver.decorating -= 1
+        for signature in signatures:
+            self.compile_signature(signature)
+
+    def compile_signature(self, signature: str) -> None:
+        """Compile native code for one signature string (``"float64[*], int"``) now, as
+        ``signatures=[...]`` does at decoration."""
+        types = parse_signature(signature)
+        if len(types) != len(self.param_names):
+            raise ValueError(f"signature {signature!r} gives {len(types)} argument type"
+                             f"{'s' * (len(types) != 1)}; {self.__name__}() takes {len(self.param_names)}")
+        for name, want, got, dtype in zip(self.param_names, self.param_types, types, self.param_dtypes):
+            t = _accept(want, got)
+            if t != got or (dtype is not None and got.dtype != dtype):
+                raise ValueError(f"signature {signature!r}: parameter '{name}' is annotated "
+                                 f"{dtype + ' array' if dtype else want}, not {got}")
+        self.native_for_types(types)
+        self._specialized.setdefault(types, types)
+
+    @property
+    def signatures(self) -> list[str]:
+        """The signatures native code has been compiled for, in compile order (``signatures=`` syntax)."""
+        return [format_signature(types) for types in self._native]
 
     def _capture_defaults(self) -> dict:
         """Default parameter values, as Python evaluated them at definition time: int, float or bool
@@ -102,7 +131,8 @@ class ScriptFunction:
                                            self.param_types[first:]):
             kind = _kind(value) if type(value) in (int, float, bool) else None
             if kind is None or _accept(want, kind) is None:
-                raise self.source.error(f"default value of parameter '{name}' must be {want} constant, got "
+                what = "an int, float or bool" if want is UNANNOTATED else want
+                raise self.source.error(f"default value of parameter '{name}' must be {what} constant, got "
                                         f"{type(value).__name__}", node,
                                         "defaults are constants captured at decoration: int, float or bool")
             defaults[name] = value
@@ -336,7 +366,7 @@ class ScriptFunction:
     def graph(self) -> Graph:
         """The frontend's graph: generic (``Tensor`` for arrays) when the code types without knowing array
         dtypes and ranks, otherwise the graph of the first signature it was called with."""
-        if self._generic is None and not self._generic_retried:
+        if self._generic is None and not self._generic_retried and UNANNOTATED not in self.param_types:
             # at decoration a callee may not have been defined yet: now that the module is loaded, retry
             self._generic_retried = True
             try:
@@ -347,6 +377,9 @@ class ScriptFunction:
             return self._generic
         if self._graphs:
             return next(iter(self._graphs.values()))
+        if UNANNOTATED in self.param_types:
+            raise GraphNeedsTypes(f"the graph of '{self.__name__}' depends on the types passed for its "
+                                  f"unannotated parameters: call it first, or use {self.__name__}.graph_for(*args)")
         raise GraphNeedsTypes(f"the graph of '{self.__name__}' depends on its array arguments' dtypes and "
                               f"ranks: call it first, or use {self.__name__}.graph_for(*args)")
 
@@ -420,7 +453,10 @@ def _accept(want: Type, got: Type) -> Type | None:
     """The parameter type for a value of type ``got`` passed where ``want`` is annotated (None: rejected).
     Functions specialize on the kind actually passed: an int given for a ``float`` parameter stays an int,
     exactly as it does in Python (the numeric tower: bool < int < float). A bool given for an ``int``
-    parameter is the int 0 or 1 (``range(n)``, ``np.zeros(n)`` and indexing need a true int)."""
+    parameter is the int 0 or 1 (``range(n)``, ``np.zeros(n)`` and indexing need a true int). An unannotated
+    parameter takes any kind as it is."""
+    if want is UNANNOTATED:
+        return got
     if want in _TOWER and got in _TOWER:
         if _TOWER.index(got) > _TOWER.index(want):
             return None
@@ -458,13 +494,18 @@ def _kind(arg) -> Type | None:
     return None
 
 
-def _check_argument(fname, pname, want: Type, arg, dtype=None):
+def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
+    if want is UNANNOTATED:
+        want = _unannotated_kind(fname, pname, arg)
     if isinstance(want, ListType):
         from .frontend.lists import list_argument
         return list_argument(fname, pname, want, arg)
     if isinstance(want, TensorType):
         if not isinstance(arg, np.ndarray):
-            raise TypeError(f"{fname}() argument '{pname}' must be a numpy.ndarray, not {type(arg).__name__}")
+            view = as_array(fname, pname, arg)   # torch, JAX, DLPack, the array interface: without a copy
+            if view is None:
+                raise TypeError(f"{fname}() argument '{pname}' must be a numpy.ndarray, not {type(arg).__name__}")
+            arg = view
         if arg.dtype.name not in DTYPE_NAMES:
             raise TypeError(f"{fname}() argument '{pname}' has unsupported dtype {arg.dtype}")
         if dtype is not None and arg.dtype.name != dtype:   # npt.NDArray[np.float64]
@@ -478,16 +519,63 @@ def _check_argument(fname, pname, want: Type, arg, dtype=None):
     return t, _SCALAR_OF[t](arg)
 
 
+def _unannotated_kind(fname, pname, arg) -> Type:
+    """The parameter type an argument passed for an unannotated parameter asks for."""
+    kind = _kind(arg)
+    if kind is not None:
+        return kind
+    if type(arg) is list:
+        return ListType(_list_element_kind(fname, pname, arg))
+    if isinstance(arg, np.ndarray) or is_array_like(arg):
+        return TENSOR
+    raise TypeError(f"{fname}() argument '{pname}' must be int, float, bool, an array or a list, not "
+                    f"{type(arg).__name__}")
+
+
+def _list_element_kind(fname, pname, arg: list) -> Type:
+    """``list[bool]``, ``list[int]``, ``list[float]`` (ints and floats mixed) or ``list[np.ndarray]``."""
+    if not arg:
+        raise TypeError(f"{fname}() argument '{pname}': an empty list has no element type to compile for; "
+                        f"annotate the parameter (e.g. list[float])")
+    kinds = {_kind(v) if _kind(v) is not None else TENSOR if isinstance(v, np.ndarray) else None for v in arg}
+    if kinds == {BOOL}:
+        return BOOL
+    if kinds in ({INT}, {FLOAT}, {TENSOR}):
+        return kinds.pop()
+    if kinds == {INT, FLOAT}:   # converting the ints would reflect floats back into the caller's list
+        raise TypeError(f"{fname}() argument '{pname}' mixes int and float elements: annotate the parameter "
+                        f"list[float] to take them as floats")
+    raise TypeError(f"{fname}() argument '{pname}' must be a list of int, float, bool or arrays of one kind")
+
+
 @user_facing
-def script(fn=None, *, fastmath: bool = False, nogil: bool = False):
-    """Compile a type-annotated function: ``@scriptc.script``, ``scriptc.script(fn)``, or with options
-    ``@scriptc.script(fastmath=True)`` (let LLVM reassociate and contract float arithmetic) and
-    ``@scriptc.script(nogil=True)`` (release the GIL while native code runs)."""
+def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=()):
+    """Compile a function: ``@scriptc.script``, ``scriptc.script(fn)``, or with options
+    ``@scriptc.script(fastmath=True)`` (let LLVM reassociate and contract float arithmetic),
+    ``@scriptc.script(nogil=True)`` (release the GIL while native code runs) and
+    ``@scriptc.script(signatures=["float64[*], int"])`` (compile these signatures now, at decoration).
+    Annotated parameters are checked at each call; unannotated ones specialise on the kinds passed."""
+    if isinstance(fn, (str, list, tuple)):
+        raise TypeError(_signature_first_message(fn))
+    if isinstance(signatures, str):
+        signatures = [signatures]
     if fn is None:
-        return functools.partial(script, fastmath=fastmath, nogil=nogil)
+        return functools.partial(script, fastmath=fastmath, nogil=nogil, signatures=signatures)
     if isinstance(fn, ScriptFunction):
+        for signature in signatures:
+            fn.compile_signature(signature)
         return fn
-    return ScriptFunction(fn, fastmath=fastmath, nogil=nogil)
+    return ScriptFunction(fn, fastmath=fastmath, nogil=nogil, signatures=signatures)
 
 
-__all__ = ["GraphNeedsTypes", "ScriptFunction", "script"]
+def _signature_first_message(sig) -> str:
+    """What to write instead of numba's ``@njit("float64(float64[:])")``."""
+    texts = [sig] if isinstance(sig, str) else [s for s in sig if isinstance(s, str)]
+    ours = [from_numba(t) for t in texts]
+    example = [o for o in ours if o is not None] if texts and None not in ours else ["float64[*]"]
+    return (f"scriptc.script takes a function, not a signature ({sig!r}): annotate the parameters and use "
+            f"@scriptc.script, leave them unannotated to compile per call, or list signatures in scriptc's "
+            f"syntax: @scriptc.script(signatures={example!r})")
+
+
+__all__ = ["GraphNeedsTypes", "ScriptFunction", "UNANNOTATED", "script"]

@@ -29,7 +29,8 @@ CASES = [
     ("def f(x: int) -> int:\n    y = lambda a: a\n    return x\n", 5, 9, "lambdas are not supported"),
     ("def f(x: int) -> int:\n    if x > 0:\n        y = 1\n    else:\n        y = (1, 2)\n    return x\n", 5, 5,
      "'y' is an int on one path and (int, int) on another"),
-    ("def f(x) -> int:\n    return 1\n", 4, 7, "parameter 'x' needs a type annotation"),
+    # an unannotated parameter is typed by the argument passed: the error comes at the call
+    ("def f(x) -> int:\n    for i in x:\n        pass\n    return 1\n", 5, 14, "for loops over an int", 3),
     ("def f(x: int):\n    if x > 0:\n        return 1\n    return (1, 2)\n", 7, 5,
      "this return gives (int, int), but the return at line 6 gives an int"),
     ("def f(x: int) -> int:\n    if x > 0:\n        return 1\n", 5, 5, "can reach the end of its body"),

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import CompileError
 from ..ir.core import Graph
 from ..ir.registry import NeedsSpecialization, op_for_callable
+from ..interop import is_array_class
 from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, NONE, TENSOR, TupleType, Type
 from .builtin_calls import unsupported_builtin_hint
 from .calls import SPECIAL_CALLS
@@ -39,6 +40,8 @@ def annotation_type(obj) -> Type | None:
     origin = typing.get_origin(obj)
     if obj is np.ndarray or origin is np.ndarray:
         return array_annotation(obj)
+    if is_array_class(obj):   # torch.Tensor, jax.Array: viewed as NumPy arrays at the call (interop.py)
+        return TENSOR
     if origin is list:
         return list_annotation(obj, annotation_type)
     if origin is tuple:
