@@ -110,11 +110,13 @@ class Resolver:
         return obj
 
     def annotation(self, fn: FunctionSource, node: ast.AST) -> Type:
-        try:
-            obj = eval(compile(ast.Expression(node), fn.filename, "eval"),  # noqa: S307 - the user's own annotation
-                       dict(fn.func.__globals__), {})
-        except Exception as e:  # noqa: BLE001 - any failure to evaluate is the user's annotation error
-            raise fn.error(f"cannot evaluate annotation '{ast.unparse(node)}': {e}", node) from None
+        obj = _evaluated_annotation(fn, node)
+        if obj is _MISSING:     # a string annotation (``from __future__ import annotations``): the module's names
+            try:
+                obj = eval(compile(ast.Expression(node), fn.filename, "eval"),  # noqa: S307 - the user's own
+                           dict(fn.func.__globals__), {})
+            except Exception as e:  # noqa: BLE001 - any failure to evaluate is the user's annotation error
+                raise fn.error(f"cannot evaluate annotation '{ast.unparse(node)}': {e}", node) from None
         t = annotation_type(obj)
         if t is None:
             raise fn.error(f"unsupported annotation '{ast.unparse(node)}'", node,
@@ -187,3 +189,13 @@ def validate(fn: FunctionSource, resolver: Resolver) -> None:
 
 def compile_function(fn: FunctionSource, param_types, return_type, resolver: Resolver) -> Graph:
     return FunctionEmitter(fn, list(param_types), return_type, resolver).build()
+
+
+def _evaluated_annotation(fn: FunctionSource, node: ast.AST):
+    """The object Python evaluated for this annotation when the function was defined (so a nested function's
+    annotation may name the enclosing function's locals), or _MISSING when it was kept as a string."""
+    tree = fn.tree
+    params = tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs
+    key = "return" if node is tree.returns else next((a.arg for a in params if a.annotation is node), None)
+    value = getattr(fn.func, "__annotations__", {}).get(key, _MISSING)
+    return _MISSING if isinstance(value, str) else value
