@@ -70,9 +70,10 @@ KERNELS = [
     Kernel("copy_huge", "`np.copy` of the same 64M float64: the bound for add_loop_huge",
            lambda q: (_huge(q),), lambda q: f"{'6.4M' if q else '64M'} float64",
            copy_array, eager={"numpy": copy_array}, numba=copy_array, check=allclose(rtol=0, atol=0)),
+    # peers within 1e-12: XLA contracts a*x + 1 into an FMA (scriptc is bit-exact: the unit tests check that)
     Kernel("affine_loop", "two carried arrays updated element-wise 100 times: one fused time loop",
            _affine_args, lambda q: f"{'1e5' if q else '1e6'} float64 x 2, {10 if q else 100} iterations",
-           affine_loop, eager={"numpy": affine_loop}, numba=affine_loop, check=allclose(rtol=1e-12, atol=1e-12)),  # XLA fuses a*x+1 into an FMA
+           affine_loop, eager={"numpy": affine_loop}, numba=affine_loop, check=allclose(rtol=1e-12, atol=1e-12)),
     Kernel("gd_epoch", "vectorized gradient-descent epochs: two means of one producer in one loop",
            _gd_args, lambda q: f"{100 if q else 1000} points, {1000 if q else 10_000} epochs",
            gd_epoch, eager={"numpy": gd_epoch}, numba=gd_epoch, check=allclose(rtol=1e-9, atol=1e-12)),
