@@ -184,3 +184,35 @@ def matmul(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]
 def test_matmul():
     rng = np.random.default_rng(3)
     assert_matches_python(matmul, rng.random((3, 4)), rng.random((4, 2)), rtol=1e-13)
+
+
+@scriptc.script
+def _broadcast_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return a + b
+
+
+@scriptc.script
+def _assign_all(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a[:] = b
+    return a
+
+
+@scriptc.script
+def _reshape_4_2(a: np.ndarray) -> np.ndarray:
+    return a.reshape(4, 2)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_broadcast_add, (np.ones((2, 3)), np.ones((2, 4)))),
+    (_broadcast_add, (np.ones(3), np.ones(4))),
+    (_broadcast_add, (np.ones((2, 3, 4)), np.ones(5))),
+    (_assign_all, (np.ones((2, 3)), np.ones((2, 4)))),
+    (_reshape_4_2, (np.ones(6),)),
+])
+def test_shape_messages_are_numpys(fn, args):
+    """NumPy writes shapes in these messages as (2,3): no space after the comma."""
+    with pytest.raises(ValueError) as want:
+        fn.py_func(*[a.copy() for a in args])
+    with pytest.raises(ValueError) as got:
+        fn(*[a.copy() for a in args])
+    assert str(got.value) == str(want.value)

@@ -454,3 +454,24 @@ def test_two_nogil_threads_raising_at_once_keep_their_own_numbers():
     finally:
         sys.setswitchinterval(interval)
     assert not mixed, f"{len(mixed)} messages with another thread's numbers, e.g. {mixed[:3]}"
+
+
+@scriptc.script
+def nine_operands(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray, e: np.ndarray, f: np.ndarray,
+                  g: np.ndarray, h: np.ndarray, i: np.ndarray) -> np.ndarray:
+    return a * b + c * d - e * f + g * h + i
+
+
+def test_broadcast_error_of_many_operands():
+    """A fused group's broadcast check carries every operand's dimensions into the message (18 numbers here)."""
+    xs = [np.full((2, 3), k + 1.0) for k in range(9)]
+    np.testing.assert_array_equal(nine_operands(*xs), nine_operands.py_func(*xs))
+    xs[-1] = np.ones((2, 4))
+    with pytest.raises(ValueError) as want:
+        nine_operands.py_func(*xs)
+    allocated, freed = counters()
+    with pytest.raises(ValueError) as got:
+        nine_operands(*xs)
+    assert str(got.value).startswith("operands could not be broadcast together with shapes")
+    assert allocation_count() - allocated == free_count() - freed
+    assert "(2,4)" in str(got.value) and "(2,4)" in str(want.value)

@@ -81,10 +81,10 @@ def index_checked(node, k: int) -> bool:
 
 
 def shape_text(rank: int, first: int) -> str:
-    """A template printing a shape tuple as NumPy does: (3,), (2, 3)."""
+    """A template printing a shape tuple as NumPy's error messages do: (3,), (2,3)."""
     if rank == 1:
         return f"({{{first}}},)"
-    return "(" + ", ".join(f"{{{first + k}}}" for k in range(rank)) + ")"
+    return "(" + ",".join(f"{{{first + k}}}" for k in range(rank)) + ")"
 
 
 class ArrayOps:

@@ -39,7 +39,7 @@ class LoweringError(CompileError):
 
 # The payload: PAYLOAD_SLOTS i64 per thread, under one pthread key created here (its destructor frees a thread's
 # buffer when the thread exits). FALLBACK_PAYLOAD is used by a thread whose buffer could not be allocated.
-PAYLOAD_SLOTS = 16
+PAYLOAD_SLOTS = 64     # numbers one message carries: every dimension of 8 rank-8 operands
 _LIBC = ctypes.CDLL(None)
 PTHREAD_KEY_T = ctypes.c_uint if sys.platform.startswith("linux") else ctypes.c_ulong
 PAYLOAD_SYMBOLS = {name: f"scriptc.{name}" for name in ("pthread_getspecific", "pthread_setspecific", "calloc")}

@@ -24,6 +24,7 @@ The numbers a message needs go to the calling thread's payload (errors.py) throu
 from __future__ import annotations
 
 import ctypes
+import re
 
 from llvmlite import ir
 
@@ -157,7 +158,8 @@ class Unwinding:
 
     def raise_with(self, cond, exc_type: type, template: str, values: list) -> None:
         """If ``cond`` holds, raise ``exc_type(template.format(*values))`` with run-time i64 ``values``."""
-        assert len(values) <= PAYLOAD_SLOTS, template
+        if len(values) > PAYLOAD_SLOTS:    # more numbers than a payload carries: the message without them
+            template, values = re.sub(r"\{\d+\}", "?", template), []
         code = ERROR_TABLE.code(exc_type, (template,), self.node, payload=len(values))
         with self.b.if_then(cond, likely=False):
             base = self.b.call(self.mod.helper("payload"), [])
