@@ -9,18 +9,15 @@ from hypothesis import given, settings, strategies as st
 
 import scriptc
 
+try:
+    from .util import assert_same_array
+except ImportError:
+    from util import assert_same_array
+
 DTYPES = ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"]
 
 
-def same(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    if got.dtype.kind == "f":
-        bits = {8: np.uint64, 4: np.uint32, 2: np.uint16}[got.dtype.itemsize]
-        assert np.array_equal(got.view(bits), want.view(bits)), (got, want)
-    else:
-        assert np.array_equal(got, want), (got, want)
+same = assert_same_array
 
 
 def check(fn, *args):

@@ -10,8 +10,9 @@ import numpy.typing as npt
 import pytest
 
 import scriptc
+
 from tests.modules import load_module
-from tests.util import filecheck
+from tests.util import assert_same_array, filecheck
 
 # NumPy warns on the overflows and divisions by zero these tests exercise (interpreted runs included)
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -28,14 +29,7 @@ def same(got, want):
     if isinstance(want, np.generic):   # documented: scalars come back as Python scalars
         assert type(got) is type(want.item()), (type(got), type(want))
         got, want = np.asarray(got, want.dtype), np.asarray(want)
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    if got.dtype.kind == "f":
-        bits = {8: np.uint64, 4: np.uint32, 2: np.uint16}[got.dtype.itemsize]
-        assert np.array_equal(got.view(bits), want.view(bits)), (got, want)
-    else:
-        assert np.array_equal(got, want), (got, want)
+    assert_same_array(got, want)
 
 
 def check(fn, *args):

@@ -65,3 +65,15 @@ def assert_matches_python(fn, *args, rtol=0.0, runner=None):
     for x, y in zip(a1, a2):
         if isinstance(x, np.ndarray):
             assert same_value(x, y, rtol), "arguments were mutated differently"
+
+
+def assert_same_array(got, want) -> None:
+    """Same dtype, shape and values; floats bit for bit (signed zeros, NaN payloads and all)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if got.dtype.kind == "f":
+        bits = {8: np.uint64, 4: np.uint32, 2: np.uint16}[got.dtype.itemsize]
+        assert np.array_equal(got.view(bits), want.view(bits)), (got, want)
+    else:
+        assert np.array_equal(got, want), (got, want)
