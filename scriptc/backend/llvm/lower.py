@@ -30,6 +30,7 @@ from .errors import LoweringError
 from .array_math import ArrayMath
 from .arrayfns import ArrayFns
 from .arrays import ArrayOps
+from .conversions import Conversions
 from .fused import FusedOps
 from .constants import ArrayConstants
 from .masks import MaskOps
@@ -231,8 +232,8 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ArrayMath, ArrayFns, MatmulOps, FusedOps,
-                       FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions, MaskOps,
+class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, Conversions, ArrayMath, ArrayFns, MatmulOps,
+                       FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions, MaskOps,
                        ArrayConstants):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
