@@ -1,5 +1,6 @@
 """Arrays in native code: the runtime (allocation, reference counts), element access, views, indexing,
-creation and copies (how each dtype converts to and from registers is conversions.py). Element-wise operators and reductions are in array_math.py.
+creation and copies. How each dtype converts to and from registers is conversions.py; element-wise operators
+and reductions are in array_math.py.
 
 An array value is the leaves ``(meminfo, data, shape..., strides...)`` (common.leaves). A meminfo is the start
 of an allocation: an i64 reference count, then, ``HEADER`` bytes in, the data (64-byte aligned). Views share
