@@ -109,3 +109,19 @@ def test_no_source_is_a_compile_error():
     exec("def f(x: int) -> int:\n    return x\n", ns)
     with pytest.raises(scriptc.CompileError, match="cannot find the source"):
         scriptc.script(ns["f"])
+
+
+def test_array_changing_dtype_in_a_loop_hints_the_conversion(tmp_path):
+    source = "def f(x: np.ndarray, n: int) -> np.ndarray:\n    for _ in range(n):\n        x = x * 0.5 + 1\n    return x\n"
+    e = compile_error(tmp_path, source, np.arange(4), 3)
+    assert "'x' is an array (Long(*)) before the loop and an array (Double(*)) after an iteration" in str(e)
+    assert "hint: convert it before the loop: x = x.astype(np.float64)" in str(e)
+    fixed = load_module(tmp_path, source.replace("    for _", "    x = x.astype(np.float64)\n    for _"))
+    f = scriptc.script(fixed.f)
+    assert np.array_equal(f(np.arange(4), 3), fixed.f(np.arange(4), 3))
+
+
+def test_uint64_results_hint_the_conversion(tmp_path):
+    e = compile_error(tmp_path, "def f(x: np.ndarray) -> np.ndarray:\n    return np.cumsum(x)\n",
+                      np.arange(3, dtype=np.uint8))
+    assert "unsupported result dtype uint64 (scriptc has no uint64: convert first, e.g. x.astype(np.int64))" in str(e)

@@ -15,7 +15,7 @@ import ast
 import numpy as np
 
 from ..ir.core import Block, Graph, Node, Value
-from ..ir.registry import Effect, OpTypeError, lookup
+from ..ir.registry import Effect, NeedsSpecialization, OpTypeError, lookup
 from ..ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type, join
 from .builtin_calls import BuiltinCallsMixin
 from .calls import CallsMixin
@@ -456,9 +456,15 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin):
                 continue
             t_end = binding_type(end.vars[n])
             t = t_end if n not in types else join(types[n], t_end)
+            if t is None and _partly_known_arrays(types[n], t_end):
+                raise NeedsSpecialization(n)   # the generic graph cannot tell; the call's signature decides
             if t is None:
-                raise self.fn.error(f"'{n}' is {describe(types[n])} before the loop and {describe(t_end)} "
-                                    f"after an iteration", loop, "give a variable one type throughout the loop")
+                before = types[n]
+                hint = "give a variable one type throughout the loop"
+                if isinstance(before, TensorType) and isinstance(t_end, TensorType) and t_end.dtype:
+                    hint = f"convert it before the loop: {n} = {n}.astype(np.{t_end.dtype})"
+                raise self.fn.error(f"'{n}' is {describe(before)} before the loop and {describe(t_end)} "
+                                    f"after an iteration", loop, hint)
             if types.get(n) != t:
                 types[n], changed = t, True
         return changed
@@ -667,3 +673,8 @@ def describe(t: Type) -> str:
     if isinstance(t, ListType):
         return f"a list ({t})"
     return {INT: "an int", FLOAT: "a float", BOOL: "a bool", NONE: "None"}.get(t, str(t))
+
+
+def _partly_known_arrays(a, b) -> bool:
+    """Two array types at least one of which lacks its dtype or rank (the generic, unspecialized graph)."""
+    return isinstance(a, TensorType) and isinstance(b, TensorType) and not (a.known and b.known)

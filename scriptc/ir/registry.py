@@ -192,7 +192,8 @@ def by_sample(impl: Callable) -> Callable:
         except (TypeError, ValueError, IndexError, np.exceptions.AxisError) as e:
             raise OpTypeError(_numpy_message(e)) from None
         if isinstance(out, np.ndarray) and out.dtype.name not in _DTYPES_OK:
-            raise OpTypeError(f"unsupported result dtype {out.dtype}")
+            hint = " (scriptc has no uint64: convert first, e.g. x.astype(np.int64))" if out.dtype == np.uint64 else ""
+            raise OpTypeError(f"unsupported result dtype {out.dtype}{hint}")
         return type_of(out)
     return infer
 

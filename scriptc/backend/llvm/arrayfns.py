@@ -51,10 +51,9 @@ class ArrayFns:
         return [[self.predicate_op(node.kind.split("::")[1], x, "f" if k == "f" else "i")]]
 
     def round_dtype(self, x, dtype: str):
-        """A double rounded to ``dtype``'s precision (float32/float16 arithmetic done in double)."""
-        if dtype == "float16":        # NumPy's half loops compute in float32 and round to half
-            return self.round_float(self.round_float(x, "float32"), "float16")
-        return self.round_float(x, dtype)
+        """A double result of ``dtype``'s float loop as NumPy's loop leaves it (the element-wise rule: rounded
+        in the loop's precision, then to ``dtype``)."""
+        return self.round_through(*self.in_loop_precision("f", x, dtype), dtype)[1]
 
     # -- np.round ------------------------------------------------------------------------------------------
     @handles_array("aten::round")
