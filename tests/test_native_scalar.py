@@ -595,7 +595,7 @@ def test_error_table_records_operator_and_source():
     with pytest.raises(ZeroDivisionError):
         native(fdiv_ii, (1, 1))(1, 0)
     line = fdiv_ii.py_func.__code__.co_firstlineno + 2    # decorator, def, then 'return a // b'
-    entries = [ERROR_TABLE[c] for c in range(1, len(ERROR_TABLE) + 1)]
+    entries = ERROR_TABLE.entries()
     assert any(e.exc_type is ZeroDivisionError and e.op == "aten::floordiv" and e.source is not None
                and e.source.line == line and e.source.filename.endswith("test_native_scalar.py") for e in entries)
 

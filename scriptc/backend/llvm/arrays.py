@@ -17,7 +17,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, TensorType, element_type
-from .common import F64, I1, I8, I8P, I32, I64, handles_array, i32, i64, leaves, reg_type
+from .common import F64, I1, I8, I8P, I32, I64, handles_array, i32, i64, leaves, process_global, reg_type
 
 HEADER = 64
 HUGE_PAGE_MIN = 1 << 22      # NumPy's threshold for madvise(MADV_HUGEPAGE)
@@ -122,7 +122,7 @@ class ArrayOps:
             length = b.sub(size, b.sub(start, b.ptrtoint(p, I64)))
             b.call(self._libc("madvise", I32, [I8P, I64, I32]), [b.inttoptr(start, I8P), length, i32(MADV_HUGEPAGE)])
         b.store(i64(1), b.bitcast(p, I64.as_pointer()))
-        counter = b.inttoptr(i64(ALLOCATIONS_ADDRESS), I64.as_pointer())
+        counter = process_global(self.mod.module, "scriptc.allocations", ALLOCATIONS_ADDRESS, I64)
         b.store(b.add(b.load(counter), i64(1)), counter)
         b.ret(p)
         b.position_at_end(fail)
@@ -151,7 +151,7 @@ class ArrayOps:
             b.store(n, rc)
             with b.if_then(b.icmp_signed("==", n, i64(0))):
                 b.call(self._libc("free", ir.VoidType(), [I8P]), [fn.args[0]])
-                counter = b.inttoptr(i64(FREES_ADDRESS), I64.as_pointer())
+                counter = process_global(self.mod.module, "scriptc.frees", FREES_ADDRESS, I64)
                 b.store(b.add(b.load(counter), i64(1)), counter)
         b.ret_void()
         return fn

@@ -143,3 +143,30 @@ MATH1 = {"exp": True, "expm1": True, "sinh": True, "cosh": True, "log": False, "
 UNSUPPORTED_DETAIL: dict[str, str] = {}
 
 
+
+
+# -- this process's objects, by name -----------------------------------------------------------------------
+
+def process_global(module: ir.Module, name: str, address: int, ty: ir.Type = I8) -> ir.GlobalVariable:
+    """An external global named ``name`` standing for the object at ``address`` in this process (a counter, a
+    kept str, a buffer): the JIT resolves the name (``llvm.add_symbol``), so machine code refers to process
+    objects by name, never by address, and stays valid when the on-disk cache loads it into another process
+    (where lowering the graph again binds the names to that process's objects)."""
+    import llvmlite.binding as llvm
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    llvm.add_symbol(name, address)
+    g = ir.GlobalVariable(module, ty, name)
+    g.linkage = "external"
+    return g
+
+
+def process_function(module: ir.Module, name: str, address: int, fnty: ir.FunctionType) -> ir.Function:
+    """An external function named ``name`` bound to machine code at ``address`` (see ``process_global``)."""
+    import llvmlite.binding as llvm
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    llvm.add_symbol(name, address)
+    return ir.Function(module, fnty, name)

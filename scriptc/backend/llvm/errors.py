@@ -17,6 +17,7 @@ thread exits, so two threads raising at once (``nogil=True``) never see each oth
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import linecache
 import sys
 import threading
@@ -56,6 +57,8 @@ def _payload_key() -> int:
 
 
 PAYLOAD_KEY = _payload_key()
+_PAYLOAD_KEY_CELL = PTHREAD_KEY_T(PAYLOAD_KEY)    # native code loads the key from here (by name, not value)
+PAYLOAD_KEY_ADDRESS = ctypes.addressof(_PAYLOAD_KEY_CELL)
 _getspecific = _LIBC.pthread_getspecific
 _getspecific.restype, _getspecific.argtypes = ctypes.c_void_p, [PTHREAD_KEY_T]
 for _name, _symbol in PAYLOAD_SYMBOLS.items():
@@ -92,13 +95,17 @@ class RuntimeErrorEntry:
 
 
 class ErrorTable:
-    """Process-wide table of error codes (code = index + 1; 0 means success). Entries are deduplicated, so
-    recompiling a graph reuses its codes."""
+    """Process-wide table of error codes (0 means success). A code is derived from its entry's content (a
+    hash of the exception type, message, operator and source position), so the same entry gets the same code
+    in every process: machine code from the on-disk cache raises the right exceptions once its graph has been
+    lowered again in the new process (which registers the entries). Two entries whose hashes collide get the
+    next free code instead; ``deterministic`` turns false then, and the cache stops trusting codes."""
 
     def __init__(self):
-        self._entries: list[RuntimeErrorEntry] = []
+        self._entries: dict[int, RuntimeErrorEntry] = {}
         self._codes: dict[RuntimeErrorEntry, int] = {}
         self._lock = threading.Lock()
+        self.deterministic = True
 
     def code(self, exc_type: type, args: tuple, node: Node | None, payload: int = 0) -> int:
         entry = RuntimeErrorEntry(exc_type, tuple(args), node.kind if node is not None else "",
@@ -106,17 +113,32 @@ class ErrorTable:
         with self._lock:
             code = self._codes.get(entry)
             if code is None:
-                self._entries.append(entry)
-                code = self._codes[entry] = len(self._entries)
+                code = _content_code(entry)
+                while code in self._entries:
+                    self.deterministic = False
+                    code = code % 0x7FFFFFFF + 1
+                self._entries[code] = entry
+                self._codes[entry] = code
             return code
 
     def __getitem__(self, code: int) -> RuntimeErrorEntry:
-        if not 1 <= code <= len(self._entries):
+        entry = self._entries.get(code)
+        if entry is None:
             return RuntimeErrorEntry(SystemError, (f"native code returned unknown status {code}",), "", None)
-        return self._entries[code - 1]
+        return entry
+
+    def entries(self) -> list[RuntimeErrorEntry]:
+        return list(self._entries.values())
 
     def __len__(self):
         return len(self._entries)
+
+
+def _content_code(entry: RuntimeErrorEntry) -> int:
+    s = entry.source
+    where = (s.filename, s.line, s.col, s.end_line, s.end_col) if s is not None else None
+    text = repr((entry.exc_type.__module__, entry.exc_type.__qualname__, entry.args, entry.op, where, entry.payload))
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little") % 0x7FFFFFFF + 1
 
 
 ERROR_TABLE = ErrorTable()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import hashlib
 import sys
 import threading
 
@@ -37,7 +38,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
-from .common import I8, I8P, I32, I64, PTR, handles, i32, i64, leaves, mem_type
+from .common import I8, I8P, I32, I64, PTR, handles, i32, i64, leaves, mem_type, process_global
 
 # -- symbols bound in the JIT ------------------------------------------------------------------------------
 
@@ -162,19 +163,30 @@ class Plan:
         self.Record.from_address(address).out = id(s)
 
 
-_PLANS: list[Plan] = []
+_PLANS: dict[int, Plan] = {}
 _PLAN_IDS: dict[tuple, int] = {}
 
 
 def plan_id(kind: str, types, **kw) -> int:
-    """The id of the plan (registered once per distinct kind, types and separators or format)."""
+    """The id of the plan (registered once per distinct kind, types and separators or format). Ids are derived
+    from the plan's description, so the same plan has the same id in every process (cached machine code
+    carries them as constants); a collision takes the next free id and makes ids untrusted (``plans_stable``)."""
+    global plans_stable
     key = (kind, tuple(types), tuple(sorted(kw.items())))
     with _LOCK:
         pid = _PLAN_IDS.get(key)
         if pid is None:
-            _PLANS.append(Plan(kind, tuple(types), **kw))
-            pid = _PLAN_IDS[key] = len(_PLANS) - 1
+            text = repr((kind, [str(t) for t in types], key[2]))
+            pid = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 2
+            while pid in _PLANS:
+                plans_stable = False
+                pid += 1
+            _PLANS[pid] = Plan(kind, tuple(types), **kw)
+            _PLAN_IDS[key] = pid
         return pid
+
+
+plans_stable = True
 
 
 # -- exceptions raised in callbacks ------------------------------------------------------------------------
@@ -257,7 +269,8 @@ class StringOps:
     def str_constant(self, value: str) -> list:
         """The leaves of a str constant: its object's address. The value owns a reference, like every value
         a node produces (ownership.py), so the constant takes one each time it is evaluated."""
-        vals = [ir.Constant(I64, keep_str(value)).inttoptr(I8P)]
+        name = "scriptc.str." + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+        vals = [process_global(self.mod.module, name, keep_str(value), I8)]
         self.str_retain(vals)
         return vals
 

@@ -22,7 +22,7 @@ import threading
 from llvmlite import ir
 
 from .arrays import ELEM, kind_of
-from .common import F64, I1, I8P, I64, i64
+from .common import F64, I1, I8P, I64, i64, process_function
 
 PW_BLOCKSIZE = 128
 UNROLL = 8
@@ -323,7 +323,8 @@ class Summation:
         """A callee for the function ``build(lowering, fn)`` emits, compiled (strict FP, O3) once per process
         and key: the code every reduction site shares is not optimized again for each compiled function."""
         address = compiled_once(key, fnty, build)
-        return self.b.inttoptr(i64(address), fnty.as_pointer())
+        name = "scriptc.shared." + "_".join(str(k) for k in key).replace(" ", "")
+        return process_function(self.mod.module, name, address, fnty)
 
 
 _COMPILED: dict = {}

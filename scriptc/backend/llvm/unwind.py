@@ -30,8 +30,9 @@ from llvmlite import ir
 
 from ...ir.core import Value
 from ...ir.types import ListType, TensorType
-from .common import I8P, I32, I64, i32, i64, ref_parts
-from .errors import ERROR_TABLE, FALLBACK_PAYLOAD_ADDRESS, PAYLOAD_KEY, PAYLOAD_SLOTS, PAYLOAD_SYMBOLS, PTHREAD_KEY_T
+from .common import I8P, I32, I64, i32, i64, process_global, ref_parts
+from .errors import (ERROR_TABLE, FALLBACK_PAYLOAD_ADDRESS, PAYLOAD_KEY_ADDRESS, PAYLOAD_SLOTS, PAYLOAD_SYMBOLS,
+                     PTHREAD_KEY_T)
 
 NULL = ir.Constant(I8P, None)
 
@@ -188,13 +189,13 @@ def build_payload_function(mod) -> ir.Function:
     fn.attributes.add("noinline")
     fn.attributes.add("cold")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    key = ir.Constant(key_t, PAYLOAD_KEY)
+    key = b.load(process_global(module, "scriptc.payload_key", PAYLOAD_KEY_ADDRESS, key_t))
     found = b.call(get, [key])
     have = b.icmp_unsigned("!=", found, NULL)
     with b.if_then(have):
         b.ret(b.bitcast(found, I64.as_pointer()))
     fresh = b.call(calloc, [i64(PAYLOAD_SLOTS), i64(8)])
-    fallback = ir.Constant(I64, FALLBACK_PAYLOAD_ADDRESS).inttoptr(I64.as_pointer())
+    fallback = process_global(module, "scriptc.payload_fallback", FALLBACK_PAYLOAD_ADDRESS, I64)
     with b.if_then(b.icmp_unsigned("==", fresh, NULL), likely=False):
         b.ret(fallback)
     with b.if_then(b.icmp_unsigned("!=", b.call(put, [key, fresh]), ir.Constant(I32, 0)), likely=False):
