@@ -1,6 +1,7 @@
 """The ``scriptc`` command (also ``python -m scriptc``).
 
     scriptc dump path/to/file.py:func [--types float64[2,3] int ...] [--emit=ir|llvm|asm]
+    scriptc cache [--list | --clear] [DIR ...]
 
 prints the function's IR: the generic graph, or with ``--types`` the graph specialized to those argument types
 (``int``, ``float``, ``bool``, or a dtype with dimensions such as ``float64[2,3]``, ``float32[*,*]``, ``int64[]``).
@@ -104,6 +105,26 @@ def dump_passes(fn, args) -> int:
     return 0
 
 
+def cmd_cache(args) -> int:
+    """List or clear on-disk cache entries under the given directories (default: ``SCRIPTC_CACHE_DIR`` if set,
+    else every ``__pycache__`` below the current directory)."""
+    import os
+    from .backend.llvm.disk_cache import entries
+    dirs = args.dirs or ([os.environ["SCRIPTC_CACHE_DIR"]] if os.environ.get("SCRIPTC_CACHE_DIR") else ["."])
+    found = entries(dirs)
+    if args.clear:
+        for path, _ in found:
+            path.unlink(missing_ok=True)
+        print(f"removed {len(found)} entr{'y' if len(found) == 1 else 'ies'}")
+        return 0
+    for path, header in found:
+        what = f"{header['function']}  {header['size']} bytes" if header else "invalid (will be rewritten)"
+        print(f"{path}  {what}")
+    print(f"{len(found)} entr{'y' if len(found) == 1 else 'ies'}, "
+          f"{sum(p.stat().st_size for p, _ in found)} bytes")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="scriptc", description="scriptc: compile typed numerical Python")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -118,9 +139,15 @@ def main(argv=None) -> int:
     dump.add_argument("--print-after", action="append", metavar="PASS", help="print the IR after this pass")
     dump.add_argument("--print-after-all", action="store_true", help="print the IR after every pass")
     dump.add_argument("--time-passes", action="store_true", help="report the time each pass took")
+    cache = sub.add_parser("cache", help="list or clear the on-disk cache of @script(cache=True) functions")
+    cache.add_argument("dirs", nargs="*", metavar="DIR",
+                       help="where to look (default: SCRIPTC_CACHE_DIR, else __pycache__ directories below .)")
+    action = cache.add_mutually_exclusive_group()
+    action.add_argument("--list", action="store_true", help="list the entries (the default)")
+    action.add_argument("--clear", action="store_true", help="remove the entries")
     args = parser.parse_args(argv)
     try:
-        return {"dump": cmd_dump}[args.command](args)
+        return {"dump": cmd_dump, "cache": cmd_cache}[args.command](args)
     except CompileError as e:
         print(e, file=sys.stderr)
         return 1

@@ -61,10 +61,12 @@ def user_facing(fn):
 
 
 class ScriptFunction:
-    def __init__(self, fn, *, fastmath: bool = False, nogil: bool = False, signatures=()):
+    def __init__(self, fn, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False):
         functools.update_wrapper(self, fn)
         self.py_func = fn
         self.fastmath, self.nogil = fastmath, nogil
+        self.cache = cache     # False, True (the default directory) or a directory
+        self._disk_cache = None
         self._native: dict[tuple, object] = {}
         # Each scripted function gets its own class so that calling it can go straight to a JIT-generated
         # CPython entry point (``__call__`` on the class): one per compiled signature, each falling back to
@@ -330,9 +332,18 @@ class ScriptFunction:
         if native is None:
             from .backend.llvm import compile_graph
             native = self._native[types] = compile_graph(self.graph_for_types(types), fastmath=self.fastmath,
-                                                         nogil=self.nogil)
+                                                         nogil=self.nogil, cache=self._cache_directory())
             self._install_entry(native)
         return native
+
+    def _cache_directory(self):
+        if not self.cache:
+            return None
+        if self._disk_cache is None:
+            from .backend.llvm.disk_cache import DiskCache, default_directory
+            where = default_directory(self.source.filename) if self.cache is True else self.cache
+            self._disk_cache = DiskCache(where)
+        return self._disk_cache
 
     def _install_entry(self, native) -> None:
         from .backend.llvm.entry import EntryUnsupported, make_entry
@@ -549,23 +560,25 @@ def _list_element_kind(fname, pname, arg: list) -> Type:
 
 
 @user_facing
-def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=()):
+def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False):
     """Compile a function: ``@scriptc.script``, ``scriptc.script(fn)``, or with options
     ``@scriptc.script(fastmath=True)`` (let LLVM reassociate and contract float arithmetic),
-    ``@scriptc.script(nogil=True)`` (release the GIL while native code runs) and
-    ``@scriptc.script(signatures=["float64[*], int"])`` (compile these signatures now, at decoration).
+    ``@scriptc.script(nogil=True)`` (release the GIL while native code runs),
+    ``@scriptc.script(signatures=["float64[*], int"])`` (compile these signatures now, at decoration) and
+    ``@scriptc.script(cache=True)`` (keep machine code on disk, in ``__pycache__`` beside the source or in
+    ``SCRIPTC_CACHE_DIR``; a directory may be given instead of True).
     Annotated parameters are checked at each call; unannotated ones specialise on the kinds passed."""
     if isinstance(fn, (str, list, tuple)):
         raise TypeError(_signature_first_message(fn))
     if isinstance(signatures, str):
         signatures = [signatures]
     if fn is None:
-        return functools.partial(script, fastmath=fastmath, nogil=nogil, signatures=signatures)
+        return functools.partial(script, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache)
     if isinstance(fn, ScriptFunction):
         for signature in signatures:
             fn.compile_signature(signature)
         return fn
-    return ScriptFunction(fn, fastmath=fastmath, nogil=nogil, signatures=signatures)
+    return ScriptFunction(fn, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache)
 
 
 def _signature_first_message(sig) -> str:

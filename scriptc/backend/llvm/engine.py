@@ -100,13 +100,20 @@ class Engine:
             return mod
 
     def add_module(self, mod: llvm.ModuleRef, symbols: list[str]) -> dict[str, int]:
-        """JIT-compile an optimized module; the addresses of the named functions.
+        """JIT-compile an optimized module; the addresses of the named functions."""
+        return self.add_object(self.emit_object(mod), symbols, mod)
 
-        The module is compiled to an object file first and every symbol it leaves undefined (its
-        declarations, and the runtime calls code generation adds, such as compiler-rt's) must resolve, or
-        this raises LinkError: MCJIT would abort the process on a missing symbol while finalizing."""
+    def emit_object(self, mod: llvm.ModuleRef) -> bytes:
         with self._lock:
-            obj = self.target_machine.emit_object(mod)
+            return self.target_machine.emit_object(mod)
+
+    def add_object(self, obj: bytes, symbols: list[str], mod: llvm.ModuleRef | None = None) -> dict[str, int]:
+        """Link an object file into the JIT; the addresses of the named functions.
+
+        Every symbol the object leaves undefined (its declarations, and the runtime calls code generation adds,
+        such as compiler-rt's) must resolve, or this raises LinkError: MCJIT would abort the process on a
+        missing symbol while finalizing."""
+        with self._lock:
             missing = [name for name in undefined_symbols(obj, mod) if not self._resolves(name)]
             if missing:
                 raise LinkError(f"native code needs symbols the JIT cannot resolve: {', '.join(missing)}")
@@ -131,10 +138,12 @@ class LinkError(RuntimeError):
 LINKER_SYMBOLS = {"_GLOBAL_OFFSET_TABLE_"}   # provided by the JIT's own linker
 
 
-def undefined_symbols(obj: bytes, mod: llvm.ModuleRef) -> list[str]:
+def undefined_symbols(obj: bytes, mod: llvm.ModuleRef | None) -> list[str]:
     """The symbols an ELF64 little-endian object file leaves undefined; for other formats, the module's
     function declarations (code generation's own runtime calls are then not seen)."""
     if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
+        if mod is None:
+            raise LinkError("cannot check the symbols of a non-ELF object file")
         return [f.name for f in mod.functions if f.is_declaration and not f.name.startswith("llvm.")]
     shoff, = struct.unpack_from("<Q", obj, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import re
+import struct
 import threading
 
 import numpy as np
@@ -12,7 +13,8 @@ from ...ir.core import Graph
 from ..argument_writes import written_inputs
 from ...ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, Type
 from .constants import constant_containing
-from .engine import LIBC, engine, make_caller
+from . import disk_cache, strings
+from .engine import LIBC, LinkError, engine, make_caller
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph, leaves
 from .strings import take_str
@@ -156,12 +158,13 @@ def _rebuild(t: Type, vals, args=()):
 
 class NativeFunction:
     """A graph compiled to machine code. ``f(*args)`` returns what the interpreter returns (or raises what it
-    raises). ``llvm_ir`` is the optimized LLVM IR, ``asm`` the host assembly."""
+    raises). ``llvm_ir`` is the optimized LLVM IR, ``asm`` the host assembly (for code loaded from the on-disk
+    cache, made again on first use)."""
 
-    def __init__(self, graph: Graph, ir_text: str, entry: str, address: int, unoptimized_ir: str):
+    def __init__(self, graph: Graph, ir_text: str | None, entry: str, address: int, unoptimized_ir: str | None,
+                 remake_ir=None):
         self.graph = graph
-        self.llvm_ir = ir_text
-        self.unoptimized_ir = unoptimized_ir
+        self._llvm_ir, self._unoptimized_ir, self._remake_ir = ir_text, unoptimized_ir, remake_ir
         self.entry = entry
         self.address = address
         self.arg_types = [v.type for v in graph.inputs]
@@ -174,6 +177,18 @@ class NativeFunction:
         self._asm: str | None = None
         self._reader = None
         self._has_lists = any(isinstance(t, ListType) for t in self.arg_types)
+
+    @property
+    def llvm_ir(self) -> str:
+        if self._llvm_ir is None:
+            self._unoptimized_ir, self._llvm_ir = self._remake_ir()
+        return self._llvm_ir
+
+    @property
+    def unoptimized_ir(self) -> str:
+        if self._unoptimized_ir is None:
+            self._unoptimized_ir, self._llvm_ir = self._remake_ir()
+        return self._unoptimized_ir
 
     @property
     def asm(self) -> str:
@@ -207,19 +222,72 @@ class NativeFunction:
 FAST_MATH = re.compile(r"\b(fadd|fsub|fmul|fdiv|frem|fneg|fcmp)\b(?! fast)")
 
 
-def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False) -> NativeFunction:
+def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cache=None) -> NativeFunction:
     """Compile a graph (scalars, arrays, tuples of them; calls to other such graphs) to native code. Raises
-    LoweringError, naming the operator and its source position, for anything it cannot lower."""
+    LoweringError, naming the operator and its source position, for anything it cannot lower. ``cache``: a
+    ``disk_cache.DiskCache`` to take the machine code from, or to store it in."""
     check_graph(graph)
     eng = engine()
-    with _COUNTER_LOCK:
-        n = next(_COUNTER)
-    mod = ModuleLowering(f"scriptc{n}", nogil=nogil)
-    entry = mod.entry(graph)
-    text = str(mod.module)
-    if fastmath:  # every float instruction may be reassociated, contracted (FMA), vectorized as a reduction
-        text = FAST_MATH.sub(r"\1 fast", text)
+    key = None
+    if cache is not None:
+        key = disk_cache.cache_key(str(graph), _source_files(graph), {"fastmath": fastmath, "nogil": nogil})
+        prefix = f"scriptc.c{key[:20]}"     # the same code has the same symbols in every process
+    else:
+        with _COUNTER_LOCK:
+            prefix = f"scriptc{next(_COUNTER)}"
+    mod = ModuleLowering(prefix, nogil=nogil)
+    entry = mod.entry(graph)     # also binds, in this process, what the code refers to by name
+
+    def make_text():
+        text = str(mod.module)
+        if fastmath:  # every float instruction may be reassociated, contracted (FMA), vectorized as a reduction
+            text = FAST_MATH.sub(r"\1 fast", text)
+        return text
+
+    if key is not None and _cache_trusted():
+        address = _LOADED.get(key) or _load_cached(cache, graph.name, key, entry)
+        if address:
+            _LOADED[key] = address
+            return NativeFunction(graph, None, entry, address, None,
+                                  lambda: (make_text(), str(eng.optimize(make_text()))))
+    text = make_text()
     llmod = eng.optimize(text)
     optimized = str(llmod)
-    address = eng.add_module(llmod, [entry])[entry]
+    obj = eng.emit_object(llmod)
+    address = eng.add_object(obj, [entry], llmod)[entry]
+    if key is not None:
+        disk_cache.stats["misses"] += 1
+        _LOADED[key] = address
+        if _cache_trusted() and not disk_cache.ABSOLUTE_ADDRESS.search(optimized):
+            cache.store(graph.name, key, obj, {"entry": entry})
     return NativeFunction(graph, optimized, entry, address, text)
+
+
+_LOADED: dict[str, int] = {}      # cache key -> address of code already linked into this process
+
+
+def _cache_trusted() -> bool:
+    """Error codes and print-plan ids are the ones every process derives (no hash collision happened here)."""
+    return ERROR_TABLE.deterministic and strings.plans_stable
+
+
+def _load_cached(cache, name: str, key: str, entry: str) -> int:
+    obj = cache.load(name, key)
+    if obj is None:
+        return 0
+    try:
+        address = engine().add_object(obj, [entry])[entry]
+    except (LinkError, ValueError, IndexError, struct.error):
+        disk_cache.stats["rejected"] += 1
+        return 0
+    disk_cache.stats["hits"] += 1
+    return address
+
+
+def _source_files(graph: Graph) -> list[str]:
+    files = set()
+    for g in [graph, *graph.subgraphs()]:
+        for node in g.walk():
+            if node.source is not None:
+                files.add(node.source.filename)
+    return sorted(files)

@@ -1,0 +1,225 @@
+"""The on-disk cache (``@scriptc.script(cache=True)``): hits in fresh processes, misses whenever what the
+machine code depends on changes (a callee in another file, a global constant, scriptc's version), corrupt
+entries, concurrent writers, and the ``scriptc cache`` command. Each run is a fresh Python process, as a
+user's next run of a program would be."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import scriptc
+from scriptc.backend.llvm import disk_cache
+
+ROOT = Path(__file__).resolve().parents[1]
+
+KERNELS = '''
+import numpy as np
+import scriptc
+from helpers import shift
+
+SCALE = 2.0
+
+@scriptc.script(cache=True)
+def add_loop(x: np.ndarray, n: int) -> np.ndarray:
+    for _ in range(n):
+        x = x + 1.0
+    return shift(x) * SCALE
+
+@scriptc.script(cache=True)
+def pick(x: np.ndarray, i: int) -> float:
+    print("x[i] =", x[i], "of", len(x))
+    return x[i] / 2.0
+'''
+
+HELPERS = '''
+import numpy as np
+import scriptc
+
+@scriptc.script
+def shift(x: np.ndarray) -> np.ndarray:
+    return x - 0.5
+'''
+
+RUN = '''
+import json, sys
+import numpy as np
+{before}
+import kernels
+from scriptc.backend.llvm import disk_cache
+x = np.arange(5.0)
+out = {{"add_loop": kernels.add_loop(x, 3).tolist(), "pick": kernels.pick(x, 3)}}
+try:
+    kernels.pick(x, 7)
+except IndexError as e:
+    out["error"] = str(e)
+out["stats"] = disk_cache.stats
+print(json.dumps(out))
+'''
+
+
+def run(where: Path, before: str = "", env_extra=None) -> dict:
+    env = dict(os.environ, PYTHONPATH=f"{where}{os.pathsep}{ROOT}")
+    env.pop("SCRIPTC_CACHE_DIR", None)
+    env.update(env_extra or {})
+    proc = subprocess.run([sys.executable, "-c", RUN.format(before=before)], cwd=where, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    *printed, last = proc.stdout.strip().splitlines()
+    result = json.loads(last)
+    result["printed"] = printed
+    return result
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "kernels.py").write_text(KERNELS)
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    return tmp_path
+
+
+def expected(scale=2.0, offset=0.5):
+    x = np.arange(5.0)
+    return {"add_loop": ((x + 3.0 - offset) * scale).tolist(), "pick": x[3] / 2.0,
+            "error": "index 7 is out of bounds for axis 0 with size 5"}
+
+
+def check(result, **kw):
+    for name, value in expected(**kw).items():
+        assert result[name] == value, name
+    assert result["printed"] == ["x[i] = 3.0 of 5"]
+
+
+def test_second_process_hits_and_gives_the_same_results(project):
+    first = run(project)
+    check(first)
+    assert first["stats"]["hits"] == 0 and first["stats"]["stores"] == 2
+    assert len(list((project / "__pycache__").glob("*.scc"))) == 2
+    second = run(project)
+    check(second)      # results, the printed text and the IndexError's message all come from cached code
+    assert second["stats"] == {"hits": 2, "misses": 0, "stores": 0, "rejected": 0}
+
+
+def test_editing_a_callee_in_another_file_is_a_miss(project):
+    run(project)
+    (project / "helpers.py").write_text(HELPERS.replace("x - 0.5", "x - 0.25"))
+    result = run(project)
+    check(result, offset=0.25)
+    assert result["stats"]["misses"] == 1 and result["stats"]["hits"] == 1   # pick does not call shift
+
+
+def test_changing_a_global_constant_is_a_miss(project):
+    run(project)
+    (project / "kernels.py").write_text(KERNELS.replace("SCALE = 2.0", "SCALE = 3.0"))
+    result = run(project)
+    check(result, scale=3.0)
+    assert result["stats"]["misses"] == 1
+
+
+def test_another_scriptc_version_is_a_miss(project):
+    run(project)
+    result = run(project, before="import scriptc; scriptc.__version__ = '99.0'")
+    check(result)
+    assert result["stats"]["hits"] == 0 and result["stats"]["misses"] == 2
+
+
+def test_options_are_part_of_the_key(project):
+    run(project)
+    (project / "kernels.py").write_text(KERNELS.replace("@scriptc.script(cache=True)\ndef add_loop",
+                                                        "@scriptc.script(cache=True, nogil=True)\ndef add_loop"))
+    result = run(project)
+    check(result)
+    assert result["stats"]["misses"] == 1 and result["stats"]["hits"] == 1
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage"])
+def test_a_damaged_entry_is_ignored_and_rewritten(project, damage):
+    run(project)
+    for entry in (project / "__pycache__").glob("*.scc"):
+        data = entry.read_bytes()
+        if damage == "truncate":
+            data = data[:len(data) // 2]
+        elif damage == "flip":
+            data = data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:]
+        else:
+            data = b"not a cache entry"
+        entry.write_bytes(data)
+    result = run(project)
+    check(result)
+    assert result["stats"]["hits"] == 0 and result["stats"]["stores"] == 2
+    assert all(disk_cache.read_header(e.read_bytes()) for e in (project / "__pycache__").glob("*.scc"))
+    assert run(project)["stats"]["hits"] == 2
+
+
+def test_concurrent_processes_never_read_a_torn_entry(project):
+    env = dict(os.environ, PYTHONPATH=f"{project}{os.pathsep}{ROOT}")
+    procs = [subprocess.Popen([sys.executable, "-c", RUN.format(before="")], cwd=project, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert json.loads(out.strip().splitlines()[-1])["add_loop"] == expected()["add_loop"]
+    assert not list((project / "__pycache__").glob(".tmp-*"))
+    assert run(project)["stats"]["hits"] == 2
+
+
+def test_cache_dir_from_the_environment(project, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("scriptc-cache")
+    check(run(project, env_extra={"SCRIPTC_CACHE_DIR": str(elsewhere)}))
+    assert len(list(elsewhere.glob("*.scc"))) == 2
+    assert not (project / "__pycache__").exists() or not list((project / "__pycache__").glob("*.scc"))
+    assert run(project, env_extra={"SCRIPTC_CACHE_DIR": str(elsewhere)})["stats"]["hits"] == 2
+
+
+def test_in_process_results_match_uncached(tmp_path):
+    def body(x: np.ndarray, k: int) -> np.ndarray:
+        s = np.zeros_like(x)
+        for i in range(k):
+            s = s + np.sin(x * i)
+        return s
+
+    cached = scriptc.script(cache=tmp_path)(body)
+    plain = scriptc.script(body)
+    x = np.linspace(0, 1, 7)
+    np.testing.assert_array_equal(cached(x, 4), plain(x, 4))
+    assert len(list(tmp_path.glob("*.scc"))) == 1
+    assert "define" in cached.inspect_llvm(x, 4)
+
+
+TABLE = np.array([1.0, 2.0, 3.0])
+
+
+def test_code_embedding_an_array_constant_is_not_stored(tmp_path):
+    @scriptc.script(cache=tmp_path)
+    def lookup(i: int) -> float:
+        return TABLE[i]
+
+    assert lookup(2) == 3.0
+    assert not list(tmp_path.glob("*.scc"))
+
+
+def test_cli_lists_and_clears(project):
+    run(project)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("SCRIPTC_CACHE_DIR", None)
+    listed = subprocess.run([sys.executable, "-m", "scriptc", "cache", "--list"], cwd=project, env=env,
+                            capture_output=True, text=True, check=True).stdout
+    assert "add_loop" in listed and "pick" in listed and "2 entries" in listed
+    cleared = subprocess.run([sys.executable, "-m", "scriptc", "cache", "--clear"], cwd=project, env=env,
+                             capture_output=True, text=True, check=True).stdout
+    assert "removed 2 entries" in cleared
+    assert not list((project / "__pycache__").glob("*.scc"))
+
+
+def test_entry_header_is_plain_json(project):
+    run(project)
+    entry = next((project / "__pycache__").glob("add_loop-*.scc"))
+    header = disk_cache.read_header(entry.read_bytes())
+    assert header["function"] == "add_loop" and len(header["key"]) == 64
+    raw = entry.read_bytes()[len(disk_cache.MAGIC) + 8:header["_end"]]
+    assert json.loads(raw)["sha256"] == header["sha256"]
