@@ -106,6 +106,7 @@ class ErrorTable:
         self._codes: dict[RuntimeErrorEntry, int] = {}
         self._lock = threading.Lock()
         self.deterministic = True
+        self.recording: set[int] | None = None   # when a set: every code asked for is added (export)
 
     def code(self, exc_type: type, args: tuple, node: Node | None, payload: int = 0) -> int:
         entry = RuntimeErrorEntry(exc_type, tuple(args), node.kind if node is not None else "",
@@ -119,6 +120,8 @@ class ErrorTable:
                     code = code % 0x7FFFFFFF + 1
                 self._entries[code] = entry
                 self._codes[entry] = code
+            if self.recording is not None:
+                self.recording.add(code)
             return code
 
     def __getitem__(self, code: int) -> RuntimeErrorEntry:

@@ -90,9 +90,10 @@ def is_unbounded_while(max_trips) -> bool:
 class ModuleLowering:
     """One LLVM module: the compiled graph, its callees, helper functions and libm declarations."""
 
-    def __init__(self, prefix: str, nogil: bool = False):
+    def __init__(self, prefix: str, nogil: bool = False, standalone: bool = False):
         self.prefix = prefix
         self.nogil = nogil          # the code runs without the GIL: Python refcounts must take it
+        self.standalone = standalone    # for an exported library: shared helpers are built into the module
         self.module = ir.Module(name=prefix)
         self._functions: dict[int, ir.Function] = {}
         self._names: set[str] = set()

@@ -70,6 +70,11 @@ def keep_str(value: str) -> int:
     return id(obj)
 
 
+def str_symbol(value: str) -> str:
+    """The name native code knows a str constant by (the same in every process)."""
+    return "scriptc.str." + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
 def take_str(address: int) -> str:
     """The str at ``address`` whose reference native code hands over (a result's leaf): the caller now owns
     it as a Python object."""
@@ -269,8 +274,7 @@ class StringOps:
     def str_constant(self, value: str) -> list:
         """The leaves of a str constant: its object's address. The value owns a reference, like every value
         a node produces (ownership.py), so the constant takes one each time it is evaluated."""
-        name = "scriptc.str." + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
-        vals = [process_global(self.mod.module, name, keep_str(value), I8)]
+        vals = [process_global(self.mod.module, str_symbol(value), keep_str(value), I8)]
         self.str_retain(vals)
         return vals
 

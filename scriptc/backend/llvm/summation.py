@@ -322,8 +322,14 @@ class Summation:
     def call_compiled_once(self, key: tuple, fnty: ir.FunctionType, build):
         """A callee for the function ``build(lowering, fn)`` emits, compiled (strict FP, O3) once per process
         and key: the code every reduction site shares is not optimized again for each compiled function."""
-        address = compiled_once(key, fnty, build)
         name = "scriptc.shared." + "_".join(str(k) for k in key).replace(" ", "")
+        if self.mod.standalone:     # a library for another process: the function goes into this module
+            fn = self.mod.module.globals.get(name)
+            if fn is None:
+                fn = build_function(self.mod, name, fnty, build)
+                fn.linkage = "internal"
+            return fn
+        address = compiled_once(key, fnty, build)
         return process_function(self.mod.module, name, address, fnty)
 
 
@@ -342,10 +348,18 @@ def compiled_once(key: tuple, fnty: ir.FunctionType, build) -> int:
 
 def _compile(key: tuple, fnty: ir.FunctionType, build) -> int:
     from .engine import engine
-    from .lower import FunctionLowering, ModuleLowering
+    from .lower import ModuleLowering
     prefix = "scriptc_shared_" + "_".join(str(k) for k in key).replace(" ", "")
     mod = ModuleLowering(prefix)
-    fn = ir.Function(mod.module, fnty, mod.unique("fn"))
+    fn = build_function(mod, mod.unique("fn"), fnty, build)
+    eng = engine()
+    return eng.add_module(eng.optimize(str(mod.module)), [fn.name])[fn.name]
+
+
+def build_function(mod, name: str, fnty: ir.FunctionType, build) -> ir.Function:
+    """A function of ``mod`` whose body ``build(lowering, fn)`` emits."""
+    from .lower import FunctionLowering
+    fn = ir.Function(mod.module, fnty, name)
     fn.attributes.add("nounwind")
     # a lowering object for a function with no graph: the emitting helpers need a builder and an entry block
     lowering = FunctionLowering.__new__(FunctionLowering)
@@ -355,8 +369,8 @@ def _compile(key: tuple, fnty: ir.FunctionType, build) -> int:
     ir.IRBuilder(lowering.entry_block).branch(body)
     lowering.b = ir.IRBuilder(body)
     build(lowering, fn)
-    eng = engine()
-    return eng.add_module(eng.optimize(str(mod.module)), [fn.name])[fn.name]
+    return fn
+
 
 def fty_size(fty) -> int:
     return 8 if fty == F64 else 4

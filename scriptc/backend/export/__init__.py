@@ -1,0 +1,148 @@
+"""Ahead-of-time export: scripted functions and signatures -> one shared library (or object) and a C header.
+
+    export_library([(fn, [types, ...]), ...], "build/libkernels.so")
+
+The kernels are the CPU backend's code (the same lowering, strict floating point, O3) for the host CPU, compiled
+as position-independent code; ``runtime.c`` and the generated C entry points (``cabi.py``) replace what the
+Python process gives JIT-compiled code, so the library needs only the C and math libraries (and libmvec when
+vectorized math is used). The system C compiler links it. The library embeds, in its ``.scriptc_manifest``
+section, a JSON manifest: the format version, the CPU and features the code was compiled for, and per function
+its signatures and the IR graphs, which ``scriptc.load`` reads (without running anything from the file) before
+loading the library.
+
+Not exported (an ExportError says so): matrix products (they call OpenBLAS), module-level array constants,
+``round(x, n)``, str formatting, and printing arrays.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from ...ir.types import TensorType
+from ...signatures import format_signature
+from ..llvm import disk_cache, strings
+from ..llvm.engine import engine
+from ..llvm.errors import ERROR_TABLE
+from ..llvm.lower import ModuleLowering, check_graph
+from .cabi import ExportError, Exported, header, plan_supported, source
+
+FORMAT = 1
+SECTION = ".scriptc_manifest"
+UNSUPPORTED = {"scriptc.blas.": "matrix products call OpenBLAS, which exported libraries do not link yet",
+               "scriptc.py.round_ndigits": "round(x, ndigits) calls Python's round",
+               "scriptc.py.gil_": "the GIL"}
+
+
+def library_name(output: Path) -> str:
+    stem = output.name.split(".")[0]
+    name = stem[3:] if stem.startswith("lib") and len(stem) > 3 else stem
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ExportError(f"library name {name!r} (from {output.name}) must be a C identifier")
+    return name
+
+
+def export_library(functions, output, emit: str = "so", command: str = "scriptc export") -> list[Path]:
+    """Compile ``functions`` (a list of (ScriptFunction, [signature types tuple, ...])) into ``output`` (a shared
+    library, or with ``emit="obj"`` a relocatable object) and ``<name>.h`` beside it; the files written."""
+    output = Path(output)
+    lib = library_name(output)
+    mod = ModuleLowering(f"scriptc.{lib}", standalone=True)
+    exported: list[Exported] = []
+    ERROR_TABLE.recording = codes = set()
+    try:
+        for fn, signatures in functions:
+            for k, types in enumerate(signatures):
+                types = tuple(t.erase_shape() if isinstance(t, TensorType) else t for t in types)
+                graph = fn.graph_for_types(fn.specialization(types))
+                check_graph(graph)
+                c_name = f"{lib}_{fn.__name__}" + (f"_{k}" if k else "")
+                exported.append(Exported(fn.__name__, c_name, mod.entry(graph), graph, format_signature(types),
+                                         fn.param_names))
+    finally:
+        ERROR_TABLE.recording = None
+    text = str(mod.module)
+    check_standalone(text)
+    plans = {pid: strings._PLANS[pid] for pid in map(int, re.findall(r'@"scriptc\.py\.callback"\(i64 (-?\d+)', text))}
+    for plan in plans.values():
+        plan_supported(plan)
+    strs = str_constants(text)
+    eng = engine()
+    manifest = {"format": FORMAT, "library": lib, **{k: v for k, v in disk_cache.target_description().items()
+                                                     if k in ("scriptc", "triple", "cpu")},
+                "features": [f for f in eng.features.split(",") if f.startswith("+")],
+                "functions": {}}
+    for e in exported:
+        manifest["functions"].setdefault(e.fname, []).append(e.manifest())
+    obj = compile_object(text)
+    header_path = output.with_name(f"{lib}.h")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    header_path.write_text(header(lib, exported, command))
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "kernels.o").write_bytes(obj)
+        (tmp / f"{lib}.h").write_text(header_path.read_text())
+        (tmp / "exported.c").write_text(source(lib, exported, {c: ERROR_TABLE[c] for c in codes}, plans, strs,
+                                               manifest))
+        link(tmp, output, emit, needs_mvec="_ZGV" in text)
+    return [output, header_path]
+
+
+def check_standalone(text: str) -> None:
+    if disk_cache.ABSOLUTE_ADDRESS.search(text):
+        raise ExportError("the code embeds a Python object's address (a module-level array constant): pass the "
+                          "array as an argument to export it")
+    for prefix, why in UNSUPPORTED.items():
+        if f'@"{prefix}' in text:
+            raise ExportError(f"cannot export: {why}")
+
+
+def str_constants(text: str) -> dict[str, str]:
+    """The str constants the code refers to (symbol -> value)."""
+    names = set(re.findall(r'@"(scriptc\.str\.[0-9a-f]+)"', text))
+    found = {}
+    for value in list(strings._CONSTANTS):
+        name = strings.str_symbol(value)
+        if name in names:
+            found[name] = value
+    return found
+
+
+def compile_object(text: str) -> bytes:
+    """Optimize (O3) and compile for the host CPU as position-independent code."""
+    eng = engine()
+    target = llvm.Target.from_triple(eng.triple)
+    tm = target.create_target_machine(cpu=eng.cpu, features=eng.features, opt=3, reloc="pic", codemodel="default")
+    mod = llvm.parse_assembly(text)
+    mod.triple, mod.data_layout = eng.triple, str(tm.target_data)
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return tm.emit_object(mod)
+
+
+def link(tmp: Path, output: Path, emit: str, needs_mvec: bool) -> None:
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        raise ExportError("no C compiler found (cc, gcc or clang): exporting links the library with one")
+    flags = ["-O2", "-fPIC", "-std=gnu11", "-w"]
+    if emit == "obj":
+        run([cc, *flags, "-c", str(tmp / "exported.c"), "-o", str(tmp / "exported.o")])
+        ld = shutil.which("ld")
+        run([ld or cc, "-r", str(tmp / "kernels.o"), str(tmp / "exported.o"), "-o", str(output)])
+        return
+    libs = ["-lmvec"] if needs_mvec else []
+    run([cc, *flags, "-shared", "-o", str(output), str(tmp / "kernels.o"), str(tmp / "exported.c"),
+         *libs, "-lm", "-pthread", "-Wl,-Bsymbolic"])
+
+
+def run(cmd: list[str]) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ExportError(f"{' '.join(cmd)} failed:\n{proc.stderr.strip()}")
