@@ -8,6 +8,12 @@ from .errors import CompileError
 from .function import ScriptFunction, script
 
 
+def load(path):
+    """A library made by ``scriptc export``, as a module of callables (no source, no compilation)."""
+    from .backend.export.load import load as load_library
+    return load_library(path)
+
+
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads in matrix products (OpenBLAS's thread count, for the whole process). By default
     OpenBLAS uses ``OPENBLAS_NUM_THREADS`` (read when it loads) or one thread per core."""
@@ -21,5 +27,5 @@ def get_num_threads() -> int:
     return blas.get_num_threads()
 
 
-__all__ = ["CompileError", "ScriptFunction", "get_num_threads", "script", "set_num_threads"]
+__all__ = ["CompileError", "ScriptFunction", "get_num_threads", "load", "script", "set_num_threads"]
 __version__ = "0.1.0"

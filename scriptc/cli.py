@@ -2,6 +2,7 @@
 
     scriptc dump path/to/file.py:func [--types float64[2,3] int ...] [--emit=ir|llvm|asm]
     scriptc cache [--list | --clear] [DIR ...]
+    scriptc export kernels.py:saxpy --types "float64[*]" "float64[*]" float -o build/libkernels.so [--emit=obj]
 
 prints the function's IR: the generic graph, or with ``--types`` the graph specialized to those argument types
 (``int``, ``float``, ``bool``, or a dtype with dimensions such as ``float64[2,3]``, ``float32[*,*]``, ``int64[]``).
@@ -125,9 +126,81 @@ def cmd_cache(args) -> int:
     return 0
 
 
+EXPORT_USAGE = """usage: scriptc export FILE.py:FUNCTION --types TYPE... [--types TYPE...] [FILE.py:FUNCTION --types ...]
+                      -o build/libNAME.so [--emit=so|obj]"""
+
+
+def parse_export(argv: list[str]):
+    """``FILE.py:F --types T... [--types T...] ... -o OUT [--emit=so|obj]``: each --types after a function is
+    one more signature of it, in order."""
+    targets, output, emit, i = [], None, "so", 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-o", "--output") and i + 1 < len(argv):
+            output, i = argv[i + 1], i + 2
+        elif arg.startswith("--emit"):
+            emit = arg.split("=", 1)[1] if "=" in arg else (argv[i + 1] if i + 1 < len(argv) else "")
+            i += 1 if "=" in arg else 2
+        elif arg == "--types":
+            if not targets:
+                raise SystemExit(f"scriptc: --types before any FILE.py:FUNCTION\n{EXPORT_USAGE}")
+            j = i + 1
+            while j < len(argv) and not argv[j].startswith("-") and not _is_target(argv[j]):
+                j += 1
+            targets[-1][1].append(tuple(parse_arg_type(t) for t in argv[i + 1:j]))
+            i = j
+        elif _is_target(arg):
+            targets.append((arg, []))
+            i += 1
+        else:
+            raise SystemExit(f"scriptc: unexpected argument {arg!r}\n{EXPORT_USAGE}")
+    if not targets or output is None or emit not in ("so", "obj"):
+        raise SystemExit(EXPORT_USAGE)
+    for target, sigs in targets:
+        if not sigs:
+            raise SystemExit(f"scriptc: {target}: give its argument types with --types")
+    return targets, output, emit
+
+
+def _is_target(arg: str) -> bool:
+    return ".py:" in arg and not arg.startswith("-")
+
+
+def cmd_export(argv: list[str]) -> int:
+    from .backend.export import ExportError, export_library
+    try:
+        targets, output, emit = parse_export(argv)
+    except argparse.ArgumentTypeError as e:
+        raise SystemExit(f"scriptc: {e}") from None
+    functions = []
+    for target, sigs in targets:
+        fn = load_function(target)
+        for types in sigs:
+            if len(types) != len(fn.param_types):
+                raise SystemExit(f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, --types gives "
+                                 f"{len(types)}")
+        functions.append((fn, sigs))
+    try:
+        written = export_library(functions, output, emit, command="scriptc export " + " ".join(argv))
+    except ExportError as e:
+        print(f"scriptc: {e}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["export"]:     # its interleaved FILE:F --types ... arguments are parsed by hand
+        try:
+            return cmd_export(argv[1:])
+        except CompileError as e:
+            print(e, file=sys.stderr)
+            return 1
     parser = argparse.ArgumentParser(prog="scriptc", description="scriptc: compile typed numerical Python")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("export", help="compile functions into a shared library and a C header: " + EXPORT_USAGE[7:])
     dump = sub.add_parser("dump", help="print a function's IR")
     dump.add_argument("target", help="path/to/file.py:function")
     dump.add_argument("--types", nargs="+", type=parse_arg_type, metavar="TYPE",

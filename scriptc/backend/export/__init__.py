@@ -54,12 +54,14 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
     mod = ModuleLowering(f"scriptc.{lib}", standalone=True)
     exported: list[Exported] = []
     ERROR_TABLE.recording = codes = set()
+    seen: dict[str, int] = {}
     try:
         for fn, signatures in functions:
-            for k, types in enumerate(signatures):
+            for types in signatures:
                 types = tuple(t.erase_shape() if isinstance(t, TensorType) else t for t in types)
                 graph = fn.graph_for_types(fn.specialization(types))
                 check_graph(graph)
+                k = seen[fn.__name__] = seen.get(fn.__name__, -1) + 1
                 c_name = f"{lib}_{fn.__name__}" + (f"_{k}" if k else "")
                 exported.append(Exported(fn.__name__, c_name, mod.entry(graph), graph, format_signature(types),
                                          fn.param_names))

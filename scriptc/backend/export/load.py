@@ -1,0 +1,242 @@
+"""``scriptc.load(path)``: an exported library as a module of callables, without its source or a compiler.
+
+Loading reads the library's ``.scriptc_manifest`` section straight from the ELF file (plain JSON: nothing in it
+is executed or unpickled) and checks the format version, the target triple and that this CPU has every feature
+the code was compiled for; only then is the library loaded (``dlopen``). A call picks the first exported
+signature the arguments fit (the kinds ``@scriptc.script`` dispatches on: scalar kinds, array dtypes and ranks)
+and calls the C entry point through ctypes; an error code raises the exception ``<lib>_last_error()`` names,
+with its message.
+"""
+from __future__ import annotations
+
+import builtins
+import ctypes
+import json
+import struct
+import weakref
+from pathlib import Path
+
+import numpy as np
+
+from ...ir.types import BOOL, FLOAT, INT, STR, TensorType
+from ...signatures import parse_arg_type
+from . import FORMAT, SECTION
+from .cabi import DTYPE_CODES
+
+DTYPES = {code: np.dtype(name) for name, code in DTYPE_CODES.items()}
+
+
+class LoadError(ImportError):
+    """The file is not a library scriptc exported, or not one this machine can run."""
+
+
+class ScriptcArray(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_int64 * 8), ("strides", ctypes.c_int64 * 8),
+                ("ndim", ctypes.c_int32), ("dtype", ctypes.c_int32), ("owner", ctypes.c_void_p)]
+
+
+C_TYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_bool, STR: ctypes.c_char_p}
+
+
+def read_manifest(path: Path) -> dict:
+    """The manifest of an exported library, read from its ELF section headers (the library is not loaded)."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise LoadError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+            raise LoadError(f"{path} is not a 64-bit little-endian ELF shared library")
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+        sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + k * shentsize) for k in range(shnum)]
+        names_at = sections[shstrndx][4]
+        for name_at, _, _, _, offset, size, *_ in sections:
+            end = data.index(b"\0", names_at + name_at)
+            if data[names_at + name_at:end].decode() == SECTION:
+                manifest = json.loads(data[offset:offset + size].rstrip(b"\0"))
+                break
+        else:
+            raise LoadError(f"{path} was not made by scriptc export (no {SECTION} section)")
+    except (struct.error, ValueError, IndexError, UnicodeDecodeError) as e:
+        raise LoadError(f"{path}: damaged library or manifest ({e})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise LoadError(f"{path}: manifest format {manifest.get('format') if isinstance(manifest, dict) else '?'}, "
+                        f"this scriptc reads format {FORMAT}: export it again")
+    return manifest
+
+
+def check_target(path: Path, manifest: dict) -> None:
+    import llvmlite.binding as llvm
+    triple = llvm.get_process_triple()
+    if manifest.get("triple", "").split("-")[0] != triple.split("-")[0]:
+        raise LoadError(f"{path} was compiled for {manifest.get('triple')}, this machine is {triple}")
+    have = set(llvm.get_host_cpu_features().flatten().split(","))
+    missing = [f for f in manifest.get("features", []) if f not in have]
+    if missing:
+        raise LoadError(f"{path} was compiled for a {manifest.get('cpu')} CPU; this CPU "
+                        f"({llvm.get_host_cpu_name()}) lacks {', '.join(f.lstrip('+') for f in missing[:8])}: "
+                        "export it again on (or for) this machine")
+
+
+class Library:
+    """The functions of an exported library, as attributes."""
+
+    def __init__(self, path, manifest: dict, lib: ctypes.CDLL):
+        self.path, self.name, self._lib = str(path), manifest["library"], lib
+        self._last_error = getattr(lib, f"{self.name}_last_error")
+        self._last_error.restype, self._last_error.argtypes = ctypes.c_char_p, []
+        self._release = getattr(lib, f"{self.name}_release")
+        self._release.restype, self._release.argtypes = None, [ctypes.POINTER(ScriptcArray)]
+        self.functions = {name: LoadedFunction(self, name, sigs) for name, sigs in manifest["functions"].items()}
+        for name, fn in self.functions.items():
+            setattr(self, name, fn)
+
+    def __repr__(self):
+        return f"<scriptc library {self.name!r} from {self.path}: {', '.join(self.functions)}>"
+
+    def raise_error(self, status: int):
+        text = (self._last_error() or b"").decode("utf-8", "replace")
+        name, _, message = text.partition(": ")
+        exc_type = getattr(builtins, name, None)
+        if not (isinstance(exc_type, type) and issubclass(exc_type, Exception)):
+            exc_type, message = RuntimeError, f"{text} (status {status})"
+        raise exc_type(message)
+
+
+class GraphText(str):
+    """The IR a function was exported from, as text (``print(m.f.graph)``)."""
+
+    def __str__(self):
+        return str.__str__(self)
+
+
+class LoadedFunction:
+    """One exported function: its signatures, each a C entry point."""
+
+    def __init__(self, library: Library, name: str, signatures: list[dict]):
+        self.__name__ = name
+        self._library = library
+        self._signatures = [_Signature(library, s) for s in signatures]
+        self.signatures = [s["signature"] for s in signatures]
+        self.graph = GraphText(signatures[0]["graph"])
+        self.graphs = {s["signature"]: GraphText(s["graph"]) for s in signatures}
+
+    def __repr__(self):
+        return f"<exported function {self.__name__} ({'; '.join(self.signatures)})>"
+
+    def __call__(self, *args):
+        for sig in self._signatures:
+            if sig.accepts(args):
+                return sig.call(args)
+        got = ", ".join(_describe(a) for a in args)
+        raise TypeError(f"{self.__name__}() was exported for ({'), ('.join(self.signatures)}), not ({got})")
+
+
+class _Signature:
+    def __init__(self, library: Library, entry: dict):
+        self.library = library
+        self.types = [parse_arg_type(t.strip()) for t in _split(entry["signature"])]
+        self.results = [parse_arg_type(t) for t in entry["results"]]
+        self.is_tuple = entry["tuple"]
+        self.fn = getattr(library._lib, entry["c_name"])
+        self.fn.restype = ctypes.c_int
+        self.fn.argtypes = [ctypes.POINTER(ScriptcArray) if isinstance(t, TensorType) else C_TYPES[t]
+                            for t in self.types] + \
+                           [ctypes.POINTER(ScriptcArray) if isinstance(t, TensorType) else ctypes.POINTER(C_TYPES[t])
+                            for t in self.results]
+
+    def accepts(self, args) -> bool:
+        return len(args) == len(self.types) and all(_fits(t, a) for t, a in zip(self.types, args))
+
+    def call(self, args):
+        c_args = [_c_array(a) if isinstance(t, TensorType) else
+                  (a.encode() if t == STR else (bool(a) if t == BOOL else (int(a) if t == INT else float(a))))
+                  for t, a in zip(self.types, args)]
+        outs = [ScriptcArray() if isinstance(t, TensorType) else C_TYPES[t]() for t in self.results]
+        status = self.fn(*[ctypes.byref(a) if isinstance(a, ScriptcArray) else a for a in c_args],
+                         *[ctypes.byref(o) for o in outs])
+        if status:
+            self.library.raise_error(status)
+        values = [self._result(t, o, args) for t, o in zip(self.results, outs)]
+        if self.is_tuple:
+            return tuple(values)
+        return values[0] if values else None
+
+    def _result(self, t, out, args):
+        if not isinstance(t, TensorType):
+            value = out.value
+            return value.decode() if t == STR else value
+        shape = tuple(out.shape[:out.ndim])
+        strides = tuple(out.strides[:out.ndim])
+        dtype = DTYPES[out.dtype]
+        interface = {"data": (out.data or 0, False), "shape": shape, "strides": strides, "typestr": dtype.str,
+                     "version": 3}
+        holder = _Memory(interface)
+        if out.owner:
+            kept = ScriptcArray.from_buffer_copy(out)
+            weakref.finalize(holder, self.library._release, ctypes.byref(kept))
+            holder.kept = kept
+            return np.asarray(holder)
+        for a in args:
+            if isinstance(a, np.ndarray) and _contains(a, out.data or 0):
+                holder.owner = a
+                if not a.flags.writeable:
+                    interface["data"] = (out.data, True)
+                return np.asarray(holder)
+        return np.array(np.asarray(holder), copy=True)     # constant data inside the library
+
+
+class _Memory:
+    def __init__(self, interface):
+        self.__array_interface__ = interface
+
+
+def _contains(a: np.ndarray, address: int) -> bool:
+    lo, hi = np.lib.array_utils.byte_bounds(a) if hasattr(np.lib, "array_utils") else np.byte_bounds(a)
+    return lo <= address < max(hi, lo + 1)
+
+
+def _c_array(a: np.ndarray) -> ScriptcArray:
+    s = ScriptcArray()
+    s.data = a.__array_interface__["data"][0]
+    for k in range(a.ndim):
+        s.shape[k], s.strides[k] = a.shape[k], a.strides[k]
+    s.ndim, s.dtype = a.ndim, DTYPE_CODES[a.dtype.name]
+    return s
+
+
+def _fits(t, a) -> bool:
+    if isinstance(t, TensorType):
+        return isinstance(a, np.ndarray) and a.dtype.name == t.dtype and a.ndim == t.rank and \
+            a.dtype.isnative and a.flags.aligned
+    if t == BOOL:
+        return isinstance(a, (bool, np.bool_))
+    if t == INT:
+        return isinstance(a, (int, np.integer)) and -2 ** 63 <= int(a) < 2 ** 63
+    if t == FLOAT:
+        return isinstance(a, (float, int, np.floating, np.integer))
+    return t == STR and isinstance(a, str)
+
+
+def _describe(a) -> str:
+    if isinstance(a, np.ndarray):
+        return f"{a.dtype.name}[{','.join('*' * a.ndim)}]"
+    return type(a).__name__
+
+
+def _split(signature: str) -> list[str]:
+    from ...signatures import split_top_level
+    return split_top_level(signature) if signature.strip() else []
+
+
+def load(path) -> Library:
+    """Load a library made by ``scriptc export``."""
+    path = Path(path).resolve()
+    manifest = read_manifest(path)
+    check_target(path, manifest)
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise LoadError(f"cannot load {path}: {e}") from None
+    return Library(path, manifest, lib)
