@@ -78,7 +78,14 @@ def cmd_dump(args) -> int:
                          f"--types gives {len(args.types)}")
     types = tuple(t.erase_shape() if isinstance(t, TensorType) else t for t in args.types) \
         if args.emit != "ir" else tuple(args.types)
-    if args.emit == "ir":
+    if args.device == "cuda" or args.emit == "ptx":
+        if args.emit not in ("ir", "ptx"):
+            raise SystemExit("scriptc: --target=cuda prints --emit=ir (the GPU signature's graph) or --emit=ptx")
+        from .backend.nvptx import ptx_for_graph
+        graph = fn.gpu_graph_for_types(tuple(t.erase_shape() if isinstance(t, TensorType) else t
+                                             for t in args.types))
+        print(graph if args.emit == "ir" else ptx_for_graph(graph, args.arch)[0], end="")
+    elif args.emit == "ir":
         print(fn.graph_for_types(types, optimize=not args.no_opt), end="")
     else:
         native = fn.native_for_types(types)
@@ -205,8 +212,11 @@ def main(argv=None) -> int:
     dump.add_argument("target", help="path/to/file.py:function")
     dump.add_argument("--types", nargs="+", type=parse_arg_type, metavar="TYPE",
                       help="argument types: int, float, bool, float64[2,3], int32[*] ...")
-    dump.add_argument("--emit", choices=("ir", "llvm", "asm"), default="ir",
-                      help="what to print: the IR graph (default), optimized LLVM IR, or host assembly")
+    dump.add_argument("--emit", choices=("ir", "llvm", "asm", "ptx"), default="ir",
+                      help="what to print: the IR graph (default), optimized LLVM IR, host assembly, or PTX")
+    dump.add_argument("--target", dest="device", choices=("cpu", "cuda"), default="cpu",
+                      help="the target (cuda: GPU kernels)")
+    dump.add_argument("--arch", default="sm_80", help="the GPU architecture for --emit=ptx (default sm_80)")
     dump.add_argument("--no-opt", action="store_true", help="print the frontend's graph, before any pass")
     dump.add_argument("--passes", help="run these passes (comma-separated) instead of the default pipeline")
     dump.add_argument("--print-after", action="append", metavar="PASS", help="print the IR after this pass")

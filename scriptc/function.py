@@ -67,6 +67,7 @@ class ScriptFunction:
         self.fastmath, self.nogil = fastmath, nogil
         self.cache = cache     # False, True (the default directory) or a directory
         self._disk_cache = None
+        self._gpu: dict[tuple, object] = {}        # (signature, device) -> GpuProgram
         self._native: dict[tuple, object] = {}
         # Each scripted function gets its own class so that calling it can go straight to a JIT-generated
         # CPython entry point (``__call__`` on the class): one per compiled signature, each falling back to
@@ -321,8 +322,43 @@ class ScriptFunction:
 
     @user_facing
     def _dispatch(self, *args, **kwargs):
+        if any(getattr(type(a), "_scriptc_device", False) for a in (*args, *kwargs.values())):
+            return self._run_on_device(args, kwargs)
         types, values = self._bind(args, kwargs)
         return self.native_for_types(types)(*values)
+
+    def _run_on_device(self, args, kwargs):
+        """A call with device arrays (``scriptc.cuda``): host code on the CPU, element-wise groups as kernels."""
+        from .backend.nvptx.executor import GpuProgram
+        devices = {}
+
+        def stand_in(a):   # binding sees an empty host array of the device array's dtype and rank
+            if getattr(type(a), "_scriptc_device", False):
+                stand = np.empty((0,) * a.ndim, a.dtype)
+                devices[id(stand)] = a
+                return stand
+            return a
+        types, values = self._bind([stand_in(a) for a in args], {k: stand_in(v) for k, v in kwargs.items()})
+        values = [devices.get(id(v), v) for v in values]
+        device = next(iter(devices.values()))._device
+        key = (types, device.name)
+        program = self._gpu.get(key)
+        if program is None:
+            program = self._gpu[key] = GpuProgram(self.gpu_graph_for_types(types), device)
+        return program.run(values)
+
+    def gpu_graph_for_types(self, types: tuple) -> Graph:
+        """The optimized graph of a GPU signature: as for the CPU, except that a time loop over whole arrays
+        stays a host loop (its body's fusion groups are the kernels) instead of becoming one fused CPU loop."""
+        self.graph_for_types(types, optimize=False)
+        return pipeline(skip={"time-loop-fusion"}).run(self._compile(types))
+
+    @user_facing
+    def inspect_ptx(self, *args, arch: str = "sm_80", **kwargs) -> str:
+        """The PTX of these arguments' signature (host arrays describe the types: no GPU needed): one
+        ``.entry`` per element-wise fusion group."""
+        from .backend.nvptx import ptx_for_graph
+        return ptx_for_graph(self.gpu_graph_for_types(self._bind(args, kwargs)[0]), arch)[0]
 
     __call__ = _dispatch
 
@@ -451,9 +487,12 @@ def _restore(module: str, qualname: str) -> "ScriptFunction":
     return obj
 
 
-def pipeline() -> PassManager:
-    """The pass pipeline compiled functions go through; SCRIPTC_VERIFY=1 verifies after every pass (tests)."""
-    return PassManager(verify_each=os.environ.get("SCRIPTC_VERIFY") == "1")
+def pipeline(skip=()) -> PassManager:
+    """The pass pipeline compiled functions go through (less the passes in ``skip``); SCRIPTC_VERIFY=1 verifies
+    after every pass (tests)."""
+    pm = PassManager(verify_each=os.environ.get("SCRIPTC_VERIFY") == "1")
+    pm.passes = [p for p in pm.passes if p not in skip]
+    return pm
 
 
 _TOWER = (BOOL, INT, FLOAT)   # the numeric tower: a bool is an int, an int is a float

@@ -28,8 +28,8 @@ _pipeline = scriptc.function.pipeline
 class RoundTripPipeline:
     """The pass pipeline, with the optimized graph round-tripped too."""
 
-    def __init__(self):
-        self.inner = _pipeline()
+    def __init__(self, *args, **kwargs):
+        self.inner = _pipeline(*args, **kwargs)
 
     def run(self, graph):
         return verify_and_round_trip(self.inner.run(graph))

@@ -66,8 +66,7 @@ class Interpreter:
             elif kind == "prim::CallFunction":
                 outs = [self.call(node.attrs["fn"], inputs)]
             elif kind == "prim::FusionGroup":   # one result, or several (a multi-output group)
-                sub = node.attrs["subgraph"]
-                outs = self.run_block(sub.block, dict(zip(map(id, sub.inputs), inputs)))
+                outs = self.run_fusion_group(node, inputs)
             elif kind == "prim::FusedLoop":
                 outs = self.run_fused_loop(node, inputs)
             else:
@@ -78,6 +77,10 @@ class Interpreter:
             for v, x in zip(node.outputs, outs):
                 env[id(v)] = _normalize(x, v.type)
         return [env[id(v)] for v in block.returns]
+
+    def run_fusion_group(self, node, inputs) -> list:
+        sub = node.attrs["subgraph"]
+        return self.run_block(sub.block, dict(zip(map(id, sub.inputs), inputs)))
 
     def run_fused_loop(self, node, inputs) -> list:
         """``for i in range(trips): carried = subgraph(i, *carried, *invariants)``, array at a time."""

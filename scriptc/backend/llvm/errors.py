@@ -81,9 +81,10 @@ class RuntimeErrorEntry:
     source: SourceRange | None
     payload: int = 0
 
-    def make(self) -> BaseException:
+    def make(self, values: list[int] | None = None) -> BaseException:
+        """The exception; ``values``: the payload numbers (default: this thread's payload)."""
         if self.payload:
-            exc = self.exc_type(self.args[0].format(*payload(self.payload)))
+            exc = self.exc_type(self.args[0].format(*(values if values is not None else payload(self.payload))))
         else:
             exc = self.exc_type(*self.args)
         if self.source is not None:

@@ -1,0 +1,258 @@
+"""Element-wise fusion groups as GPU kernels: LLVM IR for the NVPTX target, PTX through llvmlite.
+
+A kernel is the CPU lowering's per-element code (``FusedOps.fused_element_node``: the same operators, NumPy's
+casts and roundings) inside a grid-stride loop instead of the CPU's loop nest:
+
+    void kernel(i8* out, i64 n, i64 out_shape[rank], <per array operand: i8* data, i64 strides[rank]>,
+                <per scalar operand: i64 | double | i8>)
+
+``out`` is a new C-contiguous array of the group's result shape; an operand's strides are in bytes, already
+broadcast to the result's shape by the host (0 along broadcast dimensions). The flat index is unravelled into
+the result's index once per element, in 64-bit arithmetic (32-bit when the launch knows n < 2**31 is a later
+refinement). Math calls go to NVIDIA's libdevice (``__nv_exp``, ...), linked into the module.
+
+Only what is new for the target lives here: the kernel's parameters, the special registers, the grid-stride
+loop, the kernel annotation, libdevice, and the PTX target machine.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from llvmlite import ir
+
+from ...ir.core import Graph, Node
+from ...ir.registry import REGISTRY
+from ...ir.types import BOOL, FLOAT, INT, TensorType
+from ..llvm.arrays import ELEM, kind_of
+from ..llvm.common import F64, I8, I8P, I32, I64, i64
+from ..llvm.engine import LIBM_PREFIX
+from ..llvm.errors import PAYLOAD_SLOTS
+from ..llvm.lower import FunctionLowering, ModuleLowering
+
+TRIPLE = "nvptx64-nvidia-cuda"
+DATA_LAYOUT = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+DEFAULT_ARCH = "sm_80"
+PTX_VERSION = "+ptx78"
+SCALAR_PARAM = {INT: I64, FLOAT: F64, BOOL: I8}
+_COUNTER = itertools.count()
+_COUNTER_LOCK = threading.Lock()
+
+
+class GpuUnsupported(Exception):
+    """A node this version cannot run on the GPU (says which and why)."""
+
+
+@dataclass
+class Kernel:
+    name: str
+    node: Node                      # the prim::FusionGroup
+    arrays: list = field(default_factory=list)     # positions of the group's array operands
+    scalars: list = field(default_factory=list)    # positions of its scalar operands
+
+
+def gpu_groups(graph: Graph) -> list[Node]:
+    """The element-wise fusion groups of a graph (and of its blocks), in program order."""
+    return [n for n in graph.walk() if n.kind == "prim::FusionGroup" and element_wise(n)]
+
+
+def element_wise(node: Node) -> bool:
+    sub = node.attrs["subgraph"]
+    return len(sub.outputs) == 1 and not REGISTRY[sub.outputs[0].node.kind].extra.get("reduction") and \
+        isinstance(node.output.type, TensorType) and node.output.type.rank is not None
+
+
+class KernelModule:
+    """An NVPTX module holding one kernel per element-wise fusion group of a graph."""
+
+    def __init__(self, name: str):
+        with _COUNTER_LOCK:
+            self.prefix = f"scriptc_gpu{next(_COUNTER)}_{name}"
+        self.mod = ModuleLowering(self.prefix, standalone=True)
+        self.mod.module.triple = TRIPLE
+        self.mod.module.data_layout = DATA_LAYOUT
+        self.kernels: list[Kernel] = []
+        # errors: the first thread that fails stores its code (and its numbers) here; the host reads them after
+        # the launch and raises what the CPU would (a kernel returns, it cannot unwind to the host)
+        module = self.mod.module
+        self.error = ir.GlobalVariable(module, I32, self.error_symbol)
+        self.error.initializer = ir.Constant(I32, 0)
+        slots = ir.ArrayType(I64, PAYLOAD_SLOTS)
+        self.payload = ir.GlobalVariable(module, slots, self.payload_symbol)
+        self.payload.initializer = ir.Constant(slots, None)
+        payload_fn = ir.Function(module, ir.FunctionType(I64.as_pointer(), []), self.mod.unique("payload"))
+        payload_fn.linkage = "internal"
+        pb = ir.IRBuilder(payload_fn.append_basic_block())
+        pb.ret(pb.gep(self.payload, [i64(0), i64(0)], inbounds=True))
+        self.mod._decls["payload"] = payload_fn
+
+    @property
+    def error_symbol(self) -> str:
+        return f"{self.prefix}_error"
+
+    @property
+    def payload_symbol(self) -> str:
+        return f"{self.prefix}_payload"
+
+    def add(self, node: Node) -> Kernel:
+        sub = node.attrs["subgraph"]
+        out_t = node.output.type
+        rank = out_t.rank
+        kernel = Kernel(f"{self.prefix}_fusion{len(self.kernels)}", node)
+        params = [I8P, I64] + [I64] * rank
+        for k, v in enumerate(node.inputs):
+            if isinstance(v.type, TensorType):
+                kernel.arrays.append(k)
+                params += [I8P] + [I64] * rank
+            elif v.type in SCALAR_PARAM:
+                kernel.scalars.append(k)
+                params.append(SCALAR_PARAM[v.type])
+            else:
+                raise GpuUnsupported(f"a fusion group operand of type {v.type}")
+        fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), params), kernel.name)
+        self._body(fn, kernel, sub, rank)
+        self.mod.module.add_named_metadata("nvvm.annotations", [fn, "kernel", ir.Constant(I32, 1)])
+        self.kernels.append(kernel)
+        return kernel
+
+    def _body(self, fn: ir.Function, kernel: Kernel, sub: Graph, rank: int) -> None:
+        low = FunctionLowering.__new__(FunctionLowering)
+        low.mod, low.function, low.node, low.env = self.mod, fn, kernel.node, {}
+        low.nogil = True
+        low.init_unwind()
+        low.entry_block = fn.append_basic_block("entry")
+        loop = fn.append_basic_block("loop")
+        body = fn.append_basic_block("body")
+        done = fn.append_basic_block("done")
+        b = low.b = ir.IRBuilder(low.entry_block)
+        args = list(fn.args)
+        out_data, n, out_shape = args[0], args[1], args[2:2 + rank]
+        at = 2 + rank
+        operands = {}
+        node = kernel.node
+        for k, v in enumerate(node.inputs):
+            if k in kernel.arrays:
+                operands[k] = (args[at], args[at + 1:at + 1 + rank])
+                at += 1 + rank
+            else:
+                x = args[at]
+                low.env[id(v)] = [b.trunc(x, ir.IntType(1)) if v.type == BOOL else x]
+                at += 1
+        scalars = low.fused_scalars(node, sub, None)
+        start = b.add(b.mul(special(b, "ctaid.x"), special(b, "ntid.x")), special(b, "tid.x"))
+        step = b.mul(special(b, "nctaid.x"), special(b, "ntid.x"))
+        first = b.zext(start, I64)
+        pre = b.block
+        b.branch(loop)
+        b.position_at_end(loop)
+        i = b.phi(I64)
+        i.add_incoming(first, pre)
+        b.cbranch(b.icmp_signed("<", i, n), body, done)
+        b.position_at_end(body)
+        index, rest = [], i
+        for d in reversed(range(rank)):        # unravel the flat index (C order)
+            index.append(b.srem(rest, out_shape[d]))
+            rest = b.sdiv(rest, out_shape[d])
+        index.reverse()
+        env = {}
+        for p, (k, outer) in zip(sub.inputs, enumerate(node.inputs)):
+            if k in operands:
+                data, strides = operands[k]
+                offset = i64(0)
+                for x, s in zip(index, strides):
+                    offset = b.add(offset, b.mul(x, s))
+                dtype = outer.type.dtype
+                ptr = b.bitcast(b.gep(data, [offset]), ELEM[dtype].as_pointer())
+                env[id(p)] = (kind_of(dtype), low.load_element(ptr, dtype))
+        for member in sub.nodes:
+            if member.kind != "prim::Constant":
+                low.fused_element_node(member, env, scalars)
+        kind, x = env[id(sub.outputs[0])]
+        out_dtype = node.output.type.dtype
+        size = ELEM_SIZE.get(out_dtype)
+        ptr = b.bitcast(b.gep(out_data, [b.mul(i, i64(size))]), ELEM[out_dtype].as_pointer())
+        low.store_element(ptr, x, kind, out_dtype)
+        i.add_incoming(b.add(i, b.zext(step, I64)), b.block)
+        b.branch(loop)
+        b.position_at_end(done)
+        b.ret_void()
+        if low._unwind_bb is not None:      # a raise: record it for the host, and stop this thread
+            b.position_at_end(low._unwind_bb)
+            b.store(low._status, self.error)
+            b.ret_void()
+
+    def llvm_ir(self) -> str:
+        """The kernels' LLVM IR, math calls renamed to libdevice's functions."""
+        text = str(self.mod.module)
+        return re.sub(r'@"' + re.escape(LIBM_PREFIX) + r'(\w+)"', r"@__nv_\1", text)
+
+
+ELEM_SIZE = {"float64": 8, "float32": 4, "float16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
+             "uint8": 1, "bool": 1}
+
+
+def special(b: ir.IRBuilder, register: str):
+    """A PTX special register (``tid.x``, ``ntid.x``, ``ctaid.x``, ``nctaid.x``) as an i32."""
+    name = f"llvm.nvvm.read.ptx.sreg.{register}"
+    module = b.module
+    fn = module.globals.get(name) or ir.Function(module, ir.FunctionType(I32, []), name)
+    return b.call(fn, [])
+
+
+# -- PTX -----------------------------------------------------------------------------------------------------
+
+def libdevice_path() -> Path | None:
+    """libdevice's bitcode: the nvidia-nvvm (or nvidia-cuda-nvcc) package, ``CUDA_HOME``, or the system toolkit."""
+    candidates = []
+    try:
+        import nvidia  # type: ignore  # the nvidia-* wheels share this namespace package
+        for root in getattr(nvidia, "__path__", []):
+            candidates += sorted(Path(root).glob("*/nvvm/libdevice/libdevice*.bc"))
+            candidates += sorted(Path(root).glob("nvvm/libdevice/libdevice*.bc"))
+    except ImportError:
+        pass
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home:
+            candidates += sorted(Path(home).glob("nvvm/libdevice/libdevice*.bc"))
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def compile_ptx(llvm_text: str, arch: str = DEFAULT_ARCH) -> str:
+    """PTX for ``arch`` from an NVPTX module's IR, libdevice linked in where the code calls it."""
+    import llvmlite.binding as llvm
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    mod = llvm.parse_assembly(llvm_text)
+    mod.verify()
+    if "@__nv_" in llvm_text:
+        path = libdevice_path()
+        if path is None:
+            raise GpuUnsupported("math functions on the GPU need NVIDIA's libdevice: pip install nvidia-nvvm "
+                                 "(or set CUDA_HOME to a CUDA toolkit)")
+        libdevice = llvm.parse_bitcode(path.read_bytes())
+        libdevice.triple, libdevice.data_layout = TRIPLE, DATA_LAYOUT
+        mod.link_in(libdevice)
+    kernels = {line.split("@", 1)[1].split("(", 1)[0].strip('"')
+               for line in llvm_text.splitlines() if line.startswith("define void @")}
+    for f in mod.functions:      # only the kernels stay visible: unused libdevice functions go away
+        if not f.is_declaration and f.name not in kernels:
+            f.linkage = "internal"
+    tm = llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, features=PTX_VERSION, opt=3)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return tm.emit_assembly(mod)
+
+
+def ptx_for_graph(graph: Graph, arch: str = DEFAULT_ARCH) -> tuple[str, list[Kernel]]:
+    """PTX with one ``.entry`` per element-wise fusion group of an optimized graph, and the kernels."""
+    km = KernelModule(graph.name)
+    for node in gpu_groups(graph):
+        km.add(node)
+    if not km.kernels:
+        return "", []
+    return compile_ptx(km.llvm_ir(), arch), km.kernels

@@ -1,0 +1,99 @@
+"""Running a graph whose array arguments are device arrays: host control flow on the CPU, element-wise fusion
+groups as kernels.
+
+The host side walks the optimized graph as the reference interpreter does (loops, ifs, scalar code, prints);
+each element-wise ``prim::FusionGroup`` whose operands are device arrays is launched as its kernel and gives a
+new device array. Reading a scalar from a device array (``x[i]``) is a synchronous copy; reading its shape
+copies nothing. Any other operator on a device array is refused (``GpuUnsupported``, naming the operator and
+the line): array creation, copies, slicing writes and axis reductions on the device come with the next step.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ...ir.core import Graph
+from ...ir.types import BOOL, FLOAT, INT, TensorType
+from ..interpreter import Interpreter
+from ..llvm.errors import ERROR_TABLE
+from .codegen import GpuUnsupported, KernelModule, element_wise
+
+HOST_SAFE = {"aten::size", "aten::len", "aten::dim", "prim::TupleIndex", "prim::TupleConstruct",
+             "prim::TupleUnpack", "prim::Constant"}
+SCALAR_READS = {"aten::getitem"}
+_SCALAR = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8}
+
+
+class GpuProgram:
+    """The kernels of one optimized graph, compiled for the device (or the emulator)."""
+
+    def __init__(self, graph: Graph, device):
+        self.graph = graph
+        self.device = device
+        self.km = KernelModule(graph.name)
+        self.kernels = {id(n): self.km.add(n) for n in graph.walk()
+                        if n.kind == "prim::FusionGroup" and element_wise(n)}
+        self.module = device.load(self.km) if self.kernels else None
+
+    def run(self, args):
+        return _Executor(self).run(self.graph, args)
+
+
+class _Executor(Interpreter):
+    def __init__(self, program: GpuProgram):
+        super().__init__()
+        self.program = program
+
+    def run_block(self, block, env):
+        for node in block.nodes:
+            if node.kind not in ("prim::FusionGroup", "prim::Loop", "prim::If") and node.kind not in HOST_SAFE:
+                on_device = [v for v in node.inputs if _is_device(env.get(id(v)))]
+                if on_device and not (node.kind in SCALAR_READS and not isinstance(node.output.type, TensorType)):
+                    where = f" at {node.source.short()}" if node.source is not None else ""
+                    raise GpuUnsupported(f"{node.kind}{where} on a device array does not run on the GPU yet "
+                                         "(element-wise expressions do; copy_to_host() for the rest)")
+        return super().run_block(block, env)
+
+    def run_fusion_group(self, node, inputs):
+        kernel = self.program.kernels.get(id(node))
+        if kernel is None or not any(_is_device(x) for x in inputs):
+            return super().run_fusion_group(node, [_host(x) for x in inputs])
+        return [self.launch(kernel, node, inputs)]
+
+    def launch(self, kernel, node, inputs):
+        from ...cuda import DeviceArray
+        out_t = node.output.type
+        arrays = [inputs[k] for k in kernel.arrays]
+        shape = np.broadcast_shapes(*[a.shape for a in arrays])
+        device = self.program.device
+        out = DeviceArray._wrap(device.empty(shape, out_t.dtype), device)
+        n = int(np.prod(shape, dtype=np.int64))
+        if n:
+            args = [out.pointer, n, *shape]
+            for k, x in enumerate(inputs):       # the kernel's parameters follow the group's operands
+                if k in kernel.arrays:
+                    args += [x.pointer, *_broadcast_strides(x, shape)]
+                else:
+                    args.append(_SCALAR[node.inputs[k].type](x))
+            device.launch(self.program.module, kernel.name, n, args)
+            code, payload = self.program.module.take_error()
+            if code:
+                raise ERROR_TABLE[code].make(payload)
+        return out
+
+
+def _is_device(x) -> bool:
+    from ...cuda import DeviceArray
+    return isinstance(x, DeviceArray)
+
+
+def _host(x):
+    return x.copy_to_host() if _is_device(x) else x
+
+
+def _broadcast_strides(a, shape) -> list[int]:
+    rank = len(shape)
+    strides = [0] * (rank - a.ndim) + list(a.strides)
+    dims = [1] * (rank - a.ndim) + list(a.shape)
+    return [0 if d == 1 and s != 1 else st for d, s, st in zip(dims, shape, strides)]

@@ -1,0 +1,172 @@
+"""The NVPTX path without a GPU: every kernel the corpus generates is assembled by ptxas for sm_80 and sm_90, and
+runs in the grid emulator (the same LLVM module compiled for the host) with several block sizes, matching the
+CPU backend bit for bit and NumPy; host control flow around kernels; what is refused, and how."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import scriptc
+import scriptc.cuda as cuda
+from scriptc.backend.nvptx import GpuUnsupported, libdevice_path
+
+PTXAS = shutil.which("ptxas")
+
+
+@scriptc.script
+def chain(x: np.ndarray, y: np.ndarray, a: float) -> np.ndarray:
+    return np.exp(-x * x) * np.sin(3.0 * y) + a * x
+
+
+@scriptc.script
+def polynomial(x: np.ndarray) -> np.ndarray:
+    return ((x * 0.5 - 1.25) * x + 3.0) * x - 0.125
+
+
+@scriptc.script
+def clipped(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    return np.where(x < lo, lo, np.where(x > hi, hi, x))
+
+
+@scriptc.script
+def int_mix(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
+    return (a * k + b) % 7 - (a // 3)
+
+
+@scriptc.script
+def compare(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return (x > y) & (np.abs(x - y) < 0.5)
+
+
+@scriptc.script
+def math_mix(x: np.ndarray) -> np.ndarray:
+    return np.log1p(np.abs(x)) + np.tanh(x) * np.cos(x) - np.sqrt(x * x + 1.0)
+
+
+@scriptc.script
+def relax(x: np.ndarray, steps: int) -> np.ndarray:
+    for i in range(steps):
+        x = x * 0.5 + i
+    print("first", x[0, 0])
+    return x
+
+
+@scriptc.script
+def not_elementwise(x: np.ndarray) -> np.ndarray:
+    return np.cumsum(x)
+
+
+rng = np.random.default_rng(3)
+CASES = [
+    (chain, (rng.standard_normal((37, 5)), rng.standard_normal(5), 0.5)),
+    (chain, (rng.standard_normal((4, 129)).astype(np.float32), rng.standard_normal(129).astype(np.float32), 2.0)),
+    (polynomial, (rng.standard_normal(1000),)),
+    (polynomial, (rng.standard_normal((3, 4, 5)).astype(np.float32),)),
+    (clipped, (rng.standard_normal(300), -0.5, 0.75)),
+    (int_mix, (rng.integers(-50, 50, 211), rng.integers(-50, 50, 211), 3)),
+    (int_mix, (rng.integers(-50, 50, (9, 1)).astype(np.int32), rng.integers(-50, 50, 12).astype(np.int32), -2)),
+    (compare, (rng.standard_normal(64), rng.standard_normal(64))),
+    (math_mix, (rng.standard_normal((16, 16)),)),
+]
+IDS = [f"{fn.__name__}-{'-'.join(str(a.dtype) for a in args if isinstance(a, np.ndarray))}" for fn, args in CASES]
+
+
+@pytest.fixture
+def emulator():
+    cuda.use_emulator()
+    yield
+    cuda.use_emulator(False)
+    cuda.set_block_size(128)
+
+
+@pytest.mark.skipif(PTXAS is None, reason="ptxas (CUDA toolkit, or the nvidia-cuda-nvcc package) not found")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("fn, args", CASES, ids=IDS)
+def test_ptx_assembles(tmp_path, fn, args, arch):
+    if libdevice_path() is None and fn in (chain, math_mix):
+        pytest.skip("libdevice not found")
+    ptx = fn.inspect_ptx(*args, arch=arch)
+    assert ptx.count(".entry") == 1 and f".target {arch}" in ptx
+    assert ".extern .func __nv_" not in ptx       # libdevice is linked in, not left to the driver
+    (tmp_path / "k.ptx").write_text(ptx)
+    run = subprocess.run([PTXAS, f"-arch={arch}", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("block", [1, 32, 128, 100])
+@pytest.mark.parametrize("fn, args", CASES, ids=IDS)
+def test_emulated_kernels_match_cpu_and_numpy(emulator, fn, args, block):
+    cuda.set_block_size(block)
+    device_args = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
+    result = fn(*device_args)
+    assert isinstance(result, cuda.DeviceArray)
+    got = result.copy_to_host()
+    expected = fn.py_func(*args)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    if fn in (chain, math_mix):     # the CPU's vectorized loops call libmvec (within 4 ulp), the emulator libm
+        np.testing.assert_allclose(got, fn(*args), rtol=1e-14 if got.dtype == np.float64 else 1e-6)
+    else:
+        np.testing.assert_array_equal(got, fn(*args))         # the CPU backend, bit for bit
+    if got.dtype == np.float32:       # float32 math (NumPy's own routines vs libm rounded) differs in last bits
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
+
+
+def test_host_control_flow_around_kernels(emulator, capsys):
+    x = rng.standard_normal((6, 3))
+    got = relax(cuda.to_device(x), 4).copy_to_host()
+    printed = capsys.readouterr().out
+    expected = relax.py_func(x.copy(), 4)
+    assert printed.startswith("first ") and capsys.readouterr().out == printed
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_what_does_not_run_on_the_gpu_yet_is_refused_with_the_line(emulator):
+    with pytest.raises(GpuUnsupported, match=r"aten::cumsum at test_gpu.py:\d+:\d+ on a device array"):
+        not_elementwise(cuda.to_device(np.arange(5.0)))
+
+
+def test_device_arrays(emulator):
+    a = np.arange(12.0).reshape(3, 4)
+    d = cuda.to_device(a)
+    assert (d.shape, d.dtype, d.ndim, len(d)) == ((3, 4), np.float64, 2, 3)
+    np.testing.assert_array_equal(d.copy_to_host(), a)
+    assert d[1, 2] == a[1, 2]
+    with pytest.raises(TypeError, match="copy_to_host"):
+        np.asarray(d)
+    e = cuda.device_array((2, 5), np.float32)
+    assert e.shape == (2, 5) and e.dtype == np.float32
+
+
+def test_without_the_emulator_device_arrays_need_a_driver():
+    cuda.use_emulator(False)
+    if cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(RuntimeError, match="use_emulator"):
+        cuda.to_device(np.zeros(3))
+
+
+def test_dump_prints_ptx(tmp_path):
+    import sys
+    src = tmp_path / "k.py"
+    src.write_text("import numpy as np\nimport scriptc\n@scriptc.script\ndef f(x: np.ndarray) -> np.ndarray:\n"
+                   "    return x * 2.0 + 1.0\n")
+    out = subprocess.run([sys.executable, "-m", "scriptc", "dump", f"{src}:f", "--target=cuda", "--emit=ptx",
+                          "--types", "float32[*]", "--arch", "sm_90"], capture_output=True, text=True, check=True)
+    assert ".target sm_90" in out.stdout and out.stdout.count(".entry") == 1
+
+
+def test_an_error_in_a_kernel_raises_on_the_host(emulator):
+    a = np.arange(5, dtype=np.int32)
+    with pytest.raises(OverflowError) as cpu:
+        int_mix(a, a, 2 ** 40)
+    with pytest.raises(OverflowError) as gpu:
+        int_mix(cuda.to_device(a), cuda.to_device(a), 2 ** 40)
+    assert str(gpu.value) == str(cpu.value)
+    np.testing.assert_array_equal(int_mix(cuda.to_device(a), cuda.to_device(a), 2).copy_to_host(),
+                                  int_mix(a, a, 2))          # the flag was cleared
