@@ -5,6 +5,7 @@
 """
 from . import ops as _ops  # noqa: F401  (fills the operator registry)
 from .errors import CompileError
+from . import random  # noqa: F401  (scriptc.random: functional random keys)
 from .function import ScriptFunction, script
 
 

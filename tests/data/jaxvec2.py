@@ -1,0 +1,12 @@
+import json, numpy as np, jax, jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+k = jax.random.PRNGKey(42)
+out = json.load(open("/tmp/jaxvec.json"))
+out["uniform64_range2"] = np.asarray(jax.random.uniform(k, (64,), dtype=jnp.float64, minval=-2.0, maxval=5.0)).view(np.uint64).tolist()
+k7 = jax.random.PRNGKey(7)
+out["normal64_k7"] = np.asarray(jax.random.normal(k7, (256,), dtype=jnp.float64)).tolist()
+jax.config.update("jax_enable_x64", False)
+k = jax.random.PRNGKey(42)
+out["uniform32_range2"] = np.asarray(jax.random.uniform(k, (256,), minval=-2.0, maxval=5.0)).view(np.uint32).tolist()
+out["normal32_k7"] = np.asarray(jax.random.normal(jax.random.PRNGKey(7), (256,))).astype(float).tolist()
+json.dump(out, open("/tmp/jaxvec.json", "w"))
