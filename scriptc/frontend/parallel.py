@@ -14,7 +14,8 @@ What the body may do (checked here, on the AST, before emission):
 - update a scalar defined before the loop only as a reduction: ``s += e``, ``s -= e`` (both "add"), ``s *= e``,
   ``s = max(s, e)``, ``s = min(s, e)``, with ``s`` read nowhere else in the body, one kind per variable;
 - not ``break``, ``return`` or ``print`` (CompileErrors with a hint), nor rebind a variable defined outside.
-The loop variable after the loop holds the last iteration's value, as with ``range``.
+A variable first assigned in the body is local to an iteration: it is not bound after the loop (reading it
+there is a CompileError). The loop variable after the loop holds the last iteration's value, as with ``range``.
 """
 from __future__ import annotations
 
@@ -60,6 +61,8 @@ class ParallelMixin:
         for name in names:
             if name == target:
                 continue
+            if name not in self.env.vars:
+                continue    # local to an iteration: not bound after the loop (reading it there is an error)
             kind = self.reduction_kind(node, name)
             if kind is not None:
                 carried.append(name)
@@ -114,11 +117,6 @@ class ParallelMixin:
         before = self.env.vars.get(name)
         writes = [s for s in ast.walk(ast.Module(body=loop.body, type_ignores=[]))
                   if isinstance(s, ast.stmt) and name in stores(_targets(s))]
-        if before is None:
-            raise self.fn.error(f"'{name}' is assigned in a prange loop and read after it, or before it is "
-                                "assigned in an iteration", writes[0] if writes else loop,
-                                "iterations of a prange loop run at once: assign it before reading it in each "
-                                "iteration, or write per-iteration results into an array")
         if isinstance(before.type, TensorType) and all(isinstance(s, ast.AugAssign) for s in writes):
             return None
         kinds = set()

@@ -301,6 +301,35 @@ class ParallelOps:
         return fn
 
 
+def releases_gil(graph: Graph) -> bool:
+    """Whether a graph has a parallel loop and touches no Python object (no str anywhere, callees included):
+    then it runs with the GIL released, like ``nogil=True``."""
+    graphs, seen, parallel = [graph], set(), False
+    while graphs:
+        g = graphs.pop()
+        if id(g) in seen:
+            continue
+        seen.add(id(g))
+        for v in g.inputs:
+            if _holds_str(v.type):
+                return False
+        for n in g.walk():
+            parallel = parallel or bool(n.attrs.get("parallel"))
+            if any(_holds_str(v.type) for v in list(n.inputs) + list(n.outputs)):
+                return False
+            if n.kind == "prim::CallFunction":
+                graphs.append(n.attrs["fn"])
+    return parallel
+
+
+def _holds_str(t) -> bool:
+    if t == STR:
+        return True
+    if isinstance(t, ListType):
+        return _holds_str(t.elem)
+    return isinstance(t, TupleType) and any(_holds_str(e) for e in t.elems)
+
+
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads in parallel loops and large element-wise fusion groups (process-wide)."""
     from .pool import set_threads
