@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 import scriptc
 from scriptc import prange
 from scriptc.backend.llvm.arrays import allocation_count, free_count
-from tests.modules import load_module
 from tests.test_errors import compile_error
 
 
@@ -189,7 +188,6 @@ def test_ranges_property(start, stop, step, threads):
     scriptc.set_num_threads(threads)
     a = np.arange(-20.0, 61.0) ** 2
     f = reductions
-    native, py = f(a, 0, 0), None
     out_native, out_py = np.zeros(81), np.zeros(81)
     square_into(a, out_native, start + 20, stop + 20, step)
     square_into.py_func(a, out_py, start + 20, stop + 20, step)

@@ -29,7 +29,7 @@ from llvmlite import ir
 from ...ir.clone import clone_nodes_into
 from ...ir.core import Graph, Node, Value
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TupleType
-from .common import F64, I8P, I32, I64, handles, i32, i64, leaves, out_struct, reg_type
+from .common import F64, I8P, I32, I64, i32, i64, out_struct, reg_type
 from .errors import PAYLOAD_SLOTS
 from .pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runtime
 
