@@ -7,6 +7,7 @@ from . import ops as _ops  # noqa: F401  (fills the operator registry)
 from .errors import CompileError
 from . import random  # noqa: F401  (scriptc.random: functional random keys)
 from .function import ScriptFunction, script
+from .parallel import prange
 
 
 def load(path):
@@ -16,17 +17,20 @@ def load(path):
 
 
 def set_num_threads(n: int) -> None:
-    """Use ``n`` threads in matrix products (OpenBLAS's thread count, for the whole process). By default
-    OpenBLAS uses ``OPENBLAS_NUM_THREADS`` (read when it loads) or one thread per core."""
-    from .backend.llvm import blas
-    blas.set_num_threads(n)
+    """Use ``n`` threads, for the whole process: in prange loops and large element-wise fusion groups
+    (scriptc's thread pool) and in matrix products (OpenBLAS's thread count, when OpenBLAS is available).
+    By default scriptc uses ``SCRIPTC_NUM_THREADS`` or one thread per available core."""
+    from .backend.llvm import blas, parallel
+    parallel.set_num_threads(n)
+    if blas.available():
+        blas.set_num_threads(n)
 
 
 def get_num_threads() -> int:
-    """The number of threads matrix products use."""
-    from .backend.llvm import blas
-    return blas.get_num_threads()
+    """The number of threads prange loops (and matrix products, after ``set_num_threads``) use."""
+    from .backend.llvm import parallel
+    return parallel.get_num_threads()
 
 
-__all__ = ["CompileError", "ScriptFunction", "get_num_threads", "load", "script", "set_num_threads"]
+__all__ = ["CompileError", "ScriptFunction", "get_num_threads", "load", "prange", "script", "set_num_threads"]
 __version__ = "0.1.0"

@@ -367,8 +367,12 @@ class ScriptFunction:
         native = self._native.get(types)
         if native is None:
             from .backend.llvm import compile_graph
-            native = self._native[types] = compile_graph(self.graph_for_types(types), fastmath=self.fastmath,
-                                                         nogil=self.nogil, cache=self._cache_directory())
+            from .backend.llvm.parallel import releases_gil
+            graph = self.graph_for_types(types)
+            nogil = self.nogil or releases_gil(graph)    # prange loops run with the GIL released
+            native = self._native[types] = compile_graph(graph, fastmath=self.fastmath, nogil=nogil,
+                                                         cache=self._cache_directory())
+            native.nogil = nogil
             self._install_entry(native)
         return native
 
@@ -385,7 +389,7 @@ class ScriptFunction:
         from .backend.llvm.entry import EntryUnsupported, make_entry
         fallback = self._entry or self._dispatch
         try:
-            entry = make_entry(native, fallback, nogil=self.nogil)
+            entry = make_entry(native, fallback, nogil=getattr(native, "nogil", self.nogil))
         except EntryUnsupported:
             return  # this signature is called through _dispatch (ctypes)
         self._entry = entry

@@ -12,6 +12,7 @@ import builtins
 import numpy as np
 
 from ..ir.core import Node
+from ..parallel import prange
 from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_method
 from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, STR, ListType, TensorType, TupleType
 from .arrays import ARRAY_CALLS, ARRAY_METHODS, ArrayFrontend
@@ -21,7 +22,7 @@ from .lists import LIST_CALLS
 CREATORS = {np.zeros: "aten::zeros", np.ones: "aten::ones", np.empty: "aten::empty"}
 LIKE = {np.zeros_like: "aten::zeros_like", np.ones_like: "aten::ones_like", np.empty_like: "aten::empty_like"}
 # Callables call_object handles itself (the rest map onto registry operators through OpDef.py)
-SPECIAL_CALLS = {builtins.print, builtins.range, builtins.min, builtins.max, builtins.len, np.full, np.full_like,
+SPECIAL_CALLS = {builtins.print, builtins.range, prange, builtins.min, builtins.max, builtins.len, np.full, np.full_like,
                  np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS}
 
 
@@ -95,8 +96,8 @@ class CallsMixin(ArrayFrontend):
             return listed
         if obj is builtins.print:
             return self.call_print(node)
-        if obj is builtins.range:
-            raise self.fn.error("range() can only be the iterable of a for loop", node)
+        if obj is builtins.range or obj is prange:
+            raise self.fn.error(f"{obj.__name__}() can only be the iterable of a for loop", node)
         if obj in (builtins.min, builtins.max):
             return self.call_minmax(obj, node)
         if obj in BUILTIN_CALLS:

@@ -20,6 +20,7 @@ from ..ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleT
 from .builtin_calls import BuiltinCallsMixin
 from .calls import CallsMixin
 from .lists import ListsMixin
+from .parallel import ParallelMixin
 from .scopes import carried_names, contains, load_counts, stores
 from .source import FunctionSource
 
@@ -78,7 +79,7 @@ class Env:
         return Env(self.vars, self.bound)
 
 
-class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin):
+class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin):
     def __init__(self, fn: FunctionSource, param_types: list[Type], return_type: Type | None, resolver):
         self.fn = fn
         self.resolver = resolver
@@ -355,6 +356,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin):
             self.env.vars[RET] = True  # `while True` without break is left only by return
 
     def visit_For(self, node):
+        if self.is_prange(node.iter):
+            return self.emit_prange(node)
         if node.orelse:
             raise self.fn.error("'for ... else' is not supported", node)
         trips, prefix, hint, *conds = self.for_iteration(node)
@@ -428,19 +431,22 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin):
             block.add_return(self.in_block(block, lambda: self.materialize(v, t, at)))
         return node.add_output(t, self.graph.fresh_name(name.lstrip("$") or None))
 
-    def emit_loop(self, loop: ast.For | ast.While, trips: Value, first_cond: Value, prefix, next_cond, hint):
+    def emit_loop(self, loop: ast.For | ast.While, trips: Value, first_cond: Value, prefix, next_cond, hint,
+                  names=None, attrs=None):
         """Emit ``prim::Loop``. Loop-carried types come from the body itself: the body is emitted again when
-        a carried int becomes a float in it, or when a variable first bound in the loop must be carried."""
-        names = carried_names(loop, self.function_loads, lambda n: n in self.env.vars)
-        if contains(loop.body, (ast.Return, ast.Raise)):
-            names += [RET, RETV]
+        a carried int becomes a float in it, or when a variable first bound in the loop must be carried.
+        ``names``: the carried variables when the caller decided them (prange); ``attrs``: of the loop node."""
+        if names is None:
+            names = carried_names(loop, self.function_loads, lambda n: n in self.env.vars)
+            if contains(loop.body, (ast.Return, ast.Raise)):
+                names += [RET, RETV]
         before, parent = self.env, self.block
         mark, namer = len(parent.nodes), self.graph.namer_state()
         types = {n: binding_type(before.vars[n]) for n in names if n in before.vars}
         while True:
             carried = [n for n in names if n in types]
             end_env = self.emit_loop_once(loop, trips, first_cond, prefix, next_cond, carried, types, hint,
-                                          lambda end: self.widen(loop, names, types, end))
+                                          lambda end: self.widen(loop, names, types, end), attrs)
             if end_env is None:
                 return
             for old in reversed(parent.nodes[mark:]):
@@ -469,7 +475,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin):
                 types[n], changed = t, True
         return changed
 
-    def emit_loop_once(self, loop, trips, first_cond, prefix, next_cond, carried, types, hint, widen):
+    def emit_loop_once(self, loop, trips, first_cond, prefix, next_cond, carried, types, hint, widen, attrs=None):
         """Emit the loop once with these carried types; returns the body's end environment if the types
         must widen (the caller discards this attempt), else None."""
         before = self.env
@@ -478,7 +484,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin):
         inits += [before.bound.get(n, False) if n in before.vars else self.const(False) for n in flagged]
         inits = [self.const(v) if isinstance(v, bool) else v for v in inits]
         out_types = [types[n] for n in carried] + [BOOL] * len(flagged)
-        node = Node("prim::Loop", [trips, first_cond] + inits, source=self.fn.loc(loop))
+        node = Node("prim::Loop", [trips, first_cond] + inits, attrs=dict(attrs or {}), source=self.fn.loc(loop))
         self.block.append(node)
         body = node.add_block()
         iteration = body.add_param(INT, hint)

@@ -62,6 +62,8 @@ def prune(loop: Node, unbound: set) -> bool:
         if p.uses:  # still needed by something (cannot happen: it would be live); keep the value carried
             raise AssertionError(f"dead-loop-carried: %{p.name} still used")
         remove_param(body, 1 + j)
+        if "reduce" in loop.attrs:   # a prange loop's reduction kinds, one per carried value
+            loop.attrs["reduce"] = [k for i, k in enumerate(loop.attrs["reduce"]) if i != j]
         remove_output(loop, j)
         remove_input(loop, 2 + j)
     return True

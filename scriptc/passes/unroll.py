@@ -36,6 +36,8 @@ def trip_count_of(v):
 
 def _unrollable(loop: Node) -> bool:
     body = loop.blocks[0]
+    if loop.attrs.get("parallel"):
+        return False    # a prange loop stays one loop: its iterations run at once
     return is_true_constant(body.returns[0]) and count_nodes(body) <= MAX_BODY
 
 

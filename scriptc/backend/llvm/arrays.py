@@ -94,6 +94,8 @@ class ArrayOps:
     # -- runtime ------------------------------------------------------------------------------------------
     def runtime(self, name: str) -> ir.Function:
         decls = self.mod._decls
+        if getattr(self, "atomic_refcounts", False) and name in ("alloc", "retain", "release"):
+            name += "_atomic"     # in a parallel loop's kernel (parallel.py)
         key = "scriptc.rt." + name
         if key not in decls:
             decls[key] = getattr(self, f"_build_rt_{name}")(key)

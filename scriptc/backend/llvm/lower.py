@@ -38,6 +38,7 @@ from .matmul import MatmulOps
 from .builtins_lower import BuiltinOps
 from .fused_loop import FusedLoopOps
 from .fused_multi import FusedMultiOps
+from .parallel import ParallelOps, parallel_plan
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
 from .lists import ListOps
@@ -235,7 +236,7 @@ class ModuleLowering:
 
 class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, Conversions, ArrayMath, ArrayFns, MatmulOps,
                        FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions, MaskOps,
-                       ArrayConstants):
+                       ArrayConstants, ParallelOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
@@ -523,6 +524,9 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, Conversions, 
     @handles("prim::Loop")
     def lower_loop(self, node):
         """header: i, cond, carried = phi; run the body while cond and i < max_trips."""
+        kinds = None if self.in_parallel_kernel else parallel_plan(node)
+        if kinds is not None:
+            return self.lower_parallel_loop(node, kinds)
         b = self.b
         max_trips, cond0, *carried = node.inputs
         body = node.blocks[0]
