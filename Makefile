@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow clean
+.PHONY: demo test test-slow test-gpu clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,6 +19,10 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# the GPU path: PTX assembly, the grid emulator, and (marked gpu, skipped without a device) driver-level tests
+test-gpu: $(STAMP)
+	$(BIN)/python -m pytest -q -m "gpu or not gpu" tests/test_gpu.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

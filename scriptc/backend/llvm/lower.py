@@ -38,6 +38,7 @@ from .matmul import MatmulOps
 from .builtins_lower import BuiltinOps
 from .fused_loop import FusedLoopOps
 from .fused_multi import FusedMultiOps
+from .fused_parallel import FusedParallelOps
 from .parallel import ParallelOps, parallel_plan
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
@@ -236,7 +237,7 @@ class ModuleLowering:
 
 class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, Conversions, ArrayMath, ArrayFns, MatmulOps,
                        FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions, MaskOps,
-                       ArrayConstants, ParallelOps):
+                       ArrayConstants, ParallelOps, FusedParallelOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):

@@ -1,0 +1,113 @@
+"""Large element-wise fusion groups on scriptc's thread pool (pool.py).
+
+When every operand and the result are C-contiguous with the result's shape and the group has at least
+``PARALLEL_MIN`` elements, the flat index range is cut into chunks, each a multiple of 64 elements, and the
+pool's threads run them. A chunk runs exactly the code the sequential loop runs for its elements: the SIMD loop
+(simd.py) for elements below ``n - n % lanes`` and the scalar loop for the rest, so every element is computed by
+the same instructions as on one thread and the result is bit-identical. Element-wise code raises nothing (the
+range checks of Python scalar operands run before, on the calling thread) and allocates nothing, so chunks need
+no error or reference-count handling.
+"""
+from __future__ import annotations
+
+import itertools
+
+from llvmlite import ir
+
+from ...ir.types import TensorType
+from .arrays import ELEM, Arr, kind_of
+from .common import I8P, I64, i32, i64, leaves
+from .pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runtime
+
+PARALLEL_MIN = 1 << 18     # elements; below this a region's wake-up costs more than it saves
+CHUNK_ALIGN = 64           # a multiple of every SIMD width, so chunk boundaries never split a vector
+
+
+class FusedParallelOps:
+    """Mixin of FunctionLowering."""
+
+    def parallel_flat_group(self, node, sub, out: Arr, arrays: list[Arr], shape, scalars):
+        """Emit the pool path for a reduction-free group; an i1 that is true where it ran (else the caller's
+        sequential loops run)."""
+        ensure_runtime()
+        b = self.b
+        n = self.size(shape)
+        threads = b.load(self.mod_global(THREADS_SYMBOL, I64))
+        go = b.and_(b.and_(self.all_flat(shape, arrays + [out]), b.icmp_signed(">=", n, i64(PARALLEL_MIN))),
+                    b.icmp_signed(">", threads, i64(1)))
+        lanes = self.simd_width(sub)
+        with b.if_then(go):
+            outer = [v for v in node.inputs]
+            values = [out.data] + [x for v in outer for x in self.get(v)]
+            scalar_keys = list(scalars)
+            values += [scalars[k][1] for k in scalar_keys]
+            ctx_t = ir.LiteralStructType([I64, I64] + [x.type for x in values])
+            with b.goto_entry_block():
+                ctx = b.alloca(ctx_t, name="fused.ctx")
+            chunks = self.smin(self.smin(threads, i64(MAX_THREADS)), b.sdiv(b.add(n, i64(CHUNK_ALIGN - 1)),
+                                                                             i64(CHUNK_ALIGN)))
+            for k, x in enumerate([n, chunks] + values):
+                b.store(x, b.gep(ctx, [i32(0), i32(k)], inbounds=True))
+            chunk = self.fused_chunk_function(node, sub, out.t, ctx_t, scalar_keys,
+                                              {k: kind for k, (kind, _) in scalars.items()}, lanes)
+            run = self.mod_function(RUN_SYMBOL, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64]))
+            b.call(run, [b.bitcast(chunk, I8P), b.bitcast(ctx, I8P), chunks])
+        return go
+
+    def fused_chunk_function(self, node, sub, out_t: TensorType, ctx_t, scalar_keys, scalar_kinds, lanes):
+        """``void chunk(i8* ctx, i64 c)``: the group's elements of chunk ``c``."""
+        fn = ir.Function(self.mod.module, CHUNK_FN, self.mod.unique("fused.chunk"))
+        fn.linkage = "internal"
+        low = type(self).__new__(type(self))
+        low.mod, low.function, low.node, low.env, low.graph = self.mod, fn, node, {}, getattr(self, "graph", None)
+        low.nogil = self.nogil
+        low.init_unwind()
+        low.entry_block = fn.append_basic_block("entry")
+        body = fn.append_basic_block("body")
+        ir.IRBuilder(low.entry_block).branch(body)
+        b = low.b = ir.IRBuilder(body)
+        ctx = b.bitcast(fn.args[0], ctx_t.as_pointer())
+        fields = itertools.count()
+
+        def field():
+            return b.load(b.gep(ctx, [i32(0), i32(next(fields))], inbounds=True))
+        n, chunks, out_data = field(), field(), field()
+        for v in node.inputs:
+            low.env[id(v)] = [field() for _ in leaves(v.type)]
+        scalars = {k: (scalar_kinds[k], field()) for k in scalar_keys}
+        c = fn.args[1]
+        per = b.sdiv(b.add(n, b.sub(chunks, i64(1))), chunks)
+        per = b.mul(b.sdiv(b.add(per, i64(CHUNK_ALIGN - 1)), i64(CHUNK_ALIGN)), i64(CHUNK_ALIGN))
+        lo = b.mul(c, per)
+        hi = low.smin(n, b.add(lo, per))
+        vend = low.smin(hi, b.sub(n, b.srem(n, i64(lanes)))) if lanes else lo
+        vstart = low.smin(lo, vend) if lanes else lo
+        out = Arr(out_t, [ir.Constant(I8P, None), out_data] + [i64(0)] * (2 * out_t.rank))
+        if lanes:
+            vec = ir.VectorType(ir.DoubleType(), lanes)
+            with low.for_range(b.sdiv(b.sub(vend, vstart), i64(lanes))) as k:
+                i = b.add(vstart, b.mul(k, i64(lanes)))
+                env = low.simd_values(node, sub, i, vec)
+                ptr = b.bitcast(b.gep(out_data, [b.mul(i, i64(8))]), vec.as_pointer())
+                b.store(env[id(sub.outputs[0])], ptr, align=8)
+        start = low.smax(lo, vend) if lanes else lo
+        by_value = {id(v): low.arr(v) for v in node.inputs if isinstance(v.type, TensorType)}
+        with low.for_range(hi, start) as i:
+            env = {}
+            for p, outer in zip(sub.inputs, node.inputs):
+                if isinstance(outer.type, TensorType):
+                    a = by_value[id(outer)]
+                    ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(a.itemsize))]), ELEM[a.t.dtype].as_pointer())
+                    env[id(p)] = (kind_of(a.t.dtype), low.load_element(ptr, a.t.dtype))
+            for m in sub.nodes:
+                if m.kind != "prim::Constant":
+                    low.fused_element_node(m, env, scalars)
+            kind, x = env[id(sub.outputs[0])]
+            low.store_sink(out)(kind, x, i, None)
+        b.ret_void()
+        if low._unwind_bb is not None:
+            raise AssertionError("an element-wise chunk cannot raise")
+        return fn
+
+    def smax(self, x, y):
+        return self.b.select(self.b.icmp_signed(">", x, y), x, y)
