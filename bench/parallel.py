@@ -1,6 +1,7 @@
 """prange on the CPU: one thread vs all threads (scriptc.set_num_threads), min of repeated runs.
 
-Kernels: pairwise distances (n x d points), the mandelbrot set (rows in parallel), and an empty parallel region
+Kernels: pairwise distances (n x d points), the mandelbrot set (rows in parallel), the fused element-wise chain
+`exp(-x*x) * sin(3x) + 0.5x` on 10M float64 elements (a fusion group on the pool), and an empty parallel region
 (a prange of 2 trivial iterations: the cost of publishing a region and waiting for it). Run:
     python bench/parallel.py
 Timings on a shared machine are noisy: each figure is the minimum of several runs.
@@ -35,6 +36,11 @@ def pairwise(x: np.ndarray) -> np.ndarray:
 
 
 @scriptc.script
+def chain(x: np.ndarray) -> np.ndarray:
+    return np.exp(-x * x) * np.sin(3.0 * x) + 0.5 * x
+
+
+@scriptc.script
 def empty_region(a: np.ndarray) -> None:
     for i in prange(2):
         a[i] = 0.0
@@ -54,8 +60,9 @@ def best(fn, *args, repeat=7, number=1) -> float:
 def main() -> None:
     threads = scriptc.get_num_threads()
     x = np.random.default_rng(0).standard_normal((1000, 16))
+    big = np.random.default_rng(1).standard_normal(10_000_000)
     cases = [("pairwise 1000x16", pairwise, (x,), 1), ("mandelbrot 600x800", mandelbrot, (600, 800, 200), 1),
-             ("empty region", empty_region, (np.zeros(2),), 20000)]
+             ("fused chain 10M", chain, (big,), 1), ("empty region", empty_region, (np.zeros(2),), 20000)]
     print(f"{'kernel':24} {'1 thread':>12} {f'{threads} threads':>12} {'ratio':>7}")
     for name, fn, args, number in cases:
         scriptc.set_num_threads(1)

@@ -77,6 +77,13 @@ def count_positive(x: np.ndarray, strict: bool) -> int:
 @scriptc.script
 def uses_blas(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a @ b
+
+@scriptc.script
+def uses_prange(a: np.ndarray) -> float:
+    s = 0.0
+    for i in scriptc.prange(a.shape[0]):
+        s += a[i]
+    return s
 '''
 
 TYPES = [("saxpy", ["float64[*]", "float64[*]", "float"]), ("saxpy", ["float32[*]", "float32[*]", "float"]),
@@ -307,6 +314,8 @@ def test_unsupported_code_is_a_clear_export_error(built):
     result = export(where, ["corpus_kernels.py:uses_blas", "--types", "float64[*,*]", "float64[*,*]",
                             "-o", "bad/libbad.so"])
     assert result.returncode == 1 and "OpenBLAS" in result.stderr
+    result = export(where, ["corpus_kernels.py:uses_prange", "--types", "float64[*]", "-o", "bad/libbad.so"])
+    assert result.returncode == 1 and "thread pool" in result.stderr
 
 
 # -- scriptc.load ----------------------------------------------------------------------------------------

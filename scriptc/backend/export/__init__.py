@@ -35,7 +35,9 @@ FORMAT = 1
 SECTION = ".scriptc_manifest"
 UNSUPPORTED = {"scriptc.blas.": "matrix products call OpenBLAS, which exported libraries do not link yet",
                "scriptc.py.round_ndigits": "round(x, ndigits) calls Python's round",
-               "scriptc.py.gil_": "the GIL"}
+               "scriptc.py.gil_": "the GIL",
+               "scriptc.pool.": "prange loops run on scriptc's thread pool, which exported libraries do not "
+                                "include yet"}
 
 
 def library_name(output: Path) -> str:

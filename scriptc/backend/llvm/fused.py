@@ -45,11 +45,16 @@ class FusedOps:
 
         if reduction is None:
             out = self.output_buffer(node, shape)
-            on_pool = self.parallel_flat_group(node, sub, out, arrays, shape, scalars)
-            with self.b.if_then(self.b.not_(on_pool)):
+            def sequential():
                 start = self.simd_loop(node, sub, out, arrays, shape)
                 self.broadcast_loops(out.shape, node.inputs, arrays, element, self.store_sink(out), out=out,
                                      flat_start=start)
+            on_pool = self.parallel_flat_group(node, sub, out, arrays, shape, scalars)
+            if on_pool is None:
+                sequential()
+            else:
+                with self.b.if_then(self.b.not_(on_pool)):
+                    sequential()
             return [out.leaves]
         return [self.fused_reduction(reduction, node, shape, arrays, element)]
 

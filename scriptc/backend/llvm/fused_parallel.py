@@ -4,9 +4,9 @@ When every operand and the result are C-contiguous with the result's shape and t
 ``PARALLEL_MIN`` elements, the flat index range is cut into chunks, each a multiple of 64 elements, and the
 pool's threads run them. A chunk runs exactly the code the sequential loop runs for its elements: the SIMD loop
 (simd.py) for elements below ``n - n % lanes`` and the scalar loop for the rest, so every element is computed by
-the same instructions as on one thread and the result is bit-identical. Element-wise code raises nothing (the
-range checks of Python scalar operands run before, on the calling thread) and allocates nothing, so chunks need
-no error or reference-count handling.
+the same instructions as on one thread and the result is bit-identical. Chunks allocate nothing, and a group
+whose element code can raise (an integer power with a negative exponent) stays sequential (the range checks of
+Python scalar operands run before, on the calling thread), so chunks need no error or reference-count handling.
 """
 from __future__ import annotations
 
@@ -27,29 +27,33 @@ class FusedParallelOps:
     """Mixin of FunctionLowering."""
 
     def parallel_flat_group(self, node, sub, out: Arr, arrays: list[Arr], shape, scalars):
-        """Emit the pool path for a reduction-free group; an i1 that is true where it ran (else the caller's
-        sequential loops run)."""
-        ensure_runtime()
+        """Emit the pool path for a reduction-free group: an i1 that is true where it ran (else the caller's
+        sequential loops run), or None when the group cannot run on the pool (code for another process, or
+        element code that can raise, such as an integer power with a negative exponent)."""
+        if self.mod.standalone:
+            return None
         b = self.b
+        values = [out.data] + [x for v in node.inputs for x in self.get(v)]
+        scalar_keys = list(scalars)
+        values += [scalars[k][1] for k in scalar_keys]
+        ctx_t = ir.LiteralStructType([I64, I64] + [x.type for x in values])
+        lanes = self.simd_width(sub)
+        chunk = self.fused_chunk_function(node, sub, out.t, ctx_t, scalar_keys,
+                                          {k: kind for k, (kind, _) in scalars.items()}, lanes)
+        if chunk is None:
+            return None
+        ensure_runtime()
         n = self.size(shape)
         threads = b.load(self.mod_global(THREADS_SYMBOL, I64))
         go = b.and_(b.and_(self.all_flat(shape, arrays + [out]), b.icmp_signed(">=", n, i64(PARALLEL_MIN))),
                     b.icmp_signed(">", threads, i64(1)))
-        lanes = self.simd_width(sub)
         with b.if_then(go):
-            outer = [v for v in node.inputs]
-            values = [out.data] + [x for v in outer for x in self.get(v)]
-            scalar_keys = list(scalars)
-            values += [scalars[k][1] for k in scalar_keys]
-            ctx_t = ir.LiteralStructType([I64, I64] + [x.type for x in values])
             with b.goto_entry_block():
                 ctx = b.alloca(ctx_t, name="fused.ctx")
             chunks = self.smin(self.smin(threads, i64(MAX_THREADS)), b.sdiv(b.add(n, i64(CHUNK_ALIGN - 1)),
                                                                              i64(CHUNK_ALIGN)))
             for k, x in enumerate([n, chunks] + values):
                 b.store(x, b.gep(ctx, [i32(0), i32(k)], inbounds=True))
-            chunk = self.fused_chunk_function(node, sub, out.t, ctx_t, scalar_keys,
-                                              {k: kind for k, (kind, _) in scalars.items()}, lanes)
             run = self.mod_function(RUN_SYMBOL, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64]))
             b.call(run, [b.bitcast(chunk, I8P), b.bitcast(ctx, I8P), chunks])
         return go
@@ -105,8 +109,10 @@ class FusedParallelOps:
             kind, x = env[id(sub.outputs[0])]
             low.store_sink(out)(kind, x, i, None)
         b.ret_void()
-        if low._unwind_bb is not None:
-            raise AssertionError("an element-wise chunk cannot raise")
+        if low._unwind_bb is not None:     # the element code can raise: not on the pool (the function is dead)
+            b.position_at_end(low._unwind_bb)
+            b.ret_void()
+            return None
         return fn
 
     def smax(self, x, y):
