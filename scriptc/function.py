@@ -330,22 +330,27 @@ class ScriptFunction:
     def _run_on_device(self, args, kwargs):
         """A call with device arrays (``scriptc.cuda``): host code on the CPU, element-wise groups as kernels."""
         from .backend.nvptx.executor import GpuProgram
+        types, values, devices = self._bind_device(args, kwargs)
+        device = devices[0]._device
+        key = (types, device.name)
+        program = self._gpu.get(key)
+        if program is None:
+            program = self._gpu[key] = GpuProgram(self.gpu_graph_for_types(types), device)
+        return program.run(values)
+
+    def _bind_device(self, args, kwargs):
+        """Bind arguments some of which are device arrays: binding sees an empty host array of each one's dtype and
+        rank. (types, values with the device arrays, the device arrays)."""
         devices = {}
 
-        def stand_in(a):   # binding sees an empty host array of the device array's dtype and rank
+        def stand_in(a):
             if getattr(type(a), "_scriptc_device", False):
                 stand = np.empty((0,) * a.ndim, a.dtype)
                 devices[id(stand)] = a
                 return stand
             return a
         types, values = self._bind([stand_in(a) for a in args], {k: stand_in(v) for k, v in kwargs.items()})
-        values = [devices.get(id(v), v) for v in values]
-        device = next(iter(devices.values()))._device
-        key = (types, device.name)
-        program = self._gpu.get(key)
-        if program is None:
-            program = self._gpu[key] = GpuProgram(self.gpu_graph_for_types(types), device)
-        return program.run(values)
+        return types, [devices.get(id(v), v) for v in values], list(devices.values())
 
     def gpu_graph_for_types(self, types: tuple) -> Graph:
         """The optimized graph of a GPU signature: as for the CPU, except that a time loop over whole arrays
@@ -468,7 +473,13 @@ class ScriptFunction:
     def graph_for(self, *args, **kwargs) -> Graph:
         """The graph native code is generated from for these arguments' types (specialized, optimized, fused),
         with these arguments' shapes propagated through it: ``Double(2, 3)`` where a dimension is known. Native
-        code itself is compiled per dtype and rank and works for every shape."""
+        code itself is compiled per dtype and rank and works for every shape. With device arrays: the GPU
+        signature's graph, kernels marked ``device="cuda"`` and scalar reads ``copy="device_to_host"``."""
+        if any(getattr(type(a), "_scriptc_device", False) for a in (*args, *kwargs.values())):
+            from .backend.nvptx.executor import mark_devices
+            types, values, _ = self._bind_device(args, kwargs)
+            return mark_devices(self.gpu_graph_for_types(types),
+                                [getattr(type(v), "_scriptc_device", False) for v in values])
         types, values = self._bind(args, kwargs)
         shapes = tuple(v.shape if isinstance(v, np.ndarray) else None for v in values)
         key = (types, shapes)

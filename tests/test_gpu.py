@@ -170,3 +170,15 @@ def test_an_error_in_a_kernel_raises_on_the_host(emulator):
     assert str(gpu.value) == str(cpu.value)
     np.testing.assert_array_equal(int_mix(cuda.to_device(a), cuda.to_device(a), 2).copy_to_host(),
                                   int_mix(a, a, 2))          # the flag was cleared
+
+
+def test_graph_for_device_arguments_shows_where_nodes_run(emulator):
+    from tests.util import filecheck
+    graph = relax.graph_for(cuda.to_device(np.ones((3, 2))), 4)
+    filecheck(str(graph), """
+    CHECK: prim::Loop
+    CHECK: prim::FusionGroup[{{.*}}device="cuda"]
+    CHECK: aten::getitem[copy="device_to_host"]
+    CHECK: prim::Print
+    """)
+    assert 'device="cuda"' not in str(relax.graph_for(np.ones((3, 2)), 4))

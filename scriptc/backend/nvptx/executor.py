@@ -40,6 +40,29 @@ class GpuProgram:
         return _Executor(self).run(self.graph, args)
 
 
+def mark_devices(graph: Graph, device_inputs: list[bool]) -> Graph:
+    """A copy of a GPU signature's graph showing where each node runs: kernels carry ``device="cuda"``, a scalar
+    read of a device array ``copy="device_to_host"`` (synchronous); every other node runs on the host."""
+    from ...ir.clone import clone_graph
+    g = clone_graph(graph)
+    on_device = {id(v) for v, d in zip(g.inputs, device_inputs) if d}
+    for node in g.walk():
+        if node.kind == "prim::FusionGroup" and element_wise(node) and any(id(v) in on_device for v in node.inputs):
+            node.attrs["device"] = "cuda"
+            on_device.add(id(node.output))
+        elif node.kind in SCALAR_READS and any(id(v) in on_device for v in node.inputs):
+            node.attrs["copy"] = "device_to_host"
+        elif node.kind in ("prim::Loop", "prim::If"):
+            for block in node.blocks:       # carried device arrays stay on the device
+                for p, v in zip(block.params[1:] if node.kind == "prim::Loop" else [], node.inputs[2:]):
+                    if id(v) in on_device:
+                        on_device.add(id(p))
+            for out, v in zip(node.outputs, node.inputs[2:] if node.kind == "prim::Loop" else []):
+                if id(v) in on_device:
+                    on_device.add(id(out))
+    return g
+
+
 class _Executor(Interpreter):
     def __init__(self, program: GpuProgram):
         super().__init__()
