@@ -23,3 +23,5 @@ def get_num_threads() -> int:
 
 __all__ = ["CompileError", "ScriptFunction", "get_num_threads", "script", "set_num_threads"]
 __version__ = "0.1.0"
+
+from . import random  # noqa: E402  (functional random keys: scriptc.random.key, split, uniform, ...)

@@ -12,6 +12,9 @@ cipher needs; the native lowering is ``scriptc/backend/llvm/random_lower.py``.
 """
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
 from ..ir.registry import Effect, OpTypeError, register
@@ -70,3 +73,43 @@ def _shape(types, consts):
 register("random::threefry2x32(Tensor key, Tensor counts) -> Tensor", impl=threefry2x32, infer=_rule,
          effect=Effect.RAISES,
          shape=_shape, py=(threefry2x32,))
+
+
+# -- fma(x, scale, offset): x * scale + offset rounded once, as XLA's CPU backend contracts
+# jax.random.uniform's ``floats * (maxval - minval) + minval`` ------------------------------------------------
+def _fma_one(a: float, b: float, c: float, dtype) -> float:
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    r = float(exact) if abs(exact) < Fraction(2) ** 1024 else math.copysign(math.inf, exact)
+    if dtype == np.float32 and math.isfinite(r) and Fraction(r) != exact:
+        # round to odd in 53 bits, then to 24: a single correct rounding of the exact value
+        bits = np.array(r).view(np.int64)
+        if not bits & 1:
+            r = float(np.nextafter(r, math.inf if exact > Fraction(r) else -math.inf))
+    return r
+
+
+def fma(x: np.ndarray, scale: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """``x * scale[0] + offset[0]`` with one rounding, for a 1-D float array ``x`` and 1-element ``scale``,
+    ``offset`` of its dtype."""
+    if scale.shape != (1,) or offset.shape != (1,):
+        raise ValueError("fma: scale and offset must have shape (1,)")
+    b, c = float(scale[0]), float(offset[0])
+    if not (math.isfinite(b) and math.isfinite(c)):
+        return (x * scale[0] + offset[0]).astype(x.dtype)
+    out = [_fma_one(float(a), b, c, x.dtype) if math.isfinite(a) else a * b + c for a in x.tolist()]
+    return np.array(out, dtype=np.float64).astype(x.dtype)
+
+
+def _fma_rule(x, scale, offset):
+    for t in (x, scale, offset):
+        if not isinstance(t, TensorType) or t.rank not in (None, 1):
+            raise OpTypeError("fma(): needs 1-D arrays")
+        if t.dtype is not None and t.dtype not in ("float32", "float64"):
+            raise OpTypeError(f"fma(): needs float32 or float64 arrays, got {t.dtype}")
+    if len({t.dtype for t in (x, scale, offset)}) != 1:
+        raise OpTypeError("fma(): the three arrays must have one dtype")
+    return TensorType(x.dtype, 1)
+
+
+register("random::fma(Tensor x, Tensor scale, Tensor offset) -> Tensor", impl=fma, infer=_fma_rule,
+         effect=Effect.RAISES, shape=lambda types, consts: [types[0].shape], py=(fma,))

@@ -6,7 +6,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ops.random import KEY_PARITY, ROTATIONS
-from .common import I64, handles_array, i64
+from .arrays import ELEM
+from .common import handles_array, i64
 
 I32 = ir.IntType(32)
 
@@ -43,4 +44,21 @@ class RandomOps:
                 x1 = b.add(b.add(x1, ks[(block + 2) % 3]), u32(block + 1))
             b.store(x0, self.element_ptr(out, [i, i64(0)]))
             b.store(x1, self.element_ptr(out, [i, i64(1)]))
+        return [out.leaves]
+
+    @handles_array("random::fma")
+    def lower_random_fma(self, node):
+        """One loop of llvm.fma: rounded once, as the reference's exact arithmetic (and XLA's contraction)."""
+        b = self.b
+        x, scale, offset = (self.arr(v) for v in node.inputs)
+        for v in (scale, offset):
+            self.raise_if(b.icmp_signed("!=", v.shape[0], i64(1)), ValueError,
+                          "fma: scale and offset must have shape (1,)")
+        ty = ELEM[x.t.dtype]
+        fma = self.mod.module.declare_intrinsic("llvm.fma", [ty], ir.FunctionType(ty, [ty, ty, ty]))
+        s = b.load(self.element_ptr(scale, [i64(0)]))
+        c = b.load(self.element_ptr(offset, [i64(0)]))
+        out = self.alloc(node.output.type, [x.shape[0]])
+        with self.for_range(x.shape[0]) as i:
+            b.store(b.call(fma, [b.load(self.element_ptr(x, [i])), s, c]), self.element_ptr(out, [i]))
         return [out.leaves]
