@@ -24,4 +24,10 @@ def get_num_threads() -> int:
 __all__ = ["CompileError", "ScriptFunction", "get_num_threads", "script", "set_num_threads"]
 __version__ = "0.1.0"
 
-from . import random  # noqa: E402  (functional random keys: scriptc.random.key, split, uniform, ...)
+
+def __getattr__(name):
+    # scriptc.random (functional random keys) is imported on first use: its kernels cost import time
+    if name == "random":
+        import importlib
+        return importlib.import_module(".random", __name__)
+    raise AttributeError(f"module 'scriptc' has no attribute {name!r}")

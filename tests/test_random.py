@@ -299,3 +299,13 @@ def test_permutation_is_a_permutation():
         assert sorted(p.tolist()) == list(range(n))
     firsts = [int(jr.permutation(k, 4)[0]) for k in jr.split(jr.key(1), 400)]
     assert all(abs(firsts.count(i) - 100) < 40 for i in range(4))
+
+
+@scriptc.script
+def through_the_package(seed: int):
+    return scriptc.random.bits(scriptc.random.key(seed), (2, 3))
+
+
+def test_called_as_scriptc_random():
+    for run in (through_the_package, through_the_package.interpret):
+        same(run(0), BITS[0, (2, 3)], np.uint32)
