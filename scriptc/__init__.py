@@ -5,7 +5,6 @@
 """
 from . import ops as _ops  # noqa: F401  (fills the operator registry)
 from .errors import CompileError
-from . import random  # noqa: F401  (scriptc.random: functional random keys)
 from .function import ScriptFunction, script
 from .parallel import prange
 
@@ -34,3 +33,11 @@ def get_num_threads() -> int:
 
 __all__ = ["CompileError", "ScriptFunction", "get_num_threads", "load", "prange", "script", "set_num_threads"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # scriptc.random (functional random keys) is imported on first use: its kernels cost import time
+    if name == "random":
+        import importlib
+        return importlib.import_module(".random", __name__)
+    raise AttributeError(f"module 'scriptc' has no attribute {name!r}")

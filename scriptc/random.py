@@ -1,17 +1,19 @@
-"""Functional random keys (JAX's design, article 003): no hidden state; a key is a ``uint32[2]`` array, split
-into independent keys, and every draw is a pure function of the key it is given.
+"""Functional random keys, as ``jax.random`` has them: no hidden generator state, a key is a value.
 
-    key = scriptc.random.key(0)
-    key, sub = scriptc.random.split(key)
-    x = scriptc.random.normal(sub, (3, 4))
+A key is a plain ``uint32`` array of shape ``(2,)`` (JAX's raw ``threefry2x32`` key, ``jax.random.PRNGKey``),
+so it passes in and out of scripted functions like any array. ``split`` and ``fold_in`` derive new keys,
+``bits``, ``uniform``, ``normal``, ``bernoulli`` and ``permutation`` draw from one; the same key always gives
+the same numbers. Every function works from Python and inside ``@scriptc.script`` functions (natively and in
+the interpreter) and runs the same scripted kernels below in both: the frontend turns
+``scriptc.random.uniform(key, (2, 3))`` into a call of ``_uniform32``/``_uniform64`` with the number of elements,
+then a reshape. The only primitive is the ``random::threefry2x32`` operator (``scriptc/ops/random.py``).
 
-The generator is Threefry-2x32 (20 rounds), with JAX's default settings (``jax_threefry_partitionable=True``,
-JAX's default since 0.5): ``key``, ``split``, ``fold_in``, ``bits`` and ``uniform`` give exactly the bits
-``jax.random`` gives; ``normal`` evaluates the inverse error function as XLA does for float32 (Giles'
-polynomial) and to full precision for float64, agreeing with JAX to about 1e-7 and 1e-14; ``bernoulli`` and ``permutation`` follow JAX's algorithms
-(``uniform(key, shape, float32) < p``; sorting ``arange(n)`` by random 32-bit keys, one round per factor of
-2**32/3 in ``n``). One difference: ``key(seed)`` uses all 64 bits of the seed, as JAX does with
-``jax_enable_x64``; without it JAX keeps the low 32 bits.
+The bits are JAX's with ``jax_threefry_partitionable=True`` (JAX's default since 0.5; checked against 0.10):
+element i of a draw encrypts the 64-bit counter i split into ``(hi, lo)`` words. ``uniform`` fills the mantissa
+with the top bits (23 of a 32-bit draw for float32; 52 of a 64-bit draw, ``(w0 << 32 | w1) >> 12``, for
+float64), scales to ``[minval, maxval)`` in the dtype and clamps below at ``minval``, as ``jax.random.uniform``.
+``normal`` is ``sqrt(2) * erfinv(u)`` with ``u`` uniform in ``(-1, 1)`` and XLA's ``ErfInv`` polynomials (Giles'
+single-precision one for float32, XLA's three-piece double one for float64).
 """
 from __future__ import annotations
 
@@ -19,178 +21,201 @@ import math
 
 import numpy as np
 
-ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-PARITY = np.uint32(0x1BD11BDA)
+from .frontend.library_calls import library, run
+from .function import script
+from .ops.random import fma, threefry2x32
+
+__all__ = ["key", "split", "fold_in", "bits", "uniform", "normal", "bernoulli", "permutation"]
 
 
-def threefry2x32(key, x0, x1):
-    """Threefry-2x32 of the counter pairs (x0, x1) (uint32 arrays of one shape) under ``key``: two uint32
-    arrays. The block cipher everything else is built from."""
-    k0, k1 = np.uint32(key[0]), np.uint32(key[1])
-    ks = (k0, k1, k0 ^ k1 ^ PARITY)
-    x0 = np.asarray(x0, np.uint32) + ks[0]
-    x1 = np.asarray(x1, np.uint32) + ks[1]
-    for block in range(5):
-        for r in ROTATIONS[block % 2]:
-            x0 = x0 + x1
-            x1 = (x1 << np.uint32(r)) | (x1 >> np.uint32(32 - r))
-            x1 = x1 ^ x0
-        x0 = x0 + ks[(block + 1) % 3]
-        x1 = x1 + ks[(block + 2) % 3] + np.uint32(block + 1)
-    return x0, x1
-
-
-def key(seed: int) -> np.ndarray:
-    """The key for an integer seed: its high and low 32 bits (as a 64-bit two's complement integer)."""
-    seed = int(seed)
-    if not -2 ** 63 <= seed < 2 ** 64:
-        raise OverflowError("seed must fit in 64 bits")
-    seed &= 2 ** 64 - 1
-    return np.array([seed >> 32, seed & 0xFFFFFFFF], np.uint32)
-
-
-def _check_key(k) -> np.ndarray:
-    k = np.asarray(k)
-    if k.shape != (2,) or k.dtype != np.uint32:
-        raise TypeError(f"a random key is a uint32 array of shape (2,), got {k.dtype} {k.shape}: make one with "
-                        "scriptc.random.key(seed)")
+# -- kernels (scripted; every public function below runs one) -------------------------------------------------
+@script
+def _key(seed: int) -> np.ndarray:
+    k = np.zeros(2, dtype=np.uint32)
+    if seed < -2147483648 or seed > 2147483647:
+        k[0] = (seed >> 32) & 0xFFFFFFFF          # a 64-bit seed, as JAX splits it with jax_enable_x64
+    k[1] = seed & 0xFFFFFFFF                      # an int32 seed: JAX's default mode leaves the high word 0
     return k
 
 
-def _counters(shape):
-    """The flat index of every element of ``shape`` as (high, low) 32-bit words, JAX's iota_2x32_shape."""
-    n = math.prod(shape)
-    flat = np.arange(n, dtype=np.uint64).reshape(shape)
-    return (flat >> np.uint64(32)).astype(np.uint32), (flat & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+@script
+def _counters(n: int) -> np.ndarray:
+    """The counters 0..n-1 as (hi, lo) uint32 rows: JAX's iota_2x32_shape."""
+    i = np.arange(n)
+    return np.stack(((i >> 32).astype(np.uint32), (i & 0xFFFFFFFF).astype(np.uint32)), axis=1)
 
 
-def split(k, num: int = 2) -> np.ndarray:
-    """``num`` new keys (a ``(num, 2)`` uint32 array) from one."""
-    k = _check_key(k)
-    hi, lo = _counters((int(num),))
-    b0, b1 = threefry2x32(k, hi, lo)
-    return np.stack([b0, b1], axis=-1)
+@script
+def _split(key: np.ndarray, num: int) -> np.ndarray:
+    return threefry2x32(key, _counters(num))
 
 
-def fold_in(k, data: int) -> np.ndarray:
-    """A new key from a key and an integer (its low 32 bits), e.g. a step number."""
-    k = _check_key(k)
-    b0, b1 = threefry2x32(k, np.zeros(1, np.uint32), np.array([int(data) & 0xFFFFFFFF], np.uint32))
-    return np.array([b0[0], b1[0]], np.uint32)
+@script
+def _fold_in(key: np.ndarray, data: int) -> np.ndarray:
+    counter = np.zeros((1, 2), dtype=np.uint32)
+    counter[0, 1] = data & 0xFFFFFFFF
+    return threefry2x32(key, counter)[0].copy()
 
 
-def _shape(shape) -> tuple:
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+@script
+def _bits32(key: np.ndarray, n: int) -> np.ndarray:
+    words = threefry2x32(key, _counters(n))
+    return words[:, 0] ^ words[:, 1]
 
 
-def bits(k, shape=(), width: int = 32) -> np.ndarray:
-    """Random unsigned integers of ``width`` (8, 16, 32 or 64) bits."""
-    k = _check_key(k)
-    shape = _shape(shape)
-    b0, b1 = threefry2x32(k, *_counters(shape))
-    if width == 64:
-        return (b0.astype(np.uint64) << np.uint64(32)) | b1.astype(np.uint64)
-    if width not in (8, 16, 32):
-        raise ValueError("width must be 8, 16, 32 or 64")
-    return (b0 ^ b1).astype(f"uint{width}")
+@script
+def _uniform32(key: np.ndarray, n: int, minval: float, maxval: float) -> np.ndarray:
+    floats = (_bits32(key, n) >> 9).astype(np.float32) * 1.1920928955078125e-07   # mantissa * 2**-23, exact
+    lo = np.full(1, minval, dtype=np.float32)
+    hi = np.full(1, maxval, dtype=np.float32)
+    return np.maximum(lo, fma(floats, hi - lo, lo))
 
 
-_FLOAT = {np.dtype(np.float64): (64, 52, np.uint64), np.dtype(np.float32): (32, 23, np.uint32),
-          np.dtype(np.float16): (16, 10, np.uint16)}
+@script
+def _uniform64(key: np.ndarray, n: int, minval: float, maxval: float) -> np.ndarray:
+    words = threefry2x32(key, _counters(n)).astype(np.int64)
+    mantissa = (words[:, 0] << 20) | (words[:, 1] >> 12)                  # (w0 << 32 | w1) >> 12
+    floats = mantissa.astype(np.float64) * 2.220446049250313e-16          # * 2**-52, exact
+    return np.maximum(minval, fma(floats, np.full(1, maxval - minval), np.full(1, minval)))
 
 
-def uniform(k, shape=(), dtype=np.float64, minval=0.0, maxval=1.0) -> np.ndarray:
-    """Floats in [minval, maxval): random mantissa bits under the exponent of 1.0, minus 1, scaled."""
-    dtype = np.dtype(dtype)
-    if dtype not in _FLOAT:
-        raise TypeError(f"uniform: dtype must be float64, float32 or float16, got {dtype}")
-    nbits, nmant, utype = _FLOAT[dtype]
-    shape = _shape(shape)
-    rng_bits = max(nbits, 8)
-    raw = bits(k, shape, rng_bits).astype(utype)
-    one = np.array(1.0, dtype).view(utype)
-    floats = ((raw >> utype(rng_bits - nmant)) | one).view(dtype) - dtype.type(1.0)
-    lo, hi = dtype.type(minval), dtype.type(maxval)
-    # floats * (hi - lo) + lo with one rounding, as XLA computes it (a fused multiply-add)
-    return np.maximum(lo, _fma(floats, hi - lo, lo).reshape(shape)).astype(dtype)
+# XLA's ErfInv polynomials in w = -log1p(-x*x), highest degree first (xla/hlo/builder/lib/math.cc): Giles,
+# "Approximating the erfinv function" (2010), single precision, split at w = 5; double: three pieces.
+ERFINV32_BELOW_5 = np.array([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                             -0.00125372503, -0.00417768164, 0.246640727, 1.50140941], np.float32)
+ERFINV32_ABOVE_5 = np.array([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                             -0.0076224613, 0.00943887047, 1.00167406, 2.83297682], np.float32)
+ERFINV64_BELOW_6_25 = np.array([
+    -3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18, 1.115787767802518096e-17,
+    -1.333171662854620906e-16, 2.0972767875968561637e-17, 6.6376381343583238325e-15, -4.0545662729752068639e-14,
+    -8.1519341976054721522e-14, 2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+    1.051212273321532285e-09, -4.1126339803469836976e-09, -2.9070369957882005086e-08, 4.2347877827932403518e-07,
+    -1.3654692000834678645e-06, -1.3882523362786468719e-05, 0.0001867342080340571352, -0.00074070253416626697512,
+    -0.0060336708714301490533, 0.24015818242558961693, 1.6536545626831027356])
+ERFINV64_BELOW_16 = np.array([
+    2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07, 1.8239629214389227755e-08,
+    1.5027403968909827627e-06, -4.013867526981545969e-06, 2.9234449089955446044e-06, 1.2475304481671778723e-05,
+    -4.7318229009055733981e-05, 6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
+    0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066, -0.0037512085075692412107,
+    0.005370914553590063617, 1.0052589676941592334, 3.0838856104922207635])
+ERFINV64_ABOVE_16 = np.array([
+    -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09, -3.7894654401267369937e-09,
+    7.6157012080783393804e-09, -1.4960026627149240478e-08, 2.9147953450901080826e-08, -6.7711997758452339498e-08,
+    2.2900482228026654717e-07, -9.9298272942317002539e-07, 4.5260625972231537039e-06, -1.9681778105531670567e-05,
+    7.5995277030017761139e-05, -0.00021503011930044477347, -0.00013871931833623122026, 1.0103004648645343977,
+    4.8499064014085844221])
 
 
-def normal(k, shape=(), dtype=np.float64) -> np.ndarray:
-    """Standard normal floats: sqrt(2) * erfinv(u), u uniform in (-1, 1)."""
-    dtype = np.dtype(dtype)
-    lo = np.nextafter(dtype.type(-1.0), dtype.type(0.0))
-    u = uniform(k, shape, dtype, lo, 1.0)
-    if dtype == np.float64:
-        return np.sqrt(2.0) * erfinv(u)
-    # float32 (and float16, computed in float32): Giles' single-precision polynomial in float32, as XLA does
-    x = erfinv_giles(u.astype(np.float32))
-    return (np.float32(np.sqrt(2.0)) * x).astype(dtype)
+@script
+def _horner(coefficients: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The polynomial with these coefficients (highest degree first) at every element of ``t``, in t's dtype:
+    p = c + p * t, as XLA evaluates it."""
+    p = np.full_like(t, coefficients[0])
+    for i in range(1, len(coefficients)):
+        p = coefficients[i] + p * t
+    return p
 
 
-def bernoulli(k, p=0.5, shape=()) -> np.ndarray:
-    """Booleans that are True with probability ``p`` (``uniform(key, shape, float32) < p``, as JAX)."""
-    return uniform(k, shape, np.float32) < np.float32(p)
+@script
+def _erfinv32(x: np.ndarray) -> np.ndarray:
+    w = -np.log1p(-x * x)
+    r = np.where(w < 5.0, _horner(ERFINV32_BELOW_5, w - 2.5), _horner(ERFINV32_ABOVE_5, np.sqrt(w) - 3.0)) * x
+    return np.where(np.abs(x) == 1.0, x * 3.4028234663852886e38, r)     # erfinv(+-1): +-FLT_MAX, as XLA
 
 
-def permutation(k, n: int) -> np.ndarray:
-    """A random permutation of ``range(n)`` (int64)."""
-    k = _check_key(k)
-    x = np.arange(int(n), dtype=np.int64)
-    rounds = math.ceil(3 * math.log(max(1, int(n))) / math.log(2 ** 32 - 1))
+@script
+def _erfinv64(x: np.ndarray) -> np.ndarray:
+    w = -np.log1p(-x * x)
+    s = np.sqrt(w)
+    r = np.where(w < 6.25, _horner(ERFINV64_BELOW_6_25, w - 3.125),
+                 np.where(w < 16.0, _horner(ERFINV64_BELOW_16, s - 3.25), _horner(ERFINV64_ABOVE_16, s - 5.0))) * x
+    return np.where(np.abs(x) == 1.0, x * 1.7976931348623157e308, r)
+
+
+@script
+def _normal32(key: np.ndarray, n: int) -> np.ndarray:
+    return _erfinv32(_uniform32(key, n, -0.9999999403953552, 1.0)) * 1.4142135623730951
+
+
+@script
+def _normal64(key: np.ndarray, n: int) -> np.ndarray:
+    return _erfinv64(_uniform64(key, n, -0.9999999999999999, 1.0)) * 1.4142135623730951
+
+
+@script
+def _bernoulli(key: np.ndarray, p: float, n: int) -> np.ndarray:
+    return _uniform64(key, n, 0.0, 1.0) < p
+
+
+@script
+def _permutation(key: np.ndarray, n: int) -> np.ndarray:
+    """JAX's _shuffle of arange(n): sort by fresh 32-bit keys, ceil(3 ln n / ln(2**32 - 1)) rounds."""
+    x = np.arange(n)
+    rounds = int(math.ceil(3.0 * math.log(max(1, n)) / math.log(4294967295.0)))
     for _ in range(rounds):
-        k, sub = split(k)
-        x = x[np.argsort(bits(sub, x.shape), kind="stable")]
+        keys = _split(key, 2)
+        key = keys[0].copy()
+        order = np.argsort(_bits32(keys[1].copy(), n).astype(np.int64))
+        shuffled = np.empty(n, dtype=np.int64)
+        for i in range(n):
+            shuffled[i] = x[order[i]]
+        x = shuffled
     return x
 
 
-def _fma(a: np.ndarray, b, c) -> np.ndarray:
-    """a * b + c rounded once. float32/float16: exactly, in float64. float64: the exact product's high and low
-    parts (Dekker's splitting) added to c with the rounding error of that sum carried (correct except in
-    double-rounding ties, which uniform's operands do not produce)."""
-    dtype = a.dtype
-    if dtype != np.float64:
-        return (a.astype(np.float64) * float(b) + float(c)).astype(dtype)
-    b, c = np.float64(b), np.float64(c)
-    p = a * b
-    split = np.float64(134217729.0)        # 2**27 + 1
-    ah = a * split - (a * split - a)
-    bh = b * split - (b * split - b)
-    al, bl = a - ah, b - bh
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl        # p + e == a * b exactly
-    s = p + c
-    t = s - p
-    err = (p - (s - t)) + (c - t)                              # s + err == p + c exactly
-    return s + (err + e)
+def _float_kernel(name, kernels):
+    def choose(dtype):
+        if dtype not in kernels:
+            raise TypeError(f"scriptc.random.{name}: dtype must be float32 or float64, got {dtype}")
+        return kernels[dtype]
+    return choose
 
 
-# -- the inverse error function, to double precision ----------------------------------------------------------
-
-GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-                 -0.00417768164, 0.246640727, 1.50140941)
-GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-              0.00943887047, 1.00167406, 2.83297682)
-
-
-def erfinv_giles(y: np.ndarray) -> np.ndarray:
-    """Giles' single-precision approximation of erf^-1, evaluated in the dtype of ``y``."""
-    t = y.dtype.type
-    w = -np.log1p(-y * y)
-    small = w < t(5.0)
-    ws = np.where(small, w - t(2.5), np.sqrt(np.where(small, t(5.0), w)) - t(3.0))
-    pc, pt = np.zeros_like(y), np.zeros_like(y)
-    for c, d in zip(GILES_CENTRAL, GILES_TAIL):
-        pc, pt = pc * ws + t(c), pt * ws + t(d)
-    return np.where(np.abs(y) == t(1.0), np.copysign(t(np.inf), y), np.where(small, pc, pt) * y)
+# -- the public functions: one binding for Python and scripted callers (LibraryCall) ----------------------------
+@library(lambda: _key)
+def key(seed):
+    """A new key from an integer seed: ``uint32[2]``, ``jax.random.PRNGKey(seed)``."""
+    return run(key, locals())
 
 
-def erfinv(y: np.ndarray) -> np.ndarray:
-    """erf^-1 on float64 arrays: Giles' approximation refined by two Newton steps on erf."""
-    y = np.asarray(y, np.float64)
-    x = erfinv_giles(y)
-    erf = np.vectorize(math.erf, otypes=[np.float64])
-    for _ in range(2):
-        x = x - (erf(x) - y) / (2.0 / math.sqrt(math.pi) * np.exp(-x * x))
-    return np.where(np.abs(y) == 1.0, np.copysign(np.inf, y), x)
+@library(lambda: _split)
+def split(key, num=2):
+    """``num`` new keys, shape ``(num, 2)``, independent of ``key`` and of each other."""
+    return run(split, locals())
 
 
-__all__ = ["bernoulli", "bits", "fold_in", "key", "normal", "permutation", "split", "threefry2x32", "uniform"]
+@library(lambda: _fold_in)
+def fold_in(key, data):
+    """A new key from ``key`` and an integer (taken modulo 2**32)."""
+    return run(fold_in, locals())
+
+
+@library(lambda: _bits32, shape="shape")
+def bits(key, shape=()):
+    """Uniform ``uint32`` bits of ``shape``."""
+    return run(bits, locals())
+
+
+@library(_float_kernel("uniform", {"float32": _uniform32, "float64": _uniform64}), shape="shape",
+         static=("dtype",))
+def uniform(key, shape=(), dtype=np.float64, minval=0.0, maxval=1.0):
+    """Floats uniform in ``[minval, maxval)``."""
+    return run(uniform, locals())
+
+
+@library(_float_kernel("normal", {"float32": _normal32, "float64": _normal64}), shape="shape", static=("dtype",))
+def normal(key, shape=(), dtype=np.float64):
+    """Standard normal floats."""
+    return run(normal, locals())
+
+
+@library(lambda: _bernoulli, shape="shape")
+def bernoulli(key, p=0.5, shape=()):
+    """Booleans, True with probability ``p``: ``uniform(key, shape) < p`` in float64."""
+    return run(bernoulli, locals())
+
+
+@library(lambda: _permutation)
+def permutation(key, n):
+    """A random permutation of ``range(n)`` (int64)."""
+    return run(permutation, locals())

@@ -157,7 +157,8 @@ class Resolver:
         return None
 
     def supported_callable(self, obj) -> bool:
-        return obj in SPECIAL_CALLS or op_for_callable(obj) is not None or self.is_script_function(obj)
+        return obj in SPECIAL_CALLS or op_for_callable(obj) is not None or self.is_script_function(obj) \
+            or getattr(obj, "__scriptc_library__", None) is not None
 
 
 def validate(fn: FunctionSource, resolver: Resolver) -> None:

@@ -17,6 +17,7 @@ from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_me
 from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, STR, ListType, TensorType, TupleType
 from .arrays import ARRAY_CALLS, ARRAY_METHODS, ArrayFrontend
 from .builtin_calls import BUILTIN_CALLS
+from .library_calls import LibraryCallsMixin
 from .lists import LIST_CALLS
 
 CREATORS = {np.zeros: "aten::zeros", np.ones: "aten::ones", np.empty: "aten::empty"}
@@ -26,7 +27,7 @@ SPECIAL_CALLS = {builtins.print, builtins.range, prange, builtins.min, builtins.
                  np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS}
 
 
-class CallsMixin(ArrayFrontend):
+class CallsMixin(ArrayFrontend, LibraryCallsMixin):
     # -- helpers --------------------------------------------------------------------------------------
     def is_builtin(self, func_node, obj) -> bool:
         if isinstance(func_node, ast.Name) and func_node.id not in self.locals:
@@ -109,6 +110,8 @@ class CallsMixin(ArrayFrontend):
             return self.const(float(node.args[0].value))
         if self.resolver.is_script_function(obj):
             return self.call_script(obj, node)
+        if getattr(obj, "__scriptc_library__", None) is not None:   # scriptc.random.uniform, ...
+            return self.call_library(obj.__scriptc_library__, node)
         if obj in CREATORS:
             kw = self.keywords(node, {"shape", "dtype"})
             shape = node.args[0] if node.args else kw.get("shape")
@@ -264,7 +267,9 @@ class CallsMixin(ArrayFrontend):
         return self.op("aten::len", [v], at=node)
 
     def call_script(self, callee, node):
-        args = self.script_arguments(callee, node)
+        return self.call_script_values(callee, self.script_arguments(callee, node), node)
+
+    def call_script_values(self, callee, args: list, node):
         params, graph, returns = self.resolver.callee_graph(callee, [a.type for a in args], self.fn, node)
         args = [self.convert(a, t, node) for a, t in zip(args, params)]
         if returns is None:

@@ -198,7 +198,7 @@ def by_sample(impl: Callable) -> Callable:
     return infer
 
 
-_DTYPES_OK = {"float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"}
+_DTYPES_OK = {"float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "uint32", "bool"}
 
 
 def _numpy_message(e: Exception) -> str:

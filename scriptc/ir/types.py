@@ -81,7 +81,7 @@ class ListType(Type):
 # TorchScript's scalar-type names, and the NumPy dtypes we accept.
 DTYPE_NAMES = {
     "float64": "Double", "float32": "Float", "float16": "Half",
-    "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+    "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "uint32": "UInt",
     "bool": "Bool",
 }
 NAME_DTYPES = {v: k for k, v in DTYPE_NAMES.items()}

@@ -44,8 +44,8 @@ F32 = ir.FloatType()
 # float16 elements are kept as their bits (i16) and converted by our own routines (half_to_double,
 # double_to_half): LLVM lowers double -> half to a compiler-rt call (__truncdfhf2) that the JIT cannot link.
 ELEM = {"float64": F64, "float32": F32, "float16": I16, "int64": I64, "int32": I32,
-        "int16": I16, "int8": I8, "uint8": I8, "bool": I8}
-INT_RANGE = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in ("int8", "int16", "int32", "uint8")}
+        "int16": I16, "int8": I8, "uint8": I8, "uint32": I32, "bool": I8}
+INT_RANGE = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in ("int8", "int16", "int32", "uint8", "uint32")}
 
 
 def kind_of(dtype: str) -> str:

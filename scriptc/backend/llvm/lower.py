@@ -34,6 +34,7 @@ from .conversions import Conversions
 from .fused import FusedOps
 from .constants import ArrayConstants
 from .masks import MaskOps
+from .random_lower import RandomOps
 from .matmul import MatmulOps
 from .builtins_lower import BuiltinOps
 from .fused_loop import FusedLoopOps
@@ -237,7 +238,7 @@ class ModuleLowering:
 
 class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, Conversions, ArrayMath, ArrayFns, MatmulOps,
                        FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions, MaskOps,
-                       ArrayConstants, ParallelOps, FusedParallelOps):
+                       ArrayConstants, ParallelOps, FusedParallelOps, RandomOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):

@@ -31,7 +31,7 @@ STACK_DEPTH = 64         # the recursion halves n: 64 levels hold any i64 length
 F32 = ir.FloatType()
 HALF = ir.HalfType()
 ELEM_SIZE = {"float64": 8, "float32": 4, "float16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
-             "uint8": 1, "bool": 1}
+             "uint8": 1, "uint32": 4, "bool": 1}
 
 
 def summation_dtype(name: str, src_dtype: str) -> str:

@@ -1,0 +1,64 @@
+"""Native lowering of ``random::threefry2x32`` (declared in ``scriptc/ops/random.py``): one loop over the
+counter rows, the 20 rounds unrolled in 32-bit registers (adds wrap modulo 2**32, rotations are two shifts and
+an or), as the reference implementation computes them in NumPy ``uint32``."""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...ops.random import KEY_PARITY, ROTATIONS
+from .arrays import ELEM
+from .common import handles_array, i64
+
+I32 = ir.IntType(32)
+
+
+def u32(v: int):
+    return ir.Constant(I32, v & 0xFFFFFFFF)
+
+
+class RandomOps:
+    """Mixin of FunctionLowering."""
+
+    @handles_array("random::threefry2x32")
+    def lower_threefry2x32(self, node):
+        b = self.b
+        key, counts = self.arr(node.inputs[0]), self.arr(node.inputs[1])
+        n, width = counts.shape
+        self.raise_with(b.icmp_signed("!=", key.shape[0], i64(2)), ValueError,
+                        "threefry2x32: key must have shape (2,), got ({0},)", [key.shape[0]])
+        self.raise_with(b.icmp_signed("!=", width, i64(2)), ValueError,
+                        "threefry2x32: counts must have shape (n, 2), got ({0}, {1})", [n, width])
+        k0 = b.load(self.element_ptr(key, [i64(0)]))
+        k1 = b.load(self.element_ptr(key, [i64(1)]))
+        ks = [k0, k1, b.xor(b.xor(k0, k1), u32(KEY_PARITY))]
+        out = self.alloc(node.output.type, [n, i64(2)])
+        with self.for_range(n) as i:
+            x0 = b.add(b.load(self.element_ptr(counts, [i, i64(0)])), ks[0])
+            x1 = b.add(b.load(self.element_ptr(counts, [i, i64(1)])), ks[1])
+            for block in range(5):
+                for r in ROTATIONS[block % 2]:
+                    x0 = b.add(x0, x1)
+                    x1 = b.or_(b.shl(x1, u32(r)), b.lshr(x1, u32(32 - r)))
+                    x1 = b.xor(x0, x1)
+                x0 = b.add(x0, ks[(block + 1) % 3])
+                x1 = b.add(b.add(x1, ks[(block + 2) % 3]), u32(block + 1))
+            b.store(x0, self.element_ptr(out, [i, i64(0)]))
+            b.store(x1, self.element_ptr(out, [i, i64(1)]))
+        return [out.leaves]
+
+    @handles_array("random::fma")
+    def lower_random_fma(self, node):
+        """One loop of llvm.fma: rounded once, as the reference's exact arithmetic (and XLA's contraction)."""
+        b = self.b
+        x, scale, offset = (self.arr(v) for v in node.inputs)
+        for v in (scale, offset):
+            self.raise_if(b.icmp_signed("!=", v.shape[0], i64(1)), ValueError,
+                          "fma: scale and offset must have shape (1,)")
+        ty = ELEM[x.t.dtype]
+        fma = self.mod.module.declare_intrinsic("llvm.fma", [ty], ir.FunctionType(ty, [ty, ty, ty]))
+        s = b.load(self.element_ptr(scale, [i64(0)]))
+        c = b.load(self.element_ptr(offset, [i64(0)]))
+        out = self.alloc(node.output.type, [x.shape[0]])
+        with self.for_range(x.shape[0]) as i:
+            b.store(b.call(fma, [b.load(self.element_ptr(x, [i])), s, c]), self.element_ptr(out, [i]))
+        return [out.leaves]

@@ -1,0 +1,99 @@
+"""Calls to library functions written in scripted code (``scriptc.random.uniform``...), as a mixin of
+FunctionEmitter.
+
+Such a function is a plain Python function carrying a ``LibraryCall``: its parameters, the compile-time ones
+(dtypes, which choose the scripted kernel), and at most one shape parameter. A call binds the arguments as
+Python does, passes the shape's number of elements to the kernel and reshapes the kernel's flat result. The
+same binding (``LibraryCall.run``) serves calls from Python, so both run the same kernels.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass
+class LibraryCall:
+    kernel: Callable                      # kernel(**static dtype names) -> a scripted function
+    shape: str | None = None              # the parameter giving the result's shape, if any
+    static: tuple[str, ...] = ()          # dtype parameters, compile-time constants
+    params: tuple[str, ...] = ()
+    defaults: dict = field(default_factory=dict)
+
+    def run(self, bound: dict):
+        """Call from Python with the arguments bound by name."""
+        static = {p: np.dtype(bound[p]).name for p in self.static}
+        kernel = self.kernel(**static)
+        values, shape = [], None
+        for p in self.params:
+            if p in self.static:
+                continue
+            if p == self.shape:
+                shape = (bound[p],) if isinstance(bound[p], (int, np.integer)) else tuple(bound[p])
+                values.append(math.prod(shape))
+            else:
+                values.append(bound[p])
+        out = kernel(*values)
+        return out.reshape(shape) if shape is not None else out
+
+
+def library(kernel, shape=None, static=()):
+    """Mark ``fn`` (whose body is ``return run(fn, locals())``) as callable from scripted code."""
+    def mark(fn):
+        sig = inspect.signature(fn)
+        fn.__scriptc_library__ = LibraryCall(kernel, shape, tuple(static), tuple(sig.parameters),
+                                             {k: p.default for k, p in sig.parameters.items()
+                                              if p.default is not inspect.Parameter.empty})
+        return fn
+    return mark
+
+
+def run(fn, bound: dict):
+    return fn.__scriptc_library__.run(bound)
+
+
+class LibraryCallsMixin:
+    def call_library(self, spec: LibraryCall, node):
+        name = ast.unparse(node.func)
+        bound = self.bind_library_arguments(spec, name, node)
+        static = {p: self.dtype_of(bound[p]) if p in bound else np.dtype(spec.defaults[p]).name
+                  for p in spec.static}
+        try:
+            kernel = spec.kernel(**static)
+        except TypeError as e:
+            raise self.fn.error(str(e), node) from None
+        args, dims = [], None
+        for p in spec.params:
+            if p in spec.static:
+                continue
+            if p == spec.shape:
+                dims = self.shape_values(bound[p]) if p in bound else [self.const(d) for d in spec.defaults[p]]
+                n = self.const(1)
+                for d in dims:
+                    n = self.op("aten::mul", [n, d], at=node)
+                args.append(n)
+            else:
+                args.append(self.expr(bound[p]) if p in bound else self.const(spec.defaults[p]))
+        out = self.call_script_values(kernel, args, node)
+        return self.op("aten::reshape", [out] + dims, at=node) if dims is not None else out
+
+    def bind_library_arguments(self, spec: LibraryCall, name: str, node) -> dict:
+        if len(node.args) > len(spec.params):
+            raise self.fn.error(f"{name}() takes {len(spec.params)} positional arguments but {len(node.args)} "
+                                f"were given", node)
+        bound = dict(zip(spec.params, node.args))
+        for k in node.keywords:
+            if k.arg not in spec.params:
+                raise self.fn.error(f"{name}() got an unexpected keyword argument '{k.arg}'", k)
+            if k.arg in bound:
+                raise self.fn.error(f"{name}() got multiple values for argument '{k.arg}'", k)
+            bound[k.arg] = k.value
+        for p in spec.params:
+            if p not in bound and p not in spec.defaults:
+                raise self.fn.error(f"{name}() missing required argument '{p}'", node)
+        return bound
