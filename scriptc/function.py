@@ -322,7 +322,7 @@ class ScriptFunction:
 
     @user_facing
     def _dispatch(self, *args, **kwargs):
-        if any(getattr(type(a), "_scriptc_device", False) for a in (*args, *kwargs.values())):
+        if any(_on_device(a) for a in (*args, *kwargs.values())):
             return self._run_on_device(args, kwargs)
         types, values = self._bind(args, kwargs)
         return self.native_for_types(types)(*values)
@@ -341,10 +341,12 @@ class ScriptFunction:
     def _bind_device(self, args, kwargs):
         """Bind arguments some of which are device arrays: binding sees an empty host array of each one's dtype and
         rank. (types, values with the device arrays, the device arrays)."""
+        from .cuda import as_device_array
         devices = {}
 
         def stand_in(a):
-            if getattr(type(a), "_scriptc_device", False):
+            if _on_device(a):
+                a = as_device_array(a)
                 stand = np.empty((0,) * a.ndim, a.dtype)
                 devices[id(stand)] = a
                 return stand
@@ -354,9 +356,13 @@ class ScriptFunction:
 
     def gpu_graph_for_types(self, types: tuple) -> Graph:
         """The optimized graph of a GPU signature: as for the CPU, except that a time loop over whole arrays
-        stays a host loop (its body's fusion groups are the kernels) instead of becoming one fused CPU loop."""
+        stays a host loop (its body's fusion groups are the kernels) instead of becoming one fused CPU loop, and
+        a lone element-wise operator is a group (a kernel) of its own."""
+        from .passes.fusion import outline_singletons
         self.graph_for_types(types, optimize=False)
-        return pipeline(skip={"time-loop-fusion"}).run(self._compile(types))
+        graph = pipeline(skip={"time-loop-fusion"}).run(self._compile(types))
+        outline_singletons(graph)
+        return graph
 
     @user_facing
     def inspect_ptx(self, *args, arch: str = "sm_80", **kwargs) -> str:
@@ -475,11 +481,11 @@ class ScriptFunction:
         with these arguments' shapes propagated through it: ``Double(2, 3)`` where a dimension is known. Native
         code itself is compiled per dtype and rank and works for every shape. With device arrays: the GPU
         signature's graph, kernels marked ``device="cuda"`` and scalar reads ``copy="device_to_host"``."""
-        if any(getattr(type(a), "_scriptc_device", False) for a in (*args, *kwargs.values())):
+        if any(_on_device(a) for a in (*args, *kwargs.values())):
             from .backend.nvptx.executor import mark_devices
             types, values, _ = self._bind_device(args, kwargs)
             return mark_devices(self.gpu_graph_for_types(types),
-                                [getattr(type(v), "_scriptc_device", False) for v in values])
+                                [_on_device(v) for v in values])
         types, values = self._bind(args, kwargs)
         shapes = tuple(v.shape if isinstance(v, np.ndarray) else None for v in values)
         key = (types, shapes)
@@ -646,3 +652,9 @@ def _signature_first_message(sig) -> str:
 
 
 __all__ = ["GraphNeedsTypes", "ScriptFunction", "UNANNOTATED", "script"]
+
+
+def _on_device(a) -> bool:
+    """A scriptc DeviceArray, or another library's GPU array (``__cuda_array_interface__``: CuPy, torch.cuda)."""
+    t = type(a)
+    return getattr(t, "_scriptc_device", False) or (t is not np.ndarray and hasattr(t, "__cuda_array_interface__"))

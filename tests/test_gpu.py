@@ -79,7 +79,7 @@ def emulator():
     cuda.use_emulator()
     yield
     cuda.use_emulator(False)
-    cuda.set_block_size(128)
+    cuda.set_block_size(256)
 
 
 @pytest.mark.skipif(PTXAS is None, reason="ptxas (CUDA toolkit, or the nvidia-cuda-nvcc package) not found")
@@ -182,3 +182,40 @@ def test_graph_for_device_arguments_shows_where_nodes_run(emulator):
     CHECK: prim::Print
     """)
     assert 'device="cuda"' not in str(relax.graph_for(np.ones((3, 2)), 4))
+
+
+@scriptc.script
+def lone_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return x + y
+
+
+def test_a_lone_operator_is_a_kernel_of_its_own(emulator):
+    a, b = np.arange(7.0), np.arange(7.0)[::-1].copy()
+    np.testing.assert_array_equal(lone_add(cuda.to_device(a), cuda.to_device(b)).copy_to_host(), a + b)
+    assert 'device="cuda"' in str(lone_add.graph_for(cuda.to_device(a), cuda.to_device(b)))
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 1001])
+def test_the_three_kernel_loops_agree(emulator, monkeypatch, n):
+    """VECTORS (aligned, contiguous), CONTIGUOUS (one operand misaligned, or broadcast), STRIDED (a broadcast
+    row): every loop and the vector loop's tail."""
+    from scriptc.backend.nvptx import executor
+    chosen = []
+    pick = executor._mode
+    monkeypatch.setattr(executor, "_mode", lambda *a: chosen.append(pick(*a)) or chosen[-1])
+    x = rng.standard_normal(n)
+    base = cuda.to_device(np.concatenate([[0.0], x]))
+    shifted = cuda.DeviceArray._make(base._device, (n,), np.float64, pointer=base.pointer + 8, owner=base)
+    one = cuda.to_device(np.array([2.5]))
+    for a, b in ((cuda.to_device(x), cuda.to_device(x)), (shifted, cuda.to_device(x)), (cuda.to_device(x), one)):
+        np.testing.assert_array_equal(lone_add(a, b).copy_to_host(), x + (x if b is not one else 2.5))
+    column = cuda.to_device(x.reshape(n, 1))
+    np.testing.assert_array_equal(lone_add(column, cuda.to_device(x)).copy_to_host(), x.reshape(n, 1) + x)
+    assert chosen == [2, 1, 1, 0] if n > 1 else chosen[:3] == [2, 1, 2]
+
+
+def test_emulated_arrays_export_through_dlpack(emulator):
+    d = polynomial(cuda.to_device(np.arange(6.0)))
+    np.testing.assert_array_equal(np.from_dlpack(d), polynomial(np.arange(6.0)))
+    with pytest.raises(AttributeError, match="host memory"):
+        d.__cuda_array_interface__

@@ -15,7 +15,7 @@ from llvmlite import ir
 
 from ...ir.registry import REGISTRY, lookup
 from ...ir.types import TensorType, result_dtype
-from .arrays import ELEM, INT_RANGE, Arr, kind_of, shape_text
+from .arrays import ELEM, F32, INT_RANGE, Arr, kind_of, shape_text
 from .common import F64, I1, I64, INT64_MIN, f64, handles_array, i64
 from .engine import LIBM_UNARY
 from .errors import LoweringError
@@ -257,6 +257,9 @@ class ArrayMath:
             return b.call(self.mod.intrinsic("fabs"), [x])
         if op in INTRINSIC:
             return b.call(self.mod.intrinsic(op), [x])
+        if op in LIBM and dtype == "float32" and self.mod.single_precision_math:
+            single = self.mod.libm(op + "f", fnty=ir.FunctionType(F32, [F32]))
+            return b.fpext(b.call(single, [b.fptrunc(x, F32)]), F64)
         if op in LIBM:
             return b.call(self.mod.libm(op), [x])
         if op in ("maximum", "minimum"):

@@ -53,7 +53,7 @@ class Engine:
 
     def _bind_libm(self):
         """Bind the libm the interpreter process already uses (the one behind CPython's ``math``)."""
-        names = LIBM_UNARY + LIBM_BINARY + LIBM_OTHER
+        names = LIBM_UNARY + tuple(n + "f" for n in LIBM_UNARY) + LIBM_BINARY + LIBM_OTHER
         try:
             libm = ctypes.CDLL(None)
             for name in names:

@@ -97,6 +97,9 @@ class ModuleLowering:
         self.prefix = prefix
         self.nogil = nogil          # the code runs without the GIL: Python refcounts must take it
         self.standalone = standalone    # for an exported library: shared helpers are built into the module
+        # float32 math in single precision (expf, ...: within 2 ulp), not through double: set for GPU kernels,
+        # where double math costs many times more; the CPU keeps double, correctly rounded to float32
+        self.single_precision_math = False
         self.module = ir.Module(name=prefix)
         self._functions: dict[int, ir.Function] = {}
         self._names: set[str] = set()

@@ -3,19 +3,26 @@
 A kernel is the CPU lowering's per-element code (``FusedOps.fused_element_node``: the same operators, NumPy's
 casts and roundings) inside a grid-stride loop instead of the CPU's loop nest:
 
-    void kernel(i8* out, i64 n, i64 out_shape[rank], <per array operand: i8* data, i64 strides[rank]>,
-                <per scalar operand: i64 | double | i8>)
+    void kernel(i8* noalias out, i64 n, i32 mode, i64 out_shape[rank],
+                <per array operand: i8* data, i64 strides[rank]>, <per scalar operand: i64 | double | i8>)
 
 ``out`` is a new C-contiguous array of the group's result shape; an operand's strides are in bytes, already
-broadcast to the result's shape by the host (0 along broadcast dimensions). The flat index is unravelled into
-the result's index once per element, in 64-bit arithmetic (32-bit when the launch knows n < 2**31 is a later
-refinement). Math calls go to NVIDIA's libdevice (``__nv_exp``, ...), linked into the module.
+broadcast to the result's shape by the host (0 along broadcast dimensions). Three loops share the element code,
+and the host picks one per launch (``mode``):
+
+- VECTORS: every array operand C-contiguous in the result's shape, every pointer aligned to 4 elements (up to
+  16 bytes), n < 2**31: four elements per thread and iteration, one vector load (``ld.global.v4``) per operand;
+- CONTIGUOUS: as above, but unaligned or with single-element operands broadcast: element i of each, 32-bit;
+- STRIDED: anything else: the flat index unravelled into the result's index in 64-bit arithmetic.
+ Math calls go to NVIDIA's libdevice
+(``__nv_exp``, ...), linked into the module.
 
 Only what is new for the target lives here: the kernel's parameters, the special registers, the grid-stride
 loop, the kernel annotation, libdevice, and the PTX target machine.
 """
 from __future__ import annotations
 
+import ctypes
 import itertools
 import os
 import re
@@ -39,6 +46,12 @@ DATA_LAYOUT = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 DEFAULT_ARCH = "sm_80"
 PTX_VERSION = "+ptx78"
 SCALAR_PARAM = {INT: I64, FLOAT: F64, BOOL: I8}
+PARAM_CTYPE = {"i8*": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32, "double": ctypes.c_double,
+               "i8": ctypes.c_int8}
+STRIDED, CONTIGUOUS, VECTORS = 0, 1, 2      # the kernel's loops (its ``mode`` parameter)
+LANES = 4
+ELEM_BYTES = {"float64": 8, "float32": 4, "float16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1,
+              "uint32": 4, "bool": 1}
 _COUNTER = itertools.count()
 _COUNTER_LOCK = threading.Lock()
 
@@ -53,6 +66,8 @@ class Kernel:
     node: Node                      # the prim::FusionGroup
     arrays: list = field(default_factory=list)     # positions of the group's array operands
     scalars: list = field(default_factory=list)    # positions of its scalar operands
+    params: list = field(default_factory=list)     # the parameters' ctypes types
+    can_raise: bool = False
 
 
 def gpu_groups(graph: Graph) -> list[Node]:
@@ -75,6 +90,7 @@ class KernelModule:
         self.mod = ModuleLowering(self.prefix, standalone=True)
         self.mod.module.triple = TRIPLE
         self.mod.module.data_layout = DATA_LAYOUT
+        self.mod.single_precision_math = True
         self.kernels: list[Kernel] = []
         # errors: the first thread that fails stores its code (and its numbers) here; the host reads them after
         # the launch and raises what the CPU would (a kernel returns, it cannot unwind to the host)
@@ -100,10 +116,9 @@ class KernelModule:
 
     def add(self, node: Node) -> Kernel:
         sub = node.attrs["subgraph"]
-        out_t = node.output.type
-        rank = out_t.rank
+        rank = node.output.type.rank
         kernel = Kernel(f"{self.prefix}_fusion{len(self.kernels)}", node)
-        params = [I8P, I64] + [I64] * rank
+        params = [I8P, I64, I32] + [I64] * rank
         for k, v in enumerate(node.inputs):
             if isinstance(v.type, TensorType):
                 kernel.arrays.append(k)
@@ -113,25 +128,25 @@ class KernelModule:
                 params.append(SCALAR_PARAM[v.type])
             else:
                 raise GpuUnsupported(f"a fusion group operand of type {v.type}")
+        kernel.params = [PARAM_CTYPE[str(t)] for t in params]
         fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), params), kernel.name)
-        self._body(fn, kernel, sub, rank)
+        kernel.can_raise = self._body(fn, kernel, sub, rank)
         self.mod.module.add_named_metadata("nvvm.annotations", [fn, "kernel", ir.Constant(I32, 1)])
         self.kernels.append(kernel)
         return kernel
 
-    def _body(self, fn: ir.Function, kernel: Kernel, sub: Graph, rank: int) -> None:
+    def _body(self, fn: ir.Function, kernel: Kernel, sub: Graph, rank: int) -> bool:
+        """The kernel's code; True when it can raise (the host then reads the error flag after the launch)."""
         low = FunctionLowering.__new__(FunctionLowering)
         low.mod, low.function, low.node, low.env = self.mod, fn, kernel.node, {}
         low.nogil = True
         low.init_unwind()
         low.entry_block = fn.append_basic_block("entry")
-        loop = fn.append_basic_block("loop")
-        body = fn.append_basic_block("body")
-        done = fn.append_basic_block("done")
         b = low.b = ir.IRBuilder(low.entry_block)
         args = list(fn.args)
-        out_data, n, out_shape = args[0], args[1], args[2:2 + rank]
-        at = 2 + rank
+        out_data, n, mode, out_shape = args[0], args[1], args[2], args[3:3 + rank]
+        out_data.add_attribute("noalias")      # a new array: loads of the operands may move across its stores
+        at = 3 + rank
         operands = {}
         node = kernel.node
         for k, v in enumerate(node.inputs):
@@ -145,45 +160,96 @@ class KernelModule:
         scalars = low.fused_scalars(node, sub, None)
         start = b.add(b.mul(special(b, "ctaid.x"), special(b, "ntid.x")), special(b, "tid.x"))
         step = b.mul(special(b, "nctaid.x"), special(b, "ntid.x"))
-        first = b.zext(start, I64)
-        pre = b.block
-        b.branch(loop)
-        b.position_at_end(loop)
-        i = b.phi(I64)
-        i.add_incoming(first, pre)
-        b.cbranch(b.icmp_signed("<", i, n), body, done)
-        b.position_at_end(body)
-        index, rest = [], i
-        for d in reversed(range(rank)):        # unravel the flat index (C order)
-            index.append(b.srem(rest, out_shape[d]))
-            rest = b.sdiv(rest, out_shape[d])
-        index.reverse()
-        env = {}
-        for p, (k, outer) in zip(sub.inputs, enumerate(node.inputs)):
-            if k in operands:
-                data, strides = operands[k]
-                offset = i64(0)
-                for x, s in zip(index, strides):
-                    offset = b.add(offset, b.mul(x, s))
-                dtype = outer.type.dtype
-                ptr = b.bitcast(b.gep(data, [offset]), ELEM[dtype].as_pointer())
-                env[id(p)] = (kind_of(dtype), low.load_element(ptr, dtype))
-        for member in sub.nodes:
-            if member.kind != "prim::Constant":
-                low.fused_element_node(member, env, scalars)
-        kind, x = env[id(sub.outputs[0])]
         out_dtype = node.output.type.dtype
-        size = ELEM_SIZE.get(out_dtype)
-        ptr = b.bitcast(b.gep(out_data, [b.mul(i, i64(size))]), ELEM[out_dtype].as_pointer())
-        low.store_element(ptr, x, kind, out_dtype)
-        i.add_incoming(b.add(i, b.zext(step, I64)), b.block)
-        b.branch(loop)
+
+        def element(values):
+            """The group's result for one element: ``values`` maps operand positions to (kind, register)."""
+            env = {id(p): values[k] for k, p in enumerate(sub.inputs) if k in operands}
+            for member in sub.nodes:
+                if member.kind != "prim::Constant":
+                    low.fused_element_node(member, env, scalars)
+            return env[id(sub.outputs[0])]
+
+        def load(ptr, k):
+            dtype = node.inputs[k].type.dtype
+            return kind_of(dtype), low.load_element(ptr, dtype)
+
+        def store(ptr, result):
+            kind, x = result
+            low.store_element(ptr, x, kind, out_dtype)
+
+        def general(i):
+            """Any strides: the flat index unravelled into the result's index, 64-bit."""
+            index, rest = [], i
+            for d in reversed(range(rank)):
+                index.append(b.srem(rest, out_shape[d]))
+                rest = b.sdiv(rest, out_shape[d])
+            index.reverse()
+            values = {}
+            for k, (data, strides) in operands.items():
+                offset = i64(0)
+                for x, st in zip(index, strides):
+                    offset = b.add(offset, b.mul(x, st))
+                values[k] = load(b.bitcast(b.gep(data, [offset]), ELEM[node.inputs[k].type.dtype].as_pointer()), k)
+            store(_element_ptr(b, out_data, out_dtype, i), element(values))
+
+        def unit(k):
+            """1 for an operand read element by element, 0 for a single broadcast element (the host's last
+            stride, in contiguous mode)."""
+            return b.zext(b.icmp_signed("!=", operands[k][1][-1], i64(0)), I32)
+
+        def contiguous(i):
+            """Element i of every operand (C-contiguous in the result's shape, or a single element): 32-bit."""
+            values = {k: load(_element_ptr(b, data, node.inputs[k].type.dtype, b.mul(i, unit(k))), k)
+                      for k, (data, _) in operands.items()}
+            store(_element_ptr(b, out_data, out_dtype, i), element(values))
+
+        def vectors(j):
+            """Elements 4j .. 4j+3 of every operand (all C-contiguous in the result's shape, pointers aligned:
+            the host checked): one vector load per operand and one vector store, the element code per lane."""
+            lanes = [{} for _ in range(LANES)]
+            for k, (data, _) in operands.items():
+                dtype = node.inputs[k].type.dtype
+                ptr = _element_ptr(b, data, dtype, b.mul(j, i32(LANES)))
+                vec = b.load(b.bitcast(ptr, ir.VectorType(ELEM[dtype], LANES).as_pointer()), align=_align(dtype))
+                for lane in range(LANES):
+                    lanes[lane][k] = (kind_of(dtype), low.from_memory(b.extract_element(vec, i32(lane)), dtype))
+            out = ir.Constant(ir.VectorType(ELEM[out_dtype], LANES), None)
+            for lane in range(LANES):
+                kind, x = element(lanes[lane])
+                out = b.insert_element(out, low.to_memory(x, kind, out_dtype), i32(lane))
+            ptr = _element_ptr(b, out_data, out_dtype, b.mul(j, i32(LANES)))
+            b.store(out, b.bitcast(ptr, out.type.as_pointer()), align=_align(out_dtype))
+
+        pick = fn.append_basic_block("pick")
+        b.branch(pick)
+        b.position_at_end(pick)
+        done = fn.append_basic_block("done")
+        if rank:
+            strided_entry = fn.append_basic_block("strided")
+            flat_entry, vector_entry = fn.append_basic_block("contiguous"), fn.append_basic_block("vectors")
+            switch = b.switch(mode, strided_entry)
+            switch.add_case(ir.Constant(I32, CONTIGUOUS), flat_entry)
+            switch.add_case(ir.Constant(I32, VECTORS), vector_entry)
+            b.position_at_end(vector_entry)
+            n32 = b.trunc(n, I32)
+            whole = b.lshr(n32, i32(2))
+            tail = fn.append_basic_block("tail")
+            _grid_stride_loop(b, fn, start, step, whole, vectors, tail)
+            b.position_at_end(tail)
+            _grid_stride_loop(b, fn, b.add(b.shl(whole, i32(2)), start), step, n32, contiguous, done)
+            b.position_at_end(flat_entry)
+            _grid_stride_loop(b, fn, start, step, b.trunc(n, I32), contiguous, done)
+            b.position_at_end(strided_entry)
+        _grid_stride_loop(b, fn, b.zext(start, I64), b.zext(step, I64), n, general, done)
         b.position_at_end(done)
         b.ret_void()
-        if low._unwind_bb is not None:      # a raise: record it for the host, and stop this thread
-            b.position_at_end(low._unwind_bb)
-            b.store(low._status, self.error)
-            b.ret_void()
+        if low._unwind_bb is None:
+            return False
+        b.position_at_end(low._unwind_bb)       # a raise: record it for the host, and stop this thread
+        b.store(low._status, self.error)
+        b.ret_void()
+        return True
 
     def llvm_ir(self) -> str:
         """The kernels' LLVM IR, math calls renamed to libdevice's functions."""
@@ -191,8 +257,33 @@ class KernelModule:
         return re.sub(r'@"' + re.escape(LIBM_PREFIX) + r'(\w+)"', r"@__nv_\1", text)
 
 
-ELEM_SIZE = {"float64": 8, "float32": 4, "float16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
-             "uint8": 1, "bool": 1}
+
+def _grid_stride_loop(b: ir.IRBuilder, fn: ir.Function, start, step, n, body, done) -> None:
+    """for (i = start; i < n; i += step) body(i); then to ``done``. Leaves ``b`` positioned nowhere useful."""
+    pre = b.block
+    loop, inside = fn.append_basic_block("loop"), fn.append_basic_block("body")
+    b.branch(loop)
+    b.position_at_end(loop)
+    i = b.phi(n.type)
+    i.add_incoming(start, pre)
+    b.cbranch(b.icmp_signed("<", i, n), inside, done)
+    b.position_at_end(inside)
+    body(i)
+    i.add_incoming(b.add(i, step), b.block)
+    b.branch(loop)
+
+
+def i32(x: int) -> ir.Constant:
+    return ir.Constant(I32, x)
+
+
+def _align(dtype: str) -> int:
+    """The alignment the host guarantees for a vector of LANES elements of ``dtype``."""
+    return min(16, LANES * ELEM_BYTES[dtype])
+
+
+def _element_ptr(b: ir.IRBuilder, data, dtype: str, index):
+    return b.gep(b.bitcast(data, ELEM[dtype].as_pointer()), [index])
 
 
 def special(b: ir.IRBuilder, register: str):

@@ -15,13 +15,11 @@ from __future__ import annotations
 import ctypes
 import re
 
-from ...ir.types import BOOL, FLOAT, INT
 from ..llvm.engine import LIBM_PREFIX, engine
 from ..llvm.errors import PAYLOAD_SLOTS
 from .codegen import KernelModule
 
 REGISTERS = ("tid.x", "ntid.x", "ctaid.x", "nctaid.x")
-_CTYPES = {"i8*": ctypes.c_void_p, "i64": ctypes.c_int64, "double": ctypes.c_double, "i8": ctypes.c_int8}
 
 
 def host_ir(km: KernelModule) -> str:
@@ -83,9 +81,7 @@ class EmulatedModule:
             eng._ee.get_global_value_address(km.payload_symbol))
         self._drivers = {}
         for k in km.kernels:
-            params = [p.strip().rsplit(" ", 1)[0] for p in _define_line(text, k.name).split("(", 1)[1]
-                      .rsplit(")", 1)[0].split(",")]
-            proto = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32, *[_CTYPES[p] for p in params])
+            proto = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32, *k.params)
             self._drivers[k.name] = proto(addresses[f"emulate_{k.name}"])
 
     def launch(self, kernel: str, blocks: int, threads: int, *args) -> None:
@@ -98,9 +94,4 @@ class EmulatedModule:
         return code, list(self.payload)
 
 
-def _define_line(text: str, name: str) -> str:
-    return next(line for line in text.splitlines() if line.startswith(f'define void @"{name}"'))
-
-
-SCALAR_CTYPE = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8}
 __all__ = ["EmulatedModule", "LIBM_PREFIX", "host_ir"]

@@ -9,20 +9,17 @@ the line): array creation, copies, slicing writes and axis reductions on the dev
 """
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
 from ...ir.core import Graph
-from ...ir.types import BOOL, FLOAT, INT, TensorType
+from ...ir.types import TensorType
 from ..interpreter import Interpreter
 from ..llvm.errors import ERROR_TABLE
-from .codegen import GpuUnsupported, KernelModule, element_wise
+from .codegen import CONTIGUOUS, STRIDED, VECTORS, GpuUnsupported, KernelModule, _align, element_wise
 
 HOST_SAFE = {"aten::size", "aten::len", "aten::dim", "prim::TupleIndex", "prim::TupleConstruct",
              "prim::TupleUnpack", "prim::Constant"}
 SCALAR_READS = {"aten::getitem"}
-_SCALAR = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8}
 
 
 class GpuProgram:
@@ -85,21 +82,28 @@ class _Executor(Interpreter):
         return [self.launch(kernel, node, inputs)]
 
     def launch(self, kernel, node, inputs):
-        from ...cuda import DeviceArray
-        out_t = node.output.type
+        from ...cuda import DeviceArray, launch_config
         arrays = [inputs[k] for k in kernel.arrays]
         shape = np.broadcast_shapes(*[a.shape for a in arrays])
         device = self.program.device
-        out = DeviceArray._wrap(device.empty(shape, out_t.dtype), device)
-        n = int(np.prod(shape, dtype=np.int64))
-        if n:
-            args = [out.pointer, n, *shape]
-            for k, x in enumerate(inputs):       # the kernel's parameters follow the group's operands
-                if k in kernel.arrays:
-                    args += [x.pointer, *_broadcast_strides(x, shape)]
-                else:
-                    args.append(_SCALAR[node.inputs[k].type](x))
-            device.launch(self.program.module, kernel.name, n, args)
+        out = DeviceArray._make(device, shape, node.output.type.dtype)
+        n = out.size
+        if not n:
+            return out
+        strides = {k: _broadcast_strides(inputs[k], shape) for k in kernel.arrays}
+        threads, max_blocks = launch_config()
+        blocks = device.blocks(n, threads, max_blocks)
+        mode = _mode(kernel, inputs, strides, shape, out, n + 4 * threads * blocks)
+        args = [out.pointer, n, mode, *shape]
+        for k, x in enumerate(inputs):       # the kernel's parameters follow the group's operands
+            if k in kernel.arrays:
+                if mode != STRIDED:    # the contiguous loops read whether the last stride is 0: one element, or all
+                    strides[k] = [0] * (len(shape) - 1) + [0 if all(s == 0 for s in strides[k]) else 1]
+                args += [x.pointer, *strides[k]]
+            else:
+                args.append(x)
+        device.launch(self.program.module, kernel, blocks, threads, args)
+        if kernel.can_raise:
             code, payload = self.program.module.take_error()
             if code:
                 raise ERROR_TABLE[code].make(payload)
@@ -113,6 +117,19 @@ def _is_device(x) -> bool:
 
 def _host(x):
     return x.copy_to_host() if _is_device(x) else x
+
+
+def _mode(kernel, inputs, strides, shape, out, last_index) -> int:
+    """The kernel loop for these operands (codegen's STRIDED, CONTIGUOUS or VECTORS)."""
+    if not shape or last_index >= 2 ** 31:
+        return STRIDED
+    whole = [tuple(inputs[k].shape) == tuple(shape) and inputs[k].is_c_contiguous for k in kernel.arrays]
+    if not all(w or all(s == 0 for s in strides[k]) for w, k in zip(whole, kernel.arrays)):
+        return STRIDED
+    arrays = [out] + [inputs[k] for k in kernel.arrays]
+    if all(whole) and all(a.pointer % _align(a.dtype.name) == 0 for a in arrays):
+        return VECTORS
+    return CONTIGUOUS
 
 
 def _broadcast_strides(a, shape) -> list[int]:
