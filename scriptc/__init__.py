@@ -8,6 +8,7 @@ from .errors import CompileError
 from . import random  # noqa: F401  (scriptc.random: functional random keys)
 from .function import ScriptFunction, script
 from .parallel import prange
+from .transforms import grad, value_and_grad
 
 
 def load(path):
@@ -32,5 +33,5 @@ def get_num_threads() -> int:
     return parallel.get_num_threads()
 
 
-__all__ = ["CompileError", "ScriptFunction", "get_num_threads", "load", "prange", "script", "set_num_threads"]
+__all__ = ["CompileError", "ScriptFunction", "get_num_threads", "grad", "load", "prange", "script", "set_num_threads", "value_and_grad"]
 __version__ = "0.1.0"
