@@ -96,7 +96,7 @@ class Emitter:
 
     def expand_reduced(self, g: Value, x: Value, axis) -> Value:
         """``g`` (a reduction of ``x`` over ``axis``, or over everything) broadcast back to ``x``'s shape."""
-        if axis is not None:
+        if axis is not None and x.type.rank > 1:   # a rank-1 reduction over its axis is a scalar already
             shape = self.node("prim::TupleUnpack", [self.op("aten::size", x)], [INT] * x.type.rank).outputs
             k = axis % x.type.rank
             dims = list(shape[:k]) + [self.const(1)] + list(shape[k + 1:])
@@ -127,9 +127,12 @@ class Emitter:
             node = self.node("prim::If", [cond], [g.type])
             then, other = node.add_block(), node.add_block()
             e = Emitter(then)
-            summed = e.op("aten::sum", g, axis=k)
-            dims = list(g_shape[:k]) + [e.const(1)] + list(g_shape[k + 1:])
-            then.add_return(e.op("aten::reshape", summed, *dims))
+            if rank == 1:   # like has shape (1,) here
+                then.add_return(e.add(e.zeros_like(like), e.op("aten::sum", g)))
+            else:
+                summed = e.op("aten::sum", g, axis=k)
+                dims = list(g_shape[:k]) + [e.const(1)] + list(g_shape[k + 1:])
+                then.add_return(e.op("aten::reshape", summed, *dims))
             other.add_return(g)
             g = node.output
         return g
