@@ -283,7 +283,7 @@ class Transform:
             nb = back.add_block()
             branch_adj = self.backward(branch, nb, dict(vmap), outs, recompute=True)
             for v in outer:
-                nb.add_return(branch_adj.get_or_zero(v, vmap.get(id(v), v)) if True else None)
+                nb.add_return(branch_adj.get_or_zero(v, vmap.get(id(v), v)))
         for v, a in zip(outer, back.outputs):
             adj.add(v, a)
 
