@@ -7,6 +7,7 @@ from . import ops as _ops  # noqa: F401  (fills the operator registry)
 from .errors import CompileError
 from .function import ScriptFunction, script
 from .parallel import prange
+from .transforms import grad, value_and_grad
 
 
 def load(path):
@@ -31,7 +32,7 @@ def get_num_threads() -> int:
     return parallel.get_num_threads()
 
 
-__all__ = ["CompileError", "ScriptFunction", "get_num_threads", "load", "prange", "script", "set_num_threads"]
+__all__ = ["CompileError", "ScriptFunction", "get_num_threads", "grad", "load", "prange", "script", "set_num_threads", "value_and_grad"]
 __version__ = "0.1.0"
 
 

@@ -63,6 +63,10 @@ class OpDef:
     # inference knows it (a prim::Constant, a dimension read from a known shape), else None. An input typed
     # NoneType is always None. Rules must be sound: a dimension they give is the one NumPy produces.
     shape: Callable | None = None
+    # Derivative rule (reverse mode, ``scriptc/transforms/autodiff.py``): ``vjp(e, g, out, *inputs, **attrs)``
+    # returns one adjoint per input (None: no contribution), built with the emitter ``e`` from the output's
+    # adjoint ``g``, the output ``out`` and the inputs. ``ZERO_DERIVATIVE`` for piecewise-constant operators.
+    vjp: Callable | None = None
 
     def result_types(self, types: list[Type], attrs: dict) -> list[Type]:
         """Output types for these input types, or OpTypeError / NeedsSpecialization."""
@@ -105,7 +109,7 @@ def parse_schema(schema: str):
 
 
 def register(schema: str, *, impl=None, infer=None, effect=Effect.PURE, elementwise=False, py=(),
-             methods=(), shape=None, **extra) -> OpDef:
+             methods=(), shape=None, vjp=None, **extra) -> OpDef:
     """Declare an operator. ``shape`` is its shape rule (see ``OpDef.shape``); element-wise operators get
     ``elementwise_shape`` (NumPy broadcasting) unless they give their own."""
     name, params, attrs, variadic = parse_schema(schema)
@@ -114,13 +118,18 @@ def register(schema: str, *, impl=None, infer=None, effect=Effect.PURE, elementw
     if shape is None and elementwise:
         shape = elementwise_shape
     op = OpDef(name, schema, params, attrs, variadic, infer, impl, effect, elementwise, tuple(py),
-               tuple(methods), extra=extra, shape=shape)
+               tuple(methods), extra=extra, shape=shape, vjp=vjp)
     REGISTRY[name] = op
     for f in op.py:
         _BY_CALLABLE[id(f)] = op
     for m in op.methods:
         _BY_METHOD[m] = op
     return op
+
+
+def ZERO_DERIVATIVE(e, g, out, *inputs, **attrs):
+    """The derivative rule of piecewise-constant operators (floor, round, sign): zero almost everywhere."""
+    return (None,) * len(inputs)
 
 
 def lookup(name: str) -> OpDef:

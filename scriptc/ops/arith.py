@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 
-from ..ir.registry import (Effect, OpTypeError, broadcast_shapes, by_sample, no_outputs, register,
+from ..ir.registry import (ZERO_DERIVATIVE, Effect, OpTypeError, broadcast_shapes, by_sample, no_outputs, register,
                            shape_of)
 from ..ir.types import BOOL, FLOAT, INT, TensorType
 
@@ -23,27 +23,54 @@ def _pow(a, b):
     return r
 
 
-# name, Python operator, ufunc used for the in-place form (``x += y`` on an array)
+# Derivative rules (see ``OpDef.vjp``): adjoints of the operands, before the transform sums them over
+# broadcast axes back to each operand's shape.
+def _add_vjp(e, g, out, a, b):
+    return g, g
+
+
+def _sub_vjp(e, g, out, a, b):
+    return g, e.neg(g)
+
+
+def _mul_vjp(e, g, out, a, b):
+    return e.mul(g, b), e.mul(g, a)
+
+
+def _div_vjp(e, g, out, a, b):
+    return e.div(g, b), e.neg(e.div(e.mul(g, out), b))
+
+
+def _remainder_vjp(e, g, out, a, b):   # a % b = a - floor(a / b) * b: the floor is piecewise constant
+    return g, e.neg(e.mul(g, e.op("aten::floordiv", a, b)))
+
+
+def _pow_vjp(e, g, out, a, b):
+    da = e.mul(g, e.mul(b, e.op("aten::pow", a, e.sub(b, e.const(1)))))
+    return da, (e.mul(g, e.mul(out, e.log_or_zero(a))) if e.differentiable(b) else None)
+
+
+# name, Python operator, ufunc used for the in-place form (``x += y`` on an array), derivative rule
 BINARY = [
-    ("add", operator.add, np.add),
-    ("sub", operator.sub, np.subtract),
-    ("mul", operator.mul, np.multiply),
-    ("div", operator.truediv, np.true_divide),
-    ("floordiv", operator.floordiv, np.floor_divide),
-    ("remainder", operator.mod, np.remainder),
-    ("pow", _pow, np.power),
-    ("__and__", operator.and_, np.bitwise_and),
-    ("__or__", operator.or_, np.bitwise_or),
-    ("__xor__", operator.xor, np.bitwise_xor),
-    ("__lshift__", operator.lshift, np.left_shift),
-    ("__rshift__", operator.rshift, np.right_shift),
+    ("add", operator.add, np.add, _add_vjp),
+    ("sub", operator.sub, np.subtract, _sub_vjp),
+    ("mul", operator.mul, np.multiply, _mul_vjp),
+    ("div", operator.truediv, np.true_divide, _div_vjp),
+    ("floordiv", operator.floordiv, np.floor_divide, ZERO_DERIVATIVE),
+    ("remainder", operator.mod, np.remainder, _remainder_vjp),
+    ("pow", _pow, np.power, _pow_vjp),
+    ("__and__", operator.and_, np.bitwise_and, None),
+    ("__or__", operator.or_, np.bitwise_or, None),
+    ("__xor__", operator.xor, np.bitwise_xor, None),
+    ("__lshift__", operator.lshift, np.left_shift, None),
+    ("__rshift__", operator.rshift, np.right_shift, None),
 ]
 COMPARE = [("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt), ("le", operator.le),
            ("gt", operator.gt), ("ge", operator.ge)]
 
-for _name, _fn, _ufunc in BINARY:
+for _name, _fn, _ufunc, _vjp in BINARY:
     register(f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> Number|Tensor",
-             impl=_fn, infer=by_sample(_fn), effect=Effect.RAISES, elementwise=True, ufunc=_ufunc)
+             impl=_fn, infer=by_sample(_fn), effect=Effect.RAISES, elementwise=True, ufunc=_ufunc, vjp=_vjp)
 
     def _inplace(self, other, _u=_ufunc):
         _u(self, other, out=self)
@@ -60,7 +87,7 @@ for _name, _fn, _ufunc in BINARY:
 
 for _name, _fn in COMPARE:
     register(f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> bool|Tensor",
-             impl=_fn, infer=by_sample(_fn), elementwise=True)
+             impl=_fn, infer=by_sample(_fn), elementwise=True, vjp=ZERO_DERIVATIVE)
 
 
 def _scalar_only(name, fn, result=None):
@@ -74,7 +101,7 @@ def _scalar_only(name, fn, result=None):
 
 
 register("aten::neg(Number|Tensor self) -> Number|Tensor", impl=operator.neg, infer=by_sample(operator.neg),
-         elementwise=True)
+         elementwise=True, vjp=lambda e, g, out, a: (e.neg(g),))
 register("aten::bitwise_not(Number|Tensor self) -> Number|Tensor", impl=operator.invert,
          infer=by_sample(operator.invert), elementwise=True)
 register("aten::__not__(bool self) -> bool", impl=operator.not_, infer=_scalar_only("not", None, BOOL))
@@ -125,5 +152,5 @@ def _to_int(x):
 
 register("aten::Int(Number self) -> int", impl=_to_int, infer=_scalar_only("int()", None, INT), py=(int,))
 register("aten::Float(Number self) -> float", impl=float, infer=_scalar_only("float()", None, FLOAT),
-         py=(float,))
+         py=(float,), vjp=lambda e, g, out, a: (g,))
 register("aten::Bool(Number self) -> bool", impl=bool, infer=_scalar_only("bool()", None, BOOL), py=(bool,))

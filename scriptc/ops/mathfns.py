@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..ir.registry import Effect, OpTypeError, by_sample, register
+from ..ir.registry import ZERO_DERIVATIVE, Effect, OpTypeError, by_sample, register
 from ..ir.types import INT, FLOAT, TensorType
 
 
@@ -19,6 +19,38 @@ def _unary(scalar_fn, array_fn):
         return scalar_fn(x)
     return impl
 
+
+# Derivative rules (see ``OpDef.vjp``): ``d(e, x, out)`` is the derivative at ``x``, given the result ``out``.
+def _chain(derivative):
+    def vjp(e, g, out, x):
+        return (e.mul(g, derivative(e, x, out)),)
+    return vjp
+
+
+def _one_over_sqrt_one_minus_square(e, x):
+    return e.div(e.const(1.0), e.op("aten::sqrt", e.sub(e.const(1.0), e.mul(x, x))))
+
+
+D = {
+    "sqrt": lambda e, x, out: e.div(e.const(0.5), out),
+    "exp": lambda e, x, out: out,
+    "expm1": lambda e, x, out: e.add(out, e.const(1.0)),
+    "log": lambda e, x, out: e.div(e.const(1.0), x),
+    "log2": lambda e, x, out: e.div(e.const(1.0 / math.log(2.0)), x),
+    "log10": lambda e, x, out: e.div(e.const(1.0 / math.log(10.0)), x),
+    "log1p": lambda e, x, out: e.div(e.const(1.0), e.add(x, e.const(1.0))),
+    "sin": lambda e, x, out: e.op("aten::cos", x),
+    "cos": lambda e, x, out: e.neg(e.op("aten::sin", x)),
+    "tan": lambda e, x, out: e.add(e.const(1.0), e.mul(out, out)),
+    "asin": lambda e, x, out: _one_over_sqrt_one_minus_square(e, x),
+    "acos": lambda e, x, out: e.neg(_one_over_sqrt_one_minus_square(e, x)),
+    "atan": lambda e, x, out: e.div(e.const(1.0), e.add(e.const(1.0), e.mul(x, x))),
+    "sinh": lambda e, x, out: e.op("aten::cosh", x),
+    "cosh": lambda e, x, out: e.op("aten::sinh", x),
+    "tanh": lambda e, x, out: e.sub(e.const(1.0), e.mul(out, out)),
+    "abs": lambda e, x, out: e.op("aten::copysign", e.const(1.0), x),
+    "fabs": lambda e, x, out: e.op("aten::copysign", e.const(1.0), x),
+}
 
 # op name, math function (scalars), NumPy ufunc (arrays), other Python callables bound to it
 UNARY = [
@@ -49,7 +81,7 @@ for _name, _scalar, _ufunc, _more in UNARY:
     _impl = _unary(_scalar, _ufunc)
     register(f"aten::{_name}(Number|Tensor self) -> Number|Tensor", impl=_impl, infer=by_sample(_impl),
              effect=Effect.RAISES, elementwise=True, py=(_scalar, _ufunc) + _more, ufunc=_ufunc,
-             scalar=_scalar)
+             scalar=_scalar, vjp=_chain(D[_name]) if _name in D else ZERO_DERIVATIVE)
 
 
 def _binary(scalar_fn, array_fn):
@@ -60,17 +92,45 @@ def _binary(scalar_fn, array_fn):
     return impl
 
 
+def _atan2_vjp(e, g, out, y, x):
+    scale = e.div(g, e.add(e.mul(x, x), e.mul(y, y)))
+    return e.mul(scale, x), e.neg(e.mul(scale, y))
+
+
+def _hypot_vjp(e, g, out, a, b):
+    return e.mul(g, e.div(a, out)), e.mul(g, e.div(b, out))
+
+
+def _copysign_vjp(e, g, out, a, b):   # |a| with b's sign: the sign of a times b's sign
+    return e.mul(g, e.mul(e.op("aten::copysign", e.const(1.0), a), e.op("aten::copysign", e.const(1.0), b))), None
+
+
+def _fmod_vjp(e, g, out, a, b):   # a - trunc(a / b) * b
+    return g, e.neg(e.mul(g, e.op("aten::trunc", e.div(a, b))))
+
+
+def _float_power_vjp(e, g, out, a, b):
+    da = e.mul(g, e.mul(b, e.op("aten::float_power", a, e.sub(b, e.const(1.0)))))
+    return da, (e.mul(g, e.mul(out, e.log_or_zero(a))) if e.differentiable(b) else None)
+
+
 BINARY_FNS = [
-    ("atan2", math.atan2, np.arctan2),
-    ("hypot", math.hypot, np.hypot),
-    ("copysign", math.copysign, np.copysign),
-    ("fmod", math.fmod, np.fmod),
-    ("float_power", math.pow, np.float_power),   # math.pow: always a float, domain errors raise
+    ("atan2", math.atan2, np.arctan2, _atan2_vjp),
+    ("hypot", math.hypot, np.hypot, _hypot_vjp),
+    ("copysign", math.copysign, np.copysign, _copysign_vjp),
+    ("fmod", math.fmod, np.fmod, _fmod_vjp),
+    ("float_power", math.pow, np.float_power, _float_power_vjp),   # math.pow: always a float, domain errors raise
 ]
-for _name, _scalar, _ufunc in BINARY_FNS:
+for _name, _scalar, _ufunc, _vjp in BINARY_FNS:
     _impl = _binary(_scalar, _ufunc)
     register(f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> Number|Tensor", impl=_impl,
-             infer=by_sample(_impl), effect=Effect.RAISES, elementwise=True, py=(_scalar, _ufunc))
+             infer=by_sample(_impl), effect=Effect.RAISES, elementwise=True, py=(_scalar, _ufunc), vjp=_vjp)
+
+
+def _select_first_vjp(e, g, out, a, b):
+    """maximum/minimum/max/min: the adjoint goes to the operand the result came from (the first on ties)."""
+    first = e.op("aten::eq", out, a)
+    return e.mul(g, first), e.mul(g, e.op("aten::ne", out, a))
 
 
 def _np_maximum(a, b):
@@ -82,9 +142,9 @@ def _np_minimum(a, b):
 
 
 register("aten::maximum(Number|Tensor self, Number|Tensor other) -> Number|Tensor", impl=_np_maximum,
-         infer=by_sample(_np_maximum), elementwise=True, py=(np.maximum,))
+         infer=by_sample(_np_maximum), elementwise=True, py=(np.maximum,), vjp=_select_first_vjp)
 register("aten::minimum(Number|Tensor self, Number|Tensor other) -> Number|Tensor", impl=_np_minimum,
-         infer=by_sample(_np_minimum), elementwise=True, py=(np.minimum,))
+         infer=by_sample(_np_minimum), elementwise=True, py=(np.minimum,), vjp=_select_first_vjp)
 
 
 def _where(c, a, b):
@@ -92,7 +152,9 @@ def _where(c, a, b):
 
 
 register("aten::where(Tensor condition, Number|Tensor self, Number|Tensor other) -> Tensor", impl=_where,
-         infer=by_sample(_where), elementwise=True, py=(np.where,))
+         infer=by_sample(_where), elementwise=True, py=(np.where,),
+         vjp=lambda e, g, out, c, a, b: (None, e.op("aten::where", c, g, e.const(0.0)),
+                                         e.op("aten::where", c, e.const(0.0), g)))
 
 
 def _clip(x, lo, hi):
@@ -100,7 +162,8 @@ def _clip(x, lo, hi):
 
 
 register("aten::clip(Tensor self, Number|Tensor min, Number|Tensor max) -> Tensor", impl=_clip,
-         infer=by_sample(_clip), elementwise=True, py=(np.clip,))
+         infer=by_sample(_clip), elementwise=True, py=(np.clip,),
+         vjp=lambda e, g, out, x, lo, hi: (e.mul(g, e.op("aten::eq", out, x)), None, None))
 
 
 def _same_kind_scalars(name):
@@ -117,5 +180,7 @@ def _same_kind_scalars(name):
 
 
 # Python's min/max: the first of equal values wins and nan compares false, exactly as builtins do.
-register("prim::max(Number self, Number other) -> Number", impl=builtins.max, infer=_same_kind_scalars("max"))
-register("prim::min(Number self, Number other) -> Number", impl=builtins.min, infer=_same_kind_scalars("min"))
+register("prim::max(Number self, Number other) -> Number", impl=builtins.max, infer=_same_kind_scalars("max"),
+         vjp=_select_first_vjp)
+register("prim::min(Number self, Number other) -> Number", impl=builtins.min, infer=_same_kind_scalars("min"),
+         vjp=_select_first_vjp)

@@ -81,7 +81,7 @@ register("aten::reshape(Tensor self, int... shape) -> Tensor", impl=_reshape, in
 
 # -- copies and casts -----------------------------------------------------------------------------------
 register("aten::clone(Tensor self) -> Tensor", impl=np.copy, infer=lambda t: _array_keep(t, "copy()"),
-         methods=("copy",), py=(np.copy,), shape=same_shape)
+         methods=("copy",), py=(np.copy,), shape=same_shape, vjp=lambda e, g, out, x: (g,))
 
 
 def _array_keep(t, what):
@@ -96,7 +96,7 @@ def _astype(x, *, dtype):
 
 register("aten::to(Tensor self, *, str dtype) -> Tensor", impl=_astype,
          infer=lambda t, dtype: TensorType(dtype, _array_keep(t, "astype()").rank, t.shape),
-         shape=same_shape)
+         shape=same_shape, vjp=lambda e, g, out, x, dtype: (e.op("aten::to", g, dtype=x.type.dtype),))
 
 # -- creation -----------------------------------------------------------------------------------------------
 
@@ -370,7 +370,24 @@ def _reduction_shape(types, consts, *, axis=None):
     return [shape[:k] + shape[k + 1:]]
 
 
+def _sum_vjp(e, g, out, x, axis=None):
+    return (e.expand_reduced(g, x, axis),)
+
+
+def _mean_vjp(e, g, out, x, axis=None):
+    count = e.op("aten::numel", x) if axis is None else e.dim_size(x, axis)
+    return (e.expand_reduced(e.div(g, count), x, axis),)
+
+
+def _extremum_vjp(e, g, out, x, axis=None):   # every element equal to the extremum gets the adjoint (as JAX)
+    hit = e.op("aten::eq", x, e.expand_reduced(out, x, axis))
+    return (e.mul(e.expand_reduced(g, x, axis), hit),)
+
+
+_REDUCTION_VJPS = {"sum": _sum_vjp, "mean": _mean_vjp, "max": _extremum_vjp, "min": _extremum_vjp}
+
 for _name, _fn, _more in REDUCTIONS:
     _i, _r = _reduction(_fn)
     register(f"aten::{_name}(Tensor self, *, int? axis) -> Number|Tensor", impl=_i, infer=_r,
-             effect=Effect.RAISES, py=(_fn,) + _more, methods=(_name,), reduction=True, shape=_reduction_shape)
+             effect=Effect.RAISES, py=(_fn,) + _more, methods=(_name,), reduction=True, shape=_reduction_shape,
+             vjp=_REDUCTION_VJPS.get(_name))

@@ -1,0 +1,4 @@
+"""Function transforms on the IR: reverse-mode ``grad`` and ``value_and_grad``."""
+from .api import GradFunction, grad, value_and_grad
+
+__all__ = ["GradFunction", "grad", "value_and_grad"]

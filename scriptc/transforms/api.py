@@ -1,0 +1,121 @@
+"""``scriptc.grad`` and ``scriptc.value_and_grad``: the reverse-mode transform (``autodiff.py``) wrapped as a
+callable compiled per argument signature, like a scripted function.
+
+A GradFunction binds arguments with the wrapped function's rules, builds the gradient graph from the
+function's frontend graph for that signature (inlined first, so calls between scripted functions are
+differentiated too), runs the normal pass pipeline and compiles native code, once per signature. It offers
+``graph_for_types(types, optimize=False)`` as scripted functions do, so ``grad(grad(f))`` differentiates the
+gradient graph.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend.interpreter import interpret
+from ..errors import CompileError
+from ..ir.clone import clone_graph
+from ..ir.core import Graph
+from ..ir.types import FLOAT
+from .autodiff import differentiable, gradient_graph
+
+_PREPARE = ["inline", "canonicalize", "constant-propagation", "cse", "dce"]
+
+
+class GradFunction:
+    def __init__(self, fn, argnums=0, with_value: bool = False):
+        from ..function import ScriptFunction
+        if not isinstance(fn, (ScriptFunction, GradFunction)):
+            raise TypeError(f"scriptc.{'value_and_grad' if with_value else 'grad'} needs a scripted function "
+                            f"(@scriptc.script), not {type(fn).__name__}")
+        self.fn = fn
+        self.single = isinstance(argnums, int)
+        self.argnums = (argnums,) if self.single else tuple(argnums)
+        self.with_value = with_value
+        self.__name__ = f"{'value_and_grad' if with_value else 'grad'}({fn.__name__})"
+        self.fastmath, self.nogil = fn.fastmath, fn.nogil
+        self.param_names = fn.param_names
+        self._graphs: dict[tuple, Graph] = {}
+        self._optimized: dict[tuple, Graph] = {}
+        self._native: dict[tuple, object] = {}
+
+    def __repr__(self):
+        return f"<scriptc.{self.__name__}>"
+
+    def _bind(self, args, kwargs):
+        return self.fn._bind(args, kwargs)
+
+    def _check(self, types: tuple, graph: Graph) -> None:
+        where = self.fn.source.loc(self.fn.source.tree) if hasattr(self.fn, "source") else None
+        for k in self.argnums:
+            if not -len(types) <= k < len(types):
+                raise CompileError(f"grad: argnums {k} is out of range for {len(types)} parameters", where)
+            p = graph.inputs[k]
+            if not differentiable(p):
+                raise CompileError(f"grad: parameter '{self.param_names[k]}' (argnums {k}) is {p.type}, not a "
+                                   f"float or a float array", where,
+                                   "only float scalars and float arrays have gradients")
+        if graph.outputs[0].type != FLOAT:
+            raise CompileError(f"grad: '{self.fn.__name__}' returns {graph.outputs[0].type}, not a float", where,
+                               "grad differentiates functions that return one float")
+
+    def graph_for_types(self, types: tuple, optimize: bool = True) -> Graph:
+        g = self._graphs.get(types)
+        if g is None:
+            from ..passes import PassManager
+            src = clone_graph(self.fn.graph_for_types(types, optimize=False))
+            PassManager(passes=list(_PREPARE)).run(src)
+            self._check(types, src)
+            argnums = tuple(k % len(types) for k in self.argnums)
+            g = self._graphs[types] = gradient_graph(src, argnums, self.with_value, self.single)
+            from ..ir.verifier import verify
+            verify(g)
+        if not optimize:
+            return g
+        opt = self._optimized.get(types)
+        if opt is None:
+            from ..function import pipeline
+            opt = self._optimized[types] = pipeline().run(clone_graph(g))
+        return opt
+
+    def native_for_types(self, types: tuple):
+        native = self._native.get(types)
+        if native is None:
+            from ..backend.llvm import compile_graph
+            native = self._native[types] = compile_graph(self.graph_for_types(types), fastmath=self.fastmath,
+                                                         nogil=self.nogil)
+        return native
+
+    def __call__(self, *args, **kwargs):
+        types, values = self._bind(args, kwargs)
+        return self.native_for_types(types)(*values)
+
+    def interpret(self, *args, **kwargs):
+        """Run the (unoptimized) gradient graph through the reference interpreter."""
+        types, values = self._bind(args, kwargs)
+        return interpret(self.graph_for_types(types, optimize=False), values)
+
+    def graph_for(self, *args, **kwargs) -> Graph:
+        """The optimized forward and backward graph for these arguments, with their shapes propagated."""
+        from ..passes.shape_inference import specialize_shapes
+        types, values = self._bind(args, kwargs)
+        shapes = [v.shape if isinstance(v, np.ndarray) else None for v in values]
+        return specialize_shapes(self.graph_for_types(types), shapes)
+
+    def frontend_graph_for(self, *args, **kwargs) -> Graph:
+        """The gradient graph as the transform built it, before the pass pipeline."""
+        return self.graph_for_types(self._bind(args, kwargs)[0], optimize=False)
+
+    @property
+    def source(self):
+        return self.fn.source
+
+
+def grad(fn, argnums=0) -> GradFunction:
+    """The gradient of ``fn`` (a scripted function returning a float) with respect to argument ``argnums``
+    (an int, or a tuple of ints: then a tuple of gradients), as a compiled callable."""
+    return GradFunction(fn, argnums, with_value=False)
+
+
+def value_and_grad(fn, argnums=0) -> GradFunction:
+    """``(fn(*args), grad(fn, argnums)(*args))`` computed together."""
+    return GradFunction(fn, argnums, with_value=True)
