@@ -105,8 +105,8 @@ class EmulatorDevice:
     def blocks(self, n: int, threads: int, max_blocks: int) -> int:
         return max(1, min(-(-n // threads), max_blocks or 1024))
 
-    def launch(self, module, kernel, blocks: int, threads: int, args) -> None:
-        module.launch(kernel.name, blocks, threads, *args)
+    def launch(self, module, kernel, blocks: int, threads: int, args, finish: bool = False) -> None:
+        module.launch(kernel.finish if finish else kernel.name, blocks, threads, args)
 
 
 _EMULATOR = EmulatorDevice()

@@ -219,3 +219,81 @@ def test_emulated_arrays_export_through_dlpack(emulator):
     np.testing.assert_array_equal(np.from_dlpack(d), polynomial(np.arange(6.0)))
     with pytest.raises(AttributeError, match="host memory"):
         d.__cuda_array_interface__
+
+
+@scriptc.script
+def sum_of_squares(x: np.ndarray) -> float:
+    return np.sum(x * x + 1.0)
+
+
+@scriptc.script
+def largest_magnitude(x: np.ndarray) -> float:
+    return np.max(np.abs(x))
+
+
+@scriptc.script
+def count_above(x: np.ndarray, t: float) -> int:
+    return np.sum(x > t)
+
+
+@scriptc.script
+def any_below(x: np.ndarray, t: float) -> bool:
+    return np.any(x < t)
+
+
+@scriptc.script
+def mean_scaled(x: np.ndarray, y: np.ndarray) -> float:
+    return np.mean(x * y)
+
+
+@scriptc.script
+def int_total(a: np.ndarray, k: int) -> int:
+    return np.sum(a * k)
+
+
+REDUCTIONS = [(sum_of_squares, ()), (largest_magnitude, ()), (count_above, (0.5,)), (any_below, (-2.0,)),
+              (any_below, (-9.0,))]
+
+
+@pytest.mark.skipif(PTXAS is None, reason="ptxas not found")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_reduction_kernels_assemble(tmp_path, arch):
+    x = np.ones(3)
+    ptx = sum_of_squares.inspect_ptx(x, arch=arch)
+    assert ptx.count(".entry") == 2 and "bar.sync" in ptx and ".shared" in ptx
+    (tmp_path / "r.ptx").write_text(ptx)
+    run = subprocess.run([PTXAS, f"-arch={arch}", str(tmp_path / "r.ptx"), "-o", str(tmp_path / "r.cubin")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("block", [1, 32, 100])
+@pytest.mark.parametrize("n", [1, 5, 777])
+def test_emulated_reductions_match_numpy(emulator, block, n):
+    """Per-block results through shared memory and barriers (one host thread per GPU thread), then the second
+    pass; floats within rounding of NumPy's pairwise sums, the rest exact."""
+    cuda.set_block_size(block)
+    x = np.random.default_rng(n).standard_normal(n)
+    for fn, extra in REDUCTIONS:
+        got, expected = fn(cuda.to_device(x), *extra), fn.py_func(x, *extra)
+        assert type(got) is type(expected.item() if isinstance(expected, np.generic) else expected)
+        assert got == pytest.approx(expected, rel=1e-12)
+    y = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    assert mean_scaled(cuda.to_device(x), cuda.to_device(y)) == pytest.approx(mean_scaled.py_func(x, y), rel=1e-12)
+
+
+def test_an_error_in_a_reduction_kernel_raises_and_the_block_still_finishes(emulator):
+    a = np.arange(50, dtype=np.int32)
+    with pytest.raises(OverflowError) as cpu:
+        int_total(a, 2 ** 40)
+    cuda.set_block_size(32)
+    with pytest.raises(OverflowError) as gpu:
+        int_total(cuda.to_device(a), 2 ** 40)
+    assert str(gpu.value) == str(cpu.value)
+    assert int_total(cuda.to_device(a), 3) == int_total(a, 3)
+
+
+def test_an_empty_reduction_raises_as_numpy_does(emulator):
+    with pytest.raises(ValueError, match="zero-size array"):
+        largest_magnitude(cuda.to_device(np.zeros(0)))
+    assert sum_of_squares(cuda.to_device(np.zeros(0))) == 0.0

@@ -9,7 +9,7 @@ import pytest
 
 import scriptc
 import scriptc.cuda as cuda
-from tests.test_gpu import CASES, IDS, chain, int_mix, math_mix, relax
+from tests.test_gpu import CASES, IDS, chain, int_mix, math_mix, relax, sum_of_squares
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA device")]
 
@@ -138,3 +138,31 @@ def test_tensors_pass_to_and_from_torch_without_copies():
     del back, via_cai, out
     import gc
     gc.collect()
+
+
+@pytest.mark.parametrize("block", [32, 100, 256, 1024])
+@pytest.mark.parametrize("n", [1, 777, 3_000_001])
+def test_reductions_match_numpy(block, n):
+    from tests.test_gpu import REDUCTIONS
+    cuda.set_block_size(block)
+    x = np.random.default_rng(n).standard_normal(n)
+    d = cuda.to_device(x)
+    for fn, extra in REDUCTIONS:
+        got, expected = fn(d, *extra), fn.py_func(x, *extra)
+        assert got == pytest.approx(expected, rel=1e-12)
+    f32 = cuda.to_device(x.astype(np.float32))       # float32 elements, accumulated in double on the device
+    assert sum_of_squares(f32) == pytest.approx(sum_of_squares.py_func(x.astype(np.float32)), rel=1e-6)
+
+
+def test_reductions_are_deterministic():
+    d = cuda.to_device(np.random.default_rng(0).standard_normal(10_000_000))
+    first = sum_of_squares(d)
+    assert all(sum_of_squares(d) == first for _ in range(5))
+
+
+def test_a_reduction_error_raises_on_the_host():
+    from tests.test_gpu import int_total
+    a = np.arange(5000, dtype=np.int32)
+    with pytest.raises(OverflowError):
+        int_total(cuda.to_device(a), 2 ** 40)
+    assert int_total(cuda.to_device(a), 3) == int_total(a, 3)

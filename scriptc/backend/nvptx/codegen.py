@@ -40,6 +40,8 @@ from ..llvm.common import F64, I8, I8P, I32, I64, i64
 from ..llvm.engine import LIBM_PREFIX
 from ..llvm.errors import PAYLOAD_SLOTS
 from ..llvm.lower import FunctionLowering, ModuleLowering
+from .block_reduce import BlockReduction, shared_slots
+from .intrinsics import grid_stride_loop, i32, special
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
@@ -68,17 +70,40 @@ class Kernel:
     scalars: list = field(default_factory=list)    # positions of its scalar operands
     params: list = field(default_factory=list)     # the parameters' ctypes types
     can_raise: bool = False
+    reduction: Node | None = None   # the group's final full reduction: per-block results, then ``finish``
+    finish: str | None = None
+    finish_params: list = field(default_factory=list)
+
+
+GPU_REDUCTIONS = {"aten::sum", "aten::mean", "aten::prod", "aten::max", "aten::min", "aten::any", "aten::all"}
 
 
 def gpu_groups(graph: Graph) -> list[Node]:
-    """The element-wise fusion groups of a graph (and of its blocks), in program order."""
-    return [n for n in graph.walk() if n.kind == "prim::FusionGroup" and element_wise(n)]
+    """The fusion groups of a graph (and of its blocks) that run as kernels, in program order."""
+    return [n for n in graph.walk() if n.kind == "prim::FusionGroup" and runs_on_gpu(n)]
+
+
+def runs_on_gpu(node: Node) -> bool:
+    """An element-wise group, or one ending in a full reduction (a scalar result)."""
+    return element_wise(node) or final_reduction(node) is not None
 
 
 def element_wise(node: Node) -> bool:
     sub = node.attrs["subgraph"]
     return len(sub.outputs) == 1 and not REGISTRY[sub.outputs[0].node.kind].extra.get("reduction") and \
         isinstance(node.output.type, TensorType) and node.output.type.rank is not None
+
+
+def final_reduction(node: Node) -> Node | None:
+    """The full reduction (sum, mean, prod, max, min, any, all) a single-result group ends in, or None."""
+    sub = node.attrs["subgraph"]
+    if len(sub.outputs) != 1 or sub.outputs[0].node is None:
+        return None
+    root = sub.outputs[0].node
+    if root.kind not in GPU_REDUCTIONS or isinstance(node.output.type, TensorType):
+        return None
+    src = root.inputs[0].type
+    return root if isinstance(src, TensorType) and src.rank is not None else None
 
 
 class KernelModule:
@@ -105,6 +130,13 @@ class KernelModule:
         pb = ir.IRBuilder(payload_fn.append_basic_block())
         pb.ret(pb.gep(self.payload, [i64(0), i64(0)], inbounds=True))
         self.mod._decls["payload"] = payload_fn
+        self._shared = None
+
+    def shared_slots(self) -> ir.GlobalVariable:
+        """The module's shared-memory array for block reductions (made on first use)."""
+        if self._shared is None:
+            self._shared = shared_slots(self.mod.module, f"{self.prefix}_shared")
+        return self._shared
 
     @property
     def error_symbol(self) -> str:
@@ -116,8 +148,9 @@ class KernelModule:
 
     def add(self, node: Node) -> Kernel:
         sub = node.attrs["subgraph"]
-        rank = node.output.type.rank
-        kernel = Kernel(f"{self.prefix}_fusion{len(self.kernels)}", node)
+        reduction = final_reduction(node)
+        rank = (reduction.inputs[0].type if reduction is not None else node.output.type).rank
+        kernel = Kernel(f"{self.prefix}_fusion{len(self.kernels)}", node, reduction=reduction)
         params = [I8P, I64, I32] + [I64] * rank
         for k, v in enumerate(node.inputs):
             if isinstance(v.type, TensorType):
@@ -129,20 +162,35 @@ class KernelModule:
             else:
                 raise GpuUnsupported(f"a fusion group operand of type {v.type}")
         kernel.params = [PARAM_CTYPE[str(t)] for t in params]
-        fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), params), kernel.name)
+        fn = self._kernel_function(kernel.name, params)
         kernel.can_raise = self._body(fn, kernel, sub, rank)
-        self.mod.module.add_named_metadata("nvvm.annotations", [fn, "kernel", ir.Constant(I32, 1)])
+        if reduction is not None:
+            kernel.finish = f"{kernel.name}_finish"
+            finish_params = [I8P, I8P, I64, I64]
+            kernel.finish_params = [PARAM_CTYPE[str(t)] for t in finish_params]
+            self._finish(self._kernel_function(kernel.finish, finish_params), kernel)
         self.kernels.append(kernel)
         return kernel
 
-    def _body(self, fn: ir.Function, kernel: Kernel, sub: Graph, rank: int) -> bool:
-        """The kernel's code; True when it can raise (the host then reads the error flag after the launch)."""
+    def _kernel_function(self, name: str, params: list) -> ir.Function:
+        fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), params), name)
+        self.mod.module.add_named_metadata("nvvm.annotations", [fn, "kernel", ir.Constant(I32, 1)])
+        return fn
+
+    def _lowering(self, fn: ir.Function, node: Node) -> FunctionLowering:
+        """The CPU lowering's per-element machinery, writing into ``fn``."""
         low = FunctionLowering.__new__(FunctionLowering)
-        low.mod, low.function, low.node, low.env = self.mod, fn, kernel.node, {}
+        low.mod, low.function, low.node, low.env = self.mod, fn, node, {}
         low.nogil = True
         low.init_unwind()
         low.entry_block = fn.append_basic_block("entry")
-        b = low.b = ir.IRBuilder(low.entry_block)
+        low.b = ir.IRBuilder(low.entry_block)
+        return low
+
+    def _body(self, fn: ir.Function, kernel: Kernel, sub: Graph, rank: int) -> bool:
+        """The kernel's code; True when it can raise (the host then reads the error flag after the launch)."""
+        low = self._lowering(fn, kernel.node)
+        b = low.b
         args = list(fn.args)
         out_data, n, mode, out_shape = args[0], args[1], args[2], args[3:3 + rank]
         out_data.add_attribute("noalias")      # a new array: loads of the operands may move across its stores
@@ -157,26 +205,47 @@ class KernelModule:
                 x = args[at]
                 low.env[id(v)] = [b.trunc(x, ir.IntType(1)) if v.type == BOOL else x]
                 at += 1
-        scalars = low.fused_scalars(node, sub, None)
+        reduction = kernel.reduction
+        scalars = low.fused_scalars(node, sub, reduction)
         start = b.add(b.mul(special(b, "ctaid.x"), special(b, "ntid.x")), special(b, "tid.x"))
         step = b.mul(special(b, "nctaid.x"), special(b, "ntid.x"))
-        out_dtype = node.output.type.dtype
+        value = reduction.inputs[0] if reduction is not None else sub.outputs[0]
+        if reduction is None:
+            out_dtype = node.output.type.dtype
+
+            def sink(i, result):
+                kind, x = result
+                low.store_element(_element_ptr(b, out_data, out_dtype, i), x, kind, out_dtype)
+
+            def sink_lanes(j, results):
+                out = ir.Constant(ir.VectorType(ELEM[out_dtype], LANES), None)
+                for lane, (kind, x) in enumerate(results):
+                    out = b.insert_element(out, low.to_memory(x, kind, out_dtype), i32(lane))
+                ptr = _element_ptr(b, out_data, out_dtype, b.mul(j, i32(LANES)))
+                b.store(out, b.bitcast(ptr, out.type.as_pointer()), align=_align(out_dtype))
+        else:
+            combine = BlockReduction(self, low, reduction)
+            acc = low.alloca(combine.register)
+            b.store(combine.identity(), acc)
+
+            def sink(i, result):
+                b.store(combine.step(b.load(acc), result), acc)
+
+            def sink_lanes(j, results):
+                for result in results:
+                    sink(None, result)
 
         def element(values):
-            """The group's result for one element: ``values`` maps operand positions to (kind, register)."""
+            """The group's value for one element: ``values`` maps operand positions to (kind, register)."""
             env = {id(p): values[k] for k, p in enumerate(sub.inputs) if k in operands}
             for member in sub.nodes:
-                if member.kind != "prim::Constant":
+                if member.kind != "prim::Constant" and member is not reduction:
                     low.fused_element_node(member, env, scalars)
-            return env[id(sub.outputs[0])]
+            return env[id(value)]
 
         def load(ptr, k):
             dtype = node.inputs[k].type.dtype
             return kind_of(dtype), low.load_element(ptr, dtype)
-
-        def store(ptr, result):
-            kind, x = result
-            low.store_element(ptr, x, kind, out_dtype)
 
         def general(i):
             """Any strides: the flat index unravelled into the result's index, 64-bit."""
@@ -191,22 +260,22 @@ class KernelModule:
                 for x, st in zip(index, strides):
                     offset = b.add(offset, b.mul(x, st))
                 values[k] = load(b.bitcast(b.gep(data, [offset]), ELEM[node.inputs[k].type.dtype].as_pointer()), k)
-            store(_element_ptr(b, out_data, out_dtype, i), element(values))
+            sink(i, element(values))
 
         def unit(k):
             """1 for an operand read element by element, 0 for a single broadcast element (the host's last
-            stride, in contiguous mode)."""
+            stride, in the contiguous loops)."""
             return b.zext(b.icmp_signed("!=", operands[k][1][-1], i64(0)), I32)
 
         def contiguous(i):
             """Element i of every operand (C-contiguous in the result's shape, or a single element): 32-bit."""
             values = {k: load(_element_ptr(b, data, node.inputs[k].type.dtype, b.mul(i, unit(k))), k)
                       for k, (data, _) in operands.items()}
-            store(_element_ptr(b, out_data, out_dtype, i), element(values))
+            sink(i, element(values))
 
         def vectors(j):
             """Elements 4j .. 4j+3 of every operand (all C-contiguous in the result's shape, pointers aligned:
-            the host checked): one vector load per operand and one vector store, the element code per lane."""
+            the host checked): one vector load per operand, the element code per lane."""
             lanes = [{} for _ in range(LANES)]
             for k, (data, _) in operands.items():
                 dtype = node.inputs[k].type.dtype
@@ -214,12 +283,7 @@ class KernelModule:
                 vec = b.load(b.bitcast(ptr, ir.VectorType(ELEM[dtype], LANES).as_pointer()), align=_align(dtype))
                 for lane in range(LANES):
                     lanes[lane][k] = (kind_of(dtype), low.from_memory(b.extract_element(vec, i32(lane)), dtype))
-            out = ir.Constant(ir.VectorType(ELEM[out_dtype], LANES), None)
-            for lane in range(LANES):
-                kind, x = element(lanes[lane])
-                out = b.insert_element(out, low.to_memory(x, kind, out_dtype), i32(lane))
-            ptr = _element_ptr(b, out_data, out_dtype, b.mul(j, i32(LANES)))
-            b.store(out, b.bitcast(ptr, out.type.as_pointer()), align=_align(out_dtype))
+            sink_lanes(j, [element(values) for values in lanes])
 
         pick = fn.append_basic_block("pick")
         b.branch(pick)
@@ -235,46 +299,49 @@ class KernelModule:
             n32 = b.trunc(n, I32)
             whole = b.lshr(n32, i32(2))
             tail = fn.append_basic_block("tail")
-            _grid_stride_loop(b, fn, start, step, whole, vectors, tail)
+            grid_stride_loop(b, fn, start, step, whole, vectors, tail)
             b.position_at_end(tail)
-            _grid_stride_loop(b, fn, b.add(b.shl(whole, i32(2)), start), step, n32, contiguous, done)
+            grid_stride_loop(b, fn, b.add(b.shl(whole, i32(2)), start), step, n32, contiguous, done)
             b.position_at_end(flat_entry)
-            _grid_stride_loop(b, fn, start, step, b.trunc(n, I32), contiguous, done)
+            grid_stride_loop(b, fn, start, step, b.trunc(n, I32), contiguous, done)
             b.position_at_end(strided_entry)
-        _grid_stride_loop(b, fn, b.zext(start, I64), b.zext(step, I64), n, general, done)
+        grid_stride_loop(b, fn, b.zext(start, I64), b.zext(step, I64), n, general, done)
         b.position_at_end(done)
+        if reduction is not None:     # every thread reaches the block's combine, also after a raise (barriers)
+            combine.store_block_result(b.load(acc), out_data)
         b.ret_void()
         if low._unwind_bb is None:
             return False
-        b.position_at_end(low._unwind_bb)       # a raise: record it for the host, and stop this thread
+        b.position_at_end(low._unwind_bb)       # a raise: record it for the host; stop this thread's elements
         b.store(low._status, self.error)
-        b.ret_void()
+        b.branch(done) if reduction is not None else b.ret_void()
         return True
+
+    def _finish(self, fn: ir.Function, kernel: Kernel) -> None:
+        """The second pass of a reduction, one block: ``finish(out, partials, count, n)`` combines the ``count``
+        per-block results in a fixed order and stores the group's scalar result (a mean divides by n)."""
+        low = self._lowering(fn, kernel.node)
+        b = low.b
+        out, partials, count, n = fn.args
+        combine = BlockReduction(self, low, kernel.reduction)
+        acc = low.alloca(combine.register)
+        b.store(combine.identity(), acc)
+        done = fn.append_basic_block("done")
+
+        def accumulate(i):
+            bits = b.load(b.gep(b.bitcast(partials, I64.as_pointer()), [i]))
+            b.store(combine.merge(b.load(acc), combine.from_bits(bits)), acc)
+        grid_stride_loop(b, fn, b.zext(special(b, "tid.x"), I64), b.zext(special(b, "ntid.x"), I64), count,
+                          accumulate, done)
+        b.position_at_end(done)
+        combine.store_result(b.load(acc), out, n, kernel.node.output.type)
+        b.ret_void()
 
     def llvm_ir(self) -> str:
         """The kernels' LLVM IR, math calls renamed to libdevice's functions."""
         text = str(self.mod.module)
         return re.sub(r'@"' + re.escape(LIBM_PREFIX) + r'(\w+)"', r"@__nv_\1", text)
 
-
-
-def _grid_stride_loop(b: ir.IRBuilder, fn: ir.Function, start, step, n, body, done) -> None:
-    """for (i = start; i < n; i += step) body(i); then to ``done``. Leaves ``b`` positioned nowhere useful."""
-    pre = b.block
-    loop, inside = fn.append_basic_block("loop"), fn.append_basic_block("body")
-    b.branch(loop)
-    b.position_at_end(loop)
-    i = b.phi(n.type)
-    i.add_incoming(start, pre)
-    b.cbranch(b.icmp_signed("<", i, n), inside, done)
-    b.position_at_end(inside)
-    body(i)
-    i.add_incoming(b.add(i, step), b.block)
-    b.branch(loop)
-
-
-def i32(x: int) -> ir.Constant:
-    return ir.Constant(I32, x)
 
 
 def _align(dtype: str) -> int:
@@ -284,14 +351,6 @@ def _align(dtype: str) -> int:
 
 def _element_ptr(b: ir.IRBuilder, data, dtype: str, index):
     return b.gep(b.bitcast(data, ELEM[dtype].as_pointer()), [index])
-
-
-def special(b: ir.IRBuilder, register: str):
-    """A PTX special register (``tid.x``, ``ntid.x``, ``ctaid.x``, ``nctaid.x``) as an i32."""
-    name = f"llvm.nvvm.read.ptx.sreg.{register}"
-    module = b.module
-    fn = module.globals.get(name) or ir.Function(module, ir.FunctionType(I32, []), name)
-    return b.call(fn, [])
 
 
 # -- PTX -----------------------------------------------------------------------------------------------------
@@ -340,7 +399,8 @@ def compile_ptx(llvm_text: str, arch: str = DEFAULT_ARCH) -> str:
 
 
 def ptx_for_graph(graph: Graph, arch: str = DEFAULT_ARCH) -> tuple[str, list[Kernel]]:
-    """PTX with one ``.entry`` per element-wise fusion group of an optimized graph, and the kernels."""
+    """PTX with one ``.entry`` per element-wise fusion group of an optimized graph (two for a group ending in a
+    reduction: the per-block pass and ``_finish``), and the kernels."""
     km = KernelModule(graph.name)
     for node in gpu_groups(graph):
         km.add(node)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.core import Graph
-from ...ir.types import TensorType
+from ...ir.types import BOOL, FLOAT, TensorType
 from ..interpreter import Interpreter
 from ..llvm.errors import ERROR_TABLE
-from .codegen import CONTIGUOUS, STRIDED, VECTORS, GpuUnsupported, KernelModule, _align, element_wise
+from .codegen import CONTIGUOUS, STRIDED, VECTORS, GpuUnsupported, KernelModule, _align, final_reduction, runs_on_gpu
 
 HOST_SAFE = {"aten::size", "aten::len", "aten::dim", "prim::TupleIndex", "prim::TupleConstruct",
              "prim::TupleUnpack", "prim::Constant"}
@@ -30,7 +30,7 @@ class GpuProgram:
         self.device = device
         self.km = KernelModule(graph.name)
         self.kernels = {id(n): self.km.add(n) for n in graph.walk()
-                        if n.kind == "prim::FusionGroup" and element_wise(n)}
+                        if n.kind == "prim::FusionGroup" and runs_on_gpu(n)}
         self.module = device.load(self.km) if self.kernels else None
 
     def run(self, args):
@@ -44,9 +44,12 @@ def mark_devices(graph: Graph, device_inputs: list[bool]) -> Graph:
     g = clone_graph(graph)
     on_device = {id(v) for v, d in zip(g.inputs, device_inputs) if d}
     for node in g.walk():
-        if node.kind == "prim::FusionGroup" and element_wise(node) and any(id(v) in on_device for v in node.inputs):
+        if node.kind == "prim::FusionGroup" and runs_on_gpu(node) and any(id(v) in on_device for v in node.inputs):
             node.attrs["device"] = "cuda"
-            on_device.add(id(node.output))
+            if final_reduction(node) is not None:     # a scalar for the host: copied back after the kernels
+                node.attrs["copy"] = "device_to_host"
+            else:
+                on_device.add(id(node.output))
         elif node.kind in SCALAR_READS and any(id(v) in on_device for v in node.inputs):
             node.attrs["copy"] = "device_to_host"
         elif node.kind in ("prim::Loop", "prim::If"):
@@ -79,6 +82,8 @@ class _Executor(Interpreter):
         kernel = self.program.kernels.get(id(node))
         if kernel is None or not any(_is_device(x) for x in inputs):
             return super().run_fusion_group(node, [_host(x) for x in inputs])
+        if kernel.reduction is not None:
+            return [self.reduce(kernel, node, inputs)]
         return [self.launch(kernel, node, inputs)]
 
     def launch(self, kernel, node, inputs):
@@ -94,20 +99,56 @@ class _Executor(Interpreter):
         threads, max_blocks = launch_config()
         blocks = device.blocks(n, threads, max_blocks)
         mode = _mode(kernel, inputs, strides, shape, out, n + 4 * threads * blocks)
-        args = [out.pointer, n, mode, *shape]
-        for k, x in enumerate(inputs):       # the kernel's parameters follow the group's operands
-            if k in kernel.arrays:
-                if mode != STRIDED:    # the contiguous loops read whether the last stride is 0: one element, or all
-                    strides[k] = [0] * (len(shape) - 1) + [0 if all(s == 0 for s in strides[k]) else 1]
-                args += [x.pointer, *strides[k]]
-            else:
-                args.append(x)
+        args = [out.pointer, n, mode, *shape, *self.operands(kernel, inputs, strides, mode, shape)]
         device.launch(self.program.module, kernel, blocks, threads, args)
         if kernel.can_raise:
             code, payload = self.program.module.take_error()
             if code:
                 raise ERROR_TABLE[code].make(payload)
         return out
+
+
+    def reduce(self, kernel, node, inputs):
+        """A group ending in a full reduction: per-block results, the finishing kernel, and a synchronous copy
+        of the scalar to the host."""
+        from ...cuda import launch_config
+        shape = np.broadcast_shapes(*[inputs[k].shape for k in kernel.arrays])
+        n = int(np.prod(shape, dtype=np.int64))
+        if not n:       # the empty reductions' results (or NumPy's ValueError) are the host's
+            return super().run_fusion_group(node, [_host(x) for x in inputs])[0]
+        device = self.program.device
+        strides = {k: _broadcast_strides(inputs[k], shape) for k in kernel.arrays}
+        threads, max_blocks = launch_config()
+        blocks = device.blocks(n, threads, max_blocks)
+        mode = _mode(kernel, inputs, strides, shape, None, n + 4 * threads * blocks)
+        partials = device.allocate(8 * blocks)
+        device.launch(self.program.module, kernel, blocks, threads,
+                      [partials.pointer, n, mode, *shape, *self.operands(kernel, inputs, strides, mode, shape)])
+        if kernel.can_raise:
+            code, payload = self.program.module.take_error()
+            if code:
+                raise ERROR_TABLE[code].make(payload)
+        out = device.allocate(8)
+        device.launch(self.program.module, kernel, 1, threads, [out.pointer, partials.pointer, blocks, n],
+                      finish=True)
+        t = node.output.type
+        host = np.empty(1, {FLOAT: np.float64, BOOL: np.int8}.get(t, np.int64))
+        device.copy_to_host(host, out.pointer)
+        return {FLOAT: float, BOOL: bool}.get(t, int)(host[0])
+
+    @staticmethod
+    def operands(kernel, inputs, strides, mode, shape) -> list:
+        """The kernel parameters after the shape: per array operand its pointer and strides, per scalar its
+        value (the contiguous loops read only whether an operand's last stride is 0)."""
+        args = []
+        for k, x in enumerate(inputs):
+            if k in kernel.arrays:
+                if mode != STRIDED:
+                    strides[k] = [0] * (len(shape) - 1) + [0 if all(s == 0 for s in strides[k]) else 1]
+                args += [x.pointer, *strides[k]]
+            else:
+                args.append(x)
+        return args
 
 
 def _is_device(x) -> bool:
@@ -126,7 +167,7 @@ def _mode(kernel, inputs, strides, shape, out, last_index) -> int:
     whole = [tuple(inputs[k].shape) == tuple(shape) and inputs[k].is_c_contiguous for k in kernel.arrays]
     if not all(w or all(s == 0 for s in strides[k]) for w, k in zip(whole, kernel.arrays)):
         return STRIDED
-    arrays = [out] + [inputs[k] for k in kernel.arrays]
+    arrays = [out] * (out is not None) + [inputs[k] for k in kernel.arrays]
     if all(whole) and all(a.pointer % _align(a.dtype.name) == 0 for a in arrays):
         return VECTORS
     return CONTIGUOUS
