@@ -297,3 +297,96 @@ def test_an_empty_reduction_raises_as_numpy_does(emulator):
     with pytest.raises(ValueError, match="zero-size array"):
         largest_magnitude(cuda.to_device(np.zeros(0)))
     assert sum_of_squares(cuda.to_device(np.zeros(0))) == 0.0
+
+
+@scriptc.script
+def pairwise(x: np.ndarray) -> np.ndarray:
+    n = x.shape[0]
+    out = np.empty((n, n))
+    for i in scriptc.prange(n):
+        for j in range(n):
+            d = 0.0
+            for k in range(x.shape[1]):
+                t = x[i, k] - x[j, k]
+                d += t * t
+            out[i, j] = np.sqrt(d)
+    return out
+
+
+@scriptc.script
+def dot_and_extremes(x: np.ndarray, y: np.ndarray) -> tuple[float, float, int]:
+    s = 1.5
+    hi = -1.0
+    count = 0
+    for i in scriptc.prange(x.shape[0]):
+        s += x[i] * y[i]
+        hi = max(hi, x[i])
+        if y[i] > 0.0:
+            count += 1
+    return s, hi, count
+
+
+@scriptc.script
+def shifted_write(x: np.ndarray, k: int) -> None:
+    for i in scriptc.prange(x.shape[0]):
+        x[i + k] = 1.0
+
+
+@scriptc.script
+def creates_in_body(x: np.ndarray) -> None:
+    for i in scriptc.prange(x.shape[0]):
+        x[i] = np.sum(np.zeros(3) + x[i])
+
+
+@pytest.mark.skipif(PTXAS is None, reason="ptxas not found")
+def test_prange_kernels_assemble(tmp_path):
+    from scriptc.backend.nvptx.executor import GpuProgram
+    cuda.use_emulator()
+    try:
+        for fn, args in ((pairwise, (np.ones((3, 2)),)), (dot_and_extremes, (np.ones(3), np.ones(3)))):
+            program = GpuProgram(fn.gpu_graph_for_types(fn._bind(args, {})[0]), cuda.current_device())
+            from scriptc.backend.nvptx.codegen import compile_ptx
+            ptx = compile_ptx(program.km.llvm_ir(), "sm_90")
+            (tmp_path / "p.ptx").write_text(ptx)
+            run = subprocess.run([PTXAS, "-arch=sm_90", str(tmp_path / "p.ptx"), "-o", str(tmp_path / "p.cubin")],
+                                 capture_output=True, text=True)
+            assert run.returncode == 0, run.stderr
+    finally:
+        cuda.use_emulator(False)
+
+
+@pytest.mark.parametrize("block", [1, 32, 100])
+def test_emulated_prange_loops_match_the_cpu(emulator, block):
+    """One iteration per GPU thread; arrays created in the function are device arrays; reductions per block,
+    then the finishing kernel, then the value before the loop."""
+    cuda.set_block_size(block)
+    x = rng.standard_normal((37, 3))
+    np.testing.assert_allclose(pairwise(cuda.to_device(x)).copy_to_host(), pairwise(x), rtol=1e-15)
+    a, b = rng.standard_normal(301), rng.standard_normal(301)
+    got, expected = dot_and_extremes(cuda.to_device(a), cuda.to_device(b)), dot_and_extremes.py_func(a, b)
+    assert got[0] == pytest.approx(expected[0], rel=1e-13) and got[1:] == expected[1:]
+
+
+def test_an_index_out_of_bounds_in_a_prange_kernel_raises_index_error(emulator):
+    with pytest.raises(IndexError) as cpu:
+        shifted_write(np.zeros(10), 1)
+    with pytest.raises(IndexError) as gpu:
+        shifted_write(cuda.to_device(np.zeros(10)), 1)
+    assert str(gpu.value) == str(cpu.value)
+    d = cuda.to_device(np.zeros(10))
+    shifted_write(d, 0)
+    np.testing.assert_array_equal(d.copy_to_host(), np.ones(10))
+
+
+def test_array_creation_in_a_prange_body_is_refused(emulator):
+    with pytest.raises(GpuUnsupported, match="creating arrays inside a prange body"):
+        creates_in_body(cuda.to_device(np.zeros(4)))
+
+
+def test_graph_for_shows_a_prange_loop_and_created_arrays_on_the_device(emulator):
+    from tests.util import filecheck
+    filecheck(str(pairwise.graph_for(cuda.to_device(np.ones((3, 2))))), """
+    CHECK: aten::empty[{{.*}}device="cuda"]
+    CHECK: prim::Loop[parallel=1, reduce=[], device="cuda"]
+    CHECK-NOT: copy="device_to_host"
+    """)

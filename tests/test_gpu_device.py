@@ -166,3 +166,24 @@ def test_a_reduction_error_raises_on_the_host():
     with pytest.raises(OverflowError):
         int_total(cuda.to_device(a), 2 ** 40)
     assert int_total(cuda.to_device(a), 3) == int_total(a, 3)
+
+
+@pytest.mark.parametrize("block", [32, 100, 256])
+def test_prange_loops_on_the_gpu(block):
+    from tests.test_gpu import dot_and_extremes, pairwise
+    cuda.set_block_size(block)
+    rng = np.random.default_rng(block)
+    x = rng.standard_normal((500, 3))
+    np.testing.assert_allclose(pairwise(cuda.to_device(x)).copy_to_host(), pairwise(x), rtol=1e-13)
+    a, b = rng.standard_normal(1_000_003), rng.standard_normal(1_000_003)
+    got, expected = dot_and_extremes(cuda.to_device(a), cuda.to_device(b)), dot_and_extremes.py_func(a, b)
+    assert got[0] == pytest.approx(expected[0], rel=1e-10) and got[1:] == expected[1:]
+
+
+def test_an_index_out_of_bounds_in_a_prange_kernel_raises_index_error():
+    from tests.test_gpu import shifted_write
+    with pytest.raises(IndexError, match="index 100000 is out of bounds for axis 0 with size 100000"):
+        shifted_write(cuda.to_device(np.zeros(100_000)), 1)
+    d = cuda.to_device(np.zeros(100_000))
+    shifted_write(d, 0)
+    assert d.copy_to_host().sum() == 100_000

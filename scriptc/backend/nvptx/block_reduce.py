@@ -22,6 +22,8 @@ MAX_THREADS = 1024
 
 
 class BlockReduction:
+    """The accumulator of a fused full reduction (``aten::sum``, ...)."""
+
     def __init__(self, km, low, reduction):
         self.low, self.b = low, low.b
         self.name = reduction.kind.split("::")[1]
@@ -113,6 +115,26 @@ class BlockReduction:
         self._in_thread_zero(emit)
 
 
+class LoopReduction(BlockReduction):
+    """The accumulator of a ``prange`` reduction (``s += ...``, ``s = max(s, ...)``, ``*=``): the CPU's
+    identities and combining operation (parallel.py)."""
+
+    def __init__(self, km, low, kind: str, t):
+        from ..llvm.parallel import IDENTITY
+        self.low, self.b = low, low.b
+        self.name, self.type = kind, t
+        self.kind = "f" if t == FLOAT else "i"
+        self.register = F64 if t == FLOAT else I64
+        self.initial = IDENTITY[(kind, t)]
+        self.shared = km.shared_slots()
+
+    def identity(self):
+        return ir.Constant(self.register, self.initial)
+
+    def merge(self, acc, other):
+        return self.low.combine(self.name, self.type, acc, other)
+
+
 def shared_slots(module: ir.Module, name: str) -> ir.GlobalVariable:
     """The block's shared array of MAX_THREADS 64-bit slots."""
     slots = ir.ArrayType(I64, MAX_THREADS)
@@ -123,4 +145,4 @@ def shared_slots(module: ir.Module, name: str) -> ir.GlobalVariable:
     return g
 
 
-__all__ = ["BlockReduction", "shared_slots"]
+__all__ = ["BlockReduction", "LoopReduction", "shared_slots"]

@@ -74,6 +74,10 @@ class Kernel:
     finish: str | None = None
     finish_params: list = field(default_factory=list)
 
+    @property
+    def uses_barriers(self) -> bool:
+        return self.reduction is not None
+
 
 GPU_REDUCTIONS = {"aten::sum", "aten::mean", "aten::prod", "aten::max", "aten::min", "aten::any", "aten::all"}
 

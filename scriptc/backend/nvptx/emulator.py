@@ -146,7 +146,7 @@ class EmulatedModule:
         self._drivers = {n: ctypes.CFUNCTYPE(None, *grid, *p)(addresses[f"emulate_{n}"]) for n, p in entries}
         self._threaded = {n: ctypes.CFUNCTYPE(None, ctypes.c_int32, *grid, *p)(addresses[f"emulate_thread_{n}"])
                           for n, p in entries}
-        self._uses_barriers = {k.name for k in km.kernels if k.reduction is not None} | {
+        self._uses_barriers = {k.name for k in km.kernels if k.uses_barriers} | {
             k.finish for k in km.kernels if k.finish}
 
     def launch(self, name: str, blocks: int, threads: int, args) -> None:

@@ -12,10 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.core import Graph
+from ...ir.registry import lookup
 from ...ir.types import BOOL, FLOAT, TensorType
 from ..interpreter import Interpreter
 from ..llvm.errors import ERROR_TABLE
+from ..llvm.parallel import captured_values
 from .codegen import CONTIGUOUS, STRIDED, VECTORS, GpuUnsupported, KernelModule, _align, final_reduction, runs_on_gpu
+from .prange import add_parallel_loop, check_device_code, combine_on_host, gpu_parallel_loop
 
 HOST_SAFE = {"aten::size", "aten::len", "aten::dim", "prim::TupleIndex", "prim::TupleConstruct",
              "prim::TupleUnpack", "prim::Constant"}
@@ -31,10 +34,25 @@ class GpuProgram:
         self.km = KernelModule(graph.name)
         self.kernels = {id(n): self.km.add(n) for n in graph.walk()
                         if n.kind == "prim::FusionGroup" and runs_on_gpu(n)}
-        self.module = device.load(self.km) if self.kernels else None
+        self.loops = {id(n): add_parallel_loop(self.km, n) for n in outer_parallel_loops(graph.block)}
+        if self.loops:
+            check_device_code(self.km.llvm_ir())
+        self.module = device.load(self.km) if self.km.kernels else None
 
     def run(self, args):
         return _Executor(self).run(self.graph, args)
+
+
+def outer_parallel_loops(block) -> list:
+    """The prange loops not nested in another one (a nested one runs inside its parent's kernel)."""
+    found = []
+    for node in block.nodes:
+        if gpu_parallel_loop(node):
+            found.append(node)
+        else:
+            for inner in node.blocks:
+                found += outer_parallel_loops(inner)
+    return found
 
 
 def mark_devices(graph: Graph, device_inputs: list[bool]) -> Graph:
@@ -43,7 +61,10 @@ def mark_devices(graph: Graph, device_inputs: list[bool]) -> Graph:
     from ...ir.clone import clone_graph
     g = clone_graph(graph)
     on_device = {id(v) for v, d in zip(g.inputs, device_inputs) if d}
+    in_kernel = set()       # the bodies of prange loops run on the device: nothing in them is copied
     for node in g.walk():
+        if id(node) in in_kernel:
+            continue
         if node.kind == "prim::FusionGroup" and runs_on_gpu(node) and any(id(v) in on_device for v in node.inputs):
             node.attrs["device"] = "cuda"
             if final_reduction(node) is not None:     # a scalar for the host: copied back after the kernels
@@ -52,6 +73,12 @@ def mark_devices(graph: Graph, device_inputs: list[bool]) -> Graph:
                 on_device.add(id(node.output))
         elif node.kind in SCALAR_READS and any(id(v) in on_device for v in node.inputs):
             node.attrs["copy"] = "device_to_host"
+        elif node.kind in CREATION:
+            node.attrs["device"] = "cuda"
+            on_device.add(id(node.output))
+        elif gpu_parallel_loop(node) and any(id(v) in on_device for v in captured_values(node.blocks[0])):
+            node.attrs["device"] = "cuda"
+            in_kernel.update(id(n) for n in node.blocks[0].walk())
         elif node.kind in ("prim::Loop", "prim::If"):
             for block in node.blocks:       # carried device arrays stay on the device
                 for p, v in zip(block.params[1:] if node.kind == "prim::Loop" else [], node.inputs[2:]):
@@ -67,10 +94,55 @@ class _Executor(Interpreter):
     def __init__(self, program: GpuProgram):
         super().__init__()
         self.program = program
+        self._impls = _DeviceImpls(program.device)
+
+    def run_loop(self, node, inputs, env):
+        kernel = self.program.loops.get(id(node))
+        if kernel is None or not any(_is_device(env.get(id(v))) for v in kernel.captured):
+            return super().run_loop(node, inputs, env)
+        return self.launch_loop(kernel, node, inputs, env)
+
+    def launch_loop(self, kernel, node, inputs, env):
+        """A prange loop as a kernel, one iteration per thread; its reductions combined on the device, then with
+        the values before the loop on the host."""
+        from ...cuda import launch_config
+        trips, _, *before = inputs
+        if trips <= 0:
+            return list(before)
+        device, module = self.program.device, self.program.module
+        args = [trips]
+        for v in kernel.captured:
+            x = env[id(v)]
+            if isinstance(v.type, TensorType):
+                if not _is_device(x):
+                    raise GpuUnsupported(f"the prange loop at {node.source.short()} reads host and device arrays: "
+                                         "move them all to the device")
+                args += [x.pointer, *x.shape, *x.strides]
+            else:
+                args.append(int(x) if v.type == BOOL else x)
+        threads, max_blocks = launch_config()
+        blocks = device.blocks(trips, threads, max_blocks)
+        n = len(kernel.kinds)
+        partials = device.allocate(8 * blocks * n) if n else None
+        device.launch(module, kernel, blocks, threads, args + ([partials.pointer] if n else []))
+        code, payload = module.take_error()
+        if code:
+            raise ERROR_TABLE[code].make(payload)
+        if not n:
+            return []
+        out = device.allocate(8 * n)
+        device.launch(module, kernel, 1, threads, [out.pointer, partials.pointer, blocks], finish=True)
+        totals = np.empty(n, np.int64)
+        device.copy_to_host(totals, out.pointer)
+        params = node.blocks[0].params[1:]
+        return [combine_on_host(kind, p.type, x0, float(totals[k:k + 1].view(np.float64)[0]) if p.type == FLOAT
+                                else int(totals[k])) for k, (kind, p, x0) in enumerate(zip(kernel.kinds, params,
+                                                                                            before))]
 
     def run_block(self, block, env):
         for node in block.nodes:
-            if node.kind not in ("prim::FusionGroup", "prim::Loop", "prim::If") and node.kind not in HOST_SAFE:
+            if node.kind not in ("prim::FusionGroup", "prim::Loop", "prim::If") and node.kind not in HOST_SAFE \
+                    and node.kind not in CREATION:
                 on_device = [v for v in node.inputs if _is_device(env.get(id(v)))]
                 if on_device and not (node.kind in SCALAR_READS and not isinstance(node.output.type, TensorType)):
                     where = f" at {node.source.short()}" if node.source is not None else ""
@@ -149,6 +221,39 @@ class _Executor(Interpreter):
             else:
                 args.append(x)
         return args
+
+
+CREATION = {"aten::zeros", "aten::ones", "aten::empty", "aten::full", "aten::zeros_like", "aten::ones_like",
+            "aten::empty_like", "aten::full_like"}
+
+
+class _DeviceImpls(dict):
+    """The interpreter's operator implementations, with array creation giving device arrays (made on the host
+    and copied; ``empty`` only allocates)."""
+
+    def __init__(self, device):
+        super().__init__()
+        self.device = device
+
+    def get(self, kind, default=None):
+        impl = dict.get(self, kind)
+        if impl is None:
+            impl = self[kind] = self._creating(kind) if kind in CREATION else lookup(kind).impl
+        return impl
+
+    def _creating(self, kind):
+        from ...cuda import DeviceArray
+        base = lookup(kind).impl
+        device = self.device
+
+        def create(*args, **attrs):
+            args = [np.empty(a.shape, a.dtype) if _is_device(a) else a for a in args]
+            host = base(*args, **attrs)
+            d = DeviceArray._make(device, host.shape, host.dtype)
+            if not kind.startswith("aten::empty"):
+                device.copy_from_host(d.pointer, host)
+            return d
+        return create
 
 
 def _is_device(x) -> bool:
