@@ -3,7 +3,6 @@ runs in the grid emulator (the same LLVM module compiled for the host) with seve
 CPU backend bit for bit and NumPy; host control flow around kernels; what is refused, and how."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import numpy as np
@@ -11,9 +10,9 @@ import pytest
 
 import scriptc
 import scriptc.cuda as cuda
-from scriptc.backend.nvptx import GpuUnsupported, libdevice_path
+from scriptc.backend.nvptx import GpuUnsupported, libdevice_path, ptxas_path
 
-PTXAS = shutil.which("ptxas")
+PTXAS = ptxas_path()
 
 
 @scriptc.script
@@ -390,3 +389,44 @@ def test_graph_for_shows_a_prange_loop_and_created_arrays_on_the_device(emulator
     CHECK: prim::Loop[parallel=1, reduce=[], device="cuda"]
     CHECK-NOT: copy="device_to_host"
     """)
+
+
+@scriptc.script
+def pairwise_grid(x: np.ndarray) -> np.ndarray:
+    n = x.shape[0]
+    out = np.empty((n, n))
+    for i in scriptc.prange(n):
+        for j in scriptc.prange(n):
+            d = 0.0
+            for k in range(x.shape[1]):
+                t = x[i, k] - x[j, k]
+                d += t * t
+            out[i, j] = np.sqrt(d)
+    return out
+
+
+@scriptc.script
+def fill_3d(out: np.ndarray, scale: int) -> None:
+    for i in scriptc.prange(out.shape[0]):
+        for j in scriptc.prange(out.shape[1]):
+            for k in scriptc.prange(out.shape[2]):
+                out[i, j, k] = (i * 100 + j * 10 + k) * scale
+
+
+def test_prange_nests_are_one_flattened_grid(emulator):
+    from scriptc.backend.nvptx.executor import GpuProgram
+    for fn, args, depth in ((pairwise_grid, (np.ones((3, 2)),), 2), (fill_3d, (np.zeros((2, 2, 2)), 1), 3)):
+        program = GpuProgram(fn.gpu_graph_for_types(fn._bind(args, {})[0]), cuda.current_device())
+        assert [len(k.nest) for k in program.loops.values()] == [depth]
+
+
+@pytest.mark.parametrize("block", [1, 32, 100])
+@pytest.mark.parametrize("shape", [(3, 4, 5), (1, 7, 1), (2, 0, 3), (0, 2, 2)])
+def test_emulated_prange_nests_match_the_cpu(emulator, block, shape):
+    cuda.set_block_size(block)
+    x = rng.standard_normal((shape[0] + shape[1], 3))
+    np.testing.assert_allclose(pairwise_grid(cuda.to_device(x)).copy_to_host(), pairwise(x), rtol=1e-15)
+    d, e = cuda.to_device(np.zeros(shape)), np.zeros(shape)
+    fill_3d(d, 3)
+    fill_3d(e, 3)
+    np.testing.assert_array_equal(d.copy_to_host(), e)

@@ -187,3 +187,16 @@ def test_an_index_out_of_bounds_in_a_prange_kernel_raises_index_error():
     d = cuda.to_device(np.zeros(100_000))
     shifted_write(d, 0)
     assert d.copy_to_host().sum() == 100_000
+
+
+@pytest.mark.parametrize("block", [32, 100, 256])
+def test_prange_nests_on_the_gpu(block):
+    from tests.test_gpu import fill_3d, pairwise, pairwise_grid
+    cuda.set_block_size(block)
+    x = np.random.default_rng(block).standard_normal((700, 3))
+    np.testing.assert_allclose(pairwise_grid(cuda.to_device(x)).copy_to_host(), pairwise(x), rtol=1e-13)
+    for shape in ((30, 40, 50), (3, 0, 2)):
+        d, e = cuda.to_device(np.zeros(shape)), np.zeros(shape)
+        fill_3d(d, 7)
+        fill_3d(e, 7)
+        np.testing.assert_array_equal(d.copy_to_host(), e)

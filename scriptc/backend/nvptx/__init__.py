@@ -1,5 +1,6 @@
-"""The NVPTX path: fusion groups as GPU kernels (codegen.py). Launch, device arrays and the grid emulator come
-next; see the README's GPU section for what is verified."""
-from .codegen import GpuUnsupported, compile_ptx, gpu_groups, libdevice_path, ptx_for_graph
+"""The NVPTX path: fusion groups and prange loops as GPU kernels (codegen.py, block_reduce.py, prange.py), launched
+through the CUDA driver (driver.py) or run in the grid emulator (emulator.py), sequenced by the host-side
+executor (executor.py)."""
+from .codegen import GpuUnsupported, compile_ptx, gpu_groups, libdevice_path, ptx_for_graph, ptxas_path
 
-__all__ = ["GpuUnsupported", "compile_ptx", "gpu_groups", "libdevice_path", "ptx_for_graph"]
+__all__ = ["GpuUnsupported", "compile_ptx", "gpu_groups", "libdevice_path", "ptx_for_graph", "ptxas_path"]

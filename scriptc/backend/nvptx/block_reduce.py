@@ -1,12 +1,12 @@
-"""A reduction's per-thread accumulators combined across a block through shared memory, in a fixed order.
+"""A reduction's per-thread accumulators combined across a block, in a fixed order: warp shuffles, then shared
+memory.
 
-Each thread stores its accumulator (as 64 bits) in its slot of a shared array; then for s = p/2, p/4, ..., 1
-(p: the block size rounded up to a power of two) thread t < s combines slot t + s into slot t when that slot
-exists, with a barrier after each step. The order depends only on the launch configuration, so a given
-configuration gives the same result on every run. Thread 0 stores the block's result in a buffer of per-block
-results; the second kernel (``finish``, one block) combines those the same way and stores the group's scalar.
-Accumulators are the CPU lowering's (double for floats, i64 for integers, i1 for any/all), with its identities
-and steps (NaN wins a max).
+Each warp combines its lanes by shuffles down 16, 8, 4, 2, 1 (lane l takes lane l + offset when that lane exists);
+lane 0 of each warp stores the warp's result in a shared slot; after a barrier, the warps' results are combined
+the same way by shuffles. The order depends only on the launch configuration, so a given configuration gives the
+same result on every run. Thread 0 stores the block's result in a buffer of per-block results; the second kernel
+(``finish``, one block) combines those the same way and stores the scalar. Accumulators are the CPU lowering's
+(double for floats, i64 for integers, i1 for any/all), with its identities and steps (NaN wins a max).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from ...ir.types import BOOL, FLOAT
 from .intrinsics import barrier, i32, special
 
 MAX_THREADS = 1024
+WARP = 32
 
 
 class BlockReduction:
@@ -56,36 +57,33 @@ class BlockReduction:
 
     def combine_block(self, x):
         """The block's combined accumulator (valid in thread 0); every thread of the block must call it."""
-        b, fn = self.b, self.b.function
+        b = self.b
         tid, threads = special(b, "tid.x"), special(b, "ntid.x")
+        lane, warp = b.and_(tid, i32(WARP - 1)), b.lshr(tid, i32(5))
+        in_warp = b.sub(threads, b.mul(warp, i32(WARP)))     # lanes that exist in this thread's warp
+        full = b.icmp_unsigned(">=", in_warp, i32(WARP))
+        mask = b.select(full, i32(-1), b.sub(b.shl(i32(1), b.select(full, i32(0), in_warp)), i32(1)))
+        x = self._warp_combine(x, lane, b.select(full, i32(WARP), in_warp), mask)
 
         def slot(t):
             return b.addrspacecast(b.gep(self.shared, [i32(0), t], inbounds=True), I64.as_pointer())
-        b.store(self.to_bits(x), slot(tid))
+        with b.if_then(b.icmp_unsigned("==", lane, i32(0))):
+            b.store(self.to_bits(x), slot(warp))
         barrier(b)
-        power = b.shl(i32(1), b.sub(i32(32), b.ctlz(b.sub(threads, i32(1)), ir.Constant(I1, 0))))
-        first = b.lshr(power, i32(1))
-        pre = b.block
-        loop, body, merge, after, done = (fn.append_basic_block(n) for n in ("tree", "level", "merge", "synced",
-                                                                               "combined"))
-        b.branch(loop)
-        b.position_at_end(loop)
-        s = b.phi(I32)
-        s.add_incoming(first, pre)
-        b.cbranch(b.icmp_unsigned("!=", s, i32(0)), body, done)
-        b.position_at_end(body)
-        partner = b.add(tid, s)
-        b.cbranch(b.and_(b.icmp_unsigned("<", tid, s), b.icmp_unsigned("<", partner, threads)), merge, after)
-        b.position_at_end(merge)
-        mine = self.from_bits(b.load(slot(tid)))
-        b.store(self.to_bits(self.merge(mine, self.from_bits(b.load(slot(partner))))), slot(tid))
-        b.branch(after)
-        b.position_at_end(after)
-        barrier(b)
-        s.add_incoming(b.lshr(s, i32(1)), after)
-        b.branch(loop)
-        b.position_at_end(done)
-        return self.from_bits(b.load(slot(i32(0))))
+        warps = b.lshr(b.add(threads, i32(WARP - 1)), i32(5))
+        # every warp combines the warps' results (only thread 0's is used): uniform code, no divergent shuffles
+        mine = self.from_bits(b.load(slot(b.select(b.icmp_unsigned("<", lane, warps), lane, i32(0)))))
+        total = self._warp_combine(mine, lane, warps, mask)
+        barrier(b)            # the slots are free again (a second reduction in the same kernel reuses them)
+        return total
+
+    def _warp_combine(self, x, lane, count, mask):
+        """Lane 0 gets lanes [0, count) combined, by shuffles down 16, 8, 4, 2, 1 (a fixed order)."""
+        b = self.b
+        for offset in (16, 8, 4, 2, 1):
+            other = self.from_bits(shuffle_down(b, self.to_bits(x), offset, mask))
+            x = b.select(b.icmp_unsigned("<", b.add(lane, i32(offset)), count), self.merge(x, other), x)
+        return x
 
     def _in_thread_zero(self, emit) -> None:
         b = self.b
@@ -133,6 +131,16 @@ class LoopReduction(BlockReduction):
 
     def merge(self, acc, other):
         return self.low.combine(self.name, self.type, acc, other)
+
+
+def shuffle_down(b: ir.IRBuilder, bits, offset: int, mask):
+    """``__shfl_down_sync`` of a 64-bit value (two 32-bit shuffles)."""
+    module = b.module
+    name = "llvm.nvvm.shfl.sync.down.i32"
+    fn = module.globals.get(name) or ir.Function(module, ir.FunctionType(I32, [I32] * 4), name)
+    lo, hi = b.trunc(bits, I32), b.trunc(b.lshr(bits, ir.Constant(I64, 32)), I32)
+    lo, hi = (b.call(fn, [mask, half, i32(offset), i32(WARP - 1)]) for half in (lo, hi))
+    return b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ir.Constant(I64, 32)))
 
 
 def shared_slots(module: ir.Module, name: str) -> ir.GlobalVariable:

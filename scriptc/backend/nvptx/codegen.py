@@ -375,6 +375,20 @@ def libdevice_path() -> Path | None:
     return next((c for c in candidates if c.is_file()), None)
 
 
+def ptxas_path() -> str | None:
+    """NVIDIA's PTX assembler: on the PATH, or from the nvidia-cuda-nvcc package (the test extras install it)."""
+    import shutil
+    found = shutil.which("ptxas")
+    if found:
+        return found
+    try:
+        import nvidia  # type: ignore
+    except ImportError:
+        return None
+    candidates = [p for root in getattr(nvidia, "__path__", []) for p in sorted(Path(root).glob("*/bin/ptxas"))]
+    return str(candidates[0]) if candidates else None
+
+
 def compile_ptx(llvm_text: str, arch: str = DEFAULT_ARCH) -> str:
     """PTX for ``arch`` from an NVPTX module's IR, libdevice linked in where the code calls it."""
     import llvmlite.binding as llvm

@@ -6,7 +6,9 @@ What is NVPTX-specific gets a host meaning (``host_ir``):
   each kernel, passed by a driver generated beside it;
 - shared memory (address space 3) becomes an ordinary global: blocks run one after the other, so one copy
   serves every block;
-- the block barrier (``bar.sync``) becomes ``pthread_barrier_wait`` on a barrier of the block's size;
+- the block barrier (``bar.sync``) becomes ``pthread_barrier_wait`` on a barrier of the block's size, and a warp
+  shuffle (``shfl.sync.down``) a store to a lane array, a barrier, a load from the source lane and a barrier (the
+  kernels shuffle in code every thread of the block runs);
 - math calls go to the host's libm (the CPU backend's functions) instead of libdevice, so an emulated ``exp``
   has glibc's last bit where a GPU has libdevice's.
 
@@ -49,6 +51,9 @@ def host_ir(km: KernelModule) -> str:
         registers = ", ".join(f'i32 %"emu.{reg}"' for reg in REGISTERS)
         text = text.replace(f'define void @"{name}"(', f'define void @"{name}"({registers}, ')
     text = text.replace(f'call void asm sideeffect "{BARRIER_ASM}", "~{{memory}}"()', 'call void @"scriptc.emu.barrier"()')
+    text = re.sub(r'call i32 @"llvm\.nvvm\.shfl\.sync\.down\.i32"\(i32 [^,]+, i32 ([^,]+), i32 ([^,]+), i32 [^)]+\)',
+                  r'call i32 @"scriptc.emu.shfl_down"(i32 %"emu.tid.x", i32 %"emu.ntid.x", i32 \1, i32 \2)', text)
+    text = re.sub(r'declare i32 @"llvm\.nvvm\.shfl\.sync\.down\.i32"\(.*\)', "", text)
     text = text.replace(" addrspace(3)", "").replace("addrspacecast", "bitcast")
     text = re.sub(r"^!nvvm\.annotations.*$|^!\d+ = !\{.*\"kernel\".*$", "", text, flags=re.M)
     text = text.replace('target triple = "nvptx64-nvidia-cuda"', "").replace(
@@ -62,6 +67,23 @@ define internal void @"scriptc.emu.barrier"() {{
   %state = load i8*, i8** @"{barrier_symbol(km)}"
   %r = call i32 @"pthread_barrier_wait"(i8* %state)
   ret void
+}}
+@"scriptc.emu.lanes" = internal global [1024 x i32] zeroinitializer
+define internal i32 @"scriptc.emu.shfl_down"(i32 %tid, i32 %ntid, i32 %v, i32 %d) {{
+  %mine = getelementptr [1024 x i32], [1024 x i32]* @"scriptc.emu.lanes", i32 0, i32 %tid
+  store i32 %v, i32* %mine
+  call void @"scriptc.emu.barrier"()
+  %lane = and i32 %tid, 31
+  %from_lane = add i32 %lane, %d
+  %from = add i32 %tid, %d
+  %in_warp = icmp ult i32 %from_lane, 32
+  %exists = icmp ult i32 %from, %ntid
+  %ok = and i1 %in_warp, %exists
+  %source = select i1 %ok, i32 %from, i32 %tid
+  %theirs = getelementptr [1024 x i32], [1024 x i32]* @"scriptc.emu.lanes", i32 0, i32 %source
+  %r = load i32, i32* %theirs
+  call void @"scriptc.emu.barrier"()
+  ret i32 %r
 }}
 '''
     return text + barrier + "\n".join(driver(defines[name]) + threaded_driver(defines[name]) for name in names)

@@ -109,6 +109,10 @@ class _Executor(Interpreter):
         trips, _, *before = inputs
         if trips <= 0:
             return list(before)
+        for inner in kernel.nest[1:]:      # a nest: the product of its trip counts (computed outside it)
+            trips *= max(env[id(inner.inputs[0])], 0)
+        if trips == 0:      # only the outer bodies' scalar code runs (and may raise): the host runs it
+            return super().run_loop(node, inputs, env)
         device, module = self.program.device, self.program.module
         args = [trips]
         for v in kernel.captured:

@@ -1,7 +1,9 @@
 """``prange`` loops as GPU kernels: one iteration per thread of a grid-stride loop.
 
 The loop body becomes the CPU's kernel graph (``llvm/parallel.py``: ``body(lo, hi, captured..., accumulators...)``)
-lowered by the CPU lowering into the NVPTX module, and a kernel calls it for each of its iterations:
+lowered by the CPU lowering into the NVPTX module, and a kernel calls it for each of its iterations. A perfect
+nest of prange loops (``for i in prange(n): for j in prange(m): ...``, 2-D or 3-D) is one flattened iteration
+space, the innermost index varying fastest across neighbouring threads (coalesced accesses):
 
     void prange(i64 trips, <per captured array: i8* data, i64 shape[rank], i64 strides[rank]>,
                 <per captured scalar: i64 | double | i8>, [i8* partials])
@@ -21,8 +23,10 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir
 
-from ...ir.core import Node
-from ...ir.types import BOOL, TensorType
+from ...ir.clone import clone_node_before, clone_nodes_into
+from ...ir.core import Graph, Node
+from ...ir.registry import REGISTRY, Effect
+from ...ir.types import BOOL, INT, NONE, TensorType
 from ..llvm.common import I8P, I64, i64
 from ..llvm.lower import FunctionLowering
 from ..llvm.parallel import IDENTITY, captured_values, kernel_graph, parallel_plan
@@ -37,6 +41,7 @@ class ParallelKernel:
     node: Node                      # the prim::Loop
     captured: list
     kinds: list                     # the reductions' kinds (add, mul, max, min), one per carried value
+    nest: list                      # the loops of a perfect nest, run as one flattened grid
     params: list = field(default_factory=list)
     finish: str | None = None
     finish_params: list = field(default_factory=list)
@@ -52,15 +57,76 @@ def gpu_parallel_loop(node: Node) -> bool:
     return node.kind == "prim::Loop" and parallel_plan(node) is not None
 
 
+def loop_nest(node: Node) -> list[Node]:
+    """The prange loops of a perfect nest starting at ``node`` (outermost first): while a loop's body holds one
+    more prange loop and otherwise only pure scalar operators (recomputed per iteration of the flattened nest),
+    without reductions at any level, and the inner loop's trip count is computed outside the nest. One loop when
+    there is no such nest."""
+    nest = [node]
+    while not parallel_plan(nest[0]):
+        body = nest[-1].blocks[0]
+        loops = [n for n in body.nodes if n.kind == "prim::Loop"]
+        if len(loops) != 1 or not gpu_parallel_loop(loops[0]) or parallel_plan(loops[0]) or \
+                not all(n is loops[0] or _pure_scalar(n) for n in body.nodes):
+            return nest
+        inner = loops[0]
+        source = inner.inputs[0].node
+        if source is not None and any(source.block is level.blocks[0] for level in nest):
+            return nest
+        nest.append(inner)
+    return nest
+
+
+def _pure_scalar(node: Node) -> bool:
+    """Scalar code without effects (it may raise: an empty inner loop makes the host run the nest, executor.py)."""
+    op = REGISTRY.get(node.kind)
+    return (node.kind == "prim::Constant" or (op is not None and op.effect <= Effect.RAISES)) and not node.blocks \
+        and not any(isinstance(v.type, TensorType) for v in list(node.inputs) + list(node.outputs))
+
+
+def nest_kernel_graph(nest: list[Node], captured: list, name: str) -> Graph:
+    """``body(lo, hi, captured...)``: iterations [lo, hi) of the flattened nest, the innermost index varying
+    fastest (so neighbouring GPU threads touch neighbouring elements), each index recovered from the flat one."""
+    g = Graph(name)
+    lo, hi = g.add_input(INT, "lo"), g.add_input(INT, "hi")
+    value_map = {id(v): g.add_input(v.type, v.name) for v in captured}
+    trips = g.block.append(Node("aten::sub", [hi, lo], [(INT, "trips")])).output
+    true = g.block.append(Node("prim::Constant", [], [(BOOL, None)], {"value": True})).output
+    loop = g.block.append(Node("prim::Loop", [trips, true], [], source=nest[0].source))
+    inner = loop.add_block()
+    t = inner.add_param(INT, "t")
+    flat = inner.append(Node("aten::add", [lo, t], [(INT, "k")])).output
+    for level in reversed(nest):
+        n = value_map.get(id(level.inputs[0]))
+        if level is nest[0]:
+            value_map[id(level.blocks[0].params[0])] = flat
+            break
+        index = inner.append(Node("aten::remainder", [flat, n], [(INT, None)], source=level.source)).output
+        value_map[id(level.blocks[0].params[0])] = index
+        flat = inner.append(Node("aten::floordiv", [flat, n], [(INT, None)], source=level.source)).output
+    for level, deeper in zip(nest, nest[1:]):        # the outer bodies' scalar code, before each inner loop
+        for c in level.blocks[0].nodes:
+            if c is not deeper:
+                clone_node_before(c, inner, None, value_map)
+    clone_nodes_into(nest[-1].blocks[0], inner, None, value_map)
+    inner.add_return(true)
+    none = g.block.append(Node("prim::Constant", [], [(NONE, None)], {"value": None})).output
+    g.block.add_return(none)
+    return g
+
+
 def add_parallel_loop(km, node: Node) -> ParallelKernel:
     kinds = parallel_plan(node)
+    nest = loop_nest(node)
     captured = captured_values(node.blocks[0])
     for v in captured:
         if not (isinstance(v.type, TensorType) or v.type in SCALAR_PARAM):
             raise GpuUnsupported(f"a prange body reading a value of type {v.type} on the GPU")
     index = sum(1 for k in km.kernels if isinstance(k, ParallelKernel))
-    kernel = ParallelKernel(f"{km.prefix}_prange{index}", node, captured, kinds)
-    body = FunctionLowering(km.mod, kernel_graph(node, captured, f"{kernel.name}_body"))
+    kernel = ParallelKernel(f"{km.prefix}_prange{index}", node, captured, kinds, nest)
+    graph = (nest_kernel_graph(nest, captured, f"{kernel.name}_body") if len(nest) > 1 else
+             kernel_graph(node, captured, f"{kernel.name}_body"))
+    body = FunctionLowering(km.mod, graph)
     body.nogil = body.in_parallel_kernel = True
     body.lower()
     params = [I64]
