@@ -180,20 +180,31 @@ class DeviceArray:
                                                self.shape, self.strides)
         return view.copy()
 
-    def __getitem__(self, index):
-        """A synchronous copy of one element (a scalar read by host code)."""
+    def _element(self, index) -> int:
+        """The address of one element (an integer per dimension, negative from the end), or an error."""
         index = index if isinstance(index, tuple) else (index,)
         if len(index) != self.ndim or not all(isinstance(i, (int, np.integer)) for i in index):
-            raise GpuUnsupported("indexing a device array on the host reads one element (an integer per "
-                                 "dimension): copy_to_host() for the rest")
+            raise GpuUnsupported("indexing a device array on the host reads or writes one element (an integer "
+                                 "per dimension): copy_to_host() for the rest")
         offset = 0
         for axis, (i, d, s) in enumerate(zip(index, self.shape, self.strides)):
             if not -d <= i < d:
                 raise IndexError(f"index {i} is out of bounds for axis {axis} with size {d}")
             offset += (i % d) * s
+        return self.pointer + offset
+
+    def __getitem__(self, index):
+        """A synchronous copy of one element to the host (a scalar read by host code)."""
         host = np.empty((), self.dtype)
-        self._device.copy_to_host(host, self.pointer + offset)
+        self._device.copy_to_host(host, self._element(index))
         return host[()]
+
+    def __setitem__(self, index, value):
+        """A synchronous copy of one element to the device, converted as NumPy's item assignment converts it."""
+        address = self._element(index)
+        host = np.empty((), self.dtype)
+        host[()] = value
+        self._device.copy_from_host(address, host)
 
     def __array__(self, *args, **kwargs):
         raise TypeError("a DeviceArray is not a host array: call copy_to_host()")

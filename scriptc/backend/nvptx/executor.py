@@ -20,9 +20,11 @@ from ..llvm.parallel import captured_values
 from .codegen import CONTIGUOUS, STRIDED, VECTORS, GpuUnsupported, KernelModule, _align, final_reduction, runs_on_gpu
 from .prange import add_parallel_loop, check_device_code, combine_on_host, gpu_parallel_loop
 
-HOST_SAFE = {"aten::size", "aten::len", "aten::dim", "prim::TupleIndex", "prim::TupleConstruct",
+HOST_SAFE = {"aten::size", "aten::len", "aten::dim", "aten::numel", "prim::TupleIndex", "prim::TupleConstruct",
              "prim::TupleUnpack", "prim::Constant"}
 SCALAR_READS = {"aten::getitem"}
+SCALAR_WRITES = {"aten::setitem"}        # one element at integer indices: a synchronous copy to the device
+VIEWS = {"aten::select", "aten::slice", "aten::numpy_T", "aten::reshape"}   # shape and strides only: no copy
 
 
 class GpuProgram:
@@ -73,8 +75,12 @@ def mark_devices(graph: Graph, device_inputs: list[bool]) -> Graph:
                 on_device.add(id(node.output))
         elif node.kind in SCALAR_READS and any(id(v) in on_device for v in node.inputs):
             node.attrs["copy"] = "device_to_host"
+        elif node.kind in SCALAR_WRITES and id(node.inputs[0]) in on_device:
+            node.attrs["copy"] = "host_to_device"
         elif node.kind in CREATION:
             node.attrs["device"] = "cuda"
+            on_device.add(id(node.output))
+        elif node.kind in VIEWS and id(node.inputs[0]) in on_device:
             on_device.add(id(node.output))
         elif gpu_parallel_loop(node) and any(id(v) in on_device for v in captured_values(node.blocks[0])):
             node.attrs["device"] = "cuda"
@@ -146,12 +152,14 @@ class _Executor(Interpreter):
     def run_block(self, block, env):
         for node in block.nodes:
             if node.kind not in ("prim::FusionGroup", "prim::Loop", "prim::If") and node.kind not in HOST_SAFE \
-                    and node.kind not in CREATION:
+                    and node.kind not in CREATION | VIEWS:
                 on_device = [v for v in node.inputs if _is_device(env.get(id(v)))]
-                if on_device and not (node.kind in SCALAR_READS and not isinstance(node.output.type, TensorType)):
+                if on_device and not (node.kind in SCALAR_READS and not isinstance(node.output.type, TensorType)) \
+                        and not (node.kind in SCALAR_WRITES and not isinstance(node.inputs[-1].type, TensorType)):
                     where = f" at {node.source.short()}" if node.source is not None else ""
                     raise GpuUnsupported(f"{node.kind}{where} on a device array does not run on the GPU yet "
-                                         "(element-wise expressions do; copy_to_host() for the rest)")
+                                         "(element-wise expressions, full reductions and prange loops do; "
+                                         "copy_to_host() for the rest)")
         return super().run_block(block, env)
 
     def run_fusion_group(self, node, inputs):
@@ -242,7 +250,9 @@ class _DeviceImpls(dict):
     def get(self, kind, default=None):
         impl = dict.get(self, kind)
         if impl is None:
-            impl = self[kind] = self._creating(kind) if kind in CREATION else lookup(kind).impl
+            impl = self[kind] = (self._creating(kind) if kind in CREATION else _viewing(kind) if kind in VIEWS
+                                 else lookup(kind).impl if kind in HOST_SAFE | SCALAR_READS | SCALAR_WRITES
+                                 else _host_only(kind))
         return impl
 
     def _creating(self, kind):
@@ -258,6 +268,38 @@ class _DeviceImpls(dict):
                 device.copy_from_host(d.pointer, host)
             return d
         return create
+
+
+def _viewing(kind):
+    """A view of a device array (a row, a slice): NumPy's own indexing applied to an array object over the device
+    address, which reads only shape and strides, never the data."""
+    from ...cuda import DeviceArray
+    base = lookup(kind).impl
+
+    def view(x, *args, **attrs):
+        if not _is_device(x):
+            return base(x, *args, **attrs)
+        if kind == "aten::reshape" and not x.is_c_contiguous:       # NumPy would copy (read the data)
+            raise GpuUnsupported("reshaping a non-contiguous device array does not run on the GPU yet")
+        meta = type("DeviceMemory", (), {"__array_interface__": {
+            "shape": x.shape, "typestr": x.dtype.str, "data": (x.pointer, False), "strides": x.strides,
+            "version": 3}})()
+        r = base(np.asarray(meta), *args, **attrs)
+        return DeviceArray._make(x._device, r.shape, r.dtype, r.strides, r.__array_interface__["data"][0], x)
+    return view
+
+
+def _host_only(kind):
+    """An operator the host runs: refused on device arrays (an array created in the function reaches here
+    without the block-entry check seeing it)."""
+    base = lookup(kind).impl
+
+    def run(*args, **attrs):
+        if any(_is_device(a) for a in args):
+            raise GpuUnsupported(f"{kind} on a device array does not run on the GPU yet (element-wise "
+                                 "expressions, full reductions and prange loops do; copy_to_host() for the rest)")
+        return base(*args, **attrs)
+    return run
 
 
 def _is_device(x) -> bool:

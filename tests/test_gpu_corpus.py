@@ -1,0 +1,66 @@
+"""The differential corpus through the GPU path, in the grid emulator: every corpus function with array
+arguments is called with device arrays, at several block sizes (1, 32, 128 and 100, which divides no size), and
+must match CPython + NumPy. A function using what does not run on the GPU yet raises GpuUnsupported before any
+kernel runs (the test counts those: they may not silently fall back to the host). Floats are compared within
+rounding: kernels call glibc's libm (the emulator) or libdevice (a GPU) and single-precision math for float32,
+and block reductions add in another order than NumPy's pairwise sums."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import scriptc.cuda as cuda
+from scriptc.backend.nvptx import GpuUnsupported
+from tests.test_corpus import _run, assert_same, corpus, pure_python
+
+ARRAY_CASES = [c for c in corpus.CASES if any(isinstance(a, np.ndarray) for a in c.args_factory())]
+RAN = {"kernels": 0, "refused": 0}
+
+
+def to_host(x):
+    if isinstance(x, cuda.DeviceArray):
+        return x.copy_to_host()
+    if isinstance(x, tuple):
+        return tuple(to_host(e) for e in x)
+    return x
+
+
+@pytest.fixture
+def emulator():
+    cuda.use_emulator()
+    yield
+    cuda.use_emulator(False)
+    cuda.set_block_size(256)
+
+
+@pytest.mark.parametrize("block", [1, 32, 128, 100])
+@pytest.mark.parametrize("c", ARRAY_CASES, ids=lambda c: c.id)
+def test_corpus_on_device_arrays(emulator, c, block, capfd):
+    cuda.set_block_size(block)
+    args = c.args_factory()
+    a1, a2 = copy.deepcopy(args), copy.deepcopy(args)
+    expected, expected_out = _run(pure_python(c.fn), a1, capfd)
+    moved = {}          # the same host array twice (aliased arguments) is the same device array twice
+    device_args = [moved.setdefault(id(a), cuda.to_device(a)) if isinstance(a, np.ndarray) else a for a in a2]
+    try:
+        got, out = _run(c.fn, device_args, capfd)
+    except GpuUnsupported as e:
+        RAN["refused"] += 1
+        pytest.skip(f"not on the GPU yet: {e}")
+    RAN["kernels"] += 1
+    assert out == expected_out, "printed text differs"
+    float32 = any(isinstance(a, np.ndarray) and a.dtype == np.float32 for a in args)
+    rtol = max(c.rtol or 0.0, 2e-6 if float32 else 1e-12)
+    assert_same(expected, to_host(got), rtol, max(c.atol, 1e-12))
+    for k, (x1, d) in enumerate(zip(a1, device_args)):
+        if isinstance(x1, np.ndarray):
+            assert_same(x1, d.copy_to_host(), rtol, max(c.atol, 1e-12), f"argument {k} after the call")
+
+
+def test_the_corpus_runs_kernels():
+    """Run last in this file: a meaningful share of the corpus's array functions run on the device."""
+    if RAN["kernels"] + RAN["refused"] == 0:
+        pytest.skip("run with the corpus cases above")
+    assert RAN["kernels"] >= 40, RAN
