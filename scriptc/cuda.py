@@ -95,6 +95,9 @@ class EmulatorDevice:
     def copy_to_host(self, host: np.ndarray, pointer: int) -> None:
         ctypes.memmove(host.ctypes.data, pointer, host.nbytes)
 
+    def copy_on_device(self, dst: int, src: int, nbytes: int) -> None:
+        ctypes.memmove(dst, src, nbytes)
+
     def synchronize(self) -> None:
         pass
 

@@ -357,11 +357,11 @@ class ScriptFunction:
     def gpu_graph_for_types(self, types: tuple) -> Graph:
         """The optimized graph of a GPU signature: as for the CPU, except that a time loop over whole arrays
         stays a host loop (its body's fusion groups are the kernels) instead of becoming one fused CPU loop, and
-        a lone element-wise operator is a group (a kernel) of its own."""
-        from .passes.fusion import outline_singletons
+        every operator the device runs is a group (a kernel) of its own (``passes/device_groups.py``)."""
+        from .passes.device_groups import outline_for_device
         self.graph_for_types(types, optimize=False)
         graph = pipeline(skip={"time-loop-fusion"}).run(self._compile(types))
-        outline_singletons(graph)
+        outline_for_device(graph)
         return graph
 
     @user_facing

@@ -132,17 +132,6 @@ def fuse(graph: Graph) -> bool:
     return changed
 
 
-def outline_singletons(graph: Graph) -> bool:
-    """Every element-wise operator or full reduction left outside a group becomes a group of its own: the GPU
-    runs groups as kernels, so a lone ``x + y`` or ``np.sum(x)`` needs one too."""
-    groups = [n for n in graph.walk() if n.kind == "prim::FusionGroup"]
-    counter = [1 + max((int(g.attrs["subgraph"].name.rsplit("_", 1)[1]) for g in groups), default=-1)]
-    lone = [n for n in graph.walk() if fusible(n) or full_reduction(n)]
-    for node in lone:
-        outline([node], counter)
-    return bool(lone)
-
-
 # -- multi-output groups -------------------------------------------------------------------------------------
 
 def _elementwise_producer(node: Node) -> bool:

@@ -35,7 +35,7 @@ from llvmlite import ir
 from ...ir.core import Graph, Node
 from ...ir.registry import REGISTRY
 from ...ir.types import BOOL, FLOAT, INT, TensorType
-from ..llvm.arrays import ELEM, kind_of
+from ..llvm.arrays import ELEM, kind_of, scalar_kind
 from ..llvm.common import F64, I8, I8P, I32, I64, i64
 from ..llvm.engine import LIBM_PREFIX
 from ..llvm.errors import PAYLOAD_SLOTS
@@ -71,6 +71,8 @@ class Kernel:
     params: list = field(default_factory=list)     # the parameters' ctypes types
     can_raise: bool = False
     reduction: Node | None = None   # the group's final full reduction: per-block results, then ``finish``
+    axis_reduction: Node | None = None      # the group is one reduction along an axis (axis_reduce.py)
+    into: int | None = None         # the group stores into this operand (``x += y``, ``x[a:b] = y``): no result
     finish: str | None = None
     finish_params: list = field(default_factory=list)
 
@@ -88,20 +90,35 @@ def gpu_groups(graph: Graph) -> list[Node]:
 
 
 def runs_on_gpu(node: Node) -> bool:
-    """An element-wise group, or one ending in a full reduction (a scalar result)."""
-    return element_wise(node) or final_reduction(node) is not None
+    """An element-wise group (with a result, or storing into its first operand), one ending in a full reduction
+    (a scalar result), or one reduction along an axis."""
+    return element_wise(node) or final_reduction(node) is not None or axis_reduction(node) is not None
 
 
 def element_wise(node: Node) -> bool:
     sub = node.attrs["subgraph"]
-    return len(sub.outputs) == 1 and not REGISTRY[sub.outputs[0].node.kind].extra.get("reduction") and \
-        isinstance(node.output.type, TensorType) and node.output.type.rank is not None
+    if len(sub.outputs) != 1:
+        return False
+    root = sub.outputs[0].node       # None: the group copies an operand
+    if root is not None and REGISTRY[root.kind].extra.get("reduction"):
+        return False
+    t = node.inputs[node.attrs["into"]].type if "into" in node.attrs else node.output.type
+    return isinstance(t, TensorType) and t.rank is not None
+
+
+def axis_reduction(node: Node) -> Node | None:
+    """The group's reduction along an axis (``np.sum(x, axis=1)``, ...), when that is all the group is."""
+    sub = node.attrs["subgraph"]
+    root = sub.outputs[0].node if len(sub.outputs) == 1 else None
+    if root is None or root.kind not in GPU_REDUCTIONS or root.attrs.get("axis") is None or len(sub.nodes) != 1:
+        return None
+    return root if isinstance(root.inputs[0].type, TensorType) and root.inputs[0].type.rank else None
 
 
 def final_reduction(node: Node) -> Node | None:
     """The full reduction (sum, mean, prod, max, min, any, all) a single-result group ends in, or None."""
     sub = node.attrs["subgraph"]
-    if len(sub.outputs) != 1 or sub.outputs[0].node is None:
+    if len(sub.outputs) != 1 or sub.outputs[0].node is None or not node.outputs:
         return None
     root = sub.outputs[0].node
     if root.kind not in GPU_REDUCTIONS or isinstance(node.output.type, TensorType):
@@ -152,10 +169,19 @@ class KernelModule:
 
     def add(self, node: Node) -> Kernel:
         sub = node.attrs["subgraph"]
+        name = f"{self.prefix}_fusion{len(self.kernels)}"
+        if axis_reduction(node) is not None:
+            from .axis_reduce import add_axis_reduction
+            kernel = add_axis_reduction(self, Kernel(name, node, axis_reduction=axis_reduction(node)))
+            self.kernels.append(kernel)
+            return kernel
         reduction = final_reduction(node)
-        rank = (reduction.inputs[0].type if reduction is not None else node.output.type).rank
-        kernel = Kernel(f"{self.prefix}_fusion{len(self.kernels)}", node, reduction=reduction)
-        params = [I8P, I64, I32] + [I64] * rank
+        into = node.attrs.get("into")
+        result = reduction.inputs[0].type if reduction is not None else \
+            node.inputs[into].type if into is not None else node.output.type
+        rank = result.rank
+        kernel = Kernel(name, node, reduction=reduction, into=into)
+        params = [I8P, I64, I32] + [I64] * (rank * (2 if into is not None else 1))   # into: the out strides too
         for k, v in enumerate(node.inputs):
             if isinstance(v.type, TensorType):
                 kernel.arrays.append(k)
@@ -197,8 +223,13 @@ class KernelModule:
         b = low.b
         args = list(fn.args)
         out_data, n, mode, out_shape = args[0], args[1], args[2], args[3:3 + rank]
-        out_data.add_attribute("noalias")      # a new array: loads of the operands may move across its stores
         at = 3 + rank
+        into = kernel.into
+        if into is None:
+            out_data.add_attribute("noalias")      # a new array: loads of the operands may move across its stores
+        else:       # an operand's memory: x += y reads and writes each element in the same iteration
+            out_strides = args[at:at + rank]
+            at += rank
         operands = {}
         node = kernel.node
         for k, v in enumerate(node.inputs):
@@ -215,11 +246,18 @@ class KernelModule:
         step = b.mul(special(b, "nctaid.x"), special(b, "ntid.x"))
         value = reduction.inputs[0] if reduction is not None else sub.outputs[0]
         if reduction is None:
-            out_dtype = node.output.type.dtype
+            out_dtype = (node.inputs[into] if into is not None else node.output).type.dtype
 
-            def sink(i, result):
+            def sink(i, result, index=None):
                 kind, x = result
-                low.store_element(_element_ptr(b, out_data, out_dtype, i), x, kind, out_dtype)
+                if index is None or into is None:
+                    ptr = _element_ptr(b, out_data, out_dtype, i)
+                else:               # the strided loop into an operand: its own strides
+                    offset = i64(0)
+                    for x_d, st in zip(index, out_strides):
+                        offset = b.add(offset, b.mul(x_d, st))
+                    ptr = b.bitcast(b.gep(out_data, [offset]), ELEM[out_dtype].as_pointer())
+                low.store_element(ptr, x, kind, out_dtype)
 
             def sink_lanes(j, results):
                 out = ir.Constant(ir.VectorType(ELEM[out_dtype], LANES), None)
@@ -232,7 +270,7 @@ class KernelModule:
             acc = low.alloca(combine.register)
             b.store(combine.identity(), acc)
 
-            def sink(i, result):
+            def sink(i, result, index=None):
                 b.store(combine.step(b.load(acc), result), acc)
 
             def sink_lanes(j, results):
@@ -245,6 +283,8 @@ class KernelModule:
             for member in sub.nodes:
                 if member.kind != "prim::Constant" and member is not reduction:
                     low.fused_element_node(member, env, scalars)
+            if value.node is None and id(value) not in env:      # a copy of a scalar operand (x.fill(v))
+                return scalar_kind(value.type), low.env[id(node.inputs[sub.inputs.index(value)])][0]
             return env[id(value)]
 
         def load(ptr, k):
@@ -264,7 +304,7 @@ class KernelModule:
                 for x, st in zip(index, strides):
                     offset = b.add(offset, b.mul(x, st))
                 values[k] = load(b.bitcast(b.gep(data, [offset]), ELEM[node.inputs[k].type.dtype].as_pointer()), k)
-            sink(i, element(values))
+            sink(i, element(values), index)
 
         def unit(k):
             """1 for an operand read element by element, 0 for a single broadcast element (the host's last

@@ -145,6 +145,11 @@ class CudaDevice:
             self.bind()
             check(cu.cuMemcpyDtoH(host.ctypes.data, pointer, host.nbytes), "copying an array to the host")
 
+    def copy_on_device(self, dst: int, src: int, nbytes: int) -> None:
+        if nbytes:
+            self.bind()
+            check(cu.cuMemcpyDtoD(dst, src, nbytes), "copying device memory")
+
     def synchronize(self) -> None:
         self.bind()
         check(cu.cuCtxSynchronize(), "waiting for the device")

@@ -1,11 +1,13 @@
-"""Running a graph whose array arguments are device arrays: host control flow on the CPU, element-wise fusion
-groups as kernels.
+"""Running a graph whose array arguments are device arrays: host control flow on the CPU, array operators as
+kernels.
 
-The host side walks the optimized graph as the reference interpreter does (loops, ifs, scalar code, prints);
-each element-wise ``prim::FusionGroup`` whose operands are device arrays is launched as its kernel and gives a
-new device array. Reading a scalar from a device array (``x[i]``) is a synchronous copy; reading its shape
-copies nothing. Any other operator on a device array is refused (``GpuUnsupported``, naming the operator and
-the line): array creation, copies, slicing writes and axis reductions on the device come with the next step.
+The host side walks the optimized graph as the reference interpreter does (loops, ifs, scalar code, prints).
+Every ``prim::FusionGroup`` whose operands are device arrays is launched as its kernel (``device_groups.py``
+made one of each element-wise chain, full or axis reduction, copy and write into an array); prange loops are
+kernels too. Array creation gives device arrays; views (rows, slices, ``.T``) share device memory. Reading a
+scalar from a device array (``x[i]``, a full reduction's result) is a synchronous copy; reading its shape copies
+nothing. Any other operator on a device array is refused (``GpuUnsupported``, naming the operator and the
+line) rather than run on the host behind the user's back.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ HOST_SAFE = {"aten::size", "aten::len", "aten::dim", "aten::numel", "prim::Tuple
              "prim::TupleUnpack", "prim::Constant"}
 SCALAR_READS = {"aten::getitem"}
 SCALAR_WRITES = {"aten::setitem"}        # one element at integer indices: a synchronous copy to the device
+TEXT = {"prim::Print", "aten::format"}     # device arrays printed as the host prints them: a synchronous copy
 VIEWS = {"aten::select", "aten::slice", "aten::numpy_T", "aten::reshape"}   # shape and strides only: no copy
 
 
@@ -71,9 +74,9 @@ def mark_devices(graph: Graph, device_inputs: list[bool]) -> Graph:
             node.attrs["device"] = "cuda"
             if final_reduction(node) is not None:     # a scalar for the host: copied back after the kernels
                 node.attrs["copy"] = "device_to_host"
-            else:
+            elif node.outputs:
                 on_device.add(id(node.output))
-        elif node.kind in SCALAR_READS and any(id(v) in on_device for v in node.inputs):
+        elif node.kind in SCALAR_READS | TEXT and any(id(v) in on_device for v in node.inputs):
             node.attrs["copy"] = "device_to_host"
         elif node.kind in SCALAR_WRITES and id(node.inputs[0]) in on_device:
             node.attrs["copy"] = "host_to_device"
@@ -152,7 +155,7 @@ class _Executor(Interpreter):
     def run_block(self, block, env):
         for node in block.nodes:
             if node.kind not in ("prim::FusionGroup", "prim::Loop", "prim::If") and node.kind not in HOST_SAFE \
-                    and node.kind not in CREATION | VIEWS:
+                    and node.kind not in CREATION | VIEWS | TEXT:
                 on_device = [v for v in node.inputs if _is_device(env.get(id(v)))]
                 if on_device and not (node.kind in SCALAR_READS and not isinstance(node.output.type, TensorType)) \
                         and not (node.kind in SCALAR_WRITES and not isinstance(node.inputs[-1].type, TensorType)):
@@ -165,17 +168,32 @@ class _Executor(Interpreter):
     def run_fusion_group(self, node, inputs):
         kernel = self.program.kernels.get(id(node))
         if kernel is None or not any(_is_device(x) for x in inputs):
+            if "into" in node.attrs:
+                return _write_on_host(node, inputs)
             return super().run_fusion_group(node, [_host(x) for x in inputs])
+        if not all(_is_device(inputs[k]) for k in kernel.arrays):
+            where = f" at {node.source.short()}" if node.source is not None else ""
+            raise GpuUnsupported(f"the operation{where} reads host and device arrays: move them all to the device")
         if kernel.reduction is not None:
             return [self.reduce(kernel, node, inputs)]
+        if kernel.axis_reduction is not None:
+            return [self.reduce_axis(kernel, node, inputs)]
+        if kernel.into is not None:
+            self.launch(kernel, node, self.without_overlap(kernel, node, inputs))
+            return []
         return [self.launch(kernel, node, inputs)]
 
     def launch(self, kernel, node, inputs):
+        """An element-wise kernel: into a new array, or into the group's destination operand."""
         from ...cuda import DeviceArray, launch_config
         arrays = [inputs[k] for k in kernel.arrays]
-        shape = np.broadcast_shapes(*[a.shape for a in arrays])
         device = self.program.device
-        out = DeviceArray._make(device, shape, node.output.type.dtype)
+        if kernel.into is None:
+            shape = np.broadcast_shapes(*[a.shape for a in arrays])
+            out = DeviceArray._make(device, shape, node.output.type.dtype)
+        else:
+            out = inputs[kernel.into]
+            shape = out.shape
         n = out.size
         if not n:
             return out
@@ -183,7 +201,8 @@ class _Executor(Interpreter):
         threads, max_blocks = launch_config()
         blocks = device.blocks(n, threads, max_blocks)
         mode = _mode(kernel, inputs, strides, shape, out, n + 4 * threads * blocks)
-        args = [out.pointer, n, mode, *shape, *self.operands(kernel, inputs, strides, mode, shape)]
+        out_strides = list(out.strides) if kernel.into is not None else []
+        args = [out.pointer, n, mode, *shape, *out_strides, *self.operands(kernel, inputs, strides, mode, shape)]
         device.launch(self.program.module, kernel, blocks, threads, args)
         if kernel.can_raise:
             code, payload = self.program.module.take_error()
@@ -191,6 +210,47 @@ class _Executor(Interpreter):
                 raise ERROR_TABLE[code].make(payload)
         return out
 
+
+    def without_overlap(self, kernel, node, inputs) -> list:
+        """The operands of a write into ``inputs[into]``, checked as NumPy checks them (the source broadcasts to
+        the destination's shape), each operand that overlaps the destination other than as the very same view
+        first copied (``x[1:] = x[:-1]`` reads the old values, as NumPy's buffering does)."""
+        dst = inputs[kernel.into]
+        shapes = [inputs[k].shape for k in kernel.arrays]
+        try:
+            ok = np.broadcast_shapes(dst.shape, *shapes) == dst.shape
+        except ValueError:
+            ok = False
+        if not ok:          # NumPy's own error, from the host operator on empty arrays of the same shapes
+            _write_on_host(node, [np.empty(x.shape, x.dtype) if _is_device(x) else x for x in inputs])
+            raise ValueError(f"could not broadcast {shapes} into shape {dst.shape}")
+        inputs = list(inputs)
+        for k in kernel.arrays:
+            x = inputs[k]
+            same = x.pointer == dst.pointer and x.shape == dst.shape and x.strides == dst.strides
+            if k != kernel.into and not same and _overlaps(x, dst):
+                inputs[k] = _device_copy(self.program.device, x)
+        return inputs
+
+    def reduce_axis(self, kernel, node, inputs):
+        """A reduction along an axis: one thread per result element (axis_reduce.py)."""
+        from ...cuda import DeviceArray, launch_config
+        (x,) = [inputs[k] for k in kernel.arrays]
+        axis = kernel.axis
+        kept = [d for d in range(x.ndim) if d != axis]
+        shape = tuple(x.shape[d] for d in kept)
+        device = self.program.device
+        if x.shape[axis] == 0 or 0 in shape:    # NumPy's identities and errors for empty lines: the host's
+            host = super().run_fusion_group(node, [_host(v) for v in inputs])[0]
+            out = DeviceArray._make(device, host.shape, host.dtype)
+            device.copy_from_host(out.pointer, host)
+            return out
+        out = DeviceArray._make(device, shape, node.output.type.dtype)
+        threads, max_blocks = launch_config()
+        n = out.size
+        args = [out.pointer, n, *shape, x.pointer, *[x.strides[d] for d in kept], x.shape[axis], x.strides[axis]]
+        device.launch(self.program.module, kernel, device.blocks(n, threads, max_blocks), threads, args)
+        return out
 
     def reduce(self, kernel, node, inputs):
         """A group ending in a full reduction: per-block results, the finishing kernel, and a synchronous copy
@@ -251,6 +311,7 @@ class _DeviceImpls(dict):
         impl = dict.get(self, kind)
         if impl is None:
             impl = self[kind] = (self._creating(kind) if kind in CREATION else _viewing(kind) if kind in VIEWS
+                                 else _on_host(kind) if kind in TEXT
                                  else lookup(kind).impl if kind in HOST_SAFE | SCALAR_READS | SCALAR_WRITES
                                  else _host_only(kind))
         return impl
@@ -289,6 +350,15 @@ def _viewing(kind):
     return view
 
 
+def _on_host(kind):
+    """An operator the host runs on copies of its device operands."""
+    base = lookup(kind).impl
+
+    def run(*args, **attrs):
+        return base(*[_host(a) for a in args], **attrs)
+    return run
+
+
 def _host_only(kind):
     """An operator the host runs: refused on device arrays (an array created in the function reaches here
     without the block-entry check seeing it)."""
@@ -318,10 +388,40 @@ def _mode(kernel, inputs, strides, shape, out, last_index) -> int:
     whole = [tuple(inputs[k].shape) == tuple(shape) and inputs[k].is_c_contiguous for k in kernel.arrays]
     if not all(w or all(s == 0 for s in strides[k]) for w, k in zip(whole, kernel.arrays)):
         return STRIDED
+    if out is not None and not out.is_c_contiguous:       # a write into a strided view
+        return STRIDED
     arrays = [out] * (out is not None) + [inputs[k] for k in kernel.arrays]
     if all(whole) and all(a.pointer % _align(a.dtype.name) == 0 for a in arrays):
         return VECTORS
     return CONTIGUOUS
+
+
+def _write_on_host(node, inputs) -> list:
+    """A write group's operator (``x += y``, ``x[...] = y``) on host arrays."""
+    root = node.attrs["subgraph"].outputs[0].node
+    lookup("aten::copy_" if root is None else root.kind + "_").impl(*inputs)
+    return []
+
+
+def _extent(a) -> tuple[int, int]:
+    """The first and one-past-last byte addresses an array's elements occupy."""
+    lo = a.pointer + sum(min(0, (d - 1) * s) for d, s in zip(a.shape, a.strides))
+    hi = a.pointer + sum(max(0, (d - 1) * s) for d, s in zip(a.shape, a.strides)) + a.dtype.itemsize
+    return lo, hi
+
+
+def _overlaps(a, b) -> bool:
+    (a0, a1), (b0, b1) = _extent(a), _extent(b)
+    return a.size > 0 and b.size > 0 and a0 < b1 and b0 < a1
+
+
+def _device_copy(device, x):
+    """A copy of the device memory a view spans, viewed with the same shape and strides."""
+    from ...cuda import DeviceArray
+    lo, hi = _extent(x)
+    block = device.allocate(hi - lo)
+    device.copy_on_device(block.pointer, lo, hi - lo)
+    return DeviceArray._make(device, x.shape, x.dtype, x.strides, block.pointer + (x.pointer - lo), block)
 
 
 def _broadcast_strides(a, shape) -> list[int]:
