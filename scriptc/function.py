@@ -18,7 +18,7 @@ from .frontend import FunctionEmitter, Resolver, get_source, validate
 from .interop import as_array, is_array_like
 from .ir.core import Graph
 from .ir.registry import NeedsSpecialization
-from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TENSOR, ListType, TensorType, Type
+from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TENSOR, ListType, NamedTupleType, TensorType, TupleType, Type
 from .ir.verifier import verify
 from .passes import PassManager
 from .signatures import format_signature, from_numba, parse_signature
@@ -536,10 +536,21 @@ def _accept(want: Type, got: Type) -> Type | None:
         return want
     if isinstance(want, TensorType) and isinstance(got, TensorType):
         return got
+    if isinstance(want, TupleType) and isinstance(got, TupleType):
+        return _accept_tuple(want, got)
     if isinstance(want, ListType) and isinstance(got, ListType):
         from .frontend.lists import accept_list
         return accept_list(want, got)
     return None
+
+
+def _accept_tuple(want: TupleType, got: TupleType) -> TupleType | None:
+    """Element by element; a NamedTuple parameter takes values of its own class only."""
+    if len(want.elems) != len(got.elems) or type(want) is not type(got) or \
+            isinstance(want, NamedTupleType) and want.qualname != got.qualname:
+        return None
+    elems = [_accept(w, g) for w, g in zip(want.elems, got.elems)]
+    return None if None in elems else got.with_elems(elems)
 
 
 def _widenings(declared: list[Type], types: tuple) -> list[tuple]:
@@ -571,6 +582,8 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
     if isinstance(want, ListType):
         from .frontend.lists import list_argument
         return list_argument(fname, pname, want, arg)
+    if isinstance(want, TupleType):
+        return _tuple_argument(fname, pname, want, arg)
     if isinstance(want, TensorType):
         if not isinstance(arg, np.ndarray):
             view = as_array(fname, pname, arg)   # torch, JAX, DLPack, the array interface: without a copy
@@ -590,6 +603,21 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
     return t, _SCALAR_OF[t](arg)
 
 
+def _tuple_argument(fname, pname, want: TupleType, arg):
+    """A tuple (or NamedTuple) argument: its type with each element's kind, and its converted elements."""
+    named = want.cls if isinstance(want, NamedTupleType) else None
+    if not isinstance(arg, tuple) or (named is not None and not isinstance(arg, named)) or \
+            len(arg) != len(want.elems):
+        what = named.__name__ if named is not None else f"a tuple of {len(want.elems)}"
+        raise TypeError(f"{fname}() argument '{pname}' must be {what}, not {type(arg).__name__}")
+    names = want.fields if isinstance(want, NamedTupleType) else range(len(want.elems))
+    checked = [_check_argument(fname, f"{pname}.{n}" if named else f"{pname}[{n}]", w, a)
+               for n, w, a in zip(names, want.elems, arg)]
+    t = want.with_elems(c[0] for c in checked)
+    values = [c[1] for c in checked]
+    return t, (named(*values) if named is not None else tuple(values))
+
+
 def _unannotated_kind(fname, pname, arg) -> Type:
     """The parameter type an argument passed for an unannotated parameter asks for."""
     kind = _kind(arg)
@@ -599,7 +627,13 @@ def _unannotated_kind(fname, pname, arg) -> Type:
         return ListType(_list_element_kind(fname, pname, arg))
     if isinstance(arg, np.ndarray) or is_array_like(arg):
         return TENSOR
-    raise TypeError(f"{fname}() argument '{pname}' must be int, float, bool, an array or a list, not "
+    if isinstance(arg, tuple):
+        from .frontend import annotation_type
+        declared = annotation_type(type(arg)) if type(arg) is not tuple else None
+        if declared is not None:
+            return declared
+        return TupleType(tuple(_unannotated_kind(fname, f"{pname}[{k}]", a) for k, a in enumerate(arg)))
+    raise TypeError(f"{fname}() argument '{pname}' must be int, float, bool, an array, a list or a tuple, not "
                     f"{type(arg).__name__}")
 
 

@@ -131,7 +131,7 @@ def test_unannotated_list_errors():
 
 
 def test_unannotated_rejects_other_objects():
-    with pytest.raises(TypeError, match=r"add\(\) argument 'x' must be int, float, bool, an array or a list, "
+    with pytest.raises(TypeError, match=r"add\(\) argument 'x' must be int, float, bool, an array, a list or a tuple, "
                                         r"not str"):
         add("a", 1)
 

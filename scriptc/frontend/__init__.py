@@ -11,7 +11,8 @@ from ..errors import CompileError
 from ..ir.core import Graph
 from ..ir.registry import NeedsSpecialization, op_for_callable
 from ..interop import is_array_class
-from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, NONE, TENSOR, TupleType, Type
+from ..ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, NONE, TENSOR, TupleType, Type, is_named_tuple_class,
+                        named_tuple_type)
 from .builtin_calls import unsupported_builtin_hint
 from .calls import SPECIAL_CALLS
 from .emitter import UNSUPPORTED, FunctionEmitter
@@ -47,6 +48,8 @@ def annotation_type(obj) -> Type | None:
     if origin is tuple:
         elems = [annotation_type(a) for a in typing.get_args(obj)]
         return None if None in elems or Ellipsis in typing.get_args(obj) else TupleType(tuple(elems))
+    if is_named_tuple_class(obj):
+        return named_tuple_type(obj, annotation_type)
     return None
 
 
@@ -120,9 +123,9 @@ class Resolver:
         t = annotation_type(obj)
         if t is None:
             raise fn.error(f"unsupported annotation '{ast.unparse(node)}'", node,
-                           "annotate with int, float, bool, np.ndarray, tuple[...] of those, or list[int], "
-                           "list[float], list[bool], list[np.ndarray] (NumPy scalar types such as np.float64 and "
-                           "npt.NDArray[np.float64] are accepted too)")
+                           "annotate with int, float, bool, np.ndarray, tuple[...] of those, a typing.NamedTuple "
+                           "class, or list[int], list[float], list[bool], list[np.ndarray] (NumPy scalar types such "
+                           "as np.float64 and npt.NDArray[np.float64] are accepted too)")
         return t
 
     def array_dtype(self, fn: FunctionSource, node: ast.AST) -> str | None:
@@ -158,7 +161,7 @@ class Resolver:
 
     def supported_callable(self, obj) -> bool:
         return obj in SPECIAL_CALLS or op_for_callable(obj) is not None or self.is_script_function(obj) \
-            or getattr(obj, "__scriptc_library__", None) is not None
+            or getattr(obj, "__scriptc_library__", None) is not None or is_named_tuple_class(obj)
 
 
 def validate(fn: FunctionSource, resolver: Resolver) -> None:

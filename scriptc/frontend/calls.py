@@ -14,10 +14,12 @@ import numpy as np
 from ..ir.core import Node
 from ..parallel import prange
 from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_method
-from ..ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, STR, ListType, TensorType, TupleType
+from ..ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, STR, ListType, NamedTupleType, TensorType, TupleType,
+                        is_named_tuple_class)
 from .arrays import ARRAY_CALLS, ARRAY_METHODS, ArrayFrontend
 from .builtin_calls import BUILTIN_CALLS
 from .library_calls import LibraryCallsMixin
+from .named_tuples import NamedTupleMixin
 from .lists import LIST_CALLS
 
 CREATORS = {np.zeros: "aten::zeros", np.ones: "aten::ones", np.empty: "aten::empty"}
@@ -27,7 +29,7 @@ SPECIAL_CALLS = {builtins.print, builtins.range, prange, builtins.min, builtins.
                  np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS}
 
 
-class CallsMixin(ArrayFrontend, LibraryCallsMixin):
+class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
     # -- helpers --------------------------------------------------------------------------------------
     def is_builtin(self, func_node, obj) -> bool:
         if isinstance(func_node, ast.Name) and func_node.id not in self.locals:
@@ -110,6 +112,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin):
             return self.const(float(node.args[0].value))
         if self.resolver.is_script_function(obj):
             return self.call_script(obj, node)
+        if is_named_tuple_class(obj):
+            return self.construct_named_tuple(obj, node)
         if getattr(obj, "__scriptc_library__", None) is not None:   # scriptc.random.uniform, ...
             return self.call_library(obj.__scriptc_library__, node)
         if obj in CREATORS:
@@ -165,6 +169,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin):
     def method_call(self, base, name, node):
         if isinstance(base.type, ListType):
             return self.list_method(base, name, node)
+        if isinstance(base.type, NamedTupleType):
+            return self.named_tuple_method(base, name, node)
         if not isinstance(base.type, TensorType):
             raise self.fn.error(f"{describe_type(base.type)} has no method '{name}'", node.func)
         if name == "astype":
@@ -304,6 +310,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin):
 
     # -- arrays: attributes and indexing --------------------------------------------------------------
     def array_attribute(self, base, node):
+        if isinstance(base.type, NamedTupleType):
+            return self.named_tuple_attribute(base, node)
         if not isinstance(base.type, TensorType):
             raise self.fn.error(f"{describe_type(base.type)} has no attribute '{node.attr}'", node)
         if node.attr == "dtype":

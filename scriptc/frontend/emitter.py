@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import Effect, NeedsSpecialization, OpTypeError, lookup
-from ..ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type, join
+from ..ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NamedTupleType, TensorType, TupleType, Type, join
 from .builtin_calls import BuiltinCallsMixin
 from .calls import CallsMixin
 from .lists import ListsMixin
@@ -174,7 +174,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin):
             return self.op("aten::Int", [v], at=at)
         if isinstance(type, TupleType) and isinstance(v.type, TupleType) and len(type.elems) == len(v.type.elems):
             parts = self.emit("prim::TupleUnpack", [v], at=at).outputs
-            return self.op("prim::TupleConstruct", [self.convert(p, t, at) for p, t in zip(parts, type.elems)])
+            named = {"named": type.qualname} if isinstance(type, NamedTupleType) else {}
+            return self.op("prim::TupleConstruct", [self.convert(p, t, at) for p, t in zip(parts, type.elems)],
+                           named)
         if isinstance(type, TensorType) and isinstance(v.type, TensorType) and (
                 type.dtype is None or join(type, v.type) == type):
             return v

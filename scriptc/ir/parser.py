@@ -6,7 +6,8 @@ import re
 
 from .arrayconst import parse_array
 from .core import Graph, Node, SourceRange, Value
-from .types import (BOOL, FLOAT, INT, NAME_DTYPES, NONE, STR, ListType, TENSOR, TensorType, TupleType, Type)
+from .types import (BOOL, FLOAT, INT, NAME_DTYPES, NAMED_TUPLES, NONE, STR, ListType, NamedTupleType, TENSOR, TensorType,
+                    TupleType, Type)
 
 
 class ParseError(ValueError):
@@ -44,6 +45,25 @@ class TypeParser:
             t = ListType(t)
         return t
 
+    def named_tuple(self, name: str) -> NamedTupleType:
+        """``Name(field: type, ...)``: the NamedTuple class of that name the frontend registered (by its fields),
+        else a NamedTupleType known by the name alone."""
+        if not self.eat("("):
+            raise ParseError(f"unknown type {name!r}")
+        fields, elems = [], []
+        while not self.eat(")"):
+            self.ws()
+            m = re.compile(r"(\w+):").match(self.s, self.i)
+            if not m:
+                raise ParseError(f"expected 'field: type' at {self.s[self.i:]!r}")
+            self.i = m.end()
+            fields.append(m.group(1))
+            elems.append(self.type())
+            self.eat(",")
+        qualname = next((q for q, cls in NAMED_TUPLES.items()
+                         if q.rsplit(".", 1)[-1] == name and tuple(cls._fields) == tuple(fields)), name)
+        return NamedTupleType(tuple(elems), qualname, tuple(fields))
+
     def base_type(self) -> Type:
         self.ws()
         if self.eat("("):
@@ -52,15 +72,15 @@ class TypeParser:
                 elems.append(self.type())
                 self.eat(",")
             return TupleType(tuple(elems))
-        m = re.compile(r"[A-Za-z]+").match(self.s, self.i)
+        m = re.compile(r"[A-Za-z_][A-Za-z_0-9]*").match(self.s, self.i)
         if not m:
             raise ParseError(f"expected a type at {self.s[self.i:]!r}")
         self.i = m.end()
         word = m.group()
         if word in _SCALARS:
             return _SCALARS[word]
-        if word not in NAME_DTYPES:
-            raise ParseError(f"unknown type {word!r}")
+        if word not in NAME_DTYPES or re.compile(r"\(\s*\w+:").match(self.s, self.i):
+            return self.named_tuple(word)
         if not self.eat("("):
             raise ParseError(f"expected '(' after {word}")
         if self.eat("...)"):

@@ -129,6 +129,14 @@ class PyCode:
         args = [self.ref(v) for v in n.inputs]
         if n.kind == "prim::Print":
             return "print(" + ", ".join(args) + ")"
+        if n.kind == "prim::TupleIndex":
+            fields = getattr(n.inputs[0].type, "fields", None)
+            base = self.ref(n.inputs[0], nested=True)
+            return f"{base}.{fields[n.attrs['index']]}" if fields else f"{base}[{n.attrs['index']}]"
+        if n.kind == "prim::TupleConstruct":
+            named = n.attrs.get("named")
+            return f"{named.rsplit('.', 1)[-1]}({', '.join(args)})" if named else \
+                "(" + ", ".join(args) + ("," if len(args) == 1 else "") + ")"
         callee = f"{ns}.{op}"
         kwargs = []
         for k, v in n.attrs.items():

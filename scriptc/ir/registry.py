@@ -24,7 +24,8 @@ from typing import Callable
 
 import numpy as np
 
-from .types import (BOOL, FLOAT, INT, NONE, STR, TENSOR, TensorType, TupleType, Type, element_type)
+from .types import (BOOL, FLOAT, INT, NAMED_TUPLES, NONE, STR, TENSOR, NamedTupleType, TensorType, TupleType, Type,
+                    element_type)
 
 
 class OpTypeError(TypeError):
@@ -185,7 +186,12 @@ def type_of(v) -> Type:
     if v is None:
         return NONE
     if isinstance(v, tuple):
-        return TupleType(tuple(type_of(e) for e in v))
+        elems = tuple(type_of(e) for e in v)
+        cls = type(v)
+        qualname = f"{cls.__module__}.{cls.__qualname__}"
+        if cls is not tuple and NAMED_TUPLES.get(qualname) is cls:
+            return NamedTupleType(elems, qualname, tuple(cls._fields))
+        return TupleType(elems)
     raise OpTypeError(f"values of type {type(v).__name__} are not supported")
 
 

@@ -60,6 +60,60 @@ class TupleType(Type):
     def __str__(self):
         return "(" + ", ".join(map(str, self.elems)) + ")"
 
+    def with_elems(self, elems) -> "TupleType":
+        """The same kind of tuple (a NamedTuple keeps its class) with other element types."""
+        return TupleType(tuple(elems))
+
+
+# NamedTuple classes the frontend has seen, by ``module.qualname``: what a NamedTupleType's values are built as.
+NAMED_TUPLES: dict[str, type] = {}
+
+
+@dataclass(frozen=True)
+class NamedTupleType(TupleType):
+    """A ``typing.NamedTuple`` class used by scripted code: a tuple whose elements have names. Printed as
+    ``TrainState(step: int, w: Double(*))``; ``qualname`` (``module.Class``) identifies the class, registered in
+    ``NAMED_TUPLES`` so that values built in native code or the interpreter are instances of it."""
+    qualname: str = ""
+    fields: tuple[str, ...] = ()
+
+    def __str__(self):
+        inner = ", ".join(f"{f}: {t}" for f, t in zip(self.fields, self.elems))
+        return f"{self.qualname.rsplit('.', 1)[-1]}({inner})"
+
+    def with_elems(self, elems) -> "NamedTupleType":
+        return NamedTupleType(tuple(elems), self.qualname, self.fields)
+
+    @property
+    def cls(self) -> type | None:
+        return NAMED_TUPLES.get(self.qualname)
+
+    def make(self, values):
+        """The Python value: an instance of the class (a plain tuple if the class is not known here)."""
+        cls = self.cls
+        return cls(*values) if cls is not None else tuple(values)
+
+
+def named_tuple_type(cls, element_type_of) -> "NamedTupleType | None":
+    """The type of a ``typing.NamedTuple`` class whose field annotations ``element_type_of`` maps to IR types
+    (None when one does not map)."""
+    import typing
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - an annotation that does not evaluate: not a type we compile
+        return None
+    elems = [element_type_of(hints.get(f)) for f in cls._fields]
+    if None in elems:
+        return None
+    qualname = f"{cls.__module__}.{cls.__qualname__}"
+    NAMED_TUPLES[qualname] = cls
+    return NamedTupleType(tuple(elems), qualname, tuple(cls._fields))
+
+
+def is_named_tuple_class(obj) -> bool:
+    return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields") and \
+        hasattr(obj, "__annotations__")
+
 
 @dataclass(frozen=True)
 class ListType(Type):
@@ -182,8 +236,11 @@ def join(a: Type, b: Type) -> Type | None:
         e = join(a.elem, b.elem) if isinstance(a.elem, TensorType) else None
         return ListType(e) if e is not None and e.rank is not None else None
     if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a.elems) == len(b.elems):
+        if isinstance(a, NamedTupleType) != isinstance(b, NamedTupleType) or \
+                isinstance(a, NamedTupleType) and (a.qualname, a.fields) != (b.qualname, b.fields):
+            return None
         elems = [join(x, y) for x, y in zip(a.elems, b.elems)]
-        return None if None in elems else TupleType(tuple(elems))
+        return None if None in elems else a.with_elems(elems)
     return None
 
 

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from ..ir.registry import Effect, OpTypeError, register, type_of
-from ..ir.types import BOOL, INT, STR, ListType, TensorType, TupleType
+from ..ir.types import BOOL, INT, NAMED_TUPLES, STR, ListType, NamedTupleType, TensorType, TupleType
 
 
 class _Unbound:
@@ -59,8 +59,23 @@ def _format(*values, fmt):
 register("aten::format(Any... values, *, str fmt) -> str", impl=_format, infer=lambda *t, fmt: STR,
          effect=Effect.RAISES)
 
-register("prim::TupleConstruct(Any... elems) -> Tuple", impl=lambda *xs: tuple(xs),
-         infer=lambda *ts: TupleType(tuple(ts)))
+def _tuple_construct(*xs, named=None):
+    """A tuple, or with ``named`` (a NamedTuple class's ``module.qualname``) an instance of that class."""
+    return tuple(xs) if named is None else NAMED_TUPLES[named](*xs)
+
+
+def _tuple_construct_rule(*ts, named=None):
+    if named is None:
+        return TupleType(tuple(ts))
+    cls = NAMED_TUPLES.get(named)
+    fields = tuple(cls._fields) if cls is not None else ()
+    if len(fields) != len(ts):
+        raise OpTypeError(f"{named} has {len(fields)} fields, {len(ts)} given")
+    return NamedTupleType(tuple(ts), named, fields)
+
+
+register("prim::TupleConstruct(Any... elems, *, str? named) -> Tuple", impl=_tuple_construct,
+         infer=_tuple_construct_rule)
 
 
 def _unpack_rule(t):

@@ -45,7 +45,7 @@ def refine(declared: Type, inferred) -> Type:
     if isinstance(declared, TupleType):
         elems = inferred.elems if isinstance(inferred, TupleType) and \
             len(inferred.elems) == len(declared.elems) else [None] * len(declared.elems)
-        return TupleType(tuple(refine(d, i) for d, i in zip(declared.elems, elems)))
+        return declared.with_elems(refine(d, i) for d, i in zip(declared.elems, elems))
     return declared
 
 

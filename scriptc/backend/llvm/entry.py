@@ -55,7 +55,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from ...ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
+from ...ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, NONE, STR, ListType, NamedTupleType, TensorType, TupleType, Type
 from .common import F64, I8, I8P, I32, I64, holds_ref, leaves, mem_type, out_struct
 from .engine import engine
 from .errors import ERROR_TABLE
@@ -163,6 +163,7 @@ CAPI = {
     "PyLong_FromVoidPtr": ir.FunctionType(I8P, [I8P]),
     "PyFloat_FromDouble": ir.FunctionType(I8P, [F64]),
     "PyTuple_New": ir.FunctionType(I8P, [I64]),
+    "PyType_GenericAlloc": ir.FunctionType(I8P, [I8P, I64]),
     "PyTuple_SetItem": ir.FunctionType(I32, [I8P, I64, I8P]),
     "PyTuple_Size": ir.FunctionType(I64, [I8P]),
     "PyTuple_GetItem": ir.FunctionType(I8P, [I8P, I64]),
@@ -287,6 +288,11 @@ def _needs_rebuild(t: Type) -> bool:
     return holds_ref(t)
 
 
+def _tuple_class(t: TupleType) -> type:
+    """``tuple``, or the NamedTuple class (registered for good in ``NAMED_TUPLES``, so its address stays valid)."""
+    return t.cls if isinstance(t, NamedTupleType) else tuple
+
+
 def _const_ptr(obj) -> ir.Constant:
     """The address of a Python object (kept alive by the entry's state, or immortal) as a constant."""
     return ir.Constant(I64, id(obj)).inttoptr(I8P)
@@ -371,7 +377,7 @@ class _EntryLowering:
             self.require(self.type_is(obj, str), f"{what}.str")
             return [obj]
         if isinstance(t, TupleType):
-            self.require(self.type_is(obj, tuple), f"{what}.tuple")
+            self.require(self.type_is(obj, _tuple_class(t)), f"{what}.tuple")
             n = len(t.elems)
             self.require(b.icmp_unsigned("==", self.call("PyTuple_Size", obj), _i64(n)), f"{what}.len")
             out = []
@@ -411,11 +417,18 @@ class _EntryLowering:
         """A new reference to the Python value of type ``t`` from its leaves (memory types); on failure the
         function returns NULL."""
         if isinstance(t, TupleType):
-            tup = self.call("PyTuple_New", _i64(len(t.elems)))
+            tup = self.new_tuple(t)
             self.fail_if_null(tup, None)
             self.fill(tup, t, vals, tup)
             return tup
         return self.box_scalar(t, vals)
+
+    def new_tuple(self, t: TupleType):
+        """An empty tuple of ``t``'s length, or an instance of its NamedTuple class (made as ``tuple.__new__``
+        makes instances of tuple subclasses: the type's allocator, then the items set in place)."""
+        if isinstance(t, NamedTupleType):
+            return self.call("PyType_GenericAlloc", _const_ptr(_tuple_class(t)), _i64(len(t.elems)))
+        return self.call("PyTuple_New", _i64(len(t.elems)))
 
     def fill(self, tup, t: TupleType, vals: list, root) -> None:
         """Store the elements into the new tuple ``tup``. A nested tuple goes into its parent as soon as it
@@ -424,7 +437,7 @@ class _EntryLowering:
             n = len(leaves(e))
             part, vals = vals[:n], vals[n:]
             if isinstance(e, TupleType):
-                item = self.call("PyTuple_New", _i64(len(e.elems)))
+                item = self.new_tuple(e)
                 self.fail_if_null(item, root)
                 self.call("PyTuple_SetItem", tup, _i64(i), item)
                 self.fill(item, e, part, root)
@@ -610,6 +623,8 @@ def entry_unsupported_reason(native, rebuild=None) -> str | None:
     def bad(t: Type) -> str | None:
         if t in (INT, FLOAT, BOOL, NONE, STR):
             return None
+        if isinstance(t, NamedTupleType) and t.cls is None:
+            return f"the NamedTuple class {t.qualname} is not known in this process"
         if isinstance(t, TupleType):
             return next((r for r in map(bad, t.elems) if r), None)
         if isinstance(t, TensorType) and t.known:
@@ -626,9 +641,17 @@ def entry_unsupported_reason(native, rebuild=None) -> str | None:
         leaves(native.result_type)
     except TypeError:
         return f"cannot return {native.result_type}"
+    if _unknown_named_tuple(native.result_type):
+        return f"a NamedTuple class in {native.result_type} is not known in this process"
     if _needs_rebuild(native.result_type) and rebuild is None:
         return f"a result of type {native.result_type} needs a rebuild callable"
     return None
+
+
+def _unknown_named_tuple(t: Type) -> bool:
+    if isinstance(t, NamedTupleType) and t.cls is None:
+        return True
+    return isinstance(t, TupleType) and any(map(_unknown_named_tuple, t.elems))
 
 
 _OUT_CTYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8}

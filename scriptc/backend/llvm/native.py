@@ -11,7 +11,7 @@ import numpy as np
 
 from ...ir.core import Graph
 from ..argument_writes import written_inputs
-from ...ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, STR, ListType, NamedTupleType, TensorType, TupleType, Type
 from .constants import constant_containing
 from . import disk_cache, strings
 from .engine import LIBC, LinkError, engine, make_caller
@@ -64,6 +64,14 @@ def _arg_converter(t: Type, read_only_message: str | None = None):
         return conv
     if isinstance(t, ListType):
         return None   # listbox.call_with_lists converts lists
+    if isinstance(t, TupleType):
+        parts = [_arg_converter(e, read_only_message) for e in t.elems]
+
+        def conv(x):
+            if not isinstance(x, tuple) or len(x) != len(parts):
+                raise TypeError(f"expected {t}, got {_describe(x)}")
+            return [leaf for p, e in zip(parts, x) for leaf in p(e)]
+        return conv
     raise TypeError(f"cannot pass {t} to native code")
 
 
@@ -118,6 +126,7 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
         mem = _ArrayMemory()
         mem.owner, mem.__array_interface__ = _owning_capsule(meminfo), interface
         return np.asarray(mem)
+    args = list(_arrays_in(args))
     for a in args:  # memory borrowed from an argument: return it, or a view of it
         if type(a) is np.ndarray and _data_pointer(a) == data and a.shape == shape and a.strides == strides \
                 and a.dtype.name == t.dtype:
@@ -135,6 +144,15 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
     return np.asarray(mem)
 
 
+def _arrays_in(args):
+    """The arrays among the arguments, also those inside tuples."""
+    for a in args:
+        if isinstance(a, tuple):
+            yield from _arrays_in(a)
+        elif isinstance(a, np.ndarray):
+            yield a
+
+
 def _contains(a: np.ndarray, address: int) -> bool:
     lo, hi = np.byte_bounds(a) if hasattr(np, "byte_bounds") else np.lib.array_utils.byte_bounds(a)
     return lo <= address < max(hi, lo + 1)
@@ -144,6 +162,8 @@ def _rebuild(t: Type, vals, args=()):
     """The Python value of type ``t`` from an iterator over its leaves."""
     if t == STR:
         return take_str(next(vals))  # takes over native code's reference
+    if isinstance(t, NamedTupleType):
+        return t.make([_rebuild(e, vals, args) for e in t.elems])
     if isinstance(t, TupleType):
         return tuple(_rebuild(e, vals, args) for e in t.elems)
     if t in (INT, FLOAT, BOOL):

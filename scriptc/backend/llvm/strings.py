@@ -37,7 +37,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, NamedTupleType, TupleType, Type
 from .common import I8, I8P, I32, I64, PTR, handles, i32, i64, leaves, mem_type, process_global
 
 # -- symbols bound in the JIT ------------------------------------------------------------------------------
@@ -119,6 +119,8 @@ def _decoder(t: Type):
         return decode_str
     if isinstance(t, TupleType):
         elems = [_decoder(e) for e in t.elems]
+        if isinstance(t, NamedTupleType):       # printed as its class prints it: P(a=1, b=2.0)
+            return lambda it: t.make([d(it) for d in elems])
         return lambda it: tuple(d(it) for d in elems)
     if isinstance(t, TensorType) and t.known:
         dtype, rank = t.np_dtype, t.rank

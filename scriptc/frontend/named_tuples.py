@@ -1,0 +1,86 @@
+"""``typing.NamedTuple`` classes in scripted code: parameters, results and locals whose fields are read by name.
+
+A NamedTuple value is a tuple in the IR (``NamedTupleType``, a ``TupleType`` that keeps its class): ``s.step``
+is ``prim::TupleIndex``, ``TrainState(step=0, w=w)`` a ``prim::TupleConstruct[named=...]`` and
+``s._replace(step=s.step + 1)`` reads the other fields and builds a new one, so every pass and backend that
+handles tuples handles NamedTuples. Field annotations are checked as parameter annotations are (an int fits a ``float`` field
+and stays an int, as in Python).
+"""
+from __future__ import annotations
+
+from ..ir.types import BOOL, FLOAT, INT, NamedTupleType, TensorType, TupleType, Type, named_tuple_type
+
+
+class NamedTupleMixin:
+    def named_tuple_class_type(self, cls, node) -> NamedTupleType:
+        from . import annotation_type
+        t = named_tuple_type(cls, annotation_type)
+        if t is None:
+            raise self.fn.error(f"NamedTuple '{cls.__name__}' has a field whose annotation is not supported", node,
+                                "annotate fields with int, float, bool, np.ndarray, tuples or other NamedTuples")
+        return t
+
+    def named_tuple_attribute(self, base, node):
+        t: NamedTupleType = base.type
+        if node.attr not in t.fields:
+            raise self.fn.error(f"'{t.qualname.rsplit('.', 1)[-1]}' has no field '{node.attr}'", node,
+                                f"its fields are {', '.join(t.fields)}")
+        return self.op("prim::TupleIndex", [base], {"index": t.fields.index(node.attr)}, at=node)
+
+    def construct_named_tuple(self, cls, node):
+        """``Cls(a, b)`` / ``Cls(x=a, y=b)``, missing fields from the class's defaults."""
+        t = self.named_tuple_class_type(cls, node)
+        name = cls.__name__
+        if len(node.args) > len(t.fields):
+            raise self.fn.error(f"{name}() takes {len(t.fields)} arguments, {len(node.args)} given", node)
+        values = [self.expr(a) for a in node.args] + [None] * (len(t.fields) - len(node.args))
+        for k in node.keywords:
+            if k.arg not in t.fields:
+                raise self.fn.error(f"{name}() got an unexpected keyword argument '{k.arg}'", k)
+            i = t.fields.index(k.arg)
+            if values[i] is not None:
+                raise self.fn.error(f"{name}() got multiple values for argument '{k.arg}'", k)
+            values[i] = self.expr(k.value)
+        defaults = getattr(cls, "_field_defaults", {})
+        for i, f in enumerate(t.fields):
+            if values[i] is None:
+                if f not in defaults or type(defaults[f]) not in (int, float, bool):
+                    raise self.fn.error(f"{name}() missing required argument '{f}'", node)
+                values[i] = self.const(defaults[f])
+        return self.build_named_tuple(t, values, node)
+
+    def build_named_tuple(self, t: NamedTupleType, values: list, node):
+        values = [self.field_value(v, want, f, node) for v, want, f in zip(values, t.elems, t.fields)]
+        return self.op("prim::TupleConstruct", values, {"named": t.qualname}, at=node)
+
+    def field_value(self, v, want: Type, field: str, node):
+        """``v`` as the value of a field annotated ``want`` (the numeric tower widens; arrays of any dtype fit
+        ``np.ndarray``; tuples element by element)."""
+        tower = (BOOL, INT, FLOAT)
+        if want in tower and v.type in tower and tower.index(v.type) <= tower.index(want):
+            return v        # kept as it is, as Python keeps an int in a float field
+        if isinstance(want, TensorType) and isinstance(v.type, TensorType) and \
+                (want.dtype is None or want.dtype == v.type.dtype):
+            return v
+        if isinstance(want, TupleType) and isinstance(v.type, TupleType) and len(want.elems) == len(v.type.elems) \
+                and (not isinstance(want, NamedTupleType) or getattr(v.type, "qualname", None) == want.qualname):
+            return v
+        from .emitter import describe
+        raise self.fn.error(f"field '{field}' must be {describe(want)}, got {describe(v.type)}", node)
+
+    def named_tuple_method(self, base, name: str, node):
+        t: NamedTupleType = base.type
+        if name != "_replace":
+            raise self.fn.error(f"NamedTuple method '{name}' is not supported", node.func,
+                                "read fields by name and make new values with _replace(field=...)")
+        if node.args:
+            raise self.fn.error("_replace() takes keyword arguments only", node)
+        values = self.emit("prim::TupleUnpack", [base], at=node).outputs
+        values = list(values)
+        for k in node.keywords:
+            if k.arg not in t.fields:
+                raise self.fn.error(f"got unexpected field name '{k.arg}'", k)   # CPython's ValueError text
+            values[t.fields.index(k.arg)] = self.expr(k.value)
+        declared = self.named_tuple_class_type(t.cls, node) if t.cls is not None else t
+        return self.build_named_tuple(declared, values, node)
+
