@@ -61,6 +61,8 @@ def user_facing(fn):
 
 
 class ScriptFunction:
+    scriptc_callable = True      # callable from scripted code (frontend.Resolver.is_script_function)
+
     def __init__(self, fn, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False):
         functools.update_wrapper(self, fn)
         self.py_func = fn

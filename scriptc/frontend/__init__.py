@@ -139,8 +139,8 @@ class Resolver:
 
     @staticmethod
     def is_script_function(obj) -> bool:
-        from ..function import ScriptFunction
-        return isinstance(obj, ScriptFunction)
+        """A scripted function, or a transform of one (``scriptc.grad(f)``): callable from scripted code."""
+        return getattr(type(obj), "scriptc_callable", False)
 
     def callee_graph(self, callee, arg_types, fn: FunctionSource, node) -> tuple[list[Type], Graph, Type | None]:
         """(parameter types, graph, None) for a call; for a recursive call, whose graph is still being built,
@@ -161,7 +161,8 @@ class Resolver:
 
     def supported_callable(self, obj) -> bool:
         return obj in SPECIAL_CALLS or op_for_callable(obj) is not None or self.is_script_function(obj) \
-            or getattr(obj, "__scriptc_library__", None) is not None or is_named_tuple_class(obj)
+            or getattr(obj, "__scriptc_library__", None) is not None or is_named_tuple_class(obj) \
+            or getattr(obj, "scriptc_transform", False)
 
 
 def validate(fn: FunctionSource, resolver: Resolver) -> None:

@@ -42,6 +42,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return node.value
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
             return -node.operand.value
+        if isinstance(node, ast.Tuple):
+            return tuple(self.const_eval(e) for e in node.elts)
         if isinstance(node, (ast.Name, ast.Attribute)):
             r = self.visit(node)
             from .emitter import Static
@@ -112,6 +114,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return self.const(float(node.args[0].value))
         if self.resolver.is_script_function(obj):
             return self.call_script(obj, node)
+        if getattr(obj, "scriptc_transform", False):      # scriptc.grad(f, argnums=1) inside scripted code
+            return self.apply_transform(obj, node)
         if is_named_tuple_class(obj):
             return self.construct_named_tuple(obj, node)
         if getattr(obj, "__scriptc_library__", None) is not None:   # scriptc.random.uniform, ...
@@ -271,6 +275,17 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if isinstance(v.type, ListType):
             return self.op("aten::list_len", [v], at=node)
         return self.op("aten::len", [v], at=node)
+
+    def apply_transform(self, transform, node):
+        """``scriptc.grad(f, ...)`` met in scripted code: made at compile time (its arguments are constants), a
+        function the enclosing call then calls like any scripted function."""
+        from .emitter import Static
+        args = [self.const_eval(a) for a in node.args]
+        kwargs = {k.arg: self.const_eval(k.value) for k in node.keywords}
+        try:
+            return Static(transform(*args, **kwargs))
+        except (TypeError, ValueError) as e:
+            raise self.fn.error(str(e), node) from None
 
     def call_script(self, callee, node):
         return self.call_script_values(callee, self.script_arguments(callee, node), node)

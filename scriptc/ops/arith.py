@@ -134,10 +134,25 @@ def _dot_shape(types, consts):
     return [a[:-1] + b[:-2] + b[-1:]]
 
 
+def _matmul_vjp(e, g, out, a, b):
+    """Vectors and matrices: the adjoint of one operand is the product of ``g`` with the other, transposed;
+    a vector operand's is summed over the other's rows (an outer product where the result is a vector)."""
+    ra, rb = a.type.rank, b.type.rank
+    if ra > 2 or rb > 2:
+        raise NotImplementedError("products of arrays of rank 3 and more")
+    if ra == 1 and rb == 1:
+        return e.mul(g, b), e.mul(g, a)
+    if ra == 2 and rb == 1:
+        return e.mul(e.unsqueeze(g, 1), e.unsqueeze(b, 0)), e.op("aten::matmul", e.op("aten::numpy_T", a), g)
+    if ra == 1:
+        return e.op("aten::matmul", b, g), e.mul(e.unsqueeze(a, 1), e.unsqueeze(g, 0))
+    return e.op("aten::matmul", g, e.op("aten::numpy_T", b)), e.op("aten::matmul", e.op("aten::numpy_T", a), g)
+
+
 register("aten::matmul(Tensor self, Tensor other) -> Number|Tensor", impl=np.matmul,
-         infer=by_sample(np.matmul), py=(np.matmul,), shape=_matmul_shape)
+         infer=by_sample(np.matmul), py=(np.matmul,), shape=_matmul_shape, vjp=_matmul_vjp)
 register("aten::dot(Tensor self, Tensor other) -> Number|Tensor", impl=np.dot, infer=by_sample(np.dot),
-         py=(np.dot,), shape=_dot_shape)
+         py=(np.dot,), shape=_dot_shape, vjp=_matmul_vjp)     # np.dot is matmul for ranks 1 and 2
 
 # -- conversions between scalars (int(), float(), bool()) ---------------------------------------------------
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1

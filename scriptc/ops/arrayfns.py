@@ -77,10 +77,20 @@ def _scan_shape(types, consts, *, axis=None):
     return [shape]
 
 
-for _name, _fn in [("cumsum", np.cumsum), ("cumprod", np.cumprod)]:
+def _cumsum_vjp(e, g, out, x, axis=None):
+    """Each element reaches every later sum: the adjoint is the cumulative sum of ``g`` from the end."""
+    k = 0 if axis is None else axis % x.type.rank
+
+    def flip(v):
+        return e.op("aten::slice", v, e.const(None), e.const(None), e.const(-1), dim=k)
+    back = flip(e.op("aten::cumsum", flip(g), axis=k))
+    return (e.reshape_like(back, x) if axis is None else back,)
+
+
+for _name, _fn, _vjp in [("cumsum", np.cumsum, _cumsum_vjp), ("cumprod", np.cumprod, None)]:
     _i = _scan_impl(_fn)
     register(f"aten::{_name}(Tensor self, *, int? axis) -> Tensor", impl=_i, infer=_scan_rule(_i, f"np.{_name}()"),
-             py=(_fn,), methods=(_name,), shape=_scan_shape, scan=True)
+             py=(_fn,), methods=(_name,), shape=_scan_shape, scan=True, vjp=_vjp)
 
 
 # -- np.diff(x, n=1, axis=-1) ---------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def _unsqueeze_shape(types, consts, *, dim):
 
 
 register("aten::unsqueeze(Tensor self, *, int dim) -> Tensor", impl=_unsqueeze, infer=_unsqueeze_rule,
-         shape=_unsqueeze_shape, view=True)
+         shape=_unsqueeze_shape, view=True, vjp=lambda e, g, out, x, dim: (e.reshape_like(g, x),))
 
 
 # -- boolean masks ----------------------------------------------------------------------------------------------
@@ -73,8 +73,15 @@ def _masked_select_shape(types, consts):
     return [(None,) + shape[len(mask):]]
 
 
+def _masked_select_vjp(e, g, out, x, m):
+    """The selected elements' adjoints, added back where they were selected."""
+    def write(e, acc):
+        e.node("aten::masked_put_", [acc, m, e.add(e.op("aten::masked_select", acc, m), g)], [])
+    return e.scatter(write), None
+
+
 register("aten::masked_select(Tensor self, Tensor mask) -> Tensor", impl=_masked_select,
-         infer=_masked_select_rule, effect=Effect.RAISES, shape=_masked_select_shape)
+         infer=_masked_select_rule, effect=Effect.RAISES, shape=_masked_select_shape, vjp=_masked_select_vjp)
 
 
 def _masked_put_(x, m, v):

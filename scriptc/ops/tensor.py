@@ -9,8 +9,8 @@ import numpy as np
 
 import math
 
-from ..ir.registry import (Effect, NeedsSpecialization, OpTypeError, by_sample, const_dim, no_outputs, numel,
-                           register, same_shape, scalar_result, shape_of)
+from ..ir.registry import (ZERO_DERIVATIVE, Effect, NeedsSpecialization, OpTypeError, by_sample, const_dim,
+                           no_outputs, numel, register, same_shape, scalar_result, shape_of)
 from ..ir.types import BOOL, INT, NONE, TensorType, TupleType, Type, element_type
 
 
@@ -48,7 +48,7 @@ def _len_rule(t):
 
 
 register("aten::len(Tensor self) -> int", impl=_len, infer=_len_rule, effect=Effect.RAISES, py=(len,))
-register("aten::numpy_T(Tensor self) -> Tensor", impl=lambda x: x.T,
+register("aten::numpy_T(Tensor self) -> Tensor", impl=lambda x: x.T, vjp=lambda e, g, out, x: (e.op("aten::numpy_T", g),),
          infer=lambda t: TensorType(t.dtype, t.rank, t.shape[::-1] if t.shape else None)
          if isinstance(t, TensorType) else _array(t, "x.T"),
          shape=lambda types, consts: [None if shape_of(types[0]) is None else shape_of(types[0])[::-1]])
@@ -77,7 +77,8 @@ def _reshape_shape(types, consts):
 
 
 register("aten::reshape(Tensor self, int... shape) -> Tensor", impl=_reshape, infer=_reshape_rule,
-         effect=Effect.RAISES, shape=_reshape_shape)
+         effect=Effect.RAISES, shape=_reshape_shape,
+         vjp=lambda e, g, out, x, *shape: (e.reshape_like(g, x),) + (None,) * len(shape))
 
 # -- copies and casts -----------------------------------------------------------------------------------
 register("aten::clone(Tensor self) -> Tensor", impl=np.copy, infer=lambda t: _array_keep(t, "copy()"),
@@ -125,7 +126,8 @@ register("aten::empty(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dt
          infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape())
 register("aten::full(Number fill_value, int... shape, *, str dtype) -> Tensor",
          impl=lambda v, *s, dtype: np.full(s, v, dtype), infer=_shape_rule(True), effect=Effect.RAISES,
-         shape=_creation_shape(True))
+         shape=_creation_shape(True),
+         vjp=lambda e, g, out, v, *shape, dtype: (e.op("aten::sum", g),) + (None,) * len(shape))
 
 
 def _like(make):
@@ -140,10 +142,11 @@ def _like(make):
 for _name, _make in [("zeros_like", np.zeros_like), ("ones_like", np.ones_like),
                      ("empty_like", np.empty_like)]:
     _i, _r = _like(_make)
-    register(f"aten::{_name}(Tensor self, *, str dtype) -> Tensor", impl=_i, infer=_r, shape=same_shape)
+    register(f"aten::{_name}(Tensor self, *, str dtype) -> Tensor", impl=_i, infer=_r, shape=same_shape,
+             vjp=ZERO_DERIVATIVE)
 _i, _r = _like(np.full_like)
 register("aten::full_like(Tensor self, Number fill_value, *, str dtype) -> Tensor", impl=_i, infer=_r,
-         shape=same_shape)
+         shape=same_shape, vjp=lambda e, g, out, x, v, dtype: (None, e.op("aten::sum", g)))
 
 
 def _arange(start, stop, step):
@@ -205,8 +208,14 @@ def _getitem_rule(t, *index, checked=None):
     return element_type(t.dtype)
 
 
+def _getitem_vjp(e, g, out, x, *index, checked=None):
+    """One element's adjoint, added in place where it was read."""
+    return (e.scatter(lambda e, acc: e.add_at(acc, list(index), g)),) + (None,) * len(index)
+
+
 register("aten::getitem(Tensor self, int... indices, *, int[] checked) -> Number", impl=_getitem,
-         infer=_getitem_rule, effect=Effect.RAISES, shape=lambda types, consts, checked=None: [None])
+         infer=_getitem_rule, effect=Effect.RAISES, shape=lambda types, consts, checked=None: [None],
+         vjp=_getitem_vjp)
 
 
 def _setitem(x, *index_and_value, checked=None):
@@ -250,7 +259,9 @@ def _select_shape(types, consts, *, dim, checked=None):
 
 
 register("aten::select(Tensor self, int index, *, int dim, int[] checked) -> Tensor", impl=_select, infer=_select_rule,
-         effect=Effect.RAISES, shape=_select_shape)
+         effect=Effect.RAISES, shape=_select_shape,
+         vjp=lambda e, g, out, x, index, dim, checked=None: (
+             e.scatter(lambda e, acc: e.add_into(e.op("aten::select", acc, index, dim=dim), g)), None))
 
 
 def _slice(x, start, stop, step, *, dim):
@@ -299,7 +310,10 @@ def _slice_shape(types, consts, *, dim):
 
 
 register("aten::slice(Tensor self, int? start, int? stop, int? step, *, int dim) -> Tensor", impl=_slice,
-         infer=_slice_rule, effect=Effect.RAISES, shape=_slice_shape)
+         infer=_slice_rule, effect=Effect.RAISES, shape=_slice_shape,
+         vjp=lambda e, g, out, x, start, stop, step, dim: (
+             e.scatter(lambda e, acc: e.add_into(e.op("aten::slice", acc, start, stop, step, dim=dim), g)),
+             None, None, None))
 
 
 def _copy_(dst, src):
@@ -379,12 +393,25 @@ def _mean_vjp(e, g, out, x, axis=None):
     return (e.expand_reduced(e.div(g, count), x, axis),)
 
 
+def _prod_vjp(e, g, out, x, axis=None):
+    """d prod / d x_i is the product of the others: prod / x_i where the line has no zero; where it has one,
+    that zero's adjoint is the product of the rest and the others' is 0; with two or more, all are 0."""
+    zero = e.op("aten::eq", x, e.const(0.0))
+    ones = e.op("aten::where", zero, e.const(1.0), x)
+    others = e.expand_reduced(e.op("aten::prod", ones, axis=axis), x, axis)     # the product, zeros as ones
+    zeros = e.expand_reduced(e.op("aten::sum", zero, axis=axis), x, axis)      # how many zeros the line has
+    at_zero = e.mul(others, e.op("aten::eq", zeros, e.const(1)))
+    elsewhere = e.mul(e.div(others, ones), e.op("aten::eq", zeros, e.const(0)))
+    return (e.mul(e.expand_reduced(g, x, axis), e.op("aten::where", zero, at_zero, elsewhere)),)
+
+
 def _extremum_vjp(e, g, out, x, axis=None):   # every element equal to the extremum gets the adjoint (as JAX)
     hit = e.op("aten::eq", x, e.expand_reduced(out, x, axis))
     return (e.mul(e.expand_reduced(g, x, axis), hit),)
 
 
-_REDUCTION_VJPS = {"sum": _sum_vjp, "mean": _mean_vjp, "max": _extremum_vjp, "min": _extremum_vjp}
+_REDUCTION_VJPS = {"sum": _sum_vjp, "mean": _mean_vjp, "max": _extremum_vjp, "min": _extremum_vjp,
+                   "prod": _prod_vjp, "any": ZERO_DERIVATIVE, "all": ZERO_DERIVATIVE}
 
 for _name, _fn, _more in REDUCTIONS:
     _i, _r = _reduction(_fn)

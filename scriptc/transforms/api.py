@@ -22,18 +22,24 @@ _PREPARE = ["inline", "canonicalize", "constant-propagation", "cse", "dce"]
 
 
 class GradFunction:
+    scriptc_callable = True      # callable from scripted code, like a scripted function
+
     def __init__(self, fn, argnums=0, with_value: bool = False):
-        from ..function import ScriptFunction
-        if not isinstance(fn, (ScriptFunction, GradFunction)):
+        if not getattr(type(fn), "scriptc_callable", False):
             raise TypeError(f"scriptc.{'value_and_grad' if with_value else 'grad'} needs a scripted function "
                             f"(@scriptc.script), not {type(fn).__name__}")
+        if not (isinstance(argnums, int) or isinstance(argnums, tuple) and argnums
+                and all(isinstance(k, int) for k in argnums)):
+            raise TypeError(f"argnums must be an int or a tuple of ints, not {argnums!r}")
         self.fn = fn
         self.single = isinstance(argnums, int)
         self.argnums = (argnums,) if self.single else tuple(argnums)
         self.with_value = with_value
         self.__name__ = f"{'value_and_grad' if with_value else 'grad'}({fn.__name__})"
         self.fastmath, self.nogil = fn.fastmath, fn.nogil
-        self.param_names = fn.param_names
+        # what calls from scripted code bind arguments with: the function's own parameters
+        self.param_names, self.param_types, self.param_dtypes = fn.param_names, fn.param_types, fn.param_dtypes
+        self.defaults = fn.defaults
         self._graphs: dict[tuple, Graph] = {}
         self._optimized: dict[tuple, Graph] = {}
         self._native: dict[tuple, object] = {}
@@ -43,6 +49,9 @@ class GradFunction:
 
     def _bind(self, args, kwargs):
         return self.fn._bind(args, kwargs)
+
+    def specialization(self, types: tuple) -> tuple:
+        return self.fn.specialization(types)
 
     def _check(self, types: tuple, graph: Graph) -> None:
         where = self.fn.source.loc(self.fn.source.tree) if hasattr(self.fn, "source") else None
@@ -110,12 +119,32 @@ class GradFunction:
         return self.fn.source
 
 
+def _transform(fn, argnums, with_value: bool) -> GradFunction:
+    """One GradFunction per (function, argnums, kind), so that each is compiled once however often it is made
+    (``scriptc.grad(f)`` written inside a scripted function, or in a Python loop)."""
+    made = fn.__dict__.setdefault("_scriptc_grads", {})
+    key = (argnums, with_value)
+    g = made.get(key)
+    if g is None:
+        g = made[key] = GradFunction(fn, argnums, with_value)
+    return g
+
+
 def grad(fn, argnums=0) -> GradFunction:
     """The gradient of ``fn`` (a scripted function returning a float) with respect to argument ``argnums``
-    (an int, or a tuple of ints: then a tuple of gradients), as a compiled callable."""
-    return GradFunction(fn, argnums, with_value=False)
+    (an int, or a tuple of ints: then a tuple of gradients), as a compiled callable, which scripted
+    functions can call too."""
+    if not getattr(type(fn), "scriptc_callable", False):
+        raise TypeError(f"scriptc.grad needs a scripted function (@scriptc.script), not {type(fn).__name__}")
+    return _transform(fn, argnums, False)
 
 
 def value_and_grad(fn, argnums=0) -> GradFunction:
     """``(fn(*args), grad(fn, argnums)(*args))`` computed together."""
-    return GradFunction(fn, argnums, with_value=True)
+    if not getattr(type(fn), "scriptc_callable", False):
+        raise TypeError(f"scriptc.value_and_grad needs a scripted function (@scriptc.script), not "
+                        f"{type(fn).__name__}")
+    return _transform(fn, argnums, True)
+
+
+grad.scriptc_transform = value_and_grad.scriptc_transform = True   # applied at compile time in scripted code

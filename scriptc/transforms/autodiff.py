@@ -3,143 +3,44 @@
 ``gradient_graph(src, argnums, with_value)`` builds a new Graph with ``src``'s parameters: first the forward
 (``src``'s nodes, copied), then the backward, which walks the nodes in reverse and applies each operator's
 derivative rule (``OpDef.vjp``, declared beside the operator in ``scriptc/ops``), accumulating one adjoint per
-float value. Structured control flow is handled block by block, with recomputation instead of saving every
-intermediate:
+value (``adjoints.py``: arrays, floats, and tuples element by element). Structured control flow is handled block
+by block, with recomputation instead of saving every intermediate:
 
 - ``prim::If``: the backward is an If on the same condition whose branch recomputes the forward of the branch
-  taken and runs its adjoint; it returns the adjoints of the outer values the branch used.
+  taken and runs its adjoint; the adjoints of the outer values the branch uses go in and come out updated.
 - ``prim::Loop``: the forward appends each iteration's block parameters (the index and carried values) to a
   tape (one list per parameter, as long as the trip count); the backward is a loop over the iterations in
   reverse that restores them from the tape, recomputes the body's forward and runs its adjoint, carrying the
-  adjoints of the carried values and of the outer values the body used.
+  adjoints of the carried values and of the outer values the body uses (an outer array read one element per
+  iteration is accumulated in place, one element per iteration).
+- Tuples (``prim::TupleConstruct`` / ``TupleIndex`` / ``TupleUnpack``) route adjoints element by element, so a
+  NamedTuple of parameters gets a NamedTuple of gradients.
 
-Assumptions: the graph is inlined (no prim::CallFunction), returns one float, and writes no array in place.
-Values of type float and float arrays are differentiable; ints, bools and the outputs of comparisons are not.
-Broadcasting: an element-wise operator's operand adjoint is summed over broadcast axes back to its shape.
+Assumptions: the graph is inlined (no prim::CallFunction) and returns one float; arrays it reads are not
+written in place (``memory.py`` checks this first). Floats, float arrays and tuples of them are differentiable;
+ints, bools and the outputs of comparisons are not. An element-wise operator's operand adjoint is summed over
+broadcast axes back to its shape.
 """
 from __future__ import annotations
 
 from ..errors import CompileError
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import lookup
-from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType
-from ..ir.registry import type_of
+from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType
+from .adjoints import Adjoints, leaf_paths
+from .emitter import Emitter, differentiable
+from .inplace import InPlaceMixin
+from .memory import is_write
 
-FLOAT_DTYPES = ("float64", "float32", "float16")
 _SKIP_ON_RECOMPUTE = {"prim::Print"}    # printing happens once, in the forward
+_STRUCTURAL = {"prim::TupleConstruct", "prim::TupleIndex", "prim::TupleUnpack"}
+
+__all__ = ["differentiable", "gradient_graph"]
 
 
-def differentiable(v: Value) -> bool:
-    t = v.type
-    return t == FLOAT or (isinstance(t, TensorType) and t.dtype in FLOAT_DTYPES)
-
-
-class Emitter:
-    """Appends typed nodes to a block; what derivative rules build their adjoints with."""
-
-    def __init__(self, block: Block, source=None):
-        self.block, self.source = block, source
-
-    def op(self, kind: str, *inputs: Value, **attrs) -> Value:
-        types = lookup(kind).result_types([v.type for v in inputs], attrs)
-        node = Node(kind, inputs, [(t, None) for t in types], attrs, source=self.source)
-        self.block.append(node)
-        return node.outputs[0] if node.outputs else None
-
-    def node(self, kind, inputs, types, attrs=None) -> Node:
-        node = Node(kind, inputs, [(t, None) for t in types], attrs or {}, source=self.source)
-        return self.block.append(node)
-
-    def const(self, value) -> Value:
-        return self.node("prim::Constant", [], [type_of(value)], {"value": value}).output
-
-    def add(self, a, b):
-        return self.op("aten::add", a, b)
-
-    def sub(self, a, b):
-        return self.op("aten::sub", a, b)
-
-    def mul(self, a, b):
-        return self.op("aten::mul", a, b)
-
-    def div(self, a, b):
-        return self.op("aten::div", a, b)
-
-    def neg(self, a):
-        return self.op("aten::neg", a)
-
-    @staticmethod
-    def differentiable(v: Value) -> bool:
-        return differentiable(v)
-
-    def log_or_zero(self, x: Value) -> Value:
-        """log(x) where x > 0, else 0 (the factor of d(x**y)/dy; where x <= 0 it only matters for y's
-        adjoint at points where x**y is not smooth)."""
-        if isinstance(x.type, TensorType):
-            pos = self.op("aten::gt", x, self.const(0.0))
-            safe = self.op("aten::where", pos, x, self.const(1.0))
-            return self.op("aten::log", safe)
-        pos = self.op("aten::gt", x, self.const(0.0))
-        node = self.node("prim::If", [pos], [FLOAT])
-        then, other = node.add_block(), node.add_block()
-        then.add_return(Emitter(then).op("aten::log", x))
-        other.add_return(Emitter(other).const(0.0))
-        return node.output
-
-    def zeros_like(self, v: Value) -> Value:
-        if isinstance(v.type, TensorType):
-            return self.op("aten::zeros_like", v, dtype=v.type.dtype)
-        return self.const(0.0)
-
-    def dim_size(self, x: Value, axis: int) -> Value:
-        return self.op("prim::TupleIndex", self.op("aten::size", x), index=axis)
-
-    def expand_reduced(self, g: Value, x: Value, axis) -> Value:
-        """``g`` (a reduction of ``x`` over ``axis``, or over everything) broadcast back to ``x``'s shape."""
-        if axis is not None and x.type.rank > 1:   # a rank-1 reduction over its axis is a scalar already
-            shape = self.node("prim::TupleUnpack", [self.op("aten::size", x)], [INT] * x.type.rank).outputs
-            k = axis % x.type.rank
-            dims = list(shape[:k]) + [self.const(1)] + list(shape[k + 1:])
-            g = self.op("aten::reshape", g, *dims)
-        return self.add(self.zeros_like(x), g)
-
-    def sum_to(self, g: Value, like: Value) -> Value:
-        """The adjoint of a broadcast: ``g`` summed over the axes along which ``like`` was broadcast."""
-        if not isinstance(g.type, TensorType):
-            return g
-        if not isinstance(like.type, TensorType):
-            return self.op("aten::sum", g)
-        for _ in range(g.type.rank - like.type.rank):
-            g = self.op("aten::sum", g, axis=0)
-        return self._sum_size_one_axes(g, like)
-
-    def _sum_size_one_axes(self, g: Value, like: Value) -> Value:
-        """Sum (keeping the axis) where ``like`` has length 1 and ``g`` does not: known only at run time."""
-        rank = like.type.rank
-        if rank == 0:
-            return g
-        like_shape = self.node("prim::TupleUnpack", [self.op("aten::size", like)], [INT] * rank).outputs
-        for k in range(rank):
-            g_shape = self.node("prim::TupleUnpack", [self.op("aten::size", g)], [INT] * rank).outputs
-            one = self.const(1)
-            cond = self.op("aten::__and__", self.op("aten::eq", like_shape[k], one),
-                           self.op("aten::ne", g_shape[k], one))
-            node = self.node("prim::If", [cond], [g.type])
-            then, other = node.add_block(), node.add_block()
-            e = Emitter(then)
-            if rank == 1:   # like has shape (1,) here
-                then.add_return(e.add(e.zeros_like(like), e.op("aten::sum", g)))
-            else:
-                summed = e.op("aten::sum", g, axis=k)
-                dims = list(g_shape[:k]) + [e.const(1)] + list(g_shape[k + 1:])
-                then.add_return(e.op("aten::reshape", summed, *dims))
-            other.add_return(g)
-            g = node.output
-        return g
-
-
-def _outer_values(node: Node) -> list[Value]:
-    """Differentiable values defined outside ``node`` that its blocks use, in first-use order."""
+def _outer_values(node: Node, mem) -> list[Value]:
+    """Differentiable values defined outside ``node`` that its blocks use, in first-use order (not arrays
+    written in place: their adjoints are in memory)."""
     inside, used = set(), {}
 
     def visit(block: Block):
@@ -157,50 +58,43 @@ def _outer_values(node: Node) -> list[Value]:
 
     for b in node.blocks:
         visit(b)
-    return [v for k, v in used.items() if k not in inside and differentiable(v)]
+    return [v for k, v in used.items() if k not in inside and differentiable(v) and not mem.member(v)]
 
 
-class Adjoints:
-    """The adjoint of each source value (by id) accumulated so far, as values of the block being built."""
-
-    def __init__(self, e: Emitter):
-        self.e, self.of = e, {}
-
-    def add(self, src: Value, contribution: Value | None) -> None:
-        if contribution is None or not differentiable(src):
-            return
-        prior = self.of.get(id(src))
-        self.of[id(src)] = contribution if prior is None else self.e.add(prior, contribution)
-
-    def get(self, src: Value) -> Value | None:
-        return self.of.get(id(src))
-
-    def get_or_zero(self, src: Value, primal: Value) -> Value:
-        a = self.get(src)
-        return a if a is not None else self.e.zeros_like(primal)
+def _hint(v: Value) -> str | None:
+    return None if v.name.isdigit() else v.name
 
 
-class Transform:
-    def __init__(self, graph: Graph):
+class Transform(InPlaceMixin):
+    def __init__(self, graph: Graph, src: Graph):
         self.graph = graph
+        self.plan_memory(src)
 
     # -- forward ---------------------------------------------------------------------------------------
     def forward(self, src: Block, dst: Block, vmap: dict, recompute: bool, tape_loops: bool) -> dict:
         """Copy ``src``'s nodes to the end of ``dst``; loops directly in ``src`` record their tapes when
         ``tape_loops``. Returns the tapes per loop node (by id)."""
-        tapes = {}
+        saved = {}
+        depth = self.depth[id(src)]
         for node in src.nodes:
-            if recompute and node.kind in _SKIP_ON_RECOMPUTE:
+            if recompute and (node.kind in _SKIP_ON_RECOMPUTE or self.skip_on_recompute(node)):
+                continue
+            if self.copy_reads(node, dst, vmap, recompute, depth):
                 continue
             if node.kind == "prim::Loop" and tape_loops:
-                tapes[id(node)] = self.taped_loop(node, dst, vmap, recompute)
-            else:
-                self.copy_node(node, dst, vmap, recompute)
-        return tapes
+                saved[id(node)] = self.taped_loop(node, dst, vmap, recompute)
+                continue
+            if node.kind == "prim::If" and tape_loops:
+                saved[id(node)] = self.cursor_snapshot(Emitter(dst), node)
+            self.copy_node(node, dst, vmap, recompute)
+        return saved
 
     def copy_node(self, node: Node, dst: Block, vmap: dict, recompute: bool) -> Node:
-        new = Node(node.kind, [vmap.get(id(v), v) for v in node.inputs], [(o.type, _hint(o)) for o in node.outputs],
-                   dict(node.attrs), source=node.source)
+        inputs = list(self.node_inputs.get(id(node)) or [vmap.get(id(v), v) for v in node.inputs])
+        if is_write(node):      # the write itself goes to memory, not to the snapshot of its old value
+            inputs[0] = vmap.get(id(node.inputs[0]), node.inputs[0])
+        new = Node(node.kind, inputs, [(o.type, _hint(o)) for o in node.outputs], dict(node.attrs),
+                   source=node.source)
         dst.append(new)
         for o, n in zip(node.outputs, new.outputs):
             vmap[id(o)] = n
@@ -213,12 +107,17 @@ class Transform:
                 nb.add_return(vmap.get(id(r), r))
         return new
 
-    def taped_loop(self, node: Node, dst: Block, vmap: dict, recompute: bool) -> list[Value]:
-        """The loop, appending each iteration's block parameters to one list each (the tape)."""
+    def taped_loop(self, node: Node, dst: Block, vmap: dict, recompute: bool) -> tuple[list[Value], Value]:
+        """The loop, appending each iteration's block parameters to one list each (the tape), and the read
+        cursors at each iteration's start (``starts``, when the body reads written arrays)."""
         e = Emitter(dst, node.source)
         body = node.blocks[0]
         tapes = [e.node("prim::ListConstruct", [], [ListType(p.type)], {"elem": str(p.type)}).output
                  for p in body.params]
+        starts = None
+        if id(node) in self.has_reads:
+            t = self.cursors.type.erase_shape()
+            starts = e.node("prim::ListConstruct", [], [ListType(t)], {"elem": str(t)}).output
         new = Node("prim::Loop", [vmap.get(id(v), v) for v in node.inputs],
                    [(o.type, _hint(o)) for o in node.outputs], source=node.source)
         dst.append(new)
@@ -226,111 +125,186 @@ class Transform:
         for p, tape in zip(body.params, tapes):
             vmap[id(p)] = q = nb.add_param(p.type, _hint(p))
             Emitter(nb).node("aten::append", [tape, q], [])
+        if starts is not None:
+            Emitter(nb).node("aten::append", [starts, Emitter(nb).clone(self.cursors)], [])
         self.forward(body, nb, vmap, recompute, tape_loops=False)
         for r in body.returns:
             nb.add_return(vmap.get(id(r), r))
         for o, n in zip(node.outputs, new.outputs):
             vmap[id(o)] = n
-        return tapes
+        return tapes, starts
 
     # -- backward --------------------------------------------------------------------------------------
-    def backward(self, src: Block, dst: Block, vmap: dict, seeds: list, recompute: bool) -> Adjoints:
+    def backward(self, src: Block, dst: Block, vmap: dict, seeds: list, recompute: bool,
+                 adj: Adjoints | None = None, inputs=()) -> Adjoints:
         """Emit ``src``'s forward into ``dst``, then its adjoint given ``seeds`` (one adjoint or None per
-        return of ``src``). Returns the adjoints of ``src``'s parameters and of the outer values it uses."""
-        tapes = self.forward(src, dst, vmap, recompute, tape_loops=True)
+        return of ``src``), accumulating into ``adj`` (which may come holding the outer values' adjoints).
+        Returns the adjoints of ``src``'s parameters and of the outer values it uses."""
+        saved = self.forward(src, dst, vmap, recompute, tape_loops=True)
         e = Emitter(dst)
-        adj = Adjoints(e)
+        adj = adj or Adjoints(e)
+        adj.e = e
+        adj.redirect = lambda v, c: self.redirect(v, c, e, vmap)
+        self.make_shadows(src, e, vmap, inputs)
         for r, s in zip(src.returns, seeds):
-            adj.add(r, s)
+            adj.add(r, s, vmap.get(id(r), r))
         for node in reversed(src.nodes):
-            outs = [adj.get(o) for o in node.outputs]
-            if all(a is None for a in outs):
-                continue
             e.source = node.source
-            if node.kind == "prim::If":
-                self.backward_if(node, dst, vmap, outs, adj)
-            elif node.kind == "prim::Loop":
-                self.backward_loop(node, dst, vmap, outs, adj, tapes[id(node)])
-            else:
-                self.backward_op(node, e, vmap, outs, adj)
+            if node.kind in ("prim::If", "prim::Loop"):
+                if any(adj.get(o) is not None for o in node.outputs) or self.in_memory(node):
+                    if node.kind == "prim::If":
+                        self.backward_if(node, dst, vmap, adj, saved.get(id(node)))
+                    else:
+                        self.backward_loop(node, dst, vmap, adj, *saved[id(node)])
+                continue
+            if is_write(node):
+                if self.in_memory(node):
+                    self.backward_write(node, e, vmap, adj)
+                continue
+            in_memory, g = self.output_from_memory(node, e, vmap)
+            if in_memory:
+                if g is not None:
+                    self.backward_op(node, e, vmap, adj, g)
+            elif any(adj.get(o) is not None for o in node.outputs):
+                if node.kind in _STRUCTURAL:
+                    self.backward_tuple(node, vmap, adj)
+                else:
+                    self.backward_op(node, e, vmap, adj)
         return adj
 
-    def backward_op(self, node: Node, e: Emitter, vmap: dict, outs: list, adj: Adjoints) -> None:
+    def backward_op(self, node: Node, e: Emitter, vmap: dict, adj: Adjoints, g=None) -> None:
         if not any(differentiable(v) for v in node.inputs):
             return
-        if node.kind == "prim::TupleIndex" or node.kind == "prim::TupleUnpack":
-            raise self.error(node, "tuples")
         op = lookup(node.kind)
-        if op.vjp is None:
+        if op.vjp is None or len(node.outputs) != 1:
             raise self.error(node, f"the operator {node.kind}")
-        if len(node.outputs) != 1:
-            raise self.error(node, f"the operator {node.kind}")
-        inputs = [vmap.get(id(v), v) for v in node.inputs]
-        contributions = op.vjp(e, outs[0], vmap[id(node.output)], *inputs, **node.attrs)
+        inputs = self.node_inputs.get(id(node)) or [vmap.get(id(v), v) for v in node.inputs]
+        g = adj.take(node.output) if g is None else g
+        try:
+            contributions = op.vjp(e, g, vmap[id(node.output)], *inputs, **node.attrs)
+        except NotImplementedError as why:
+            raise self.error(node, f"{node.kind} of {why}") from None
         for src, primal, c in zip(node.inputs, inputs, contributions):
             if c is not None and differentiable(src):
-                if op.elementwise:
-                    c = e.sum_to(c, primal)
-                if c.type != primal.type and primal.type == FLOAT and c.type in (INT, BOOL):
-                    c = e.op("aten::Float", c)
-                adj.add(src, c)
+                if isinstance(c, Value):
+                    if op.elementwise:
+                        c = e.sum_to(c, primal)
+                    if c.type != primal.type and primal.type == FLOAT and c.type in (INT, BOOL):
+                        c = e.op("aten::Float", c)
+                adj.add(src, c, primal)
 
-    def backward_if(self, node: Node, dst: Block, vmap: dict, outs: list, adj: Adjoints) -> None:
-        outer = _outer_values(node)
+    def backward_tuple(self, node: Node, vmap: dict, adj: Adjoints) -> None:
+        """Tuples route adjoints element by element."""
+        if node.kind == "prim::TupleConstruct":
+            a = adj.take(node.output)
+            parts = a if isinstance(a, list) else [adj.e.op("prim::TupleIndex", a, index=k)
+                                                   for k in range(len(node.inputs))]
+            for v, c in zip(node.inputs, parts):
+                adj.add(v, c, vmap.get(id(v), v))
+            return
+        tup = node.inputs[0]
+        if node.kind == "prim::TupleIndex":
+            contribution = [None] * len(tup.type.elems)
+            contribution[node.attrs["index"]] = adj.take(node.output)
+        else:
+            contribution = [adj.take(o) for o in node.outputs]
+        adj.add(tup, contribution, vmap.get(id(tup), tup))
+
+    def backward_if(self, node: Node, dst: Block, vmap: dict, adj: Adjoints, snap) -> None:
+        outs = [adj.take(o) for o in node.outputs]
+        outer = _outer_values(node, self.mem)
+        primals = [vmap.get(id(v), v) for v in outer]
         e = Emitter(dst, node.source)
-        back = e.node("prim::If", [vmap[id(node.inputs[0])]], [vmap.get(id(v), v).type for v in outer])
+        init = [adj.leaves(v, p) for v, p in zip(outer, primals)]
+        init_owned = [adj.owned_leaves(v, p) for v, p in zip(outer, primals)]
+        flat = [x for part in init for x in part]
+        back = e.node("prim::If", [vmap[id(node.inputs[0])]], [x.type for x in flat])
+        owned_out = [True] * len(flat)
         for branch in node.blocks:
             nb = back.add_block()
-            branch_adj = self.backward(branch, nb, dict(vmap), outs, recompute=True)
-            for v in outer:
-                nb.add_return(branch_adj.get_or_zero(v, vmap.get(id(v), v)))
-        for v, a in zip(outer, back.outputs):
-            adj.add(v, a)
+            self.restore_cursors(Emitter(nb), snap)
+            branch_adj = Adjoints(Emitter(nb), owned=[id(x) for part, o in zip(init, init_owned)
+                                                      for x, ok in zip(part, o) if ok])
+            for v, p, part, o in zip(outer, primals, init, init_owned):
+                branch_adj.set_leaves(v, p, part, o)
+            self.backward(branch, nb, dict(vmap), outs, recompute=True, adj=branch_adj)
+            returned = [(x, ok) for v, p in zip(outer, primals)
+                        for x, ok in zip(branch_adj.leaves(v, p), branch_adj.owned_leaves(v, p))]
+            for k, (x, ok) in enumerate(returned):
+                nb.add_return(x)
+                owned_out[k] = owned_out[k] and ok
+        self._set_outer(adj, outer, primals, back.outputs, owned_out)
 
-    def backward_loop(self, node: Node, dst: Block, vmap: dict, outs: list, adj: Adjoints, tapes) -> None:
+    def backward_loop(self, node: Node, dst: Block, vmap: dict, adj: Adjoints, tapes, starts) -> None:
         body = node.blocks[0]
         carried = body.params[1:]
         diff = [k for k, p in enumerate(carried) if differentiable(p)]
-        outer = _outer_values(node)
+        outer = _outer_values(node, self.mem)
+        primals = [vmap.get(id(v), v) for v in outer]
         e = Emitter(dst, node.source)
         trips = e.op("aten::list_len", tapes[0])
-        init = [outs[k] if outs[k] is not None else e.zeros_like(vmap[id(node.outputs[k])]) for k in diff]
-        init += [e.zeros_like(vmap.get(id(v), v)) for v in outer]
-        back = e.node("prim::Loop", [trips, e.const(True), *init], [v.type for v in init])
+        out_adj = Adjoints(e)            # the adjoints of the loop's results, as seeds of the last iteration
+        for k in diff:
+            out_adj.add(node.outputs[k], adj.take(node.outputs[k]), vmap[id(node.outputs[k])])
+        init = [out_adj.leaves(node.outputs[k], vmap[id(node.outputs[k])]) for k in diff]
+        for v, p in zip(outer, primals):        # the outer adjoints, in buffers the loop may update in place
+            init.append([adj.own(a, p) if isinstance(a.type, TensorType) and not ok else a
+                         for a, ok in zip(adj.leaves(v, p), adj.owned_leaves(v, p))])
+        flat = [x for part in init for x in part]
+        back = e.node("prim::Loop", [trips, e.const(True), *flat], [x.type for x in flat])
         nb = back.add_block()
         k_param = nb.add_param(INT, "k")
-        carried_adj = [nb.add_param(v.type, "adj") for v in init[:len(diff)]]
-        outer_acc = [nb.add_param(v.type, "acc") for v in init[len(diff):]]
+        params = [[nb.add_param(x.type, "adj") for x in part] for part in init]
         b = Emitter(nb, node.source)
         last = b.sub(b.sub(trips, b.const(1)), k_param)
+        if starts is not None:
+            self.restore_cursors(b, b.op("aten::list_getitem", starts, last))
         inner = dict(vmap)
         for p, tape in zip(body.params, tapes):
             inner[id(p)] = b.op("aten::list_getitem", tape, last)
+        body_adj = Adjoints(b, owned=[id(x) for part in params[len(diff):] for x in part
+                                      if isinstance(x.type, TensorType)])
         seeds = [None] * len(body.returns)
-        for k, a in zip(diff, carried_adj):
-            seeds[1 + k] = a
-        body_adj = self.backward(body, nb, inner, seeds, recompute=True)
-        b2 = Emitter(nb, node.source)
-        nb.add_return(b2.const(True))
+        for k, part in zip(diff, params):
+            seed_table = Adjoints(b)
+            seed_table.set_leaves(node.outputs[k], vmap[id(node.outputs[k])], part, [False] * len(part))
+            seeds[1 + k] = seed_table.get(node.outputs[k])
+        for v, p, part in zip(outer, primals, params[len(diff):]):
+            body_adj.set_leaves(v, p, part, [True] * len(part))
+        self.backward(body, nb, inner, seeds, recompute=True, adj=body_adj)
+        nb.add_return(Emitter(nb).const(True))
         for k in diff:
-            nb.add_return(body_adj.get_or_zero(carried[k], inner[id(carried[k])]))
-        for v, acc in zip(outer, outer_acc):
-            a = body_adj.get(v)
-            nb.add_return(acc if a is None else b2.add(acc, a))
-        for k, a in zip(diff, back.outputs[:len(diff)]):
-            adj.add(node.inputs[2 + k], a)
-        for v, a in zip(outer, back.outputs[len(diff):]):
-            adj.add(v, a)
+            for x in body_adj.leaves(carried[k], inner[id(carried[k])]):
+                nb.add_return(x)
+        for v, p in zip(outer, primals):
+            for x in body_adj.leaves(v, p):
+                nb.add_return(x)
+        outputs = list(back.outputs)
+        carried_outputs = outputs[:sum(len(part) for part in init[:len(diff)])]
+        self._set_outer(adj, outer, primals, outputs[len(carried_outputs):],
+                        [isinstance(x.type, TensorType) for x in outputs[len(carried_outputs):]])
+        outputs = carried_outputs
+        for k, part in zip(diff, init):
+            values, outputs = outputs[:len(part)], outputs[len(part):]
+            table = Adjoints(e)
+            table.set_leaves(node.inputs[2 + k], vmap.get(id(node.inputs[2 + k]), node.inputs[2 + k]), values,
+                             [False] * len(values))
+            adj.add(node.inputs[2 + k], table.get(node.inputs[2 + k]), vmap.get(id(node.inputs[2 + k]),
+                                                                                 node.inputs[2 + k]))
+
+    @staticmethod
+    def _set_outer(adj: Adjoints, outer, primals, values, owned) -> None:
+        values, owned = list(values), list(owned)
+        for v, p in zip(outer, primals):
+            n = len(leaf_paths(p.type))
+            adj.set_leaves(v, p, values[:n], owned[:n])
+            values, owned = values[n:], owned[n:]
 
     @staticmethod
     def error(node: Node, what: str) -> CompileError:
         return CompileError(f"grad: {what} is not differentiable", node.source,
                             "scriptc.grad differentiates float arithmetic, math functions, element-wise array "
-                            "operations, sum/mean/max/min, if and loops")
-
-
-def _hint(v: Value) -> str | None:
-    return None if v.name.isdigit() else v.name
+                            "operations, reductions, matrix products, indexing, tuples, if and loops")
 
 
 def gradient_graph(src: Graph, argnums: tuple, with_value: bool, single: bool) -> Graph:
@@ -339,19 +313,19 @@ def gradient_graph(src: Graph, argnums: tuple, with_value: bool, single: bool) -
     vmap = {}
     for p in src.inputs:
         vmap[id(p)] = g.add_input(p.type, _hint(p))
-    t = Transform(g)
+    t = Transform(g, src)
     e = Emitter(g.block)
+    t.make_tapes(e)
     (result,) = src.outputs
     seed = e.const(1.0)
-    adj = t.backward(src.block, g.block, vmap, [seed], recompute=False)
+    adj = t.backward(src.block, g.block, vmap, [seed], recompute=False, inputs=src.inputs)
     e = Emitter(g.block)
-    grads = []
-    for k in argnums:
-        p = src.inputs[k]
-        grads.append(adj.get_or_zero(p, vmap[id(p)]))
-    out = grads[0] if single else e.node("prim::TupleConstruct", grads, [TupleType(tuple(v.type for v in grads))]).output
+    grads = [e.clone(t.region(src.inputs[k], e, vmap)) if id(src.inputs[k]) in t.shadows
+             else adj.value(src.inputs[k], vmap[id(src.inputs[k])]) for k in argnums]
+    out = grads[0] if single else e.op("prim::TupleConstruct", *grads)
     if with_value:
         value = vmap.get(id(result), result)
-        out = e.node("prim::TupleConstruct", [value, out], [TupleType((value.type, out.type))]).output
+        out = e.op("prim::TupleConstruct", value, out)
     g.block.add_return(out)
     return g
+
