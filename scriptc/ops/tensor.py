@@ -175,8 +175,14 @@ def _arange_shape(types, consts):
     return [(arange_length(*consts),)]
 
 
+def _arange_vjp(e, g, out, start, stop, step):
+    """start + i * step for i below the length (which moves in steps: no derivative for stop)."""
+    i = e.op("aten::arange", e.const(0), e.op("aten::len", out), e.const(1))
+    return e.op("aten::sum", g), None, e.op("aten::sum", e.mul(g, i))
+
+
 register("aten::arange(Number start, Number stop, Number step) -> Tensor", impl=_arange,
-         infer=by_sample(_arange), effect=Effect.RAISES, shape=_arange_shape)
+         infer=by_sample(_arange), effect=Effect.RAISES, shape=_arange_shape, vjp=_arange_vjp)
 
 
 def _linspace(start, stop, num):
@@ -189,9 +195,15 @@ def _linspace_rule(a, b, n):
     return by_sample(_linspace)(a, b, n)
 
 
+def _linspace_vjp(e, g, out, start, stop, num):
+    """Element i is start + (stop - start) * t_i with t_i = i / (num - 1) running from 0 to 1."""
+    t = e.op("aten::linspace", e.const(0.0), e.const(1.0), num)
+    return e.op("aten::sum", e.mul(g, e.sub(e.const(1.0), t))), e.op("aten::sum", e.mul(g, t)), None
+
+
 register("aten::linspace(Number start, Number stop, int num) -> Tensor", impl=_linspace,
          infer=_linspace_rule, effect=Effect.RAISES, py=(np.linspace,),
-         shape=lambda types, consts: [(const_dim(types[2], consts[2]),)])
+         shape=lambda types, consts: [(const_dim(types[2], consts[2]),)], vjp=_linspace_vjp)
 
 # -- indexing ---------------------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from ..ir.clone import clone_graph
 from ..ir.core import Graph
 from ..ir.types import FLOAT
 from .autodiff import differentiable, gradient_graph
+from .memory import MemoryPlan
 
 _PREPARE = ["inline", "canonicalize", "constant-propagation", "cse", "dce"]
 
@@ -43,6 +44,7 @@ class GradFunction:
         self._graphs: dict[tuple, Graph] = {}
         self._optimized: dict[tuple, Graph] = {}
         self._native: dict[tuple, object] = {}
+        self._written: dict[tuple, list[int]] = {}     # parameters the function writes, per signature
 
     def __repr__(self):
         return f"<scriptc.{self.__name__}>"
@@ -76,6 +78,7 @@ class GradFunction:
             self._check(types, src)
             argnums = tuple(k % len(types) for k in self.argnums)
             g = self._graphs[types] = gradient_graph(src, argnums, self.with_value, self.single)
+            self._written[types] = MemoryPlan(src).written_params(src)
             from ..ir.verifier import verify
             verify(g)
         if not optimize:
@@ -96,7 +99,10 @@ class GradFunction:
 
     def __call__(self, *args, **kwargs):
         types, values = self._bind(args, kwargs)
-        return self.native_for_types(types)(*values)
+        native = self.native_for_types(types)
+        if self._written.get(types):
+            _check_not_shared(self.param_names, values, self._written[types])
+        return native(*values)
 
     def interpret(self, *args, **kwargs):
         """Run the (unoptimized) gradient graph through the reference interpreter."""
@@ -117,6 +123,17 @@ class GradFunction:
     @property
     def source(self):
         return self.fn.source
+
+
+def _check_not_shared(names, values, written) -> None:
+    """The backward keeps one adjoint per array: two arguments that are one memory, one of them written,
+    would need one adjoint between them."""
+    arrays = [(k, v) for k, v in enumerate(values) if isinstance(v, np.ndarray)]
+    for k in written:
+        for j, other in arrays:
+            if j != k and np.shares_memory(values[k], other):
+                raise ValueError(f"grad: arguments '{names[k]}' and '{names[j]}' share memory and the function "
+                                 f"writes '{names[k]}' in place; pass a copy of one of them")
 
 
 def _transform(fn, argnums, with_value: bool) -> GradFunction:

@@ -68,7 +68,13 @@ def _hint(v: Value) -> str | None:
 class Transform(InPlaceMixin):
     def __init__(self, graph: Graph, src: Graph):
         self.graph = graph
+        self.tapes: list[Value] = []
         self.plan_memory(src)
+
+    def new_tape(self, e: Emitter, t) -> Value:
+        tape = e.tape(t)
+        self.tapes.append(tape)
+        return tape
 
     # -- forward ---------------------------------------------------------------------------------------
     def forward(self, src: Block, dst: Block, vmap: dict, recompute: bool, tape_loops: bool) -> dict:
@@ -112,12 +118,12 @@ class Transform(InPlaceMixin):
         cursors at each iteration's start (``starts``, when the body reads written arrays)."""
         e = Emitter(dst, node.source)
         body = node.blocks[0]
-        tapes = [e.node("prim::ListConstruct", [], [ListType(p.type)], {"elem": str(p.type)}).output
-                 for p in body.params]
+        tapes = [self.new_tape(e, p.type) for p in body.params]
+        self.local_tapes_for(e, node)
         starts = None
         if id(node) in self.has_reads:
             t = self.cursors.type.erase_shape()
-            starts = e.node("prim::ListConstruct", [], [ListType(t)], {"elem": str(t)}).output
+            starts = self.new_tape(e, t)
         new = Node("prim::Loop", [vmap.get(id(v), v) for v in node.inputs],
                    [(o.type, _hint(o)) for o in node.outputs], source=node.source)
         dst.append(new)
@@ -259,6 +265,7 @@ class Transform(InPlaceMixin):
         last = b.sub(b.sub(trips, b.const(1)), k_param)
         if starts is not None:
             self.restore_cursors(b, b.op("aten::list_getitem", starts, last))
+        self.replay_local_reads(node, last)
         inner = dict(vmap)
         for p, tape in zip(body.params, tapes):
             inner[id(p)] = b.op("aten::list_getitem", tape, last)
@@ -327,5 +334,27 @@ def gradient_graph(src: Graph, argnums: tuple, with_value: bool, single: bool) -
         value = vmap.get(id(result), result)
         out = e.op("prim::TupleConstruct", value, out)
     g.block.add_return(out)
+    _prune_tapes(g, t.tapes)
     return g
+
+
+def _prune_tapes(graph: Graph, tapes: list[Value]) -> None:
+    """Drop what the backward does not use: a tape none of whose entries is read back by a value in use (a
+    loop's carried float that no derivative needs), and the recomputation made only to be taped. The index
+    tape of a loop also gives the backward its trip count, so it stays."""
+    from ..passes import PassManager
+    changed = bool(tapes)
+    while changed:
+        PassManager(passes=["dce"]).run(graph)
+        changed = False
+        for tape in list(tapes):
+            users = [u.user for u in tape.uses]
+            if any(u.kind not in ("aten::append", "aten::list_getitem") or
+                   u.kind == "aten::list_getitem" and u.output.uses for u in users):
+                continue
+            for u in users:
+                u.destroy()
+            tape.node.destroy()
+            tapes.remove(tape)
+            changed = True
 

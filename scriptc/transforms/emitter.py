@@ -81,6 +81,11 @@ class Emitter:
         named = {"named": t.qualname} if isinstance(t, NamedTupleType) else {}
         return self.op("prim::TupleConstruct", *parts, **named)
 
+    def tape(self, t) -> Value:
+        """A new empty list of ``t`` (``ListType(t)``) that the forward appends to and the backward reads."""
+        from ..ir.types import ListType
+        return self.node("prim::ListConstruct", [], [ListType(t)], {"elem": str(t)}).output
+
     def clone(self, v: Value) -> Value:
         return self.op("aten::clone", v)
 

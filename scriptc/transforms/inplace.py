@@ -1,10 +1,12 @@
 """The parts of reverse mode that handle arrays written in place (``memory.py`` says which), as a mixin of
 ``autodiff.Transform``:
 
-- forward: reads of written arrays inside loops and branches go on tapes (``read``); a recomputation replays
-  them from the tape at a cursor (one per read, in an int64 array), and skips the writes. A loop records the
-  cursors at the start of each iteration (``starts``), a branch before it runs (``snap``), so that the backward
-  can put them back before recomputing that iteration or branch;
+- forward: reads of written arrays inside loops and branches go on tapes (``read``), and a recomputation
+  replays them from the tape and skips the writes. A read directly in the body of a loop of the function's
+  top level (the common case) has a tape of its own in that loop, read back at the iteration the backward is
+  at, like the loop's carried values; any other read goes on a tape read at a cursor (one per read, in an int64
+  array): a loop records the cursors at the start of each iteration (``starts``), a branch before it runs
+  (``snap``), so that the backward puts them back before recomputing that iteration or branch;
 - backward: each written float array has a shadow buffer holding its adjoint (``shadows``); adjoints of its
   views go to the same view of the shadow (``region``); writes take their adjoint from the shadow
   (``backward_write``).
@@ -26,7 +28,10 @@ class InPlaceMixin:
         self.depth: dict[int, int] = {}
         self.read_keys: dict[tuple, int] = {}        # (node id, input index or -1) -> read number
         self.read_types: list = []
-        self.has_reads: set[int] = set()            # loops and ifs with taped reads inside
+        self.has_reads: set[int] = set()            # loops and ifs with cursor-taped reads inside
+        self.local_reads: dict[int, list] = {}       # top-level loop -> [(read key, type)] directly in its body
+        self.local_tapes: dict[tuple, Value] = {}    # read key -> the loop's tape of it
+        self.local_index: dict[tuple, Value] = {}    # read key -> the iteration the backward recomputes
         self.shadows: dict[int, Value] = {}          # root (source value id) -> its adjoint buffer
         self.node_inputs: dict[int, list] = {}       # a node's inputs as copied (snapshots in place of arrays)
         self._number(src.block, 0, [])
@@ -38,7 +43,9 @@ class InPlaceMixin:
             if self.mem.is_scalar_read(node):
                 keys.append(((id(node), -1), node.output.type))
             keys += [((id(node), k), node.inputs[k].type.erase_shape()) for k in self.mem.reads(node)]
-            if depth and keys:
+            if depth == 1 and keys and enclosing[0].kind == "prim::Loop":
+                self.local_reads.setdefault(id(enclosing[0]), []).extend(keys)
+            elif depth and keys:
                 for key, t in keys:
                     self.read_keys[key] = len(self.read_types)
                     self.read_types.append(t)
@@ -50,8 +57,7 @@ class InPlaceMixin:
         """The read tapes and their cursors, at the top of the gradient graph."""
         self.cursors = e.op("aten::zeros", e.const(len(self.read_types)), dtype="int64") if self.read_types \
             else None
-        self.read_tapes = [e.node("prim::ListConstruct", [], [ListType(t)], {"elem": str(t)}).output
-                           for t in self.read_types]
+        self.read_tapes = [self.new_tape(e, t) for t in self.read_types]
 
     # -- forward ---------------------------------------------------------------------------------------
     def skip_on_recompute(self, node: Node) -> bool:
@@ -78,14 +84,30 @@ class InPlaceMixin:
     def read(self, e: Emitter, node: Node, k: int, make, recompute: bool, depth: int) -> Value:
         if not depth:           # straight-line code of the function: never recomputed
             return make()
-        r = self.read_keys[(id(node), k)]
-        at = e.op("aten::getitem", self.cursors, e.const(r))
-        e.node("aten::setitem", [self.cursors, e.const(r), e.add(at, e.const(1))], [])
+        key = (id(node), k)
+        if key in self.local_tapes:
+            if recompute:
+                return e.op("aten::list_getitem", self.local_tapes[key], self.local_index[key])
+            v = make()
+            e.node("aten::append", [self.local_tapes[key], v], [])
+            return v
+        r = self.read_keys[key]
+        at = e.op("aten::getitem", self.cursors, e.const(r), checked=[0])
+        e.node("aten::setitem", [self.cursors, e.const(r), e.add(at, e.const(1))], [], {"checked": [0]})
         if recompute:
             return e.op("aten::list_getitem", self.read_tapes[r], at)
         v = make()
         e.node("aten::append", [self.read_tapes[r], v], [])
         return v
+
+    def local_tapes_for(self, e: Emitter, loop: Node) -> None:
+        """The tapes of the reads directly in a top-level loop's body, made before the loop."""
+        for key, t in self.local_reads.get(id(loop), ()):
+            self.local_tapes[key] = self.new_tape(e, t)
+
+    def replay_local_reads(self, loop: Node, index: Value) -> None:
+        for key, _ in self.local_reads.get(id(loop), ()):
+            self.local_index[key] = index
 
     def cursor_snapshot(self, e: Emitter, node: Node) -> Value | None:
         return e.clone(self.cursors) if id(node) in self.has_reads else None
