@@ -95,8 +95,10 @@ def _tuple_index_rule(t, *, index):
     return t.elems[index]
 
 
-register("prim::TupleIndex(Tuple self, *, int index) -> Any", impl=lambda t, *, index: t[index],
-         infer=_tuple_index_rule)
+# An element of a tuple not bound yet is not bound either (native code reads whatever the slot holds; no
+# program can observe it: reading the tuple itself is what raises UnboundLocalError).
+register("prim::TupleIndex(Tuple self, *, int index) -> Any",
+         impl=lambda t, *, index: UNBOUND if t is UNBOUND else t[index], infer=_tuple_index_rule)
 
 
 def _range_length(lo, hi, step):

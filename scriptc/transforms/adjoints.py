@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..ir.core import Value
 from ..ir.types import TensorType, TupleType
-from .emitter import Emitter, Scatter, differentiable
+from .emitter import Emitter, Scatter, _holds_array, differentiable
 
 
 def leaf_paths(t, prefix=()) -> list[tuple]:
@@ -68,7 +68,7 @@ class Adjoints:
 
     def own(self, prior, primal) -> Value:
         """A buffer holding the adjoint so far that only this table refers to."""
-        primal = primal.value if isinstance(primal, _Element) else primal
+        primal = primal.value if isinstance(primal, (_Element, _Leaf)) else primal
         if prior is None:
             acc = self.e.zeros_like(primal)
         elif id(prior) in self.owned:
@@ -127,7 +127,7 @@ class _Element:
     @property
     def value(self) -> Value:
         if self._value is None:
-            tup = self.tup.value if isinstance(self.tup, _Element) else self.tup
+            tup = self.tup.value if isinstance(self.tup, (_Element, _Leaf)) else self.tup
             self._value = self.e.op("prim::TupleIndex", tup, index=self.k)
         return self._value
 
@@ -148,17 +148,35 @@ def _put(structure: list, path: tuple, v, t) -> None:
     structure[path[-1]] = v
 
 
-def _leaf(e: Emitter, primal: Value, path) -> Value:
-    for k in path:
-        primal = e.op("prim::TupleIndex", primal, index=k)
-    return primal
+class _Leaf:
+    """The element at ``path`` of a tuple, read only if an array's shape is needed (a tuple may not be bound
+    yet: an early return's result before the return)."""
+
+    def __init__(self, e: Emitter, tup: Value, path):
+        self.e, self.tup, self.path = e, tup, path
+        t = tup.type
+        for k in path:
+            t = t.elems[k]
+        self.type = t
+
+    @property
+    def value(self) -> Value:
+        v = self.tup
+        for k in self.path:
+            v = self.e.op("prim::TupleIndex", v, index=k)
+        return v
+
+
+def _leaf(e: Emitter, primal: Value, path):
+    return _Leaf(e, primal, path) if path else primal
 
 
 def _as_value(e: Emitter, a, primal) -> Value:
-    primal = primal.value if isinstance(primal, _Element) else primal
-    if a is None:
-        return e.zeros_like(primal)
     if isinstance(a, Value):
         return a
-    parts = [_as_value(e, ak, e.op("prim::TupleIndex", primal, index=k)) for k, ak in enumerate(a)]
+    if a is None:
+        if not isinstance(primal.type, TensorType) and not _holds_array(primal.type):
+            return e.zero_of(primal.type)
+        return e.zeros_like(primal.value if isinstance(primal, (_Element, _Leaf)) else primal)
+    parts = [_as_value(e, ak, _Element(e, primal, k)) for k, ak in enumerate(a)]
     return e.tuple_like(primal.type, parts)

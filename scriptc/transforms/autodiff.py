@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..errors import CompileError
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import lookup
-from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType
+from ..ir.types import BOOL, FLOAT, INT, TensorType, TupleType
 from .adjoints import Adjoints, leaf_paths
 from .emitter import Emitter, differentiable
 from .inplace import InPlaceMixin
@@ -59,6 +59,28 @@ def _outer_values(node: Node, mem) -> list[Value]:
     for b in node.blocks:
         visit(b)
     return [v for k, v in used.items() if k not in inside and differentiable(v) and not mem.member(v)]
+
+
+def _leaf_types(t) -> list:
+    """A tuple's scalars and arrays, in order (lists hold those only: a tuple is taped leaf by leaf)."""
+    return [x for e in t.elems for x in _leaf_types(e)] if isinstance(t, TupleType) else [t]
+
+
+def _leaves_of(e: Emitter, v: Value) -> list[Value]:
+    if not isinstance(v.type, TupleType):
+        return [v]
+    return [x for k in range(len(v.type.elems)) for x in _leaves_of(e, e.op("prim::TupleIndex", v, index=k))]
+
+
+def _rebuilt(e: Emitter, t, leaves: list[Value]) -> Value:
+    if not isinstance(t, TupleType):
+        return leaves[0]
+    parts, at = [], 0
+    for elem in t.elems:
+        n = len(_leaf_types(elem))
+        parts.append(_rebuilt(e, elem, leaves[at:at + n]))
+        at += n
+    return e.tuple_like(t, parts)
 
 
 def _hint(v: Value) -> str | None:
@@ -118,7 +140,7 @@ class Transform(InPlaceMixin):
         cursors at each iteration's start (``starts``, when the body reads written arrays)."""
         e = Emitter(dst, node.source)
         body = node.blocks[0]
-        tapes = [self.new_tape(e, p.type) for p in body.params]
+        tapes = [[self.new_tape(e, t) for t in _leaf_types(p.type)] for p in body.params]
         self.local_tapes_for(e, node)
         starts = None
         if id(node) in self.has_reads:
@@ -130,7 +152,8 @@ class Transform(InPlaceMixin):
         nb = new.add_block()
         for p, tape in zip(body.params, tapes):
             vmap[id(p)] = q = nb.add_param(p.type, _hint(p))
-            Emitter(nb).node("aten::append", [tape, q], [])
+            for leaf, leaf_tape in zip(_leaves_of(Emitter(nb), q), tape):
+                Emitter(nb).node("aten::append", [leaf_tape, leaf], [])
         if starts is not None:
             Emitter(nb).node("aten::append", [starts, Emitter(nb).clone(self.cursors)], [])
         self.forward(body, nb, vmap, recompute, tape_loops=False)
@@ -248,7 +271,7 @@ class Transform(InPlaceMixin):
         outer = _outer_values(node, self.mem)
         primals = [vmap.get(id(v), v) for v in outer]
         e = Emitter(dst, node.source)
-        trips = e.op("aten::list_len", tapes[0])
+        trips = e.op("aten::list_len", tapes[0][0])
         out_adj = Adjoints(e)            # the adjoints of the loop's results, as seeds of the last iteration
         for k in diff:
             out_adj.add(node.outputs[k], adj.take(node.outputs[k]), vmap[id(node.outputs[k])])
@@ -268,7 +291,7 @@ class Transform(InPlaceMixin):
         self.replay_local_reads(node, last)
         inner = dict(vmap)
         for p, tape in zip(body.params, tapes):
-            inner[id(p)] = b.op("aten::list_getitem", tape, last)
+            inner[id(p)] = _rebuilt(b, p.type, [b.op("aten::list_getitem", t, last) for t in tape])
         body_adj = Adjoints(b, owned=[id(x) for part in params[len(diff):] for x in part
                                       if isinstance(x.type, TensorType)])
         seeds = [None] * len(body.returns)

@@ -17,6 +17,10 @@ def differentiable(v_or_type) -> bool:
     return t == FLOAT or (isinstance(t, TensorType) and t.dtype in FLOAT_DTYPES)
 
 
+def _holds_array(t) -> bool:
+    return isinstance(t, TensorType) or isinstance(t, TupleType) and any(map(_holds_array, t.elems))
+
+
 class Scatter:
     """An adjoint contribution to part of an array (``x[i]``, a row, a slice): ``write(e, acc)`` adds it in
     place into ``acc``, a buffer of the array's shape that only this adjoint refers to. A loop reading one
@@ -72,9 +76,17 @@ class Emitter:
         t = v.type
         if isinstance(t, TensorType):
             return self.op("aten::zeros_like", v, dtype=t.dtype)
-        if isinstance(t, TupleType):
-            parts = [self.zeros_like(self.op("prim::TupleIndex", v, index=k)) for k in range(len(t.elems))]
+        if isinstance(t, TupleType):     # elements read only where an array's shape is needed (a tuple
+            # may be a value not bound yet: the result of an early return that has not happened)
+            parts = [self.zeros_like(self.op("prim::TupleIndex", v, index=k)) if _holds_array(e)
+                     else self.zero_of(e) for k, e in enumerate(t.elems)]
             return self.tuple_like(t, parts)
+        return self.zero_of(t)
+
+    def zero_of(self, t) -> Value:
+        """The zero of a type without arrays: 0.0, 0, False, or a tuple of them."""
+        if isinstance(t, TupleType):
+            return self.tuple_like(t, [self.zero_of(e) for e in t.elems])
         return self.const({INT: 0, BOOL: False}.get(t, 0.0))
 
     def tuple_like(self, t: TupleType, parts: list) -> Value:
