@@ -243,3 +243,146 @@ def test_argnums_errors():
         scriptc.grad(f, argnums=(0, 2))(1.0, 2, True)
     with pytest.raises(scriptc.CompileError, match="out of range"):
         scriptc.grad(f, argnums=3)(1.0, 2, True)
+
+
+# -- NamedTuples, products, indexing, and grad inside scripted functions -------------------------------------
+from typing import NamedTuple  # noqa: E402
+
+
+class Dense(NamedTuple):
+    w: np.ndarray
+    b: np.ndarray
+
+
+class Model(NamedTuple):
+    hidden: Dense
+    out: Dense
+    scale: float
+    steps: int
+
+
+@scriptc.script
+def mlp_loss(m: Model, x: np.ndarray, y: np.ndarray) -> float:
+    h = np.maximum(x @ m.hidden.w + m.hidden.b, 0.0)
+    logits = (h @ m.out.w + m.out.b) * m.scale
+    shifted = logits - np.max(logits, axis=1, keepdims=True)
+    logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    return -np.mean(np.sum(logp * y, axis=1))
+
+
+def _model():
+    r = np.random.default_rng(11)
+    return Model(Dense(r.normal(size=(4, 5)) * 0.5, r.normal(size=5) * 0.1),
+                 Dense(r.normal(size=(5, 3)) * 0.5, r.normal(size=3) * 0.1), 1.3, 7)
+
+
+def test_a_named_tuple_of_parameters_gets_a_named_tuple_of_gradients():
+    m = _model()
+    r = np.random.default_rng(12)
+    x, y = r.normal(size=(6, 4)), np.eye(3)[r.integers(0, 3, 6)]
+    g = scriptc.grad(mlp_loss)(m, x, y)
+    assert isinstance(g, Model) and isinstance(g.hidden, Dense)
+    assert g.steps == 0          # an int field has no gradient: its zero
+    interpreted = scriptc.grad(mlp_loss).interpret(m, x, y)
+    for path in (("hidden", "w"), ("hidden", "b"), ("out", "w"), ("out", "b")):
+        def at(value, path=path):
+            outer, inner = path
+            return mlp_loss(m._replace(**{outer: getattr(m, outer)._replace(**{inner: value})}), x, y)
+        got = getattr(getattr(g, path[0]), path[1])
+        assert_close(got, getattr(getattr(interpreted, path[0]), path[1]), 1e-12)
+        assert_close(got, central_difference(at, [getattr(getattr(m, path[0]), path[1])], 0))
+    assert_close(g.scale, central_difference(lambda s: mlp_loss(m._replace(scale=s), x, y), [m.scale], 0))
+    value, grads = scriptc.value_and_grad(mlp_loss)(m, x, y)
+    assert value == mlp_loss(m, x, y) and isinstance(grads, Model)
+
+
+@scriptc.script
+def products(a: np.ndarray, b: np.ndarray, v: np.ndarray) -> float:
+    return np.sum((a @ b) ** 2) + np.dot(v, a @ v) + np.sum(v @ b) + np.sum(np.dot(a, b.T @ v))
+
+
+def test_matrix_products():
+    r = np.random.default_rng(13)
+    a, b, v = r.normal(size=(3, 3)), r.normal(size=(3, 3)), r.normal(size=3)
+    grads = scriptc.grad(products, argnums=(0, 1, 2))(a, b, v)
+    for k, got in enumerate(grads):
+        assert_close(got, central_difference(products, [a, b, v], k))
+
+
+@scriptc.script
+def lin_loss(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
+    return np.mean((x @ w - y) ** 2)
+
+
+grad_lin_loss = scriptc.grad(lin_loss)
+
+
+@scriptc.script
+def descend(w: np.ndarray, x: np.ndarray, y: np.ndarray, lr: float, steps: int) -> np.ndarray:
+    for _ in range(steps):
+        w = w - lr * grad_lin_loss(w, x, y)
+    return w
+
+
+@scriptc.script
+def descend_inline(w: np.ndarray, x: np.ndarray, y: np.ndarray, lr: float, steps: int) -> tuple[np.ndarray, float]:
+    loss = 0.0
+    for _ in range(steps):
+        loss, g = scriptc.value_and_grad(lin_loss, argnums=0)(w, x, y)
+        w = w - lr * g
+    return w, loss
+
+
+def test_grad_called_inside_a_scripted_training_loop():
+    r = np.random.default_rng(14)
+    x, y = r.normal(size=(20, 3)), r.normal(size=20)
+    w = np.zeros(3)
+    expected = w
+    for _ in range(25):
+        expected = expected - 0.1 * grad_lin_loss(expected, x, y)
+    np.testing.assert_array_equal(descend(w, x, y, 0.1, 25), expected)
+    np.testing.assert_array_equal(descend.interpret(w, x, y, 0.1, 25), expected)
+    w2, loss = descend_inline(w, x, y, 0.1, 25)
+    np.testing.assert_array_equal(w2, expected)
+    assert "prim::CallFunction" not in str(descend.graph_for(w, x, y, 0.1, 25))    # inlined: one native loop
+
+
+def test_backward_graph_of_a_branch():
+    @scriptc.script
+    def branchy(x: float, y: float) -> float:
+        if x > y:
+            z = math.sin(x) * y
+        else:
+            z = x * x
+        return z
+
+    g = scriptc.grad(branchy, argnums=(0, 1))
+    filecheck(print_graph(g.frontend_graph_for(0.5, 0.25)), textwrap.dedent("""
+        CHECK: %[[C:.+]] : bool = aten::gt(%x, %y)
+        CHECK: prim::If(%[[C]])
+        CHECK: aten::sin
+        CHECK: aten::mul
+        CHECK: prim::If(%[[C]])
+        CHECK-NEXT: block0():
+        CHECK: aten::sin
+        CHECK: aten::cos
+        CHECK: block1():
+        CHECK: aten::mul
+        CHECK: return
+    """))
+    for args in ((0.5, 0.25), (0.25, 0.5)):
+        for k, got in enumerate(g(*args)):
+            assert_close(got, central_difference(branchy, list(args), k))
+
+
+def test_what_is_not_differentiable_is_a_compile_error_with_the_line():
+    @scriptc.script
+    def scan_product(x: np.ndarray) -> float:
+        return np.sum(np.cumprod(x))
+
+    with pytest.raises(scriptc.CompileError, match=r"aten::cumprod is not differentiable") as e:
+        scriptc.grad(scan_product)(np.ones(3))
+    assert "test_grad.py:" in str(e.value) and "^" in str(e.value)
+    with pytest.raises(TypeError, match="argnums must be an int or a tuple of ints"):
+        scriptc.grad(scan_product, argnums=0.5)
+    assert scriptc.grad(scan_product, argnums=[0]) is scriptc.grad(scan_product, argnums=(0,))

@@ -139,6 +139,11 @@ def _check_not_shared(names, values, written) -> None:
 def _transform(fn, argnums, with_value: bool) -> GradFunction:
     """One GradFunction per (function, argnums, kind), so that each is compiled once however often it is made
     (``scriptc.grad(f)`` written inside a scripted function, or in a Python loop)."""
+    if isinstance(argnums, list):
+        argnums = tuple(argnums)
+    if not (isinstance(argnums, int) or isinstance(argnums, tuple) and argnums
+            and all(isinstance(k, int) for k in argnums)):
+        raise TypeError(f"argnums must be an int or a tuple of ints, not {argnums!r}")
     made = fn.__dict__.setdefault("_scriptc_grads", {})
     key = (argnums, with_value)
     g = made.get(key)
