@@ -46,7 +46,13 @@ def _remainder_vjp(e, g, out, a, b):   # a % b = a - floor(a / b) * b: the floor
 
 
 def _pow_vjp(e, g, out, a, b):
-    da = e.mul(g, e.mul(b, e.op("aten::pow", a, e.sub(b, e.const(1)))))
+    k = e.constant_of(b)
+    if k == 2:                       # x ** 2, the squares of losses: 2 x
+        da = e.mul(g, e.mul(a, e.const(2.0)))
+    elif k == 1:
+        da = g
+    else:
+        da = e.mul(g, e.mul(b, e.op("aten::pow", a, e.sub(b, e.const(1)))))
     return da, (e.mul(g, e.mul(out, e.log_or_zero(a))) if e.differentiable(b) else None)
 
 

@@ -396,13 +396,15 @@ def _reduction_shape(types, consts, *, axis=None):
     return [shape[:k] + shape[k + 1:]]
 
 
+# A full sum's adjoint is the same for every element: it stays a scalar (the transform broadcasts it where an
+# array is needed), so the backward of np.mean((x - y) ** 2) allocates nothing for it.
 def _sum_vjp(e, g, out, x, axis=None):
-    return (e.expand_reduced(g, x, axis),)
+    return (g if axis is None else e.expand_reduced(g, x, axis),)
 
 
 def _mean_vjp(e, g, out, x, axis=None):
     count = e.op("aten::numel", x) if axis is None else e.dim_size(x, axis)
-    return (e.expand_reduced(e.div(g, count), x, axis),)
+    return (e.div(g, count) if axis is None else e.expand_reduced(e.div(g, count), x, axis),)
 
 
 def _prod_vjp(e, g, out, x, axis=None):

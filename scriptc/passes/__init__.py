@@ -4,4 +4,4 @@ Every pass keeps the graph verifiable and keeps what the reference interpreter c
 interpreter run on the graph before and after a pass is the test of the pass."""
 from .manager import DEFAULT_PIPELINE, PASSES, Pass, PassManager, register  # noqa: F401
 from . import (bounds_check, buffer_reuse, canonicalize, constant_propagation, cse, dce,  # noqa: F401,E402
-               dead_loop_carried, fusion, inline, licm, shape_inference, time_loop_fusion, unroll)
+               dead_loop_carried, fusion, inline, licm, shape_inference, time_loop_fusion, unroll, unswitch)

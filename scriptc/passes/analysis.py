@@ -106,6 +106,9 @@ def _nonzero_constant(v: Value) -> bool:
         isinstance(constant_value(v), float) and math.isnan(constant_value(v)))
 
 
+_TOTAL_REDUCTIONS = frozenset({"aten::sum", "aten::mean", "aten::prod"})
+
+
 def may_raise(node: Node) -> bool:
     """False only if this (non-structural) node cannot raise for any operand values."""
     kind = node.kind
@@ -123,10 +126,17 @@ def may_raise(node: Node) -> bool:
         if any(is_tensor(t) for t in types):
             return kind not in SAFE_ARRAY_OPS
         return False
-    # RAISES: the proven-safe scalar cases
+    # RAISES: the proven-safe cases
+    if kind in _TOTAL_REDUCTIONS and len(ins) == 1 and is_tensor(types[0]) and types[0].known:
+        return False        # a sum, mean or product of any array is a number (empty: 0, nan, 1)
+    arrays = [t for t in types if is_tensor(t)]
+    if len(arrays) == 1 and arrays[0].dtype in ("float64", "float32", "float16") and lookup(kind).elementwise \
+            and all(t in _NUMBERS or is_tensor(t) for t in types):
+        return False        # float arrays with scalars: NumPy gives inf and nan where Python would raise
     if not all(t in _NUMBERS for t in types):
         return True
-    if kind in ("aten::add", "aten::sub", "aten::mul", "aten::neg", "aten::abs", "aten::Float", "aten::Bool"):
+    if kind in ("aten::add", "aten::sub", "aten::mul", "aten::neg", "aten::abs", "aten::Float", "aten::Bool",
+                "aten::__and__", "aten::__or__", "aten::__xor__"):
         return False
     if kind in ("aten::div", "aten::floordiv", "aten::remainder"):
         return not _nonzero_constant(ins[1])

@@ -9,7 +9,10 @@ Arithmetic identities, applied only when the operand is a scalar of the result's
 - ``x - 0`` (int x), ``x - 0.0`` / ``x - 0`` (float x; ``+0`` only: ``-0.0 - (-0.0)`` is ``0.0``);
 - ``-(-x)`` (int: wraps back; float: exact), ``not not b``, ``int(x)``/``float(x)``/``bool(x)`` of a value
   already of that type, ``__derive_index(i, 0, 1)`` -> ``i``;
-- tuple construct/unpack and construct/index pairs forward the elements.
+- tuple construct/unpack and construct/index pairs forward the elements;
+- the shape of an element-wise operator's result whose only array operand is ``x`` (the others scalars) is
+  ``x``'s: ``aten::size`` / ``aten::numel`` / ``aten::len`` read it from ``x`` (so the result need not be
+  stored only to have its size read, as a gradient's mean does).
 
 Control flow: ``prim::If`` with a constant condition becomes its taken block; an If output that both
 branches give as the same value is that value, and a bool output that is True in the then-branch and False
@@ -25,7 +28,8 @@ from __future__ import annotations
 import math
 
 from ..ir.core import Block, Graph, Node, Value
-from ..ir.types import BOOL, FLOAT, INT
+from ..ir.registry import REGISTRY
+from ..ir.types import BOOL, FLOAT, INT, TensorType, TupleType
 from .analysis import (constant_value, inline_if_branch, inline_loop_once, is_constant, is_true_constant,
                        replace_loop_by_inits, trip_count)
 from .manager import register
@@ -103,7 +107,88 @@ def simplify(node: Node) -> list[Value] | None:
         src = ins[0].node
         if src is not None and src.kind == "prim::TupleConstruct":
             return [src.inputs[node.attrs["index"]]]
+    elif k in ("aten::size", "aten::numel", "aten::len"):
+        shaped = _shape_operand(ins[0])
+        if shaped is not None:
+            while _shape_operand(shaped) is not None:
+                shaped = _shape_operand(shaped)
+            return [_same_query(node, shaped)]
+        operands = _broadcast_operands(ins[0])
+        if operands is not None:
+            return [_broadcast_query(node, operands)]
     return None
+
+
+def _broadcast_operands(v: Value) -> list[Value] | None:
+    """The array operands of the element-wise operator making ``v`` when there are several (its shape is
+    theirs broadcast together), all of known rank."""
+    src = v.node
+    if src is None or len(src.outputs) != 1 or not REGISTRY.get(src.kind) or not REGISTRY[src.kind].elementwise:
+        return None
+    arrays = [x for x in src.inputs if isinstance(x.type, TensorType)]
+    if len(arrays) < 2 or any(a.type.rank is None for a in arrays) or not isinstance(v.type, TensorType) \
+            or v.type.rank is None:
+        return None
+    return arrays
+
+
+def _broadcast_query(node: Node, operands: list[Value]) -> Value:
+    """``node`` (a shape query of a broadcast result) computed from the operands' dimensions: along each axis
+    the result has an operand's length unless that is 1 (the operator ran, so they agree), so
+    ``d = a + (b - a) * int(b != 1)``, folded over the operands right-aligned."""
+    block, at = node.block, node.block.nodes.index(node)
+    rank = node.inputs[0].type.rank
+
+    def emit(kind, inputs, t, attrs=None):
+        nonlocal at
+        n = Node(kind, inputs, [(x, None) for x in (t if isinstance(t, list) else [t])], attrs or {}, node.source)
+        block.append(n, at)
+        at += 1
+        return n
+
+    def const(value, t=INT):
+        return emit("prim::Constant", [], t, {"value": value}).output
+
+    one = const(1)
+    dims = [None] * rank
+    for x in operands:
+        r = x.type.rank
+        size = emit("aten::size", [x], TupleType((INT,) * r))
+        parts = emit("prim::TupleUnpack", [size.output], [INT] * r)
+        for j, d in enumerate(parts.outputs):
+            k = rank - r + j
+            if dims[k] is None:
+                dims[k] = d
+                continue
+            grow = emit("aten::Int", [emit("aten::ne", [d, one], BOOL).output], INT).output
+            step = emit("aten::mul", [emit("aten::sub", [d, dims[k]], INT).output, grow], INT).output
+            dims[k] = emit("aten::add", [dims[k], step], INT).output
+    dims = [d if d is not None else one for d in dims]
+    if node.kind == "aten::size":
+        return emit("prim::TupleConstruct", dims, node.output.type).output
+    if node.kind == "aten::len":
+        return dims[0]
+    total = one
+    for d in dims:
+        total = emit("aten::mul", [total, d], INT).output
+    return total
+
+
+def _shape_operand(v: Value) -> Value | None:
+    """The one array operand of the element-wise operator making ``v``, when the others are scalars."""
+    src = v.node
+    if src is None or len(src.outputs) != 1 or not REGISTRY.get(src.kind) or not REGISTRY[src.kind].elementwise:
+        return None
+    arrays = [x for x in src.inputs if isinstance(x.type, TensorType)]
+    if len(arrays) != 1 or not isinstance(v.type, TensorType) or arrays[0].type.rank != v.type.rank:
+        return None
+    return arrays[0]
+
+
+def _same_query(node: Node, x: Value) -> Value:
+    query = Node(node.kind, [x], [(node.output.type, None)], dict(node.attrs), node.source)
+    node.block.append(query, at=node.block.nodes.index(node))
+    return query.output
 
 
 def simplify_control(node: Node) -> bool:
@@ -153,7 +238,7 @@ def _run_block(block: Block) -> bool:
             continue  # the inlined nodes start at index i
         if node.kind == "prim::If":
             changed |= simplify_if_outputs(node)
-        repl = simplify(node)
+        repl = simplify(node) if any(o.uses for o in node.outputs) else None
         if repl is not None and all(r.type == o.type for r, o in zip(repl, node.outputs)):
             for o, r in zip(list(node.outputs), repl):
                 o.replace_all_uses_with(r)

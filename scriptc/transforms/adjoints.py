@@ -30,11 +30,12 @@ class Adjoints:
         self.of: dict[int, object] = {}
         self.owned: set[int] = set(owned)
         self.redirect = None     # (value, contribution) -> True where the adjoint lives in memory (inplace.py)
+        self.wanted = differentiable     # which source values get adjoints (the transform's activity analysis)
 
     # -- accumulating ----------------------------------------------------------------------------------
     def add(self, src: Value, contribution, primal: Value) -> None:
         """Add ``contribution`` to the adjoint of ``src`` (whose value in the gradient graph is ``primal``)."""
-        if contribution is None or not differentiable(src):
+        if contribution is None or not self.wanted(src):
             return
         if self.redirect is not None and self.redirect(src, contribution):
             return
@@ -173,6 +174,8 @@ def _leaf(e: Emitter, primal: Value, path):
 
 def _as_value(e: Emitter, a, primal) -> Value:
     if isinstance(a, Value):
+        if isinstance(primal.type, TensorType) and not isinstance(a.type, TensorType):
+            return e.broadcast(a, primal.value if isinstance(primal, (_Element, _Leaf)) else primal)
         return a
     if a is None:
         if not isinstance(primal.type, TensorType) and not _holds_array(primal.type):

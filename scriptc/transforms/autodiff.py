@@ -38,7 +38,52 @@ _STRUCTURAL = {"prim::TupleConstruct", "prim::TupleIndex", "prim::TupleUnpack"}
 __all__ = ["differentiable", "gradient_graph"]
 
 
-def _outer_values(node: Node, mem) -> list[Value]:
+def active_values(src: Graph, argnums: tuple, mem) -> set[int]:
+    """The values that depend on the differentiated parameters (only they need adjoints): forward from the
+    parameters through every node, around loops until nothing changes, and into an array written with an
+    active value (the array and its views, all of it)."""
+    active = {id(src.inputs[k]) for k in argnums}
+    written = set()          # roots of arrays an active value was written into
+
+    def visit(block: Block) -> bool:
+        changed = False
+        for node in block.nodes:
+            if node.kind == "prim::Loop":
+                body = node.blocks[0]
+                for p, init, ret in zip(body.params[1:], node.inputs[2:], body.returns[1:]):
+                    if id(p) not in active and (id(init) in active or id(ret) in active):
+                        active.add(id(p))
+                        changed = True
+            ins = any(id(v) in active or mem.member(v) and id(mem.root(v)) in written for v in node.inputs)
+            for b in node.blocks:
+                changed |= visit(b)
+            if node.kind == "prim::Loop":
+                body = node.blocks[0]
+                outs = [id(r) in active for r in body.returns[1:]]
+            elif node.kind == "prim::If":
+                outs = [any(id(b.returns[k]) in active for b in node.blocks) for k in range(len(node.outputs))]
+            else:
+                outs = [ins] * len(node.outputs)
+                if ins and is_write(node) and mem.member(node.inputs[0]) and \
+                        id(mem.root(node.inputs[0])) not in written:
+                    written.add(id(mem.root(node.inputs[0])))
+                    changed = True
+            for o, a in zip(node.outputs, outs):
+                if a and id(o) not in active:
+                    active.add(id(o))
+                    changed = True
+        return changed
+
+    while visit(src.block):
+        pass
+    for v_id, root in list(mem.root_of.items()):
+        if id(root) in written:
+            active.add(v_id)
+    active.update(written)
+    return active
+
+
+def _outer_values(node: Node, mem, active: set) -> list[Value]:
     """Differentiable values defined outside ``node`` that its blocks use, in first-use order (not arrays
     written in place: their adjoints are in memory)."""
     inside, used = set(), {}
@@ -58,7 +103,19 @@ def _outer_values(node: Node, mem) -> list[Value]:
 
     for b in node.blocks:
         visit(b)
-    return [v for k, v in used.items() if k not in inside and differentiable(v) and not mem.member(v)]
+    return [v for k, v in used.items() if k not in inside and differentiable(v) and not mem.member(v)
+            and id(v) in active]
+
+
+def _discard(v: Value, new: set) -> None:
+    """Remove the unused node making ``v`` if it is one of ``new``, then its operands' likewise."""
+    node = v.node
+    if node is None or id(node) not in new or any(o.uses for o in node.outputs) or node.blocks:
+        return
+    inputs = list(node.inputs)
+    node.destroy()
+    for x in inputs:
+        _discard(x, new)
 
 
 def _leaf_types(t) -> list:
@@ -88,10 +145,15 @@ def _hint(v: Value) -> str | None:
 
 
 class Transform(InPlaceMixin):
-    def __init__(self, graph: Graph, src: Graph):
+    def __init__(self, graph: Graph, src: Graph, argnums: tuple):
         self.graph = graph
         self.tapes: list[Value] = []
         self.plan_memory(src)
+        self.active_ids = active_values(src, argnums, self.mem)
+
+    def active(self, v: Value) -> bool:
+        """``v`` needs an adjoint: it is differentiable and depends on a differentiated parameter."""
+        return id(v) in self.active_ids and differentiable(v)
 
     def new_tape(self, e: Emitter, t) -> Value:
         tape = e.tape(t)
@@ -173,6 +235,7 @@ class Transform(InPlaceMixin):
         e = Emitter(dst)
         adj = adj or Adjoints(e)
         adj.e = e
+        adj.wanted = self.active
         adj.redirect = lambda v, c: self.redirect(v, c, e, vmap)
         self.make_shadows(src, e, vmap, inputs)
         for r, s in zip(src.returns, seeds):
@@ -202,25 +265,49 @@ class Transform(InPlaceMixin):
         return adj
 
     def backward_op(self, node: Node, e: Emitter, vmap: dict, adj: Adjoints, g=None) -> None:
-        if not any(differentiable(v) for v in node.inputs):
+        if not any(self.active(v) for v in node.inputs):
             return
         op = lookup(node.kind)
         if op.vjp is None or len(node.outputs) != 1:
             raise self.error(node, f"the operator {node.kind}")
         inputs = self.node_inputs.get(id(node)) or [vmap.get(id(v), v) for v in node.inputs]
         g = adj.take(node.output) if g is None else g
+        out = vmap[id(node.output)]
+        if not op.elementwise:          # a scalar adjoint of an array result becomes an array for other rules
+            g = e.broadcast(g, out)
+        first_new = len(e.block.nodes)
         try:
-            contributions = op.vjp(e, g, vmap[id(node.output)], *inputs, **node.attrs)
+            contributions = op.vjp(e, g, out, *inputs, **node.attrs)
         except NotImplementedError as why:
             raise self.error(node, f"{node.kind} of {why}") from None
+        new = set(map(id, e.block.nodes[first_new:]))
+        for src, c in zip(node.inputs, contributions):
+            if isinstance(c, Value) and not self.active(src):
+                _discard(c, new)        # made by the rule for an operand that needs no adjoint
         for src, primal, c in zip(node.inputs, inputs, contributions):
-            if c is not None and differentiable(src):
+            if c is not None and self.active(src):
                 if isinstance(c, Value):
                     if op.elementwise:
-                        c = e.sum_to(c, primal)
+                        c = self.reduce_to(e, c, primal, out, inputs)
                     if c.type != primal.type and primal.type == FLOAT and c.type in (INT, BOOL):
                         c = e.op("aten::Float", c)
                 adj.add(src, c, primal)
+
+    @staticmethod
+    def reduce_to(e: Emitter, c: Value, primal: Value, out: Value, inputs: list) -> Value:
+        """An element-wise operator's contribution to one operand, summed over the axes the operand was
+        broadcast along (none when it is the only array operand). A scalar contribution to an array stands for
+        the same value in every element of the result: each element of the operand gets it once per element of
+        the result it was broadcast to."""
+        if not isinstance(primal.type, TensorType):
+            return e.sum_to(c, primal)
+        alone = all(x is primal or not isinstance(x.type, TensorType) for x in inputs)
+        if alone:
+            return c
+        if not isinstance(c.type, TensorType):
+            size = e.op("prim::max", e.op("aten::numel", primal), e.const(1))
+            return e.mul(c, e.op("aten::Float", e.op("aten::floordiv", e.op("aten::numel", out), size)))
+        return e.sum_to(c, primal, [x for x in inputs if x is not primal])
 
     def backward_tuple(self, node: Node, vmap: dict, adj: Adjoints) -> None:
         """Tuples route adjoints element by element."""
@@ -241,7 +328,7 @@ class Transform(InPlaceMixin):
 
     def backward_if(self, node: Node, dst: Block, vmap: dict, adj: Adjoints, snap) -> None:
         outs = [adj.take(o) for o in node.outputs]
-        outer = _outer_values(node, self.mem)
+        outer = _outer_values(node, self.mem, self.active_ids)
         primals = [vmap.get(id(v), v) for v in outer]
         e = Emitter(dst, node.source)
         init = [adj.leaves(v, p) for v, p in zip(outer, primals)]
@@ -267,8 +354,8 @@ class Transform(InPlaceMixin):
     def backward_loop(self, node: Node, dst: Block, vmap: dict, adj: Adjoints, tapes, starts) -> None:
         body = node.blocks[0]
         carried = body.params[1:]
-        diff = [k for k, p in enumerate(carried) if differentiable(p)]
-        outer = _outer_values(node, self.mem)
+        diff = [k for k, p in enumerate(carried) if self.active(p)]
+        outer = _outer_values(node, self.mem, self.active_ids)
         primals = [vmap.get(id(v), v) for v in outer]
         e = Emitter(dst, node.source)
         trips = e.op("aten::list_len", tapes[0][0])
@@ -343,7 +430,7 @@ def gradient_graph(src: Graph, argnums: tuple, with_value: bool, single: bool) -
     vmap = {}
     for p in src.inputs:
         vmap[id(p)] = g.add_input(p.type, _hint(p))
-    t = Transform(g, src)
+    t = Transform(g, src, argnums)
     e = Emitter(g.block)
     t.make_tapes(e)
     (result,) = src.outputs

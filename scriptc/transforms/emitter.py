@@ -67,6 +67,18 @@ class Emitter:
         return differentiable(v)
 
     @staticmethod
+    def constant_of(v: Value):
+        """The value of a constant operand (None for anything else)."""
+        node = v.node
+        return node.attrs.get("value") if node is not None and node.kind == "prim::Constant" else None
+
+    def broadcast(self, g: Value, like: Value) -> Value:
+        """A scalar adjoint standing for every element of the array ``like``, as an array of its shape."""
+        if isinstance(g.type, TensorType) or not isinstance(like.type, TensorType):
+            return g
+        return self.add(self.zeros_like(like), g)
+
+    @staticmethod
     def scatter(write) -> Scatter:
         return Scatter(write)
 
@@ -151,15 +163,49 @@ class Emitter:
             g = self.op("aten::reshape", g, *dims)
         return self.add(self.zeros_like(x), g)
 
-    def sum_to(self, g: Value, like: Value) -> Value:
-        """The adjoint of a broadcast: ``g`` summed over the axes along which ``like`` was broadcast."""
+    def sum_to(self, g: Value, like: Value, others=None) -> Value:
+        """The adjoint of a broadcast: ``g`` summed over the axes along which ``like`` was broadcast. With
+        ``others`` (the operator's other operands), whether an axis was broadcast is asked of the operands'
+        shapes (``like`` has 1 there and another operand does not), which stay the same in a loop where the
+        operands' shapes do, so the test can leave the loop (licm, unswitch)."""
         if not isinstance(g.type, TensorType):
             return g
         if not isinstance(like.type, TensorType):
             return self.op("aten::sum", g)
         for _ in range(g.type.rank - like.type.rank):
             g = self.op("aten::sum", g, axis=0)
+        if others is not None:
+            return self._sum_broadcast_axes(g, like, [o for o in others if isinstance(o.type, TensorType)])
         return self._sum_size_one_axes(g, like)
+
+    def _sum_broadcast_axes(self, g: Value, like: Value, others: list) -> Value:
+        rank = like.type.rank
+        if rank == 0 or not others:
+            return g
+        like_shape = self.dims(like)
+        other_shapes = [(o.type.rank, self.dims(o)) for o in others]
+        one = self.const(1)
+        for k in range(rank):
+            wider = [self.op("aten::ne", dims[k - (rank - r)], one) for r, dims in other_shapes if k - (rank - r) >= 0]
+            if not wider:
+                continue
+            cond = wider[0]
+            for w in wider[1:]:
+                cond = self.op("aten::__or__", cond, w)
+            cond = self.op("aten::__and__", self.op("aten::eq", like_shape[k], one), cond)
+            node = self.node("prim::If", [cond], [g.type])
+            then, other = node.add_block(), node.add_block()
+            e = Emitter(then)
+            summed = e.op("aten::sum", g, axis=k)
+            if rank == 1:   # like has shape (1,) here
+                then.add_return(e.add(e.zeros_like(like), summed))
+            else:
+                g_shape = e.dims(g)
+                dims = list(g_shape[:k]) + [e.const(1)] + list(g_shape[k + 1:])
+                then.add_return(e.op("aten::reshape", summed, *dims))
+            other.add_return(g)
+            g = node.output
+        return g
 
     def _sum_size_one_axes(self, g: Value, like: Value) -> Value:
         """Sum (keeping the axis) where ``like`` has length 1 and ``g`` does not: known only at run time."""

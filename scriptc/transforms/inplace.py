@@ -123,7 +123,7 @@ class InPlaceMixin:
             return
         made = list(inputs) + [o for n in src.nodes for o in n.outputs]
         for v in made:
-            if self.mem.is_root(v) and differentiable(v):
+            if self.mem.is_root(v) and self.active(v):
                 self.shadows[id(v)] = e.zeros_like(vmap.get(id(v), v))
 
     def region(self, v: Value, e: Emitter, vmap: dict) -> Value:
@@ -136,7 +136,7 @@ class InPlaceMixin:
 
     def redirect(self, v: Value, c, e: Emitter, vmap: dict) -> bool:
         """A contribution to a written array goes into its shadow."""
-        if not (self.mem.active and self.mem.member(v) and differentiable(v)):
+        if not (self.mem.active and self.mem.member(v) and self.active(v)):
             return False
         region = self.region(v, e, vmap)
         if isinstance(c, Scatter):
@@ -150,7 +150,7 @@ class InPlaceMixin:
         if not self.mem.active:
             return False
         if is_write(node):
-            return self.mem.member(node.inputs[0]) and differentiable(node.inputs[0])
+            return self.mem.member(node.inputs[0]) and self.active(node.inputs[0])
         return any(self.in_memory(n) for b in node.blocks for n in b.nodes)
 
     def output_from_memory(self, node: Node, e: Emitter, vmap: dict):
@@ -158,7 +158,7 @@ class InPlaceMixin:
         array, a copy of its shadow, the adjoint its derivative rule passes on."""
         if not (self.mem.active and node.outputs and self.mem.member(node.output)):
             return False, None
-        if self.mem.view_path(node.output) or not differentiable(node.output):
+        if self.mem.view_path(node.output) or not self.active(node.output):
             return True, None
         return True, e.clone(self.region(node.output, e, vmap))
 

@@ -75,7 +75,7 @@ class MatmulOps:
         core_at = self.core_views(node.kind, x, y, out, res)
         product = self.loop_core
         if use_blas:    # NumPy's np.dot beyond 2-d calls ?dot once per output element
-            product = self.blas_dots if not matmul and max(x0.t.rank, y0.t.rank) > 2 else self.blas_core
+            product = self.blas_dots if not matmul and max(x0.t.rank, y0.t.rank) > 2 else self.shared_blas_core
         self.batch_loops(batch, lambda ox, oy, out_index: product(core_at(ox, oy, out_index), res))
         if use_blas:
             self.release_temp(x, x0)
@@ -249,6 +249,20 @@ class MatmulOps:
             fn.attributes.add("nounwind")
             decls[key] = fn
         return decls[key]
+
+    def shared_blas_core(self, c: Core, res: str) -> None:
+        """``blas_core`` as a call to its code for this dtype, compiled once per process (each product site
+        would otherwise carry its own copy of the routine choice and the small-size loops)."""
+        args = [x.data for x in (c.a, c.b, c.c)] + [d for x in (c.a, c.b, c.c) for d in (*x.shape, *x.strides)]
+        fnty = ir.FunctionType(ir.VoidType(), [I8P] * 3 + [I64] * 12)
+
+        def build(lowering, fn):
+            data, dims = fn.args[:3], fn.args[3:]
+            views = [view2d(dt, data[j], *dims[4 * j:4 * j + 4]) for j, dt in enumerate((res, res, res))]
+            lowering.blas_core(Core(*views), res)
+            lowering.b.ret_void()
+        callee = self.call_compiled_once(("blas_core", res), fnty, build)
+        self.b.call(callee, [self.b.bitcast(a, I8P) for a in args[:3]] + args[3:])
 
     def blas_core(self, c: Core, res: str) -> None:
         """C = A @ B by the routine NumPy's matmul loop picks for these sizes (module docstring)."""

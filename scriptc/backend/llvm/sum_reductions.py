@@ -58,25 +58,39 @@ class SumReductions(Summation):
         innermost = self.reduced_axis_is_innermost(a, axis)
         n = a.shape[axis]
 
+        line_sum = self.shared_line_sum(a.t.dtype, sum_dtype, chunk)
+
         def reduce_at(out_index):
             index = list(out_index)
             index.insert(axis, i64(0))
             base = b.bitcast(self.element_ptr(a, index), I8.as_pointer())
-            slot = self.alloca(fty)
-            with b.if_else(innermost) as (pairwise, sequential):
-                with pairwise:
-                    b.store(self.run_sum(zero, base, a.strides[axis], n, a.t.dtype, sum_dtype, chunk), slot)
-                with sequential:
-                    b.store(zero, slot)
-                    source = self.run_source(base, a.strides[axis], a.t.dtype, fty, False)(i64(0))
-                    with self.for_range(n) as k:
-                        b.store(self.round_sum(b.fadd(b.load(slot), source.scalar(k)), sum_dtype), slot)
-            total = b.load(slot)
+            total = b.call(line_sum, [base, a.strides[axis], n, b.zext(innermost, I8)])
             value = self.finish_mean(total, n, res, array=True) if name == "mean" else self.widen(total)
             self.store_element(self.element_ptr(out, out_index), value, "f", out_t.dtype)
 
         self.loop_nest(out.shape, reduce_at)
         return [out.leaves]
+
+    def shared_line_sum(self, dtype: str, sum_dtype: str, chunk):
+        """The sum of one line of an axis reduction (``n`` elements ``stride`` bytes apart), compiled once per
+        process and dtype: pairwise as NumPy's inner loop when the axis is innermost, else in order."""
+        fty = accumulator_type(sum_dtype)
+        fnty = ir.FunctionType(fty, [I8.as_pointer(), I64, I64, I8])
+
+        def build(lowering, fn):
+            base, stride, n, innermost = fn.args
+            b, zero = lowering.b, ir.Constant(fty, 0.0)
+            slot = lowering.alloca(fty)
+            with b.if_else(b.icmp_unsigned("!=", innermost, ir.Constant(I8, 0))) as (pairwise, sequential):
+                with pairwise:
+                    b.store(lowering.run_sum(zero, base, stride, n, dtype, sum_dtype, chunk), slot)
+                with sequential:
+                    b.store(zero, slot)
+                    source = lowering.run_source(base, stride, dtype, fty, False)(i64(0))
+                    with lowering.for_range(n) as k:
+                        b.store(lowering.round_sum(b.fadd(b.load(slot), source.scalar(k)), sum_dtype), slot)
+            b.ret(b.load(slot))
+        return self.call_compiled_once(("line", dtype, sum_dtype, chunk), fnty, build)
 
     def shared_full_sum(self, a: Arr, total, sum_dtype: str, cast: bool):
         """``full_sum`` as a call to its code for this dtype and rank, compiled once per process."""
