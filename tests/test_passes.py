@@ -1032,3 +1032,88 @@ def test_clone_graph_keeps_names_and_semantics():
     assert print_graph(c) == print_graph(g)
     verify(c)
     assert math.isclose(interpret(c, [10, 1.5]), interpret(g, [10, 1.5]))
+
+
+# -- unswitch ------------------------------------------------------------------------------------------------
+def test_unswitch_copies_the_loop_into_both_branches_of_an_invariant_if():
+    run_text("unswitch", """
+    graph(%x : Double(*),
+          %y : Double(*),
+          %n : int):
+      %t : bool = prim::Constant[value=1]()
+      %one : int = prim::Constant[value=1]()
+      %sx : (int) = aten::size(%x)
+      %dx : int = prim::TupleUnpack(%sx)
+      %c : bool = aten::eq(%dx, %one)
+      %r : Double(*) = prim::Loop(%n, %t, %y)
+        block0(%i : int, %acc : Double(*)):
+          %g : Double(*) = aten::mul(%acc, %x)
+          %h : Double(*) = prim::If(%c)
+            block0():
+              %s : float = aten::sum(%g)
+              %z : Double(*) = aten::zeros_like[dtype="float64"](%x)
+              %w : Double(*) = aten::add(%z, %s)
+              -> (%w)
+            block1():
+              -> (%g)
+          %k : Double(*) = aten::add(%h, %acc)
+          -> (%t, %k)
+      return (%r)
+    """, """
+        CHECK: %[[C:.+]] : bool = aten::eq
+        CHECK: %r : Double(*) = prim::If(%[[C]])
+        CHECK-NEXT: block0():
+        CHECK: prim::Loop
+        CHECK-NOT: prim::If
+        CHECK: aten::sum
+        CHECK: block1():
+        CHECK: prim::Loop
+        CHECK-NOT: prim::If
+        CHECK-NOT: aten::sum
+        CHECK: return (%r)
+    """, args_list=[(np.array([0.5]), np.array([1.0, 2.0]), 3), (np.array([0.5, 2.0]), np.array([1.0, 2.0]), 3),
+                    (np.array([0.5]), np.array([1.0, 2.0]), 0)])
+
+
+def test_unswitch_leaves_ifs_on_conditions_computed_in_the_loop():
+    out, changed = run_text("unswitch", """
+    graph(%a : float,
+          %n : int):
+      %t : bool = prim::Constant[value=1]()
+      %z : float = prim::Constant[value=0.0]()
+      %r : float = prim::Loop(%n, %t, %z)
+        block0(%i : int, %acc : float):
+          %c : bool = aten::gt(%acc, %a)
+          %h : float = prim::If(%c)
+            block0():
+              -> (%a)
+            block1():
+              %one : float = prim::Constant[value=1.5]()
+              %w : float = aten::add(%acc, %one)
+              -> (%w)
+          -> (%t, %h)
+      return (%r)
+    """, """
+        CHECK: prim::Loop
+        CHECK: prim::If
+    """, args_list=[(2.0, 5), (-1.0, 3)])
+    assert not changed
+
+
+def test_canonicalize_reads_an_element_wise_results_shape_from_its_operands():
+    run_text("canonicalize", """
+    graph(%x : Double(*, *),
+          %y : Double(*)):
+      %a : float = prim::Constant[value=2.0]()
+      %p : Double(*, *) = aten::mul(%x, %a)
+      %n : int = aten::numel(%p)
+      %q : Double(*, *) = aten::sub(%p, %y)
+      %s : (int, int) = aten::size(%q)
+      %r : (int, (int, int)) = prim::TupleConstruct(%n, %s)
+      return (%r)
+    """, """
+        CHECK: aten::numel(%x)
+        CHECK: aten::size(%x)
+        CHECK: aten::size(%y)
+        CHECK: %r : (int, (int, int)) = prim::TupleConstruct
+    """, args_list=[(np.ones((2, 3)), np.ones(3)), (np.ones((2, 1)), np.ones(4)), (np.ones((0, 1)), np.ones(5))])

@@ -27,7 +27,7 @@ import corpus  # noqa: E402  (the same module objects test_corpus.py uses: compi
 CI_EXAMPLES = int(os.environ.get("SCRIPTC_PASS_EXAMPLES", "24"))
 SLOW_EXAMPLES = int(os.environ.get("SCRIPTC_PASS_SLOW_EXAMPLES", "1500"))
 
-SINGLE = ["inline", "constant-propagation", "dce", "cse", "canonicalize", "licm", "unroll", "dead-loop-carried"]
+SINGLE = ["inline", "constant-propagation", "dce", "cse", "canonicalize", "licm", "unswitch", "unroll", "dead-loop-carried"]
 CONFIGS = [[p] for p in SINGLE] + [PIPELINE, ["unroll", "constant-propagation", "canonicalize", "cse", "licm",
                                              "dead-loop-carried", "dce"]]
 
