@@ -204,13 +204,13 @@ def many_operators(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndar
     c += y
     c[0] = 2.0
     z = np.sum(c.reshape((4, 5)), axis=1)
-    p = w.T[1:]
+    p = w @ w.T
     t = x * y
     return z + 1.0, np.sum(t) + p[0, 0], np.maximum(t, 0.0)
 
 
 def test_array_operators_copy_nothing_but_scalars_to_the_host(counting):
-    """Copies, writes, an axis reduction, a multi-output group and views: the only copies
+    """Copies, writes, an axis reduction, a matrix product, a multi-output group and views: the only copies
     to the host are the scalars the host code reads (the reduction's result, ``p[0, 0]``)."""
     x, y, w = rng.standard_normal(20), rng.standard_normal(20), rng.standard_normal((3, 6))
     got = many_operators(*to_device((x, y, w)))

@@ -46,7 +46,8 @@ from ..llvm.engine import LIBM_PREFIX
 from ..llvm.errors import PAYLOAD_SLOTS
 from ..llvm.lower import FunctionLowering, ModuleLowering
 from .block_reduce import BlockReduction, shared_slots
-from .groups import REDUCE, STORE, GpuUnsupported, axis_reduction, gpu_groups, grid_rank, grid_results, runs_on_gpu
+from .groups import (REDUCE, STORE, GpuUnsupported, axis_reduction, gpu_groups, grid_rank, grid_results,
+                     matrix_product, runs_on_gpu)
 from .intrinsics import grid_stride_loop, i32, special
 from .ptx import DATA_LAYOUT, DEFAULT_ARCH, TRIPLE, compile_ptx, libdevice_path, ptxas_path
 
@@ -71,6 +72,7 @@ class Kernel:
     can_raise: bool = False
     results: list = field(default_factory=list)    # a grid group's (STORE, value) / (REDUCE, node), per output
     axis_reduction: Node | None = None      # the group is one reduction along an axis (axis_reduce.py)
+    product: Node | None = None     # the group is one matrix product (matmul.py)
     into: int | None = None         # the group stores into this operand (``x += y``, ``x[a:b] = y``): no result
     finish: str | None = None
     finish_params: list = field(default_factory=list)
@@ -86,7 +88,7 @@ class Kernel:
 
     @property
     def uses_barriers(self) -> bool:
-        return bool(self.reductions)
+        return bool(self.reductions) or self.product is not None
 
 
 class KernelModule:
@@ -117,7 +119,7 @@ class KernelModule:
 
     def shared_slots(self, name: str = "shared", count: int | None = None) -> ir.GlobalVariable:
         """A shared-memory array of 64-bit slots of the module (made on first use): ``shared`` for block
-        reductions."""
+        reductions, others for the matrix product's tiles."""
         if name not in self._shared:
             self._shared[name] = shared_slots(self.mod.module, f"{self.prefix}_{name}", count)
         return self._shared[name]
@@ -135,6 +137,9 @@ class KernelModule:
         if axis_reduction(node) is not None:
             from .axis_reduce import add_axis_reduction
             kernel = add_axis_reduction(self, Kernel(name, node, axis_reduction=axis_reduction(node)))
+        elif matrix_product(node) is not None:
+            from .matmul import add_matrix_product
+            kernel = add_matrix_product(self, Kernel(name, node, product=matrix_product(node)))
         else:
             kernel = self._add_grid_group(Kernel(name, node, results=grid_results(node) or [],
                                                  into=node.attrs.get("into")))

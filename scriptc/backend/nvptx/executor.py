@@ -4,9 +4,9 @@ kernels.
 The host side walks the optimized graph as the reference interpreter does (loops, ifs, scalar code, prints).
 Every ``prim::FusionGroup`` whose operands are device arrays is launched as its kernel (the fusion pass made the
 element-wise chains and multi-output groups, ``device_groups.py`` a group of each remaining full or axis
-reduction, copy and write into an array; groups.py says which kernel each is); prange loops are
+reduction, matrix product, copy and write into an array; groups.py says which kernel each is); prange loops are
 kernels too. Array creation gives device arrays; views (rows, slices, ``.T``) share device memory. Reading a
-scalar from a device array (``x[i]``, a reduction's result) is a synchronous copy; reading
+scalar from a device array (``x[i]``, a reduction's or a vector product's result) is a synchronous copy; reading
 its shape copies nothing; printing a device array copies it, as documented host work. Any other operator or
 group on a device array is refused (``GpuUnsupported``, naming the operator and the line) rather than run on the
 host behind the user's back: the only whole-array copies to the host are the prints'.
@@ -23,6 +23,7 @@ from ..llvm.errors import ERROR_TABLE
 from ..llvm.parallel import captured_values
 from .codegen import CONTIGUOUS, STRIDED, VECTORS, GpuUnsupported, KernelModule, _align
 from .groups import describe, runs_on_gpu
+from .matmul import launch_product
 from .prange import add_parallel_loop, check_device_code, combine_on_host, gpu_parallel_loop
 
 HOST_SAFE = {"aten::size", "aten::len", "aten::dim", "aten::numel", "prim::TupleIndex", "prim::TupleConstruct",
@@ -31,8 +32,8 @@ SCALAR_READS = {"aten::getitem"}
 SCALAR_WRITES = {"aten::setitem"}        # one element at integer indices: a synchronous copy to the device
 TEXT = {"prim::Print", "aten::format"}     # device arrays printed as the host prints them: a synchronous copy
 VIEWS = {"aten::select", "aten::slice", "aten::numpy_T", "aten::reshape"}   # shape and strides only: no copy
-ON_THE_GPU = ("(element-wise expressions and multi-output groups, full and axis reductions, copies, writes into "
-              "arrays and prange loops do; copy_to_host() for the rest)")
+ON_THE_GPU = ("(element-wise expressions and multi-output groups, full and axis reductions, matrix products, copies, "
+              "writes into arrays and prange loops do; copy_to_host() for the rest)")
 
 
 class GpuProgram:
@@ -182,6 +183,8 @@ class _Executor(Interpreter):
             raise GpuUnsupported(f"the operation{where} reads host and device arrays: move them all to the device")
         if kernel.axis_reduction is not None:
             return [self.reduce_axis(kernel, node, inputs)]
+        if kernel.product is not None:
+            return [launch_product(self.program, kernel, node, inputs)]
         if kernel.into is not None:
             self.launch(kernel, node, self.without_overlap(kernel, node, inputs))
             return []

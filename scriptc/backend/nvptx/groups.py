@@ -4,7 +4,8 @@
   group's elements, all over one iteration shape: element-wise chains, chains ending in a reduction, and the
   multi-output groups of the fusion pass (sibling consumers of one producer: several arrays, several reductions,
   or a mix), and writes into an operand (``into``);
-- an **axis reduction** (axis_reduce.py): one reduction along an axis, alone in its group.
+- an **axis reduction** (axis_reduce.py): one reduction along an axis, alone in its group;
+- a **matrix product** (matmul.py): ``@`` / ``np.dot`` / ``np.matmul`` alone in its group.
 
 Any other group with device operands is refused by the executor (``GpuUnsupported``), never run on the host.
 """
@@ -15,6 +16,7 @@ from ...ir.registry import REGISTRY
 from ...ir.types import TensorType
 
 GPU_REDUCTIONS = {"aten::sum", "aten::mean", "aten::prod", "aten::max", "aten::min", "aten::any", "aten::all"}
+PRODUCTS = {"aten::matmul", "aten::dot"}
 STORE, REDUCE = "store", "reduce"
 
 
@@ -28,7 +30,7 @@ def gpu_groups(graph: Graph) -> list[Node]:
 
 
 def runs_on_gpu(node: Node) -> bool:
-    return grid_results(node) is not None or axis_reduction(node) is not None
+    return grid_results(node) is not None or axis_reduction(node) is not None or matrix_product(node) is not None
 
 
 def full_reduction(v) -> Node | None:
@@ -84,6 +86,17 @@ def axis_reduction(node: Node) -> Node | None:
     if root is None or root.kind not in GPU_REDUCTIONS or root.attrs.get("axis") is None or len(sub.nodes) != 1:
         return None
     return root if isinstance(root.inputs[0].type, TensorType) and root.inputs[0].type.rank else None
+
+
+def matrix_product(node: Node) -> Node | None:
+    """The group's matrix product (``a @ b``, ``np.dot``), when that is all the group is: operands of rank >= 1
+    (a 0-d ``np.dot`` operand is a multiplication, which the element-wise path does not see here)."""
+    sub = node.attrs["subgraph"]
+    root = sub.outputs[0].node if len(sub.outputs) == 1 else None
+    if root is None or root.kind not in PRODUCTS or len(sub.nodes) != 1:
+        return None
+    ok = all(isinstance(v.type, TensorType) and v.type.rank and v.type.known for v in root.inputs)
+    return root if ok else None
 
 
 def describe(node: Node) -> str:
