@@ -7,8 +7,8 @@ launches), and in variants: its arrays stretched to 97 or 300 elements (several 
 tail), and returning ``z, np.sum(z * x), np.max(z)`` as well, which makes the fusion pass's multi-output groups
 (an array and reductions in one kernel). Arrays must match as the CPU fuzzer's do (integers exactly, floats
 within a few ulp: math calls are glibc's in the emulator); sums within rounding of NumPy's pairwise sums (the
-blocks add in another order), maxima exactly the maxima of the arrays the GPU computed. Nothing may be refused (GpuUnsupported) or copied to the host
-behind the user's back.
+blocks add in another order), maxima exactly the maxima of the arrays the GPU computed. Nothing may be refused
+(GpuUnsupported) or copied to the host behind the user's back.
 
 ``SCRIPTC_FUZZ_GPU_EXAMPLES`` bounds the count (CI); the ``slow`` variant runs many more."""
 from __future__ import annotations

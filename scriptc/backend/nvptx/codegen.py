@@ -47,9 +47,9 @@ from ..llvm.errors import PAYLOAD_SLOTS
 from ..llvm.lower import FunctionLowering, ModuleLowering
 from .block_reduce import BlockReduction, shared_slots
 from .groups import (REDUCE, STORE, GpuUnsupported, axis_reduction, gpu_groups, grid_rank, grid_results,
-                     matrix_product, runs_on_gpu)
+                     matrix_product)
 from .intrinsics import grid_stride_loop, i32, special
-from .ptx import DATA_LAYOUT, DEFAULT_ARCH, TRIPLE, compile_ptx, libdevice_path, ptxas_path
+from .ptx import DATA_LAYOUT, DEFAULT_ARCH, TRIPLE, compile_ptx
 
 SCALAR_PARAM = {INT: I64, FLOAT: F64, BOOL: I8}
 PARAM_CTYPE = {"i8*": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32, "double": ctypes.c_double,
