@@ -1,7 +1,7 @@
 """``scriptc.cuda``: device arrays and GPU execution of scripted functions.
 
     dx = scriptc.cuda.to_device(x)         # a DeviceArray in GPU memory
-    dy = f(dx, 2.0)                        # host control flow on the CPU, element-wise groups as kernels
+    dy = f(dx, 2.0)                        # host control flow on the CPU, array operators as kernels
     y = dy.copy_to_host()
 
 On a machine with an NVIDIA GPU and driver, kernels are PTX loaded and launched through NVIDIA's cuda-bindings

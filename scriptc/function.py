@@ -330,7 +330,7 @@ class ScriptFunction:
         return self.native_for_types(types)(*values)
 
     def _run_on_device(self, args, kwargs):
-        """A call with device arrays (``scriptc.cuda``): host code on the CPU, element-wise groups as kernels."""
+        """A call with device arrays (``scriptc.cuda``): host code on the CPU, array operators as kernels."""
         from .backend.nvptx.executor import GpuProgram
         types, values, devices = self._bind_device(args, kwargs)
         device = devices[0]._device
@@ -369,7 +369,7 @@ class ScriptFunction:
     @user_facing
     def inspect_ptx(self, *args, arch: str = "sm_80", **kwargs) -> str:
         """The PTX of these arguments' signature (host arrays describe the types: no GPU needed): one
-        ``.entry`` per element-wise fusion group."""
+        ``.entry`` per kernel (two for a group with reductions)."""
         from .backend.nvptx import ptx_for_graph
         return ptx_for_graph(self.gpu_graph_for_types(self._bind(args, kwargs)[0]), arch)[0]
 

@@ -1,7 +1,7 @@
 """The NVPTX path on a real GPU, through the CUDA driver (marked ``gpu``: skipped where there is no device;
 ``make test-gpu`` runs them): the corpus' kernels against NumPy and the emulator, host control flow, scalar reads,
 errors raised by kernels and by the driver, the caching allocator, and arrays shared with CuPy and PyTorch
-without copies."""
+without copies; multi-output groups and matrix products (added after the last run on hardware)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +9,11 @@ import pytest
 
 import scriptc
 import scriptc.cuda as cuda
+from tests.gpu_support import to_host
 from tests.test_gpu import CASES, IDS, chain, int_mix, math_mix, relax, sum_of_squares
+from tests.test_gpu_matmul import DOT_SHAPES as PRODUCT_DOT_SHAPES, SHAPES as PRODUCT_SHAPES, dot as product_dot, \
+    in_order, matmul as product_matmul
+from tests.test_gpu_multi import IDS as MULTI_IDS, MULTI, _same as same_within_rounding
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA device")]
 
@@ -200,3 +204,31 @@ def test_prange_nests_on_the_gpu(block):
         fill_3d(d, 7)
         fill_3d(e, 7)
         np.testing.assert_array_equal(d.copy_to_host(), e)
+
+
+# -- added after the last hardware run: written for the GPU, run only in the emulator so far ---------------
+
+@pytest.mark.parametrize("block", [32, 100, 256, 1024])
+@pytest.mark.parametrize("fn, make", MULTI, ids=MULTI_IDS)
+def test_multi_output_groups_on_the_gpu(fn, make, block):
+    """One kernel per multi-output group (arrays and reductions together), as in the emulator (test_gpu_multi)."""
+    cuda.set_block_size(block)
+    for n in (7, 4099):
+        for dtype in ("float64", "float32"):
+            args = make(n, dtype)
+            got = fn(*[cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in args])
+            same_within_rounding(to_host(got), fn.py_func(*args), dtype == "float32")
+
+
+@pytest.mark.parametrize("block", [32, 100, 256, 1024])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32"])
+def test_matrix_products_on_the_gpu(block, dtype):
+    """The tiled product kernel: + and * are IEEE on the GPU, so floats are the in-order sums bit for bit."""
+    cuda.set_block_size(block)
+    rng = np.random.default_rng(block)
+    for kind, fn, shapes in (("matmul", product_matmul, PRODUCT_SHAPES + [((70, 65), (65, 33))]),
+                             ("dot", product_dot, PRODUCT_DOT_SHAPES)):
+        for sa, sb in shapes:
+            a, b = ((rng.standard_normal(s) * 4).astype(dtype) for s in (sa, sb))
+            got = to_host(fn(cuda.to_device(a), cuda.to_device(b)))
+            np.testing.assert_array_equal(got, in_order(a, b, kind), err_msg=f"{kind} {sa} {sb}")

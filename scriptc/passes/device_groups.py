@@ -5,6 +5,7 @@ one node kind the device executor launches as a kernel.
 - ``aten::clone`` (``x.copy()``) and ``aten::to`` (``astype``): a group whose result is its operand, stored in
   the result's dtype;
 - an axis reduction (``np.sum(x, axis=1)``, ...): a group of the reduction alone;
+- a matrix product (``a @ b``, ``np.matmul``, ``np.dot``) of arrays of rank >= 1: a group of the product alone;
 - a write into an existing array: ``x += y`` (``aten::add_``, every in-place operator), ``x[a:b] = y``
   (``aten::copy_`` of a view) and ``x.fill(v)``: a group with ``into=0`` and no result, whose body computes the
   value to store into its first operand (the destination; the body reads it only if the operator does, as
@@ -21,6 +22,7 @@ from ..ir.types import TensorType
 from .fusion import full_reduction, fusible, outline
 
 COPIES = {"aten::clone", "aten::to"}
+PRODUCTS = {"aten::matmul", "aten::dot"}
 AXIS_REDUCTIONS = {"aten::sum", "aten::mean", "aten::prod", "aten::max", "aten::min", "aten::any", "aten::all"}
 
 
@@ -29,7 +31,7 @@ def outline_for_device(graph: Graph) -> bool:
                         if g.kind == "prim::FusionGroup"), default=-1)]
     changed = False
     for node in list(graph.walk()):
-        if fusible(node) or full_reduction(node) or axis_reduction(node):
+        if fusible(node) or full_reduction(node) or axis_reduction(node) or product(node):
             outline([node], counter)
         elif node.kind in COPIES and _known(node.inputs[0]):
             _group(node, counter, node.inputs, lambda sub: sub.inputs[0], node.output.type)
@@ -44,6 +46,10 @@ def outline_for_device(graph: Graph) -> bool:
 def axis_reduction(node: Node) -> bool:
     return (node.kind in AXIS_REDUCTIONS and node.attrs.get("axis") is not None and _known(node.inputs[0])
             and isinstance(node.output.type, TensorType))
+
+
+def product(node: Node) -> bool:
+    return node.kind in PRODUCTS and all(_known(v) and v.type.rank >= 1 for v in node.inputs)
 
 
 def _write(node: Node) -> bool:

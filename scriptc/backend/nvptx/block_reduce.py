@@ -90,11 +90,12 @@ class BlockReduction:
         with b.if_then(b.icmp_unsigned("==", special(b, "tid.x"), i32(0))):
             emit()
 
-    def store_block_result(self, acc, partials) -> None:
-        """Combine the block's accumulators; thread 0 stores the result (64 bits) at partials[block]."""
+    def store_block_result(self, acc, partials, r: int = 0, count: int = 1) -> None:
+        """Combine the block's accumulators; thread 0 stores the result (64 bits) at partials[block * count + r]
+        (reduction r of a group of ``count``)."""
         b = self.b
         total = self.combine_block(acc)
-        index = b.zext(special(b, "ctaid.x"), I64)
+        index = b.add(b.mul(b.zext(special(b, "ctaid.x"), I64), ir.Constant(I64, count)), ir.Constant(I64, r))
         self._in_thread_zero(lambda: b.store(self.to_bits(total), b.gep(b.bitcast(partials, I64.as_pointer()),
                                                                          [index])))
 
@@ -143,9 +144,9 @@ def shuffle_down(b: ir.IRBuilder, bits, offset: int, mask):
     return b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ir.Constant(I64, 32)))
 
 
-def shared_slots(module: ir.Module, name: str) -> ir.GlobalVariable:
-    """The block's shared array of MAX_THREADS 64-bit slots."""
-    slots = ir.ArrayType(I64, MAX_THREADS)
+def shared_slots(module: ir.Module, name: str, count: int | None = None) -> ir.GlobalVariable:
+    """A shared array of ``count`` 64-bit slots (MAX_THREADS: a block reduction's, one per warp at most)."""
+    slots = ir.ArrayType(I64, count or MAX_THREADS)
     g = ir.GlobalVariable(module, slots, name, addrspace=3)
     g.linkage = "internal"
     g.initializer = ir.Constant(slots, ir.Undefined)

@@ -1,39 +1,44 @@
-"""Element-wise fusion groups as GPU kernels: LLVM IR for the NVPTX target, PTX through llvmlite.
+"""Grid groups as GPU kernels: LLVM IR for the NVPTX target (PTX through ptx.py).
 
-A kernel is the CPU lowering's per-element code (``FusedOps.fused_element_node``: the same operators, NumPy's
-casts and roundings) inside a grid-stride loop instead of the CPU's loop nest:
+A grid group (groups.py) is an element-wise chain, a chain ending in a full reduction, a multi-output group of
+the fusion pass (several arrays, several reductions, or both), or a write into an operand. Its kernel is the
+CPU lowering's per-element code (``FusedOps.fused_element_node``: the same operators, NumPy's casts and
+roundings) inside a grid-stride loop instead of the CPU's loop nest; each element's value of every result is
+stored (arrays) or fed to that result's per-thread accumulator (reductions):
 
-    void kernel(i8* noalias out, i64 n, i32 mode, i64 out_shape[rank],
+    void kernel(<per stored result: i8* noalias out>, [i8* partials], i64 n, i32 mode, i64 shape[rank],
+                [i64 out_strides[rank]: a write into an operand],
                 <per array operand: i8* data, i64 strides[rank]>, <per scalar operand: i64 | double | i8>)
 
-``out`` is a new C-contiguous array of the group's result shape; an operand's strides are in bytes, already
-broadcast to the result's shape by the host (0 along broadcast dimensions). Three loops share the element code,
-and the host picks one per launch (``mode``):
+Every ``out`` is a new C-contiguous array of the group's shape (or, for a write, the destination operand with
+its own strides); an operand's strides are in bytes, already broadcast to the group's shape by the host (0
+along broadcast dimensions). Three loops share the element code, and the host picks one per launch (``mode``):
 
-- VECTORS: every array operand C-contiguous in the result's shape, every pointer aligned to 4 elements (up to
-  16 bytes), n < 2**31: four elements per thread and iteration, one vector load (``ld.global.v4``) per operand;
+- VECTORS: every array operand C-contiguous in the group's shape, every pointer aligned to 4 elements (up to
+  16 bytes), n < 2**31: four elements per thread and iteration, one vector load (``ld.global.v4``) per operand
+  and one vector store per result;
 - CONTIGUOUS: as above, but unaligned or with single-element operands broadcast: element i of each, 32-bit;
-- STRIDED: anything else: the flat index unravelled into the result's index in 64-bit arithmetic.
- Math calls go to NVIDIA's libdevice
-(``__nv_exp``, ...), linked into the module.
+- STRIDED: anything else: the flat index unravelled into the group's index in 64-bit arithmetic.
+
+Reductions (block_reduce.py): after the loop every block combines each accumulator in turn through the same
+warp-shuffle and shared-memory tree and thread 0 stores the block's results at ``partials[block * R + r]``; a
+one-block ``finish(out, partials, blocks, n)`` combines the blocks' results of each reduction in a fixed order
+and stores the R scalars (64-bit slots) for one synchronous copy to the host.
 
 Only what is new for the target lives here: the kernel's parameters, the special registers, the grid-stride
-loop, the kernel annotation, libdevice, and the PTX target machine.
+loop and the kernel annotation; math calls go to NVIDIA's libdevice (``__nv_exp``, ...), linked in by ptx.py.
 """
 from __future__ import annotations
 
 import ctypes
 import itertools
-import os
 import re
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from llvmlite import ir
 
 from ...ir.core import Graph, Node
-from ...ir.registry import REGISTRY
 from ...ir.types import BOOL, FLOAT, INT, TensorType
 from ..llvm.arrays import ELEM, kind_of, scalar_kind
 from ..llvm.common import F64, I8, I8P, I32, I64, i64
@@ -41,12 +46,11 @@ from ..llvm.engine import LIBM_PREFIX
 from ..llvm.errors import PAYLOAD_SLOTS
 from ..llvm.lower import FunctionLowering, ModuleLowering
 from .block_reduce import BlockReduction, shared_slots
+from .groups import (REDUCE, STORE, GpuUnsupported, axis_reduction, gpu_groups, grid_rank, grid_results,
+                     matrix_product)
 from .intrinsics import grid_stride_loop, i32, special
+from .ptx import DATA_LAYOUT, DEFAULT_ARCH, TRIPLE, compile_ptx
 
-TRIPLE = "nvptx64-nvidia-cuda"
-DATA_LAYOUT = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
-DEFAULT_ARCH = "sm_80"
-PTX_VERSION = "+ptx78"
 SCALAR_PARAM = {INT: I64, FLOAT: F64, BOOL: I8}
 PARAM_CTYPE = {"i8*": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32, "double": ctypes.c_double,
                "i8": ctypes.c_int8}
@@ -58,10 +62,6 @@ _COUNTER = itertools.count()
 _COUNTER_LOCK = threading.Lock()
 
 
-class GpuUnsupported(Exception):
-    """A node this version cannot run on the GPU (says which and why)."""
-
-
 @dataclass
 class Kernel:
     name: str
@@ -70,65 +70,29 @@ class Kernel:
     scalars: list = field(default_factory=list)    # positions of its scalar operands
     params: list = field(default_factory=list)     # the parameters' ctypes types
     can_raise: bool = False
-    reduction: Node | None = None   # the group's final full reduction: per-block results, then ``finish``
+    results: list = field(default_factory=list)    # a grid group's (STORE, value) / (REDUCE, node), per output
     axis_reduction: Node | None = None      # the group is one reduction along an axis (axis_reduce.py)
+    product: Node | None = None     # the group is one matrix product (matmul.py)
     into: int | None = None         # the group stores into this operand (``x += y``, ``x[a:b] = y``): no result
     finish: str | None = None
     finish_params: list = field(default_factory=list)
 
     @property
+    def reductions(self) -> list[Node]:
+        return [x for kind, x in self.results if kind == REDUCE]
+
+    @property
+    def stores(self) -> list[int]:
+        """The positions of the results stored element by element (the group's array outputs)."""
+        return [k for k, (kind, _) in enumerate(self.results) if kind == STORE]
+
+    @property
     def uses_barriers(self) -> bool:
-        return self.reduction is not None
-
-
-GPU_REDUCTIONS = {"aten::sum", "aten::mean", "aten::prod", "aten::max", "aten::min", "aten::any", "aten::all"}
-
-
-def gpu_groups(graph: Graph) -> list[Node]:
-    """The fusion groups of a graph (and of its blocks) that run as kernels, in program order."""
-    return [n for n in graph.walk() if n.kind == "prim::FusionGroup" and runs_on_gpu(n)]
-
-
-def runs_on_gpu(node: Node) -> bool:
-    """An element-wise group (with a result, or storing into its first operand), one ending in a full reduction
-    (a scalar result), or one reduction along an axis."""
-    return element_wise(node) or final_reduction(node) is not None or axis_reduction(node) is not None
-
-
-def element_wise(node: Node) -> bool:
-    sub = node.attrs["subgraph"]
-    if len(sub.outputs) != 1:
-        return False
-    root = sub.outputs[0].node       # None: the group copies an operand
-    if root is not None and REGISTRY[root.kind].extra.get("reduction"):
-        return False
-    t = node.inputs[node.attrs["into"]].type if "into" in node.attrs else node.output.type
-    return isinstance(t, TensorType) and t.rank is not None
-
-
-def axis_reduction(node: Node) -> Node | None:
-    """The group's reduction along an axis (``np.sum(x, axis=1)``, ...), when that is all the group is."""
-    sub = node.attrs["subgraph"]
-    root = sub.outputs[0].node if len(sub.outputs) == 1 else None
-    if root is None or root.kind not in GPU_REDUCTIONS or root.attrs.get("axis") is None or len(sub.nodes) != 1:
-        return None
-    return root if isinstance(root.inputs[0].type, TensorType) and root.inputs[0].type.rank else None
-
-
-def final_reduction(node: Node) -> Node | None:
-    """The full reduction (sum, mean, prod, max, min, any, all) a single-result group ends in, or None."""
-    sub = node.attrs["subgraph"]
-    if len(sub.outputs) != 1 or sub.outputs[0].node is None or not node.outputs:
-        return None
-    root = sub.outputs[0].node
-    if root.kind not in GPU_REDUCTIONS or isinstance(node.output.type, TensorType):
-        return None
-    src = root.inputs[0].type
-    return root if isinstance(src, TensorType) and src.rank is not None else None
+        return bool(self.reductions) or self.product is not None
 
 
 class KernelModule:
-    """An NVPTX module holding one kernel per element-wise fusion group of a graph."""
+    """An NVPTX module holding the kernels of a graph: one per kernel group (groups.py), one per prange loop."""
 
     def __init__(self, name: str):
         with _COUNTER_LOCK:
@@ -151,13 +115,14 @@ class KernelModule:
         pb = ir.IRBuilder(payload_fn.append_basic_block())
         pb.ret(pb.gep(self.payload, [i64(0), i64(0)], inbounds=True))
         self.mod._decls["payload"] = payload_fn
-        self._shared = None
+        self._shared = {}
 
-    def shared_slots(self) -> ir.GlobalVariable:
-        """The module's shared-memory array for block reductions (made on first use)."""
-        if self._shared is None:
-            self._shared = shared_slots(self.mod.module, f"{self.prefix}_shared")
-        return self._shared
+    def shared_slots(self, name: str = "shared", count: int | None = None) -> ir.GlobalVariable:
+        """A shared-memory array of 64-bit slots of the module (made on first use): ``shared`` for block
+        reductions, others for the matrix product's tiles."""
+        if name not in self._shared:
+            self._shared[name] = shared_slots(self.mod.module, f"{self.prefix}_{name}", count)
+        return self._shared[name]
 
     @property
     def error_symbol(self) -> str:
@@ -168,20 +133,26 @@ class KernelModule:
         return f"{self.prefix}_payload"
 
     def add(self, node: Node) -> Kernel:
-        sub = node.attrs["subgraph"]
         name = f"{self.prefix}_fusion{len(self.kernels)}"
         if axis_reduction(node) is not None:
             from .axis_reduce import add_axis_reduction
             kernel = add_axis_reduction(self, Kernel(name, node, axis_reduction=axis_reduction(node)))
-            self.kernels.append(kernel)
-            return kernel
-        reduction = final_reduction(node)
-        into = node.attrs.get("into")
-        result = reduction.inputs[0].type if reduction is not None else \
-            node.inputs[into].type if into is not None else node.output.type
-        rank = result.rank
-        kernel = Kernel(name, node, reduction=reduction, into=into)
-        params = [I8P, I64, I32] + [I64] * (rank * (2 if into is not None else 1))   # into: the out strides too
+        elif matrix_product(node) is not None:
+            from .matmul import add_matrix_product
+            kernel = add_matrix_product(self, Kernel(name, node, product=matrix_product(node)))
+        else:
+            kernel = self._add_grid_group(Kernel(name, node, results=grid_results(node) or [],
+                                                 into=node.attrs.get("into")))
+        self.kernels.append(kernel)
+        return kernel
+
+    def _add_grid_group(self, kernel: Kernel) -> Kernel:
+        node = kernel.node
+        if not kernel.results:
+            raise GpuUnsupported("a fusion group of this kind does not run on the GPU yet")
+        rank = grid_rank(node)
+        pointers = len(kernel.stores) + bool(kernel.reductions)
+        params = [I8P] * pointers + [I64, I32] + [I64] * (rank * (2 if kernel.into is not None else 1))
         for k, v in enumerate(node.inputs):
             if isinstance(v.type, TensorType):
                 kernel.arrays.append(k)
@@ -193,13 +164,12 @@ class KernelModule:
                 raise GpuUnsupported(f"a fusion group operand of type {v.type}")
         kernel.params = [PARAM_CTYPE[str(t)] for t in params]
         fn = self._kernel_function(kernel.name, params)
-        kernel.can_raise = self._body(fn, kernel, sub, rank)
-        if reduction is not None:
+        kernel.can_raise = self._body(fn, kernel, node.attrs["subgraph"], rank)
+        if kernel.reductions:
             kernel.finish = f"{kernel.name}_finish"
             finish_params = [I8P, I8P, I64, I64]
             kernel.finish_params = [PARAM_CTYPE[str(t)] for t in finish_params]
             self._finish(self._kernel_function(kernel.finish, finish_params), kernel)
-        self.kernels.append(kernel)
         return kernel
 
     def _kernel_function(self, name: str, params: list) -> ir.Function:
@@ -222,16 +192,23 @@ class KernelModule:
         low = self._lowering(fn, kernel.node)
         b = low.b
         args = list(fn.args)
-        out_data, n, mode, out_shape = args[0], args[1], args[2], args[3:3 + rank]
-        at = 3 + rank
-        into = kernel.into
+        node, into = kernel.node, kernel.into
+        stored = [(kernel.results[k][1], (node.inputs[into] if into is not None else node.outputs[k]).type.dtype)
+                  for k in kernel.stores]
+        outs = args[:len(stored)]
+        at = len(stored)
+        if kernel.reductions:
+            partials = args[at]
+            at += 1
+        n, mode, shape = args[at], args[at + 1], args[at + 2:at + 2 + rank]
+        at += 2 + rank
         if into is None:
-            out_data.add_attribute("noalias")      # a new array: loads of the operands may move across its stores
+            for out in outs:       # new arrays: loads of the operands may move across their stores
+                out.add_attribute("noalias")
         else:       # an operand's memory: x += y reads and writes each element in the same iteration
             out_strides = args[at:at + rank]
             at += rank
         operands = {}
-        node = kernel.node
         for k, v in enumerate(node.inputs):
             if k in kernel.arrays:
                 operands[k] = (args[at], args[at + 1:at + 1 + rank])
@@ -240,63 +217,67 @@ class KernelModule:
                 x = args[at]
                 low.env[id(v)] = [b.trunc(x, ir.IntType(1)) if v.type == BOOL else x]
                 at += 1
-        reduction = kernel.reduction
-        scalars = low.fused_scalars(node, sub, reduction)
+        reductions = kernel.reductions
+        skipped = {id(r) for r in reductions}
+        scalars = low.fused_scalars(node, sub, None)     # reductions read no scalars: none is skipped
         start = b.add(b.mul(special(b, "ctaid.x"), special(b, "ntid.x")), special(b, "tid.x"))
         step = b.mul(special(b, "nctaid.x"), special(b, "ntid.x"))
-        value = reduction.inputs[0] if reduction is not None else sub.outputs[0]
-        if reduction is None:
-            out_dtype = (node.inputs[into] if into is not None else node.output).type.dtype
+        combines = [BlockReduction(self, low, r) for r in reductions]
+        accs = [low.alloca(c.register) for c in combines]
+        for c, acc in zip(combines, accs):
+            b.store(c.identity(), acc)
 
-            def sink(i, result, index=None):
-                kind, x = result
+        def value_of(env, v):
+            """A result's (kind, register) for one element; a scalar operand returned as it is (x.fill(v))."""
+            if id(v) in env:
+                return env[id(v)]
+            return scalar_kind(v.type), low.env[id(node.inputs[sub.inputs.index(v)])][0]
+
+        def sink(i, env, index=None):
+            for out, (v, dtype) in zip(outs, stored):
+                kind, x = value_of(env, v)
                 if index is None or into is None:
-                    ptr = _element_ptr(b, out_data, out_dtype, i)
+                    ptr = _element_ptr(b, out, dtype, i)
                 else:               # the strided loop into an operand: its own strides
                     offset = i64(0)
                     for x_d, st in zip(index, out_strides):
                         offset = b.add(offset, b.mul(x_d, st))
-                    ptr = b.bitcast(b.gep(out_data, [offset]), ELEM[out_dtype].as_pointer())
-                low.store_element(ptr, x, kind, out_dtype)
+                    ptr = b.bitcast(b.gep(out, [offset]), ELEM[dtype].as_pointer())
+                low.store_element(ptr, x, kind, dtype)
+            for r, c, acc in zip(reductions, combines, accs):
+                b.store(c.step(b.load(acc), value_of(env, r.inputs[0])), acc)
 
-            def sink_lanes(j, results):
-                out = ir.Constant(ir.VectorType(ELEM[out_dtype], LANES), None)
-                for lane, (kind, x) in enumerate(results):
-                    out = b.insert_element(out, low.to_memory(x, kind, out_dtype), i32(lane))
-                ptr = _element_ptr(b, out_data, out_dtype, b.mul(j, i32(LANES)))
-                b.store(out, b.bitcast(ptr, out.type.as_pointer()), align=_align(out_dtype))
-        else:
-            combine = BlockReduction(self, low, reduction)
-            acc = low.alloca(combine.register)
-            b.store(combine.identity(), acc)
-
-            def sink(i, result, index=None):
-                b.store(combine.step(b.load(acc), result), acc)
-
-            def sink_lanes(j, results):
-                for result in results:
-                    sink(None, result)
+        def sink_lanes(j, envs):
+            for out, (v, dtype) in zip(outs, stored):
+                vec = ir.Constant(ir.VectorType(ELEM[dtype], LANES), None)
+                for lane, env in enumerate(envs):
+                    kind, x = value_of(env, v)
+                    vec = b.insert_element(vec, low.to_memory(x, kind, dtype), i32(lane))
+                ptr = _element_ptr(b, out, dtype, b.mul(j, i32(LANES)))
+                b.store(vec, b.bitcast(ptr, vec.type.as_pointer()), align=_align(dtype))
+            for r, c, acc in zip(reductions, combines, accs):
+                for env in envs:          # the lanes in element order
+                    b.store(c.step(b.load(acc), value_of(env, r.inputs[0])), acc)
 
         def element(values):
-            """The group's value for one element: ``values`` maps operand positions to (kind, register)."""
+            """Every value of the group's body for one element (``values``: operand position -> (kind,
+            register)); the reductions are the accumulators' business."""
             env = {id(p): values[k] for k, p in enumerate(sub.inputs) if k in operands}
             for member in sub.nodes:
-                if member.kind != "prim::Constant" and member is not reduction:
+                if member.kind != "prim::Constant" and id(member) not in skipped:
                     low.fused_element_node(member, env, scalars)
-            if value.node is None and id(value) not in env:      # a copy of a scalar operand (x.fill(v))
-                return scalar_kind(value.type), low.env[id(node.inputs[sub.inputs.index(value)])][0]
-            return env[id(value)]
+            return env
 
         def load(ptr, k):
             dtype = node.inputs[k].type.dtype
             return kind_of(dtype), low.load_element(ptr, dtype)
 
         def general(i):
-            """Any strides: the flat index unravelled into the result's index, 64-bit."""
+            """Any strides: the flat index unravelled into the group's index, 64-bit."""
             index, rest = [], i
             for d in reversed(range(rank)):
-                index.append(b.srem(rest, out_shape[d]))
-                rest = b.sdiv(rest, out_shape[d])
+                index.append(b.srem(rest, shape[d]))
+                rest = b.sdiv(rest, shape[d])
             index.reverse()
             values = {}
             for k, (data, strides) in operands.items():
@@ -312,13 +293,13 @@ class KernelModule:
             return b.zext(b.icmp_signed("!=", operands[k][1][-1], i64(0)), I32)
 
         def contiguous(i):
-            """Element i of every operand (C-contiguous in the result's shape, or a single element): 32-bit."""
+            """Element i of every operand (C-contiguous in the group's shape, or a single element): 32-bit."""
             values = {k: load(_element_ptr(b, data, node.inputs[k].type.dtype, b.mul(i, unit(k))), k)
                       for k, (data, _) in operands.items()}
             sink(i, element(values))
 
         def vectors(j):
-            """Elements 4j .. 4j+3 of every operand (all C-contiguous in the result's shape, pointers aligned:
+            """Elements 4j .. 4j+3 of every operand (all C-contiguous in the group's shape, pointers aligned:
             the host checked): one vector load per operand, the element code per lane."""
             lanes = [{} for _ in range(LANES)]
             for k, (data, _) in operands.items():
@@ -351,41 +332,45 @@ class KernelModule:
             b.position_at_end(strided_entry)
         grid_stride_loop(b, fn, b.zext(start, I64), b.zext(step, I64), n, general, done)
         b.position_at_end(done)
-        if reduction is not None:     # every thread reaches the block's combine, also after a raise (barriers)
-            combine.store_block_result(b.load(acc), out_data)
+        # every thread reaches the blocks' combines, also after a raise (they meet at barriers)
+        for r, (c, acc) in enumerate(zip(combines, accs)):
+            c.store_block_result(b.load(acc), partials, r, len(combines))
         b.ret_void()
         if low._unwind_bb is None:
             return False
         b.position_at_end(low._unwind_bb)       # a raise: record it for the host; stop this thread's elements
         b.store(low._status, self.error)
-        b.branch(done) if reduction is not None else b.ret_void()
+        b.branch(done) if reductions else b.ret_void()
         return True
 
     def _finish(self, fn: ir.Function, kernel: Kernel) -> None:
-        """The second pass of a reduction, one block: ``finish(out, partials, count, n)`` combines the ``count``
-        per-block results in a fixed order and stores the group's scalar result (a mean divides by n)."""
+        """The second pass of a group's reductions, one block: ``finish(out, partials, count, n)`` combines, for
+        each reduction r, the ``count`` per-block results ``partials[block * R + r]`` in a fixed order and stores
+        its scalar (a mean divided by n) in the 64-bit slot ``out[r]``."""
         low = self._lowering(fn, kernel.node)
         b = low.b
         out, partials, count, n = fn.args
-        combine = BlockReduction(self, low, kernel.reduction)
-        acc = low.alloca(combine.register)
-        b.store(combine.identity(), acc)
-        done = fn.append_basic_block("done")
+        reductions = kernel.reductions
+        for r, reduction in enumerate(reductions):
+            combine = BlockReduction(self, low, reduction)
+            acc = low.alloca(combine.register)
+            b.store(combine.identity(), acc)
+            done = fn.append_basic_block(f"accumulated{r}")
 
-        def accumulate(i):
-            bits = b.load(b.gep(b.bitcast(partials, I64.as_pointer()), [i]))
-            b.store(combine.merge(b.load(acc), combine.from_bits(bits)), acc)
-        grid_stride_loop(b, fn, b.zext(special(b, "tid.x"), I64), b.zext(special(b, "ntid.x"), I64), count,
-                          accumulate, done)
-        b.position_at_end(done)
-        combine.store_result(b.load(acc), out, n, kernel.node.output.type)
+            def accumulate(i, combine=combine, acc=acc, r=r):
+                slot = b.add(b.mul(i, i64(len(reductions))), i64(r))
+                bits = b.load(b.gep(b.bitcast(partials, I64.as_pointer()), [slot]))
+                b.store(combine.merge(b.load(acc), combine.from_bits(bits)), acc)
+            grid_stride_loop(b, fn, b.zext(special(b, "tid.x"), I64), b.zext(special(b, "ntid.x"), I64), count,
+                             accumulate, done)
+            b.position_at_end(done)
+            combine.store_result(b.load(acc), b.gep(out, [i64(8 * r)]), n, reduction.output.type)
         b.ret_void()
 
     def llvm_ir(self) -> str:
         """The kernels' LLVM IR, math calls renamed to libdevice's functions."""
         text = str(self.mod.module)
         return re.sub(r'@"' + re.escape(LIBM_PREFIX) + r'(\w+)"', r"@__nv_\1", text)
-
 
 
 def _align(dtype: str) -> int:
@@ -397,68 +382,9 @@ def _element_ptr(b: ir.IRBuilder, data, dtype: str, index):
     return b.gep(b.bitcast(data, ELEM[dtype].as_pointer()), [index])
 
 
-# -- PTX -----------------------------------------------------------------------------------------------------
-
-def libdevice_path() -> Path | None:
-    """libdevice's bitcode: the nvidia-nvvm (or nvidia-cuda-nvcc) package, ``CUDA_HOME``, or the system toolkit."""
-    candidates = []
-    try:
-        import nvidia  # type: ignore  # the nvidia-* wheels share this namespace package
-        for root in getattr(nvidia, "__path__", []):
-            candidates += sorted(Path(root).glob("*/nvvm/libdevice/libdevice*.bc"))
-            candidates += sorted(Path(root).glob("nvvm/libdevice/libdevice*.bc"))
-    except ImportError:
-        pass
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home:
-            candidates += sorted(Path(home).glob("nvvm/libdevice/libdevice*.bc"))
-    return next((c for c in candidates if c.is_file()), None)
-
-
-def ptxas_path() -> str | None:
-    """NVIDIA's PTX assembler: on the PATH, or from the nvidia-cuda-nvcc package (the test extras install it)."""
-    import shutil
-    found = shutil.which("ptxas")
-    if found:
-        return found
-    try:
-        import nvidia  # type: ignore
-    except ImportError:
-        return None
-    candidates = [p for root in getattr(nvidia, "__path__", []) for p in sorted(Path(root).glob("*/bin/ptxas"))]
-    return str(candidates[0]) if candidates else None
-
-
-def compile_ptx(llvm_text: str, arch: str = DEFAULT_ARCH) -> str:
-    """PTX for ``arch`` from an NVPTX module's IR, libdevice linked in where the code calls it."""
-    import llvmlite.binding as llvm
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
-    mod = llvm.parse_assembly(llvm_text)
-    mod.verify()
-    if "@__nv_" in llvm_text:
-        path = libdevice_path()
-        if path is None:
-            raise GpuUnsupported("math functions on the GPU need NVIDIA's libdevice: pip install nvidia-nvvm "
-                                 "(or set CUDA_HOME to a CUDA toolkit)")
-        libdevice = llvm.parse_bitcode(path.read_bytes())
-        libdevice.triple, libdevice.data_layout = TRIPLE, DATA_LAYOUT
-        mod.link_in(libdevice)
-    kernels = {line.split("@", 1)[1].split("(", 1)[0].strip('"')
-               for line in llvm_text.splitlines() if line.startswith("define void @")}
-    for f in mod.functions:      # only the kernels stay visible: unused libdevice functions go away
-        if not f.is_declaration and f.name not in kernels:
-            f.linkage = "internal"
-    tm = llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, features=PTX_VERSION, opt=3)
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
-    return tm.emit_assembly(mod)
-
-
 def ptx_for_graph(graph: Graph, arch: str = DEFAULT_ARCH) -> tuple[str, list[Kernel]]:
-    """PTX with one ``.entry`` per element-wise fusion group of an optimized graph (two for a group ending in a
-    reduction: the per-block pass and ``_finish``), and the kernels."""
+    """PTX with one ``.entry`` per kernel group of an optimized graph (two for a group with reductions: the
+    per-block pass and ``_finish``), and the kernels."""
     km = KernelModule(graph.name)
     for node in gpu_groups(graph):
         km.add(node)

@@ -2,12 +2,14 @@
 kernels.
 
 The host side walks the optimized graph as the reference interpreter does (loops, ifs, scalar code, prints).
-Every ``prim::FusionGroup`` whose operands are device arrays is launched as its kernel (``device_groups.py``
-made one of each element-wise chain, full or axis reduction, copy and write into an array); prange loops are
+Every ``prim::FusionGroup`` whose operands are device arrays is launched as its kernel (the fusion pass made the
+element-wise chains and multi-output groups, ``device_groups.py`` a group of each remaining full or axis
+reduction, matrix product, copy and write into an array; groups.py says which kernel each is); prange loops are
 kernels too. Array creation gives device arrays; views (rows, slices, ``.T``) share device memory. Reading a
-scalar from a device array (``x[i]``, a full reduction's result) is a synchronous copy; reading its shape copies
-nothing. Any other operator on a device array is refused (``GpuUnsupported``, naming the operator and the
-line) rather than run on the host behind the user's back.
+scalar from a device array (``x[i]``, a reduction's or a vector product's result) is a synchronous copy; reading
+its shape copies nothing; printing a device array copies it, as documented host work. Any other operator or
+group on a device array is refused (``GpuUnsupported``, naming the operator and the line) rather than run on the
+host behind the user's back: the only whole-array copies to the host are the prints'.
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from ...ir.types import BOOL, FLOAT, TensorType
 from ..interpreter import Interpreter
 from ..llvm.errors import ERROR_TABLE
 from ..llvm.parallel import captured_values
-from .codegen import CONTIGUOUS, STRIDED, VECTORS, GpuUnsupported, KernelModule, _align, final_reduction, runs_on_gpu
+from .codegen import CONTIGUOUS, STRIDED, VECTORS, GpuUnsupported, KernelModule, _align
+from .groups import describe, runs_on_gpu
+from .matmul import launch_product
 from .prange import add_parallel_loop, check_device_code, combine_on_host, gpu_parallel_loop
 
 HOST_SAFE = {"aten::size", "aten::len", "aten::dim", "aten::numel", "prim::TupleIndex", "prim::TupleConstruct",
@@ -28,6 +32,8 @@ SCALAR_READS = {"aten::getitem"}
 SCALAR_WRITES = {"aten::setitem"}        # one element at integer indices: a synchronous copy to the device
 TEXT = {"prim::Print", "aten::format"}     # device arrays printed as the host prints them: a synchronous copy
 VIEWS = {"aten::select", "aten::slice", "aten::numpy_T", "aten::reshape"}   # shape and strides only: no copy
+ON_THE_GPU = ("(element-wise expressions and multi-output groups, full and axis reductions, matrix products, copies, "
+              "writes into arrays and prange loops do; copy_to_host() for the rest)")
 
 
 class GpuProgram:
@@ -72,10 +78,10 @@ def mark_devices(graph: Graph, device_inputs: list[bool]) -> Graph:
             continue
         if node.kind == "prim::FusionGroup" and runs_on_gpu(node) and any(id(v) in on_device for v in node.inputs):
             node.attrs["device"] = "cuda"
-            if final_reduction(node) is not None:     # a scalar for the host: copied back after the kernels
+            arrays = [out for out in node.outputs if isinstance(out.type, TensorType)]
+            if len(arrays) < len(node.outputs):    # scalars for the host: copied back after the kernels
                 node.attrs["copy"] = "device_to_host"
-            elif node.outputs:
-                on_device.add(id(node.output))
+            on_device.update(id(out) for out in arrays)
         elif node.kind in SCALAR_READS | TEXT and any(id(v) in on_device for v in node.inputs):
             node.attrs["copy"] = "device_to_host"
         elif node.kind in SCALAR_WRITES and id(node.inputs[0]) in on_device:
@@ -161,55 +167,80 @@ class _Executor(Interpreter):
                         and not (node.kind in SCALAR_WRITES and not isinstance(node.inputs[-1].type, TensorType)):
                     where = f" at {node.source.short()}" if node.source is not None else ""
                     raise GpuUnsupported(f"{node.kind}{where} on a device array does not run on the GPU yet "
-                                         "(element-wise expressions, full reductions and prange loops do; "
-                                         "copy_to_host() for the rest)")
+                                         f"{ON_THE_GPU}")
         return super().run_block(block, env)
 
     def run_fusion_group(self, node, inputs):
         kernel = self.program.kernels.get(id(node))
-        if kernel is None or not any(_is_device(x) for x in inputs):
+        if not any(_is_device(x) for x in inputs):
             if "into" in node.attrs:
                 return _write_on_host(node, inputs)
-            return super().run_fusion_group(node, [_host(x) for x in inputs])
+            return super().run_fusion_group(node, inputs)
+        if kernel is None:      # never run on the host behind the user's back
+            raise GpuUnsupported(f"{describe(node)} on a device array does not run on the GPU yet {ON_THE_GPU}")
         if not all(_is_device(inputs[k]) for k in kernel.arrays):
             where = f" at {node.source.short()}" if node.source is not None else ""
             raise GpuUnsupported(f"the operation{where} reads host and device arrays: move them all to the device")
-        if kernel.reduction is not None:
-            return [self.reduce(kernel, node, inputs)]
         if kernel.axis_reduction is not None:
             return [self.reduce_axis(kernel, node, inputs)]
+        if kernel.product is not None:
+            return [launch_product(self.program, kernel, node, inputs)]
         if kernel.into is not None:
             self.launch(kernel, node, self.without_overlap(kernel, node, inputs))
             return []
-        return [self.launch(kernel, node, inputs)]
+        return self.launch(kernel, node, inputs)
 
-    def launch(self, kernel, node, inputs):
-        """An element-wise kernel: into a new array, or into the group's destination operand."""
+    def launch(self, kernel, node, inputs) -> list:
+        """A grid group: its arrays (new, or the destination operand of a write) element by element, and its
+        reductions per block then by the finishing kernel, their scalars copied to the host at once."""
         from ...cuda import DeviceArray, launch_config
-        arrays = [inputs[k] for k in kernel.arrays]
-        device = self.program.device
+        device, module = self.program.device, self.program.module
         if kernel.into is None:
-            shape = np.broadcast_shapes(*[a.shape for a in arrays])
-            out = DeviceArray._make(device, shape, node.output.type.dtype)
+            shape = np.broadcast_shapes(*[inputs[k].shape for k in kernel.arrays])
+            outs = [DeviceArray._make(device, shape, node.outputs[k].type.dtype) for k in kernel.stores]
         else:
-            out = inputs[kernel.into]
-            shape = out.shape
-        n = out.size
+            outs = [inputs[kernel.into]]
+            shape = outs[0].shape
+        n = int(np.prod(shape, dtype=np.int64))
+        reductions = kernel.reductions
         if not n:
-            return out
+            if reductions:      # the empty reductions' results (or NumPy's ValueError) are the host's
+                return self.on_empty(node, inputs)
+            return outs if kernel.into is None else []
         strides = {k: _broadcast_strides(inputs[k], shape) for k in kernel.arrays}
         threads, max_blocks = launch_config()
         blocks = device.blocks(n, threads, max_blocks)
-        mode = _mode(kernel, inputs, strides, shape, out, n + 4 * threads * blocks)
-        out_strides = list(out.strides) if kernel.into is not None else []
-        args = [out.pointer, n, mode, *shape, *out_strides, *self.operands(kernel, inputs, strides, mode, shape)]
-        device.launch(self.program.module, kernel, blocks, threads, args)
+        mode = _mode(kernel, inputs, strides, shape, outs, n + 4 * threads * blocks)
+        partials = [device.allocate(8 * blocks * len(reductions))] if reductions else []
+        out_strides = list(outs[0].strides) if kernel.into is not None else []
+        args = [*(a.pointer for a in outs + partials), n, mode, *shape, *out_strides,
+                *self.operands(kernel, inputs, strides, mode, shape)]
+        device.launch(module, kernel, blocks, threads, args)
         if kernel.can_raise:
-            code, payload = self.program.module.take_error()
+            code, payload = module.take_error()
             if code:
                 raise ERROR_TABLE[code].make(payload)
-        return out
+        if kernel.into is not None:
+            return []
+        results = dict(zip(kernel.stores, outs))
+        if reductions:
+            out = device.allocate(8 * len(reductions))
+            device.launch(module, kernel, 1, threads, [out.pointer, partials[0].pointer, blocks, n], finish=True)
+            slots = np.empty(len(reductions), np.int64)
+            device.copy_to_host(slots, out.pointer)       # every scalar in one synchronous copy
+            positions = [k for k in range(len(kernel.results)) if k not in results]
+            for r, k in enumerate(positions):
+                results[k] = _scalar(slots[r:r + 1], node.outputs[k].type)
+        return [results[k] for k in range(len(kernel.results))]
 
+    def on_empty(self, node, inputs) -> list:
+        """A group over no elements, by the host on empty stand-ins (nothing to copy): NumPy's identities and
+        errors; its arrays (empty) as device arrays."""
+        from ...cuda import DeviceArray
+        stand_ins = [np.empty(x.shape, x.dtype) if _is_device(x) else x for x in inputs]
+        results = super().run_fusion_group(node, stand_ins)
+        return [DeviceArray._make(self.program.device, r.shape, r.dtype) if isinstance(r, np.ndarray) else r
+                for r in results]
 
     def without_overlap(self, kernel, node, inputs) -> list:
         """The operands of a write into ``inputs[into]``, checked as NumPy checks them (the source broadcasts to
@@ -241,7 +272,8 @@ class _Executor(Interpreter):
         shape = tuple(x.shape[d] for d in kept)
         device = self.program.device
         if x.shape[axis] == 0 or 0 in shape:    # NumPy's identities and errors for empty lines: the host's
-            host = super().run_fusion_group(node, [_host(v) for v in inputs])[0]
+            host = super().run_fusion_group(node, [np.empty(v.shape, v.dtype) if _is_device(v) else v
+                                                   for v in inputs])[0]
             out = DeviceArray._make(device, host.shape, host.dtype)
             device.copy_from_host(out.pointer, host)
             return out
@@ -251,34 +283,6 @@ class _Executor(Interpreter):
         args = [out.pointer, n, *shape, x.pointer, *[x.strides[d] for d in kept], x.shape[axis], x.strides[axis]]
         device.launch(self.program.module, kernel, device.blocks(n, threads, max_blocks), threads, args)
         return out
-
-    def reduce(self, kernel, node, inputs):
-        """A group ending in a full reduction: per-block results, the finishing kernel, and a synchronous copy
-        of the scalar to the host."""
-        from ...cuda import launch_config
-        shape = np.broadcast_shapes(*[inputs[k].shape for k in kernel.arrays])
-        n = int(np.prod(shape, dtype=np.int64))
-        if not n:       # the empty reductions' results (or NumPy's ValueError) are the host's
-            return super().run_fusion_group(node, [_host(x) for x in inputs])[0]
-        device = self.program.device
-        strides = {k: _broadcast_strides(inputs[k], shape) for k in kernel.arrays}
-        threads, max_blocks = launch_config()
-        blocks = device.blocks(n, threads, max_blocks)
-        mode = _mode(kernel, inputs, strides, shape, None, n + 4 * threads * blocks)
-        partials = device.allocate(8 * blocks)
-        device.launch(self.program.module, kernel, blocks, threads,
-                      [partials.pointer, n, mode, *shape, *self.operands(kernel, inputs, strides, mode, shape)])
-        if kernel.can_raise:
-            code, payload = self.program.module.take_error()
-            if code:
-                raise ERROR_TABLE[code].make(payload)
-        out = device.allocate(8)
-        device.launch(self.program.module, kernel, 1, threads, [out.pointer, partials.pointer, blocks, n],
-                      finish=True)
-        t = node.output.type
-        host = np.empty(1, {FLOAT: np.float64, BOOL: np.int8}.get(t, np.int64))
-        device.copy_to_host(host, out.pointer)
-        return {FLOAT: float, BOOL: bool}.get(t, int)(host[0])
 
     @staticmethod
     def operands(kernel, inputs, strides, mode, shape) -> list:
@@ -366,8 +370,7 @@ def _host_only(kind):
 
     def run(*args, **attrs):
         if any(_is_device(a) for a in args):
-            raise GpuUnsupported(f"{kind} on a device array does not run on the GPU yet (element-wise "
-                                 "expressions, full reductions and prange loops do; copy_to_host() for the rest)")
+            raise GpuUnsupported(f"{kind} on a device array does not run on the GPU yet {ON_THE_GPU}")
         return base(*args, **attrs)
     return run
 
@@ -381,19 +384,28 @@ def _host(x):
     return x.copy_to_host() if _is_device(x) else x
 
 
-def _mode(kernel, inputs, strides, shape, out, last_index) -> int:
-    """The kernel loop for these operands (codegen's STRIDED, CONTIGUOUS or VECTORS)."""
+def _mode(kernel, inputs, strides, shape, outs, last_index) -> int:
+    """The kernel loop for these operands and destinations (codegen's STRIDED, CONTIGUOUS or VECTORS)."""
     if not shape or last_index >= 2 ** 31:
         return STRIDED
     whole = [tuple(inputs[k].shape) == tuple(shape) and inputs[k].is_c_contiguous for k in kernel.arrays]
     if not all(w or all(s == 0 for s in strides[k]) for w, k in zip(whole, kernel.arrays)):
         return STRIDED
-    if out is not None and not out.is_c_contiguous:       # a write into a strided view
+    if not all(out.is_c_contiguous for out in outs):       # a write into a strided view
         return STRIDED
-    arrays = [out] * (out is not None) + [inputs[k] for k in kernel.arrays]
+    arrays = list(outs) + [inputs[k] for k in kernel.arrays]
     if all(whole) and all(a.pointer % _align(a.dtype.name) == 0 for a in arrays):
         return VECTORS
     return CONTIGUOUS
+
+
+def _scalar(slot: np.ndarray, t):
+    """The Python scalar of type ``t`` a finishing kernel stored in a 64-bit slot (a bool in its first byte)."""
+    if t == FLOAT:
+        return float(slot.view(np.float64)[0])
+    if t == BOOL:
+        return bool(slot.view(np.int8)[0])
+    return int(slot[0])
 
 
 def _write_on_host(node, inputs) -> list:
