@@ -422,7 +422,7 @@ KERNELS = [
 
 # Topic modules ``bench/kernels_<topic>.py`` add rows: each defines ``KERNELS`` (a list of Kernel) and may define
 # ``torch_versions()`` / ``jax_versions()`` (name -> function, imported lazily like the ones above) and
-# ``TORCH_SKIPPED`` / ``JAX_SKIPPED`` (name -> why).
+# ``TORCH_SKIPPED`` / ``JAX_SKIPPED`` (name -> why) and ``TORCH_EAGER`` (names whose torch version is not scripted).
 def _topic_modules():
     import importlib
     import pkgutil
@@ -433,10 +433,14 @@ def _topic_modules():
 
 
 _TOPICS = _topic_modules() if __package__ else []
+TORCH_EAGER: set[str] = set()        # kernels whose torch version runs eagerly (torch.func, autograd), unscripted
+JAX_DRIVERS: set[str] = set()        # kernels whose jax version is a Python loop over jitted code, not jitted whole
 for _topic in _TOPICS:
     KERNELS += _topic.KERNELS
     TORCH_SKIPPED.update(getattr(_topic, "TORCH_SKIPPED", {}))
     JAX_SKIPPED.update(getattr(_topic, "JAX_SKIPPED", {}))
+    TORCH_EAGER.update(getattr(_topic, "TORCH_EAGER", set()))
+    JAX_DRIVERS.update(getattr(_topic, "JAX_DRIVERS", set()))
 
 
 def _with_topics(base, attr):

@@ -222,6 +222,8 @@ def make_impl(kernel: K.Kernel, name: str, peers: Peers) -> Impl | str:
     if name == "scriptc":
         if peers.scriptc is None:
             return peers.notes.get("scriptc", "not importable")
+        if getattr(kernel.scriptc, "driver", False):     # Python driving compiled code: used as it is
+            return Impl(build=lambda: kernel.scriptc)
         return Impl(build=lambda: peers.scriptc.script(kernel.scriptc))
     if name in ("python", "numpy"):
         fn = kernel.eager.get(name)
@@ -239,6 +241,8 @@ def make_impl(kernel: K.Kernel, name: str, peers: Peers) -> Impl | str:
         if fn is None:
             return K.TORCH_SKIPPED.get(kernel.name, "no TorchScript version")
         torch = peers.torch
+        if kernel.name in K.TORCH_EAGER:        # torch.func / autograd: eager PyTorch, as the articles run it
+            return Impl(build=lambda: fn, convert=_torch_in(torch), to_numpy=_torch_out(torch))
         return Impl(build=lambda: torch.jit.script(fn), convert=_torch_in(torch), to_numpy=_torch_out(torch),
                     warmup=3)  # the profiling executor specializes after the first runs
     if name == "jax":
@@ -250,7 +254,7 @@ def make_impl(kernel: K.Kernel, name: str, peers: Peers) -> Impl | str:
         jax = peers.jax
 
         def build():
-            jitted = jax.jit(fn)
+            jitted = fn if kernel.name in K.JAX_DRIVERS else jax.jit(fn)
             return lambda *args: jax.block_until_ready(jitted(*args))
         return Impl(build=build, convert=_jax_in(jax), to_numpy=_jax_out)
     raise ValueError(name)

@@ -32,6 +32,10 @@ class GradFunction:
         if not (isinstance(argnums, int) or isinstance(argnums, tuple) and argnums
                 and all(isinstance(k, int) for k in argnums)):
             raise TypeError(f"argnums must be an int or a tuple of ints, not {argnums!r}")
+        # as scripted functions do: a class of its own, whose __call__ becomes the JIT-built entry point of the
+        # signatures compiled so far (``_install_entry``), falling back to ``_dispatch``
+        self.__class__ = type(f"GradFunction[{fn.__name__}]", (GradFunction,), {})
+        self._entry = None
         self.fn = fn
         self.single = isinstance(argnums, int)
         self.argnums = (argnums,) if self.single else tuple(argnums)
@@ -95,14 +99,30 @@ class GradFunction:
             from ..backend.llvm import compile_graph
             native = self._native[types] = compile_graph(self.graph_for_types(types), fastmath=self.fastmath,
                                                          nogil=self.nogil)
+            self._install_entry(native, types)
         return native
 
-    def __call__(self, *args, **kwargs):
+    def _dispatch(self, *args, **kwargs):
         types, values = self._bind(args, kwargs)
         native = self.native_for_types(types)
         if self._written.get(types):
             _check_not_shared(self.param_names, values, self._written[types])
         return native(*values)
+
+    __call__ = _dispatch
+
+    def _install_entry(self, native, types) -> None:
+        """Calls with this signature skip Python (unless the function writes an argument: then the arguments
+        are checked for shared memory in Python first)."""
+        from ..backend.llvm.entry import EntryUnsupported, make_entry
+        if self._written.get(types):
+            return
+        try:
+            entry = make_entry(native, self._entry or self._dispatch, nogil=self.nogil)
+        except EntryUnsupported:
+            return
+        self._entry = entry
+        type(self).__call__ = staticmethod(entry)
 
     def interpret(self, *args, **kwargs):
         """Run the (unoptimized) gradient graph through the reference interpreter."""
