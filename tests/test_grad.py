@@ -386,3 +386,20 @@ def test_what_is_not_differentiable_is_a_compile_error_with_the_line():
     with pytest.raises(TypeError, match="argnums must be an int or a tuple of ints"):
         scriptc.grad(scan_product, argnums=0.5)
     assert scriptc.grad(scan_product, argnums=[0]) is scriptc.grad(scan_product, argnums=(0,))
+
+
+@scriptc.script
+def joined(x: np.ndarray, y: np.ndarray) -> float:
+    c = np.concatenate([x, y * 2.0], axis=0)
+    s = np.stack([x[:3], y[1:4]], axis=1)
+    d = np.diff(c, n=2) + np.round(c[:7])
+    return np.sum(c * c) + np.sum(s ** 3) + np.sum(d * np.arange(d.shape[0]))
+
+
+def test_concatenate_stack_diff_round():
+    x, y = RNG.random(5), RNG.random(4)
+    g = scriptc.grad(joined, argnums=(0, 1))
+    native, interpreted = g(x, y), g.interpret(x, y)
+    for k in range(2):
+        assert_close(native[k], interpreted[k], 1e-12)
+        assert_close(native[k], central_difference(joined, [x, y], k))

@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from ..ir.registry import NeedsSpecialization, OpTypeError, by_sample, register, same_shape, shape_of
+from ..ir.registry import (ZERO_DERIVATIVE, NeedsSpecialization, OpTypeError, by_sample, register, same_shape,
+                           shape_of)
 from ..ir.types import TensorType, TupleType
 
 
@@ -51,7 +52,7 @@ def _round_rule(t, *, decimals=0):
 
 
 register("aten::round(Tensor self, *, int decimals) -> Tensor", impl=_round, infer=_round_rule,
-         py=(np.round, np.around), methods=("round",), shape=same_shape)
+         py=(np.round, np.around), methods=("round",), shape=same_shape, vjp=ZERO_DERIVATIVE)
 
 
 # -- running sums and products: np.cumsum(x, axis=None) flattens ------------------------------------------
@@ -118,8 +119,25 @@ def _diff_shape(types, consts, *, n=1, axis=-1):
     return [shape[:k] + (None if d is None else max(0, d - n),) + shape[k + 1:]]
 
 
+def _diff_vjp(e, g, out, x, *, n=1, axis=-1):
+    """Each difference y_i = x_{i+1} - x_i sends +g_i to x_{i+1} and -g_i to x_i: n times, from the last."""
+    k = axis % x.type.rank
+    none, one, minus_one = e.const(None), e.const(1), e.const(-1)
+    for _ in range(n - 1):      # the adjoint of the (n-1)-th differences, one element longer along the axis
+        dims = e.dims(g)
+        wider = e.op("aten::zeros", *dims[:k], e.add(dims[k], one), *dims[k + 1:], dtype=g.type.dtype)
+        e.add_into(e.op("aten::slice", wider, one, none, none, dim=k), g)
+        e.add_into(e.op("aten::slice", wider, none, minus_one, none, dim=k), e.neg(g))
+        g = wider
+
+    def write(e, acc):
+        e.add_into(e.op("aten::slice", acc, one, none, none, dim=k), g)
+        e.add_into(e.op("aten::slice", acc, none, minus_one, none, dim=k), e.neg(g))
+    return (e.scatter(write),)
+
+
 register("aten::diff(Tensor self, *, int n, int axis) -> Tensor", impl=_diff, infer=_diff_rule, py=(np.diff,),
-         shape=_diff_shape)
+         shape=_diff_shape, vjp=_diff_vjp)
 
 
 # -- sorting: a stable merge sort along an axis (NaNs last, as NumPy orders them) ----------------------------

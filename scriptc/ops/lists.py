@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.registry import Effect, OpTypeError, register
-from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, Type, parse_type
+from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type, parse_type
 
 
 def _list(t: Type, what: str) -> ListType:
@@ -294,7 +294,36 @@ def _unknown_dims(extra: int):
     return rule
 
 
+def _parts(e, arrays):
+    """The arrays a list display joins (the transform reads the display's elements: ``a`` and ``b`` of
+    ``[a, b]``), or a tuple's elements."""
+    if isinstance(arrays.type, TupleType):
+        return [e.op("prim::TupleIndex", arrays, index=k) for k in range(len(arrays.type.elems))]
+    node = arrays.node
+    if node is None or node.kind != "prim::ListConstruct":
+        raise NotImplementedError("a list not written as a display")
+    return list(node.inputs)
+
+
+def _concatenate_vjp(e, g, out, arrays, *, axis=0):
+    """Each array's adjoint is its own stretch of ``g`` along the axis."""
+    parts, start, none = _parts(e, arrays), e.const(0), e.const(None)
+    k = axis % out.type.rank
+    pieces = []
+    for a in parts:
+        stop = e.add(start, e.dim_size(a, k))
+        pieces.append(e.op("aten::slice", g, start, stop, none, dim=k))
+        start = stop
+    return (pieces,)
+
+
+def _stack_vjp(e, g, out, arrays, *, axis=0):
+    parts = _parts(e, arrays)
+    k = axis % out.type.rank
+    return ([e.op("aten::select", g, e.const(j), dim=k) for j in range(len(parts))],)
+
+
 register("aten::concatenate(Any arrays, *, int axis) -> Tensor", effect=Effect.RAISES, shape=_unknown_dims(0),
-         impl=lambda xs, *, axis=0: np.concatenate(xs, axis=axis), infer=_concatenate_rule)
+         impl=lambda xs, *, axis=0: np.concatenate(xs, axis=axis), infer=_concatenate_rule, vjp=_concatenate_vjp)
 register("aten::stack(Any arrays, *, int axis) -> Tensor", effect=Effect.RAISES, shape=_unknown_dims(1),
-         impl=lambda xs, *, axis=0: np.stack(xs, axis=axis), infer=_stack_rule)
+         impl=lambda xs, *, axis=0: np.stack(xs, axis=axis), infer=_stack_rule, vjp=_stack_vjp)

@@ -111,5 +111,12 @@ def _fma_rule(x, scale, offset):
     return TensorType(x.dtype, 1)
 
 
+def _fma_vjp(e, g, out, x, scale, offset):
+    """x * scale + offset, scale and offset of shape (1,)."""
+    one = e.const(1)
+    return (e.mul(g, scale), e.op("aten::reshape", e.op("aten::sum", e.mul(g, x)), one),
+            e.op("aten::reshape", e.op("aten::sum", g), one))
+
+
 register("random::fma(Tensor x, Tensor scale, Tensor offset) -> Tensor", impl=fma, infer=_fma_rule,
-         effect=Effect.RAISES, shape=lambda types, consts: [types[0].shape], py=(fma,))
+         effect=Effect.RAISES, shape=lambda types, consts: [types[0].shape], py=(fma,), vjp=_fma_vjp)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..errors import CompileError
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import lookup
-from ..ir.types import BOOL, FLOAT, INT, TensorType, TupleType
+from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType
 from .adjoints import Adjoints, leaf_paths
 from .emitter import Emitter, differentiable
 from .inplace import InPlaceMixin
@@ -105,6 +105,16 @@ def _outer_values(node: Node, mem, active: set) -> list[Value]:
         visit(b)
     return [v for k, v in used.items() if k not in inside and differentiable(v) and not mem.member(v)
             and id(v) in active]
+
+
+def _read_whole_list(v: Value):
+    """The elements of a list display (``[a, b]``) that is only read whole (by np.concatenate / np.stack), or
+    None: such a list cannot change between its making and its reading."""
+    node = v.node
+    if node is None or node.kind != "prim::ListConstruct" or \
+            any(u.user.kind not in ("aten::concatenate", "aten::stack") for u in v.uses):
+        return None
+    return list(node.inputs)
 
 
 def _discard(v: Value, new: set) -> None:
@@ -265,7 +275,13 @@ class Transform(InPlaceMixin):
         return adj
 
     def backward_op(self, node: Node, e: Emitter, vmap: dict, adj: Adjoints, g=None) -> None:
-        if not any(self.active(v) for v in node.inputs):
+        lists = [v for v in node.inputs if id(v) in self.active_ids and isinstance(v.type, ListType)
+                 and differentiable(v.type.elem)]
+        for v in lists:
+            if _read_whole_list(v) is None:
+                raise self.error(node, f"{node.kind} of a list of float values (only a list written as a display "
+                                       f"and read whole, np.concatenate([a, b]), carries gradients)")
+        if not any(self.active(v) for v in node.inputs) and not lists:
             return
         op = lookup(node.kind)
         if op.vjp is None or len(node.outputs) != 1:
@@ -284,6 +300,10 @@ class Transform(InPlaceMixin):
         for src, c in zip(node.inputs, contributions):
             if isinstance(c, Value) and not self.active(src):
                 _discard(c, new)        # made by the rule for an operand that needs no adjoint
+        for src, c in zip(node.inputs, contributions):
+            if isinstance(c, list) and src in lists:      # a list display's elements get their stretches
+                for v, piece in zip(_read_whole_list(src), c):
+                    adj.add(v, piece, vmap.get(id(v), v))
         for src, primal, c in zip(node.inputs, inputs, contributions):
             if c is not None and self.active(src):
                 if isinstance(c, Value):
