@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-gpu clean
+.PHONY: demo test test-slow test-gpu samples clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,6 +16,13 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# the seed articles' programs (scikit-learn, for the digits, is in the test extras)
+samples: $(STAMP)
+	$(BIN)/python samples/linreg_grad.py
+	$(BIN)/python samples/functorch_basics.py
+	$(BIN)/python samples/mlp_digits.py --epochs 3
+	$(BIN)/python samples/train_state.py
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

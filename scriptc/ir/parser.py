@@ -6,7 +6,7 @@ import re
 
 from .arrayconst import parse_array
 from .core import Graph, Node, SourceRange, Value
-from .types import (BOOL, FLOAT, INT, NAME_DTYPES, NAMED_TUPLES, NONE, STR, ListType, NamedTupleType, TENSOR, TensorType,
+from .types import (BOOL, FLOAT, INT, NAME_DTYPES, NONE, STR, ListType, NamedTupleType, TENSOR, TensorType,
                     TupleType, Type)
 
 
@@ -45,11 +45,11 @@ class TypeParser:
             t = ListType(t)
         return t
 
-    def named_tuple(self, name: str) -> NamedTupleType:
-        """``Name(field: type, ...)``: the NamedTuple class of that name the frontend registered (by its fields),
-        else a NamedTupleType known by the name alone."""
+    def named_tuple(self, qualname: str) -> NamedTupleType:
+        """``module.Name(field: type, ...)``: a NamedTuple type (its class, when this process has it, is
+        ``NAMED_TUPLES[qualname]``)."""
         if not self.eat("("):
-            raise ParseError(f"unknown type {name!r}")
+            raise ParseError(f"unknown type {qualname!r}")
         fields, elems = [], []
         while not self.eat(")"):
             self.ws()
@@ -60,8 +60,6 @@ class TypeParser:
             fields.append(m.group(1))
             elems.append(self.type())
             self.eat(",")
-        qualname = next((q for q, cls in NAMED_TUPLES.items()
-                         if q.rsplit(".", 1)[-1] == name and tuple(cls._fields) == tuple(fields)), name)
         return NamedTupleType(tuple(elems), qualname, tuple(fields))
 
     def base_type(self) -> Type:
@@ -72,7 +70,7 @@ class TypeParser:
                 elems.append(self.type())
                 self.eat(",")
             return TupleType(tuple(elems))
-        m = re.compile(r"[A-Za-z_][A-Za-z_0-9]*").match(self.s, self.i)
+        m = re.compile(r"[A-Za-z_][A-Za-z_0-9]*(\.[A-Za-z_][A-Za-z_0-9]*)*").match(self.s, self.i)
         if not m:
             raise ParseError(f"expected a type at {self.s[self.i:]!r}")
         self.i = m.end()

@@ -71,15 +71,16 @@ NAMED_TUPLES: dict[str, type] = {}
 
 @dataclass(frozen=True)
 class NamedTupleType(TupleType):
-    """A ``typing.NamedTuple`` class used by scripted code: a tuple whose elements have names. Printed as
-    ``TrainState(step: int, w: Double(*))``; ``qualname`` (``module.Class``) identifies the class, registered in
-    ``NAMED_TUPLES`` so that values built in native code or the interpreter are instances of it."""
+    """A ``typing.NamedTuple`` class used by scripted code: a tuple whose elements have names. Printed with the
+    class's module, as TorchScript prints classes: ``train.TrainState(step: int, w: Double(*))``; ``qualname``
+    (``module.Class``) identifies the class, registered in ``NAMED_TUPLES`` so that values built in native code or
+    the interpreter are instances of it (two modules may each have a ``Params``)."""
     qualname: str = ""
     fields: tuple[str, ...] = ()
 
     def __str__(self):
         inner = ", ".join(f"{f}: {t}" for f, t in zip(self.fields, self.elems))
-        return f"{self.qualname.rsplit('.', 1)[-1]}({inner})"
+        return f"{self.qualname}({inner})"
 
     def with_elems(self, elems) -> "NamedTupleType":
         return NamedTupleType(tuple(elems), self.qualname, self.fields)
