@@ -92,6 +92,8 @@ def fresh(code: str, env=None) -> float:
     path = os.path.join(WORK, f"program_{abs(hash(code)) % 10 ** 12}.py")
     with open(path, "w") as f:
         f.write(code)
+    env = dict(os.environ if env is None else env)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)    # bytecode is written (and then read), as on a user's machine
     out = subprocess.run([sys.executable, path], capture_output=True, text=True, env=env)
     if out.returncode:
         raise RuntimeError(out.stderr[-2000:])
