@@ -20,16 +20,16 @@ def set_num_threads(n: int) -> None:
     """Use ``n`` threads, for the whole process: in prange loops and large element-wise fusion groups
     (scriptc's thread pool) and in matrix products (OpenBLAS's thread count, when OpenBLAS is available).
     By default scriptc uses ``SCRIPTC_NUM_THREADS`` or one thread per available core."""
-    from .backend.llvm import blas, parallel
-    parallel.set_num_threads(n)
+    from .backend.llvm import blas, threads
+    threads.set_num_threads(n)
     if blas.available():
         blas.set_num_threads(n)
 
 
 def get_num_threads() -> int:
     """The number of threads prange loops (and matrix products, after ``set_num_threads``) use."""
-    from .backend.llvm import parallel
-    return parallel.get_num_threads()
+    from .backend.llvm import threads
+    return threads.get_num_threads()
 
 
 __all__ = ["CompileError", "ScriptFunction", "get_num_threads", "grad", "load", "prange", "script", "set_num_threads", "value_and_grad"]

@@ -377,12 +377,19 @@ class ScriptFunction:
         """The machine code for one signature, compiled on first use."""
         native = self._native.get(types)
         if native is None:
-            from .backend.llvm import compile_graph
-            from .backend.llvm.parallel import releases_gil
+            from .backend.gil import releases_gil
             graph = self.graph_for_types(types)
             nogil = self.nogil or releases_gil(graph)    # prange loops run with the GIL released
-            native = self._native[types] = compile_graph(graph, fastmath=self.fastmath, nogil=nogil,
-                                                         cache=self._cache_directory())
+            cache = self._cache_directory()
+            native = key = None
+            if cache is not None:      # a hit links cached machine code without loading LLVM
+                from .backend.llvm.cached import load_cached
+                native, key = load_cached(graph, self.fastmath, nogil, cache, python_entry=True)
+            if native is None:
+                from .backend.llvm.compile import compile_graph
+                native = compile_graph(graph, fastmath=self.fastmath, nogil=nogil, cache=cache, python_entry=True,
+                                       key=key)
+            self._native[types] = native
             native.nogil = nogil
             self._install_entry(native)
         return native
@@ -397,12 +404,15 @@ class ScriptFunction:
         return self._disk_cache
 
     def _install_entry(self, native) -> None:
-        from .backend.llvm.entry import EntryUnsupported, make_entry
         fallback = self._entry or self._dispatch
-        try:
-            entry = make_entry(native, fallback, nogil=getattr(native, "nogil", self.nogil))
-        except EntryUnsupported:
-            return  # this signature is called through _dispatch (ctypes)
+        nogil = getattr(native, "nogil", self.nogil)
+        entry = native.python_entry(fallback, nogil)     # compiled into the signature's module
+        if entry is None:
+            from .backend.llvm.entry import EntryUnsupported, make_entry
+            try:
+                entry = make_entry(native, fallback, nogil=nogil)
+            except EntryUnsupported:
+                return  # this signature is called through _dispatch (ctypes)
         self._entry = entry
         type(self).__call__ = staticmethod(entry)
 
