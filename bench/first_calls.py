@@ -52,23 +52,17 @@ def _wrap(owner, attr: str, phase: str) -> None:
 
 def instrument() -> None:
     """Wrap the compiler's phases (what exists in this version of scriptc)."""
-    from scriptc import function
     from scriptc.frontend import FunctionEmitter
     from scriptc.passes import manager
-    from scriptc.backend.llvm import engine, lower, native
+    from scriptc.backend.llvm import compile as compiling, engine, entry, lower
     _wrap(FunctionEmitter, "build", "frontend")
     _wrap(manager.PassManager, "run", "passes")
     _wrap(lower.ModuleLowering, "entry", "lowering")
+    _wrap(entry.EntryLowering, "lower", "entry")
     _wrap(engine.Engine, "optimize", "llvm opt")
     _wrap(engine.Engine, "emit_object", "llvm codegen")
-    _wrap(engine.Engine, "add_object", "link")
-    for name in ("make_entry", "compile_python_entry"):
-        from scriptc.backend.llvm import entry
-        if hasattr(entry, name):
-            _wrap(entry, name, "entry")
-            if hasattr(function, name):
-                setattr(function, name, getattr(entry, name))
-    _wrap(native, "compile_graph", "compile other")
+    _wrap(compiling, "link", "link")
+    _wrap(compiling, "compile_graph", "compile other")
 
 
 # -- the functions ------------------------------------------------------------------------------------------
@@ -150,7 +144,7 @@ def main() -> None:
         results.append((label, *best))
         print(f"{best[0] * 1e3:8.1f} ms  {label}", file=sys.stderr)
     results.sort(key=lambda r: -r[1])
-    names = ["frontend", "passes", "lowering", "llvm opt", "llvm codegen", "link", "entry", "compile other",
+    names = ["frontend", "passes", "lowering", "entry", "llvm opt", "llvm codegen", "link", "compile other",
              "run + other"]
     print(f"{len(results)} functions; total {sum(r[1] for r in results) * 1e3:.0f} ms; over 150 ms: "
           f"{sum(r[1] > 0.150 for r in results)}")

@@ -7,7 +7,6 @@ from . import ops as _ops  # noqa: F401  (fills the operator registry)
 from .errors import CompileError
 from .function import ScriptFunction, script
 from .parallel import prange
-from .transforms import grad, value_and_grad
 
 
 def load(path):
@@ -37,8 +36,12 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name):
-    # scriptc.random (functional random keys) is imported on first use: its kernels cost import time
+    # scriptc.random (functional random keys) and the transforms (grad) are imported on first use: import time
+    import importlib
     if name == "random":
-        import importlib
         return importlib.import_module(".random", __name__)
+    if name in ("grad", "value_and_grad"):
+        value = getattr(importlib.import_module(".transforms", __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'scriptc' has no attribute {name!r}")

@@ -78,6 +78,12 @@ def count_positive(x: np.ndarray, strict: bool) -> int:
 def uses_blas(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a @ b
 
+TABLE = np.array([1.0, 2.0, 3.0])
+
+@scriptc.script
+def uses_table(i: int) -> float:
+    return TABLE[i]
+
 @scriptc.script
 def uses_prange(a: np.ndarray) -> float:
     s = 0.0
@@ -316,6 +322,8 @@ def test_unsupported_code_is_a_clear_export_error(built):
     assert result.returncode == 1 and "OpenBLAS" in result.stderr
     result = export(where, ["corpus_kernels.py:uses_prange", "--types", "float64[*]", "-o", "bad/libbad.so"])
     assert result.returncode == 1 and "thread pool" in result.stderr
+    result = export(where, ["corpus_kernels.py:uses_table", "--types", "int", "-o", "bad/libbad.so"])
+    assert result.returncode == 1 and "array constant" in result.stderr
 
 
 # -- scriptc.load ----------------------------------------------------------------------------------------

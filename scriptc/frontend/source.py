@@ -5,13 +5,13 @@ import ast
 import inspect
 import linecache
 import textwrap
-from dataclasses import dataclass
 
+from ..ir.records import record
 from ..errors import CompileError
 from ..ir.core import SourceRange
 
 
-@dataclass
+@record
 class FunctionSource:
     func: object
     name: str

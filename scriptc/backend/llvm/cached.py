@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 
 from ...ir.core import Graph
-from . import disk_cache, objload, runtimes, symbols
+from . import disk_cache, objload, runtimes, symbols, warmup
 from .callbacks import restore_plan, restore_str
 from .errors import ERROR_TABLE
 from .native import NativeFunction
@@ -38,15 +38,12 @@ def load_cached(graph: Graph, fastmath: bool, nogil: bool, cache, python_entry: 
         key = disk_cache.cache_key(text, files, options, cache.directory, llvm=True)
     with _LOCK:
         addresses = _LOADED.get(key)
-    header = None
     if addresses is None:
         found = cache.load(graph.name, key)
-        if found is None:
-            return None, key
-        header, obj = found
-        addresses = _link(header, obj, cache)
+        addresses = _link(*found, cache) if found is not None else None
         if addresses is None:
-            disk_cache.stats["rejected"] += 1
+            disk_cache.stats["rejected"] += found is not None
+            warmup.start()      # a miss: LLVM will compile, load it while the lowering runs
             return None, key
         remember(key, addresses)
     disk_cache.stats["hits"] += 1

@@ -96,7 +96,6 @@ def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cac
     lowered = Lowered(graph, prefix, nogil, fastmath, python_entry, written)
     eng = engine()
     llmod = eng.optimize(lowered.text)
-    optimized = str(llmod)
     obj = eng.emit_object(llmod)
     wanted = [s for s in (lowered.entry, lowered.python_entry, lowered.release) if s]
     addresses = link(obj, wanted, llmod)
@@ -107,11 +106,16 @@ def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cac
                        "python_entry": addresses.get(lowered.python_entry), "release": addresses.get(lowered.release)})
         references = lowered.references()
         needed = runtime_dependencies(obj)
-        if references is not None and needed is not None and not disk_cache.ABSOLUTE_ADDRESS.search(optimized):
+        if references is not None and needed is not None and not disk_cache.ABSOLUTE_ADDRESS.search(lowered.text):
             cache.store(graph.name, key, obj, {"entry": lowered.entry, "python_entry": lowered.python_entry,
                                                "release": lowered.release, "runtimes": needed, **references},
                         runtimes=runtime_objects(needed))
-    return NativeFunction(graph, optimized, lowered.entry, addresses[lowered.entry], lowered.text,
+    text = lowered.text
+
+    def remake():       # the optimized IR as text, for inspect_llvm (printing it costs a first call several ms)
+        return text, str(engine().optimize(text))
+
+    return NativeFunction(graph, None, lowered.entry, addresses[lowered.entry], lowered.text, remake,
                           python_entry_address=addresses.get(lowered.python_entry, 0),
                           release_address=addresses.get(lowered.release, 0), written=written)
 

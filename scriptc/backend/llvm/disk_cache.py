@@ -41,7 +41,7 @@ FORMAT = 2
 MAGIC = b"scriptc-cache\0"
 SUFFIX = ".scc"
 RUNTIME_SUFFIX = ".sco"
-ABSOLUTE_ADDRESS = re.compile(r"inttoptr \(i64 -?\d{4,}")
+ABSOLUTE_ADDRESS = re.compile(r"inttoptr \(?i64 -?\d{4,}")    # an address as an instruction or a constant
 stats = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0}   # observable by tests and `scriptc cache`
 
 

@@ -17,26 +17,19 @@ import threading
 
 import llvmlite.binding as llvm
 
-from . import symbols
+from . import symbols, warmup
 from .native import make_caller  # noqa: F401  (the ctypes path's caller, long imported from here)
-from .symbols import LIBC, LIBM_PREFIX  # noqa: F401
+from .symbols import LIBC, LIBM_BINARY, LIBM_OTHER, LIBM_PREFIX, LIBM_UNARY, VECTOR_MATH  # noqa: F401
 
-# glibc's libmvec SIMD variants, called by vectorized array loops (simd.py) 8 (AVX-512), 4 (AVX2) or 2 (SSE)
-# lanes at once; within 4 ulp of the correctly rounded value, as NumPy's own SIMD loops are. Scalar math keeps
-# plain libm, bit-identical to CPython's math module.
-VECTOR_MATH = {"exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "expm1": 1, "log2": 1, "log10": 1, "log1p": 1,
-               "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "tanh": 1, "pow": 2, "atan2": 2,
-               "hypot": 2}
-LIBM_UNARY = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "expm1", "log",
-              "log2", "log10", "log1p")
-LIBM_BINARY = ("pow", "atan2", "fmod", "hypot")
-LIBM_OTHER = ("frexp", "ldexp")     # double frexp(double, int*), double ldexp(double, int)
+# The optimization pipeline (llvmlite's PipelineTuningOptions), one place to change it
+PIPELINE = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": True, "loop_unrolling": True}
 
 
 class Engine:
     """The process's JIT. Thread-safe: compilation is serialized by a lock."""
 
     def __init__(self):
+        warmup.wait()       # a background load of LLVM (warmup.py) finishes first
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()
@@ -70,12 +63,12 @@ class Engine:
             mod.triple = self.triple
             mod.data_layout = self.data_layout
             mod.verify()
-            pto = llvm.create_pipeline_tuning_options(speed_level=3)
-            pto.loop_vectorization = True
-            pto.slp_vectorization = True
+            pto = llvm.create_pipeline_tuning_options(speed_level=PIPELINE["speed_level"])
+            pto.loop_vectorization = PIPELINE["loop_vectorization"]
+            pto.slp_vectorization = PIPELINE["slp_vectorization"]
+            pto.loop_unrolling = PIPELINE["loop_unrolling"]
             pb = llvm.create_pass_builder(self.target_machine, pto)
             pb.getModulePassManager().run(mod, pb)
-            mod.verify()
             return mod
 
     def add_module(self, mod: llvm.ModuleRef, symbols: list[str]) -> dict[str, int]:
