@@ -258,8 +258,9 @@ class ScriptFunction:
             return g
         g = self._optimized.get(types)
         if g is None:
-            self.graph_for_types(types, optimize=False)   # compile errors surface from the frontend first
-            g = self._optimized[types] = pipeline().run(self._compile(types))
+            # the passes rewrite a copy of the frontend's graph (same names: the same text as building it again)
+            from .ir.clone import clone_graph
+            g = self._optimized[types] = pipeline().run(clone_graph(self.graph_for_types(types, optimize=False)))
         return g
 
     def _callee_graph(self, callee: "ScriptFunction", arg_types, caller, node):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import builtins
 import ctypes
-import hashlib
 import sys
 import threading
 
@@ -15,6 +14,7 @@ import numpy as np
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type, parse_type
 from . import symbols
+from .digests import blake2b
 from .errors import TRAVELLING_EXCEPTIONS
 from .layout import PTR, leaves
 
@@ -49,7 +49,7 @@ def keep_str(value: str) -> int:
 
 def str_symbol(value: str) -> str:
     """The name native code knows a str constant by (the same in every process)."""
-    return "scriptc.str." + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    return "scriptc.str." + blake2b(value.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 def take_str(address: int) -> str:
@@ -174,7 +174,7 @@ plans_stable = True
 
 def _content_id(kind: str, type_texts: list[str], kw: tuple) -> int:
     text = repr((kind, type_texts, kw))
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 2
+    return int.from_bytes(blake2b(text.encode(), digest_size=8).digest(), "little") >> 2
 
 
 def describe_plan(pid: int) -> list | None:

@@ -29,13 +29,13 @@ Code that embeds a process address (module-level array constants) is not cached.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import sys
-import tempfile
 from pathlib import Path
+
+from .digests import sha256
 
 FORMAT = 2
 MAGIC = b"scriptc-cache\0"
@@ -126,7 +126,7 @@ def host_fingerprint() -> str | None:
         stats = [[str(p), p.stat().st_size, p.stat().st_mtime_ns] for p in libs + [root / "_version.py"]]
         if cpu and libs:
             text = json.dumps([[c.decode("latin-1") for c in cpu], stats, sys.platform])
-            fingerprint = hashlib.sha256(text.encode()).hexdigest()
+            fingerprint = sha256(text.encode()).hexdigest()
     except (OSError, AttributeError, TypeError, ImportError, ValueError):
         fingerprint = None
     _FINGERPRINT.append(fingerprint)
@@ -140,7 +140,7 @@ def cache_key(graph_text: str, source_files: list[str], options: dict, directory
         return None
     content = json.dumps({"graph": graph_text, "files": sorted(set(source_files)), "options": options,
                           "target": target}, sort_keys=True)
-    return hashlib.sha256(content.encode()).hexdigest()
+    return sha256(content.encode()).hexdigest()
 
 
 def source_files(graph) -> list[str]:
@@ -156,6 +156,7 @@ def source_files(graph) -> list[str]:
 def write_atomically(path: Path, data: bytes) -> bool:
     """Write ``data`` to a temporary file beside ``path`` and rename it into place (False on a read-only or
     full disk: a cache write failing costs a recompile next time, nothing else)."""
+    import tempfile     # here: a hit, which writes nothing, need not import it
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
@@ -192,7 +193,7 @@ class DiskCache:
             stats["rejected"] += header is None
             return None
         obj = data[header["_end"]:]
-        if hashlib.sha256(obj).hexdigest() != header.get("sha256"):
+        if sha256(obj).hexdigest() != header.get("sha256"):
             stats["rejected"] += 1
             return None
         return header, obj
@@ -203,7 +204,7 @@ class DiskCache:
         for sha, code in runtimes:
             if self.load_runtime(sha) is None:      # absent or damaged
                 write_atomically(self.runtime_path(sha), code)
-        header = json.dumps({"format": FORMAT, "key": key, "function": name, "sha256": hashlib.sha256(obj).hexdigest(),
+        header = json.dumps({"format": FORMAT, "key": key, "function": name, "sha256": sha256(obj).hexdigest(),
                              "size": len(obj), **info}).encode()
         if write_atomically(self.path(name, key), MAGIC + len(header).to_bytes(8, "little") + header + obj):
             stats["stores"] += 1
@@ -217,7 +218,7 @@ class DiskCache:
             data = self.runtime_path(sha).read_bytes()
         except OSError:
             return None
-        return data if hashlib.sha256(data).hexdigest() == sha else None
+        return data if sha256(data).hexdigest() == sha else None
 
 
 def read_header(data: bytes) -> dict | None:

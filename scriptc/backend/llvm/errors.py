@@ -19,15 +19,15 @@ from __future__ import annotations
 import builtins
 import contextlib
 import ctypes
-import hashlib
 import linecache
 import sys
 import threading
-from dataclasses import dataclass
 
 from ...errors import CompileError
 from ...ir.core import Node, SourceRange
+from ...ir.records import record
 from . import symbols
+from .digests import blake2b
 
 
 class LoweringError(CompileError):
@@ -74,7 +74,7 @@ def payload(n: int) -> list[int]:
     return list((ctypes.c_int64 * n).from_address(address))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RuntimeErrorEntry:
     """What native code means by one error code. With ``payload`` > 0, ``args[0]`` is a template whose
     ``{0}``, ``{1}``... are the first values of this thread's payload."""
@@ -239,7 +239,7 @@ def _content_code(entry: RuntimeErrorEntry) -> int:
     s = entry.source
     where = (s.filename, s.line, s.col, s.end_line, s.end_col) if s is not None else None
     text = repr((entry.exc_type.__module__, entry.exc_type.__qualname__, entry.args, entry.op, where, entry.payload))
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little") % 0x7FFFFFFF + 1
+    return int.from_bytes(blake2b(text.encode(), digest_size=4).digest(), "little") % 0x7FFFFFFF + 1
 
 
 ERROR_TABLE = ErrorTable()

@@ -12,11 +12,11 @@ entry always gets exactly the runtime its code was linked against.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import threading
 
 from . import objload, symbols
+from .digests import sha256
 
 _BY_NAME: dict[str, dict] = {}      # a name a runtime provides -> its description
 _LOADED: set[str] = set()           # SHA-256 of the runtimes linked into this process
@@ -26,7 +26,7 @@ _INIT_CALLS: list = []              # ctypes functions kept alive (and re-run af
 
 def register(obj: bytes, provides: dict[str, str], init: str | None = None, address_of=None) -> dict:
     """Record a runtime linked in this process from ``obj``; ``address_of(symbol)``: where it was linked."""
-    sha = hashlib.sha256(obj).hexdigest()
+    sha = sha256(obj).hexdigest()
     description = {"sha256": sha, "provides": dict(provides), "init": init, "obj": obj}
     with _LOCK:
         for name in provides:
@@ -82,7 +82,7 @@ def ensure(dependencies: list, read) -> bool:
             if any(symbols.bound(name) for name in provides):
                 return False      # this process has its own (another build of it): do not mix the two
             obj = read(sha)
-            if obj is None or hashlib.sha256(obj).hexdigest() != sha:
+            if obj is None or sha256(obj).hexdigest() != sha:
                 return False
             try:
                 found = objload.load_object(obj, symbols.address_of)
