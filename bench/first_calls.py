@@ -21,7 +21,8 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "samples")]
+sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "samples")]
+sys.path.append(ROOT)     # last: scriptc itself may come from PYTHONPATH (another tree, --no-phases)
 
 import scriptc  # noqa: E402
 
@@ -125,11 +126,13 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--only", default="")
     parser.add_argument("--json", default="")
+    parser.add_argument("--no-phases", action="store_true", help="totals only (for another scriptc tree)")
     args = parser.parse_args()
     import llvmlite.binding  # noqa: F401 - a warm process: LLVM is loaded (as after numba's import)
     from scriptc.backend.llvm.engine import engine
     engine()
-    instrument()
+    if not args.no_phases:
+        instrument()
     functions = [*sample_functions(), *bench_functions(), *corpus_functions()]
     if args.only:
         wanted = args.only.split(",")

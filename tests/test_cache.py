@@ -121,6 +121,14 @@ def test_a_hit_does_not_load_llvm(project):
     assert second["stats"]["hits"] == 2 and not second["llvmlite"]
 
 
+def test_where_objload_declines_the_jit_links_the_entry(project):
+    """Another machine (or a relocation objload does not handle): a hit still, linked by LLVM's JIT."""
+    run(project)
+    result = run(project, before="from scriptc.backend.llvm import objload; objload.SUPPORTED = False")
+    check(result)
+    assert result["stats"]["hits"] == 2 and result["llvmlite"]
+
+
 def test_a_header_that_does_not_match_its_code_is_rejected(project):
     """The error messages an entry lists must hash to the very codes its machine code returns: an edited
     message is not believed (the entry is compiled again), never raised."""

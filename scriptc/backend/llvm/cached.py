@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 
 from ...ir.core import Graph
-from . import disk_cache, objload, runtimes, symbols, warmup
+from . import disk_cache, objload, runtimes, warmup
 from .callbacks import restore_plan, restore_str
 from .errors import ERROR_TABLE
 from .native import NativeFunction
@@ -82,11 +82,8 @@ def _link(header: dict, obj: bytes, cache) -> dict[str, int] | None:
             return None
         if not runtimes.ensure(header["runtimes"], cache.load_runtime):
             return None
-        found = objload.load_object(obj, symbols.address_of)
-        out = {"entry_symbol": header["entry"], "entry": found[header["entry"]]}
-        for what in ("python_entry", "release"):
-            if header.get(what):
-                out[what] = found[header[what]]
-        return out
-    except (objload.ObjectLoadError, KeyError, TypeError, ValueError):
+        wanted = {what: header[what] for what in ("entry", "python_entry", "release") if header.get(what)}
+        found = objload.link(obj, list(wanted.values()))
+        return {"entry_symbol": header["entry"], **{what: found[name] for what, name in wanted.items()}}
+    except (objload.ObjectLoadError, KeyError, TypeError, ValueError):     # the JIT's LinkError included
         return None

@@ -16,7 +16,7 @@ import threading
 
 from ...ir.core import Graph
 from ..argument_writes import written_inputs
-from . import disk_cache, objload, symbols
+from . import disk_cache
 from .callbacks import CALLBACK_SYMBOL, _CONSTANTS, describe_plan, str_symbol
 from .engine import engine
 from .entry import lower_python_entry, release_symbol
@@ -24,6 +24,7 @@ from .entry_runtime import entry_unsupported_reason
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph
 from .native import NativeFunction
+from .objload import link
 from .runtimes import objects as runtime_objects, runtime_dependencies
 
 _COUNTER = itertools.count()
@@ -118,16 +119,6 @@ def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cac
     return NativeFunction(graph, None, lowered.entry, addresses[lowered.entry], lowered.text, remake,
                           python_entry_address=addresses.get(lowered.python_entry, 0),
                           release_address=addresses.get(lowered.release, 0), written=written)
-
-
-def link(obj: bytes, wanted: list[str], llmod=None) -> dict[str, int]:
-    """Link an object file into this process (``objload``; the JIT where it declines); the addresses of the
-    ``wanted`` symbols."""
-    try:
-        found = objload.load_object(obj, symbols.address_of)
-    except objload.ObjectLoadError:
-        return engine().add_object(obj, wanted, llmod)
-    return {name: found[name] for name in wanted}
 
 
 def remake_ir(graph: Graph, prefix: str, nogil: bool, fastmath: bool, python_entry: bool):

@@ -18,6 +18,7 @@ import threading
 import llvmlite.binding as llvm
 
 from . import symbols, warmup
+from .objload import ObjectLoadError
 from .native import make_caller  # noqa: F401  (the ctypes path's caller, long imported from here)
 from .symbols import LIBC, LIBM_BINARY, LIBM_OTHER, LIBM_PREFIX, LIBM_UNARY, VECTOR_MATH  # noqa: F401
 
@@ -104,7 +105,7 @@ class Engine:
             return self.target_machine.emit_assembly(llvm.parse_assembly(ir_text))
 
 
-class LinkError(RuntimeError):
+class LinkError(ObjectLoadError, RuntimeError):
     """Native code refers to a symbol nothing in the process defines (a bug of the backend)."""
 
 

@@ -196,10 +196,6 @@ class NativeFunction:
         return builtin_function(self.python_entry_address, self.graph.name, state, nogil)
 
     @property
-    def python_entry_ir(self) -> str:
-        return self.llvm_ir
-
-    @property
     def llvm_ir(self) -> str:
         if self._llvm_ir is None:
             self._unoptimized_ir, self._llvm_ir = self._remake_ir()

@@ -216,6 +216,20 @@ def _load(obj: bytes, resolve) -> dict[str, int]:
             if bind != STB_LOCAL and name and shndx != SHN_UNDEF}
 
 
+def link(obj: bytes, wanted: list[str], llmod=None) -> dict[str, int]:
+    """Link ``obj`` into this process, resolving names through ``symbols.address_of``; the addresses of the
+    ``wanted`` symbols. What this linker declines (another machine, a relocation it does not handle), LLVM's JIT
+    links (loading LLVM if it is not loaded); its ``LinkError`` (an ObjectLoadError) says what nothing
+    provides."""
+    from . import symbols
+    try:
+        found = load_object(obj, symbols.address_of)
+    except ObjectLoadError:
+        from .engine import engine
+        return engine().add_object(obj, wanted, llmod)
+    return {name: found[name] for name in wanted}
+
+
 def _put32(p: int, value: int) -> None:
     if not -2 ** 31 <= value < 2 ** 31:
         raise ObjectLoadError("a 32-bit relocation is out of range")

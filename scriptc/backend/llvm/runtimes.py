@@ -85,7 +85,7 @@ def ensure(dependencies: list, read) -> bool:
             if obj is None or sha256(obj).hexdigest() != sha:
                 return False
             try:
-                found = objload.load_object(obj, symbols.address_of)
+                found = objload.link(obj, list(provides.values()) + ([init] if init else []))
                 for name, symbol in provides.items():
                     symbols.bind(name, found[symbol])
                 if init:
