@@ -1,12 +1,17 @@
-"""Compile time in fresh processes: `import scriptc`, and the first call of small programs (compile + run),
-with a cold and a warm on-disk cache; numba, jax and TorchScript in the same run when they are importable.
+"""Compile time in fresh processes: `import numpy, scriptc`, and the first call of small programs (decoration,
+compile and run), with a cold and a warm on-disk cache; numba in the same run when it is importable.
 
 Each figure is the median of several fresh processes (a new interpreter per measurement, imports excluded from
-the first-call figures). Run:
-    python bench/compile_time.py [repeats]
+the first-call figures, bytecode written and read as on a user's machine). The measurements of the different
+configurations are interleaved round by round, so that a busy machine slows them alike. ``--against DIR``
+adds a column for another scriptc tree (say, an older commit unpacked with ``git archive``), measured in the
+same rounds. Run:
+
+    python bench/compile_time.py [--repeats 7] [--against /tmp/old-scriptc] [--json out.json]
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -75,60 +80,83 @@ import time, sys
 import numpy as np
 {imports}
 {source}
-g = {decorate}(f)
 args = ({args},)
 t = time.perf_counter()
+g = {decorate}(f)
 g(*args)
 print(time.perf_counter() - t)
 """
 
+IMPORT = "import time\nt = time.perf_counter()\nimport numpy, {module}\nprint(time.perf_counter() - t)"
 
 WORK = tempfile.mkdtemp(prefix="scriptc-compile-time-")
 
 
-def fresh(code: str, env=None) -> float:
+def fresh(code: str, env: dict) -> float:
     """Run ``code`` as a script in a new interpreter (scriptc reads the function's source from its file; the same
     code is always the same file, as a user's program is, so the on-disk cache can find it)."""
     path = os.path.join(WORK, f"program_{abs(hash(code)) % 10 ** 12}.py")
     with open(path, "w") as f:
         f.write(code)
+    env = dict(env)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)    # bytecode is written (and then read), as on a user's machine
     out = subprocess.run([sys.executable, path], capture_output=True, text=True, env=env)
     if out.returncode:
         raise RuntimeError(out.stderr[-2000:])
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def import_time(module: str) -> float:
-    return fresh(f"import time\nt = time.perf_counter()\nimport numpy, {module}\nprint(time.perf_counter() - t)")
+def importable(module: str, env: dict) -> bool:
+    return subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, env=env).returncode == 0
 
 
-def importable(module: str) -> bool:
-    return subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode == 0
-
-
-def main(repeats: int = 5) -> None:
-    peers = [p for p in DECORATE if importable(p)]
-    rows = [("import (with NumPy)", {p: statistics.median(import_time(p) for _ in range(repeats)) for p in peers})]
-    with tempfile.TemporaryDirectory() as cache_dir:
-        env = dict(os.environ, SCRIPTC_CACHE_DIR=cache_dir)
-        for name, (source, args) in PROGRAMS.items():
-            for label, cache in (("cold", False), ("warm cache", True)):
-                row = {}
-                for peer in peers:
-                    if label == "warm cache" and peer != "scriptc":
-                        continue
-                    imports, decorate = DECORATE[peer]
-                    code = RUNNER.format(imports=imports, source=textwrap.dedent(source),
-                                         decorate=decorate.format(cache=cache), args=args)
-                    if cache:
-                        fresh(code, env)        # fills the cache
-                    row[peer] = statistics.median(fresh(code, env) for _ in range(repeats))
-                rows.append((f"{name}: first call, {label}", row))
-    print(f"{'':44}" + "".join(f"{p:>12}" for p in peers))
-    for label, row in rows:
-        print(f"{label:44}" + "".join(f"{row[p] * 1e3:10.1f}ms" if p in row else f"{'':12}" for p in peers))
-    print(json.dumps({label: row for label, row in rows}))
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("repeats_positional", nargs="?", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--against", help="another scriptc tree (a directory holding scriptc/) to measure alongside")
+    parser.add_argument("--json", help="write the figures (seconds) here")
+    args = parser.parse_args()
+    repeats = args.repeats_positional or args.repeats
+    base = dict(os.environ)
+    configs = {"scriptc": ("scriptc", base)}
+    if args.against:
+        configs["before"] = ("scriptc", dict(base, PYTHONPATH=os.pathsep.join(
+            [os.path.abspath(args.against), base.get("PYTHONPATH", "")]).rstrip(os.pathsep)))
+    if importable("numba", base):
+        configs["numba"] = ("numba", base)
+    cache_dirs = {name: tempfile.mkdtemp(prefix=f"scriptc-cache-{name}-") for name in configs}
+    measures = []      # (row label, column, code, env)
+    for name, (module, env) in configs.items():
+        measures.append(("import (with NumPy)", name, IMPORT.format(module=module), env))
+    for program, (source, call_args) in PROGRAMS.items():
+        for label, cache in (("cold", False), ("warm cache", True)):
+            for name, (module, env) in configs.items():
+                if cache and module != "scriptc":
+                    continue
+                imports, decorate = DECORATE[module]
+                code = RUNNER.format(imports=imports, source=textwrap.dedent(source),
+                                     decorate=decorate.format(cache=cache), args=call_args)
+                run_env = dict(env, SCRIPTC_CACHE_DIR=cache_dirs[name])
+                if cache:
+                    fresh(code, run_env)        # fills the cache
+                measures.append((f"{program}: first call, {label}", name, code, run_env))
+    times: dict[tuple, list] = {}
+    for _ in range(repeats):       # round by round: a busy machine slows every configuration alike
+        for row, column, code, env in measures:
+            times.setdefault((row, column), []).append(fresh(code, env))
+    rows: dict[str, dict] = {}
+    for (row, column), values in times.items():
+        rows.setdefault(row, {})[column] = statistics.median(values)
+    columns = list(configs)
+    print(f"{'':44}" + "".join(f"{c:>12}" for c in columns))
+    for label, row in rows.items():
+        print(f"{label:44}" + "".join(f"{row[c] * 1e3:10.1f}ms" if c in row else f"{'':12}" for c in columns))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    print(json.dumps(rows))
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:]))
+    main()

@@ -7,7 +7,6 @@ from . import ops as _ops  # noqa: F401  (fills the operator registry)
 from .errors import CompileError
 from .function import ScriptFunction, script
 from .parallel import prange
-from .transforms import grad, value_and_grad
 
 
 def load(path):
@@ -20,16 +19,16 @@ def set_num_threads(n: int) -> None:
     """Use ``n`` threads, for the whole process: in prange loops and large element-wise fusion groups
     (scriptc's thread pool) and in matrix products (OpenBLAS's thread count, when OpenBLAS is available).
     By default scriptc uses ``SCRIPTC_NUM_THREADS`` or one thread per available core."""
-    from .backend.llvm import blas, parallel
-    parallel.set_num_threads(n)
+    from .backend.llvm import blas, threads
+    threads.set_num_threads(n)
     if blas.available():
         blas.set_num_threads(n)
 
 
 def get_num_threads() -> int:
     """The number of threads prange loops (and matrix products, after ``set_num_threads``) use."""
-    from .backend.llvm import parallel
-    return parallel.get_num_threads()
+    from .backend.llvm import threads
+    return threads.get_num_threads()
 
 
 __all__ = ["CompileError", "ScriptFunction", "get_num_threads", "grad", "load", "prange", "script", "set_num_threads", "value_and_grad"]
@@ -37,8 +36,12 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name):
-    # scriptc.random (functional random keys) is imported on first use: its kernels cost import time
+    # scriptc.random (functional random keys) and the transforms (grad) are imported on first use: import time
+    import importlib
     if name == "random":
-        import importlib
         return importlib.import_module(".random", __name__)
+    if name in ("grad", "value_and_grad"):
+        value = getattr(importlib.import_module(".transforms", __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'scriptc' has no attribute {name!r}")

@@ -117,13 +117,17 @@ def cmd_cache(args) -> int:
     """List or clear on-disk cache entries under the given directories (default: ``SCRIPTC_CACHE_DIR`` if set,
     else every ``__pycache__`` below the current directory)."""
     import os
-    from .backend.llvm.disk_cache import entries
+    from .backend.llvm.disk_cache import entries, side_files
     dirs = args.dirs or ([os.environ["SCRIPTC_CACHE_DIR"]] if os.environ.get("SCRIPTC_CACHE_DIR") else ["."])
     found = entries(dirs)
     if args.clear:
         for path, _ in found:
             path.unlink(missing_ok=True)
-        print(f"removed {len(found)} entr{'y' if len(found) == 1 else 'ies'}")
+        side = side_files(dirs)     # runtimes the entries shared, and the host descriptions
+        for path in side:
+            path.unlink(missing_ok=True)
+        print(f"removed {len(found)} entr{'y' if len(found) == 1 else 'ies'}"
+              + (f" (and {len(side)} runtime and host file{'s' * (len(side) != 1)})" if side else ""))
         return 0
     for path, header in found:
         what = f"{header['function']}  {header['size']} bytes" if header else "invalid (will be rewritten)"

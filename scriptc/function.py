@@ -260,8 +260,9 @@ class ScriptFunction:
             return g
         g = self._optimized.get(types)
         if g is None:
-            self.graph_for_types(types, optimize=False)   # compile errors surface from the frontend first
-            g = self._optimized[types] = pipeline().run(self._compile(types))
+            # the passes rewrite a copy of the frontend's graph (same names: the same text as building it again)
+            from .ir.clone import clone_graph
+            g = self._optimized[types] = pipeline().run(clone_graph(self.graph_for_types(types, optimize=False)))
         return g
 
     def _callee_graph(self, callee: "ScriptFunction", arg_types, caller, node):
@@ -379,12 +380,22 @@ class ScriptFunction:
         """The machine code for one signature, compiled on first use."""
         native = self._native.get(types)
         if native is None:
-            from .backend.llvm import compile_graph
-            from .backend.llvm.parallel import releases_gil
+            from .backend.gil import releases_gil
+            if not self.cache:     # LLVM will compile: load it while the frontend and the passes run
+                from .backend.llvm import warmup
+                warmup.start()
             graph = self.graph_for_types(types)
             nogil = self.nogil or releases_gil(graph)    # prange loops run with the GIL released
-            native = self._native[types] = compile_graph(graph, fastmath=self.fastmath, nogil=nogil,
-                                                         cache=self._cache_directory())
+            cache = self._cache_directory()
+            native = key = None
+            if cache is not None:      # a hit links cached machine code without loading LLVM
+                from .backend.llvm.cached import load_cached
+                native, key = load_cached(graph, self.fastmath, nogil, cache, python_entry=True)
+            if native is None:
+                from .backend.llvm.compile import compile_graph
+                native = compile_graph(graph, fastmath=self.fastmath, nogil=nogil, cache=cache, python_entry=True,
+                                       key=key)
+            self._native[types] = native
             native.nogil = nogil
             self._install_entry(native)
         return native
@@ -399,12 +410,15 @@ class ScriptFunction:
         return self._disk_cache
 
     def _install_entry(self, native) -> None:
-        from .backend.llvm.entry import EntryUnsupported, make_entry
         fallback = self._entry or self._dispatch
-        try:
-            entry = make_entry(native, fallback, nogil=getattr(native, "nogil", self.nogil))
-        except EntryUnsupported:
-            return  # this signature is called through _dispatch (ctypes)
+        nogil = getattr(native, "nogil", self.nogil)
+        entry = native.python_entry(fallback, nogil)     # compiled into the signature's module
+        if entry is None:
+            from .backend.llvm.entry import EntryUnsupported, make_entry
+            try:
+                entry = make_entry(native, fallback, nogil=nogil)
+            except EntryUnsupported:
+                return  # this signature is called through _dispatch (ctypes)
         self._entry = entry
         type(self).__call__ = staticmethod(entry)
 

@@ -59,6 +59,7 @@ try:
 except IndexError as e:
     out["error"] = str(e)
 out["stats"] = disk_cache.stats
+out["llvmlite"] = "llvmlite" in sys.modules
 print(json.dumps(out))
 '''
 
@@ -111,6 +112,97 @@ def test_second_process_hits_and_gives_the_same_results(project):
     second = run(project)
     check(second)      # results, the printed text and the IndexError's message all come from cached code
     assert second["stats"] == {"hits": 2, "misses": 0, "stores": 0, "rejected": 0}
+
+
+def test_a_hit_does_not_load_llvm(project):
+    assert run(project)["llvmlite"]
+    second = run(project)
+    check(second)
+    assert second["stats"]["hits"] == 2 and not second["llvmlite"]
+
+
+def test_where_objload_declines_the_jit_links_the_entry(project):
+    """Another machine (or a relocation objload does not handle): a hit still, linked by LLVM's JIT."""
+    run(project)
+    result = run(project, before="from scriptc.backend.llvm import objload; objload.SUPPORTED = False")
+    check(result)
+    assert result["stats"]["hits"] == 2 and result["llvmlite"]
+
+
+def test_a_header_that_does_not_match_its_code_is_rejected(project):
+    """The error messages an entry lists must hash to the very codes its machine code returns: an edited
+    message is not believed (the entry is compiled again), never raised."""
+    run(project)
+    path = next((project / "__pycache__").glob("pick-*.scc"))
+    data = path.read_bytes()
+    header = disk_cache.read_header(data)
+    obj = data[header.pop("_end"):]
+    assert any("out of bounds" in json.dumps(e) for e in header["errors"])
+    text = json.dumps(header).replace("out of bounds", "OUT OF BOUNDS").encode()
+    path.write_bytes(disk_cache.MAGIC + len(text).to_bytes(8, "little") + text + obj)
+    result = run(project)
+    check(result)
+    assert result["stats"]["rejected"] == 1 and result["stats"]["stores"] == 1
+    assert run(project)["stats"]["hits"] == 2
+
+
+PARALLEL = '''
+import numpy as np
+import scriptc
+
+@scriptc.script(cache=True)
+def total(x: np.ndarray) -> float:
+    s = 0.0
+    for i in scriptc.prange(x.shape[0]):
+        s += x[i] * 2.0
+    return s + np.sum(x * x)
+'''
+
+RUN_PARALLEL = '''
+import json, sys
+import numpy as np
+import parallel_kernels
+from scriptc.backend.llvm import disk_cache
+x = np.arange(1000.0)
+print(json.dumps({"total": parallel_kernels.total(x), "stats": disk_cache.stats, "llvmlite": "llvmlite" in sys.modules}))
+'''
+
+
+def test_runtimes_come_from_the_cache_too(tmp_path):
+    """The thread pool and the summation kernels are compiled once per process; a hit links the copies kept
+    beside the entries (content-addressed), still without LLVM; a damaged one is not used, and is rewritten."""
+    (tmp_path / "parallel_kernels.py").write_text(PARALLEL)
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    env.pop("SCRIPTC_CACHE_DIR", None)
+
+    def go():
+        proc = subprocess.run([sys.executable, "-c", RUN_PARALLEL], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    x = np.arange(1000.0)
+    want = float(np.sum(x * 2.0)) + float(np.sum(x * x))
+    assert go()["total"] == want
+    kept = list((tmp_path / "__pycache__").glob("runtime-*.sco"))
+    assert kept
+    second = go()
+    assert second["total"] == want and second["stats"]["hits"] == 1 and not second["llvmlite"]
+    for path in kept:
+        path.write_bytes(path.read_bytes()[:100])
+    third = go()
+    assert third["total"] == want and third["stats"]["rejected"] == 1
+    assert go()["stats"]["hits"] == 1
+
+
+def test_a_damaged_host_description_is_made_again(project):
+    run(project)
+    for path in (project / "__pycache__").glob("host-*.json"):
+        path.write_text("{not json")
+    result = run(project)
+    check(result)
+    assert result["stats"]["hits"] == 2 and result["llvmlite"]     # LLVM gave the description again
+    assert not run(project)["llvmlite"]
 
 
 def test_editing_a_callee_in_another_file_is_a_miss(project):

@@ -78,6 +78,12 @@ def count_positive(x: np.ndarray, strict: bool) -> int:
 def uses_blas(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a @ b
 
+TABLE = np.array([1.0, 2.0, 3.0])
+
+@scriptc.script
+def uses_table(i: int) -> float:
+    return TABLE[i]
+
 @scriptc.script
 def uses_prange(a: np.ndarray) -> float:
     s = 0.0
@@ -316,6 +322,8 @@ def test_unsupported_code_is_a_clear_export_error(built):
     assert result.returncode == 1 and "OpenBLAS" in result.stderr
     result = export(where, ["corpus_kernels.py:uses_prange", "--types", "float64[*]", "-o", "bad/libbad.so"])
     assert result.returncode == 1 and "thread pool" in result.stderr
+    result = export(where, ["corpus_kernels.py:uses_table", "--types", "int", "-o", "bad/libbad.so"])
+    assert result.returncode == 1 and "array constant" in result.stderr
 
 
 # -- scriptc.load ----------------------------------------------------------------------------------------
@@ -365,6 +373,37 @@ def test_loaded_graph_is_the_ir_it_was_made_from(built, lib):
     from scriptc.signatures import parse_signature
     assert "aten::pow" in str(lib.norm.graph)
     assert str(lib.norm.graph) == str(mod.norm.graph_for_types(parse_signature("float64[*]")))
+
+
+def test_loaded_calls_go_through_the_library_s_cpython_entries(built, lib):
+    """Calls whose arguments are exactly an exported signature's kinds run the entry compiled into the library
+    (a builtin function: no Python in between); everything else takes the dispatch, with the same results."""
+    _, mod = built
+    entry = lib.norm._entry
+    assert type(lib.norm).__call__ is entry and type(entry).__name__ == "builtin_function_or_method"
+    xs = np.array([1.5, -2.0, 3.25, 0.0, 4.0])
+    assert lib.norm(xs) == mod.norm.py_func(xs)
+    assert lib.saxpy(xs, xs, 2) .tolist() == lib.saxpy(xs, xs, 2.0).tolist()   # an int: the fallback converts
+    assert lib.saxpy(xs.astype(np.float32), xs.astype(np.float32), 0.5).dtype == np.float32   # the second entry
+    assert lib.count_positive(np.array([1, 0, 2]), np.bool_(False)) == 3
+    with pytest.raises(TypeError, match="keyword"):
+        lib.norm(x=xs)
+    tail = lib.stats(xs)[1]
+    assert np.shares_memory(tail, xs)         # a view comes back through the entry's rebuild
+
+
+def test_the_library_does_not_need_python(built):
+    """The CPython entries read the C API from a table scriptc.load fills: no Python symbol to resolve."""
+    where, _ = built
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("no nm")
+    undefined = subprocess.run([nm, "-D", "--undefined-only", str(where / "build" / "libcorpus.so")],
+                               capture_output=True, text=True, check=True).stdout
+    assert not [line for line in undefined.splitlines() if line.split()[-1].startswith(("Py", "_Py"))]
+    defined = subprocess.run([nm, "-D", "--defined-only", str(where / "build" / "libcorpus.so")],
+                             capture_output=True, text=True, check=True).stdout
+    assert "corpus_norm__python" in defined and "corpus_python_table" in defined
 
 
 def test_load_refuses_foreign_and_damaged_libraries(built, tmp_path):

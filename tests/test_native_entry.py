@@ -525,7 +525,8 @@ def test_array_refcounts_balanced():
 def test_array_layout_check_passes_here_and_refuses_otherwise(monkeypatch):
     assert entry_mod.OBJECT_LAYOUT_ERROR is None
     assert entry_mod.ARRAY_LAYOUT_ERROR is None
-    monkeypatch.setattr(entry_mod, "ARRAY_LAYOUT_ERROR", "dimensions are not at offset 32")
+    from scriptc.backend.llvm import entry_runtime    # where the layouts are checked, without LLVM
+    monkeypatch.setattr(entry_runtime, "ARRAY_LAYOUT_ERROR", "dimensions are not at offset 32")
     with pytest.raises(EntryUnsupported, match="array layout"):
         make_entry(array_sum_native(1), Recorder())
     make_entry(native(add, 1.0, 2.0), Recorder())          # scalars do not depend on NumPy's layout

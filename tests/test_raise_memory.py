@@ -193,7 +193,7 @@ RAISING = [
     (while_carried, (X, 10)),
     (tuple_held, (X, 10)),
     (tuple_carried, (X, 10, 3)),
-    (tuple_carried, (X, 10, 11)),        # through the unrolled loop and its remainder
+    (tuple_carried, (X, 10, 11)),        # more iterations than an unrolled loop would take whole
     (negative_int_power, (XI, -1)),      # raised in the loop that fills the allocated output
     (reuse_pow, (XI, 2, 5)),             # raised in a fused loop writing into a buffer it took over
     (empty_reduction, (np.zeros((0, 3)),)),   # raised after the output is allocated

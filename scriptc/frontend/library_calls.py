@@ -11,13 +11,14 @@ from __future__ import annotations
 import ast
 import inspect
 import math
-from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
+from ..ir.records import field, record
 
-@dataclass
+
+@record
 class LibraryCall:
     kernel: Callable                      # kernel(**static dtype names) -> a scripted function
     shape: str | None = None              # the parameter giving the result's shape, if any

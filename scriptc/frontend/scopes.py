@@ -8,20 +8,34 @@ from collections import Counter
 
 def _names(node, ctx) -> list[str]:
     """Names with this context (ast.Store / ast.Load) in source order, without descending into nested scopes."""
-    out = []
+    if isinstance(node, list):
+        return [name for s in node for name in _node_names(s, ctx)]
+    return list(_node_names(node, ctx))
 
-    def walk(n):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ctx):
-            out.append(n.id)
-        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and ctx is ast.Load:
-            out.append(n.target.id)
-        for child in ast.iter_child_nodes(n):
-            if not isinstance(child, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
-                walk(child)
 
-    for s in node if isinstance(node, list) else [node]:
-        walk(s)
-    return out
+def _node_names(node: ast.AST, ctx) -> tuple[str, ...]:
+    """``_names`` of one node, kept on the node: the analyses ask again for every loop and every variable, and
+    walking the tree each time made the frontend quadratic in the function's length. (A copy of the node does
+    not take its memo: the frontend edits copies.)"""
+    kept = node.__dict__.get("_scriptc_names")
+    if kept is None or kept[0] != id(node):
+        kept = node.__dict__["_scriptc_names"] = (id(node), {})
+    memo = kept[1]
+    found = memo.get(ctx)
+    if found is None:
+        out = []
+
+        def walk(n):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ctx):
+                out.append(n.id)
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and ctx is ast.Load:
+                out.append(n.target.id)
+            for child in ast.iter_child_nodes(n):
+                if not isinstance(child, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+                    walk(child)
+        walk(node)
+        found = memo[ctx] = tuple(out)
+    return found
 
 
 def stores(node) -> list[str]:

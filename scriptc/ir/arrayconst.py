@@ -12,7 +12,6 @@ verified, not run (the interpreter and the backend raise).
 """
 from __future__ import annotations
 
-import hashlib
 
 import numpy as np
 
@@ -41,6 +40,7 @@ def frozen(a: np.ndarray) -> np.ndarray:
 
 
 def digest(a: np.ndarray) -> str:
+    import hashlib    # on first use: hashlib loads OpenSSL, a few ms of import scriptc
     return hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 

@@ -8,13 +8,13 @@ unique within its graph when it is created (``Graph.fresh_name``), so printing n
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterator
 
+from .records import record
 from .types import Type
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SourceRange:
     """A span of user source; columns are 1-based as editors and compilers report them."""
     filename: str
@@ -22,6 +22,14 @@ class SourceRange:
     col: int
     end_line: int | None = None
     end_col: int | None = None
+
+    def __init__(self, filename: str, line: int, col: int, end_line: int | None = None, end_col: int | None = None):
+        set_field = object.__setattr__
+        set_field(self, "filename", filename)
+        set_field(self, "line", line)
+        set_field(self, "col", col)
+        set_field(self, "end_line", end_line)
+        set_field(self, "end_col", end_col)
 
     def short(self) -> str:
         return f"{self.filename.rsplit('/', 1)[-1]}:{self.line}:{self.col}"

@@ -18,12 +18,12 @@ from __future__ import annotations
 import enum
 import re
 import warnings
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
 import numpy as np
 
+from .records import record, field
 from .types import (BOOL, FLOAT, INT, NAMED_TUPLES, NONE, STR, TENSOR, NamedTupleType, TensorType, TupleType, Type,
                     element_type)
 
@@ -43,7 +43,7 @@ class Effect(enum.IntEnum):
     IO = 3       # observable output (print) or unknown (calls)
 
 
-@dataclass
+@record
 class OpDef:
     name: str
     schema: str

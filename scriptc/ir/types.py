@@ -6,9 +6,10 @@ for printing only. ``TensorType`` is a NumPy array whose dtype and rank may be u
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
+
+from .records import record
 
 
 class Type:
@@ -23,37 +24,37 @@ class Type:
         return self.is_scalar
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class IntType(Type):
     def __str__(self):
         return "int"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FloatType(Type):
     def __str__(self):
         return "float"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BoolType(Type):
     def __str__(self):
         return "bool"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StrType(Type):
     def __str__(self):
         return "str"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NoneType(Type):
     def __str__(self):
         return "NoneType"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TupleType(Type):
     elems: tuple[Type, ...]
 
@@ -69,12 +70,13 @@ class TupleType(Type):
 NAMED_TUPLES: dict[str, type] = {}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NamedTupleType(TupleType):
     """A ``typing.NamedTuple`` class used by scripted code: a tuple whose elements have names. Printed with the
     class's module, as TorchScript prints classes: ``train.TrainState(step: int, w: Double(*))``; ``qualname``
     (``module.Class``) identifies the class, registered in ``NAMED_TUPLES`` so that values built in native code or
     the interpreter are instances of it (two modules may each have a ``Params``)."""
+    elems: tuple[Type, ...]         # a record's fields are its own: the tuple's elements are named again
     qualname: str = ""
     fields: tuple[str, ...] = ()
 
@@ -116,7 +118,7 @@ def is_named_tuple_class(obj) -> bool:
         hasattr(obj, "__annotations__")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ListType(Type):
     """A mutable Python list whose elements all have type ``elem`` (a scalar, or an array of one dtype and rank:
     its shape is not part of the type, elements may differ in shape). Printed as TorchScript prints lists:
@@ -142,7 +144,7 @@ DTYPE_NAMES = {
 NAME_DTYPES = {v: k for k, v in DTYPE_NAMES.items()}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TensorType(Type):
     """An ndarray. ``dtype`` is a NumPy dtype name or None (unknown); ``shape`` holds an int or None per
     dimension once the rank is known."""
@@ -150,13 +152,17 @@ class TensorType(Type):
     rank: int | None = None
     shape: tuple[int | None, ...] | None = None
 
-    def __post_init__(self):
-        if self.dtype is not None and self.dtype not in DTYPE_NAMES:
-            raise ValueError(f"unsupported dtype {self.dtype}")
-        if self.shape is None and self.rank is not None:
-            object.__setattr__(self, "shape", (None,) * self.rank)
-        if self.shape is not None:
-            object.__setattr__(self, "rank", len(self.shape))
+    def __init__(self, dtype: str | None = None, rank: int | None = None, shape=None):
+        if dtype is not None and dtype not in DTYPE_NAMES:
+            raise ValueError(f"unsupported dtype {dtype}")
+        if shape is None and rank is not None:
+            shape = (None,) * rank
+        if shape is not None:
+            rank = len(shape)
+        set_field = object.__setattr__
+        set_field(self, "dtype", dtype)
+        set_field(self, "rank", rank)
+        set_field(self, "shape", shape)
 
     @staticmethod
     def of(dtype, rank: int | None = None, shape=None) -> "TensorType":

@@ -13,7 +13,6 @@ cipher needs; the native lowering is ``scriptc/backend/llvm/random_lower.py``.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -78,6 +77,7 @@ register("random::threefry2x32(Tensor key, Tensor counts) -> Tensor", impl=three
 # -- fma(x, scale, offset): x * scale + offset rounded once, as XLA's CPU backend contracts
 # jax.random.uniform's ``floats * (maxval - minval) + minval`` ------------------------------------------------
 def _fma_one(a: float, b: float, c: float, dtype) -> float:
+    from fractions import Fraction    # on first use: fractions imports decimal, a few ms of import scriptc
     exact = Fraction(a) * Fraction(b) + Fraction(c)
     r = float(exact) if abs(exact) < Fraction(2) ** 1024 else math.copysign(math.inf, exact)
     if dtype == np.float32 and math.isfinite(r) and Fraction(r) != exact:

@@ -28,7 +28,7 @@ def _candidate(node: Node) -> int | None:
     for k, v in enumerate(node.inputs):
         if v.block is not block or v not in block.params or len(v.uses) != 1:
             continue
-        if v.type.dtype != out.type.dtype or v.type.rank != out.type.rank:
+        if not isinstance(v.type, TensorType) or v.type.dtype != out.type.dtype or v.type.rank != out.type.rank:
             continue
         slot = block.params.index(v)  # params are (iteration, carried...); returns are (condition, carried...)
         if slot > 0 and block.returns[slot] is out:

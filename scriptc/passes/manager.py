@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
+from ..ir.records import record, field
 from ..ir.core import Graph
 from ..ir.printer import print_graph
 from ..ir.verifier import verify
 
 
-@dataclass
+@record
 class Pass:
     name: str
     run: Callable[[Graph], bool]
@@ -47,7 +47,7 @@ DEFAULT_PIPELINE = [
 ]
 
 
-@dataclass
+@record
 class PassManager:
     passes: list[str] = field(default_factory=lambda: list(DEFAULT_PIPELINE))
     verify_each: bool = False

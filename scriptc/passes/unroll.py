@@ -13,7 +13,12 @@ condition is true. Loops that may exit early (the body computes its condition) a
   loop's results.
 
 Bodies larger than ``MAX_BODY`` nodes (nested nodes counted) are not unrolled; loops are processed innermost
-first, so an unrolled inner loop counts in its outer loop's body size. An epilogue loop (trip count
+first, so an unrolled inner loop counts in its outer loop's body size. Nor are bodies that still hold a loop (a
+``while``, or an inner loop that was only partially unrolled) or an operation producing an array: their
+iterations cost far more than the loop's own counting, so copies gain nothing at run time, while each copy of an
+array operation (or of an inner loop) is a whole loop nest for LLVM to optimize: unrolling them multiplied
+compile time (a power iteration's body of a matrix product, a fused reduction and a division, unrolled by 8, took
+seconds in LLVM) for no speed. An epilogue loop (trip count
 ``x % 8``) is not unrolled again when the pass runs twice. New trip counts and indices are plain
 int ops (``prim::max``, ``aten::floordiv``/``remainder`` by the constant 8, ``aten::mul``, ``aten::add``):
 constant-propagation folds them when n is a constant.
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 from ..ir.clone import clone_nodes_into
 from ..ir.core import Graph, Node
+from ..ir.types import TensorType
 from .analysis import (constant_value, count_nodes, insert_op, is_constant, is_true_constant, loops_post_order,
                        make_constant, trip_count)
 from .manager import register
@@ -38,7 +44,9 @@ def _unrollable(loop: Node) -> bool:
     body = loop.blocks[0]
     if loop.attrs.get("parallel"):
         return False    # a prange loop stays one loop: its iterations run at once
-    return is_true_constant(body.returns[0]) and count_nodes(body) <= MAX_BODY
+    return is_true_constant(body.returns[0]) and count_nodes(body) <= MAX_BODY and not any(
+        node.kind == "prim::Loop" or any(isinstance(o.type, TensorType) for o in node.outputs)
+        for node in body.walk())
 
 
 def full_unroll(loop: Node, n: int) -> None:
@@ -136,7 +144,7 @@ def run(graph: Graph) -> bool:
     """Unroll loops whose body returns a constant true condition: fully when the trip count is a constant
     <= 8 (and the initial condition constant true), else by 8 (main loop of max(n,0)//8 iterations running 8
     body copies, epilogue loop of max(n,0)%8 iterations), with each copy's iteration index derived exactly.
-    Bodies over 32 nodes are left alone; innermost loops first."""
+    Bodies over 32 nodes, or holding a loop or an array operation, are left alone; innermost loops first."""
     changed = False
     for loop in loops_post_order(graph.block):
         if not _unrollable(loop):

@@ -98,7 +98,7 @@ class GradFunction:
         if native is None:
             from ..backend.llvm import compile_graph
             native = self._native[types] = compile_graph(self.graph_for_types(types), fastmath=self.fastmath,
-                                                         nogil=self.nogil)
+                                                         nogil=self.nogil, python_entry=True)
             self._install_entry(native, types)
         return native
 
@@ -114,13 +114,16 @@ class GradFunction:
     def _install_entry(self, native, types) -> None:
         """Calls with this signature skip Python (unless the function writes an argument: then the arguments
         are checked for shared memory in Python first)."""
-        from ..backend.llvm.entry import EntryUnsupported, make_entry
         if self._written.get(types):
             return
-        try:
-            entry = make_entry(native, self._entry or self._dispatch, nogil=self.nogil)
-        except EntryUnsupported:
-            return
+        fallback = self._entry or self._dispatch
+        entry = native.python_entry(fallback, self.nogil)       # compiled into the signature's module
+        if entry is None:
+            from ..backend.llvm.entry import EntryUnsupported, make_entry
+            try:
+                entry = make_entry(native, fallback, nogil=self.nogil)
+            except EntryUnsupported:
+                return
         self._entry = entry
         type(self).__call__ = staticmethod(entry)
 

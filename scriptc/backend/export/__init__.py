@@ -23,10 +23,11 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from ...ir.types import TensorType
+from ...ir.types import STR, TensorType
 from ...signatures import format_signature
 from ..llvm import disk_cache, strings
 from ..llvm.engine import engine
+from ..llvm.entry import PythonTable, lower_python_entry
 from ..llvm.errors import ERROR_TABLE
 from ..llvm.lower import ModuleLowering, check_graph
 from .cabi import ExportError, Exported, header, plan_supported, source
@@ -55,9 +56,8 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
     lib = library_name(output)
     mod = ModuleLowering(f"scriptc.{lib}", standalone=True)
     exported: list[Exported] = []
-    ERROR_TABLE.recording = codes = set()
     seen: dict[str, int] = {}
-    try:
+    with ERROR_TABLE.record() as codes:
         for fn, signatures in functions:
             for types in signatures:
                 types = tuple(t.erase_shape() if isinstance(t, TensorType) else t for t in types)
@@ -67,8 +67,6 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
                 c_name = f"{lib}_{fn.__name__}" + (f"_{k}" if k else "")
                 exported.append(Exported(fn.__name__, c_name, mod.entry(graph), graph, format_signature(types),
                                          fn.param_names))
-    finally:
-        ERROR_TABLE.recording = None
     text = str(mod.module)
     check_standalone(text)
     plans = {pid: strings._PLANS[pid] for pid in map(int, re.findall(r'@"scriptc\.py\.callback"\(i64 (-?\d+)', text))}
@@ -79,10 +77,10 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
     manifest = {"format": FORMAT, "library": lib, **{k: v for k, v in disk_cache.target_description().items()
                                                      if k in ("scriptc", "triple", "cpu")},
                 "features": [f for f in eng.features.split(",") if f.startswith("+")],
-                "functions": {}}
+                "functions": {}, **python_entries(mod.module, lib, exported)}
     for e in exported:
         manifest["functions"].setdefault(e.fname, []).append(e.manifest())
-    obj = compile_object(text)
+    obj = compile_object(str(mod.module))
     header_path = output.with_name(f"{lib}.h")
     output.parent.mkdir(parents=True, exist_ok=True)
     header_path.write_text(header(lib, exported, command))
@@ -94,6 +92,22 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
                                                manifest))
         link(tmp, output, emit, needs_mvec="_ZGV" in text)
     return [output, header_path]
+
+
+def python_entries(module, lib: str, exported: list[Exported]) -> dict:
+    """Add to ``module`` a CPython entry point per exported signature that takes no str (``entry.py``, reading
+    what it uses of Python from the ``<lib>_python_table`` the library defines and ``scriptc.load`` fills: the
+    library still loads without Python); the manifest's description of them."""
+    table = PythonTable(module, f"{lib}_python_table")
+    for e in exported:
+        types = [t for _, t in e.params] + e.results
+        if any(t == STR for t in types):
+            continue     # strs are const char * in exported code, PyObject * in entries
+        e.python_entry = f"{e.c_name}__python"
+        lower_python_entry(module, e.python_entry, module.globals[e.entry], [t for _, t in e.params], e.result_type,
+                           range(len(e.params)), nogil=False, table=table)
+    return {"python_table": {"symbol": f"{lib}_python_table", "slots": table.names},
+            "python_error": f"{lib}__python_error"}
 
 
 def check_standalone(text: str) -> None:

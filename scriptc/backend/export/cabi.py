@@ -49,6 +49,7 @@ class Exported:
         result = graph.outputs[0].type
         self.results = list(result.elems) if isinstance(result, TupleType) else ([] if result == NONE else [result])
         self.result_type = result
+        self.python_entry = None      # the CPython entry's symbol, when the library has one (export.python_entries)
         for name, t in self.params:
             check_exportable(t, f"argument '{name}' of {fname}")
         for t in self.results:
@@ -65,7 +66,7 @@ class Exported:
     def manifest(self) -> dict:
         return {"c_name": self.c_name, "signature": self.signature, "graph": str(self.graph),
                 "params": [n for n, _ in self.params], "results": [type_text(t) for t in self.results],
-                "tuple": isinstance(self.result_type, TupleType)}
+                "tuple": isinstance(self.result_type, TupleType), "python_entry": self.python_entry}
 
     def definition(self) -> str:
         leaf_types = [t for _, p in self.params for t in leaves(p)]

@@ -6,6 +6,13 @@ the code was compiled for; only then is the library loaded (``dlopen``). A call 
 signature the arguments fit (the kinds ``@scriptc.script`` dispatches on: scalar kinds, array dtypes and ranks)
 and calls the C entry point through ctypes; an error code raises the exception ``<lib>_last_error()`` names,
 with its message.
+
+That dispatch is the fallback. The library also carries a CPython entry point per signature (``entry.py``,
+compiled into it by ``scriptc export``) that reads the C API functions and Python objects it uses from a table
+the library defines: loading fills the table (the manifest names its slots) and makes each entry a builtin
+function, so that a call whose arguments are exactly a signature's kinds goes from Python to the kernel with no
+Python code in between, as a ``@scriptc.script`` function's does. An entry is used only where the first
+signature accepting such arguments is its own (the dispatch above would pick no other).
 """
 from __future__ import annotations
 
@@ -18,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...ir.types import BOOL, FLOAT, INT, STR, TensorType
+from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType
 from ...signatures import parse_arg_type
 from . import FORMAT, SECTION
 from .cabi import DTYPE_CODES
@@ -88,9 +95,39 @@ class Library:
         self._last_error.restype, self._last_error.argtypes = ctypes.c_char_p, []
         self._release = getattr(lib, f"{self.name}_release")
         self._release.restype, self._release.argtypes = None, [ctypes.POINTER(ScriptcArray)]
-        self.functions = {name: LoadedFunction(self, name, sigs) for name, sigs in manifest["functions"].items()}
+        self._python_error = None
+        entries = self._fill_python_table(manifest)
+        self.functions = {name: LoadedFunction(self, name, sigs, entries)
+                          for name, sigs in manifest["functions"].items()}
         for name, fn in self.functions.items():
             setattr(self, name, fn)
+
+    def _fill_python_table(self, manifest: dict) -> bool:
+        """Fill the table the CPython entries read (False, and the ctypes path only, where anything is missing
+        or this process's object layouts are not the ones the entries were made for)."""
+        table, error = manifest.get("python_table"), manifest.get("python_error")
+        if not table or not error:
+            return False
+        from ..llvm import entry_runtime, symbols
+        if entry_runtime.OBJECT_LAYOUT_ERROR:
+            return False
+        addresses = [symbols.address_of(name) for name in table["slots"]]
+        try:
+            slots = (ctypes.c_void_p * len(addresses)).in_dll(self._lib, table["symbol"])
+            self._python_error = getattr(self._lib, error)
+        except (ValueError, AttributeError):
+            return False
+        if not all(addresses):
+            return False
+        for k, address in enumerate(addresses):
+            slots[k] = address
+        self._python_error.restype, self._python_error.argtypes = ctypes.c_int, [ctypes.c_int32]
+        return True
+
+    def raise_python_error(self, status: int):
+        """``raise_error`` of the CPython entries: the library formats this thread's message, then it is raised."""
+        self._python_error(status)
+        self.raise_error(status)
 
     def __repr__(self):
         return f"<scriptc library {self.name!r} from {self.path}: {', '.join(self.functions)}>"
@@ -112,33 +149,71 @@ class GraphText(str):
 
 
 class LoadedFunction:
-    """One exported function: its signatures, each a C entry point."""
+    """One exported function: its signatures, each a C entry point (and a CPython one, ``entries``)."""
 
-    def __init__(self, library: Library, name: str, signatures: list[dict]):
+    def __init__(self, library: Library, name: str, signatures: list[dict], entries: bool = False):
         self.__name__ = name
         self._library = library
         self._signatures = [_Signature(library, s) for s in signatures]
         self.signatures = [s["signature"] for s in signatures]
         self.graph = GraphText(signatures[0]["graph"])
         self.graphs = {s["signature"]: GraphText(s["graph"]) for s in signatures}
+        # its own class, whose __call__ becomes the first CPython entry (see _install_entries)
+        self.__class__ = type(f"LoadedFunction[{name}]", (LoadedFunction,), {})
+        self._entry = None
+        if entries:
+            self._install_entries(signatures)
 
     def __repr__(self):
         return f"<exported function {self.__name__} ({'; '.join(self.signatures)})>"
 
-    def __call__(self, *args):
+    def _dispatch(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"{self.__name__}() takes no keyword arguments")
         for sig in self._signatures:
             if sig.accepts(args):
                 return sig.call(args)
         got = ", ".join(_describe(a) for a in args)
         raise TypeError(f"{self.__name__}() was exported for ({'), ('.join(self.signatures)}), not ({got})")
 
+    __call__ = _dispatch
+
+    def _install_entries(self, signatures: list[dict]) -> None:
+        """A chain of the signatures' CPython entries, in export order, each falling back to the next and the
+        last to ``_dispatch``; a signature an earlier one accepts every argument of is left out (the dispatch
+        picks the earlier one for its arguments)."""
+        from ..llvm.entry_runtime import builtin_function, entry_unsupported_reason, make_state, needs_rebuild
+        usable = []
+        for k, (sig, info) in enumerate(zip(self._signatures, signatures)):
+            symbol = info.get("python_entry")
+            if not symbol or any(_shadows(earlier, sig) for earlier in self._signatures[:k]):
+                continue
+            if entry_unsupported_reason(sig, rebuild=True) is not None:
+                continue
+            usable.append((sig, ctypes.cast(self._library._lib[symbol], ctypes.c_void_p).value))
+        fallback = self._dispatch
+        for sig, address in reversed(usable):
+            rebuild = sig.rebuild_out if needs_rebuild(sig.result_type) else None
+            state = make_state(fallback, rebuild, self._library.raise_python_error)
+            state.native, state.symbol = sig, f"{self.__name__}({sig.signature})"
+            fallback = builtin_function(address, self.__name__, state)
+        if usable:
+            self._entry = fallback
+            type(self).__call__ = staticmethod(fallback)
+
 
 class _Signature:
     def __init__(self, library: Library, entry: dict):
         self.library = library
+        self.signature = entry["signature"]
         self.types = [parse_arg_type(t.strip()) for t in _split(entry["signature"])]
         self.results = [parse_arg_type(t) for t in entry["results"]]
         self.is_tuple = entry["tuple"]
+        # the kernel's signature, as the CPython entry sees it
+        self.arg_types = self.types
+        self.result_type = (TupleType(tuple(self.results)) if self.is_tuple else
+                            self.results[0] if self.results else NONE)
+        self._reader = None
         self.fn = getattr(library._lib, entry["c_name"])
         self.fn.restype = ctypes.c_int
         self.fn.argtypes = [ctypes.POINTER(ScriptcArray) if isinstance(t, TensorType) else C_TYPES[t]
@@ -148,6 +223,14 @@ class _Signature:
 
     def accepts(self, args) -> bool:
         return len(args) == len(self.types) and all(_fits(t, a) for t, a in zip(self.types, args))
+
+    def rebuild_out(self, out_address: int, args):
+        """The result from the kernel's out struct (the CPython entry's ``rebuild``: results that are views)."""
+        from ..llvm.entry_runtime import out_reader
+        from ..llvm.native import _rebuild
+        if self._reader is None:
+            self._reader = out_reader(self.result_type)
+        return _rebuild(self.result_type, iter(self._reader(out_address)), args)
 
     def call(self, args):
         c_args = [_c_array(a) if isinstance(t, TensorType) else
@@ -204,6 +287,15 @@ def _c_array(a: np.ndarray) -> ScriptcArray:
         s.shape[k], s.strides[k] = a.shape[k], a.strides[k]
     s.ndim, s.dtype = a.ndim, DTYPE_CODES[a.dtype.name]
     return s
+
+
+def _shadows(earlier: _Signature, later: _Signature) -> bool:
+    """Whether ``earlier`` accepts every argument whose kinds are exactly ``later``'s (then the dispatch never
+    picks ``later`` for them)."""
+    if len(earlier.types) != len(later.types):
+        return False
+    wider = {INT: (BOOL,), FLOAT: (INT, BOOL)}
+    return all(e == t or t in wider.get(e, ()) for e, t in zip(earlier.types, later.types))
 
 
 def _fits(t, a) -> bool:

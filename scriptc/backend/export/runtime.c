@@ -57,6 +57,8 @@ static void scriptc_make_key(void) {
         abort();
 }
 static void scriptc_init(void) { pthread_once(&scriptc_once, scriptc_make_key); }
+/* When the library is loaded: the CPython entry points (scriptc.load) call the kernels without the C wrappers. */
+__attribute__((constructor)) static void scriptc_on_load(void) { scriptc_init(); }
 
 static __thread char scriptc_error_text[1024];
 
@@ -217,6 +219,10 @@ static void scriptc_print_str_repr(const char *s) {
 #define SCRIPTC_CAT(a, b) SCRIPTC_CAT2(a, b)
 
 const char *SCRIPTC_CAT(SCRIPTC_LIB, _last_error)(void) { return scriptc_error_text; }
+
+/* For scriptc.load's CPython entry points, which call the kernels directly: this thread's error text for
+   `code`, as the C functions set it (not in the header: not part of the C interface). */
+int SCRIPTC_CAT(SCRIPTC_LIB, __python_error)(int32_t code) { return scriptc_fail(code); }
 
 void SCRIPTC_CAT(SCRIPTC_LIB, _release)(scriptc_array *a) {
     if (a == NULL) return;

@@ -17,7 +17,7 @@ from ...ir.registry import REGISTRY, lookup
 from ...ir.types import TensorType, result_dtype
 from .arrays import ELEM, F32, INT_RANGE, Arr, kind_of, shape_text
 from .common import F64, I1, I64, INT64_MIN, f64, handles_array, i64
-from .engine import LIBM_UNARY
+from .symbols import LIBM_UNARY
 from .errors import LoweringError
 from .summation import pairwise_reducible
 

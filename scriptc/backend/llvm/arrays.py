@@ -17,17 +17,18 @@ import numpy as np
 from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, TensorType, element_type
+from . import symbols
 from .common import F64, I1, I8, I8P, I32, I64, handles_array, i32, i64, leaves, process_global, reg_type
 
 HEADER = 64
 HUGE_PAGE_MIN = 1 << 22      # NumPy's threshold for madvise(MADV_HUGEPAGE)
 MADV_HUGEPAGE = 14
 # Arrays native code has allocated in this process (a test hook: fused code allocates only its result).
-ALLOCATIONS = ctypes.c_int64(0)
+ALLOCATIONS = symbols.ALLOCATIONS
 ALLOCATIONS_ADDRESS = ctypes.addressof(ALLOCATIONS)
 # Arrays native code has freed (dropping their last reference); the arrays a call that raises allocated are all
 # freed before it returns, so both counters move by the same amount (test_raise_memory.py).
-FREES = ctypes.c_int64(0)
+FREES = symbols.FREES
 FREES_ADDRESS = ctypes.addressof(FREES)
 
 

@@ -71,11 +71,11 @@ def bind() -> bool:
     if lib is None:
         return False
     if not _BOUND:
-        import llvmlite.binding as llvm
+        from . import symbols
         with _LOCK:
             if not _BOUND:
                 for name, symbol in FUNCTIONS.items():
-                    llvm.add_symbol(SYMBOL_PREFIX + name, ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value)
+                    symbols.bind(SYMBOL_PREFIX + name, ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value)
                 _BOUND = True
     return True
 

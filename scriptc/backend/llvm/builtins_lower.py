@@ -12,34 +12,19 @@
 """
 from __future__ import annotations
 
-import ctypes
 import math
 import sys
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ...ir.types import FLOAT
 from ...ops.builtins import FACTORIAL_MAX, exception_class
 from .common import F64, I1, I32, I64, f64, handles, i1, i32, i64
+from .callbacks import ROUND_SYMBOL
 from .strings import plan_id
 
-ROUND_SYMBOL = "scriptc.py.round_ndigits"
 DEPTH_GLOBAL = "scriptc.call_depth"
 RECURSION_MESSAGE = "maximum recursion depth exceeded"
-
-
-def _round_ndigits(x: float, n: int, out) -> int:
-    try:
-        out[0] = round(x, n)
-        return 0
-    except OverflowError:   # "rounded value too large to represent": the only error for a float and an int
-        return 1
-
-
-_ROUND = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_double, ctypes.c_int64, ctypes.POINTER(ctypes.c_double))(
-    _round_ndigits)
-llvm.add_symbol(ROUND_SYMBOL, ctypes.cast(_ROUND, ctypes.c_void_p).value)
 
 
 class BuiltinOps:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, TensorType, Type
+from . import symbols
+from .layout import PTR, holds_ref, is_lowerable, leaves, ref_parts  # noqa: F401  (the lowering's vocabulary)
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F64 = ir.DoubleType()
@@ -31,44 +33,7 @@ def i32(v: int) -> ir.Constant:
 
 # -- types -----------------------------------------------------------------------------------------------
 
-class _Pointer(Type):
-    """The leaf type of a pointer: an array's meminfo and data, a str's PyObject."""
-
-    def __str__(self):
-        return "ptr"
-
-
-PTR = _Pointer()
 I8P = I8.as_pointer()
-
-
-def leaves(t: Type) -> list[Type]:
-    """The scalar leaves a value of type ``t`` is made of, in order; TypeError if not lowerable.
-
-    An array of rank R is ``(meminfo, data, shape_0..shape_R-1, stride_0..stride_R-1)``: a meminfo pointer
-    (null for memory borrowed from the caller), a data pointer, and shape and byte strides as i64, as NumPy
-    keeps them. A str is one pointer to a Python str object."""
-    if t == INT or t == FLOAT or t == BOOL:
-        return [t]
-    if t == NONE:
-        return []
-    if t == STR:
-        return [PTR]
-    if isinstance(t, TupleType):
-        return [x for e in t.elems for x in leaves(e)]
-    if isinstance(t, TensorType) and t.known:
-        return [PTR, PTR] + [INT] * (2 * t.rank)
-    if isinstance(t, ListType) and t.elem is not None and (t.elem.is_scalar or is_lowerable(t.elem)):
-        return [PTR]   # lists.py: a pointer to the list object
-    raise TypeError(str(t))
-
-
-def is_lowerable(t: Type) -> bool:
-    try:
-        leaves(t)
-        return True
-    except TypeError:
-        return False
 
 
 def reg_type(t: Type) -> ir.Type:
@@ -81,24 +46,6 @@ def mem_type(t: Type) -> ir.Type:
 
 def out_struct(t: Type) -> ir.LiteralStructType:
     return ir.LiteralStructType([mem_type(x) for x in leaves(t)])
-
-
-def holds_ref(t: Type) -> bool:
-    """Whether values of type ``t`` hold references (arrays, strs, lists) that native code counts."""
-    if isinstance(t, (TensorType, ListType)) or t == STR:
-        return True
-    return isinstance(t, TupleType) and any(holds_ref(e) for e in t.elems)
-
-
-def ref_parts(t: Type, vals: list):
-    """(type, leaves) of each counted part of a value: its arrays and strs, tuples looked into."""
-    if isinstance(t, TupleType):
-        for e in t.elems:
-            n = len(leaves(e))
-            yield from ref_parts(e, vals[:n])
-            vals = vals[n:]
-    elif isinstance(t, (TensorType, ListType)) or t == STR:
-        yield t, vals
 
 
 # Operators this backend lowers (anything else is a LoweringError), filled by the decorators below: the
@@ -149,14 +96,13 @@ UNSUPPORTED_DETAIL: dict[str, str] = {}
 
 def process_global(module: ir.Module, name: str, address: int, ty: ir.Type = I8) -> ir.GlobalVariable:
     """An external global named ``name`` standing for the object at ``address`` in this process (a counter, a
-    kept str, a buffer): the JIT resolves the name (``llvm.add_symbol``), so machine code refers to process
+    kept str, a buffer): the linker resolves the name (``symbols.bind``), so machine code refers to process
     objects by name, never by address, and stays valid when the on-disk cache loads it into another process
-    (where lowering the graph again binds the names to that process's objects)."""
-    import llvmlite.binding as llvm
+    (where the same names are bound to that process's objects: ``symbols.py``)."""
     existing = module.globals.get(name)
     if existing is not None:
         return existing
-    llvm.add_symbol(name, address)
+    symbols.bind(name, address)
     g = ir.GlobalVariable(module, ty, name)
     g.linkage = "external"
     return g
@@ -164,9 +110,8 @@ def process_global(module: ir.Module, name: str, address: int, ty: ir.Type = I8)
 
 def process_function(module: ir.Module, name: str, address: int, fnty: ir.FunctionType) -> ir.Function:
     """An external function named ``name`` bound to machine code at ``address`` (see ``process_global``)."""
-    import llvmlite.binding as llvm
     existing = module.globals.get(name)
     if existing is not None:
         return existing
-    llvm.add_symbol(name, address)
+    symbols.bind(name, address)
     return ir.Function(module, fnty, name)

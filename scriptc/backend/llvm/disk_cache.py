@@ -1,37 +1,47 @@
 """The on-disk cache of machine code (``@scriptc.script(cache=True)``).
 
 What is cached: the object file LLVM made for one optimized graph (lowering, the O3 pipeline and code generation
-are most of a first call's time). What is not: the frontend and the pass pipeline still run on a hit, which
-gives the graph the call needs, and lowering the graph again (without LLVM) registers in the new process what
-the code refers to by name: error codes, print plans, str constants, counters (``common.process_global``).
+are most of a first call's time), which holds the kernel, its C entry point and its CPython entry point, and
+what the code refers to in the process by content (error codes, print plans, str constants), as JSON. A hit
+links the object with ``objload`` and registers those: no lowering, no LLVM, llvmlite is not even imported
+(``cached.py``). The frontend and the pass pipeline still run: they give the graph the key is made of.
 
 The key is the content that determines the machine code, so a stale entry can never be found: the optimized
 graph's text (it holds the inlined code of every scripted callee, from whatever file, and the values of the
 global constants the function captured), the source files its nodes come from (error messages name them), the
-options, the versions of scriptc, llvmlite and LLVM, and the target (triple, CPU name and features). Editing a
-callee in another module, changing a global constant or upgrading scriptc changes the key: a miss.
+options, the versions of scriptc, llvmlite, LLVM, Python and NumPy (the entry point reads CPython's and NumPy's
+object layouts), and the target (triple, CPU name and features). Editing a callee in another module, changing a
+global constant or upgrading scriptc changes the key: a miss. The LLVM half of the key (versions, CPU name and
+features as LLVM sees them) is kept per machine in ``host-<fingerprint>.json``, so that a process can make keys
+without loading LLVM: the fingerprint is the CPU's identity and flags (``/proc/cpuinfo``) and the installed
+llvmlite library's size and modification time, so another CPU or another llvmlite never finds the file (and
+computes the description with LLVM instead).
 
 An entry is ``MAGIC``, the length of a JSON header (8 bytes, little endian), the header, then the object file.
 The header repeats the key and records the object's SHA-256; an entry that does not check out (truncated,
 corrupt, another format) is ignored and rewritten. Nothing in an entry is executed or unpickled: the object
-file is linked by the JIT exactly as a freshly compiled one. Writes go to a temporary file in the same
-directory and are renamed into place, so that concurrent processes never read a torn entry.
+file is linked exactly as a freshly compiled one, and the header's descriptions are checked to hash to the very
+codes the machine code carries. Runtime code that entries share (the thread pool, summation kernels:
+``runtimes.py``) is kept once, content-addressed, in ``runtime-<sha256>.sco``. Writes go to a temporary file in
+the same directory and are renamed into place, so that concurrent processes never read a torn entry.
 
 Code that embeds a process address (module-level array constants) is not cached.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import tempfile
+import sys
 from pathlib import Path
 
-FORMAT = 1
+from .digests import sha256
+
+FORMAT = 2
 MAGIC = b"scriptc-cache\0"
 SUFFIX = ".scc"
-ABSOLUTE_ADDRESS = re.compile(r"inttoptr \(i64 -?\d{4,}")
+RUNTIME_SUFFIX = ".sco"
+ABSOLUTE_ADDRESS = re.compile(r"inttoptr \(?i64 -?\d{4,}")    # an address as an instruction or a constant
 stats = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0}   # observable by tests and `scriptc cache`
 
 
@@ -48,21 +58,118 @@ def default_directory(source_file: str | None) -> Path:
     return Path(base) / "scriptc"
 
 
-def target_description() -> dict:
+def target_description(directory=None, llvm: bool = True) -> dict | None:
+    """What the machine code depends on besides the graph: versions and target. Without ``llvm``, None when
+    the LLVM half cannot be had without loading LLVM (no host file for this machine in ``directory`` yet)."""
+    import numpy as np
+    from ... import __version__
+    host = host_description(directory, llvm)
+    if host is None:
+        return None
+    return {"format": FORMAT, "scriptc": __version__, "python": sys.version, "numpy": np.__version__, **host}
+
+
+def _llvm_description() -> dict:
     import llvmlite
     import llvmlite.binding as llvm
-    from ... import __version__
     from .engine import engine
     eng = engine()
-    return {"format": FORMAT, "scriptc": __version__, "llvmlite": llvmlite.__version__,
-            "llvm": ".".join(map(str, llvm.llvm_version_info)), "triple": eng.triple, "cpu": eng.cpu,
-            "features": eng.features}
+    return {"llvmlite": llvmlite.__version__, "llvm": ".".join(map(str, llvm.llvm_version_info)),
+            "triple": eng.triple, "cpu": eng.cpu, "features": eng.features}
 
 
-def cache_key(graph_text: str, source_files: list[str], options: dict) -> str:
+def host_description(directory=None, llvm: bool = True) -> dict | None:
+    """The LLVM half of the target description: from LLVM when it is loaded (or ``llvm`` allows loading it),
+    else from the host file LLVM's answer was kept in on this machine."""
+    fingerprint = host_fingerprint()
+    path = Path(directory) / f"host-{fingerprint[:32]}.json" if directory is not None and fingerprint else None
+    if path is not None and not engine_loaded():
+        try:
+            kept = json.loads(path.read_text())
+            if isinstance(kept, dict) and kept.get("fingerprint") == fingerprint and isinstance(kept.get("host"), dict):
+                return kept["host"]
+        except (OSError, ValueError):
+            pass
+    if not (llvm or engine_loaded()):
+        return None
+    host = _llvm_description()
+    if path is not None:
+        write_atomically(path, json.dumps({"fingerprint": fingerprint, "host": host}, sort_keys=True).encode())
+    return host
+
+
+def engine_loaded() -> bool:
+    """Whether this process has started LLVM already (then asking it costs nothing)."""
+    engine = sys.modules.get(f"{__package__}.engine")
+    return engine is not None and engine._ENGINE is not None
+
+
+_FINGERPRINT: list = []
+_CPU_FIELDS = (b"vendor_id", b"cpu family", b"model", b"model name", b"stepping", b"flags", b"CPU implementer",
+               b"CPU architecture", b"CPU variant", b"CPU part", b"Features")
+
+
+def host_fingerprint() -> str | None:
+    """This machine's CPU (identity and feature flags of its first processor) and installed llvmlite (its
+    library's path, size and modification time), hashed; None where they cannot be read (not Linux)."""
+    if _FINGERPRINT:
+        return _FINGERPRINT[0]
+    fingerprint = None
+    try:
+        import importlib.util
+        with open("/proc/cpuinfo", "rb") as f:
+            first = f.read(1 << 16).split(b"\n\n", 1)[0]
+        cpu = sorted(line for line in first.splitlines() if line.split(b":")[0].strip() in _CPU_FIELDS)
+        spec = importlib.util.find_spec("llvmlite")
+        root = Path(spec.origin).parent
+        libs = sorted((root / "binding").glob("*llvmlite*"))
+        stats = [[str(p), p.stat().st_size, p.stat().st_mtime_ns] for p in libs + [root / "_version.py"]]
+        if cpu and libs:
+            text = json.dumps([[c.decode("latin-1") for c in cpu], stats, sys.platform])
+            fingerprint = sha256(text.encode()).hexdigest()
+    except (OSError, AttributeError, TypeError, ImportError, ValueError):
+        fingerprint = None
+    _FINGERPRINT.append(fingerprint)
+    return fingerprint
+
+
+def cache_key(graph_text: str, source_files: list[str], options: dict, directory=None, llvm: bool = True) -> str | None:
+    """The key of an entry; None when it cannot be made without LLVM (see ``target_description``)."""
+    target = target_description(directory, llvm)
+    if target is None:
+        return None
     content = json.dumps({"graph": graph_text, "files": sorted(set(source_files)), "options": options,
-                          "target": target_description()}, sort_keys=True)
-    return hashlib.sha256(content.encode()).hexdigest()
+                          "target": target}, sort_keys=True)
+    return sha256(content.encode()).hexdigest()
+
+
+def source_files(graph) -> list[str]:
+    """The source files a graph's nodes come from (callees included): part of the key."""
+    files = set()
+    for g in [graph, *graph.subgraphs()]:
+        for node in g.walk():
+            if node.source is not None:
+                files.add(node.source.filename)
+    return sorted(files)
+
+
+def write_atomically(path: Path, data: bytes) -> bool:
+    """Write ``data`` to a temporary file beside ``path`` and rename it into place (False on a read-only or
+    full disk: a cache write failing costs a recompile next time, nothing else)."""
+    import tempfile     # here: a hit, which writes nothing, need not import it
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        return False
+    return True
 
 
 class DiskCache:
@@ -74,8 +181,9 @@ class DiskCache:
     def path(self, name: str, key: str) -> Path:
         return self.directory / f"{re.sub(r'[^A-Za-z0-9_.]', '_', name)}-{key[:32]}{SUFFIX}"
 
-    def load(self, name: str, key: str) -> bytes | None:
-        """The object file of a valid entry for ``key``, or None (absent, unreadable, or not what it claims)."""
+    def load(self, name: str, key: str) -> tuple[dict, bytes] | None:
+        """The header and object file of a valid entry for ``key``, or None (absent, unreadable, or not what it
+        claims)."""
         try:
             data = self.path(name, key).read_bytes()
         except OSError:
@@ -85,27 +193,32 @@ class DiskCache:
             stats["rejected"] += header is None
             return None
         obj = data[header["_end"]:]
-        if hashlib.sha256(obj).hexdigest() != header.get("sha256"):
+        if sha256(obj).hexdigest() != header.get("sha256"):
             stats["rejected"] += 1
             return None
-        return obj
+        return header, obj
 
-    def store(self, name: str, key: str, obj: bytes, info: dict) -> None:
-        header = json.dumps({"format": FORMAT, "key": key, "function": name, "sha256": hashlib.sha256(obj).hexdigest(),
+    def store(self, name: str, key: str, obj: bytes, info: dict, runtimes=()) -> None:
+        """Store an entry, and the runtime object files it needs that the directory lacks (``runtimes``:
+        (sha256, object file) pairs)."""
+        for sha, code in runtimes:
+            if self.load_runtime(sha) is None:      # absent or damaged
+                write_atomically(self.runtime_path(sha), code)
+        header = json.dumps({"format": FORMAT, "key": key, "function": name, "sha256": sha256(obj).hexdigest(),
                              "size": len(obj), **info}).encode()
+        if write_atomically(self.path(name, key), MAGIC + len(header).to_bytes(8, "little") + header + obj):
+            stats["stores"] += 1
+
+    def runtime_path(self, sha: str) -> Path:
+        return self.directory / f"runtime-{sha[:40]}{RUNTIME_SUFFIX}"
+
+    def load_runtime(self, sha: str) -> bytes | None:
+        """A runtime object file whose SHA-256 is ``sha`` (None if absent or not that)."""
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=SUFFIX)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(MAGIC + len(header).to_bytes(8, "little") + header + obj)
-                os.replace(tmp, self.path(name, key))
-            except BaseException:
-                os.unlink(tmp)
-                raise
+            data = self.runtime_path(sha).read_bytes()
         except OSError:
-            return      # a read-only or full disk costs a recompile next time, nothing else
-        stats["stores"] += 1
+            return None
+        return data if sha256(data).hexdigest() == sha else None
 
 
 def read_header(data: bytes) -> dict | None:
@@ -124,6 +237,15 @@ def read_header(data: bytes) -> dict | None:
         return None
     header["_end"] = start + n
     return header if header.get("size") == len(data) - header["_end"] else None
+
+
+def side_files(directories) -> list[Path]:
+    """The runtime object files and host descriptions under the directories (``scriptc cache --clear``)."""
+    found = []
+    for d in map(Path, directories):
+        if d.exists():
+            found += sorted(d.rglob(f"runtime-*{RUNTIME_SUFFIX}")) + sorted(d.rglob("host-*.json"))
+    return found
 
 
 def entries(directories) -> list[tuple[Path, dict | None]]:

@@ -6,38 +6,31 @@ IR marks ``contract``, and lowering never does), and no instruction carries fast
 
 libm functions are bound under private names (``scriptc.libm.sin`` -> the process's ``sin``) so that LLVM
 neither constant-folds them with its own implementation nor rewrites them (``pow(x, 2.0) -> x*x``,
-``pow(2.0, x) -> exp2(x)``): native code calls the very libm functions CPython's ``math`` module calls.
+``pow(2.0, x) -> exp2(x)``): native code calls the very libm functions CPython's ``math`` module calls. Every name
+the code leaves undefined is resolved through ``symbols.address_of`` (what scriptc binds, then the process's
+libraries), as the loader of cached code (``objload.py``) resolves it.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import struct
 import threading
 
 import llvmlite.binding as llvm
 
-from ...ir.types import BOOL, FLOAT, INT
-from .common import PTR
+from . import symbols, warmup
+from .objload import ObjectLoadError
+from .native import make_caller  # noqa: F401  (the ctypes path's caller, long imported from here)
+from .symbols import LIBC, LIBM_BINARY, LIBM_OTHER, LIBM_PREFIX, LIBM_UNARY, VECTOR_MATH  # noqa: F401
 
-LIBM_PREFIX = "scriptc.libm."
-# glibc's libmvec SIMD variants, called by vectorized array loops (simd.py) 8 (AVX-512), 4 (AVX2) or 2 (SSE)
-# lanes at once; within 4 ulp of the correctly rounded value, as NumPy's own SIMD loops are. Scalar math keeps
-# plain libm, bit-identical to CPython's math module.
-VECTOR_MATH = {"exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "expm1": 1, "log2": 1, "log10": 1, "log1p": 1,
-               "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "tanh": 1, "pow": 2, "atan2": 2,
-               "hypot": 2}
-LIBC = ctypes.CDLL(None)
-LIBM_UNARY = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "expm1", "log",
-              "log2", "log10", "log1p")
-LIBM_BINARY = ("pow", "atan2", "fmod", "hypot")
-LIBM_OTHER = ("frexp", "ldexp")     # double frexp(double, int*), double ldexp(double, int)
+# The optimization pipeline (llvmlite's PipelineTuningOptions), one place to change it
+PIPELINE = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": True, "loop_unrolling": True}
 
 
 class Engine:
     """The process's JIT. Thread-safe: compilation is serialized by a lock."""
 
     def __init__(self):
+        warmup.wait()       # a background load of LLVM (warmup.py) finishes first
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()
@@ -48,39 +41,19 @@ class Engine:
                                                            jit=True)
         self.data_layout = str(self.target_machine.target_data)
         self._lock = threading.RLock()
-        self._bind_libm()
+        symbols.attach_llvm(llvm.add_symbol)
+        self.vector_math = self._vector_math()
         self._ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
 
-    def _bind_libm(self):
-        """Bind the libm the interpreter process already uses (the one behind CPython's ``math``)."""
-        names = LIBM_UNARY + tuple(n + "f" for n in LIBM_UNARY) + LIBM_BINARY + LIBM_OTHER
-        try:
-            libm = ctypes.CDLL(None)
-            for name in names:
-                getattr(libm, name)
-        except (OSError, AttributeError):
-            libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        for name in names:
-            llvm.add_symbol(LIBM_PREFIX + name, ctypes.cast(getattr(libm, name), ctypes.c_void_p).value)
-        for name in ("aligned_alloc", "free"):  # the allocator arrays use (Python frees returned ones with it)
-            llvm.add_symbol(name, ctypes.cast(getattr(LIBC, name), ctypes.c_void_p).value)
-        self.vector_math = self._bind_libmvec()
-
-    def _bind_libmvec(self) -> dict[str, list[tuple[str, int]]]:
+    def _vector_math(self) -> dict[str, list[tuple[str, int]]]:
         """{name: [(vector function, lanes)...]}: the libmvec variants this CPU runs, widest first."""
         isa = [(f, lanes) for f, lanes, feature in (("e", 8, "+avx512f"), ("d", 4, "+avx2"), ("b", 2, "+sse4.2"))
                if feature in self.features.split(",")]
-        try:
-            mvec = ctypes.CDLL("libmvec.so.1")
-        except OSError:
-            return {}
         found = {}
         for name, nargs in VECTOR_MATH.items():
             for letter, lanes in isa:
                 vname = f"_ZGV{letter}N{lanes}{'v' * nargs}_{name}"
-                fn = getattr(mvec, vname, None)
-                if fn is not None:
-                    llvm.add_symbol(vname, ctypes.cast(fn, ctypes.c_void_p).value)
+                if symbols.address_of(vname):
                     found.setdefault(name, []).append((vname, lanes))
         return found
 
@@ -91,12 +64,12 @@ class Engine:
             mod.triple = self.triple
             mod.data_layout = self.data_layout
             mod.verify()
-            pto = llvm.create_pipeline_tuning_options(speed_level=3)
-            pto.loop_vectorization = True
-            pto.slp_vectorization = True
+            pto = llvm.create_pipeline_tuning_options(speed_level=PIPELINE["speed_level"])
+            pto.loop_vectorization = PIPELINE["loop_vectorization"]
+            pto.slp_vectorization = PIPELINE["slp_vectorization"]
+            pto.loop_unrolling = PIPELINE["loop_unrolling"]
             pb = llvm.create_pass_builder(self.target_machine, pto)
             pb.getModulePassManager().run(mod, pb)
-            mod.verify()
             return mod
 
     def add_module(self, mod: llvm.ModuleRef, symbols: list[str]) -> dict[str, int]:
@@ -122,16 +95,17 @@ class Engine:
             return {s: self._ee.get_function_address(s) for s in symbols}
 
     def _resolves(self, name: str) -> bool:
-        # llvm.add_symbol bindings and the process's libraries; then code already in this JIT
-        return bool(llvm.address_of_symbol(name)) or name in LINKER_SYMBOLS or \
-            bool(self._ee.get_function_address(name))
+        # what scriptc binds (bound into LLVM as a side effect) and the process's libraries; then code already
+        # in this JIT
+        return bool(symbols.address_of(name)) or bool(llvm.address_of_symbol(name)) or name in LINKER_SYMBOLS \
+            or bool(self._ee.get_function_address(name))
 
     def assembly(self, ir_text: str) -> str:
         with self._lock:
             return self.target_machine.emit_assembly(llvm.parse_assembly(ir_text))
 
 
-class LinkError(RuntimeError):
+class LinkError(ObjectLoadError, RuntimeError):
     """Native code refers to a symbol nothing in the process defines (a bug of the backend)."""
 
 
@@ -172,34 +146,3 @@ def engine() -> Engine:
             if _ENGINE is None:
                 _ENGINE = Engine()
     return _ENGINE
-
-
-# -- calling native code from Python ---------------------------------------------------------------------
-
-_CTYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8, PTR: ctypes.c_void_p}
-
-
-def make_caller(address: int, arg_types: list, out_types: list):
-    """A Python callable ``call(*scalars) -> (status, [out scalars])`` for a native entry point
-
-        i32 entry(<i64|double|i8 per argument>, ptr out)
-
-    where ``out`` points at a C struct with one i64/double/i8 field per output scalar. This is the one
-    function to replace with a faster CPython entry point."""
-    # PYFUNCTYPE keeps the GIL held while native code runs (CFUNCTYPE would release it)
-    proto = ctypes.PYFUNCTYPE(ctypes.c_int32, *[_CTYPES[t] for t in arg_types], ctypes.c_void_p)
-    cfunc = proto(address)
-    fields = [(f"f{i}", _CTYPES[t]) for i, t in enumerate(out_types)]
-    Out = type("Out", (ctypes.Structure,), {"_fields_": fields})
-    getters = [(f"f{i}", t) for i, t in enumerate(out_types)]
-    convert = {BOOL: bool, PTR: lambda p: p or 0}  # ctypes gives None for a null pointer
-
-    def call(*args):
-        out = Out()
-        status = cfunc(*args, ctypes.addressof(out))
-        if status:
-            return status, None
-        return 0, [convert[t](getattr(out, name)) if t in convert else getattr(out, name) for name, t in getters]
-
-    call.cfunc = cfunc
-    return call

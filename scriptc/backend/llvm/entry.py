@@ -33,12 +33,17 @@ owned references into it) and may make views of the borrowed argument arrays.
 ``nogil=True`` releases the GIL around the kernel call: only for kernels that touch no Python object (no
 strs, no Python calls).
 
-The generated code embeds the addresses of the kernel, the fallback and the helper callables, and CPython
-object layouts (``ob_type`` at 8, a float's value at 16, ``PyArrayObject_fields``); the layouts are checked
-against live objects at import, and entries are refused (``EntryUnsupported``: use the ctypes path) where
-they do not match. The builtin function's ``__self__`` is an ``EntryState`` that keeps everything the code
-refers to alive (the method definition, the fallback, the helpers, the native function) for as long as the
-function lives; the machine code itself lives in the process's JIT forever.
+The generated code embeds no address of this process: it names the objects it compares with (``int``,
+``np.ndarray``, NumPy's dtype descriptors, ``True``...: ``scriptc.obj.*``, bound by ``entry_runtime``) and the
+C API functions it calls, and reads the callables it calls (fallback, rebuild, raise_error) from its
+``__self__``, an ``EntryState`` tuple. So the code is the same in every process and for every function it is
+loaded for: ``compile.py`` lowers it into the kernel's own module (one LLVM module, one object file per signature,
+which the on-disk cache keeps), and ``make_entry`` builds one for any kernel address. It relies on CPython object
+layouts (``ob_type`` at 8, a float's value at 16, a tuple's items at 24, ``PyArrayObject_fields``); the layouts
+are checked against live objects at import (``entry_runtime``), and entries are refused (``EntryUnsupported``:
+use the ctypes path) where they do not match. The ``EntryState`` keeps everything the code refers to alive (the
+method definition, the fallback, the helpers, the native function) for as long as the function lives; the
+machine code itself is never unmapped.
 
 ``bind_to_class(entry)`` makes a class whose instances' ``__call__`` is the entry: ``obj(*args)`` goes
 straight to native code (a new signature's entry falls back to the previous one's, the last to Python's
@@ -46,111 +51,23 @@ dispatcher: a chain).
 """
 from __future__ import annotations
 
-import ctypes
 import itertools
-import sys
 import threading
 
-import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from ...ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, NONE, STR, ListType, NamedTupleType, TensorType, TupleType, Type
-from .common import F64, I8, I8P, I32, I64, holds_ref, leaves, mem_type, out_struct
+from ...ir.types import BOOL, FLOAT, INT, NONE, STR, NamedTupleType, TensorType, TupleType, Type
+from .common import F64, I8, I8P, I32, I64, leaves, mem_type, out_struct, process_function, process_global
 from .engine import engine
-from .errors import ERROR_TABLE
-
-METH_FASTCALL = 0x0080
-METH_KEYWORDS = 0x0002
-NPY_ARRAY_ALIGNED = 0x0100
-NPY_ARRAY_WRITEABLE = 0x0400
-
-# CPython object layout (64-bit, release build; checked below)
-OB_TYPE = 8
-FLOAT_VALUE = 16
-# PyArrayObject_fields (checked below)
-ARR_DATA, ARR_ND, ARR_DIMS, ARR_STRIDES, ARR_DESCR, ARR_FLAGS = 16, 24, 32, 40, 56, 64
-
-
-class EntryUnsupported(Exception):
-    """No native entry point can be built for this signature (or in this process): use the ctypes path."""
-
-
-# -- layout checks -----------------------------------------------------------------------------------------
-
-def _word(address: int) -> int:
-    return ctypes.c_void_p.from_address(address).value or 0
-
-
-def _check_object_layout() -> str | None:
-    """None if ``ob_type`` is at 8 and a float's double at 16, else what differs."""
-    if ctypes.sizeof(ctypes.c_void_p) != 8:
-        return "not a 64-bit process"
-    if hasattr(sys, "gettotalrefcount"):
-        return "debug build of CPython (object header differs)"
-    x, n, s = 1.25, 12345678901, "scriptc"
-    for obj in (x, n, s, (x, n), np.zeros(1)):
-        if _word(id(obj) + OB_TYPE) != id(type(obj)):
-            return f"ob_type of a {type(obj).__name__} is not at offset {OB_TYPE}"
-    if ctypes.c_double.from_address(id(x) + FLOAT_VALUE).value != x:
-        return f"a float's value is not at offset {FLOAT_VALUE}"
-    return None
-
-
-def _check_array_layout() -> str | None:
-    """None if NumPy's ``PyArrayObject_fields`` are where the generated code reads them, else what differs."""
-    base = np.arange(48, dtype=np.float64).reshape(4, 3, 4)
-    samples = [base[1:, ::-1, ::2], np.asfortranarray(base), np.zeros((2, 3), np.int32), np.ones(3, bool),
-               np.frombuffer(b"\0" * 17, np.uint8)[1:].view(np.int64)]   # the last one is misaligned
-    for a in samples:
-        addr = id(a)
-        if _word(addr + OB_TYPE) != id(np.ndarray):
-            return "ob_type of an ndarray"
-        if _word(addr + ARR_DATA) != a.__array_interface__["data"][0]:
-            return f"data is not at offset {ARR_DATA}"
-        if ctypes.c_int32.from_address(addr + ARR_ND).value != a.ndim:
-            return f"nd is not at offset {ARR_ND}"
-        dims, strides = _word(addr + ARR_DIMS), _word(addr + ARR_STRIDES)
-        if tuple((ctypes.c_int64 * a.ndim).from_address(dims)) != a.shape:
-            return f"dimensions are not at offset {ARR_DIMS}"
-        if tuple((ctypes.c_int64 * a.ndim).from_address(strides)) != a.strides:
-            return f"strides are not at offset {ARR_STRIDES}"
-        if _word(addr + ARR_DESCR) != id(a.dtype):
-            return f"descr is not at offset {ARR_DESCR}"
-        flags = ctypes.c_int32.from_address(addr + ARR_FLAGS).value
-        if flags != a.flags.num or bool(flags & NPY_ARRAY_ALIGNED) != a.flags.aligned:
-            return f"flags are not at offset {ARR_FLAGS}"
-    if samples[-1].flags.aligned:
-        return "cannot make a misaligned array to check the ALIGNED flag"
-    return None
-
-
-def _layout_error(check) -> str | None:
-    try:
-        return check()
-    except Exception as e:   # noqa: BLE001 - any surprise means: do not generate code that reads memory
-        return f"{type(e).__name__}: {e}"
-
-
-OBJECT_LAYOUT_ERROR = _layout_error(_check_object_layout)
-ARRAY_LAYOUT_ERROR = OBJECT_LAYOUT_ERROR or _layout_error(_check_array_layout)
-
-
-def _canonical_descrs() -> dict[str, tuple[np.dtype, ...]]:
-    """Per dtype name, the builtin native-byte-order descriptors an array of that dtype can carry (int64 is
-    both ``long`` and ``long long`` on LP64). Kept here, so their ids stay valid."""
-    out: dict[str, list[np.dtype]] = {name: [np.dtype(name)] for name in DTYPE_NAMES}
-    for t in set(np.sctypeDict.values()):
-        try:
-            d = np.dtype(t)
-        except TypeError:
-            continue
-        if d.name in out and d.isnative and all(d is not e for e in out[d.name]) and d == out[d.name][0]:
-            out[d.name].append(d)
-    return {k: tuple(v) for k, v in out.items()}
-
-
-CANONICAL_DESCRS = _canonical_descrs()
+from .entry_runtime import (ARR_DATA, ARR_DESCR, ARR_DIMS, ARR_FLAGS, ARR_ND, ARR_STRIDES,  # noqa: F401
+                            ARRAY_LAYOUT_ERROR, CANONICAL_DESCRS, FLOAT_VALUE, NPY_ARRAY_ALIGNED,
+                            NPY_ARRAY_WRITEABLE, NUMPY_ADDRESSES, NUMPY_SLOTS, OB_TYPE, OBJECT_LAYOUT_ERROR, OBJECTS,
+                            RELEASE_SYMBOL, STATE_FALLBACK, STATE_RAISE, STATE_REBUILD, TUPLE_ITEMS, EntryState,
+                            EntryUnsupported, bind_to_class, builtin_function, descr_symbol, entry_unsupported_reason,
+                            holds_str as _holds_str, make_state, named_tuple_symbol, needs_rebuild as _needs_rebuild,
+                            object_symbol,
+                            out_reader, rebind, release_capsule_address)
 
 # -- the C API, as the generated code declares it ----------------------------------------------------------
 
@@ -175,101 +92,17 @@ CAPI = {
     "PyCapsule_New": ir.FunctionType(I8P, [I8P, I8P, I8P]),
     "PyCapsule_GetPointer": ir.FunctionType(I8P, [I8P, I8P]),
 }
-# NumPy's C API, by its slots in the _ARRAY_API table (checked at import by building an array through them):
-# returned arrays are made natively instead of by the Python ``rebuild``.
-NUMPY_API = {"PyArray_DescrFromType": (45, ir.FunctionType(I8P, [I32])),
-             "PyArray_NewFromDescr": (94, ir.FunctionType(I8P, [I8P, I8P, I32, I8P, I8P, I8P, I32, I8P])),
-             "PyArray_SetBaseObject": (282, ir.FunctionType(I32, [I8P, I8P]))}
-
-
-def _numpy_api() -> dict[str, int] | None:
-    """{function: address} when NumPy's table has the functions at the expected slots, else None."""
-    try:
-        api = ctypes.pythonapi
-        api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-        api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-        table = api.PyCapsule_GetPointer(np._core._multiarray_umath._ARRAY_API, None)
-        addresses = {name: ctypes.c_void_p.from_address(table + 8 * slot).value
-                     for name, (slot, _) in NUMPY_API.items()}
-        descr = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_int)(addresses["PyArray_DescrFromType"])(12)
-        if descr != np.dtype("float64"):
-            return None
-        new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_int,
-                                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
-                                ctypes.c_void_p)(addresses["PyArray_NewFromDescr"])
-        buf, dims, strides = (ctypes.c_double * 6)(*range(6)), (ctypes.c_int64 * 2)(2, 3), (ctypes.c_int64 * 2)(8, 16)
-        api.Py_IncRef(ctypes.py_object(descr))
-        a = new(id(np.ndarray), descr, 2, ctypes.addressof(dims), ctypes.addressof(strides),
-                ctypes.addressof(buf), 0x0400, None)
-        base = object()
-        api.Py_IncRef(ctypes.py_object(base))
-        set_base = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.py_object)(
-            addresses["PyArray_SetBaseObject"])
-        if set_base(a, base) != 0 or a.base is not base or a.tolist() != [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]:
-            return None
-        return addresses
-    except Exception:  # noqa: BLE001 - any surprise means: build arrays in Python
-        return None
-
-
-NUMPY_ADDRESSES = _numpy_api()
-_BOUND = False
-
-
-_BIND_LOCK = threading.RLock()
-
-
-def _bind_capi() -> None:
-    with _BIND_LOCK:
-        _bind_capi_locked()
-
-
-def _bind_capi_locked() -> None:
-    global _BOUND
-    if not _BOUND:
-        engine()   # binds free (the allocator's)
-        for name in CAPI:
-            llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
-        for name, address in (NUMPY_ADDRESSES or {}).items():
-            llvm.add_symbol("scriptc." + name, address)
-        _BOUND = True
-
-
-# -- the builtin function object ---------------------------------------------------------------------------
-
-class _PyMethodDef(ctypes.Structure):
-    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p), ("ml_flags", ctypes.c_int),
-                ("ml_doc", ctypes.c_char_p)]
-
-
-_PyCFunction_NewEx = ctypes.pythonapi.PyCFunction_NewEx
-_PyCFunction_NewEx.restype = ctypes.py_object
-_PyCFunction_NewEx.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
-
-
-class EntryState:
-    """The ``__self__`` of an entry: owns what its machine code refers to by address."""
-    __slots__ = ("native", "fallback", "rebuild", "raise_error", "method_def", "nogil", "symbol", "llvm_ir",
-                 "__weakref__")
-
-    def __repr__(self):
-        name = getattr(getattr(self.native, "graph", None), "name", "?")
-        return f"<EntryState {name} -> {self.symbol}{' nogil' if self.nogil else ''}>"
-
-
-def _raise_native_error(status: int):
-    raise ERROR_TABLE[status].make()
-
+# NumPy's array API functions, called under ``scriptc.<name>`` (bound by entry_runtime)
+NUMPY_API = {"PyArray_DescrFromType": (NUMPY_SLOTS["PyArray_DescrFromType"], ir.FunctionType(I8P, [I32])),
+             "PyArray_NewFromDescr": (NUMPY_SLOTS["PyArray_NewFromDescr"],
+                                      ir.FunctionType(I8P, [I8P, I8P, I32, I8P, I8P, I8P, I32, I8P])),
+             "PyArray_SetBaseObject": (NUMPY_SLOTS["PyArray_SetBaseObject"], ir.FunctionType(I32, [I8P, I8P]))}
+RELEASE_TYPE = ir.FunctionType(VOID, [I8P])
 
 # -- code generation ---------------------------------------------------------------------------------------
 
 _COUNTER = itertools.count()
 _COUNTER_LOCK = threading.Lock()
-
-
-def _holds_str(t: Type) -> bool:
-    """Strs, and lists (listbox.py), are boxed by ``rebuild`` in Python."""
-    return t == STR or isinstance(t, ListType) or isinstance(t, TupleType) and any(map(_holds_str, t.elems))
 
 
 def _meminfo_positions(t: Type, start: int = 0) -> list[int]:
@@ -284,33 +117,49 @@ def _meminfo_positions(t: Type, start: int = 0) -> list[int]:
     return out
 
 
-def _needs_rebuild(t: Type) -> bool:
-    return holds_ref(t)
-
-
-def _tuple_class(t: TupleType) -> type:
-    """``tuple``, or the NamedTuple class (registered for good in ``NAMED_TUPLES``, so its address stays valid)."""
-    return t.cls if isinstance(t, NamedTupleType) else tuple
-
-
-def _const_ptr(obj) -> ir.Constant:
-    """The address of a Python object (kept alive by the entry's state, or immortal) as a constant."""
-    return ir.Constant(I64, id(obj)).inttoptr(I8P)
-
-
 def _i64(v: int) -> ir.Constant:
     return ir.Constant(I64, v)
 
 
-class _EntryLowering:
-    """Builds ``entry(self, args, nargs, kwnames)`` for one native function."""
+def python_table_names() -> list[str]:
+    """Every name a CPython entry may refer to (C API and NumPy functions, objects), in a fixed order: the slots
+    of a ``PythonTable``."""
+    return (list(CAPI) + ["scriptc." + name for name in NUMPY_API] + [object_symbol(k) for k in OBJECTS]
+            + [descr_symbol(d, k) for d, descrs in CANONICAL_DESCRS.items() for k in range(len(descrs))])
 
-    def __init__(self, symbol: str, native, fallback, rebuild, raise_error, nogil: bool):
-        self.native = native
-        self.module = ir.Module(name=symbol)
-        self.symbol = symbol
+
+class PythonTable:
+    """For code that must load without Python (an exported library): the C API functions, NumPy's functions and
+    the Python objects CPython entries use are read from one table of pointers the module defines (``name``),
+    which ``scriptc.load`` fills (the manifest lists its slots), instead of being symbols the dynamic linker
+    would have to resolve: the library keeps needing only the C and math libraries."""
+
+    def __init__(self, module: ir.Module, name: str):
+        self.names = python_table_names()
+        self.index = {n: k for k, n in enumerate(self.names)}
+        self.table = ir.GlobalVariable(module, ir.ArrayType(I8P, len(self.names)), name)
+        self.table.initializer = ir.Constant(self.table.value_type, None)
+        self.table.align = 8
+
+    def load(self, b: ir.IRBuilder, name: str) -> ir.Value:
+        slot = b.gep(self.table, [ir.Constant(I32, 0), ir.Constant(I32, self.index[name])], inbounds=True)
+        return b.load(slot)
+
+
+class EntryLowering:
+    """Builds ``PyObject *entry(self, args, nargs, kwnames)`` for one kernel into ``module``: ``kernel`` is the
+    kernel's function in the same module, or (``kernel_address``) machine code elsewhere in the process.
+    ``arg_types``/``result_type`` are the kernel's signature, ``written`` the indices of the arguments whose
+    arrays it may write; with a ``table``, what the entry refers to in Python comes from that ``PythonTable``."""
+
+    def __init__(self, module: ir.Module, symbol: str, arg_types, result_type, written, nogil: bool,
+                 kernel: ir.Function | None = None, kernel_address: int | None = None,
+                 table: PythonTable | None = None):
+        self.module, self.symbol, self.table = module, symbol, table
+        self.arg_types, self.result_type, self.written = list(arg_types), result_type, set(written)
+        self.kernel, self.kernel_address = kernel, kernel_address
         self._decls: dict[str, ir.Function] = {}
-        self.fallback, self.rebuild, self.raise_error, self.nogil = fallback, rebuild, raise_error, nogil
+        self.nogil = nogil
         self.fn = ir.Function(self.module, ir.FunctionType(I8P, [I8P, I8PP, I64, I8P]), symbol)
         self.self_, self.args, self.nargs, self.kwnames = self.fn.args
         for a, n in zip(self.fn.args, ("self", "args", "nargs", "kwnames")):
@@ -319,15 +168,33 @@ class _EntryLowering:
         self.slow = self.fn.append_basic_block("fallback")
         self.b = ir.IRBuilder(self.entry_block)
 
-    def capi(self, name: str) -> ir.Function:
+    def capi(self, name: str) -> ir.Value:
+        full = "scriptc." + name if name in NUMPY_API else name
+        fnty = NUMPY_API[name][1] if name in NUMPY_API else CAPI[name]
+        if self.table is not None:
+            return self.b.bitcast(self.table.load(self.b, full), fnty.as_pointer())
         fn = self._decls.get(name)
         if fn is None:
-            if name in NUMPY_API:
-                fn = ir.Function(self.module, NUMPY_API[name][1], "scriptc." + name)
-            else:
-                fn = ir.Function(self.module, CAPI[name], name)
-            self._decls[name] = fn
+            fn = self._decls[name] = self.module.globals.get(full) or ir.Function(self.module, fnty, full)
         return fn
+
+    def obj(self, x) -> ir.Value:
+        """A pointer to an object the code compares with: a type or singleton (``OBJECTS``), or a NumPy dtype
+        descriptor given as (dtype name, index in CANONICAL_DESCRS)."""
+        if isinstance(x, tuple):
+            name, address = descr_symbol(*x), id(CANONICAL_DESCRS[x[0]][x[1]])
+        elif isinstance(x, NamedTupleType):      # its class, found by name in every process
+            name, address = named_tuple_symbol(x.qualname), id(x.cls)
+        else:
+            key = next(k for k, v in OBJECTS.items() if v is x)
+            name, address = object_symbol(key), id(x)
+        if self.table is not None:
+            return self.table.load(self.b, name)
+        return process_global(self.module, name, address, I8)
+
+    def state_item(self, k: int) -> ir.Value:
+        """Item ``k`` of the entry's EntryState (its ``self``): a callable, borrowed."""
+        return self.field(self.self_, TUPLE_ITEMS + 8 * k, I8P)
 
     def call(self, name: str, *args):
         return self.b.call(self.capi(name), list(args))
@@ -348,7 +215,7 @@ class _EntryLowering:
         return self.b.load(self.b.bitcast(p, ty.as_pointer()))
 
     def type_is(self, obj, tp) -> ir.Value:
-        return self.b.icmp_unsigned("==", self.field(obj, OB_TYPE, I8P), _const_ptr(tp))
+        return self.b.icmp_unsigned("==", self.field(obj, OB_TYPE, I8P), self.obj(tp))
 
     # -- arguments -----------------------------------------------------------------------------------------
     def unpack(self, obj, t: Type, what: str, written: bool = False) -> list:
@@ -366,18 +233,18 @@ class _EntryLowering:
             self.require(self.type_is(obj, float), f"{what}.float")
             return [self.field(obj, FLOAT_VALUE, F64)]
         if t == BOOL:
-            is_true = b.icmp_unsigned("==", obj, _const_ptr(True))
-            is_false = b.icmp_unsigned("==", obj, _const_ptr(False))
+            is_true = b.icmp_unsigned("==", obj, self.obj(True))
+            is_false = b.icmp_unsigned("==", obj, self.obj(False))
             self.require(b.or_(is_true, is_false), f"{what}.bool")
             return [b.zext(is_true, I8)]
         if t == NONE:
-            self.require(b.icmp_unsigned("==", obj, _const_ptr(None)), f"{what}.none")
+            self.require(b.icmp_unsigned("==", obj, self.obj(None)), f"{what}.none")
             return []
         if t == STR:
             self.require(self.type_is(obj, str), f"{what}.str")
             return [obj]
         if isinstance(t, TupleType):
-            self.require(self.type_is(obj, _tuple_class(t)), f"{what}.tuple")
+            self.require(self.type_is(obj, t if isinstance(t, NamedTupleType) else tuple), f"{what}.tuple")
             n = len(t.elems)
             self.require(b.icmp_unsigned("==", self.call("PyTuple_Size", obj), _i64(n)), f"{what}.len")
             out = []
@@ -394,8 +261,8 @@ class _EntryLowering:
         self.require(b.icmp_unsigned("==", self.field(obj, ARR_ND, I32), ir.Constant(I32, t.rank)), f"{what}.nd")
         descr = self.field(obj, ARR_DESCR, I8P)
         same = None
-        for d in CANONICAL_DESCRS[t.dtype]:
-            eq = b.icmp_unsigned("==", descr, _const_ptr(d))
+        for k in range(len(CANONICAL_DESCRS[t.dtype])):
+            eq = b.icmp_unsigned("==", descr, self.obj((t.dtype, k)))
             same = eq if same is None else b.or_(same, eq)
         self.require(same, f"{what}.dtype")
         flags = self.field(obj, ARR_FLAGS, I32)
@@ -427,7 +294,7 @@ class _EntryLowering:
         """An empty tuple of ``t``'s length, or an instance of its NamedTuple class (made as ``tuple.__new__``
         makes instances of tuple subclasses: the type's allocator, then the items set in place)."""
         if isinstance(t, NamedTupleType):
-            return self.call("PyType_GenericAlloc", _const_ptr(_tuple_class(t)), _i64(len(t.elems)))
+            return self.call("PyType_GenericAlloc", self.obj(t), _i64(len(t.elems)))
         return self.call("PyTuple_New", _i64(len(t.elems)))
 
     def fill(self, tup, t: TupleType, vals: list, root) -> None:
@@ -455,11 +322,10 @@ class _EntryLowering:
         if t == FLOAT:
             return self.call("PyFloat_FromDouble", vals[0])
         if t == NONE:
-            obj = _const_ptr(None)
+            obj = self.obj(None)
         else:
             assert t == BOOL, t
-            obj = b.select(b.icmp_unsigned("!=", vals[0], ir.Constant(I8, 0)), _const_ptr(True),
-                           _const_ptr(False))
+            obj = b.select(b.icmp_unsigned("!=", vals[0], ir.Constant(I8, 0)), self.obj(True), self.obj(False))
         self.call("Py_IncRef", obj)
         return obj
 
@@ -474,7 +340,7 @@ class _EntryLowering:
             b.store(vals[2 + k], b.gep(dims, [_i64(0), _i64(k)], inbounds=True))
             b.store(vals[2 + t.rank + k], b.gep(strides, [_i64(0), _i64(k)], inbounds=True))
         descr = self.call("PyArray_DescrFromType", ir.Constant(I32, np.dtype(t.dtype).num))
-        arr = self.call("PyArray_NewFromDescr", _const_ptr(np.ndarray), descr, ir.Constant(I32, t.rank),
+        arr = self.call("PyArray_NewFromDescr", self.obj(np.ndarray), descr, ir.Constant(I32, t.rank),
                         b.bitcast(dims, I8P), b.bitcast(strides, I8P), data, ir.Constant(I32, 0x0400),
                         ir.Constant(I8P, None))
         self.fail_if_null(arr, None)
@@ -484,10 +350,15 @@ class _EntryLowering:
         return arr
 
     def capsule_destructor(self) -> ir.Function:
-        """The process's one ``release_capsule`` (bound by make_entry)."""
+        """The module's ``release_capsule`` (``define_release_capsule``), else the process's."""
         fn = self._decls.get("release")
+        if fn is None and self.table is not None:
+            fn = self.module.globals[define_release_capsule(self.module, self.table)]
         if fn is None:
-            fn = self._decls["release"] = ir.Function(self.module, RELEASE_TYPE, RELEASE_SYMBOL)
+            fn = self.module.globals.get(release_symbol(self.module)) or self.module.globals.get(RELEASE_SYMBOL)
+            if fn is None:
+                fn = process_function(self.module, RELEASE_SYMBOL, release_capsule_address(), RELEASE_TYPE)
+            self._decls["release"] = fn
         return fn
 
     def fail_if_null(self, obj, root) -> None:
@@ -511,30 +382,30 @@ class _EntryLowering:
         stack = self.alloca(ir.ArrayType(I8P, max(len(items), 1)), "stack")
         for i, x in enumerate(items):
             self.b.store(x, self.b.gep(stack, [_i64(0), _i64(i)], inbounds=True))
-        return self.call("PyObject_Vectorcall", _const_ptr(callable_),
+        return self.call("PyObject_Vectorcall", callable_,
                          self.b.gep(stack, [_i64(0), _i64(0)], inbounds=True), _i64(len(items)),
                          ir.Constant(I8P, None))
 
     # -- the whole function ------------------------------------------------------------------------------
-    def lower(self) -> str:
-        b, native = self.b, self.native
-        arg_types, result_type = list(native.arg_types), native.result_type
+    def lower(self) -> None:
+        b = self.b
+        arg_types, result_type = self.arg_types, self.result_type
         n = len(arg_types)
         self.require(b.and_(b.icmp_unsigned("==", self.kwnames, ir.Constant(I8P, None)),
                             b.icmp_unsigned("==", self.nargs, _i64(n))), "nargs")
         kernel_args = []
-        written = getattr(native, "written_inputs", {})
         for i, t in enumerate(arg_types):
             obj = b.load(b.gep(self.args, [_i64(i)], inbounds=True))
-            kernel_args += self.unpack(obj, t, f"arg{i}", written=i in written)
+            kernel_args += self.unpack(obj, t, f"arg{i}", written=i in self.written)
         in_types = [x for t in arg_types for x in leaves(t)]
         assert len(kernel_args) == len(in_types)
         out_t = out_struct(result_type)
         out = self.alloca(out_t, "out")
         b.store(ir.Constant(out_t, None), out)    # a kernel that writes no result leaves null meminfos
-        kty = ir.FunctionType(I32, [mem_type(x) for x in in_types] + [out_t.as_pointer()])
-        # the kernel by a private symbol bound to its address (make_entry binds it): a direct call
-        kernel = ir.Function(self.module, kty, kernel_symbol(native.address))
+        kernel = self.kernel
+        if kernel is None:   # machine code elsewhere, by a private symbol bound to its address: a direct call
+            kty = ir.FunctionType(I32, [mem_type(x) for x in in_types] + [out_t.as_pointer()])
+            kernel = process_function(self.module, kernel_symbol(self.kernel_address), self.kernel_address, kty)
         if self.nogil:
             ts = self.call("PyEval_SaveThread")
             status = b.call(kernel, kernel_args + [out])
@@ -544,7 +415,7 @@ class _EntryLowering:
         with b.if_then(b.icmp_unsigned("!=", status, ir.Constant(I32, 0)), likely=False):
             code = self.call("PyLong_FromLongLong", b.sext(status, I64))
             self.fail_if_null(code, None)
-            r = self.vectorcall(self.raise_error, [code])
+            r = self.vectorcall(self.state_item(STATE_RAISE), [code])
             self.call("Py_DecRef", code)
             with b.if_then(b.icmp_unsigned("!=", r, ir.Constant(I8P, None)), likely=False):
                 self.call("Py_DecRef", r)     # raise_error returned instead of raising: SystemError
@@ -566,7 +437,7 @@ class _EntryLowering:
             tup = self.args_tuple(n)
             addr = self.call("PyLong_FromVoidPtr", b.bitcast(out, I8P))
             self.fail_if_null(addr, tup)
-            r = self.vectorcall(self.rebuild, [addr, tup])
+            r = self.vectorcall(self.state_item(STATE_REBUILD), [addr, tup])
             self.call("Py_DecRef", addr)
             self.call("Py_DecRef", tup)
             b.ret(r)
@@ -574,118 +445,64 @@ class _EntryLowering:
             b.ret(self.box(result_type, vals))
         b.position_at_end(self.slow)
         b.ret(b.call(self.capi("PyObject_Vectorcall"),
-                     [_const_ptr(self.fallback), self.args, self.nargs, self.kwnames], tail=True))
-        return str(self.module)
+                     [self.state_item(STATE_FALLBACK), self.args, self.nargs, self.kwnames], tail=True))
 
 
-RELEASE_SYMBOL = "scriptc.release_capsule"
-RELEASE_TYPE = ir.FunctionType(VOID, [I8P])
-_RELEASE_ADDRESS: list[int] = []
+def release_symbol(module: ir.Module) -> str:
+    return f"{module.name}.release_capsule"
 
 
-def release_capsule_address() -> int:
-    """The address of ``void release_capsule(PyObject *capsule)``, the destructor of the capsule that is the
-    base of every array native code allocated and returned: it drops the array reference the capsule holds
-    (its pointer is the meminfo) and frees the memory at zero. Compiled once per process. It runs no Python
-    code, so it works at any point of interpreter exit, when module globals may already be gone; JIT code is
-    never unmapped (llvmlite does not dispose engines at exit)."""
-    with _BIND_LOCK:
-        if not _RELEASE_ADDRESS:
-            _bind_capi_locked()
-            module = ir.Module(name="scriptc.release")
-            fn = ir.Function(module, RELEASE_TYPE, RELEASE_SYMBOL)
-            get = ir.Function(module, CAPI["PyCapsule_GetPointer"], "PyCapsule_GetPointer")
-            free = ir.Function(module, ir.FunctionType(VOID, [I8P]), "free")
-            b = ir.IRBuilder(fn.append_basic_block())
-            mi = b.call(get, [fn.args[0], ir.Constant(I8P, None)])
-            rc = b.bitcast(mi, I64.as_pointer())
-            n = b.sub(b.load(rc), _i64(1))
-            b.store(n, rc)
-            with b.if_then(b.icmp_signed("==", n, _i64(0))):
-                b.call(free, [mi])
-            b.ret_void()
-            eng = engine()
-            address = eng.add_module(eng.optimize(str(module)), [RELEASE_SYMBOL])[RELEASE_SYMBOL]
-            llvm.add_symbol(RELEASE_SYMBOL, address)
-            _RELEASE_ADDRESS.append(address)
-    return _RELEASE_ADDRESS[0]
+def define_release_capsule(module: ir.Module, table: PythonTable | None = None) -> str:
+    """Define ``void <module>.release_capsule(PyObject *capsule)`` (see ``entry_runtime.release_capsule_address``)
+    in ``module``: every compiled module carries its own, so that code loaded from the on-disk cache needs
+    nothing compiled in this process. Returns its symbol."""
+    name = release_symbol(module)
+    if name in module.globals:
+        return name
+    fn = ir.Function(module, RELEASE_TYPE, name)
+    free = module.globals.get("free") or ir.Function(module, ir.FunctionType(VOID, [I8P]), "free")
+    b = ir.IRBuilder(fn.append_basic_block())
+    if table is not None:
+        get = b.bitcast(table.load(b, "PyCapsule_GetPointer"), CAPI["PyCapsule_GetPointer"].as_pointer())
+    else:
+        get = module.globals.get("PyCapsule_GetPointer") or ir.Function(module, CAPI["PyCapsule_GetPointer"],
+                                                                        "PyCapsule_GetPointer")
+    mi = b.call(get, [fn.args[0], ir.Constant(I8P, None)])
+    rc = b.bitcast(mi, I64.as_pointer())
+    n = b.sub(b.load(rc), _i64(1))
+    b.store(n, rc)
+    with b.if_then(b.icmp_signed("==", n, _i64(0))):
+        b.call(free, [mi])
+    b.ret_void()
+    return name
+
+
+def compile_release_capsule() -> int:
+    """A ``release_capsule`` of its own (for processes that need one before any module brought it)."""
+    module = ir.Module(name="scriptc.release")
+    name = define_release_capsule(module)
+    eng = engine()
+    return eng.add_module(eng.optimize(str(module)), [name])[name]
 
 
 def kernel_symbol(address: int) -> str:
     return f"scriptc.kernel.{address:x}"
 
 
-def entry_unsupported_reason(native, rebuild=None) -> str | None:
-    """Why no entry can be built for ``native`` (None: it can)."""
-    if OBJECT_LAYOUT_ERROR:
-        return f"unexpected CPython object layout: {OBJECT_LAYOUT_ERROR}"
-
-    def bad(t: Type) -> str | None:
-        if t in (INT, FLOAT, BOOL, NONE, STR):
-            return None
-        if isinstance(t, NamedTupleType) and t.cls is None:
-            return f"the NamedTuple class {t.qualname} is not known in this process"
-        if isinstance(t, TupleType):
-            return next((r for r in map(bad, t.elems) if r), None)
-        if isinstance(t, TensorType) and t.known:
-            if ARRAY_LAYOUT_ERROR:
-                return f"unexpected NumPy array layout: {ARRAY_LAYOUT_ERROR}"
-            return None if t.dtype in CANONICAL_DESCRS else f"unsupported dtype {t.dtype}"
-        return f"cannot take an argument of type {t}"
-
-    for t in native.arg_types:
-        reason = bad(t)
-        if reason:
-            return reason
-    try:
-        leaves(native.result_type)
-    except TypeError:
-        return f"cannot return {native.result_type}"
-    if _unknown_named_tuple(native.result_type):
-        return f"a NamedTuple class in {native.result_type} is not known in this process"
-    if _needs_rebuild(native.result_type) and rebuild is None:
-        return f"a result of type {native.result_type} needs a rebuild callable"
-    return None
-
-
-def _unknown_named_tuple(t: Type) -> bool:
-    if isinstance(t, NamedTupleType) and t.cls is None:
-        return True
-    return isinstance(t, TupleType) and any(map(_unknown_named_tuple, t.elems))
-
-
-_OUT_CTYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8}
-
-
-def out_reader(result_type: Type):
-    """``read(out_address) -> [leaves]`` for an out struct of ``result_type``: ints, floats, bools, and
-    pointers as ints (0 for null). For ``rebuild`` callables."""
-    kinds = leaves(result_type)
-    fields = [(f"f{i}", _OUT_CTYPES.get(t, ctypes.c_void_p)) for i, t in enumerate(kinds)]
-    Out = type("Out", (ctypes.Structure,), {"_fields_": fields})
-    names = [name for name, _ in fields]
-
-    def convert(t):
-        if t == BOOL:
-            return bool
-        if t in _OUT_CTYPES:
-            return None
-        return lambda p: p or 0
-
-    getters = list(zip(names, map(convert, kinds)))
-
-    def read(out_address: int) -> list:
-        out = Out.from_address(out_address)
-        return [getattr(out, n) if c is None else c(getattr(out, n)) for n, c in getters]
-
-    read.Out = Out
-    return read
+def lower_python_entry(module: ir.Module, symbol: str, kernel: ir.Function, arg_types, result_type, written,
+                       nogil: bool, table: PythonTable | None = None) -> None:
+    """Add ``symbol``, the CPython entry of ``kernel`` (a function of ``module``), and the module's
+    ``release_capsule``, to ``module``."""
+    define_release_capsule(module, table)
+    EntryLowering(module, symbol, arg_types, result_type, written, nogil, kernel=kernel, table=table).lower()
 
 
 def make_entry(native, fallback, *, nogil: bool = False, rebuild=None, raise_error=None):
     """A builtin function calling ``native`` (a ``NativeFunction``: ``.address``, ``.arg_types``,
     ``.result_type``, ``.graph``) for arguments of exactly its signature's kinds, and ``fallback(*args,
     **kwargs)`` for anything else. Raises ``EntryUnsupported`` where it cannot (the ctypes path still works).
+    A function compiled by ``compile_graph(..., python_entry=True)`` carries its entry already
+    (``native.python_entry``); this compiles one for any kernel address.
 
     ``rebuild(out_address, args_tuple) -> value`` turns results holding arrays or strs into Python values;
     ``raise_error(status)`` raises the exception of a nonzero status (default: from ``ERROR_TABLE``).
@@ -695,40 +512,18 @@ def make_entry(native, fallback, *, nogil: bool = False, rebuild=None, raise_err
     reason = entry_unsupported_reason(native, rebuild)
     if reason:
         raise EntryUnsupported(reason)
-    if raise_error is None:
-        raise_error = _raise_native_error
-    if not callable(fallback) or not callable(raise_error) or (rebuild is not None and not callable(rebuild)):
-        raise TypeError("fallback, rebuild and raise_error must be callable")
-    _bind_capi()
-    release_capsule_address()
+    state = make_state(fallback, rebuild, raise_error)
     name = getattr(getattr(native, "graph", None), "name", None) or "native"
     with _COUNTER_LOCK:
         symbol = f"scriptc.pyentry{next(_COUNTER)}.{name}"
-    text = _EntryLowering(symbol, native, fallback, rebuild, raise_error, nogil).lower()
+    module = ir.Module(name=symbol)
+    EntryLowering(module, symbol, native.arg_types, native.result_type, getattr(native, "written_inputs", {}),
+                  nogil, kernel_address=native.address).lower()
     eng = engine()
-    llvm.add_symbol(kernel_symbol(native.address), native.address)
-    llmod = eng.optimize(text)
+    llmod = eng.optimize(str(module))
     address = eng.add_module(llmod, [symbol])[symbol]
-
-    state = EntryState()
-    state.native, state.fallback, state.rebuild, state.raise_error = native, fallback, rebuild, raise_error
-    state.nogil, state.symbol, state.llvm_ir = nogil, symbol, str(llmod)
-    state.method_def = _PyMethodDef(name.encode(), address, METH_FASTCALL | METH_KEYWORDS,
-                                    f"native entry of {name}{' (nogil)' if nogil else ''}".encode())
-    return _PyCFunction_NewEx(ctypes.addressof(state.method_def), state, None)
-
-
-def bind_to_class(entry, base: type = object, name: str | None = None) -> type:
-    """A subclass of ``base`` whose instances' ``__call__`` is ``entry`` itself (no bound method, no
-    wrapper): ``obj(*args)`` runs the entry's native code. ``rebind(cls, entry)`` swaps in a newer entry."""
-    cls_name = name or f"{base.__name__}_native"
-    return type(cls_name, (base,), {"__call__": staticmethod(entry), "__slots__": (),
-                                    "__module__": getattr(base, "__module__", __name__)})
-
-
-def rebind(cls: type, entry) -> None:
-    """Make ``entry`` the ``__call__`` of ``cls``'s instances (CPython updates the type's call slot)."""
-    cls.__call__ = staticmethod(entry)
+    state.native, state.nogil, state.symbol, state.entry_ir = native, nogil, symbol, str(llmod)
+    return builtin_function(address, name, state, nogil)
 
 
 __all__ = ["ARRAY_LAYOUT_ERROR", "OBJECT_LAYOUT_ERROR", "EntryState", "EntryUnsupported", "bind_to_class",

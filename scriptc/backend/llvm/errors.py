@@ -16,17 +16,18 @@ thread exits, so two threads raising at once (``nogil=True``) never see each oth
 """
 from __future__ import annotations
 
+import builtins
+import contextlib
 import ctypes
-import hashlib
 import linecache
 import sys
 import threading
-from dataclasses import dataclass
-
-import llvmlite.binding as llvm
 
 from ...errors import CompileError
 from ...ir.core import Node, SourceRange
+from ...ir.records import record
+from . import symbols
+from .digests import blake2b
 
 
 class LoweringError(CompileError):
@@ -62,7 +63,9 @@ PAYLOAD_KEY_ADDRESS = ctypes.addressof(_PAYLOAD_KEY_CELL)
 _getspecific = _LIBC.pthread_getspecific
 _getspecific.restype, _getspecific.argtypes = ctypes.c_void_p, [PTHREAD_KEY_T]
 for _name, _symbol in PAYLOAD_SYMBOLS.items():
-    llvm.add_symbol(_symbol, ctypes.cast(getattr(_LIBC, _name), ctypes.c_void_p).value)
+    symbols.bind(_symbol, ctypes.cast(getattr(_LIBC, _name), ctypes.c_void_p).value)
+symbols.bind("scriptc.payload_key", PAYLOAD_KEY_ADDRESS)
+symbols.bind("scriptc.payload_fallback", FALLBACK_PAYLOAD_ADDRESS)
 
 
 def payload(n: int) -> list[int]:
@@ -71,7 +74,7 @@ def payload(n: int) -> list[int]:
     return list((ctypes.c_int64 * n).from_address(address))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RuntimeErrorEntry:
     """What native code means by one error code. With ``payload`` > 0, ``args[0]`` is a template whose
     ``{0}``, ``{1}``... are the first values of this thread's payload."""
@@ -98,16 +101,17 @@ class RuntimeErrorEntry:
 class ErrorTable:
     """Process-wide table of error codes (0 means success). A code is derived from its entry's content (a
     hash of the exception type, message, operator and source position), so the same entry gets the same code
-    in every process: machine code from the on-disk cache raises the right exceptions once its graph has been
-    lowered again in the new process (which registers the entries). Two entries whose hashes collide get the
-    next free code instead; ``deterministic`` turns false then, and the cache stops trusting codes."""
+    in every process: machine code from the on-disk cache raises the right exceptions once the entries it uses
+    are registered in the new process (``describe`` / ``restore``: plain JSON in the cache entry). Two entries
+    whose hashes collide get the next free code instead; ``deterministic`` turns false then, and code using such
+    a code is not cached."""
 
     def __init__(self):
         self._entries: dict[int, RuntimeErrorEntry] = {}
         self._codes: dict[RuntimeErrorEntry, int] = {}
         self._lock = threading.Lock()
         self.deterministic = True
-        self.recording: set[int] | None = None   # when a set: every code asked for is added (export)
+        self._recording = threading.local()    # sets collecting the codes asked for on this thread (record())
 
     def code(self, exc_type: type, args: tuple, node: Node | None, payload: int = 0) -> int:
         entry = RuntimeErrorEntry(exc_type, tuple(args), node.kind if node is not None else "",
@@ -121,9 +125,55 @@ class ErrorTable:
                     code = code % 0x7FFFFFFF + 1
                 self._entries[code] = entry
                 self._codes[entry] = code
-            if self.recording is not None:
-                self.recording.add(code)
+            for codes in getattr(self._recording, "sets", ()):
+                codes.add(code)
             return code
+
+    @contextlib.contextmanager
+    def record(self):
+        """``with ERROR_TABLE.record() as codes:`` collects every code asked for on this thread in the block: the
+        codes one module's machine code returns."""
+        codes: set[int] = set()
+        sets = self._recording.__dict__.setdefault("sets", [])
+        sets.append(codes)
+        try:
+            yield codes
+        finally:
+            sets.remove(codes)
+
+    def describe(self, code: int) -> list | None:
+        """What ``code`` means, as plain JSON values; None when it cannot travel to another process (a collision
+        moved it off its content's code, or its exception or arguments have no faithful JSON form)."""
+        entry = self._entries.get(code)
+        if entry is None or _content_code(entry) != code or _exception_name(entry.exc_type) is None:
+            return None
+        args = [_encode(a) for a in entry.args]
+        if any(a is None for a in args):
+            return None
+        s = entry.source
+        where = None if s is None else [s.filename, s.line, s.col, s.end_line, s.end_col]
+        return [code, _exception_name(entry.exc_type), args, entry.op, where, entry.payload]
+
+    def restore(self, description) -> bool:
+        """Register an entry ``describe`` gave (in another process); False unless it decodes to exactly the
+        entry its code was derived from, and the code is free here or already means that entry."""
+        try:
+            code, exc_name, args, op, where, payload = description
+            exc_type = _exception_class(exc_name)
+            values = tuple(_decode(a) for a in args)
+            source = None if where is None else SourceRange(*where)
+            entry = RuntimeErrorEntry(exc_type, values, op, source, payload)
+            if exc_type is None or _content_code(entry) != code:
+                return False
+        except (TypeError, ValueError, KeyError):
+            return False
+        with self._lock:
+            present = self._entries.get(code)
+            if present is None:
+                self._entries[code] = entry
+                self._codes[entry] = code
+                return True
+            return present == entry
 
     def __getitem__(self, code: int) -> RuntimeErrorEntry:
         entry = self._entries.get(code)
@@ -138,11 +188,58 @@ class ErrorTable:
         return len(self._entries)
 
 
+# Exception classes native code may raise besides the builtin ones (``PendingException``): name -> class
+TRAVELLING_EXCEPTIONS: dict[str, type] = {}
+
+
+def _exception_name(cls: type) -> str | None:
+    name = f"{cls.__module__}:{cls.__qualname__}"
+    if cls.__module__ == "builtins" and getattr(builtins, cls.__qualname__, None) is cls:
+        return name
+    return name if TRAVELLING_EXCEPTIONS.get(name) is cls else None
+
+
+def _exception_class(name: str) -> type | None:
+    module, _, qualname = name.partition(":")
+    cls = getattr(builtins, qualname, None) if module == "builtins" else TRAVELLING_EXCEPTIONS.get(name)
+    return cls if isinstance(cls, type) and issubclass(cls, BaseException) else None
+
+
+def _encode(value):
+    """A message argument as JSON: [kind, value] with floats as hex (every bit kept); None if not possible."""
+    if type(value) is str:
+        return ["s", value]
+    if type(value) is bool:
+        return ["b", value]
+    if type(value) is int:
+        return ["i", str(value)]
+    if type(value) is float:
+        return ["f", value.hex()]
+    if value is None:
+        return ["n", None]
+    return None
+
+
+def _decode(item):
+    kind, value = item
+    if kind == "s" and type(value) is str:
+        return value
+    if kind == "b" and type(value) is bool:
+        return value
+    if kind == "i":
+        return int(value)
+    if kind == "f":
+        return float.fromhex(value)
+    if kind == "n":
+        return None
+    raise ValueError(f"unknown argument kind {kind!r}")
+
+
 def _content_code(entry: RuntimeErrorEntry) -> int:
     s = entry.source
     where = (s.filename, s.line, s.col, s.end_line, s.end_col) if s is not None else None
     text = repr((entry.exc_type.__module__, entry.exc_type.__qualname__, entry.args, entry.op, where, entry.payload))
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little") % 0x7FFFFFFF + 1
+    return int.from_bytes(blake2b(text.encode(), digest_size=4).digest(), "little") % 0x7FFFFFFF + 1
 
 
 ERROR_TABLE = ErrorTable()

@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 from ...ir.types import BOOL, FLOAT, INT, ListType, TensorType
-from .engine import LIBC
+from .symbols import LIBC
 from .lists import LIST_ALLOCATIONS, LIST_FREES, elem_size
 
 _SCALAR_DTYPES = {INT: np.int64, FLOAT: np.float64, BOOL: np.uint8}

@@ -19,12 +19,14 @@ from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, ListType, TensorType
 from .arrays import Arr, kind_of
-from .common import F64, I1, I8, I8P, I32, I64, handles, i32, i64, leaves, mem_type, reg_type
+from . import symbols
+from .common import F64, I1, I8, I8P, I32, I64, handles, i32, i64, leaves, mem_type, process_global, reg_type
 
 LEN, CAP, DATA = 1, 2, 3
 HEADER_T = ir.LiteralStructType([I64, I64, I64, I8P])
 # Lists native code has allocated and freed in this process (a test hook, as arrays.ALLOCATIONS)
-LIST_ALLOCATIONS, LIST_FREES = ctypes.c_int64(0), ctypes.c_int64(0)
+LIST_ALLOCATIONS, LIST_FREES = symbols.LIST_ALLOCATIONS, symbols.LIST_FREES
+_COUNTER_SYMBOLS = {id(LIST_ALLOCATIONS): "scriptc.list.allocations", id(LIST_FREES): "scriptc.list.frees"}
 
 
 def list_counts() -> tuple[int, int]:
@@ -68,7 +70,7 @@ class ListOps:
         return b.bitcast(b.load(self._field(b, p, DATA)), elem_mem_type(elem).as_pointer())
 
     def _count(self, b, counter):
-        c = b.inttoptr(i64(ctypes.addressof(counter)), I64.as_pointer())
+        c = process_global(self.mod.module, _COUNTER_SYMBOLS[id(counter)], ctypes.addressof(counter), I64)
         b.store(b.add(b.load(c), i64(1)), c)
 
     def list_runtime_new(self, elem):

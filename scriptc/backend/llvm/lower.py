@@ -25,7 +25,7 @@ from .. import ownership
 from ..ownership import consumes
 from .common import (F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, handles,
                      handler_for, holds_ref, i1, i32, i64, is_lowerable, leaves, mem_type, out_struct, ref_parts, reg_type)
-from .engine import LIBM_PREFIX
+from .symbols import LIBM_PREFIX
 from .errors import LoweringError
 from .array_math import ArrayMath
 from .arrayfns import ArrayFns

@@ -1,29 +1,23 @@
-"""``compile_graph(graph) -> NativeFunction``: lower, optimize, JIT, and call from Python."""
+"""``NativeFunction``: machine code for one graph, called from Python (the ctypes path), and its CPython entry
+point when the module carries one. Compiling is ``compile.py``; this half imports no LLVM, so that code the
+on-disk cache loads (``cached.py``) runs without llvmlite."""
 from __future__ import annotations
 
 import ctypes
-import itertools
-import re
-import struct
-import threading
 
 import numpy as np
 
 from ...ir.core import Graph
 from ..argument_writes import written_inputs
 from ...ir.types import BOOL, FLOAT, INT, STR, ListType, NamedTupleType, TensorType, TupleType, Type
-from .constants import constant_containing
-from . import disk_cache, strings
-from .engine import LIBC, LinkError, engine, make_caller
+from .callbacks import take_str
 from .errors import ERROR_TABLE
-from .lower import ModuleLowering, check_graph, leaves
-from .strings import take_str
+from .layout import PTR, leaves
+from .symbols import LIBC
 
-_COUNTER = itertools.count()
 _probe = np.zeros(3)
 _ARRAY_LAYOUT_OK = ctypes.c_void_p.from_address(id(_probe) + 16).value == _probe.__array_interface__["data"][0]
 del _probe
-_COUNTER_LOCK = threading.Lock()
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
 
@@ -102,7 +96,7 @@ _PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 
 def _owning_capsule(meminfo: int):
-    from .entry import release_capsule_address
+    from .entry_runtime import release_capsule_address
     return _PyCapsule_New(meminfo, None, release_capsule_address())
 
 
@@ -137,6 +131,7 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
         interface["data"] = (data, True)    # a view of a read-only argument is read-only, as in NumPy
     mem.__array_interface__ = interface
     if mem.owner is None:
+        from .constants import constant_containing
         constant = constant_containing(data)
         if constant is not None:   # a module-level array frozen into the code: the caller gets a copy
             mem.owner = constant
@@ -179,24 +174,46 @@ def _rebuild(t: Type, vals, args=()):
 class NativeFunction:
     """A graph compiled to machine code. ``f(*args)`` returns what the interpreter returns (or raises what it
     raises). ``llvm_ir`` is the optimized LLVM IR, ``asm`` the host assembly (for code loaded from the on-disk
-    cache, made again on first use)."""
+    cache, made again on first use). ``python_entry_address``: the module's CPython entry point for this kernel
+    (``entry.py``), when it has one; ``python_entry(fallback)`` makes it a builtin function."""
 
     def __init__(self, graph: Graph, ir_text: str | None, entry: str, address: int, unoptimized_ir: str | None,
-                 remake_ir=None):
+                 remake_ir=None, python_entry_address: int = 0, release_address: int = 0, written=None):
         self.graph = graph
         self._llvm_ir, self._unoptimized_ir, self._remake_ir = ir_text, unoptimized_ir, remake_ir
         self.entry = entry
         self.address = address
+        self.python_entry_address = python_entry_address
+        if release_address:
+            from .entry_runtime import register_release_capsule
+            register_release_capsule(release_address)
         self.arg_types = [v.type for v in graph.inputs]
         self.result_type = graph.outputs[0].type
         # inputs the code may write (through any view, in any callee): NumPy's message for a read-only one
-        self.written_inputs = written_inputs(graph)
+        self.written_inputs = written_inputs(graph) if written is None else written
         self._converters = [_arg_converter(t, self.written_inputs.get(i)) for i, t in enumerate(self.arg_types)]
-        self._call = make_caller(address, [t for ty in self.arg_types for t in leaves(ty)],
-                                 leaves(self.result_type))
+        self._caller = None
         self._asm: str | None = None
         self._reader = None
         self._has_lists = any(isinstance(t, ListType) for t in self.arg_types)
+
+    @property
+    def _call(self):
+        """The ctypes caller (made on first use: calls through the CPython entry never need it)."""
+        if self._caller is None:
+            self._caller = make_caller(self.address, [t for ty in self.arg_types for t in leaves(ty)],
+                                       leaves(self.result_type))
+        return self._caller
+
+    def python_entry(self, fallback, nogil: bool = False, raise_error=None):
+        """The CPython entry point compiled into this function's module as a builtin function falling back to
+        ``fallback``; None when the module has none."""
+        if not self.python_entry_address:
+            return None
+        from .entry_runtime import builtin_function, make_state, needs_rebuild
+        state = make_state(fallback, self.rebuild_out if needs_rebuild(self.result_type) else None, raise_error)
+        state.native, state.nogil, state.symbol = self, nogil, f"{self.entry}.python"
+        return builtin_function(self.python_entry_address, self.graph.name, state, nogil)
 
     @property
     def llvm_ir(self) -> str:
@@ -213,6 +230,7 @@ class NativeFunction:
     @property
     def asm(self) -> str:
         if self._asm is None:
+            from .engine import engine
             self._asm = engine().assembly(self.llvm_ir)
         return self._asm
 
@@ -231,7 +249,7 @@ class NativeFunction:
     def rebuild_out(self, out_address: int, args) -> object:
         """The Python result from an out struct native code filled (for the fast entry point)."""
         if self._reader is None:
-            from .entry import out_reader
+            from .entry_runtime import out_reader
             self._reader = out_reader(self.result_type)
         return _rebuild(self.result_type, iter(self._reader(out_address)), args)
 
@@ -239,75 +257,30 @@ class NativeFunction:
         return f"<NativeFunction {self.graph.name} at {self.address:#x}>"
 
 
-FAST_MATH = re.compile(r"\b(fadd|fsub|fmul|fdiv|frem|fneg|fcmp)\b(?! fast)")
+_CTYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8, PTR: ctypes.c_void_p}
 
 
-def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cache=None) -> NativeFunction:
-    """Compile a graph (scalars, arrays, tuples of them; calls to other such graphs) to native code. Raises
-    LoweringError, naming the operator and its source position, for anything it cannot lower. ``cache``: a
-    ``disk_cache.DiskCache`` to take the machine code from, or to store it in."""
-    check_graph(graph)
-    eng = engine()
-    key = None
-    if cache is not None:
-        key = disk_cache.cache_key(str(graph), _source_files(graph), {"fastmath": fastmath, "nogil": nogil})
-        prefix = f"scriptc.c{key[:20]}"     # the same code has the same symbols in every process
-    else:
-        with _COUNTER_LOCK:
-            prefix = f"scriptc{next(_COUNTER)}"
-    mod = ModuleLowering(prefix, nogil=nogil)
-    entry = mod.entry(graph)     # also binds, in this process, what the code refers to by name
+def make_caller(address: int, arg_types: list, out_types: list):
+    """A Python callable ``call(*scalars) -> (status, [out scalars])`` for a native entry point
 
-    def make_text():
-        text = str(mod.module)
-        if fastmath:  # every float instruction may be reassociated, contracted (FMA), vectorized as a reduction
-            text = FAST_MATH.sub(r"\1 fast", text)
-        return text
+        i32 entry(<i64|double|i8 per argument>, ptr out)
 
-    if key is not None and _cache_trusted():
-        address = _LOADED.get(key) or _load_cached(cache, graph.name, key, entry)
-        if address:
-            _LOADED[key] = address
-            return NativeFunction(graph, None, entry, address, None,
-                                  lambda: (make_text(), str(eng.optimize(make_text()))))
-    text = make_text()
-    llmod = eng.optimize(text)
-    optimized = str(llmod)
-    obj = eng.emit_object(llmod)
-    address = eng.add_object(obj, [entry], llmod)[entry]
-    if key is not None:
-        disk_cache.stats["misses"] += 1
-        _LOADED[key] = address
-        if _cache_trusted() and not disk_cache.ABSOLUTE_ADDRESS.search(optimized):
-            cache.store(graph.name, key, obj, {"entry": entry})
-    return NativeFunction(graph, optimized, entry, address, text)
+    where ``out`` points at a C struct with one i64/double/i8 field per output scalar. This is the one
+    function to replace with a faster CPython entry point."""
+    # PYFUNCTYPE keeps the GIL held while native code runs (CFUNCTYPE would release it)
+    proto = ctypes.PYFUNCTYPE(ctypes.c_int32, *[_CTYPES[t] for t in arg_types], ctypes.c_void_p)
+    cfunc = proto(address)
+    fields = [(f"f{i}", _CTYPES[t]) for i, t in enumerate(out_types)]
+    Out = type("Out", (ctypes.Structure,), {"_fields_": fields})
+    getters = [(f"f{i}", t) for i, t in enumerate(out_types)]
+    convert = {BOOL: bool, PTR: lambda p: p or 0}  # ctypes gives None for a null pointer
 
+    def call(*args):
+        out = Out()
+        status = cfunc(*args, ctypes.addressof(out))
+        if status:
+            return status, None
+        return 0, [convert[t](getattr(out, name)) if t in convert else getattr(out, name) for name, t in getters]
 
-_LOADED: dict[str, int] = {}      # cache key -> address of code already linked into this process
-
-
-def _cache_trusted() -> bool:
-    """Error codes and print-plan ids are the ones every process derives (no hash collision happened here)."""
-    return ERROR_TABLE.deterministic and strings.plans_stable
-
-
-def _load_cached(cache, name: str, key: str, entry: str) -> int:
-    obj = cache.load(name, key)
-    if obj is None:
-        return 0
-    try:
-        address = engine().add_object(obj, [entry])[entry]
-    except (LinkError, ValueError, IndexError, struct.error):
-        disk_cache.stats["rejected"] += 1
-        return 0
-    disk_cache.stats["hits"] += 1
-    return address
-
-
-def _source_files(graph: Graph) -> list[str]:
-    files = set()
-    for g in [graph, *graph.subgraphs()]:
-        for node in g.walk():
-            if node.source is not None:
-                files.add(node.source.filename)
-    return sorted(files)
+    call.cfunc = cfunc
+    return call

@@ -31,6 +31,7 @@ from ...ir.core import Graph, Node, Value
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TupleType
 from .common import F64, I8P, I32, I64, i32, i64, out_struct, process_global, reg_type
 from .errors import PAYLOAD_SLOTS
+from ..gil import releases_gil  # noqa: F401  (where it lived)
 from .pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runtime
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -301,45 +302,6 @@ class ParallelOps:
         return fn
 
 
-def releases_gil(graph: Graph) -> bool:
-    """Whether a graph has a parallel loop and touches no Python object (no str anywhere, callees included):
-    then it runs with the GIL released, like ``nogil=True``."""
-    graphs, seen, parallel = [graph], set(), False
-    while graphs:
-        g = graphs.pop()
-        if id(g) in seen:
-            continue
-        seen.add(id(g))
-        for v in g.inputs:
-            if _holds_str(v.type):
-                return False
-        for n in g.walk():
-            parallel = parallel or bool(n.attrs.get("parallel"))
-            if any(_holds_str(v.type) for v in list(n.inputs) + list(n.outputs)):
-                return False
-            if n.kind == "prim::CallFunction":
-                graphs.append(n.attrs["fn"])
-    return parallel
 
 
-def _holds_str(t) -> bool:
-    if t == STR:
-        return True
-    if isinstance(t, ListType):
-        return _holds_str(t.elem)
-    return isinstance(t, TupleType) and any(_holds_str(e) for e in t.elems)
-
-
-def set_num_threads(n: int) -> None:
-    """Use ``n`` threads in parallel loops and large element-wise fusion groups (process-wide)."""
-    from .pool import set_threads
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"the number of threads must be an int, not {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"the number of threads must be at least 1, got {n}")
-    set_threads(n)
-
-
-def get_num_threads() -> int:
-    from .pool import get_threads
-    return get_threads()
+from .threads import get_num_threads, set_num_threads  # noqa: E402,F401  (where they lived)

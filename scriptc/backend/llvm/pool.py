@@ -27,49 +27,21 @@ import os
 import sys
 import threading
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 
+from . import runtimes, symbols
 from .common import I8P, I32, I64, i32, i64
+from .threads import THREADS, THREADS_SYMBOL, default_threads, get_threads, set_threads  # noqa: F401
 
 MAX_THREADS = 64          # chunks (and threads) one region uses at most
 SPIN = 20000              # loads of the generation a worker makes before sleeping (about 10-40 us)
 SYNC_BYTES = 64           # room for a pthread_mutex_t or pthread_cond_t (40/48 bytes on Linux, 64/48 on macOS)
-THREADS_SYMBOL = "scriptc.pool.threads"
 RUN_SYMBOL = "scriptc.pool.run"
 VOID = ir.VoidType()
 CHUNK_FN = ir.FunctionType(VOID, [I8P, I64])
 
-# the thread count regions use (SCRIPTC_NUM_THREADS, set_num_threads); native code reads it at each region
-THREADS = ctypes.c_int64(0)
 _LOCK = threading.Lock()
 _RUNTIME: dict | None = None
-
-
-def default_threads() -> int:
-    text = os.environ.get("SCRIPTC_NUM_THREADS", "").strip()
-    if text:
-        try:
-            n = int(text)
-        except ValueError:
-            raise ValueError(f"SCRIPTC_NUM_THREADS must be a positive integer, got {text!r}") from None
-        if n < 1:
-            raise ValueError(f"SCRIPTC_NUM_THREADS must be a positive integer, got {text!r}")
-        return n
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def set_threads(n: int) -> None:
-    THREADS.value = n
-
-
-def get_threads() -> int:
-    if THREADS.value == 0:
-        THREADS.value = default_threads()
-    return THREADS.value
 
 
 def ensure_runtime() -> None:
@@ -81,12 +53,18 @@ def ensure_runtime() -> None:
         if _RUNTIME is not None:
             return
         get_threads()
+        if symbols.bound(RUN_SYMBOL):      # linked from the on-disk cache (runtimes.py) before any compile
+            _RUNTIME = {"scriptc.pool.run.impl": symbols.bound(RUN_SYMBOL)}
+            return
+        from .compile import link
         from .engine import engine
-        llvm.add_symbol(THREADS_SYMBOL, ctypes.addressof(THREADS))
-        text = str(_build_module())
         eng = engine()
-        addresses = eng.add_module(eng.optimize(text), ["scriptc.pool.run.impl", "scriptc.pool.reset"])
-        llvm.add_symbol(RUN_SYMBOL, addresses["scriptc.pool.run.impl"])
+        llmod = eng.optimize(str(_build_module()))
+        obj = eng.emit_object(llmod)
+        wanted = ["scriptc.pool.run.impl", "scriptc.pool.reset"]
+        addresses = link(obj, wanted, llmod)
+        symbols.bind(RUN_SYMBOL, addresses["scriptc.pool.run.impl"])
+        runtimes.register(obj, {RUN_SYMBOL: "scriptc.pool.run.impl"}, init="scriptc.pool.reset")
         reset = ctypes.CFUNCTYPE(None)(addresses["scriptc.pool.reset"])
         reset()
         if hasattr(os, "register_at_fork"):

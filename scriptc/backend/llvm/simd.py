@@ -10,7 +10,7 @@ from llvmlite import ir
 from ...ir.types import FLOAT, INT, TensorType
 from .common import F64, i64
 from .array_math import INTRINSIC as SCALAR_INTRINSIC, is_constant_two
-from .engine import LIBM_UNARY, engine
+from .symbols import LIBM_UNARY
 
 ARITH = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 INTRINSIC = SCALAR_INTRINSIC | {"abs"}
@@ -34,6 +34,7 @@ class SimdOps:
     def simd_width(self, sub, stop=None) -> int | None:
         """Lanes for this group (its nodes before ``stop``, a reduction ending it), or None when it must stay
         scalar."""
+        from .engine import engine     # LLVM is loading meanwhile (warmup.py): wait for it here
         vm = engine().vector_math
         if "exp" not in vm:
             return None
@@ -136,6 +137,7 @@ class SimdOps:
             if name not in decls:
                 decls[name] = ir.Function(self.mod.module, ir.FunctionType(vec, [vec]), name)
             return b.call(decls[name], args)
+        from .engine import engine
         vname = next(name for name, w in engine().vector_math[op] if w == vec.count)
         if vname not in decls:
             decls[vname] = ir.Function(self.mod.module, ir.FunctionType(vec, [vec] * len(args)), vname)

@@ -22,6 +22,7 @@ import threading
 from llvmlite import ir
 
 from .arrays import ELEM, kind_of
+from . import runtimes, symbols
 from .common import F64, I1, I8P, I64, i64, process_function
 
 PW_BLOCKSIZE = 128
@@ -329,7 +330,7 @@ class Summation:
                 fn = build_function(self.mod, name, fnty, build)
                 fn.linkage = "internal"
             return fn
-        address = compiled_once(key, fnty, build)
+        address = compiled_once(key, fnty, build, name)
         return process_function(self.mod.module, name, address, fnty)
 
 
@@ -337,23 +338,30 @@ _COMPILED: dict = {}
 _COMPILED_LOCK = threading.RLock()   # a shared function may call another one
 
 
-def compiled_once(key: tuple, fnty: ir.FunctionType, build) -> int:
-    """The address of ``build``'s function for this key, compiled on first use."""
+def compiled_once(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
+    """The address of ``build``'s function for this key (known to native code as ``name``), compiled on first
+    use unless code from the on-disk cache brought it already (``runtimes.py``)."""
     with _COMPILED_LOCK:
-        address = _COMPILED.get(key)
+        address = _COMPILED.get(key) or symbols.bound(name)
         if address is None:
-            address = _COMPILED[key] = _compile(key, fnty, build)
+            address = _compile(key, fnty, build, name)
+        _COMPILED[key] = address
         return address
 
 
-def _compile(key: tuple, fnty: ir.FunctionType, build) -> int:
+def _compile(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
+    from .compile import link
     from .engine import engine
     from .lower import ModuleLowering
     prefix = "scriptc_shared_" + "_".join(str(k) for k in key).replace(" ", "")
     mod = ModuleLowering(prefix)
     fn = build_function(mod, mod.unique("fn"), fnty, build)
     eng = engine()
-    return eng.add_module(eng.optimize(str(mod.module)), [fn.name])[fn.name]
+    llmod = eng.optimize(str(mod.module))
+    obj = eng.emit_object(llmod)
+    address = link(obj, [fn.name], llmod)[fn.name]
+    runtimes.register(obj, {name: fn.name})
+    return address
 
 
 def build_function(mod, name: str, fnty: ir.FunctionType, build) -> ir.Function:

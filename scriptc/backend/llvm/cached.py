@@ -1,0 +1,89 @@
+"""The on-disk cache's hit path: machine code for a graph from a ``disk_cache.DiskCache``, linked without LLVM.
+
+``load_cached`` makes the entry's key (without LLVM once this machine's host description is kept: see
+``disk_cache.py``), reads the entry, registers what its code refers to by content (error codes, print plans, str
+constants: checked to be exactly what the codes were derived from, never executed), links the runtimes it calls
+and the object file (``objload``), and returns a ``NativeFunction`` with its CPython entry point. Anything that
+does not check out (a damaged entry, a runtime missing, a description that does not decode to its code, a
+symbol nothing in the process provides) is a rejected entry: the caller compiles, and stores a fresh one.
+Nothing here imports llvmlite.
+"""
+from __future__ import annotations
+
+import threading
+
+from ...ir.core import Graph
+from . import disk_cache, objload, runtimes, warmup
+from .callbacks import restore_plan, restore_str
+from .errors import ERROR_TABLE
+from .native import NativeFunction
+
+_LOADED: dict[str, dict[str, int]] = {}     # cache key -> addresses of code already linked into this process
+_LOCK = threading.Lock()
+
+
+def remember(key: str, addresses: dict[str, int]) -> None:
+    """Code compiled in this process for ``key`` (a second function with the same graph reuses it)."""
+    with _LOCK:
+        _LOADED[key] = dict(addresses)
+
+
+def load_cached(graph: Graph, fastmath: bool, nogil: bool, cache, python_entry: bool):
+    """(NativeFunction from the cache or None, the entry's key)."""
+    from .disk_cache import source_files
+    options = {"fastmath": fastmath, "nogil": nogil}
+    text, files = str(graph), source_files(graph)
+    key = disk_cache.cache_key(text, files, options, cache.directory, llvm=False)
+    if key is None:     # no host description kept for this machine yet: ask LLVM (and keep its answer)
+        key = disk_cache.cache_key(text, files, options, cache.directory, llvm=True)
+    with _LOCK:
+        addresses = _LOADED.get(key)
+    if addresses is None:
+        found = cache.load(graph.name, key)
+        addresses = _link(*found, cache) if found is not None else None
+        if addresses is None:
+            disk_cache.stats["rejected"] += found is not None
+            warmup.start()      # a miss: LLVM will compile, load it while the lowering runs
+            return None, key
+        remember(key, addresses)
+    disk_cache.stats["hits"] += 1
+    entry, pyentry, release = addresses["entry"], addresses.get("python_entry"), addresses.get("release")
+    prefix = f"scriptc.c{key[:20]}"
+
+    def remake():
+        from .compile import remake_ir
+        return remake_ir(graph, prefix, nogil, fastmath, python_entry)
+
+    if pyentry and not (python_entry and _entry_usable(graph)):
+        pyentry = 0
+    return NativeFunction(graph, None, addresses["entry_symbol"], entry, None, remake,
+                          python_entry_address=pyentry or 0, release_address=release or 0), key
+
+
+def _entry_usable(graph: Graph) -> bool:
+    """The CPython entry reads object layouts that are checked in each process (entry_runtime)."""
+    from .entry_runtime import entry_unsupported_reason
+
+    class Signature:
+        arg_types = [v.type for v in graph.inputs]
+        result_type = graph.outputs[0].type
+    return entry_unsupported_reason(Signature, rebuild=True) is None
+
+
+def _link(header: dict, obj: bytes, cache) -> dict[str, int] | None:
+    """Register what the entry's code refers to, link its runtimes and its object file; the addresses of its
+    entry points, or None if anything does not check out."""
+    try:
+        if not all(ERROR_TABLE.restore(d) for d in header["errors"]):
+            return None
+        if not all(restore_plan(d) for d in header["plans"]):
+            return None
+        if not all(restore_str(v) for v in header["strs"]):
+            return None
+        if not runtimes.ensure(header["runtimes"], cache.load_runtime):
+            return None
+        wanted = {what: header[what] for what in ("entry", "python_entry", "release") if header.get(what)}
+        found = objload.link(obj, list(wanted.values()))
+        return {"entry_symbol": header["entry"], **{what: found[name] for what, name in wanted.items()}}
+    except (objload.ObjectLoadError, KeyError, TypeError, ValueError):     # the JIT's LinkError included
+        return None

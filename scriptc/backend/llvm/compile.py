@@ -1,0 +1,127 @@
+"""``compile_graph(graph) -> NativeFunction``: lower, optimize, link, and (with a cache) keep the machine code.
+
+One LLVM module per compiled signature holds everything the signature needs: the graph's function and its
+callees, the C entry point ``i32 entry(<leaves>, out*)`` (what ctypes and exported libraries call), and, when
+asked (``python_entry=True``, as ``@scriptc.script`` does), the CPython entry point (``entry.py``) with the
+module's own ``release_capsule``. One optimization and one code generation per signature, then the object file
+is linked by ``objload`` (no JIT needed; the JIT where the loader declines). With a ``disk_cache.DiskCache`` the
+object is stored with what the code refers to in this process (error codes, print plans, str constants) as
+plain JSON, so that ``cached.py`` can load it in another process without LLVM.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+
+from ...ir.core import Graph
+from ..argument_writes import written_inputs
+from . import disk_cache
+from .callbacks import CALLBACK_SYMBOL, _CONSTANTS, describe_plan, str_symbol
+from .engine import engine
+from .entry import lower_python_entry, release_symbol
+from .entry_runtime import entry_unsupported_reason
+from .errors import ERROR_TABLE
+from .lower import ModuleLowering, check_graph
+from .native import NativeFunction
+from .objload import link
+from .runtimes import objects as runtime_objects, runtime_dependencies
+
+_COUNTER = itertools.count()
+_COUNTER_LOCK = threading.Lock()
+FAST_MATH = re.compile(r"\b(fadd|fsub|fmul|fdiv|frem|fneg|fcmp)\b(?! fast)")
+_PLAN_CALL = re.compile(r'@"' + re.escape(CALLBACK_SYMBOL) + r'"\(i64 (-?\d+)')
+_STR_SYMBOL = re.compile(r'@"(scriptc\.str\.[0-9a-f]+)"')
+
+
+class _Signature:
+    """What ``entry_unsupported_reason`` reads: the types of a graph's signature."""
+
+    def __init__(self, graph: Graph):
+        self.arg_types = [v.type for v in graph.inputs]
+        self.result_type = graph.outputs[0].type
+
+
+class Lowered:
+    """A graph lowered to one module's LLVM IR text, with the symbols of its entry points and the error codes
+    its code returns."""
+
+    def __init__(self, graph: Graph, prefix: str, nogil: bool, fastmath: bool, python_entry: bool, written):
+        mod = ModuleLowering(prefix, nogil=nogil)
+        with ERROR_TABLE.record() as codes:
+            self.entry = mod.entry(graph)   # also binds, in this process, what the code refers to by name
+            self.python_entry = self.release = None
+            if python_entry and entry_unsupported_reason(_Signature(graph), rebuild=True) is None:
+                self.python_entry = f"{prefix}.pyentry.{graph.name}"
+                lower_python_entry(mod.module, self.python_entry, mod.module.globals[self.entry],
+                                   [v.type for v in graph.inputs], graph.outputs[0].type, written, nogil)
+                self.release = release_symbol(mod.module)
+        self.codes = codes
+        text = str(mod.module)
+        if fastmath:  # every float instruction may be reassociated, contracted (FMA), vectorized as a reduction
+            text = FAST_MATH.sub(r"\1 fast", text)
+        self.text = text
+
+    def references(self) -> dict | None:
+        """What the code refers to in this process by content, as plain JSON for a cache entry (error codes,
+        print plans, str constants); None when something cannot travel to another process."""
+        errors = [ERROR_TABLE.describe(code) for code in sorted(self.codes)]
+        plans = [describe_plan(pid) for pid in sorted(set(map(int, _PLAN_CALL.findall(self.text))))]
+        names = set(_STR_SYMBOL.findall(self.text))
+        strs = sorted(v for v in list(_CONSTANTS) if str_symbol(v) in names)
+        if None in errors or None in plans or len(strs) != len(names):
+            return None
+        return {"errors": errors, "plans": plans, "strs": strs}
+
+
+def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cache=None,
+                  python_entry: bool = False, key: str | None = None) -> NativeFunction:
+    """Compile a graph (scalars, arrays, tuples of them; calls to other such graphs) to native code. Raises
+    LoweringError, naming the operator and its source position, for anything it cannot lower. ``cache``: a
+    ``disk_cache.DiskCache`` to take the machine code from, or to store it in. ``python_entry``: also compile
+    the CPython entry point (``NativeFunction.python_entry``). ``key``: the cache key ``cached.load_cached``
+    made when it found no entry (it is not looked up again)."""
+    check_graph(graph)
+    if cache is not None and key is None:
+        from .cached import load_cached
+        native, key = load_cached(graph, fastmath, nogil, cache, python_entry)
+        if native is not None:
+            return native
+    if cache is not None:
+        prefix = f"scriptc.c{key[:20]}"     # the same code has the same symbols in every process
+    else:
+        key = None
+        with _COUNTER_LOCK:
+            prefix = f"scriptc{next(_COUNTER)}"
+    written = written_inputs(graph)
+    lowered = Lowered(graph, prefix, nogil, fastmath, python_entry, written)
+    eng = engine()
+    llmod = eng.optimize(lowered.text)
+    obj = eng.emit_object(llmod)
+    wanted = [s for s in (lowered.entry, lowered.python_entry, lowered.release) if s]
+    addresses = link(obj, wanted, llmod)
+    if key is not None:
+        disk_cache.stats["misses"] += 1
+        from .cached import remember
+        remember(key, {"entry_symbol": lowered.entry, "entry": addresses[lowered.entry],
+                       "python_entry": addresses.get(lowered.python_entry), "release": addresses.get(lowered.release)})
+        references = lowered.references()
+        needed = runtime_dependencies(obj)
+        if references is not None and needed is not None and not disk_cache.ABSOLUTE_ADDRESS.search(lowered.text):
+            cache.store(graph.name, key, obj, {"entry": lowered.entry, "python_entry": lowered.python_entry,
+                                               "release": lowered.release, "runtimes": needed, **references},
+                        runtimes=runtime_objects(needed))
+    text = lowered.text
+
+    def remake():       # the optimized IR as text, for inspect_llvm (printing it costs a first call several ms)
+        return text, str(engine().optimize(text))
+
+    return NativeFunction(graph, None, lowered.entry, addresses[lowered.entry], lowered.text, remake,
+                          python_entry_address=addresses.get(lowered.python_entry, 0),
+                          release_address=addresses.get(lowered.release, 0), written=written)
+
+
+def remake_ir(graph: Graph, prefix: str, nogil: bool, fastmath: bool, python_entry: bool):
+    """(unoptimized, optimized) LLVM IR of a graph whose machine code came from the cache (for inspect_llvm)."""
+    lowered = Lowered(graph, prefix, nogil, fastmath, python_entry, written_inputs(graph))
+    return lowered.text, str(engine().optimize(lowered.text))

@@ -1,0 +1,56 @@
+"""The number of threads parallel regions use (``SCRIPTC_NUM_THREADS``, ``scriptc.set_num_threads``), as the
+process-wide value native code reads at each region (``scriptc.pool.threads``). No LLVM here: code loaded from
+the on-disk cache reads it too."""
+from __future__ import annotations
+
+import ctypes
+import os
+
+THREADS_SYMBOL = "scriptc.pool.threads"
+# the thread count regions use (SCRIPTC_NUM_THREADS, set_num_threads); native code reads it at each region
+THREADS = ctypes.c_int64(0)
+
+
+def default_threads() -> int:
+    text = os.environ.get("SCRIPTC_NUM_THREADS", "").strip()
+    if text:
+        try:
+            n = int(text)
+        except ValueError:
+            raise ValueError(f"SCRIPTC_NUM_THREADS must be a positive integer, got {text!r}") from None
+        if n < 1:
+            raise ValueError(f"SCRIPTC_NUM_THREADS must be a positive integer, got {text!r}")
+        return n
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def set_threads(n: int) -> None:
+    THREADS.value = n
+
+
+def get_threads() -> int:
+    if THREADS.value == 0:
+        THREADS.value = default_threads()
+    return THREADS.value
+
+
+def address() -> int:
+    """Where native code reads the thread count (set before any code reads it)."""
+    get_threads()
+    return ctypes.addressof(THREADS)
+
+
+def set_num_threads(n: int) -> None:
+    """Use ``n`` threads in parallel loops and large element-wise fusion groups (process-wide)."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"the number of threads must be an int, not {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"the number of threads must be at least 1, got {n}")
+    set_threads(n)
+
+
+def get_num_threads() -> int:
+    return get_threads()

@@ -1,0 +1,97 @@
+"""objload: linking an LLVM object file into the process without LLVM (what the on-disk cache's hits use).
+The same code must run linked by objload as by the JIT; anything the loader does not handle is an
+ObjectLoadError (the caller then uses the JIT), never a crash."""
+import ctypes
+import struct
+
+import numpy as np
+import pytest
+
+import scriptc
+from scriptc.backend.llvm import objload, symbols
+from scriptc.backend.llvm.compile import Lowered
+from scriptc.backend.llvm.engine import engine
+from scriptc.backend.llvm.native import NativeFunction
+
+pytestmark = pytest.mark.skipif(not objload.SUPPORTED, reason="objload links x86-64 Linux objects only")
+
+
+@scriptc.script
+def kernel(x: np.ndarray, k: int) -> np.ndarray:
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = np.sin(x[i]) * k + x[-1 - i]
+    print("done", k)
+    return out
+
+
+def object_file(fn, *args):
+    graph = fn.graph_for_types(fn._bind(args, {})[0])
+    lowered = Lowered(graph, f"scriptc.objtest{id(args)}", False, False, False, {})
+    eng = engine()
+    return graph, lowered.entry, eng.emit_object(eng.optimize(lowered.text))
+
+
+def test_code_linked_by_objload_runs_as_the_jit_runs_it(capfd):
+    x = np.linspace(-1.0, 2.0, 7)
+    graph, entry, obj = object_file(kernel, x, 3)
+    found = objload.load_object(obj, symbols.address_of)
+    assert set(found) >= {entry}
+    native = NativeFunction(graph, None, entry, found[entry], None)
+    np.testing.assert_array_equal(native(x, 3), kernel.py_func(x, 3))
+    assert capfd.readouterr().out == "done 3\ndone 3\n"
+
+
+@scriptc.script
+def pick(x: np.ndarray, i: int) -> float:
+    return x[i] * 2.0
+
+
+def test_errors_of_objload_linked_code_are_cpythons():
+    x = np.arange(4.0)
+    graph, entry, obj = object_file(pick, x, 1)
+    native = NativeFunction(graph, None, entry, objload.load_object(obj, symbols.address_of)[entry], None)
+    assert native(x, -1) == 6.0
+    with pytest.raises(IndexError, match="^index 9 is out of bounds for axis 0 with size 4"):
+        native(x, 9)
+
+
+def test_objload_refuses_what_it_cannot_link():
+    _, _, obj = object_file(kernel, np.zeros(3), 1)
+    with pytest.raises(objload.ObjectLoadError, match="undefined symbol"):
+        objload.load_object(obj, lambda name: None)
+    for damaged in (b"", b"not an object", obj[:64], b"\x7fELF" + b"\x01" * 60):
+        with pytest.raises(objload.ObjectLoadError):
+            objload.load_object(damaged, symbols.address_of)
+
+
+def test_unknown_relocations_are_refused():
+    _, _, obj = object_file(kernel, np.zeros(3), 1)
+    data = bytearray(obj)
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    for k in range(shnum):
+        kind, = struct.unpack_from("<I", data, shoff + k * shentsize + 4)
+        offset, size, = struct.unpack_from("<QQ", data, shoff + k * shentsize + 24)
+        if kind == objload.SHT_RELA and size:
+            info, = struct.unpack_from("<Q", data, offset + 8)
+            struct.pack_into("<Q", data, offset + 8, (info & ~0xFFFFFFFF) | 37)   # R_X86_64_SIZE64
+            break
+    else:
+        pytest.skip("no relocations")
+    with pytest.raises(objload.ObjectLoadError, match="relocation type 37"):
+        objload.load_object(bytes(data), symbols.address_of)
+
+
+def test_code_is_not_writable_once_linked():
+    graph, entry, obj = object_file(kernel, np.zeros(3), 1)
+    address = objload.load_object(obj, symbols.address_of)[entry]
+    with open("/proc/self/maps") as f:
+        for line in f:
+            lo, hi = (int(v, 16) for v in line.split()[0].split("-"))
+            if lo <= address < hi:
+                assert line.split()[1].startswith("r-x"), line
+                break
+        else:
+            pytest.fail("code address not mapped")
+    assert ctypes.c_uint8.from_address(address).value != 0
