@@ -42,6 +42,15 @@ def to_device(args):
     return [moved.setdefault(id(a), cuda.to_device(a)) if isinstance(a, np.ndarray) else a for a in args]
 
 
+@pytest.fixture
+def emulator():
+    """The grid emulator for the test, the default block size after it."""
+    cuda.use_emulator()
+    yield
+    cuda.use_emulator(False)
+    cuda.set_block_size(256)
+
+
 def to_host(x):
     """A result with device arrays copied back (tuples element by element)."""
     if isinstance(x, cuda.DeviceArray):

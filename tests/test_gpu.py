@@ -10,6 +10,7 @@ import pytest
 
 import scriptc
 import scriptc.cuda as cuda
+from tests.gpu_support import emulator  # noqa: F401  (a fixture)
 from scriptc.backend.nvptx import GpuUnsupported, libdevice_path, ptxas_path
 
 PTXAS = ptxas_path()
@@ -71,14 +72,6 @@ CASES = [
     (math_mix, (rng.standard_normal((16, 16)),)),
 ]
 IDS = [f"{fn.__name__}-{'-'.join(str(a.dtype) for a in args if isinstance(a, np.ndarray))}" for fn, args in CASES]
-
-
-@pytest.fixture
-def emulator():
-    cuda.use_emulator()
-    yield
-    cuda.use_emulator(False)
-    cuda.set_block_size(256)
 
 
 @pytest.mark.skipif(PTXAS is None, reason="ptxas (CUDA toolkit, or the nvidia-cuda-nvcc package) not found")

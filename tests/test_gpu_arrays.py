@@ -11,18 +11,11 @@ import pytest
 
 import scriptc
 import scriptc.cuda as cuda
+from tests.gpu_support import emulator  # noqa: F401  (a fixture)
 from scriptc.backend.nvptx import GpuUnsupported, ptxas_path
 
 PTXAS = ptxas_path()
 rng = np.random.default_rng(11)
-
-
-@pytest.fixture
-def emulator():
-    cuda.use_emulator()
-    yield
-    cuda.use_emulator(False)
-    cuda.set_block_size(256)
 
 
 @scriptc.script

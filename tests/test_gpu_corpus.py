@@ -14,26 +14,11 @@ import pytest
 
 import scriptc.cuda as cuda
 from scriptc.backend.nvptx import GpuUnsupported
+from tests.gpu_support import emulator, to_host  # noqa: F401  (emulator: a fixture)
 from tests.test_corpus import _run, assert_same, corpus, pure_python
 
 ARRAY_CASES = [c for c in corpus.CASES if any(isinstance(a, np.ndarray) for a in c.args_factory())]
 RAN = {"kernels": 0, "refused": 0}
-
-
-def to_host(x):
-    if isinstance(x, cuda.DeviceArray):
-        return x.copy_to_host()
-    if isinstance(x, tuple):
-        return tuple(to_host(e) for e in x)
-    return x
-
-
-@pytest.fixture
-def emulator():
-    cuda.use_emulator()
-    yield
-    cuda.use_emulator(False)
-    cuda.set_block_size(256)
 
 
 @pytest.fixture
