@@ -78,14 +78,23 @@ def sample_functions():
     yield "samples/linear_regression.fit", linear_regression.fit, (x, 3 * x - 2, 10, 0.1)
     yield "samples/loops_and_prints.f", loops_and_prints.f, (rng.random((2, 3)),)
     yield "samples/prange_mandelbrot.mandelbrot", prange_mandelbrot.mandelbrot, (30, 40, 50)
+    import linreg_grad, mlp_digits, train_state  # noqa: E401  (the transforms' samples)
+    yield "samples/linreg_grad.train", linreg_grad.train, (linreg_grad.Params(1.0, 0.0), x, 3 * x - 2, 0.01, 10)
+    state = mlp_digits.init_state(scriptc.random.key(0), [64, 128, 256, 10])
+    images = rng.random((32, 64))
+    yield "samples/mlp_digits.train_step", mlp_digits.train_step, (state, images, np.eye(10)[rng.integers(0, 10, 32)],
+                                                                   1e-3)
+    ts = train_state.init(scriptc.random.key(0), 32)
+    xs = rng.random((16, 1))
+    yield "samples/train_state.train_step", train_state.train_step, (ts, xs, np.sin(xs), 0.05, 0.1)
 
 
 def bench_functions():
     from bench import kernels
     seen = set()
     for k in kernels.KERNELS:
-        if k.scriptc is None or (k.scriptc, k.name) in seen:
-            continue
+        if k.scriptc is None or (k.scriptc, k.name) in seen or getattr(k.scriptc, "driver", False):
+            continue        # (a Python driver of compiled code: its scripted functions are the samples')
         seen.add((k.scriptc, k.name))
         yield f"bench/{k.name}", k.scriptc, k.make_args(True)
 
