@@ -452,7 +452,8 @@ def markdown(rows: list[Row], env: dict, notes: list[str], opts: Options, kernel
                 med = f"**FAILED** {fmt_time(r.median)}"
             if r.status == "error":
                 med = "**ERROR**"
-            out.append(f"| {kname if i == 0 else ''} | {LABELS[r.impl]} | {med} | {fmt_time(r.first)} | "
+            label = "torch eager" if r.impl == "torch" and kname in K.TORCH_EAGER else LABELS[r.impl]
+            out.append(f"| {kname if i == 0 else ''} | {label} | {med} | {fmt_time(r.first)} | "
                        f"{ratio(r, base, opts.timeout)} | {r.note.replace('|', '/')} |")
     if notes:
         out += ["", "Notes:", ""] + [f"- {n}" for n in notes]
