@@ -8,6 +8,7 @@ from .errors import CompileError
 from .function import ScriptFunction, script
 from .parallel import prange
 from .transforms import grad, value_and_grad
+from .transforms import vmap
 
 
 def load(path):
@@ -33,6 +34,7 @@ def get_num_threads() -> int:
 
 
 __all__ = ["CompileError", "ScriptFunction", "get_num_threads", "grad", "load", "prange", "script", "set_num_threads", "value_and_grad"]
+__all__ += ["vmap"]
 __version__ = "0.1.0"
 
 

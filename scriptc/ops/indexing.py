@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.registry import Effect, OpTypeError, no_outputs, register, shape_of
+from ..ir.registry import Batch, Effect, OpTypeError, no_outputs, register, shape_of
 from ..ir.types import TensorType
 
 
@@ -43,7 +43,8 @@ def _unsqueeze_shape(types, consts, *, dim):
 
 
 register("aten::unsqueeze(Tensor self, *, int dim) -> Tensor", impl=_unsqueeze, infer=_unsqueeze_rule,
-         shape=_unsqueeze_shape, view=True)
+         shape=_unsqueeze_shape, view=True,
+         batch=Batch.custom(lambda b, node, ins: [b.op(node.kind, ins[0], dim=node.attrs["dim"] + 1)], view=True))
 
 
 # -- boolean masks ----------------------------------------------------------------------------------------------
@@ -73,8 +74,9 @@ def _masked_select_shape(types, consts):
     return [(None,) + shape[len(mask):]]
 
 
+# Batched: per example (selections differ in length between examples; writes go through each example's view).
 register("aten::masked_select(Tensor self, Tensor mask) -> Tensor", impl=_masked_select,
-         infer=_masked_select_rule, effect=Effect.RAISES, shape=_masked_select_shape)
+         infer=_masked_select_rule, effect=Effect.RAISES, shape=_masked_select_shape, batch=Batch.LANES)
 
 
 def _masked_put_(x, m, v):
@@ -99,4 +101,4 @@ def _masked_put_rule(t, m, v):
 
 
 register("aten::masked_put_(Tensor self, Tensor mask, Number|Tensor values) -> ()", impl=_masked_put_,
-         infer=_masked_put_rule, effect=Effect.WRITES, shape=no_outputs)
+         infer=_masked_put_rule, effect=Effect.WRITES, shape=no_outputs, batch=Batch.LANES)
