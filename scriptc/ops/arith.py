@@ -175,17 +175,18 @@ def _matmul_batch(b, node, ins):
     if ra == 0 or rc == 0:
         from ..transforms.vmap_rules import lanes
         return lanes(b, node, ins)
-    row = b.batched(a) and ra == 1
-    col = b.batched(c) and rc == 1
+    batched_a, batched_c = b.batched(a), b.batched(c)
+    row = batched_a and ra == 1
+    col = batched_c and rc == 1
     if row:
         a = b.op("aten::unsqueeze", a, dim=1)
     if col:
         c = b.op("aten::unsqueeze", c, dim=2)
     stack_a, stack_c = max(ra - 2, 0), max(rc - 2, 0)
     width = max(stack_a, stack_c)
-    for _ in range(width - stack_a if b.batched(a) else 0):
+    for _ in range(width - stack_a if batched_a else 0):
         a = b.op("aten::unsqueeze", a, dim=1)
-    for _ in range(width - stack_c if b.batched(c) else 0):
+    for _ in range(width - stack_c if batched_c else 0):
         c = b.op("aten::unsqueeze", c, dim=1)
     out = b.op("aten::matmul", a, c)
     if col:

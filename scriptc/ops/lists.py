@@ -30,7 +30,9 @@ def _element(b, node, v, example):
 def _not_masked(b, node, what):
     if b.mask is not None:
         raise b.error(node, f"{what} under a condition that depends on a mapped value",
-                      "the list's length would differ between examples; use an array")
+                      "the list's length would differ between examples; use an array (grad records a loop's "
+                      "iterations in lists: vmap of grad of a loop whose trip count depends on a mapped value "
+                      "is not supported)")
 
 
 def _same_index(b, node, ins):

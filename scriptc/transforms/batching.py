@@ -61,7 +61,7 @@ class BatchAnalysis:
         self.kinds: dict[int, object] = {}
         self.parent: dict[int, int] = {}
         self.batched_classes: set[int] = set()
-        self.class_writer: dict[int, Node] = {}     # the write that first made a class batched
+        self.class_writer: dict[int, tuple] = {}    # the write that first made a class batched, and whether masked
         self.masked: set[int] = set()               # ids of If nodes with a batched condition, masked loops
         self.tuple_elems: dict[int, list] = {}      # tuple value -> its element values, where constructed here
         self.changed = True
@@ -95,11 +95,11 @@ class BatchAnalysis:
                     self.class_writer.setdefault(root, self.class_writer.get(other))
                     self.changed = True
 
-    def mark_class(self, v: Value, writer: Node) -> None:
+    def mark_class(self, v: Value, writer: Node, masked: bool) -> None:
         root = self.find(v)
         if root not in self.batched_classes:
             self.batched_classes.add(root)
-            self.class_writer[root] = writer
+            self.class_writer[root] = (writer, masked)
             self.changed = True
 
     # -- kinds ----------------------------------------------------------------------------------------------
@@ -191,7 +191,7 @@ class BatchAnalysis:
         ins = [self.batched(v) for v in node.inputs]
         if op.effect == Effect.WRITES and node.inputs:
             if any(ins[1:]) or masked:
-                self.mark_class(node.inputs[0], node)
+                self.mark_class(node.inputs[0], node, masked and not any(ins[1:]))
             if isinstance(node.inputs[0].type, ListType) or kind == "aten::append":
                 self.union(*node.inputs)   # a list holds the arrays stored in it
         if rule is not None and rule.view and not any(ins[1:]):
@@ -208,8 +208,10 @@ class BatchAnalysis:
     def check_parameters(self, mapped: list[bool], names: list[str]) -> None:
         for p, m, name in zip(self.graph.inputs, mapped, names):
             if not m and holds_memory(p.type) and self.find(p) in self.batched_classes:
-                writer = self.class_writer.get(self.find(p))
+                writer, masked = self.class_writer.get(self.find(p), (None, False))
+                how = ("under a condition that depends on a mapped value" if masked else
+                       "a value that differs between examples")
                 raise CompileError(
-                    f"vmap: this writes into argument '{name}', which is not mapped (in_axes None), a value that "
-                    f"differs between examples", writer.source if writer else None,
-                    "every example would write the same array; map the argument, or write into a copy")
+                    f"vmap: this writes into argument '{name}', which is not mapped (in_axes None), {how}",
+                    writer.source if writer else None,
+                    "the examples would share one array; map the argument, or write into a copy")

@@ -81,6 +81,7 @@ class Batcher:
         self.mask: Value | None = None        # the examples active here (None: all)
         self.size: Value | None = None        # the batch size B
         self.source = None
+        self.region = None                    # the innermost if or loop being emitted (where errors point)
 
     # -- emitting nodes -------------------------------------------------------------------------------------
     def node(self, kind: str, inputs, types, attrs=None) -> Node:
@@ -99,7 +100,8 @@ class Batcher:
         return self.node(node.kind, inputs, [erase(o.type) for o in node.outputs], dict(node.attrs))
 
     def error(self, node: Node | None, what: str, hint: str | None = None) -> CompileError:
-        return CompileError(f"vmap: {what}", node.source if node is not None else self.source, hint)
+        return CompileError(f"vmap: {what}", (node.source if node is not None else None) or self.source or self.region,
+                            hint)
 
     # -- batched values ------------------------------------------------------------------------------------
     def batched(self, v) -> bool:
@@ -141,12 +143,21 @@ class Batcher:
         """A batched value with unit dimensions inserted after the batch dimension up to per-example rank
         ``rank``, so that broadcasting against per-example operands of that rank pairs each example with
         itself."""
-        for _ in range(rank - self.rank(v)):
+        have = self.rank(v)
+        if have >= rank:
+            return v
+        for _ in range(rank - have):
             v = self.op("aten::unsqueeze", v, dim=1)
-        return v
+        return self.mark(v, TensorType(v.type.dtype, rank))
 
     def cast(self, v: Value, dtype: str) -> Value:
-        return v if v.type.dtype == dtype else self.op("aten::to", v, dtype=dtype)
+        if v.type.dtype == dtype:
+            return v
+        example = self.example_type(v)
+        out = self.op("aten::to", v, dtype=dtype)
+        if not self.batched(v):
+            return out
+        return self.mark(out, TensorType(dtype, example.rank) if isinstance(example, TensorType) else example)
 
     def fix_dtype(self, v: Value, example) -> Value:
         """A batched result in the dtype its per-example type asks for (a scalar's canonical dtype)."""
@@ -240,10 +251,12 @@ class Batcher:
     def emit_block(self, block: Block) -> None:
         for node in block.nodes:
             self.source = node.source
-            if node.kind == "prim::If":
-                self.emit_if(node)
-            elif node.kind == "prim::Loop":
-                self.emit_loop(node)
+            if node.kind in ("prim::If", "prim::Loop"):
+                region, self.region = self.region, node.source or self.region
+                try:
+                    (self.emit_if if node.kind == "prim::If" else self.emit_loop)(node)
+                finally:
+                    self.region = region
             else:
                 self.emit_op(node)
 
@@ -497,9 +510,19 @@ def _cheap_and_safe(node: Node) -> bool:
         "prim::ListConstruct", "prim::CallFunction")
 
 
-def _has_effects(graph: Graph) -> bool:
-    return any(lookup(n.kind).effect in (Effect.WRITES, Effect.IO) and n.kind not in ("prim::If", "prim::Loop")
-               for n in graph.walk())
+def _has_effects(graph: Graph, seen=None) -> bool:
+    """Whether calling ``graph`` may write memory or print (raising is not an effect here)."""
+    seen = set() if seen is None else seen
+    if id(graph) in seen:
+        return False
+    seen.add(id(graph))
+    for n in graph.walk():
+        if n.kind == "prim::CallFunction":
+            if _has_effects(n.attrs["fn"], seen):
+                return True
+        elif lookup(n.kind).effect == Effect.WRITES or n.kind == "prim::Print":
+            return True
+    return False
 
 
 __all__ = ["Batcher", "CANONICAL", "LaneMessage", "batched_type", "example_rank", "STR", "result_dtype"]

@@ -142,10 +142,13 @@ def lanes(b: Batcher, node: Node, ins: list) -> list[Value]:
     examples; one that reads runs for every example, inactive ones reading the first active example's operands
     (so that nothing raises for an example whose path does not reach the operator, and every result has the
     shape of a real one)."""
-    writes = lookup(node.kind).effect == Effect.WRITES or (
-        node.kind == "prim::CallFunction" and _has_effects(node.attrs["fn"]))
-    if writes and node.outputs:
-        raise b.error(node, f"{node.kind} on mapped values")
+    calls = node.kind == "prim::CallFunction"
+    writes = lookup(node.kind).effect == Effect.WRITES or (calls and _has_effects(node.attrs["fn"]))
+    if calls and writes and any(n.kind == "prim::Print" for n in node.attrs["fn"].walk()):
+        raise b.error(node, "a call of a function that prints, with mapped values",
+                      "the batched function runs every example at once and cannot print per example")
+    if writes and node.outputs and b.mask is not None:
+        raise b.error(node, "a call that writes into arrays, under a condition that depends on a mapped value")
     collectors = [_Collector(b, o.type) for o in node.outputs]
     source = None
     if b.mask is not None and not writes:
