@@ -50,8 +50,8 @@ def join(t, a, b):
     return bool(a) or bool(b)
 
 
-def is_unassigned(v: Value) -> bool:
-    """A local not assigned on this path (the frontend's ``prim::Uninitialized``): never read there."""
+def is_uninitialized(v: Value) -> bool:
+    """The frontend's ``prim::Uninitialized``: a local not assigned on this path (never read there)."""
     return v.node is not None and v.node.kind == "prim::Uninitialized"
 
 
@@ -64,6 +64,7 @@ class BatchAnalysis:
         self.class_writer: dict[int, tuple] = {}    # the write that first made a class batched, and whether masked
         self.masked: set[int] = set()               # ids of If nodes with a batched condition, masked loops
         self.tuple_elems: dict[int, list] = {}      # tuple value -> its element values, where constructed here
+        self.unassigned: set[int] = set()           # values that are prim::Uninitialized on every path
         self.changed = True
         for p, m in zip(graph.inputs, mapped):
             self.kinds[id(p)] = batched_like(p.type, bool(m))
@@ -125,6 +126,14 @@ class BatchAnalysis:
     def is_masked(self, node: Node) -> bool:
         return id(node) in self.masked
 
+    def is_unassigned(self, v: Value) -> bool:
+        return id(v) in self.unassigned
+
+    def add_unassigned(self, v: Value) -> None:
+        if id(v) not in self.unassigned:
+            self.unassigned.add(id(v))
+            self.changed = True
+
     # -- the walk ---------------------------------------------------------------------------------------------
     def block(self, block: Block, masked: bool) -> None:
         for node in block.nodes:
@@ -143,8 +152,10 @@ class BatchAnalysis:
             self.block(b, masked or cond)
         then, other = node.blocks
         for out, a, b in zip(node.outputs, then.returns, other.returns):
-            if is_unassigned(a) or is_unassigned(b):
-                kind = self.kind(b if is_unassigned(a) else a)
+            if self.is_unassigned(a) and self.is_unassigned(b):
+                self.add_unassigned(out)
+            if self.is_unassigned(a) or self.is_unassigned(b):
+                kind = self.kind(b if self.is_unassigned(a) else a)
             else:
                 kind = join(out.type, self.kind(a), self.kind(b))
                 if cond and a is not b:
@@ -161,7 +172,10 @@ class BatchAnalysis:
             self.changed = True
         for param, start, ret, out in zip(body.params[1:], init, body.returns[1:], node.outputs):
             kind = join(out.type, self.kind(start), self.kind(ret))
-            if loop_masked and ret is not param and not is_unassigned(ret):
+            if self.is_unassigned(start) and (ret is param or self.is_unassigned(ret)):
+                self.add_unassigned(param)
+                self.add_unassigned(out)
+            if loop_masked and ret is not param and not self.is_unassigned(ret):
                 kind = batched_like(out.type)
             for v in (param, out):
                 self.set(v, kind)
@@ -170,6 +184,8 @@ class BatchAnalysis:
 
     def op_node(self, node: Node, masked: bool) -> None:
         kind = node.kind
+        if kind == "prim::Uninitialized":
+            self.add_unassigned(node.output)
         if kind in ("prim::Constant", "prim::Uninitialized"):
             return
         if kind == "prim::TupleConstruct":

@@ -27,7 +27,7 @@ from ..errors import CompileError
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import Effect, lookup, type_of
 from ..ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, result_dtype
-from .batching import BatchAnalysis, any_batched, batched_like, is_unassigned
+from .batching import BatchAnalysis, any_batched, batched_like, is_uninitialized
 
 CANONICAL = {FLOAT: "float64", INT: "int64", BOOL: "bool"}
 INT64_MAX = 2 ** 63 - 1
@@ -82,6 +82,7 @@ class Batcher:
         self.size: Value | None = None        # the batch size B
         self.source = None
         self.region = None                    # the innermost if or loop being emitted (where errors point)
+        self.unassigned: set[int] = set()     # new values of locals unassigned on every path
 
     # -- emitting nodes -------------------------------------------------------------------------------------
     def node(self, kind: str, inputs, types, attrs=None) -> Node:
@@ -226,7 +227,7 @@ class Batcher:
             if any_batched(have) and not any_batched(kind):
                 raise AssertionError(f"vmap: {v} is batched where the analysis says it is not")
             return v
-        if is_unassigned(v):
+        if self.is_unassigned(v):
             return self.dummy(example, kind)
         if isinstance(example, TupleType):
             kind = kind if isinstance(kind, tuple) else batched_like(example, kind)
@@ -242,7 +243,13 @@ class Batcher:
         if isinstance(new, LaneMessage):
             self.env[id(src)] = new
             return
+        if self.an.is_unassigned(src):
+            self.unassigned.add(id(new))
         self.env[id(src)] = self.coerce(new, src.type, self.an.kind(src))
+
+    def is_unassigned(self, v) -> bool:
+        """A local that no path assigned yet (never read where it holds this value)."""
+        return isinstance(v, Value) and (is_uninitialized(v) or id(v) in self.unassigned)
 
     def value(self, src: Value):
         return self.env.get(id(src), src)
@@ -301,10 +308,17 @@ class Batcher:
             self.emit_plain_if(node, cond)
             return
         c = cond
-        not_c = self.op("aten::bitwise_not", c)
-        masks = [c, not_c] if self.mask is None else [self.op("aten::__and__", self.mask, c),
-                                                      self.op("aten::__and__", self.mask, not_c)]
-        branches = [self.guarded_branch(b, m) for b, m in zip(node.blocks, masks)]
+        branches = []
+        for k, block in enumerate(node.blocks):
+            if all(self.safe_everywhere(n) for n in block.nodes):   # nothing to skip: run it for every example
+                self.in_block(self.block, None, lambda: self.emit_block(block))
+                branches.append([None if self.is_unassigned(self.value(r)) else self.value(r)
+                                 for r in block.returns])
+                continue
+            mask = c if k == 0 else self.op("aten::bitwise_not", c)
+            if self.mask is not None:
+                mask = self.op("aten::__and__", self.mask, mask)
+            branches.append(self.guarded_branch(block, mask))
         for i, out in enumerate(node.outputs):
             a, b = branches[0][i], branches[1][i]
             kind = self.an.kind(out)
@@ -320,9 +334,6 @@ class Batcher:
         """The branch's results for the examples in ``mask``, computed only when some example is in it; None
         for a result the branch leaves unassigned."""
         self.mark_mask(mask)
-        if all(_cheap_and_safe(n) for n in block.nodes):   # nothing to skip: run it for every example
-            self.emit_block(block)
-            return [None if is_unassigned(self.value(r)) else self.value(r) for r in block.returns]
         guard = self.node("prim::If", [self.any(mask)], [])
         then, other = guard.add_block(), guard.add_block()
 
@@ -334,7 +345,7 @@ class Batcher:
         for r, v in zip(block.returns, results):
             if isinstance(v, LaneMessage):
                 raise self.error(block.owner, "a string built from mapped values is used after a condition")
-            if is_unassigned(v):
+            if self.is_unassigned(v):
                 out.append(None)
                 continue
             then.add_return(v)
@@ -342,6 +353,21 @@ class Batcher:
             o = guard.add_output(erase(v.type), self.graph.fresh_name(None))
             out.append(self.mark(o, self.example_type(v) if self.batched(v) else r.type, self.kind(v)))
         return out
+
+    def safe_everywhere(self, node: Node) -> bool:
+        """Whether running ``node`` for examples that do not reach it is harmless, so that its branch needs no
+        guard (which would split the branch's element-wise operators from the rest, as JAX never does): pure
+        operators, and element-wise ones on batched values (NumPy's array semantics do not raise; an integer
+        ``**`` does, for negative exponents)."""
+        if node.blocks or node.kind in ("prim::ListConstruct", "prim::CallFunction"):
+            return False
+        op = lookup(node.kind)
+        if op.effect == Effect.PURE:
+            return True
+        return (op.effect == Effect.RAISES and op.elementwise and any(self.an.batched(v) for v in node.inputs)
+                and not (node.kind == "aten::pow" and node.outputs[0].type not in (FLOAT,)
+                         and not (isinstance(node.outputs[0].type, TensorType)
+                                  and node.outputs[0].type.dtype.startswith("float"))))
 
     def select(self, c: Value, a: Value, b: Value, example, node: Node) -> Value:
         """``where(c, a, b)`` for one per-example type (tuples element by element)."""
@@ -377,7 +403,7 @@ class Batcher:
             results.append(self.in_block(nb, self.mask, run))
         for i, out in enumerate(node.outputs):
             a, b = results[0][i], results[1][i]
-            t = erase(b.type if is_unassigned(a) else a.type)
+            t = erase(b.type if self.is_unassigned(a) else a.type)
             self.bind(out, self.mark(new.add_output(t, self.graph.fresh_name(_hint(out))), out.type,
                                      self.an.kind(out)))
 
@@ -406,6 +432,8 @@ class Batcher:
         for p, k in zip(body.params[1:], kinds):
             q = self.mark(nb.add_param(batched_type(p.type, k), _hint(p)), p.type, k)
             self.env[id(p)] = q
+            if self.an.is_unassigned(p):
+                self.unassigned.add(id(q))
             params.append(q)
 
         def run():
@@ -502,12 +530,6 @@ def _output(b: Batcher, v: Value, example, spec) -> Value:
 
 def _hint(v: Value) -> str | None:
     return None if v.name.isdigit() else v.name
-
-
-def _cheap_and_safe(node: Node) -> bool:
-    """Constants and pure operators that cannot raise: no need to skip them where no example runs them."""
-    return not node.blocks and lookup(node.kind).effect == Effect.PURE and node.kind not in (
-        "prim::ListConstruct", "prim::CallFunction")
 
 
 def _has_effects(graph: Graph, seen=None) -> bool:

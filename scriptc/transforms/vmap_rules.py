@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ir.core import Node, Value
 from ..ir.registry import Effect, lookup
 from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, result_dtype
-from .batching import batched_like, is_unassigned
+from .batching import batched_like
 from .vmap import CANONICAL, Batcher, LaneMessage, _has_effects, example_rank
 
 
@@ -229,4 +229,4 @@ def message(b: Batcher, msg: LaneMessage, first: Value) -> Value:
     return b.copy(msg.node, ins).output
 
 
-__all__ = ["elementwise", "along_axis", "lanes", "lane", "emit_rule", "emit_structural", "is_unassigned"]
+__all__ = ["elementwise", "along_axis", "lanes", "lane", "emit_rule", "emit_structural"]
