@@ -155,6 +155,59 @@ def test_lists_of_mapped_values():
         scriptc.vmap(collect, in_axes=(0, None))(rng.random((5, 4)), 0)
 
 
+@scriptc.script
+def list_builtins(x: np.ndarray, n: int, c: float) -> tuple[float, float, float, bool, bool]:
+    acc: list[float] = []
+    for i in range(n):
+        acc.append(x[i] * 2.0)
+    return sum(acc), min(acc), max(acc), c in acc, 3.0 in acc
+
+
+def test_list_builtins_fold_left_to_right_per_example():
+    """sum/min/max/in over a list of batched values: Python's order and its ties and NaN (min keeps the first
+    of equal values, NaN is never found)."""
+    x = np.array([[1.0, 3.0, 2.0], [0.5, 0.5, -1.0], [math.nan, 1.0, 2.0], [-0.0, 0.0, 1.5]])
+    check(list_builtins, x, 3, np.array([6.0, 1.0, math.nan, 0.0]), in_axes=(0, None, 0))
+    with pytest.raises(ValueError, match="empty"):
+        scriptc.vmap(list_builtins, in_axes=(0, None, 0))(x, 0, np.zeros(4))
+
+
+@scriptc.script
+def int_power(a: int, n: int, out: np.ndarray) -> int:
+    if n >= 0:
+        m = a ** n
+        if m > 5:
+            out[0] = 1.0
+        return m
+    return -1
+
+
+def test_integer_power_under_a_mask_does_not_raise_for_other_examples():
+    """a ** n raises for a negative n; the examples that skip the branch must not make it raise."""
+    check(int_power, np.array([2, 3, 4, 5]), np.array([3, -1, 0, -5]), np.zeros((4, 2)))
+
+
+@scriptc.script
+def zero_d(x: np.ndarray):
+    return x * 2.0 + np.sum(x)
+
+
+def test_examples_of_a_1d_array_for_an_array_parameter_are_0d_arrays():
+    xs = rng.random(5)
+    want = stack([zero_d.py_func(np.asarray(v)) for v in xs], 0)   # (native code cannot run 0-d * float yet)
+    assert_same_array(scriptc.vmap(zero_d)(xs), want)
+    assert_same_array(scriptc.vmap(zero_d).interpret(xs), want)
+
+
+def test_writes_through_a_mapped_axis_reach_the_caller():
+    xs = rng.random((4, 6))
+    ys = xs.copy()
+    scriptc.vmap(normalize_in_place, in_axes=(1, None))(xs, 0.5)
+    for k in range(6):
+        normalize_in_place.py_func(ys[:, k], 0.5)
+    assert_same_array(xs, ys)
+
+
 # -- indexing at mapped positions, per-example operators ------------------------------------------------
 @scriptc.script
 def gather(x: np.ndarray, i: int) -> tuple[float, np.ndarray]:

@@ -75,7 +75,12 @@ def _pow_batch(b, node, ins):
     if node.outputs[0].type == FLOAT and not any(isinstance(v.type, TensorType) for v in node.inputs):
         args = [b.cast(v, "float64") if b.batched(v) else v for v in ins]
         return [b.op("aten::float_power", *args)]
-    return [elementwise(b, node, ins)]
+    base, exponent = ins
+    if b.mask is not None and b.batched(exponent) and (exponent.type.dtype or "").startswith(("int", "uint")):
+        # integers to negative powers raise: examples that do not run this (inactive) get exponent 1
+        rank = node.inputs[1].type.rank if isinstance(node.inputs[1].type, TensorType) else 0
+        exponent = b.mark(b.masked(b.align(exponent, rank), b.const(1), rank), node.inputs[1].type)
+    return [elementwise(b, node, [base, exponent])]
 
 
 def _inplace_batch(b, node, ins):

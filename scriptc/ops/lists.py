@@ -20,7 +20,56 @@ from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, Type, parse_type
 # of the list is element i of every example's list. Its length, and which element an index picks, must therefore
 # be the same for every example: appending under a condition on mapped values, or indexing with a mapped index,
 # is refused.
-_PER_EXAMPLE_LIST = Batch.unbatchable("a list whose elements differ between examples (use an array)")
+_SORTED_PER_EXAMPLE = Batch.unbatchable("sorting each example's list (use np.sort on an array)")
+
+
+def _fold(b, node, xs, start, step, first=0):
+    """``acc = start; for v in xs[first:]: acc = step(acc, v)`` over a list (batched or not), as a loop whose
+    accumulator is batched: Python's left-to-right order, element by element, for every example at once."""
+    from ..transforms.vmap import batched_type
+    out_t = node.outputs[0].type
+    acc = b.coerce(start, out_t, True)
+    trips = b.op("aten::sub", b.op("aten::list_len", xs), b.const(first))
+    loop = b.node("prim::Loop", [trips, b.const(True), acc], [])
+    body = loop.add_block()
+    i = body.add_param(INT, "k")
+    carried = b.mark(body.add_param(batched_type(out_t), "acc"), out_t)
+
+    def run():
+        v = b.op("aten::list_getitem", xs, b.op("aten::add", i, b.const(first)))
+        if b.batched(xs):
+            b.mark(v, node.inputs[0].type.elem)
+        return [b.const(True), b.fix_dtype(step(carried, v), out_t)]
+    for r in b.in_block(body, b.mask, run):
+        body.add_return(r)
+    return [loop.add_output(carried.type, b.graph.fresh_name(None))]
+
+
+def _sum_batch(b, node, ins):
+    start = b.const(0.0 if node.outputs[0].type == FLOAT else 0)
+    return _fold(b, node, ins[0], start, lambda acc, v: b.op("aten::add", acc, v))
+
+
+def _extremum_batch(compare):
+    def rule(b, node, ins):
+        (xs,) = ins
+        empty = b.op("aten::eq", b.op("aten::list_len", xs), b.const(0))
+        check = b.node("prim::If", [empty], [])
+        fail, ok = check.add_block(), check.add_block()
+        b.in_block(fail, None, lambda: b.node("prim::RaiseException", [b.const(
+            MIN_EMPTY if compare == "aten::lt" else MAX_EMPTY)], [], {"exc": "ValueError"}))
+        first = b.op("aten::list_getitem", xs, b.const(0))
+        if b.batched(xs):
+            b.mark(first, node.inputs[0].type.elem)
+        # Python keeps the first of equal items and replaces only when strictly smaller (larger)
+        return _fold(b, node, xs, first, lambda acc, v: b.op("aten::where", b.op(compare, v, acc), v, acc), 1)
+    return Batch.custom(rule)
+
+
+def _contains_batch(b, node, ins):
+    xs, value = ins
+    return _fold(b, node, xs, b.const(False),
+                 lambda acc, v: b.op("aten::__or__", acc, b.op("aten::eq", v, value)))
 
 
 def _element(b, node, v, example):
@@ -198,7 +247,7 @@ def _contains_rule(t, v):
 
 
 register("aten::list_contains(Any self, Any value) -> bool", impl=_contains, infer=_contains_rule,
-         batch=_PER_EXAMPLE_LIST)
+         batch=Batch.custom(_contains_batch))
 
 
 def _sum(xs):
@@ -215,7 +264,7 @@ def _number_list(t, what):
     return lt
 
 
-register("aten::list_sum(Any self) -> Number", impl=_sum, batch=_PER_EXAMPLE_LIST,
+register("aten::list_sum(Any self) -> Number", impl=_sum, batch=Batch.custom(_sum_batch),
          infer=lambda t: FLOAT if _number_list(t, "sum()").elem == FLOAT else INT)
 
 
@@ -251,16 +300,16 @@ def _max(xs):
 
 
 register("aten::list_min(Any self) -> Any", impl=_min, infer=lambda t: _number_list(t, "min()").elem,
-         effect=Effect.RAISES, batch=_PER_EXAMPLE_LIST)
+         effect=Effect.RAISES, batch=_extremum_batch("aten::lt"))
 register("aten::list_max(Any self) -> Any", impl=_max, infer=lambda t: _number_list(t, "max()").elem,
-         effect=Effect.RAISES, batch=_PER_EXAMPLE_LIST)
+         effect=Effect.RAISES, batch=_extremum_batch("aten::gt"))
 
 
 def _sorted(xs, *, reverse=False):
     return sorted(xs, reverse=reverse)
 
 
-register("aten::sorted(Any self, *, bool reverse) -> Any", impl=_sorted, batch=_PER_EXAMPLE_LIST,
+register("aten::sorted(Any self, *, bool reverse) -> Any", impl=_sorted, batch=_SORTED_PER_EXAMPLE,
          infer=lambda t, reverse=False: _number_list(t, "sorted()"))
 
 

@@ -96,8 +96,8 @@ class VmapFunction:
                 scalars[k] = zero_d[k] = np.empty((0,) * (rank - 1), arr.dtype)
         try:
             per_types, values = self.fn._bind(scalars, {})
-        except TypeError:
-            if scalars == zero_d:
+        except TypeError:   # a parameter that takes arrays only: examples are 0-d arrays
+            if all(a is b for a, b in zip(scalars, zero_d)):
                 raise
             per_types, values = self.fn._bind(zero_d, {})
         types, values = list(per_types), list(values)
