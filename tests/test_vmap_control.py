@@ -12,12 +12,16 @@ import scriptc
 
 try:
     from . import fuzzgen
+    from .modules import load_module
+    from .test_fuzz_arrays import close, program as array_program
     from .test_vmap import check, stack
-    from .util import assert_same_array, filecheck
+    from .util import assert_same_array, filecheck, run_captured
 except ImportError:  # tests/ run as a plain directory
     import fuzzgen
+    from modules import load_module
+    from test_fuzz_arrays import close, program as array_program
     from test_vmap import check, stack
-    from util import assert_same_array, filecheck
+    from util import assert_same_array, filecheck, run_captured
 
 rng = np.random.default_rng(7)
 
@@ -206,6 +210,34 @@ def test_writes_through_a_mapped_axis_reach_the_caller():
     for k in range(6):
         normalize_in_place.py_func(ys[:, k], 0.5)
     assert_same_array(xs, ys)
+
+
+@scriptc.script
+def prange_rows(x: np.ndarray, c: float) -> np.ndarray:
+    n = x.shape[0]
+    out = np.zeros(n)
+    for i in scriptc.prange(n):
+        out[i] = np.sum(x[i] * c)
+    return out
+
+
+@scriptc.script
+def prange_sum(x: np.ndarray) -> float:
+    s = 0.0
+    for i in scriptc.prange(len(x)):
+        s += x[i] * 2.0
+    return s
+
+
+def test_prange_loops():
+    """A prange writing rows stays parallel; one carrying a batched reduction runs sequentially, in CPython's
+    order (the per-example native prange adds in chunks, README "Parallel loops")."""
+    check(prange_rows, rng.random((4, 50, 3)), rng.random(4))
+    v = scriptc.vmap(prange_rows, in_axes=(None, 0))
+    check(prange_rows, rng.random((50, 3)), rng.random(4), in_axes=(None, 0))
+    assert "parallel=1" in str(v.graph_for(rng.random((50, 3)), rng.random(4)))
+    xs = rng.random((4, 300))
+    assert_same_array(scriptc.vmap(prange_sum)(xs), np.array([prange_sum.py_func(x) for x in xs]))
 
 
 # -- indexing at mapped positions, per-example operators ------------------------------------------------
@@ -411,7 +443,7 @@ CHECK: -> (%[[ANY]], %[[GO]],
 EXAMPLES = int(os.environ.get("SCRIPTC_FUZZ_VMAP_EXAMPLES", "25"))   # the extended programs: 2/5 as many
 FUZZ_SETTINGS = dict(deadline=None, derandomize=True, database=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                            HealthCheck.filter_too_much])
+                                            HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
 
 
 def check_program_batched(prog, data):
@@ -451,3 +483,24 @@ def test_fuzz_programs_batched_match_per_example(prog, data):
 def test_fuzz_extended_programs_batched(prog, data):
     """With locals unbound on some paths (UnboundLocalError), tuple swaps, ** and bitwise operators."""
     check_program_batched(prog, data)
+
+
+@settings(max_examples=EXAMPLES, **FUZZ_SETTINGS)
+@given(array_program())
+def test_fuzz_array_expressions_batched(tmp_path_factory, case):
+    """Random element-wise array expressions (test_fuzz_arrays.py's generator: dtypes, broadcasting, a time loop)
+    vmapped over three examples: NumPy's per-example results, within that fuzzer's tolerances (vectorized math
+    is within a few ulp), integers exactly."""
+    dtype, source, (x, y, row, n) = case
+    mod = load_module(tmp_path_factory.mktemp("vmap_arrays"), source)
+    batch = [(x, y, row), (y, x, row[::-1].copy()), (x[::-1].copy(), y[::-1].copy(), row)]
+    stacked = [np.stack([b[k] for b in batch]) for k in range(3)]
+    expected = [run_captured(mod.f.py_func, *example, n) for example in batch]
+    v = scriptc.vmap(mod.f, in_axes=(0, 0, 0, None))
+    if any(e[2] is not None for e in expected):
+        with pytest.raises(tuple({type(e[2]) for e in expected if e[2] is not None})):
+            v(*stacked, n)
+        return
+    want = np.stack([np.asarray(e[0]) for e in expected])
+    for got in (v(*stacked, n), v.interpret(*stacked, n)):
+        assert close(got, want, dtype), f"{source}\nnative/interpreted={got!r}\nnumpy={want!r}"

@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..errors import CompileError
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import Effect, lookup, type_of
-from ..ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, result_dtype
+from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType
 from .batching import BatchAnalysis, any_batched, batched_like, is_uninitialized
 
 CANONICAL = {FLOAT: "float64", INT: "int64", BOOL: "bool"}
@@ -122,9 +122,6 @@ class Batcher:
 
     def rank(self, v: Value) -> int:
         return example_rank(self.example_type(v))
-
-    def tuple_index(self, v: Value, i: int) -> Value:
-        return self.op("prim::TupleIndex", v, index=i)
 
     def unpack(self, v: Value) -> list[Value]:
         return self.node("prim::TupleUnpack", [v], list(v.type.elems)).outputs
@@ -423,7 +420,9 @@ class Batcher:
             limit = self.const(INT64_MAX) if self.batched(trips) else trips
             loop = self.node("prim::Loop", [limit, self.any(active), active, *init], [])
         else:
-            loop = self.node("prim::Loop", [trips, cond, *init], [])
+            # a prange keeps running in parallel unless it carries batched values (its reductions are scalar)
+            attrs = {} if any(any_batched(k) for k in kinds) else dict(node.attrs)
+            loop = self.node("prim::Loop", [trips, cond, *init], [], attrs)
         nb = loop.add_block()
         i = nb.add_param(INT, _hint(body.params[0]))
         self.env[id(body.params[0])] = self.mark(i, INT, False)
@@ -547,4 +546,4 @@ def _has_effects(graph: Graph, seen=None) -> bool:
     return False
 
 
-__all__ = ["Batcher", "CANONICAL", "LaneMessage", "batched_type", "example_rank", "STR", "result_dtype"]
+__all__ = ["Batcher", "CANONICAL", "LaneMessage", "batched_type", "example_rank", "vmap_graph"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend.interpreter import interpret
-from ..errors import CompileError
 from ..interop import as_array
 from ..ir.clone import clone_graph
 from ..ir.core import Graph
@@ -188,4 +187,4 @@ def vmap(fn, in_axes=0, out_axes=0) -> VmapFunction:
     return VmapFunction(fn, in_axes, out_axes)
 
 
-__all__ = ["CompileError", "VmapFunction", "vmap"]
+__all__ = ["VmapFunction", "vmap"]
