@@ -8,7 +8,7 @@ from .errors import CompileError
 from .function import ScriptFunction, script
 from .parallel import prange
 from .transforms import grad, value_and_grad
-from .transforms import vmap
+from .transforms.vmap_api import vmap
 
 
 def load(path):

@@ -222,7 +222,7 @@ class Batcher:
         have = self.kind(v)
         if have == kind or not any_batched(kind):
             if any_batched(have) and not any_batched(kind):
-                raise AssertionError(f"vmap: {v} is batched where the analysis says it is not")
+                raise AssertionError(f"vmap: {v} is batched where the analysis says it is not ({have} vs {kind})")
             return v
         if self.is_unassigned(v):
             return self.dummy(example, kind)
@@ -322,7 +322,7 @@ class Batcher:
             if a is None or b is None:          # unassigned on one path: the other path's value
                 v = b if a is None else a
                 self.bind(out, v if v is not None else self.dummy(out.type, kind))
-            elif a is b:
+            elif a is b or node.blocks[0].returns[i] is node.blocks[1].returns[i]:
                 self.bind(out, a)
             else:
                 self.bind(out, self.select(c, a, b, out.type, node))
@@ -344,6 +344,9 @@ class Batcher:
                 raise self.error(block.owner, "a string built from mapped values is used after a condition")
             if self.is_unassigned(v):
                 out.append(None)
+                continue
+            if not _defined_in(r, block):     # a value from before the branch: visible after it as it is
+                out.append(v)
                 continue
             then.add_return(v)
             other.add_return(self.in_block(other, None, lambda: self.dummy(r.type, self.kind(v))))
@@ -529,6 +532,16 @@ def _output(b: Batcher, v: Value, example, spec) -> Value:
 
 def _hint(v: Value) -> str | None:
     return None if v.name.isdigit() else v.name
+
+
+def _defined_in(v: Value, block: Block) -> bool:
+    """Whether ``v`` is defined in ``block`` or a block nested in it."""
+    b = v.block if v.node is None else v.node.block
+    while b is not None:
+        if b is block:
+            return True
+        b = b.owner.block if b.owner is not None else None
+    return False
 
 
 def _has_effects(graph: Graph, seen=None) -> bool:

@@ -155,7 +155,10 @@ class VmapFunction:
     def _interpret(self, *args, **kwargs):
         """Run the batched graph (before the pass pipeline) through the reference interpreter."""
         types, values = self._bind(args, kwargs)
-        return interpret(self.graph_for_types(types, optimize=False), values)
+        # both sides of a masked branch run for every example: NumPy would warn (divide by zero, invalid value)
+        # for the examples whose results are not selected; native code never warns
+        with np.errstate(all="ignore"):
+            return interpret(self.graph_for_types(types, optimize=False), values)
 
     def _graph_for(self, *args, **kwargs) -> Graph:
         """The optimized batched graph for these arguments, with their shapes propagated."""
