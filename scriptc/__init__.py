@@ -31,7 +31,8 @@ def get_num_threads() -> int:
     return threads.get_num_threads()
 
 
-__all__ = ["CompileError", "ScriptFunction", "get_num_threads", "grad", "load", "prange", "script", "set_num_threads", "value_and_grad"]
+__all__ = ["CompileError", "ScriptFunction", "get_num_threads", "grad", "load", "prange", "script", "set_num_threads",
+           "value_and_grad", "vmap"]
 __version__ = "0.1.0"
 
 
@@ -40,8 +41,9 @@ def __getattr__(name):
     import importlib
     if name == "random":
         return importlib.import_module(".random", __name__)
-    if name in ("grad", "value_and_grad"):
-        value = getattr(importlib.import_module(".transforms", __name__), name)
+    if name in ("grad", "value_and_grad", "vmap"):
+        module = ".transforms.vmap_api" if name == "vmap" else ".transforms"
+        value = getattr(importlib.import_module(module, __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'scriptc' has no attribute {name!r}")

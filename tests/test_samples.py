@@ -95,3 +95,10 @@ def test_train_state_runs_are_reproducible(capsys):
     assert other != first                           # another seed, other numbers
     losses = [float(line.split("loss without dropout")[1]) for line in first[:-1]]
     assert losses[-1] < losses[0]
+
+
+def test_functorch_basics_checks_its_results(capsys):
+    load("functorch_basics").main()
+    out = capsys.readouterr().out
+    assert out.count("True") == 3 and "False" not in out, out
+    assert "per-sample gradients, shape (3, 5)" in out

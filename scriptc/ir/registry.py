@@ -68,6 +68,10 @@ class OpDef:
     # returns one adjoint per input (None: no contribution), built with the emitter ``e`` from the output's
     # adjoint ``g``, the output ``out`` and the inputs. ``ZERO_DERIVATIVE`` for piecewise-constant operators.
     vjp: Callable | None = None
+    # Batching rule (``scriptc.vmap``, ``scriptc/transforms/vmap.py``): a ``BatchRule`` saying how the operator
+    # runs on a batch of examples at once; element-wise operators default to ``Batch.ELEMENTWISE``. None: no
+    # rule (vmap refuses the operator on mapped values); ``Batch.unbatchable(why)`` says why not.
+    batch: "BatchRule | None" = None
 
     def result_types(self, types: list[Type], attrs: dict) -> list[Type]:
         """Output types for these input types, or OpTypeError / NeedsSpecialization."""
@@ -118,14 +122,73 @@ def register(schema: str, *, impl=None, infer=None, effect=Effect.PURE, elementw
         raise ValueError(f"operator {name} declared twice")
     if shape is None and elementwise:
         shape = elementwise_shape
+    batch = extra.pop("batch", Batch.ELEMENTWISE if elementwise else None)
     op = OpDef(name, schema, params, attrs, variadic, infer, impl, effect, elementwise, tuple(py),
                tuple(methods), extra=extra, shape=shape, vjp=vjp)
+    op.batch = batch
     REGISTRY[name] = op
     for f in op.py:
         _BY_CALLABLE[id(f)] = op
     for m in op.methods:
         _BY_METHOD[m] = op
     return op
+
+
+@record(frozen=True)
+class BatchRule:
+    """How ``scriptc.vmap`` runs an operator on a batch (``scriptc/transforms/vmap.py`` implements the kinds).
+
+    A batched value has the batch dimension first: a per-example array of shape S is an array of shape (B,) + S,
+    a per-example scalar a 1-D array of B elements (float64, int64 or bool). Kinds:
+
+    - ``elementwise``: operands are aligned (unit dimensions inserted after the batch dimension) so that NumPy
+      broadcasting pairs each example with itself; batched scalars are cast first to the dtype the per-example
+      operation computes in (NEP 50: a Python float with a float32 array computes in float32; Python's ``int +
+      float`` in float64); ``promote`` lists the operands taking part in that promotion (None: all);
+    - ``reduction``: ``axis`` moves by one; a reduction over everything reduces the flattened example;
+    - ``axis``: operators along an axis that keep the rank (scans, sorts, ``diff``): the axis moves by one, and
+      ``axis=None`` (flatten) works on the flattened example;
+    - ``same``: the operator applies to the batched operand as it is (copies, casts, ``*_like``);
+    - ``lanes``: a loop over the examples, each running the operator itself (exact; used where the result may
+      differ in shape between examples, or no vector form exists);
+    - ``custom``: ``emit(b, node, inputs) -> outputs``, written beside the operator with the batching emitter
+      ``b`` (its helpers: ``b.op``, ``b.batched``, ``b.align``, ``b.lanes``, ...);
+    - ``unbatchable``: ``reason`` says why (a CompileError when a mapped value reaches the operator);
+    - ``transform``: the transform handles the operator itself (control flow, tuples, print, raise).
+
+    ``unbatched_result``: the result never depends on the batch (shape queries). ``view``: the result is a view of
+    operand 0 when only operand 0 is batched (other operands batched go through ``lanes``, a copy). ``fresh``: the
+    custom rule also makes a batched result from unbatched operands (a new array or list that batched values are
+    written into later)."""
+    kind: str
+    emit: Callable | None = None
+    promote: tuple | None = None
+    unbatched_result: bool = False
+    view: bool = False
+    fresh: bool = False
+    reason: str = ""
+
+
+class Batch:
+    """The batching rules operators declare (``batch=`` in ``register``)."""
+    ELEMENTWISE = BatchRule("elementwise")
+    REDUCTION = BatchRule("reduction")
+    AXIS = BatchRule("axis")
+    SAME = BatchRule("same")
+    LANES = BatchRule("lanes")
+    TRANSFORM = BatchRule("transform")
+
+    @staticmethod
+    def custom(emit: Callable, **options) -> BatchRule:
+        return BatchRule("custom", emit, **options)
+
+    @staticmethod
+    def elementwise(promote: tuple) -> BatchRule:
+        return BatchRule("elementwise", promote=promote)
+
+    @staticmethod
+    def unbatchable(reason: str) -> BatchRule:
+        return BatchRule("unbatchable", reason=reason)
 
 
 def ZERO_DERIVATIVE(e, g, out, *inputs, **attrs):

@@ -6,9 +6,9 @@ import operator
 
 import numpy as np
 
-from ..ir.registry import (ZERO_DERIVATIVE, Effect, OpTypeError, broadcast_shapes, by_sample, no_outputs, register,
-                           shape_of)
-from ..ir.types import BOOL, FLOAT, INT, TensorType
+from ..ir.registry import (ZERO_DERIVATIVE, Batch, Effect, OpTypeError, broadcast_shapes, by_sample, no_outputs,
+                           register, shape_of)
+from ..ir.types import BOOL, FLOAT, INT, TensorType, result_dtype
 
 
 COMPLEX_POWER = ("a negative number raised to a fractional power is complex, which scriptc does not support")
@@ -74,8 +74,43 @@ BINARY = [
 COMPARE = [("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt), ("le", operator.le),
            ("gt", operator.gt), ("ge", operator.ge)]
 
+# Batching rules (``OpDef.batch``): element-wise by default. Python's float ** on batched scalars is
+# np.float_power (libm's pow, as CPython calls), not np.power (whose x ** 2 is x * x).
+def _pow_batch(b, node, ins):
+    from ..transforms.vmap_rules import elementwise
+    if node.outputs[0].type == FLOAT and not any(isinstance(v.type, TensorType) for v in node.inputs):
+        args = [b.cast(v, "float64") if b.batched(v) else v for v in ins]
+        return [b.op("aten::float_power", *args)]
+    base, exponent = ins
+    if b.mask is not None and b.batched(exponent) and (exponent.type.dtype or "").startswith(("int", "uint")):
+        # integers to negative powers raise: examples that do not run this (inactive) get exponent 1
+        rank = node.inputs[1].type.rank if isinstance(node.inputs[1].type, TensorType) else 0
+        exponent = b.mark(b.masked(b.align(exponent, rank), b.const(1), rank), node.inputs[1].type)
+    return [elementwise(b, node, [base, exponent])]
+
+
+def _inplace_batch(b, node, ins):
+    """``x op= y`` with ``y`` aligned to ``x``'s examples; under a mask, computed then written where active."""
+    x, y = ins
+    xt, yt = node.inputs[0].type, node.inputs[1].type
+    if b.batched(y):
+        if not isinstance(yt, TensorType):
+            y = b.cast(y, result_dtype(xt, yt))
+        y = b.align(y, xt.rank)
+    if b.mask is None:
+        b.node(node.kind, [x, y], [])
+    else:
+        from ..ir.registry import lookup
+        new = b.op(lookup(node.kind).extra["inplace_of"], x, y)
+        b.node("aten::copy_", [x, b.masked(new, x, xt.rank)], [])
+    return []
+
+
+_BATCH = {"pow": Batch.custom(_pow_batch)}
+
 for _name, _fn, _ufunc, _vjp in BINARY:
     register(f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> Number|Tensor",
+             batch=_BATCH.get(_name, Batch.ELEMENTWISE),
              impl=_fn, infer=by_sample(_fn), effect=Effect.RAISES, elementwise=True, ufunc=_ufunc, vjp=_vjp)
 
     def _inplace(self, other, _u=_ufunc):
@@ -89,7 +124,7 @@ for _name, _fn, _ufunc, _vjp in BINARY:
 
     register(f"aten::{_name}_(Tensor self, Number|Tensor other) -> ()",
              impl=_inplace, infer=_inplace_rule, effect=Effect.WRITES, inplace_of=f"aten::{_name}",
-             shape=no_outputs)
+             shape=no_outputs, batch=Batch.custom(_inplace_batch))
 
 for _name, _fn in COMPARE:
     register(f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> bool|Tensor",
@@ -110,7 +145,8 @@ register("aten::neg(Number|Tensor self) -> Number|Tensor", impl=operator.neg, in
          elementwise=True, vjp=lambda e, g, out, a: (e.neg(g),))
 register("aten::bitwise_not(Number|Tensor self) -> Number|Tensor", impl=operator.invert,
          infer=by_sample(operator.invert), elementwise=True)
-register("aten::__not__(bool self) -> bool", impl=operator.not_, infer=_scalar_only("not", None, BOOL))
+register("aten::__not__(bool self) -> bool", impl=operator.not_, infer=_scalar_only("not", None, BOOL),
+         batch=Batch.custom(lambda b, node, ins: [b.op("aten::bitwise_not", ins[0])]))
 
 
 def _matmul_shape(types, consts):
@@ -155,10 +191,52 @@ def _matmul_vjp(e, g, out, a, b):
     return e.op("aten::matmul", g, e.op("aten::numpy_T", b)), e.op("aten::matmul", e.op("aten::numpy_T", a), g)
 
 
+def _matmul_batch(b, node, ins):
+    """Each example's product as one item of a stacked matmul, with the same core shapes as the per-example
+    product (a batched vector becomes a 1-row or 1-column matrix, dropped after): NumPy's and OpenBLAS's loop
+    then runs the per-example routine for every example, so the results are the per-example results bit for
+    bit. Unit dimensions after the batch dimension keep it aligned against the other operand's leading ones."""
+    a, c = ins
+    ra, rc = node.inputs[0].type.rank, node.inputs[1].type.rank
+    if ra == 0 or rc == 0:
+        from ..transforms.vmap_rules import lanes
+        return lanes(b, node, ins)
+    batched_a, batched_c = b.batched(a), b.batched(c)
+    row = batched_a and ra == 1
+    col = batched_c and rc == 1
+    if row:
+        a = b.op("aten::unsqueeze", a, dim=1)
+    if col:
+        c = b.op("aten::unsqueeze", c, dim=2)
+    stack_a, stack_c = max(ra - 2, 0), max(rc - 2, 0)
+    width = max(stack_a, stack_c)
+    for _ in range(width - stack_a if batched_a else 0):
+        a = b.op("aten::unsqueeze", a, dim=1)
+    for _ in range(width - stack_c if batched_c else 0):
+        c = b.op("aten::unsqueeze", c, dim=1)
+    out = b.op("aten::matmul", a, c)
+    if col:
+        out = b.op("aten::select", out, b.const(0), dim=out.type.rank - 1)
+    if row:
+        last = col or rc == 1   # the product's columns are gone: the row dimension is last
+        out = b.op("aten::select", out, b.const(0), dim=out.type.rank - (1 if last else 2))
+    return [b.fix_dtype(out, node.outputs[0].type)]
+
+
+def _dot_batch(b, node, ins):
+    """np.dot is np.matmul for 1-D and 2-D operands; other ranks run per example."""
+    if {node.inputs[0].type.rank, node.inputs[1].type.rank} <= {1, 2}:
+        return _matmul_batch(b, node, ins)
+    from ..transforms.vmap_rules import lanes
+    return lanes(b, node, ins)
+
+
 register("aten::matmul(Tensor self, Tensor other) -> Number|Tensor", impl=np.matmul,
-         infer=by_sample(np.matmul), py=(np.matmul,), shape=_matmul_shape, vjp=_matmul_vjp)
+         infer=by_sample(np.matmul), py=(np.matmul,), shape=_matmul_shape, batch=Batch.custom(_matmul_batch),
+         vjp=_matmul_vjp)
 register("aten::dot(Tensor self, Tensor other) -> Number|Tensor", impl=np.dot, infer=by_sample(np.dot),
-         py=(np.dot,), shape=_dot_shape, vjp=_matmul_vjp)     # np.dot is matmul for ranks 1 and 2
+         py=(np.dot,), shape=_dot_shape, batch=Batch.custom(_dot_batch),
+         vjp=_matmul_vjp)     # np.dot is matmul for ranks 1 and 2
 
 # -- conversions between scalars (int(), float(), bool()) ---------------------------------------------------
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -171,7 +249,16 @@ def _to_int(x):
     return v
 
 
-register("aten::Int(Number self) -> int", impl=_to_int, infer=_scalar_only("int()", None, INT), py=(int,))
+# Batched: casts of the examples' scalars (int() of a float truncates as astype does; NaN, inf and floats
+# beyond int64 give NumPy's cast instead of CPython's error).
+def _cast_batch(dtype):
+    return Batch.custom(lambda b, node, ins: [b.cast(ins[0], dtype)])
+
+
+register("aten::Int(Number self) -> int", impl=_to_int, infer=_scalar_only("int()", None, INT), py=(int,),
+         batch=_cast_batch("int64"))
 register("aten::Float(Number self) -> float", impl=float, infer=_scalar_only("float()", None, FLOAT),
+         batch=_cast_batch("float64"),
          py=(float,), vjp=lambda e, g, out, a: (g,))
-register("aten::Bool(Number self) -> bool", impl=bool, infer=_scalar_only("bool()", None, BOOL), py=(bool,))
+register("aten::Bool(Number self) -> bool", impl=bool, infer=_scalar_only("bool()", None, BOOL), py=(bool,),
+         batch=Batch.custom(lambda b, node, ins: [b.op("aten::ne", ins[0], b.const(0))]))

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from ..ir.registry import (ZERO_DERIVATIVE, NeedsSpecialization, OpTypeError, by_sample, register, same_shape,
-                           shape_of)
+from ..ir.registry import (ZERO_DERIVATIVE, Batch, NeedsSpecialization, OpTypeError, by_sample, register,
+                           same_shape, shape_of)
 from ..ir.types import TensorType, TupleType
 
 
@@ -52,7 +52,7 @@ def _round_rule(t, *, decimals=0):
 
 
 register("aten::round(Tensor self, *, int decimals) -> Tensor", impl=_round, infer=_round_rule,
-         py=(np.round, np.around), methods=("round",), shape=same_shape, vjp=ZERO_DERIVATIVE)
+         py=(np.round, np.around), methods=("round",), shape=same_shape, batch=Batch.SAME, vjp=ZERO_DERIVATIVE)
 
 
 # -- running sums and products: np.cumsum(x, axis=None) flattens ------------------------------------------
@@ -91,7 +91,7 @@ def _cumsum_vjp(e, g, out, x, axis=None):
 for _name, _fn, _vjp in [("cumsum", np.cumsum, _cumsum_vjp), ("cumprod", np.cumprod, None)]:
     _i = _scan_impl(_fn)
     register(f"aten::{_name}(Tensor self, *, int? axis) -> Tensor", impl=_i, infer=_scan_rule(_i, f"np.{_name}()"),
-             py=(_fn,), methods=(_name,), shape=_scan_shape, scan=True, vjp=_vjp)
+             py=(_fn,), methods=(_name,), shape=_scan_shape, scan=True, batch=Batch.AXIS, vjp=_vjp)
 
 
 # -- np.diff(x, n=1, axis=-1) ---------------------------------------------------------------------------------
@@ -137,7 +137,7 @@ def _diff_vjp(e, g, out, x, *, n=1, axis=-1):
 
 
 register("aten::diff(Tensor self, *, int n, int axis) -> Tensor", impl=_diff, infer=_diff_rule, py=(np.diff,),
-         shape=_diff_shape, vjp=_diff_vjp)
+         shape=_diff_shape, batch=Batch.AXIS, vjp=_diff_vjp)
 
 
 # -- sorting: a stable merge sort along an axis (NaNs last, as NumPy orders them) ----------------------------
@@ -166,7 +166,7 @@ def _sort_shape(types, consts, *, axis=-1):
 
 for _name, _i in [("sort", _sort), ("argsort", _argsort)]:
     register(f"aten::{_name}(Tensor self, *, int? axis) -> Tensor", impl=_i, infer=_sort_rule(_i, f"np.{_name}()"),
-             py=(getattr(np, _name),), shape=_sort_shape, sorts=True)
+             py=(getattr(np, _name),), shape=_sort_shape, sorts=True, batch=Batch.AXIS)
 
 
 # -- positions of nonzero elements: np.nonzero (a tuple of index arrays), np.argwhere (one row per element) ----
@@ -186,7 +186,10 @@ def _argwhere_rule(t):
     return TensorType("int64", 2)
 
 
+# Batched: per example (the counts of nonzero elements usually differ: np.stack then raises, as stacking the
+# per-example results would).
 register("aten::nonzero(Tensor self) -> (Tensor, ...)", impl=np.nonzero, infer=_nonzero_rule, py=(np.nonzero,),
-         methods=("nonzero",), shape=lambda types, consts: [None])
+         methods=("nonzero",), shape=lambda types, consts: [None], batch=Batch.LANES)
 register("aten::argwhere(Tensor self) -> Tensor", impl=np.argwhere, infer=_argwhere_rule, py=(np.argwhere,),
+         batch=Batch.LANES,
          shape=lambda types, consts: [None if shape_of(types[0]) is None else (None, len(shape_of(types[0])))])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import math
 
-from ..ir.registry import Effect, OpTypeError, register
+from ..ir.registry import Batch, Effect, OpTypeError, register
 from ..ir.types import BOOL, FLOAT, INT, TupleType
 
 _NUMBERS = (INT, FLOAT, BOOL)
@@ -49,7 +49,12 @@ def _raise_rule(*types, exc):
     return []
 
 
-register("prim::RaiseException(Any... args, *, str exc) -> ()", impl=_raise, infer=_raise_rule, effect=Effect.IO)
+register("prim::RaiseException(Any... args, *, str exc) -> ()", impl=_raise, infer=_raise_rule, effect=Effect.IO,
+         batch=Batch.TRANSFORM)
+
+
+# Batching (``OpDef.batch``): the builtins below run per example (``Batch.LANES``), so they raise exactly what
+# CPython raises for the example (round's OverflowError, factorial's ValueError, ...).
 
 
 # -- round ---------------------------------------------------------------------------------------------------
@@ -65,8 +70,9 @@ def _round_ndigits_rule(t, n):
     return FLOAT if t == FLOAT else INT
 
 
-register("prim::round(Number self) -> int", impl=builtins.round, infer=_round_rule, effect=Effect.RAISES)
-register("prim::round_ndigits(Number self, int ndigits) -> Number", impl=builtins.round,
+register("prim::round(Number self) -> int", impl=builtins.round, infer=_round_rule, effect=Effect.RAISES,
+         batch=Batch.LANES)
+register("prim::round_ndigits(Number self, int ndigits) -> Number", impl=builtins.round, batch=Batch.LANES,
          infer=_round_ndigits_rule, effect=Effect.RAISES)
 
 
@@ -79,6 +85,7 @@ def _divmod_rule(a, b):
 
 
 register("prim::divmod(Number self, Number other) -> Tuple", impl=builtins.divmod, infer=_divmod_rule,
+         batch=Batch.LANES,
          effect=Effect.RAISES, py=(builtins.divmod,))
 
 
@@ -97,6 +104,7 @@ def _isclose_rule(*types):
 
 
 register("prim::isclose(Number a, Number b, Number rel_tol, Number abs_tol) -> bool", impl=_isclose,
+         batch=Batch.LANES,
          infer=_isclose_rule, effect=Effect.RAISES)
 
 
@@ -105,7 +113,7 @@ def _gcd_rule(a, b):
     return INT
 
 
-register("prim::gcd(int a, int b) -> int", impl=math.gcd, infer=_gcd_rule)
+register("prim::gcd(int a, int b) -> int", impl=math.gcd, infer=_gcd_rule, batch=Batch.LANES)
 
 FACTORIAL_MAX = 20   # 21! does not fit in a 64-bit int
 
@@ -125,4 +133,5 @@ def _factorial_rule(n):
 
 
 register("prim::factorial(int n) -> int", impl=factorial, infer=_factorial_rule, effect=Effect.RAISES,
+         batch=Batch.LANES,
          py=(math.factorial,))

@@ -4,10 +4,14 @@ subgraph, backends lower it to one loop nest. ``reuse=k`` (set by the buffer-reu
 written into input ``k`` when nothing else references that buffer at run time."""
 import numpy as np
 
-from ..ir.registry import Effect, register
+from ..ir.registry import Batch, Effect, register
 from ..ir.types import BOOL, TensorType
 
+# vmap batches the frontend's graph, before the pass pipeline makes these operators.
+_MADE_LATER = Batch.unbatchable("made by the pass pipeline, which runs after vmap")
+
 register("prim::FusionGroup(Any... inputs, *, Graph subgraph, int? reuse) -> Any", effect=Effect.RAISES,
+         batch=_MADE_LATER,
          structural=True, infer=lambda *types, subgraph, reuse=None: [v.type for v in subgraph.outputs])
 
 
@@ -21,6 +25,7 @@ def _fused_loop_shapes(types, consts, *, subgraph, carried):
 
 
 register("prim::FusedLoop(Any... inputs, *, Graph subgraph, int carried) -> Any", effect=Effect.RAISES,
+         batch=_MADE_LATER,
          structural=True, infer=lambda *types, subgraph, carried: [v.type for v in subgraph.outputs],
          shape=_fused_loop_shapes)
 
@@ -37,5 +42,5 @@ def _shapes_fit(*arrays, carried):
     return True
 
 
-register("prim::ShapesFit(Tensor... arrays, *, int carried) -> bool", impl=_shapes_fit,
+register("prim::ShapesFit(Tensor... arrays, *, int carried) -> bool", impl=_shapes_fit, batch=_MADE_LATER,
          infer=lambda *types, carried: BOOL)

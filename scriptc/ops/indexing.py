@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.registry import Effect, OpTypeError, no_outputs, register, shape_of
+from ..ir.registry import Batch, Effect, OpTypeError, no_outputs, register, shape_of
 from ..ir.types import TensorType
 
 
@@ -43,7 +43,8 @@ def _unsqueeze_shape(types, consts, *, dim):
 
 
 register("aten::unsqueeze(Tensor self, *, int dim) -> Tensor", impl=_unsqueeze, infer=_unsqueeze_rule,
-         shape=_unsqueeze_shape, view=True, vjp=lambda e, g, out, x, dim: (e.reshape_like(g, x),))
+         shape=_unsqueeze_shape, view=True, vjp=lambda e, g, out, x, dim: (e.reshape_like(g, x),),
+         batch=Batch.custom(lambda b, node, ins: [b.op(node.kind, ins[0], dim=node.attrs["dim"] + 1)], view=True))
 
 
 # -- boolean masks ----------------------------------------------------------------------------------------------
@@ -80,8 +81,10 @@ def _masked_select_vjp(e, g, out, x, m):
     return e.scatter(write), None
 
 
+# Batched: per example (selections differ in length between examples; writes go through each example's view).
 register("aten::masked_select(Tensor self, Tensor mask) -> Tensor", impl=_masked_select,
-         infer=_masked_select_rule, effect=Effect.RAISES, shape=_masked_select_shape, vjp=_masked_select_vjp)
+         infer=_masked_select_rule, effect=Effect.RAISES, shape=_masked_select_shape, batch=Batch.LANES,
+         vjp=_masked_select_vjp)
 
 
 def _masked_put_(x, m, v):
@@ -106,4 +109,4 @@ def _masked_put_rule(t, m, v):
 
 
 register("aten::masked_put_(Tensor self, Tensor mask, Number|Tensor values) -> ()", impl=_masked_put_,
-         infer=_masked_put_rule, effect=Effect.WRITES, shape=no_outputs)
+         infer=_masked_put_rule, effect=Effect.WRITES, shape=no_outputs, batch=Batch.LANES)

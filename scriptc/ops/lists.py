@@ -11,8 +11,151 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.registry import Effect, OpTypeError, register
+from ..ir.registry import Batch, Effect, OpTypeError, register
 from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type, parse_type
+
+
+# -- batching rules (``OpDef.batch``) -----------------------------------------------------------------------
+# A batched list holds batched elements (each element differs between examples, the length does not): element i
+# of the list is element i of every example's list. Its length, and which element an index picks, must therefore
+# be the same for every example: appending under a condition on mapped values, or indexing with a mapped index,
+# is refused.
+_SORTED_PER_EXAMPLE = Batch.unbatchable("sorting each example's list (use np.sort on an array)")
+
+
+def _fold(b, node, xs, start, step, first=0):
+    """``acc = start; for v in xs[first:]: acc = step(acc, v)`` over a list (batched or not), as a loop whose
+    accumulator is batched: Python's left-to-right order, element by element, for every example at once."""
+    from ..transforms.vmap import batched_type
+    out_t = node.outputs[0].type
+    acc = b.coerce(start, out_t, True)
+    trips = b.op("aten::sub", b.op("aten::list_len", xs), b.const(first))
+    loop = b.node("prim::Loop", [trips, b.const(True), acc], [])
+    body = loop.add_block()
+    i = body.add_param(INT, "k")
+    carried = b.mark(body.add_param(batched_type(out_t), "acc"), out_t)
+
+    def run():
+        v = b.op("aten::list_getitem", xs, b.op("aten::add", i, b.const(first)))
+        if b.batched(xs):
+            b.mark(v, node.inputs[0].type.elem)
+        return [b.const(True), b.fix_dtype(step(carried, v), out_t)]
+    for r in b.in_block(body, b.mask, run):
+        body.add_return(r)
+    return [loop.add_output(carried.type, b.graph.fresh_name(None))]
+
+
+def _sum_batch(b, node, ins):
+    start = b.const(0.0 if node.outputs[0].type == FLOAT else 0)
+    return _fold(b, node, ins[0], start, lambda acc, v: b.op("aten::add", acc, v))
+
+
+def _extremum_batch(compare):
+    def rule(b, node, ins):
+        (xs,) = ins
+        empty = b.op("aten::eq", b.op("aten::list_len", xs), b.const(0))
+        check = b.node("prim::If", [empty], [])
+        fail, ok = check.add_block(), check.add_block()
+        b.in_block(fail, None, lambda: b.node("prim::RaiseException", [b.const(
+            MIN_EMPTY if compare == "aten::lt" else MAX_EMPTY)], [], {"exc": "ValueError"}))
+        first = b.op("aten::list_getitem", xs, b.const(0))
+        if b.batched(xs):
+            b.mark(first, node.inputs[0].type.elem)
+        # Python keeps the first of equal items and replaces only when strictly smaller (larger)
+        return _fold(b, node, xs, first, lambda acc, v: b.op("aten::where", b.op(compare, v, acc), v, acc), 1)
+    return Batch.custom(rule)
+
+
+def _contains_batch(b, node, ins):
+    xs, value = ins
+    return _fold(b, node, xs, b.const(False),
+                 lambda acc, v: b.op("aten::__or__", acc, b.op("aten::eq", v, value)))
+
+
+def _element(b, node, v, example):
+    return b.coerce(v, example, True)
+
+
+def _not_masked(b, node, what):
+    if b.mask is not None:
+        raise b.error(node, f"{what} under a condition that depends on a mapped value",
+                      "the list's length would differ between examples; use an array (grad records a loop's "
+                      "iterations in lists: vmap of grad of a loop whose trip count depends on a mapped value "
+                      "is not supported)")
+
+
+def _same_index(b, node, ins):
+    if any(b.batched(v) for v in ins[1:] if v.type in (INT, BOOL)):
+        raise b.error(node, "a list indexed or sliced at a position that differs between examples")
+
+
+def _construct_batch(b, node, ins):
+    elem = node.output.type.elem
+    from ..transforms.vmap import batched_type
+    t = batched_type(elem)
+    return [b.node(node.kind, [_element(b, node, v, elem) for v in ins], [ListType(t)], {"elem": str(t)}).output]
+
+
+def _getitem_batch(b, node, ins):
+    xs, i = ins
+    if not b.batched(xs):   # an unbatched list read at an index that differs: per example
+        from ..transforms.vmap_rules import lanes
+        return lanes(b, node, ins)
+    _same_index(b, node, ins)
+    return [b.op(node.kind, xs, i)]
+
+
+def _setitem_batch(b, node, ins):
+    xs, i, v = ins
+    _same_index(b, node, ins)
+    elem = node.inputs[0].type.elem
+    v = _element(b, node, v, elem)
+    if b.mask is not None:
+        v = b.masked(v, b.op("aten::list_getitem", xs, i), elem.rank if isinstance(elem, TensorType) else 0)
+    b.node(node.kind, [xs, i, v], [])
+    return []
+
+
+def _grow_batch(b, node, ins):
+    _not_masked(b, node, f"{node.kind.split('::')[1]}() on a list")
+    _same_index(b, node, ins)
+    xs, *rest = ins
+    elem = node.inputs[0].type.elem
+    rest = [_element(b, node, v, elem) if s.type == elem else v for v, s in zip(rest, node.inputs[1:])]
+    return b.node(node.kind, [xs, *rest], [xs.type.elem for _ in node.outputs]).outputs
+
+
+def _same_list_batch(b, node, ins):
+    _same_index(b, node, ins)
+    if not all(b.batched(v) for v in ins if isinstance(v.type, ListType)):
+        raise b.error(node, "lists of values that differ between examples mixed with lists of values that do not")
+    return [b.op(node.kind, *ins, **node.attrs)]
+
+
+def _len_batch(b, node, ins):
+    return [b.op(node.kind, ins[0])]
+
+
+def _to_array_batch(b, node, ins):
+    """np.array(list): the examples' elements stacked after the batch axis (an empty list gives an empty array
+    per example, as np.array does)."""
+    (xs,) = ins
+    dtype, rank = node.attrs["dtype"], node.attrs["rank"]
+    empty = b.op("aten::eq", b.op("aten::list_len", xs), b.const(0))
+    choice = b.node("prim::If", [empty], [])
+    then, other = choice.add_block(), choice.add_block()
+    zeros = b.in_block(then, b.mask, lambda: b.op("aten::zeros", b.size, *[b.const(0)] * rank, dtype=dtype))
+    then.add_return(zeros)
+    other.add_return(b.in_block(other, b.mask, lambda: b.cast(b.op("aten::stack", xs, axis=1), dtype)))
+    return [choice.add_output(zeros.type, b.graph.fresh_name(None))]
+
+
+def _join_batch(extra):
+    """np.concatenate / np.stack of a batched list: the axis moves by one."""
+    def rule(b, node, ins):
+        rank = node.inputs[0].type.elem.rank + extra
+        return [b.op(node.kind, ins[0], axis=node.attrs["axis"] % rank + 1)]
+    return rule
 
 
 def _list(t: Type, what: str) -> ListType:
@@ -49,13 +192,13 @@ def _construct_rule(*types, elem):
 
 
 register("prim::ListConstruct(Any... elems, *, str elem) -> Any", impl=lambda *xs, elem: list(xs),
-         infer=_construct_rule)
+         infer=_construct_rule, batch=Batch.custom(_construct_batch, fresh=True))
 
 
 # -- reading -----------------------------------------------------------------------------------------------
 
 register("aten::list_len(Any self) -> int", impl=len,
-         infer=lambda t: (_list(t, "len()"), INT)[1])
+         infer=lambda t: (_list(t, "len()"), INT)[1], batch=Batch.custom(_len_batch, unbatched_result=True))
 
 
 def _getitem(xs, i):
@@ -70,7 +213,7 @@ def _getitem_rule(t, i):
 
 
 register("aten::list_getitem(Any self, int index) -> Any", impl=_getitem, infer=_getitem_rule,
-         effect=Effect.RAISES)
+         effect=Effect.RAISES, batch=Batch.custom(_getitem_batch))
 
 
 def _slice(xs, start, stop, step):
@@ -87,7 +230,7 @@ def _slice_rule(t, *bounds):
 
 
 register("aten::list_slice(Any self, int? start, int? stop, int? step) -> Any", impl=_slice, infer=_slice_rule,
-         effect=Effect.RAISES)
+         effect=Effect.RAISES, batch=Batch.custom(_same_list_batch))
 
 
 def _contains(xs, v):
@@ -103,7 +246,8 @@ def _contains_rule(t, v):
     return BOOL
 
 
-register("aten::list_contains(Any self, Any value) -> bool", impl=_contains, infer=_contains_rule)
+register("aten::list_contains(Any self, Any value) -> bool", impl=_contains, infer=_contains_rule,
+         batch=Batch.custom(_contains_batch))
 
 
 def _sum(xs):
@@ -120,7 +264,7 @@ def _number_list(t, what):
     return lt
 
 
-register("aten::list_sum(Any self) -> Number", impl=_sum,
+register("aten::list_sum(Any self) -> Number", impl=_sum, batch=Batch.custom(_sum_batch),
          infer=lambda t: FLOAT if _number_list(t, "sum()").elem == FLOAT else INT)
 
 
@@ -156,16 +300,16 @@ def _max(xs):
 
 
 register("aten::list_min(Any self) -> Any", impl=_min, infer=lambda t: _number_list(t, "min()").elem,
-         effect=Effect.RAISES)
+         effect=Effect.RAISES, batch=_extremum_batch("aten::lt"))
 register("aten::list_max(Any self) -> Any", impl=_max, infer=lambda t: _number_list(t, "max()").elem,
-         effect=Effect.RAISES)
+         effect=Effect.RAISES, batch=_extremum_batch("aten::gt"))
 
 
 def _sorted(xs, *, reverse=False):
     return sorted(xs, reverse=reverse)
 
 
-register("aten::sorted(Any self, *, bool reverse) -> Any", impl=_sorted,
+register("aten::sorted(Any self, *, bool reverse) -> Any", impl=_sorted, batch=_SORTED_PER_EXAMPLE,
          infer=lambda t, reverse=False: _number_list(t, "sorted()"))
 
 
@@ -175,7 +319,8 @@ def _concat_rule(a, b):
     return a
 
 
-register("aten::list_add(Any a, Any b) -> Any", impl=lambda a, b: a + b, infer=_concat_rule)
+register("aten::list_add(Any a, Any b) -> Any", impl=lambda a, b: a + b, infer=_concat_rule,
+         batch=Batch.custom(_same_list_batch))
 
 
 def _repeat_rule(t, n):
@@ -183,7 +328,8 @@ def _repeat_rule(t, n):
     return _list(t, "*")
 
 
-register("aten::list_mul(Any self, int n) -> Any", impl=lambda xs, n: xs * n, infer=_repeat_rule)
+register("aten::list_mul(Any self, int n) -> Any", impl=lambda xs, n: xs * n, infer=_repeat_rule,
+         batch=Batch.custom(_same_list_batch))
 
 
 # -- writing -----------------------------------------------------------------------------------------------
@@ -194,7 +340,7 @@ def _append_rule(t, v):
 
 
 register("aten::append(Any self, Any value) -> ()", impl=lambda xs, v: xs.append(v), infer=_append_rule,
-         effect=Effect.WRITES)
+         effect=Effect.WRITES, batch=Batch.custom(_grow_batch))
 
 
 def _setitem(xs, i, v):
@@ -210,7 +356,7 @@ def _setitem_rule(t, i, v):
 
 
 register("aten::list_setitem(Any self, int index, Any value) -> ()", impl=_setitem, infer=_setitem_rule,
-         effect=Effect.WRITES)
+         effect=Effect.WRITES, batch=Batch.custom(_setitem_batch))
 
 
 def _pop(xs, i):
@@ -221,7 +367,8 @@ def _pop(xs, i):
     return xs.pop(i)
 
 
-register("aten::pop(Any self, int index) -> Any", impl=_pop, infer=_getitem_rule, effect=Effect.WRITES)
+register("aten::pop(Any self, int index) -> Any", impl=_pop, infer=_getitem_rule, effect=Effect.WRITES,
+         batch=Batch.custom(_grow_batch))
 
 
 def _insert_rule(t, i, v):
@@ -231,7 +378,7 @@ def _insert_rule(t, i, v):
 
 
 register("aten::insert(Any self, int index, Any value) -> ()", impl=lambda xs, i, v: xs.insert(i, v),
-         infer=_insert_rule, effect=Effect.WRITES)
+         infer=_insert_rule, effect=Effect.WRITES, batch=Batch.custom(_grow_batch))
 
 
 # -- arrays from lists -------------------------------------------------------------------------------------
@@ -255,7 +402,8 @@ def _to_array_rule(t, *, dtype, rank):
 # ``dtype`` and ``rank`` are the result's, known at compile time: an empty list makes an empty array of them
 # (NumPy makes float64 of shape (0,) from any empty list)
 register("aten::list_to_array(Any self, *, str dtype, int rank) -> Tensor", impl=_to_array, infer=_to_array_rule,
-         effect=Effect.RAISES, shape=lambda types, consts, *, dtype, rank: [(None,) * rank])
+         effect=Effect.RAISES, shape=lambda types, consts, *, dtype, rank: [(None,) * rank],
+         batch=Batch.custom(_to_array_batch))
 
 
 def _array_list(t, what):
@@ -324,6 +472,8 @@ def _stack_vjp(e, g, out, arrays, *, axis=0):
 
 
 register("aten::concatenate(Any arrays, *, int axis) -> Tensor", effect=Effect.RAISES, shape=_unknown_dims(0),
-         impl=lambda xs, *, axis=0: np.concatenate(xs, axis=axis), infer=_concatenate_rule, vjp=_concatenate_vjp)
+         impl=lambda xs, *, axis=0: np.concatenate(xs, axis=axis), infer=_concatenate_rule,
+         batch=Batch.custom(_join_batch(0)), vjp=_concatenate_vjp)
 register("aten::stack(Any arrays, *, int axis) -> Tensor", effect=Effect.RAISES, shape=_unknown_dims(1),
-         impl=lambda xs, *, axis=0: np.stack(xs, axis=axis), infer=_stack_rule, vjp=_stack_vjp)
+         impl=lambda xs, *, axis=0: np.stack(xs, axis=axis), infer=_stack_rule, batch=Batch.custom(_join_batch(1)),
+         vjp=_stack_vjp)

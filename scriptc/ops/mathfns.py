@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..ir.registry import ZERO_DERIVATIVE, Effect, OpTypeError, by_sample, register
+from ..ir.registry import ZERO_DERIVATIVE, Batch, Effect, OpTypeError, by_sample, register
 from ..ir.types import INT, FLOAT, TensorType
 
 
@@ -152,6 +152,7 @@ def _where(c, a, b):
 
 
 register("aten::where(Tensor condition, Number|Tensor self, Number|Tensor other) -> Tensor", impl=_where,
+         batch=Batch.elementwise(promote=(1, 2)),   # the condition stays bool
          infer=by_sample(_where), elementwise=True, py=(np.where,),
          vjp=lambda e, g, out, c, a, b: (None, e.op("aten::where", c, g, e.const(0.0)),
                                          e.op("aten::where", c, e.const(0.0), g)))
@@ -179,8 +180,18 @@ def _same_kind_scalars(name):
     return rule
 
 
+def _python_extremum_batch(compare):
+    """max(a, b) is b if b > a else a (and min with <): Python's choice on ties and NaN, unlike np.maximum."""
+    def rule(b, node, ins):
+        x, y = ins
+        return [b.fix_dtype(b.op("aten::where", b.op(compare, y, x), y, x), node.outputs[0].type)]
+    return Batch.custom(rule)
+
+
 # Python's min/max: the first of equal values wins and nan compares false, exactly as builtins do.
 register("prim::max(Number self, Number other) -> Number", impl=builtins.max, infer=_same_kind_scalars("max"),
+         batch=_python_extremum_batch("aten::gt"),
          vjp=_select_first_vjp)
 register("prim::min(Number self, Number other) -> Number", impl=builtins.min, infer=_same_kind_scalars("min"),
+         batch=_python_extremum_batch("aten::lt"),
          vjp=_select_first_vjp)

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from ..ir.registry import Effect, OpTypeError, register, type_of
+from ..ir.registry import Batch, Effect, OpTypeError, register, type_of
 from ..ir.types import BOOL, INT, NAMED_TUPLES, STR, ListType, NamedTupleType, TensorType, TupleType
 
 
@@ -20,10 +20,12 @@ class _Unbound:
 
 UNBOUND = _Unbound()
 
-register("prim::Constant(*, Any value) -> Any", impl=lambda *, value=None: value,
+# Batching (``OpDef.batch``): constants, tuples, print, messages, unbound checks and control flow are handled by
+# the vmap transform itself (scriptc/transforms/vmap.py, vmap_rules.py).
+register("prim::Constant(*, Any value) -> Any", impl=lambda *, value=None: value, batch=Batch.TRANSFORM,
          infer=lambda *, value=None: type_of(value),
          shape=lambda types, consts, *, value=None: [value.shape if isinstance(value, np.ndarray) else None])
-register("prim::Uninitialized() -> Any", impl=lambda: UNBOUND, infer=None)
+register("prim::Uninitialized() -> Any", impl=lambda: UNBOUND, infer=None, batch=Batch.TRANSFORM)
 
 
 def _assert_bound(defined, *, name):
@@ -32,7 +34,7 @@ def _assert_bound(defined, *, name):
 
 
 register("prim::AssertBound(bool defined, *, str name) -> ()", impl=_assert_bound,
-         infer=lambda t, *, name: [], effect=Effect.RAISES)
+         infer=lambda t, *, name: [], effect=Effect.RAISES, batch=Batch.TRANSFORM)
 
 
 def _print(*values, sep=" ", end="\n"):
@@ -49,7 +51,7 @@ def _print_rule(*types, sep=" ", end="\n"):
 
 
 register("prim::Print(Any... values, *, str sep, str end) -> ()", impl=_print, infer=_print_rule,
-         effect=Effect.IO, py=(print,))
+         effect=Effect.IO, py=(print,), batch=Batch.TRANSFORM)
 
 
 def _format(*values, fmt):
@@ -57,7 +59,7 @@ def _format(*values, fmt):
 
 
 register("aten::format(Any... values, *, str fmt) -> str", impl=_format, infer=lambda *t, fmt: STR,
-         effect=Effect.RAISES)
+         effect=Effect.RAISES, batch=Batch.TRANSFORM)
 
 def _tuple_construct(*xs, named=None):
     """A tuple, or with ``named`` (a NamedTuple class's ``module.qualname``) an instance of that class."""
@@ -75,7 +77,7 @@ def _tuple_construct_rule(*ts, named=None):
 
 
 register("prim::TupleConstruct(Any... elems, *, str? named) -> Tuple", impl=_tuple_construct,
-         infer=_tuple_construct_rule)
+         infer=_tuple_construct_rule, batch=Batch.TRANSFORM)
 
 
 def _unpack_rule(t):
@@ -84,7 +86,8 @@ def _unpack_rule(t):
     return list(t.elems)
 
 
-register("prim::TupleUnpack(Tuple self) -> ...", impl=lambda t: tuple(t), infer=_unpack_rule)
+register("prim::TupleUnpack(Tuple self) -> ...", impl=lambda t: tuple(t), infer=_unpack_rule,
+         batch=Batch.TRANSFORM)
 
 
 def _tuple_index_rule(t, *, index):
@@ -98,7 +101,8 @@ def _tuple_index_rule(t, *, index):
 # An element of a tuple not bound yet is not bound either (native code reads whatever the slot holds; no
 # program can observe it: reading the tuple itself is what raises UnboundLocalError).
 register("prim::TupleIndex(Tuple self, *, int index) -> Any",
-         impl=lambda t, *, index: UNBOUND if t is UNBOUND else t[index], infer=_tuple_index_rule)
+         impl=lambda t, *, index: UNBOUND if t is UNBOUND else t[index], infer=_tuple_index_rule,
+         batch=Batch.TRANSFORM)
 
 
 def _range_length(lo, hi, step):
@@ -116,14 +120,21 @@ def _ints_rule(*ts):
     return INT
 
 
+def _derive_index_batch(b, node, ins):
+    i, start, step = ins
+    return [b.op("aten::add", start, b.op("aten::mul", i, step))]
+
+
 register("aten::__range_length(int lo, int hi, int step) -> int", impl=_range_length, infer=_ints_rule,
-         effect=Effect.RAISES)
+         effect=Effect.RAISES, batch=Batch.LANES)
 register("aten::__derive_index(int index, int start, int step) -> int",
-         impl=lambda i, start, step: start + i * step, infer=_ints_rule)
+         impl=lambda i, start, step: start + i * step, infer=_ints_rule, batch=Batch.custom(_derive_index_batch))
 
 # Control flow and calls: structure checked by the verifier, executed by the interpreter.
 register("prim::Loop(int max_trip_count, bool condition, Any... carried) -> ...", effect=Effect.IO,
-         structural=True)
-register("prim::If(bool condition) -> ...", effect=Effect.IO, structural=True)
+         structural=True, batch=Batch.TRANSFORM)
+register("prim::If(bool condition) -> ...", effect=Effect.IO, structural=True, batch=Batch.TRANSFORM)
+# Batched: the callee per example (what remains after inlining: recursive functions).
 register("prim::CallFunction(Any... args, *, Graph fn) -> Any", effect=Effect.IO, structural=True,
+         batch=Batch.LANES,
          infer=lambda *types, fn: [v.type for v in fn.outputs])

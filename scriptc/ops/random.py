@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ..ir.registry import Effect, OpTypeError, register
+from ..ir.registry import Batch, Effect, OpTypeError, register
 from ..ir.types import TensorType
 
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -69,8 +69,9 @@ def _shape(types, consts):
     return [(counts.shape[0] if counts.shape else None, 2)]
 
 
+# Batched per key (``Batch.LANES``): vmap over keys runs the cipher once per example's key.
 register("random::threefry2x32(Tensor key, Tensor counts) -> Tensor", impl=threefry2x32, infer=_rule,
-         effect=Effect.RAISES,
+         effect=Effect.RAISES, batch=Batch.LANES,
          shape=_shape, py=(threefry2x32,))
 
 
@@ -118,5 +119,5 @@ def _fma_vjp(e, g, out, x, scale, offset):
             e.op("aten::reshape", e.op("aten::sum", g), one))
 
 
-register("random::fma(Tensor x, Tensor scale, Tensor offset) -> Tensor", impl=fma, infer=_fma_rule,
+register("random::fma(Tensor x, Tensor scale, Tensor offset) -> Tensor", impl=fma, infer=_fma_rule, batch=Batch.LANES,
          effect=Effect.RAISES, shape=lambda types, consts: [types[0].shape], py=(fma,), vjp=_fma_vjp)

@@ -9,9 +9,9 @@ import numpy as np
 
 import math
 
-from ..ir.registry import (ZERO_DERIVATIVE, Effect, NeedsSpecialization, OpTypeError, by_sample, const_dim,
+from ..ir.registry import (ZERO_DERIVATIVE, Batch, Effect, NeedsSpecialization, OpTypeError, by_sample, const_dim,
                            no_outputs, numel, register, same_shape, scalar_result, shape_of)
-from ..ir.types import BOOL, INT, NONE, TensorType, TupleType, Type, element_type
+from ..ir.types import BOOL, FLOAT, INT, NONE, TensorType, TupleType, Type, element_type
 
 
 def _array(t: Type, what: str) -> TensorType:
@@ -29,10 +29,31 @@ def _ints(types, what):
 
 
 # -- shape queries ----------------------------------------------------------------------------------------
+# Batching rules (``OpDef.batch``): the shape of an example is the batched shape without its first dimension.
+def _size_batch(b, node, ins):
+    dims = b.dims(ins[0])
+    return [b.node("prim::TupleConstruct", dims, [TupleType((INT,) * len(dims))]).output]
+
+
+def _dim_batch(b, node, ins):
+    return [b.const(node.inputs[0].type.rank)]
+
+
+def _numel_batch(b, node, ins):
+    return [b.product(b.dims(ins[0]))]
+
+
+def _len_batch(b, node, ins):
+    return [b.dims(ins[0])[0]]
+
+
 register("aten::size(Tensor self) -> (int, ...)", impl=lambda x: tuple(x.shape),
+         batch=Batch.custom(_size_batch, unbatched_result=True),
          infer=lambda t: TupleType((INT,) * _array(t, "x.shape").rank))
-register("aten::dim(Tensor self) -> int", impl=lambda x: x.ndim, infer=lambda t: INT)
-register("aten::numel(Tensor self) -> int", impl=lambda x: x.size, infer=lambda t: INT)
+register("aten::dim(Tensor self) -> int", impl=lambda x: x.ndim, infer=lambda t: INT,
+         batch=Batch.custom(_dim_batch, unbatched_result=True))
+register("aten::numel(Tensor self) -> int", impl=lambda x: x.size, infer=lambda t: INT,
+         batch=Batch.custom(_numel_batch, unbatched_result=True))
 
 
 def _len(x):
@@ -47,8 +68,20 @@ def _len_rule(t):
     return INT
 
 
-register("aten::len(Tensor self) -> int", impl=_len, infer=_len_rule, effect=Effect.RAISES, py=(len,))
-register("aten::numpy_T(Tensor self) -> Tensor", impl=lambda x: x.T, vjp=lambda e, g, out, x: (e.op("aten::numpy_T", g),),
+register("aten::len(Tensor self) -> int", impl=_len, infer=_len_rule, effect=Effect.RAISES, py=(len,),
+         batch=Batch.custom(_len_batch, unbatched_result=True))
+
+
+def _transpose_batch(b, node, ins):
+    """The example's axes reversed, the batch axis kept first (a view)."""
+    rank = node.inputs[0].type.rank
+    if rank < 2:
+        return [ins[0]]   # x.T of a 1-D array is x
+    return [b.op("aten::permute", ins[0], dims=[0] + list(range(rank, 0, -1)))]
+
+
+register("aten::numpy_T(Tensor self) -> Tensor", impl=lambda x: x.T,
+         batch=Batch.custom(_transpose_batch, view=True), vjp=lambda e, g, out, x: (e.op("aten::numpy_T", g),),
          infer=lambda t: TensorType(t.dtype, t.rank, t.shape[::-1] if t.shape else None)
          if isinstance(t, TensorType) else _array(t, "x.T"),
          shape=lambda types, consts: [None if shape_of(types[0]) is None else shape_of(types[0])[::-1]])
@@ -76,12 +109,39 @@ def _reshape_shape(types, consts):
     return [tuple(None if d == -1 else d for d in dims)]
 
 
+def _reshape_batch(b, node, ins):
+    return [b.op("aten::reshape", ins[0], b.size, *ins[1:])]
+
+
 register("aten::reshape(Tensor self, int... shape) -> Tensor", impl=_reshape, infer=_reshape_rule,
-         effect=Effect.RAISES, shape=_reshape_shape,
+         effect=Effect.RAISES, shape=_reshape_shape, batch=Batch.custom(_reshape_batch, view=True),
          vjp=lambda e, g, out, x, *shape: (e.reshape_like(g, x),) + (None,) * len(shape))
+
+
+# ``x`` with its axes permuted (``np.transpose(x, dims)``, a view): made by vmap to move batch axes.
+def _permute(x, *, dims):
+    return np.transpose(x, dims)
+
+
+def _permute_rule(t, *, dims):
+    _array(t, "permute")
+    if sorted(dims) != list(range(t.rank)):
+        raise OpTypeError(f"permute: {list(dims)} is not a permutation of the {t.rank} axes")
+    return TensorType(t.dtype, None, tuple(t.shape[d] for d in dims))
+
+
+def _permute_batch(b, node, ins):
+    return [b.op("aten::permute", ins[0], dims=[0] + [d + 1 for d in node.attrs["dims"]])]
+
+
+register("aten::permute(Tensor self, *, int[] dims) -> Tensor", impl=_permute, infer=_permute_rule,
+         shape=lambda types, consts, *, dims: [None if shape_of(types[0]) is None
+                                               else tuple(shape_of(types[0])[d] for d in dims)],
+         view=True, batch=Batch.custom(_permute_batch, view=True))
 
 # -- copies and casts -----------------------------------------------------------------------------------
 register("aten::clone(Tensor self) -> Tensor", impl=np.copy, infer=lambda t: _array_keep(t, "copy()"),
+         batch=Batch.SAME,
          methods=("copy",), py=(np.copy,), shape=same_shape, vjp=lambda e, g, out, x: (g,))
 
 
@@ -95,7 +155,7 @@ def _astype(x, *, dtype):
     return x.astype(dtype)
 
 
-register("aten::to(Tensor self, *, str dtype) -> Tensor", impl=_astype,
+register("aten::to(Tensor self, *, str dtype) -> Tensor", impl=_astype, batch=Batch.SAME,
          infer=lambda t, dtype: TensorType(dtype, _array_keep(t, "astype()").rank, t.shape),
          shape=same_shape, vjp=lambda e, g, out, x, dtype: (e.op("aten::to", g, dtype=x.type.dtype),))
 
@@ -118,15 +178,53 @@ def _shape_rule(make_fill=False):
     return rule
 
 
+def _create_batch(b, node, ins):
+    """An array per example: (B,) + shape, when batched values are written into it later. Sizes that differ
+    between examples give arrays of different shapes: a loop over the examples, then np.stack (which raises, as
+    stacking the per-example results would, unless the shapes agree)."""
+    if any(b.batched(d) for d in ins):
+        return _lanes(b, node, ins)
+    return [b.op(node.kind, b.size, *ins, **node.attrs)]
+
+
 register("aten::zeros(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.zeros(s, dtype),
-         infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape())
+         infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape(),
+         batch=Batch.custom(_create_batch, fresh=True))
 register("aten::ones(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.ones(s, dtype),
-         infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape())
+         infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape(),
+         batch=Batch.custom(_create_batch, fresh=True))
 register("aten::empty(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.empty(s, dtype),
-         infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape())
+         infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape(),
+         batch=Batch.custom(_create_batch, fresh=True))
+
+
+def _lanes(b, node, ins):
+    from ..transforms.vmap_rules import lanes
+    return lanes(b, node, ins)
+
+
+def _filled(b, like_or_dims, fill, rank, dtype):
+    """A batched array of per-example rank ``rank`` filled with a batched value (converted as NumPy's fill)."""
+    if isinstance(like_or_dims, list):
+        out = b.op("aten::empty", b.size, *like_or_dims, dtype=dtype)
+    else:
+        out = b.op("aten::empty_like", like_or_dims, dtype=dtype)
+    b.node("aten::copy_", [out, b.align(fill, rank)], [])
+    return out
+
+
+def _full_batch(b, node, ins):
+    fill, *dims = ins
+    if any(b.batched(d) for d in dims):
+        return _lanes(b, node, ins)
+    if not b.batched(fill):
+        return [b.op(node.kind, fill, b.size, *dims, **node.attrs)]
+    return [_filled(b, dims, fill, len(dims), node.attrs["dtype"])]
+
+
 register("aten::full(Number fill_value, int... shape, *, str dtype) -> Tensor",
          impl=lambda v, *s, dtype: np.full(s, v, dtype), infer=_shape_rule(True), effect=Effect.RAISES,
-         shape=_creation_shape(True),
+         shape=_creation_shape(True), batch=Batch.custom(_full_batch, fresh=True),
          vjp=lambda e, g, out, v, *shape, dtype: (e.op("aten::sum", g),) + (None,) * len(shape))
 
 
@@ -143,10 +241,21 @@ for _name, _make in [("zeros_like", np.zeros_like), ("ones_like", np.ones_like),
                      ("empty_like", np.empty_like)]:
     _i, _r = _like(_make)
     register(f"aten::{_name}(Tensor self, *, str dtype) -> Tensor", impl=_i, infer=_r, shape=same_shape,
-             vjp=ZERO_DERIVATIVE)
+             batch=Batch.SAME, vjp=ZERO_DERIVATIVE)
 _i, _r = _like(np.full_like)
+
+
+def _full_like_batch(b, node, ins):
+    x, fill = ins
+    if not b.batched(fill):
+        return [b.op(node.kind, x, fill, **node.attrs)]
+    like = x if b.batched(x) else b.dims(x)
+    return [_filled(b, like, fill, node.inputs[0].type.rank, node.attrs["dtype"])]
+
+
 register("aten::full_like(Tensor self, Number fill_value, *, str dtype) -> Tensor", impl=_i, infer=_r,
-         shape=same_shape, vjp=lambda e, g, out, x, v, dtype: (None, e.op("aten::sum", g)))
+         shape=same_shape, batch=Batch.custom(_full_like_batch),
+         vjp=lambda e, g, out, x, v, dtype: (None, e.op("aten::sum", g)))
 
 
 def _arange(start, stop, step):
@@ -182,7 +291,7 @@ def _arange_vjp(e, g, out, start, stop, step):
 
 
 register("aten::arange(Number start, Number stop, Number step) -> Tensor", impl=_arange,
-         infer=by_sample(_arange), effect=Effect.RAISES, shape=_arange_shape, vjp=_arange_vjp)
+         infer=by_sample(_arange), effect=Effect.RAISES, shape=_arange_shape, batch=Batch.LANES, vjp=_arange_vjp)
 
 
 def _linspace(start, stop, num):
@@ -202,7 +311,7 @@ def _linspace_vjp(e, g, out, start, stop, num):
 
 
 register("aten::linspace(Number start, Number stop, int num) -> Tensor", impl=_linspace,
-         infer=_linspace_rule, effect=Effect.RAISES, py=(np.linspace,),
+         infer=_linspace_rule, effect=Effect.RAISES, py=(np.linspace,), batch=Batch.LANES,
          shape=lambda types, consts: [(const_dim(types[2], consts[2]),)], vjp=_linspace_vjp)
 
 # -- indexing ---------------------------------------------------------------------------------------------
@@ -225,7 +334,34 @@ def _getitem_vjp(e, g, out, x, *index, checked=None):
     return (e.scatter(lambda e, acc: e.add_at(acc, list(index), g)),) + (None,) * len(index)
 
 
+def _element_view(b, x, indices):
+    """The (B,) view of element ``x[indices]`` of every example."""
+    for i in indices:
+        x = b.op("aten::select", x, i, dim=1)
+    return x
+
+
+def _getitem_batch(b, node, ins):
+    x, *indices = ins
+    if any(b.batched(i) for i in indices):
+        return _lanes(b, node, ins)
+    view = _element_view(b, x, indices)
+    want = {FLOAT: "float64", INT: "int64", BOOL: "bool"}[node.output.type]
+    # a scalar read is a copy: a later write into the array must not change it
+    return [b.op("aten::clone", view) if view.type.dtype == want else b.op("aten::to", view, dtype=want)]
+
+
+def _setitem_batch(b, node, ins):
+    x, *indices, value = ins
+    if any(b.batched(i) for i in indices):
+        return _lanes(b, node, ins)
+    view = _element_view(b, x, indices)
+    b.node("aten::copy_", [view, b.masked(value, view, 0)], [])
+    return []
+
+
 register("aten::getitem(Tensor self, int... indices, *, int[] checked) -> Number", impl=_getitem,
+         batch=Batch.custom(_getitem_batch),
          infer=_getitem_rule, effect=Effect.RAISES, shape=lambda types, consts, checked=None: [None],
          vjp=_getitem_vjp)
 
@@ -246,6 +382,7 @@ def _setitem_rule(t, *rest, checked=None):
 
 
 register("aten::setitem(Tensor self, int... indices_and_value, *, int[] checked) -> ()", impl=_setitem,
+         batch=Batch.custom(_setitem_batch),
          infer=_setitem_rule, effect=Effect.WRITES, shape=no_outputs)
 
 
@@ -270,7 +407,13 @@ def _select_shape(types, consts, *, dim, checked=None):
     return [shape[:dim] + shape[dim + 1:]]
 
 
+def _shifted_view_batch(b, node, ins):
+    """select/slice at the same index for every example: the same view one dimension further in."""
+    return [b.op(node.kind, *ins, **dict(node.attrs, dim=node.attrs["dim"] + 1))]
+
+
 register("aten::select(Tensor self, int index, *, int dim, int[] checked) -> Tensor", impl=_select, infer=_select_rule,
+         batch=Batch.custom(_shifted_view_batch, view=True),
          effect=Effect.RAISES, shape=_select_shape,
          vjp=lambda e, g, out, x, index, dim, checked=None: (
              e.scatter(lambda e, acc: e.add_into(e.op("aten::select", acc, index, dim=dim), g)), None))
@@ -322,6 +465,7 @@ def _slice_shape(types, consts, *, dim):
 
 
 register("aten::slice(Tensor self, int? start, int? stop, int? step, *, int dim) -> Tensor", impl=_slice,
+         batch=Batch.custom(_shifted_view_batch, view=True),
          infer=_slice_rule, effect=Effect.RAISES, shape=_slice_shape,
          vjp=lambda e, g, out, x, start, stop, step, dim: (
              e.scatter(lambda e, acc: e.add_into(e.op("aten::slice", acc, start, stop, step, dim=dim), g)),
@@ -343,8 +487,25 @@ def _copy_rule(dst, src):
     return []
 
 
+def masked_write(b, x, value, rank):
+    """``x[...] = value`` for the active examples (``value`` aligned to ``x``'s per-example rank)."""
+    if b.batched(value):
+        value = b.align(value, rank)
+    if b.mask is None and not b.batched(value):
+        return False
+    b.node("aten::copy_", [x, b.masked(value, x, rank)], [])
+    return True
+
+
+def _copy_batch(b, node, ins):
+    dst, src = ins
+    if not masked_write(b, dst, src, node.inputs[0].type.rank):
+        b.node(node.kind, ins, [])
+    return []
+
+
 register("aten::copy_(Tensor self, Number|Tensor src) -> ()", impl=_copy_, infer=_copy_rule,
-         effect=Effect.WRITES, shape=no_outputs)
+         effect=Effect.WRITES, shape=no_outputs, batch=Batch.custom(_copy_batch))
 
 
 def _fill_(x, value):
@@ -359,7 +520,7 @@ def _fill_rule(dst, value):
 
 
 register("aten::fill_(Tensor self, Number value) -> ()", impl=_fill_, infer=_fill_rule, effect=Effect.WRITES,
-         methods=("fill",), shape=no_outputs)
+         methods=("fill",), shape=no_outputs, batch=Batch.custom(_copy_batch))
 
 # -- reductions: np.sum(x), x.sum(), np.sum(x, axis=1) ------------------------------------------------------
 
@@ -431,4 +592,5 @@ for _name, _fn, _more in REDUCTIONS:
     _i, _r = _reduction(_fn)
     register(f"aten::{_name}(Tensor self, *, int? axis) -> Number|Tensor", impl=_i, infer=_r,
              effect=Effect.RAISES, py=(_fn,) + _more, methods=(_name,), reduction=True, shape=_reduction_shape,
+             batch=Batch.REDUCTION,
              vjp=_REDUCTION_VJPS.get(_name))

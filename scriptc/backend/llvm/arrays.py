@@ -285,6 +285,12 @@ class ArrayOps:
         a = self.arr(node.inputs[0])
         return [self.view(a, node.output.type, a.data, a.shape[::-1], a.strides[::-1])]
 
+    @handles_array("aten::permute")
+    def lower_permute(self, node):
+        a = self.arr(node.inputs[0])
+        dims = node.attrs["dims"]
+        return [self.view(a, node.output.type, a.data, [a.shape[d] for d in dims], [a.strides[d] for d in dims])]
+
     @handles_array("aten::select")
     def lower_select(self, node):
         a, (_, index) = self.arr(node.inputs[0]), node.inputs
