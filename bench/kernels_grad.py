@@ -79,8 +79,10 @@ def gd_train(x, y, epochs, lr):
 
 
 def per_sample_grads(w, xs, ys):
-    import scriptc
-    return scriptc.vmap(scriptc.grad(_get("example_loss")), in_axes=(None, 0, 0))(w, xs, ys)
+    if "per_sample" not in _CACHE:
+        import scriptc
+        _CACHE["per_sample"] = scriptc.vmap(scriptc.grad(_get("example_loss")), in_axes=(None, 0, 0))
+    return _CACHE["per_sample"](w, xs, ys)
 
 
 def _mlp():
