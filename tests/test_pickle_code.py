@@ -97,7 +97,7 @@ def test_code_shows_control_flow_and_fusion(capsys):
         CHECK:     print(i_{{\\d+}})
         CHECK:   [[COND]] = i_{{\\d+}} < n
         CHECK: return FusedLoop_0(3, x_{{\\d+}}, carried=1)
-        CHECK: def FusedLoop_0({{\w+}}: int, x: "Double(*)") -> "Double(*)":
+        CHECK: def FusedLoop_0({{\\w+}}: int, x: "Double(*)") -> "Double(*)":
         CHECK: return aten.exp(x) * 2.0
     """))
 

@@ -372,6 +372,8 @@ def test_argument_errors_are_jax_like():
         scriptc.vmap(add, out_axes=None)(x, x)
     with pytest.raises(TypeError, match="by position"):
         scriptc.vmap(add)(x, y=x)
+    with pytest.raises(TypeError, match="is mapped .in_axes 0. but is a list"):
+        scriptc.vmap(add)([1.0, 2.0], x)
     with pytest.raises(TypeError, match="needs a scripted function"):
         scriptc.vmap(lambda x: x)
 

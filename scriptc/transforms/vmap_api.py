@@ -82,6 +82,9 @@ class VmapFunction:
                 continue
             name = self.param_names[k] if k < len(self.param_names) else str(k)
             arr = a if isinstance(a, np.ndarray) else as_array(self.__name__, name, a)
+            if arr is None and not isinstance(a, (int, float, bool, np.generic)):
+                raise TypeError(f"{self.__name__}() argument '{name}' is mapped (in_axes {axis}) but is a "
+                                f"{type(a).__name__}, not an array")
             rank = arr.ndim if arr is not None else 0
             if arr is None or not -rank <= axis < rank or rank == 0:
                 shape = f" (its shape is {arr.shape})" if arr is not None else ""
