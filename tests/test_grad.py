@@ -98,7 +98,18 @@ def nested_loops_call(x: float, y: float) -> float:
     return t + y
 
 
+@scriptc.script
+def maybe_overwritten(x: float, n: int) -> float:
+    k = 0
+    while k < n:     # the body forgets x: with no iteration, the result is x itself
+        k += 1
+        x = 0.5 * k
+    return x * x
+
+
 SCALAR_CASES = [
+    (maybe_overwritten, (1.5, 0), (0,)),
+    (maybe_overwritten, (1.5, 2), (0,)),
     (poly_trig, (1.3, 0.4), (0, 1)),
     (poly_trig, (0.7, -1.2), (0, 1)),
     (many_fns, (0.9,), (0,)),

@@ -59,7 +59,8 @@ def active_values(src: Graph, argnums: tuple, mem) -> set[int]:
                 changed |= visit(b)
             if node.kind == "prim::Loop":
                 body = node.blocks[0]
-                outs = [id(r) in active for r in body.returns[1:]]
+                # zero iterations give the initial values back, so a carried parameter's activity reaches out
+                outs = [id(p) in active for p in body.params[1:]]
             elif node.kind == "prim::If":
                 outs = [any(id(b.returns[k]) in active for b in node.blocks) for k in range(len(node.outputs))]
             else:
