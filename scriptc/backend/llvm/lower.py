@@ -46,6 +46,7 @@ from .simd import SimdOps
 from .lists import ListOps
 from .strings import StringOps
 from .unwind import Unwinding, build_payload_function
+from .outline import Outlining
 from .sum_reductions import SumReductions
 
 
@@ -100,8 +101,9 @@ class ModuleLowering:
         # float32 math in single precision (expf, ...: within 2 ulp), not through double: set for GPU kernels,
         # where double math costs many times more; the CPU keeps double, correctly rounded to float32
         self.single_precision_math = False
+        self.outline = True     # big functions call their loop nests (outline.py); kernels keep them inline
         self.module = ir.Module(name=prefix)
-        self._functions: dict[int, ir.Function] = {}
+        self._functions: dict[int, tuple[Graph, ir.Function]] = {}   # the graph kept: its id stays its own
         self._names: set[str] = set()
         self._decls: dict[str, ir.Function] = {}
 
@@ -114,13 +116,14 @@ class ModuleLowering:
         return name
 
     def function_for(self, graph: Graph) -> ir.Function:
-        fn = self._functions.get(id(graph))
-        if fn is None:
-            lowering = FunctionLowering(self, graph)
-            lowering.nogil = self.nogil
-            fn = self._functions[id(graph)] = lowering.function
-            lowering.lower()
-        return fn
+        known = self._functions.get(id(graph))
+        if known is not None:
+            return known[1]
+        lowering = FunctionLowering(self, graph)
+        lowering.nogil = self.nogil
+        self._functions[id(graph)] = graph, lowering.function
+        lowering.lower()
+        return lowering.function
 
     def entry(self, graph: Graph) -> str:
         """An external ``i32 name(<args, bools as i8>, out*)`` calling the graph's function."""
@@ -241,7 +244,7 @@ class ModuleLowering:
 
 class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, Conversions, ArrayMath, ArrayFns, MatmulOps,
                        FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions, MaskOps,
-                       ArrayConstants, ParallelOps, FusedParallelOps, RandomOps):
+                       ArrayConstants, ParallelOps, FusedParallelOps, RandomOps, Outlining):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
@@ -306,7 +309,7 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, Conversions, 
                 if holds_ref(v.type) and consumes(node, i):
                     self.retain(v)
             self.in_flight = []
-            outs = getattr(self, handler_for(node))(node)
+            outs = self.lower_outlined(node) if self.outlines(node) else getattr(self, handler_for(node))(node)
             self.node = node      # nested blocks moved it
             for v, vals in zip(node.outputs, outs):
                 self.bind(v, vals)

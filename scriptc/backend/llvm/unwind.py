@@ -35,6 +35,7 @@ from .errors import (ERROR_TABLE, FALLBACK_PAYLOAD_ADDRESS, PAYLOAD_KEY_ADDRESS,
                      PTHREAD_KEY_T)
 
 NULL = ir.Constant(I8P, None)
+UNWIND_INLINE_SLOTS = 16    # above this many array slots, the unwind block releases them by one call
 
 
 class Unwinding:
@@ -138,7 +139,13 @@ class Unwinding:
             return
         b = self.b
         b.position_at_end(self._unwind_bb)
+        arrays = [slot for slot, is_array in self._slots if is_array is True]
+        out_of_line = len(arrays) > UNWIND_INLINE_SLOTS
+        if out_of_line:
+            self._release_through_table(arrays)
         for slot, is_array in self._slots:
+            if out_of_line and is_array is True:
+                continue
             ref = b.load(slot)
             if isinstance(is_array, ListType):
                 self.list_release([ref], is_array)
@@ -148,6 +155,25 @@ class Unwinding:
                 with b.if_then(b.icmp_unsigned("!=", ref, NULL)):
                     self.str_release([ref])
         b.ret(self._status)
+
+    def _release_through_table(self, slots) -> None:
+        """Release array slots by one call that reads them through a table of their addresses. Read here
+        directly, each slot would be promoted to SSA values and the unwind block would get a phi per slot with
+        an operand per raise point (tens of thousands in a training step, which LLVM's code generation turns
+        into as many copies); once their addresses are taken, the slots stay in memory: a store where a value
+        is bound or dropped, nothing more."""
+        b = self.b
+        with b.goto_block(self.entry_block):
+            b.position_at_start(self.entry_block)
+            table = b.alloca(ir.ArrayType(I8P.as_pointer(), len(slots)))
+        for k, slot in enumerate(slots):
+            b.store(slot, b.gep(table, [i32(0), i32(k)], inbounds=True))
+        release = self.runtime("release")
+        key = f"release_slots.{release.name}"
+        fn = self.mod._decls.get(key)
+        if fn is None:
+            fn = self.mod._decls[key] = _build_release_slots(self.mod, release)
+        b.call(fn, [b.bitcast(table, I8P.as_pointer().as_pointer()), i64(len(slots))])
 
     def raise_if(self, cond, exc_type: type, *args) -> None:
         """If ``cond`` (i1) holds, raise ``exc_type(*args)`` for the current node."""
@@ -167,6 +193,30 @@ class Unwinding:
             for k, v in enumerate(values):
                 self.b.store(v, self.b.gep(base, [i64(k)]))
             self.fail(code)
+
+
+def _build_release_slots(mod, release: ir.Function) -> ir.Function:
+    """``void release_slots(i8*** table, i64 n)``: release ``*table[k]`` for k < n (null: nothing)."""
+    fn = ir.Function(mod.module, ir.FunctionType(ir.VoidType(), [I8P.as_pointer().as_pointer(), I64]),
+                     mod.unique("release_slots"))
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("cold")
+    table, n = fn.args
+    entry, loop, body, done = (fn.append_basic_block(name) for name in ("entry", "loop", "body", "done"))
+    b = ir.IRBuilder(entry)
+    b.branch(loop)
+    b.position_at_end(loop)
+    k = b.phi(I64, "k")
+    k.add_incoming(i64(0), entry)
+    b.cbranch(b.icmp_signed("<", k, n), body, done)
+    b.position_at_end(body)
+    b.call(release, [b.load(b.load(b.gep(table, [k])))])
+    k.add_incoming(b.add(k, i64(1)), body)
+    b.branch(loop)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
 
 
 def build_payload_function(mod) -> ir.Function:

@@ -1,0 +1,104 @@
+"""Outlining: in a function with many loop nests, each fusion group, fused loop, matrix product and reduction
+along an axis becomes a function of its own (``noinline``), called where the node was.
+
+Why: LLVM's optimisation and, above all, its code generation (machine scheduling, register coalescing and
+allocation) grow faster than linearly with a function's size. The digits MLP's training step, its forty fusion
+groups lowered inline, was one function of ~24,000 lines of IR that took 12.4 s to compile; outlined (with the
+unwind table of unwind.py), 6.0 s. The price is a call per node (a few ns, next to the node's allocation and loops), so
+functions with only a few such nodes, the usual kernels, keep them inline.
+
+An outlined node is lowered as a graph of its own (its inputs as parameters, constants copied in so that they
+stay constants, its outputs as the result, a tuple for several), by the same ``FunctionLowering`` as any callee:
+arguments are borrowed, the result is owned, an error is a status the caller propagates.
+"""
+from __future__ import annotations
+
+import os
+
+from llvmlite import ir
+
+from ...ir.core import Graph, Node
+from ...ir.types import BOOL, TensorType, TupleType
+from .common import I1, i32, leaves, out_struct
+
+OUTLINED_KINDS = frozenset({"prim::FusionGroup", "prim::FusedLoop", "aten::matmul"})
+REDUCTIONS = frozenset({"aten::sum", "aten::mean", "aten::prod", "aten::max", "aten::min"})
+# a function with at least this many outlinable nodes outlines them (SCRIPTC_OUTLINE_MIN: to test the path)
+OUTLINE_MIN = int(os.environ.get("SCRIPTC_OUTLINE_MIN", "6"))
+
+
+def outlinable(node: Node) -> bool:
+    """A node lowered to loop nests of its own: fusion groups, fused loops, matrix products, reductions of an
+    array along an axis."""
+    if node.kind in REDUCTIONS:
+        return "axis" in node.attrs and isinstance(node.inputs[0].type, TensorType)
+    return node.kind in OUTLINED_KINDS
+
+
+def outlinable_count(graph: Graph) -> int:
+    return sum(map(outlinable, graph.walk()))
+
+
+class NodeGraph(Graph):
+    """The graph of an outlined node."""
+
+
+def node_graph(node: Node, name: str) -> NodeGraph:
+    """A graph computing ``node`` alone: non-constant inputs become parameters, constants are copied."""
+    g = NodeGraph(name)
+    inputs = []
+    for v in node.inputs:
+        src = v.node
+        if src is not None and src.kind == "prim::Constant":
+            const = g.block.append(Node("prim::Constant", (), [(v.type, None)], attrs=src.attrs, source=src.source))
+            inputs.append(const.output)
+        else:
+            inputs.append(g.add_input(v.type, v.name))
+    copy = g.block.append(Node(node.kind, inputs, [(o.type, None) for o in node.outputs], attrs=node.attrs,
+                               source=node.source))
+    if len(copy.outputs) == 1:
+        g.block.add_return(copy.output)
+    else:
+        result_t = TupleType(tuple(o.type for o in copy.outputs))
+        pack = g.block.append(Node("prim::TupleConstruct", copy.outputs, [(result_t, None)]))
+        g.block.add_return(pack.output)
+    return g
+
+
+class Outlining:
+    """Mixin of FunctionLowering."""
+
+    def outlines(self, node: Node) -> bool:
+        if not self.mod.outline or not outlinable(node):
+            return False
+        decided = getattr(self, "_outlining", None)
+        if decided is None:     # (an outlined node's own graph lowers it inline)
+            decided = self._outlining = not isinstance(self.graph, NodeGraph) and \
+                outlinable_count(self.graph) >= OUTLINE_MIN
+        return decided
+
+    def lower_outlined(self, node: Node) -> list[list]:
+        g = node_graph(node, f"{self.graph.name}.{node.kind.split('::')[1]}")
+        fn = self.mod.function_for(g)
+        fn.attributes.add("noinline")
+        args = [x for v, p in zip(node.inputs, node_params(node)) if p for x in self.get(v)]
+        result_t = g.outputs[0].type
+        out = self.alloca(out_struct(result_t))
+        status = self.b.call(fn, args + [out])
+        with self.b.if_then(self.b.icmp_signed("!=", status, i32(0)), likely=False):
+            self.fail(status)    # the outlined function has released its own references
+        vals = []
+        for k, t in enumerate(leaves(result_t)):
+            x = self.b.load(self.b.gep(out, [i32(0), i32(k)], inbounds=True))
+            vals.append(self.b.trunc(x, I1) if t == BOOL else x)     # bools travel as i8 in result structs
+        outs = []
+        for o in node.outputs:
+            n = len(leaves(o.type))
+            outs.append(vals[:n])
+            vals = vals[n:]
+        return outs
+
+
+def node_params(node: Node) -> list[bool]:
+    """Which of ``node``'s inputs are parameters of its outlined graph (constants are copied in)."""
+    return [not (v.node is not None and v.node.kind == "prim::Constant") for v in node.inputs]
