@@ -159,16 +159,33 @@ class ArrayMath:
         return same
 
     def broadcast_loops(self, shape: list, inputs, arrays: list[Arr], element, sink, out: Arr | None = None,
-                        flat_start=None):
+                        flat_start=None, flat: bool = True):
         """Run ``sink(kind, x, flat_index | None, index | None)`` with ``(kind, x) = element(load)`` for every
         index of ``shape``: one flat loop when every array is C-contiguous with exactly this shape (and so is
-        ``out``), else a loop nest reading broadcast operands."""
+        ``out``), else a loop nest reading broadcast operands (only that with ``flat=False``: the caller has
+        handled the flat case)."""
         b = self.b
         by_value = {id(v): a for v, a in zip([v for v in inputs if isinstance(v.type, TensorType)], arrays)}
+
+        def nested():
+            strides = {id(a): self.broadcast_to(a, shape, "") for a in arrays}
+
+            def body(index):
+                def load(v):
+                    a = by_value[id(v)]
+                    view = Arr(a.t, [a.mi, a.data, *a.shape, *strides[id(a)]])
+                    ptr = self.element_ptr(view, index[len(index) - a.t.rank:])
+                    return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+                kind, x = element(load)
+                sink(kind, x, None, index)
+            self.loop_nest(shape, body)
+        if not flat:
+            nested()
+            return
         same = self.all_flat(shape, arrays + ([out] if out is not None else []))
         n = self.size(shape)
-        with b.if_else(same, likely=True) as (flat, nested):
-            with flat:
+        with b.if_else(same, likely=True) as (flat_case, nested_case):
+            with flat_case:
                 with self.for_range(n, flat_start) as i:
                     def load(v, i=i):
                         a = by_value[id(v)]
@@ -176,18 +193,8 @@ class ArrayMath:
                         return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
                     kind, x = element(load)
                     sink(kind, x, i, None)
-            with nested:
-                strides = {id(a): self.broadcast_to(a, shape, "") for a in arrays}
-
-                def body(index):
-                    def load(v):
-                        a = by_value[id(v)]
-                        view = Arr(a.t, [a.mi, a.data, *a.shape, *strides[id(a)]])
-                        ptr = self.element_ptr(view, index[len(index) - a.t.rank:])
-                        return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
-                    kind, x = element(load)
-                    sink(kind, x, None, index)
-                self.loop_nest(shape, body)
+            with nested_case:
+                nested()
 
     def elem_ptr_type(self, a: Arr):
         return ELEM[a.t.dtype].as_pointer()

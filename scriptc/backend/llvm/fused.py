@@ -49,12 +49,13 @@ class FusedOps:
                 start = self.simd_loop(node, sub, out, arrays, shape)
                 self.broadcast_loops(out.shape, node.inputs, arrays, element, self.store_sink(out), out=out,
                                      flat_start=start)
-            on_pool = self.parallel_flat_group(node, sub, out, arrays, shape, scalars)
-            if on_pool is None:
+            in_chunks = self.parallel_flat_group(node, sub, out, arrays, shape, scalars)
+            if in_chunks is None:
                 sequential()
-            else:
-                with self.b.if_then(self.b.not_(on_pool)):
-                    sequential()
+            else:       # the flat case ran as chunks: what is left is strided or broadcast
+                with self.b.if_then(self.b.not_(in_chunks)):
+                    self.broadcast_loops(out.shape, node.inputs, arrays, element, self.store_sink(out), out=out,
+                                         flat=False)
             return [out.leaves]
         return [self.fused_reduction(reduction, node, shape, arrays, element)]
 

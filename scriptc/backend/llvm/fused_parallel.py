@@ -27,9 +27,11 @@ class FusedParallelOps:
     """Mixin of FunctionLowering."""
 
     def parallel_flat_group(self, node, sub, out: Arr, arrays: list[Arr], shape, scalars):
-        """Emit the pool path for a reduction-free group: an i1 that is true where it ran (else the caller's
-        sequential loops run), or None when the group cannot run on the pool (code for another process, or
-        element code that can raise, such as an integer power with a negative exponent)."""
+        """Emit the chunked path for a reduction-free group whose operands are all flat: the pool's threads run
+        the chunks of a large group, a small one is the single chunk ``chunk(ctx, 0)`` called here (one copy of
+        the group's flat loops in the module, not two). An i1 that is true where it ran (else the caller's
+        strided loops run), or None when the group cannot run in chunks (code for another process, or element
+        code that can raise, such as an integer power with a negative exponent)."""
         if self.mod.standalone:
             return None
         b = self.b
@@ -44,24 +46,29 @@ class FusedParallelOps:
             return None
         ensure_runtime()
         n = self.size(shape)
-        threads = b.load(self.mod_global(THREADS_SYMBOL, I64))
-        go = b.and_(b.and_(self.all_flat(shape, arrays + [out]), b.icmp_signed(">=", n, i64(PARALLEL_MIN))),
-                    b.icmp_signed(">", threads, i64(1)))
-        with b.if_then(go):
+        flat = self.all_flat(shape, arrays + [out])
+        with b.if_then(flat, likely=True):
+            threads = b.load(self.mod_global(THREADS_SYMBOL, I64))
+            pool = b.and_(b.icmp_signed(">=", n, i64(PARALLEL_MIN)), b.icmp_signed(">", threads, i64(1)))
             with b.goto_entry_block():
                 ctx = b.alloca(ctx_t, name="fused.ctx")
-            chunks = self.smin(self.smin(threads, i64(MAX_THREADS)), b.sdiv(b.add(n, i64(CHUNK_ALIGN - 1)),
-                                                                             i64(CHUNK_ALIGN)))
+            chunks = b.select(pool, self.smin(self.smin(threads, i64(MAX_THREADS)),
+                                              b.sdiv(b.add(n, i64(CHUNK_ALIGN - 1)), i64(CHUNK_ALIGN))), i64(1))
             for k, x in enumerate([n, chunks] + values):
                 b.store(x, b.gep(ctx, [i32(0), i32(k)], inbounds=True))
-            run = self.mod_function(RUN_SYMBOL, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64]))
-            b.call(run, [b.bitcast(chunk, I8P), b.bitcast(ctx, I8P), chunks])
-        return go
+            with b.if_else(pool) as (on_pool, here):
+                with on_pool:
+                    run = self.mod_function(RUN_SYMBOL, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64]))
+                    b.call(run, [b.bitcast(chunk, I8P), b.bitcast(ctx, I8P), chunks])
+                with here:
+                    b.call(chunk, [b.bitcast(ctx, I8P), i64(0)])
+        return flat
 
     def fused_chunk_function(self, node, sub, out_t: TensorType, ctx_t, scalar_keys, scalar_kinds, lanes):
         """``void chunk(i8* ctx, i64 c)``: the group's elements of chunk ``c``."""
         fn = ir.Function(self.mod.module, CHUNK_FN, self.mod.unique("fused.chunk"))
         fn.linkage = "internal"
+        fn.attributes.add("noinline")     # called in two places (the pool, and directly): kept as one copy
         low = type(self).__new__(type(self))
         low.mod, low.function, low.node, low.env, low.graph = self.mod, fn, node, {}, getattr(self, "graph", None)
         low.nogil = self.nogil
@@ -80,10 +87,17 @@ class FusedParallelOps:
             low.env[id(v)] = [field() for _ in leaves(v.type)]
         scalars = {k: (scalar_kinds[k], field()) for k in scalar_keys}
         c = fn.args[1]
-        per = b.sdiv(b.add(n, b.sub(chunks, i64(1))), chunks)
-        per = b.mul(b.sdiv(b.add(per, i64(CHUNK_ALIGN - 1)), i64(CHUNK_ALIGN)), i64(CHUNK_ALIGN))
-        lo = b.mul(c, per)
-        hi = low.smin(n, b.add(lo, per))
+        # one chunk (a small group, called directly) is everything: no division on that path
+        whole = b.block
+        with b.if_then(b.icmp_signed(">", chunks, i64(1)), likely=False):
+            per = b.sdiv(b.add(n, b.sub(chunks, i64(1))), chunks)
+            per = b.mul(b.sdiv(b.add(per, i64(CHUNK_ALIGN - 1)), i64(CHUNK_ALIGN)), i64(CHUNK_ALIGN))
+            lo_c = b.mul(c, per)
+            hi_c = low.smin(n, b.add(lo_c, per))
+            split = b.block
+        lo, hi = b.phi(I64, "lo"), b.phi(I64, "hi")
+        lo.add_incoming(i64(0), whole), lo.add_incoming(lo_c, split)
+        hi.add_incoming(n, whole), hi.add_incoming(hi_c, split)
         vend = low.smin(hi, b.sub(n, b.srem(n, i64(lanes)))) if lanes else lo
         vstart = low.smin(lo, vend) if lanes else lo
         out = Arr(out_t, [ir.Constant(I8P, None), out_data] + [i64(0)] * (2 * out_t.rank))
