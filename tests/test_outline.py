@@ -134,3 +134,39 @@ def test_outlined_nodes_that_cannot_raise_each_get_their_own_function(outline_ev
             np.testing.assert_allclose(f(x, y, z), groups_of_several_arities(x, y, z), rtol=1e-14)
     finally:
         gc.set_threshold(*thresholds)
+
+
+@scriptc.script
+def dense(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return np.maximum(x @ w, 0.0)
+
+
+def three_layers(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return dense(dense(dense(x, w), w), w)
+
+
+def test_equal_nodes_share_one_outlined_function(outline_everything):
+    x, w = np.random.default_rng(3).random((4, 3)), np.random.default_rng(4).random((3, 3))
+    f = scriptc.script(three_layers)
+    names = defined_functions(f, x, w)
+    assert sum(".matmul" in n for n in names) == 1, names       # one line, one type: one function
+    np.testing.assert_allclose(f(x, w), f.interpret(x, w), rtol=1e-14)
+    with pytest.raises(ValueError, match="matmul") as info:
+        f(x, np.ones((4, 4)))
+    assert info.value.__notes__[0].endswith(f"test_outline.py:{dense.py_func.__code__.co_firstlineno + 2}:23: "
+                                            f"return np.maximum(x @ w, 0.0)")
+
+
+def prange_rows(x: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(x)
+    for i in scriptc.prange(x.shape[0]):
+        row = np.exp(x[i]) * 2.0 + 1.0
+        out[i] = np.sin(row) + row @ x.T[:, 0:x.shape[1]].T[0]
+    return out
+
+
+def test_a_prange_body_keeps_its_nodes(outline_everything):
+    x = np.random.default_rng(5).random((6, 6))
+    f = scriptc.script(prange_rows)
+    np.testing.assert_allclose(f(x), f.interpret(x), rtol=1e-13)
+    assert not any(".prange." in n and ("FusionGroup" in n or "matmul" in n) for n in defined_functions(f, x))

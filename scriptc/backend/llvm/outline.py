@@ -53,7 +53,7 @@ def node_graph(node: Node, name: str) -> NodeGraph:
             const = g.block.append(Node("prim::Constant", (), [(v.type, None)], attrs=src.attrs, source=src.source))
             inputs.append(const.output)
         else:
-            inputs.append(g.add_input(v.type, v.name))
+            inputs.append(g.add_input(v.type))     # unnamed: equal nodes print (and key) alike
     copy = g.block.append(Node(node.kind, inputs, [(o.type, None) for o in node.outputs], attrs=node.attrs,
                                source=node.source))
     if len(copy.outputs) == 1:
@@ -65,12 +65,23 @@ def node_graph(node: Node, name: str) -> NodeGraph:
     return g
 
 
+def structure_key(g: Graph, node: Node) -> str:
+    """Equal for nodes whose outlined functions are the same code: the printed graph (operator, types,
+    attributes, constants, a fusion group's body, and the source position its errors name), whatever the
+    fusion group is called (a layer's matrix products, written once in a helper, share one function)."""
+    sub = node.attrs.get("subgraph")
+    text = str(g)
+    if sub is not None and getattr(sub, "name", ""):
+        text = text.replace(sub.name, "")
+    return "outlined:" + text
+
+
 class Outlining:
     """Mixin of FunctionLowering."""
 
     def outlines(self, node: Node) -> bool:
-        if not self.mod.outline or not outlinable(node):
-            return False
+        if not self.mod.outline or not outlinable(node) or self.atomic_refcounts:
+            return False        # (a prange body's nodes count references atomically: they stay in its kernel)
         decided = getattr(self, "_outlining", None)
         if decided is None:     # (an outlined node's own graph lowers it inline)
             decided = self._outlining = not isinstance(self.graph, NodeGraph) and \
@@ -79,8 +90,11 @@ class Outlining:
 
     def lower_outlined(self, node: Node) -> list[list]:
         g = node_graph(node, f"{self.graph.name}.{node.kind.split('::')[1]}")
-        fn = self.mod.function_for(g)
-        fn.attributes.add("noinline")
+        key = structure_key(g, node)
+        fn = self.mod._decls.get(key)
+        if fn is None:
+            fn = self.mod._decls[key] = self.mod.function_for(g)
+            fn.attributes.add("noinline")
         args = [x for v, p in zip(node.inputs, node_params(node)) if p for x in self.get(v)]
         result_t = g.outputs[0].type
         out = self.alloca(out_struct(result_t))
