@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import os
 
-from llvmlite import ir
-
 from ...ir.core import Graph, Node
 from ...ir.types import BOOL, TensorType, TupleType
 from .common import I1, i32, leaves, out_struct
@@ -47,13 +45,13 @@ def node_graph(node: Node, name: str) -> NodeGraph:
     """A graph computing ``node`` alone: non-constant inputs become parameters, constants are copied."""
     g = NodeGraph(name)
     inputs = []
-    for v in node.inputs:
-        src = v.node
-        if src is not None and src.kind == "prim::Constant":
+    for v, is_param in zip(node.inputs, node_params(node)):
+        if is_param:
+            inputs.append(g.add_input(v.type))     # unnamed: equal nodes print (and key) alike
+        else:
+            src = v.node
             const = g.block.append(Node("prim::Constant", (), [(v.type, None)], attrs=src.attrs, source=src.source))
             inputs.append(const.output)
-        else:
-            inputs.append(g.add_input(v.type))     # unnamed: equal nodes print (and key) alike
     copy = g.block.append(Node(node.kind, inputs, [(o.type, None) for o in node.outputs], attrs=node.attrs,
                                source=node.source))
     if len(copy.outputs) == 1:
