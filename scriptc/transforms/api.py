@@ -22,7 +22,23 @@ from .memory import MemoryPlan
 _PREPARE = ["inline", "canonicalize", "constant-propagation", "cse", "dce"]
 
 
-class GradFunction:
+class TransformedGraphs:
+    """``graph_for`` and ``frontend_graph_for`` of a transformed function (grad, vmap): what it has to give is
+    ``_bind(args, kwargs) -> (types, values)`` and ``graph_for_types(types, optimize)``."""
+
+    def graph_for(self, *args, **kwargs) -> Graph:
+        """The optimized transformed graph for these arguments, with their shapes propagated."""
+        from ..passes.shape_inference import specialize_shapes
+        types, values = self._bind(args, kwargs)
+        shapes = [v.shape if isinstance(v, np.ndarray) else None for v in values]
+        return specialize_shapes(self.graph_for_types(types), shapes)
+
+    def frontend_graph_for(self, *args, **kwargs) -> Graph:
+        """The transformed graph as the transform built it, before the pass pipeline."""
+        return self.graph_for_types(self._bind(args, kwargs)[0], optimize=False)
+
+
+class GradFunction(TransformedGraphs):
     scriptc_callable = True      # callable from scripted code, like a scripted function
 
     def __init__(self, fn, argnums=0, with_value: bool = False):
@@ -132,16 +148,6 @@ class GradFunction:
         types, values = self._bind(args, kwargs)
         return interpret(self.graph_for_types(types, optimize=False), values)
 
-    def graph_for(self, *args, **kwargs) -> Graph:
-        """The optimized forward and backward graph for these arguments, with their shapes propagated."""
-        from ..passes.shape_inference import specialize_shapes
-        types, values = self._bind(args, kwargs)
-        shapes = [v.shape if isinstance(v, np.ndarray) else None for v in values]
-        return specialize_shapes(self.graph_for_types(types), shapes)
-
-    def frontend_graph_for(self, *args, **kwargs) -> Graph:
-        """The gradient graph as the transform built it, before the pass pipeline."""
-        return self.graph_for_types(self._bind(args, kwargs)[0], optimize=False)
 
     @property
     def source(self):

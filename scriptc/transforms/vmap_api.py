@@ -15,6 +15,7 @@ from ..interop import as_array
 from ..ir.clone import clone_graph
 from ..ir.core import Graph
 from ..ir.types import TensorType, element_type
+from .api import TransformedGraphs
 from .vmap import vmap_graph
 
 _PREPARE = ["inline", "canonicalize", "constant-propagation", "cse", "dce"]
@@ -28,7 +29,7 @@ def _axes_spec(value, what: str):
     raise TypeError(f"vmap {what} must be an int, None, or a tuple of them, not {type(value).__name__}")
 
 
-class VmapFunction:
+class VmapFunction(TransformedGraphs):
     def __init__(self, fn, in_axes=0, out_axes=0):
         from ..function import ScriptFunction
         from .api import GradFunction
@@ -163,24 +164,14 @@ class VmapFunction:
         with np.errstate(all="ignore"):
             return interpret(self.graph_for_types(types, optimize=False), values)
 
-    def _graph_for(self, *args, **kwargs) -> Graph:
-        """The optimized batched graph for these arguments, with their shapes propagated."""
-        from ..passes.shape_inference import specialize_shapes
-        types, values = self._bind(args, kwargs)
-        shapes = [v.shape if isinstance(v, np.ndarray) else None for v in values]
-        return specialize_shapes(self.graph_for_types(types), shapes)
-
-    def _frontend_graph_for(self, *args, **kwargs) -> Graph:
-        """The batched graph as the transform built it, before the pass pipeline."""
-        return self.graph_for_types(self._bind(args, kwargs)[0], optimize=False)
 
 
 def _user_facing():
     from ..function import user_facing
     VmapFunction.__call__ = user_facing(VmapFunction._call)
     VmapFunction.interpret = user_facing(VmapFunction._interpret)
-    VmapFunction.graph_for = user_facing(VmapFunction._graph_for)
-    VmapFunction.frontend_graph_for = user_facing(VmapFunction._frontend_graph_for)
+    VmapFunction.graph_for = user_facing(TransformedGraphs.graph_for)
+    VmapFunction.frontend_graph_for = user_facing(TransformedGraphs.frontend_graph_for)
 
 
 _user_facing()
