@@ -695,6 +695,70 @@ def test_canonicalize_control_flow():
     """, args_list=[(3, True), (-2, False)])
 
 
+def test_canonicalize_knows_an_ifs_condition_inside_its_blocks():
+    # the shape a while loop's first test takes (`while n < maxit and ...` with n = 0): the else-block's
+    # copy of the condition is False, so the If is the condition itself and a loop it starts there never runs
+    run_text(["canonicalize", "constant-propagation", "dce"], """
+    graph(%m : int,
+          %x : float):
+      %zero : int = prim::Constant[value=0]()
+      %big : int = prim::Constant[value=100]()
+      %c : bool = aten::lt(%zero, %m)
+      %first : bool = prim::If(%c)
+        block0():
+          %t : bool = prim::Constant[value=1]()
+          -> (%t)
+        block1():
+          -> (%c)
+      %r : float = prim::If(%c)
+        block0():
+          -> (%x)
+        block1():
+          %y : float = prim::Loop(%big, %c, %x)
+            block0(%i : int, %acc : float):
+              %h : float = aten::mul(%acc, %acc)
+              -> (%c, %h)
+          -> (%y)
+      %out : (bool, float) = prim::TupleConstruct(%first, %r)
+      return (%out)
+    """, """
+        CHECK: %c : bool = aten::lt(%zero, %m)
+        CHECK-NOT: prim::Loop
+        CHECK-NOT: aten::mul
+        CHECK: prim::TupleConstruct(%c, %x)
+    """, args_list=[(3, 1.5), (0, 1.5), (-2, 0.5)])
+
+
+def test_unswitch_leaves_an_if_that_folding_left_dead():
+    # a while loop's first test folded to its condition leaves an If nothing uses: no copy of the loop for it
+    out, changed = run_text(["canonicalize", "constant-propagation", "unswitch", "dce"], """
+    graph(%m : int,
+          %n : int):
+      %t : bool = prim::Constant[value=1]()
+      %zero : int = prim::Constant[value=0]()
+      %four : int = prim::Constant[value=4]()
+      %c : bool = aten::lt(%zero, %m)
+      %r : int = prim::Loop(%n, %t, %zero)
+        block0(%k : int, %acc : int):
+          %first : bool = prim::If(%c)
+            block0():
+              %s : int = aten::mul(%zero, %zero)
+              %l : bool = aten::lt(%s, %four)
+              -> (%l)
+            block1():
+              -> (%c)
+          %w : int = prim::Loop(%m, %first, %acc)
+            block0(%i : int, %a : int):
+              %a2 : int = aten::add(%a, %k)
+              -> (%t, %a2)
+          -> (%t, %w)
+      return (%r)
+    """, """
+        CHECK-COUNT-2: prim::Loop
+        CHECK-NOT: prim::Loop
+    """, args_list=[(3, 4), (0, 4), (-1, 2)])
+
+
 def test_canonicalize_keeps_loops_that_may_run_more_or_less():
     run_text("canonicalize", """
     graph(%x : int,

@@ -260,6 +260,52 @@ def inline_if_branch(node: Node, taken: int) -> None:
     node.destroy()
 
 
+def inside(node: Node, block: Block) -> bool:
+    """Whether ``node`` is in ``block`` or in a block nested in it."""
+    b = node.block
+    while b is not None:
+        if b is block:
+            return True
+        b = b.owner.block if b.owner is not None else None
+    return False
+
+
+def propagate_condition(node: Node) -> bool:
+    """In the then-block of ``prim::If(c)`` c is True and in the else-block False: uses of c there become those
+    constants (so a test of c repeated inside, or a loop c starts, folds away). True if anything changed."""
+    cond = node.inputs[0]
+    if is_constant(cond):
+        return False
+    changed = False
+    for known, block in zip((True, False), node.blocks):
+        uses = [u for u in cond.uses if inside(u.user, block)]
+        if uses:
+            c = make_constant(block, 0, known)
+            for u in uses:
+                u.user.set_input(u.index, c)
+            changed = True
+    return changed
+
+
+def simplify_if_outputs(node: Node) -> bool:
+    """An If output that both branches give as the same value is that value; a bool output that is True in the
+    then-block and False in the else-block is the condition. True if any use changed."""
+    changed = False
+    cond = node.inputs[0]
+    then_b, else_b = node.blocks
+    for k, out in enumerate(node.outputs):
+        if not out.uses:
+            continue
+        a, b = then_b.returns[k], else_b.returns[k]
+        if a is b and a.type == out.type:
+            out.replace_all_uses_with(a)
+            changed = True
+        elif out.type == BOOL and is_constant_value(a, True) and is_constant_value(b, False):
+            out.replace_all_uses_with(cond)
+            changed = True
+    return changed
+
+
 def replace_loop_by_inits(node: Node) -> None:
     """A loop that runs no iteration: its outputs are the initial carried values."""
     for out, init in zip(list(node.outputs), list(node.inputs[2:])):

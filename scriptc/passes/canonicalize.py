@@ -14,7 +14,8 @@ Arithmetic identities, applied only when the operand is a scalar of the result's
   ``x``'s: ``aten::size`` / ``aten::numel`` / ``aten::len`` read it from ``x`` (so the result need not be
   stored only to have its size read, as a gradient's mean does).
 
-Control flow: ``prim::If`` with a constant condition becomes its taken block; an If output that both
+Control flow: ``prim::If`` with a constant condition becomes its taken block; inside ``if c:`` the uses of
+``c`` become True, inside its else-block False; an If output that both
 branches give as the same value is that value, and a bool output that is True in the then-branch and False
 in the else-branch is the condition; a ``prim::Loop`` with a constant
 max trip count <= 0 or a constant false initial condition becomes its initial values; a loop with constant
@@ -31,7 +32,7 @@ from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import REGISTRY
 from ..ir.types import BOOL, FLOAT, INT, TensorType, TupleType
 from .analysis import (constant_value, inline_if_branch, inline_loop_once, is_constant, is_true_constant,
-                       replace_loop_by_inits, trip_count)
+                       propagate_condition, replace_loop_by_inits, simplify_if_outputs, trip_count)
 from .manager import register
 
 
@@ -206,28 +207,6 @@ def simplify_control(node: Node) -> bool:
     return False
 
 
-def _is_bool_const(v: Value, want: bool) -> bool:
-    return is_constant(v) and v.type == BOOL and constant_value(v) is want
-
-
-def simplify_if_outputs(node: Node) -> bool:
-    """An If output that both branches give as the same value is that value; ``c ? True : False`` is ``c``."""
-    changed = False
-    cond = node.inputs[0]
-    then_b, else_b = node.blocks
-    for k, out in enumerate(node.outputs):
-        if not out.uses:
-            continue
-        a, b = then_b.returns[k], else_b.returns[k]
-        if a is b and a.type == out.type:
-            out.replace_all_uses_with(a)
-            changed = True
-        elif out.type == BOOL and _is_bool_const(a, True) and _is_bool_const(b, False):
-            out.replace_all_uses_with(cond)
-            changed = True
-    return changed
-
-
 def _run_block(block: Block) -> bool:
     changed = False
     i = 0
@@ -237,6 +216,7 @@ def _run_block(block: Block) -> bool:
             changed = True
             continue  # the inlined nodes start at index i
         if node.kind == "prim::If":
+            changed |= propagate_condition(node)
             changed |= simplify_if_outputs(node)
         repl = simplify(node) if any(o.uses for o in node.outputs) else None
         if repl is not None and all(r.type == o.type for r, o in zip(repl, node.outputs)):

@@ -10,7 +10,8 @@ implementation (``OpDef.impl``, the one the interpreter runs: no operator is re-
   64 bits) and must have the node's declared type.
 - A RAISES node without outputs (prim::AssertBound) whose evaluation succeeds is removed.
 - ``prim::If`` with a constant condition is replaced by its taken block; ``prim::Loop`` whose initial condition
-  is constant false or whose max trip count is a constant <= 0 is replaced by its initial carried values.
+  is constant false or whose max trip count is a constant <= 0 is replaced by its initial carried values; an
+  If output both blocks give alike (or True/False: the condition) is replaced, as canonicalize does.
 
 One forward walk; values folded early make later nodes (and nested blocks) constant in the same run.
 """
@@ -25,7 +26,7 @@ from ..ir.core import Block, Graph, Node
 from ..ir.registry import Effect, lookup, type_of
 from ..ir.types import BOOL, FLOAT, INT, NONE, STR
 from .analysis import (constant_value, inline_if_branch, is_constant, is_tensor, make_constant,
-                       replace_loop_by_inits, trip_count)
+                       replace_loop_by_inits, simplify_if_outputs, trip_count)
 from .manager import register
 
 _FOLDABLE_TYPES = (INT, FLOAT, BOOL, STR, NONE)
@@ -127,6 +128,8 @@ def _run_block(block: Block) -> bool:
             continue
         for b in node.blocks:
             changed |= _run_block(b)
+        if node.kind == "prim::If":     # once its blocks are folded, an output may be a constant or the condition
+            changed |= simplify_if_outputs(node)
         i += 1
     return changed
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..ir.clone import clone_nodes_into
 from ..ir.core import Block, Graph, Node
-from .analysis import count_nodes, inline_if_branch, loops_post_order, maybe_unbound
+from .analysis import count_nodes, inline_if_branch, is_removable, loops_post_order, maybe_unbound
 from .licm import _defined_inside, hoist
 from .manager import register
 
@@ -29,9 +29,14 @@ MAX_UNSWITCH = 2
 
 def _invariant_if(loop: Node) -> Node | None:
     for node in loop.blocks[0].nodes:
-        if node.kind == "prim::If" and not _defined_inside(node.inputs[0], loop):
+        if node.kind == "prim::If" and not _defined_inside(node.inputs[0], loop) and not _dead(node):
             return node
     return None
+
+
+def _dead(node: Node) -> bool:
+    """An If whose outputs nothing uses and whose blocks do nothing (one that folding emptied, left for dce)."""
+    return not any(o.uses for o in node.outputs) and all(is_removable(n) for b in node.blocks for n in b.walk())
 
 
 def _copy_loop_into(loop: Node, dst: Block) -> Node:
