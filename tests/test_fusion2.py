@@ -1,6 +1,8 @@
 """Wider fusion: the time loop fused into one element loop (prim::FusedLoop), and sibling consumers of one
 producer sharing one fused loop with several outputs."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -446,3 +448,33 @@ CHECK: aten::mul(%x, %a)
 CHECK: aten::add
 CHECK: return
 """)
+
+
+@scriptc.script
+def time_loop_and_user_loop(x: np.ndarray, n: int) -> tuple[np.ndarray, float]:
+    for _ in range(n):
+        x = x * 0.5 + 1.0
+    s = 0.0
+    for i in range(n):
+        s += x[i % x.shape[0]]
+    return x, s
+
+
+def test_loops_the_lowering_makes_are_not_runtime_unrolled_but_the_users_are():
+    # the lowering's loops (time loops, element loops) are vectorized or dependent chains: LLVM's runtime
+    # unrolling only grows them (and compile time); the user's loops keep LLVM's choice
+    x = np.linspace(0.0, 1.0, 37)
+    got, s = time_loop_and_user_loop(x.copy(), 50)
+    want = x.copy()
+    for _ in range(50):
+        want = want * 0.5 + 1.0
+    np.testing.assert_array_equal(got, want)
+    assert s == sum(want[i % 37] for i in range(50))
+    native = time_loop_and_user_loop.native_for_types(time_loop_and_user_loop._bind((x, 50), {})[0])
+    hinted = re.findall(r"^  br label %\"(\w+)[\".].*!llvm\.loop", native.unoptimized_ir, re.M)
+    assert "time" in hinted and "for" in hinted
+    user_back_edges = re.findall(r"^  br label %\"loop\.header[\w.]*\"(.*)$", native.unoptimized_ir, re.M)
+    assert user_back_edges and not any("llvm.loop" in rest for rest in user_back_edges)
+    assert '!"llvm.loop.unroll.runtime.disable"' in native.unoptimized_ir
+    optimized = native.llvm_ir
+    assert not re.search(r"^time[\w.]*\.epil\w*:", optimized, re.M)     # no remainder copy of a time loop

@@ -18,7 +18,8 @@ from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, TensorType, element_type
 from . import symbols
-from .common import F64, I1, I8, I8P, I32, I64, handles_array, i32, i64, leaves, process_global, reg_type
+from .common import (F64, I1, I8, I8P, I32, I64, handles_array, i32, i64, leaves, loop_hints, process_global,
+                     reg_type)
 
 HEADER = 64
 HUGE_PAGE_MIN = 1 << 22      # NumPy's threshold for madvise(MADV_HUGEPAGE)
@@ -234,8 +235,14 @@ class ArrayOps:
         b.position_at_end(body)
         yield i
         i.add_incoming(b.add(i, i64(1)), b.block)
-        b.branch(header)
+        self.back_edge(header)
         b.position_at_end(done)
+
+    def back_edge(self, header) -> None:
+        """Branch back to the header of a loop the lowering made, with the module's loop hints."""
+        branch = self.b.branch(header)
+        if self.mod.loop_hints:
+            loop_hints(self.mod.module, branch, *self.mod.loop_hints)
 
     def loop_nest(self, shape: list, body) -> None:
         """Call ``body(index)`` for every index of ``shape`` in row-major order."""

@@ -94,6 +94,14 @@ UNSUPPORTED_DETAIL: dict[str, str] = {}
 
 # -- this process's objects, by name -----------------------------------------------------------------------
 
+def loop_hints(module: ir.Module, back_edge: ir.Instruction, *hints: str) -> None:
+    """Attach ``llvm.loop`` metadata naming ``hints`` (LLVM loop properties such as
+    ``llvm.loop.unroll.runtime.disable``) to a loop's back-edge branch. Each loop gets its own ID node."""
+    loop_id = ir.values.MDValue(module, [], name=str(len(module.metadata)))   # registers itself in the module
+    loop_id.operands = (loop_id, *[module.add_metadata([ir.MetaDataString(module, h)]) for h in hints])
+    back_edge.set_metadata("llvm.loop", loop_id)
+
+
 def process_global(module: ir.Module, name: str, address: int, ty: ir.Type = I8) -> ir.GlobalVariable:
     """An external global named ``name`` standing for the object at ``address`` in this process (a counter, a
     kept str, a buffer): the linker resolves the name (``symbols.bind``), so machine code refers to process

@@ -145,7 +145,7 @@ class FusedLoopOps:
         for phi, (_, x0), (_, x1) in zip(phis, inits, new):
             phi.add_incoming(x0, pre)
             phi.add_incoming(x1, latch)
-        b.branch(header)
+        self.back_edge(header)
         b.position_at_end(done)
         return [(kind, phi) for (kind, _), phi in zip(inits, phis)]
 

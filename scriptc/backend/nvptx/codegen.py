@@ -102,6 +102,7 @@ class KernelModule:
         self.mod.module.data_layout = DATA_LAYOUT
         self.mod.single_precision_math = True
         self.mod.outline = False        # a kernel is one function
+        self.mod.loop_hints = ()        # NVPTX's own unrolling choices, as measured on hardware
         self.kernels: list[Kernel] = []
         # errors: the first thread that fails stores its code (and its numbers) here; the host reads them after
         # the launch and raises what the CPU would (a kernel returns, it cannot unwind to the host)
