@@ -189,8 +189,8 @@ class _Builder:
         b.branch(loop)
         return fn
 
-    def build_run(self, worker):
-        fn = ir.Function(self.m, ir.FunctionType(VOID, [I8P, I8P, I64]), "scriptc.pool.run.impl")
+    def build_run(self, worker, name: str = "scriptc.pool.run.impl"):
+        fn = ir.Function(self.m, ir.FunctionType(VOID, [I8P, I8P, I64]), name)
         job_fn, ctx, n = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         serial, parallel = fn.append_basic_block("serial"), fn.append_basic_block("parallel")
@@ -272,9 +272,12 @@ class _Builder:
         b.ret_void()
 
 
-def _build_module() -> ir.Module:
+def _build_module(run_name: str = "scriptc.pool.run.impl") -> ir.Module:
+    """The pool's module: ``run_name`` (``scriptc.pool.run.impl``, bound to ``scriptc.pool.run`` in the JIT; an
+    exported library defines ``scriptc.pool.run`` itself), ``scriptc.pool.reset``, and an external
+    ``scriptc.pool.threads``."""
     builder = _Builder()
-    builder.build_run(builder.build_worker())
+    builder.build_run(builder.build_worker(), run_name)
     builder.build_reset()
     return builder.m
 
