@@ -10,8 +10,14 @@ section, a JSON manifest: the format version, the CPU and features the code was 
 its signatures and the IR graphs, which ``scriptc.load`` reads (without running anything from the file) before
 loading the library.
 
-Not exported (an ExportError says so): matrix products (they call OpenBLAS), module-level array constants,
-``round(x, n)``, str formatting, and printing arrays.
+Parallel regions (prange loops, large element-wise fusion groups) run on the library's own copy of scriptc's
+thread pool (``pool.py``'s module, compiled as a second object, and ``pool.c``: the thread count from
+``SCRIPTC_NUM_THREADS`` or the CPUs, the pool reset when loaded and in a forked child). Matrix products do not
+call OpenBLAS: float products run a generated row loop (``matmul.py``'s ``row_core``), so their results are not
+bit-identical to NumPy's.
+
+Not exported (an ExportError says so): module-level array constants, ``round(x, n)``, str formatting, and printing
+arrays.
 """
 from __future__ import annotations
 
@@ -35,7 +41,7 @@ from .cabi import ExportError, Exported, header, plan_supported, source
 FORMAT = 1
 POOL_C = Path(__file__).with_name("pool.c")
 SECTION = ".scriptc_manifest"
-UNSUPPORTED = {"scriptc.blas.": "matrix products call OpenBLAS, which exported libraries do not link yet",
+UNSUPPORTED = {"scriptc.blas.": "the code calls OpenBLAS, which exported libraries do not link",
                "scriptc.py.round_ndigits": "round(x, ndigits) calls Python's round",
                "scriptc.py.gil_": "the GIL"}
 
