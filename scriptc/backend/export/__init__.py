@@ -60,7 +60,8 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
     output = Path(output)
     lib = library_name(output)
     mod = ModuleLowering(f"scriptc.{lib}", standalone=True)
-    mod.parallel = True       # parallel regions run on the library's own copy of the pool (pool_object)
+    mod.parallel = True       # parallel regions run on the library's own copy of the pool (pool_text)
+    mod.blas = False          # float matrix products: the generated row loop (matmul.py), no OpenBLAS
     exported: list[Exported] = []
     seen: dict[str, int] = {}
     with ERROR_TABLE.record() as codes:

@@ -14,8 +14,8 @@ temporary, and so is an operand of another dtype (NumPy casts it to the result d
 which is NumPy's order whenever NumPy calls the same routine of the same OpenBLAS kernels.
 
 Integer, bool and float16 products, and float ones without OpenBLAS, run a generated triple loop (ints wrap at
-64 bits and are narrowed to the result dtype; bool is "any of and"). Exported libraries (``ModuleLowering``'s
-``standalone``) do not link OpenBLAS: their float products run ``row_core``, a loop in i-k-j order whose inner
+64 bits and are narrowed to the result dtype; bool is "any of and"). Exported libraries (``ModuleLowering.blas``
+false) do not link OpenBLAS: their float products run ``row_core``, a loop in i-k-j order whose inner
 loop over a row of B and C LLVM vectorizes (each element summed in order over k, in the result dtype; about 5x
 NumPy's time for 256 x 256 float64, where the i-j-k loop takes 50x), so they are not bit-identical to NumPy's.
 """
@@ -63,8 +63,8 @@ class MatmulOps:
             raise LoweringError(node.kind, "0-d operands are not supported in native code", node.source)
         out_t = node.output.type
         res = out_t.dtype if isinstance(out_t, TensorType) else result_dtype(x0.t, y0.t)
-        # an exported library (standalone) does not link OpenBLAS: its float products are the row loop
-        rows = res in BLAS_DTYPES and self.mod.standalone
+        # an exported library does not link OpenBLAS: its float products are the row loop
+        rows = res in BLAS_DTYPES and not self.mod.blas
         use_blas = res in BLAS_DTYPES and not rows and blas.bind()
         self.check_core_sizes(node, x0, y0)
         matmul = node.kind == "aten::matmul"
