@@ -350,3 +350,42 @@ def test_loaded_products_match_numpy(lib):
     assert_close(lib.mm(a.T, a[:, ::2]), a.T @ a[:, ::2], 1e-12)     # views: strided rows, no copy needed
     with pytest.raises(ValueError, match="mismatch in its core dimension"):
         lib.mm(a, a)
+
+
+STATIC_C = r'''
+#include <stdio.h>
+#include <string.h>
+#include "par.h"
+int main(int argc, char **argv) {
+    static double xs[1 << 19];
+    FILE *f = fopen(argv[1], "rb");
+    size_t n = fread(xs, 8, 1 << 19, f);
+    fclose(f);
+    scriptc_array x; memset(&x, 0, sizeof x);
+    x.data = xs; x.shape[0] = (int64_t)n; x.strides[0] = 8; x.ndim = 1; x.dtype = SCRIPTC_FLOAT64;
+    double s;
+    int rc = par_psum(&x, &s);
+    printf("%d %.17g\n", rc, s);
+    return rc;
+}
+'''
+
+
+def test_emit_obj_with_the_pool_links_statically_and_honours_scriptc_num_threads(built):
+    """A static object carries the pool and its start-up too; SCRIPTC_NUM_THREADS sets the chunks as in the JIT."""
+    where, mod = built
+    result = export(where, ["par_kernels.py:psum", "--types", "float64[*]", "-o", "static/libpar.o", "--emit=obj"])
+    assert result.returncode == 0, result.stderr
+    exe = compile_c(where, STATIC_C.replace('"par.h"', '"static/par.h"'), "static_main", link=["static/libpar.o",
+                                                                                               "-lm", "-pthread"])
+    x = np.random.default_rng(11).standard_normal(1 << 19)
+    x.tofile(where / "psum.bin")
+    old = scriptc.get_num_threads()
+    try:
+        for threads in (1, 2, 5):
+            run = subprocess.run([str(exe), str(where / "psum.bin")], capture_output=True, text=True,
+                                 env=dict(os.environ, SCRIPTC_NUM_THREADS=str(threads)))
+            scriptc.set_num_threads(threads)
+            assert run.returncode == 0 and run.stdout == f"0 {mod.psum(x):.17g}\n", (threads, run.stdout, run.stderr)
+    finally:
+        scriptc.set_num_threads(old)

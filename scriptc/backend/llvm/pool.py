@@ -19,6 +19,13 @@ Workers are created lazily by the first region that wants them (``threads - 1`` 
 ``scriptc.pool.threads`` at each region), never exit, and hold no Python thread state. A region started while
 the pool is busy (a prange loop inside a parallel region, or two Python threads in nogil code at once) runs all
 its chunks on the calling thread: same chunks, same results. After ``fork`` the child starts with no workers.
+
+An exported library (``scriptc export``) compiles this module into itself, with ``run`` named
+``scriptc.pool.run`` and hidden: each library has its own pool (its own workers and busy flag, so a region in one
+library does not see another's as busy), its own ``scriptc.pool.threads`` (export/pool.c: SCRIPTC_NUM_THREADS,
+else the CPUs, read at load), and resets it when loaded and in a forked child (pthread_atfork). The same
+assumptions hold there: chunk code never touches Python (exported code has no GIL calls) and a nested region runs
+serially.
 """
 from __future__ import annotations
 
