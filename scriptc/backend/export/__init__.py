@@ -88,7 +88,7 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
     for e in exported:
         manifest["functions"].setdefault(e.fname, []).append(e.manifest())
     objects = {"kernels.o": compile_object(str(mod.module))}
-    uses_pool = f'@"{pool.RUN_SYMBOL}"' in text
+    uses_pool = '@"scriptc.pool.' in text      # scriptc.pool.run, scriptc.pool.threads
     if uses_pool:
         objects["pool.o"] = compile_object(pool_text())
     header_path = output.with_name(f"{lib}.h")
