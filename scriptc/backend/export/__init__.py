@@ -10,8 +10,14 @@ section, a JSON manifest: the format version, the CPU and features the code was 
 its signatures and the IR graphs, which ``scriptc.load`` reads (without running anything from the file) before
 loading the library.
 
-Not exported (an ExportError says so): matrix products (they call OpenBLAS), module-level array constants,
-``round(x, n)``, str formatting, and printing arrays.
+Parallel regions (prange loops, large element-wise fusion groups) run on the library's own copy of scriptc's
+thread pool (``pool.py``'s module, compiled as a second object, and ``pool.c``: the thread count from
+``SCRIPTC_NUM_THREADS`` or the CPUs, the pool reset when loaded and in a forked child). Matrix products do not
+call OpenBLAS: float products run a generated row loop (``matmul.py``'s ``row_core``), so their results are not
+bit-identical to NumPy's.
+
+Not exported (an ExportError says so): module-level array constants, ``round(x, n)``, str formatting, and printing
+arrays.
 """
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ import llvmlite.binding as llvm
 
 from ...ir.types import STR, TensorType
 from ...signatures import format_signature
-from ..llvm import disk_cache, strings
+from ..llvm import disk_cache, pool, strings
 from ..llvm.engine import engine
 from ..llvm.entry import PythonTable, lower_python_entry
 from ..llvm.errors import ERROR_TABLE
@@ -33,12 +39,11 @@ from ..llvm.lower import ModuleLowering, check_graph
 from .cabi import ExportError, Exported, header, plan_supported, source
 
 FORMAT = 1
+POOL_C = Path(__file__).with_name("pool.c")
 SECTION = ".scriptc_manifest"
-UNSUPPORTED = {"scriptc.blas.": "matrix products call OpenBLAS, which exported libraries do not link yet",
+UNSUPPORTED = {"scriptc.blas.": "the code calls OpenBLAS, which exported libraries do not link",
                "scriptc.py.round_ndigits": "round(x, ndigits) calls Python's round",
-               "scriptc.py.gil_": "the GIL",
-               "scriptc.pool.": "prange loops run on scriptc's thread pool, which exported libraries do not "
-                                "include yet"}
+               "scriptc.py.gil_": "the GIL"}
 
 
 def library_name(output: Path) -> str:
@@ -55,6 +60,8 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
     output = Path(output)
     lib = library_name(output)
     mod = ModuleLowering(f"scriptc.{lib}", standalone=True)
+    mod.parallel = True       # parallel regions run on the library's own copy of the pool (pool_text)
+    mod.blas = False          # float matrix products: the generated row loop (matmul.py), no OpenBLAS
     exported: list[Exported] = []
     seen: dict[str, int] = {}
     with ERROR_TABLE.record() as codes:
@@ -80,17 +87,25 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
                 "functions": {}, **python_entries(mod.module, lib, exported)}
     for e in exported:
         manifest["functions"].setdefault(e.fname, []).append(e.manifest())
-    obj = compile_object(str(mod.module))
+    objects = {"kernels.o": compile_object(str(mod.module))}
+    uses_pool = '@"scriptc.pool.' in text      # scriptc.pool.run, scriptc.pool.threads
+    if uses_pool:
+        objects["pool.o"] = compile_object(pool_text())
     header_path = output.with_name(f"{lib}.h")
     output.parent.mkdir(parents=True, exist_ok=True)
     header_path.write_text(header(lib, exported, command))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        (tmp / "kernels.o").write_bytes(obj)
+        for name, obj in objects.items():
+            (tmp / name).write_bytes(obj)
+        sources = ["exported.c"]
+        if uses_pool:
+            (tmp / "pool.c").write_text(POOL_C.read_text())
+            sources.append("pool.c")
         (tmp / f"{lib}.h").write_text(header_path.read_text())
         (tmp / "exported.c").write_text(source(lib, exported, {c: ERROR_TABLE[c] for c in codes}, plans, strs,
                                                manifest))
-        link(tmp, output, emit, needs_mvec="_ZGV" in text)
+        link(tmp, list(objects), sources, output, emit, needs_mvec="_ZGV" in text)
     return [output, header_path]
 
 
@@ -108,6 +123,15 @@ def python_entries(module, lib: str, exported: list[Exported]) -> dict:
                            range(len(e.params)), nogil=False, table=table)
     return {"python_table": {"symbol": f"{lib}_python_table", "slots": table.names},
             "python_error": f"{lib}__python_error"}
+
+
+def pool_text() -> str:
+    """The thread pool's module (pool.py) for a library: it defines ``scriptc.pool.run`` (the JIT binds that name
+    to its ``scriptc.pool.run.impl``) and ``scriptc.pool.reset`` (which pool.c runs when the library is loaded and
+    in a forked child), both hidden: each library has its own pool, not exported to the program. ``pool.c``
+    defines the thread count, ``scriptc.pool.threads``."""
+    text = str(pool._build_module(run_name=pool.RUN_SYMBOL))
+    return re.sub(r"^define (?!internal )", "define hidden ", text, flags=re.M)
 
 
 def check_standalone(text: str) -> None:
@@ -145,19 +169,25 @@ def compile_object(text: str) -> bytes:
     return tm.emit_object(mod)
 
 
-def link(tmp: Path, output: Path, emit: str, needs_mvec: bool) -> None:
+def link(tmp: Path, objects: list[str], sources: list[str], output: Path, emit: str, needs_mvec: bool) -> None:
+    """Link the compiled ``objects`` and the C ``sources`` (files in ``tmp``) into ``output``."""
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
         raise ExportError("no C compiler found (cc, gcc or clang): exporting links the library with one")
     flags = ["-O2", "-fPIC", "-std=gnu11", "-w"]
     if emit == "obj":
-        run([cc, *flags, "-c", str(tmp / "exported.c"), "-o", str(tmp / "exported.o")])
+        compiled = []
+        for src in sources:
+            compiled.append(tmp / src.replace(".c", ".c.o"))
+            run([cc, *flags, "-c", str(tmp / src), "-o", str(compiled[-1])])
         ld = shutil.which("ld")
-        run([ld or cc, "-r", str(tmp / "kernels.o"), str(tmp / "exported.o"), "-o", str(output)])
+        run([ld or cc, "-r", *(str(tmp / o) for o in objects), *map(str, compiled), "-o", str(output)])
         return
     libs = ["-lmvec"] if needs_mvec else []
-    run([cc, *flags, "-shared", "-o", str(output), str(tmp / "kernels.o"), str(tmp / "exported.c"),
-         *libs, "-lm", "-pthread", "-Wl,-Bsymbolic"])
+    # a library with the pool is never unloaded: its workers (which never exit) run its code
+    keep = ["-Wl,-z,nodelete"] if "pool.o" in objects else []
+    run([cc, *flags, "-shared", "-o", str(output), *(str(tmp / o) for o in objects), *(str(tmp / s) for s in sources),
+         *libs, "-lm", "-pthread", "-Wl,-Bsymbolic", *keep])
 
 
 def run(cmd: list[str]) -> None:

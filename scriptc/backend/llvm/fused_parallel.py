@@ -30,9 +30,9 @@ class FusedParallelOps:
         """Emit the chunked path for a reduction-free group whose operands are all flat: the pool's threads run
         the chunks of a large group, a small one is the single chunk ``chunk(ctx, 0)`` called here (one copy of
         the group's flat loops in the module, not two). An i1 that is true where it ran (else the caller's
-        strided loops run), or None when the group cannot run in chunks (code for another process, or element
+        strided loops run), or None when the group cannot run in chunks (code with no thread pool, or element
         code that can raise, such as an integer power with a negative exponent)."""
-        if self.mod.standalone:
+        if not self.mod.parallel:
             return None
         b = self.b
         values = [out.data] + [x for v in node.inputs for x in self.get(v)]
@@ -44,7 +44,8 @@ class FusedParallelOps:
                                           {k: kind for k, (kind, _) in scalars.items()}, lanes)
         if chunk is None:
             return None
-        ensure_runtime()
+        if not self.mod.standalone:
+            ensure_runtime()
         n = self.size(shape)
         flat = self.all_flat(shape, arrays + [out])
         with b.if_then(flat, likely=True):

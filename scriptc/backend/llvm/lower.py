@@ -98,6 +98,10 @@ class ModuleLowering:
         self.prefix = prefix
         self.nogil = nogil          # the code runs without the GIL: Python refcounts must take it
         self.standalone = standalone    # for an exported library: shared helpers are built into the module
+        # large fusion groups run on a thread pool (prange loops always call one): the process's (JIT), or, for
+        # an exported library, the library's own copy of it (export includes pool.py's module); GPU kernels: none
+        self.parallel = not standalone
+        self.blas = True        # float matrix products call OpenBLAS; an exported library: the generated loop
         # float32 math in single precision (expf, ...: within 2 ulp), not through double: set for GPU kernels,
         # where double math costs many times more; the CPU keeps double, correctly rounded to float32
         self.single_precision_math = False

@@ -19,6 +19,13 @@ Workers are created lazily by the first region that wants them (``threads - 1`` 
 ``scriptc.pool.threads`` at each region), never exit, and hold no Python thread state. A region started while
 the pool is busy (a prange loop inside a parallel region, or two Python threads in nogil code at once) runs all
 its chunks on the calling thread: same chunks, same results. After ``fork`` the child starts with no workers.
+
+An exported library (``scriptc export``) compiles this module into itself, with ``run`` named
+``scriptc.pool.run`` and hidden: each library has its own pool (its own workers and busy flag, so a region in one
+library does not see another's as busy), its own ``scriptc.pool.threads`` (export/pool.c: SCRIPTC_NUM_THREADS,
+else the CPUs, read at load), and resets it when loaded and in a forked child (pthread_atfork). The same
+assumptions hold there: chunk code never touches Python (exported code has no GIL calls) and a nested region runs
+serially.
 """
 from __future__ import annotations
 
@@ -189,8 +196,8 @@ class _Builder:
         b.branch(loop)
         return fn
 
-    def build_run(self, worker):
-        fn = ir.Function(self.m, ir.FunctionType(VOID, [I8P, I8P, I64]), "scriptc.pool.run.impl")
+    def build_run(self, worker, name: str = "scriptc.pool.run.impl"):
+        fn = ir.Function(self.m, ir.FunctionType(VOID, [I8P, I8P, I64]), name)
         job_fn, ctx, n = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         serial, parallel = fn.append_basic_block("serial"), fn.append_basic_block("parallel")
@@ -272,9 +279,12 @@ class _Builder:
         b.ret_void()
 
 
-def _build_module() -> ir.Module:
+def _build_module(run_name: str = "scriptc.pool.run.impl") -> ir.Module:
+    """The pool's module: ``run_name`` (``scriptc.pool.run.impl``, bound to ``scriptc.pool.run`` in the JIT; an
+    exported library defines ``scriptc.pool.run`` itself), ``scriptc.pool.reset``, and an external
+    ``scriptc.pool.threads``."""
     builder = _Builder()
-    builder.build_run(builder.build_worker())
+    builder.build_run(builder.build_worker(), run_name)
     builder.build_reset()
     return builder.m
 
