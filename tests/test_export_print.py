@@ -278,3 +278,57 @@ def test_f_strings_and_raised_messages_are_cpythons(built):
         except Exception as e:  # noqa: BLE001
             lines.append(f"error {type(e).__name__}: {e}\n" if str(e) else f"error {type(e).__name__}\n")
     assert out == "".join(lines)
+
+
+def test_loaded_library_formats_returns_and_raises_as_cpython(built):
+    where, mod, _ = built
+    import scriptc
+    lib = scriptc.load(where / "build" / "libprints.so")
+    for i, x in ((5, 2.5), (-3, -0.0), (1234567, 1e22)):
+        assert lib.describe(i, x, True) == mod.describe.py_func(i, x, True)
+    for n, x in ((-2, 0.125), (0, 1.0), (1, 2.0), (2, float("nan")), (3, 0.0)):
+        with pytest.raises(Exception) as ours:
+            lib.check(n, x)
+        with pytest.raises(Exception) as theirs:
+            mod.check.py_func(n, x)
+        assert type(ours.value) is type(theirs.value)
+        if len(theirs.value.args) == 1 and not isinstance(theirs.value, KeyError):
+            assert str(ours.value) == str(theirs.value)
+
+
+UNSUPPORTED = '''
+import numpy as np
+import scriptc
+
+@scriptc.script
+def locale_number(x: float) -> int:
+    print(f"{x:n}")
+    return 0
+
+@scriptc.script
+def spec_on_array(a: np.ndarray) -> int:
+    print(f"{a:>5}")
+    return 0
+
+@scriptc.script
+def rejected_spec(i: int) -> int:
+    print(f"{i:.2d}")
+    return 0
+
+@scriptc.script
+def zero_padded_groups(i: int) -> int:
+    print(f"{i:012,}")
+    return 0
+'''
+
+
+@pytest.mark.parametrize("name, types, message", [
+    ("locale_number", ["float"], "{:n} (a float value): the format spec is not supported in exported code"),
+    ("spec_on_array", ["float64[*]"], "takes no format spec (CPython raises TypeError)"),
+    ("rejected_spec", ["int"], "CPython raises ValueError: Precision not allowed in integer format specifier"),
+    ("zero_padded_groups", ["int"], "zero padding with grouping"),
+])
+def test_unsupported_formatting_is_a_clear_export_error(tmp_path, name, types, message):
+    (tmp_path / "bad_kernels.py").write_text(UNSUPPORTED)
+    result = export(tmp_path, [f"bad_kernels.py:{name}", "--types", *types, "-o", "bad/libbad.so"])
+    assert result.returncode == 1 and message in result.stderr, result.stderr

@@ -10,8 +10,11 @@ section, a JSON manifest: the format version, the CPU and features the code was 
 its signatures and the IR graphs, which ``scriptc.load`` reads (without running anything from the file) before
 loading the library.
 
-Not exported (an ExportError says so): matrix products (they call OpenBLAS), module-level array constants,
-``round(x, n)``, str formatting, and printing arrays.
+Printing (arrays as NumPy prints them), f-strings and ``raise`` with computed messages are C (``text.c``,
+``arrays.c``, ``format.c``), with CPython's text. Not exported (an ExportError says so): matrix products (they
+call OpenBLAS), module-level array constants, ``round(x, n)``, prange loops; in f-strings, the format types ``n``
+and ``c``, zero padding with grouping, ``!a`` of text and specs CPython rejects; printing 0-d float32/float16
+arrays.
 """
 from __future__ import annotations
 
