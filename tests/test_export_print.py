@@ -210,7 +210,9 @@ def cases() -> list:
             (np.arange(6, dtype=np.float32).reshape(2, 3) / 7, 0, False),
             (np.array([0.1, 65504.0, -2.5, 1e-4], np.float16), 0, False),
             (np.array([0.0001, 0.01], np.float16), 0, False), (np.array([999.9, 1.0], np.float16), 0, False),
-            (np.array([1 / 3, np.nan], np.float16), 0, False), (np.arange(-1000, 1000, dtype=np.float16), 0, False)]
+            (np.array([1 / 3, np.nan], np.float16), 0, False),
+            (np.array([0.015625, -2.0 ** -14], np.float16), 0, False),
+            (np.arange(-1000, 1000, dtype=np.float16), 0, False)]
     out += [(np.array([1, -20, 300]), 0, False), (np.arange(-2000, 2000).reshape(4, 1000), 0, False),
             (np.arange(60).reshape(3, 20) ** 3, 0, False), (np.array([2 ** 31 - 1, -2 ** 31], np.int32), 0, False),
             (np.array([-32768, 5], np.int16), 0, False), (np.array([-128, 0, 127], np.int8), 0, False),

@@ -96,12 +96,36 @@ static void scriptc_parse_e(const char *s, scriptc_digits *out) {
     out->decpt = atoi(s + 1) + 1;
 }
 
-/* The fewest significant digits that read back as x in `dtype` (finite x). */
+/* The `precision`-digit decimal one unit (`delta`) above or below printf's "%.*e" text `buf`, in `out`. */
+static void scriptc_neighbor(const char *buf, int precision, int delta, char *out, size_t size) {
+    const char *p = buf + (*buf == '-');
+    uint64_t m = 0, top = 1;
+    for (; *p != 'e'; p++)
+        if (*p != '.') m = 10 * m + (uint64_t)(*p - '0');
+    int exp = atoi(p + 1);
+    for (int k = 1; k < precision; k++) top *= 10;          /* the smallest `precision`-digit mantissa */
+    m += (uint64_t)(int64_t)delta;
+    if (m == 10 * top) { m = top; exp++; }
+    else if (m < top) { m = 10 * top - 1; exp--; }
+    char digits[24];
+    snprintf(digits, sizeof digits, "%llu", (unsigned long long)m);
+    snprintf(out, size, "%s%c.%se%d", *buf == '-' ? "-" : "", digits[0], digits + 1, exp);
+}
+
+/* The fewest significant digits that read back as x in `dtype` (finite x), the closest such if several.
+   Rounding x to them usually gives them, but not always: at a power of two the values below are closer
+   together, and the digits may have to be the ones a unit above (float16 0.015625 is 0.01563). */
 static void scriptc_shortest(double x, int dtype, scriptc_digits *out) {
-    char buf[48];
+    char buf[48], up[48], down[48];
     for (int precision = 1; precision <= 17; precision++) {
         snprintf(buf, sizeof buf, "%.*e", precision - 1, x);
         if (scriptc_reads_back(buf, x, dtype)) break;
+        if (x == 0) continue;
+        scriptc_neighbor(buf, precision, 1, up, sizeof up);
+        scriptc_neighbor(buf, precision, -1, down, sizeof down);
+        int u = scriptc_reads_back(up, x, dtype), d = scriptc_reads_back(down, x, dtype);
+        if (u && (!d || fabs(strtod(up, NULL) - x) <= fabs(strtod(down, NULL) - x))) { strcpy(buf, up); break; }
+        if (d) { strcpy(buf, down); break; }
     }
     scriptc_parse_e(buf, out);
     out->negative = signbit(x) != 0;
