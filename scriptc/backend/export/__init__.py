@@ -14,10 +14,12 @@ Parallel regions (prange loops, large element-wise fusion groups) run on the lib
 thread pool (``pool.py``'s module, compiled as a second object, and ``pool.c``: the thread count from
 ``SCRIPTC_NUM_THREADS`` or the CPUs, the pool reset when loaded and in a forked child). Matrix products do not
 call OpenBLAS: float products run a generated row loop (``matmul.py``'s ``row_core``), so their results are not
-bit-identical to NumPy's.
+bit-identical to NumPy's. Printing (arrays as NumPy prints them), f-strings and ``raise`` with computed messages
+are C (``text.c``, ``arrays.c``, ``format.c``), with CPython's text.
 
-Not exported (an ExportError says so): module-level array constants, ``round(x, n)``, str formatting, and printing
-arrays.
+Not exported (an ExportError says so): module-level array constants, ``round(x, n)``; in f-strings, the format
+types ``n`` and ``c``, zero padding with grouping, ``!a`` of text and specs CPython rejects; printing 0-d
+float32/float16 arrays.
 """
 from __future__ import annotations
 

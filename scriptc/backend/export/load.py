@@ -95,6 +95,10 @@ class Library:
         self._last_error.restype, self._last_error.argtypes = ctypes.c_char_p, []
         self._release = getattr(lib, f"{self.name}_release")
         self._release.restype, self._release.argtypes = None, [ctypes.POINTER(ScriptcArray)]
+        # libraries older than f-strings in exported code return no strs of their own
+        self._release_str = getattr(lib, f"{self.name}_release_str", None)
+        if self._release_str is not None:
+            self._release_str.restype, self._release_str.argtypes = None, [ctypes.c_void_p]
         self._python_error = None
         entries = self._fill_python_table(manifest)
         self.functions = {name: LoadedFunction(self, name, sigs, entries)
@@ -206,8 +210,8 @@ class _Signature:
     def __init__(self, library: Library, entry: dict):
         self.library = library
         self.signature = entry["signature"]
-        self.types = [parse_arg_type(t.strip()) for t in _split(entry["signature"])]
-        self.results = [parse_arg_type(t) for t in entry["results"]]
+        self.types = [_parse_type(t) for t in _split(entry["signature"])]
+        self.results = [_parse_type(t) for t in entry["results"]]
         self.is_tuple = entry["tuple"]
         # the kernel's signature, as the CPython entry sees it
         self.arg_types = self.types
@@ -249,7 +253,11 @@ class _Signature:
     def _result(self, t, out, args):
         if not isinstance(t, TensorType):
             value = out.value
-            return value.decode() if t == STR else value
+            if t != STR:
+                return value
+            if self.library._release_str is not None:     # a str the library made: copied, then given back
+                self.library._release_str(ctypes.cast(ctypes.byref(out), ctypes.POINTER(ctypes.c_void_p))[0])
+            return value.decode()
         shape = tuple(out.shape[:out.ndim])
         strides = tuple(out.strides[:out.ndim])
         dtype = DTYPES[out.dtype]
@@ -315,6 +323,11 @@ def _describe(a) -> str:
     if isinstance(a, np.ndarray):
         return f"{a.dtype.name}[{','.join('*' * a.ndim)}]"
     return type(a).__name__
+
+
+def _parse_type(text: str):
+    """A type of the manifest: an argument type of the command line, or str (an f-string's result)."""
+    return STR if text.strip() == "str" else parse_arg_type(text.strip())
 
 
 def _split(signature: str) -> list[str]:

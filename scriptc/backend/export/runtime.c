@@ -6,8 +6,8 @@
  * after defining SCRIPTC_LIB (the library's name) and the tables it refers to: the error messages, the print
  * plans and the str constants.
  *
- * Strings: exported code only ever holds str constants and str arguments, so a str is a `const char *` (UTF-8)
- * and reference counting it does nothing. */
+ * Strings: a str is a `const char *` (UTF-8): a constant, an argument, or one the library made (an f-string's
+ * result), which alone is reference counted: the library's strs are found by address among the live ones. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -30,10 +30,49 @@ int scriptc_setspecific(pthread_key_t k, const void *p) { return pthread_setspec
 void *scriptc_calloc(size_t n, size_t size) __asm__("scriptc.calloc");
 void *scriptc_calloc(size_t n, size_t size) { return calloc(n, size); }
 
+/* The live strs the library made and their reference counts. Few are alive at once (an f-string is made,
+   printed or raised, and dropped), so a list searched under a lock will do; none alive is the common case
+   (constants and arguments), checked without the lock. */
+typedef struct { const void *s; int64_t refs; } scriptc_owned_str;
+static pthread_mutex_t scriptc_strs_lock = PTHREAD_MUTEX_INITIALIZER;
+static scriptc_owned_str *scriptc_strs;
+static size_t scriptc_strs_n, scriptc_strs_cap;
+static volatile size_t scriptc_strs_live;
+
+static int scriptc_adopt_str(const void *s) {
+    pthread_mutex_lock(&scriptc_strs_lock);
+    if (scriptc_strs_n == scriptc_strs_cap) {
+        size_t cap = scriptc_strs_cap ? 2 * scriptc_strs_cap : 16;
+        scriptc_owned_str *grown = realloc(scriptc_strs, cap * sizeof *grown);
+        if (grown == NULL) { pthread_mutex_unlock(&scriptc_strs_lock); return -1; }
+        scriptc_strs = grown;
+        scriptc_strs_cap = cap;
+    }
+    scriptc_strs[scriptc_strs_n++] = (scriptc_owned_str){s, 1};
+    __atomic_store_n(&scriptc_strs_live, scriptc_strs_n, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&scriptc_strs_lock);
+    return 0;
+}
+
+static void scriptc_str_refs(const void *s, int64_t change) {
+    if (s == NULL || __atomic_load_n(&scriptc_strs_live, __ATOMIC_ACQUIRE) == 0) return;
+    pthread_mutex_lock(&scriptc_strs_lock);
+    for (size_t k = 0; k < scriptc_strs_n; k++) {
+        if (scriptc_strs[k].s != s) continue;
+        if ((scriptc_strs[k].refs += change) == 0) {
+            free((void *)s);
+            scriptc_strs[k] = scriptc_strs[--scriptc_strs_n];
+            __atomic_store_n(&scriptc_strs_live, scriptc_strs_n, __ATOMIC_RELEASE);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&scriptc_strs_lock);
+}
+
 void scriptc_incref(const void *s) __asm__("scriptc.py.incref");
-void scriptc_incref(const void *s) { (void)s; }
+void scriptc_incref(const void *s) { scriptc_str_refs(s, 1); }
 void scriptc_decref(const void *s) __asm__("scriptc.py.decref");
-void scriptc_decref(const void *s) { (void)s; }
+void scriptc_decref(const void *s) { scriptc_str_refs(s, -1); }
 
 #define LIBM1(name) double scriptc_libm_##name(double) __asm__("scriptc.libm." #name); \
     double scriptc_libm_##name(double x) { return name(x); }
@@ -75,6 +114,8 @@ static void scriptc_append(size_t *at, const char *s, size_t n) {
 static int scriptc_fail(int32_t code) {
     const scriptc_error *e = scriptc_find_error(code);
     size_t at = 0;
+    if (e != NULL && e->payload < 0)
+        return code;                              /* a callback's error: it has set the text */
     scriptc_error_text[0] = 0;
     if (e == NULL) {
         snprintf(scriptc_error_text, sizeof scriptc_error_text, "SystemError: native code returned unknown status %d",
@@ -111,13 +152,14 @@ static int scriptc_argument_error(const char *message) {
 }
 
 static const char *scriptc_dtype_names[] = {"float64", "float32", "float16", "int64", "int32", "int16", "int8",
-                                            "uint8", "bool"};
+                                            "uint8", "bool", "uint32"};
 
 static int scriptc_check_array(const char *fname, const char *pname, const scriptc_array *a, int32_t dtype,
                                int32_t ndim, const int64_t *dims) {
     char message[256];
     if (a == NULL || a->ndim != ndim || a->dtype != dtype) {
-        const char *got = a == NULL ? "NULL" : (a->dtype >= 0 && a->dtype <= 8 ? scriptc_dtype_names[a->dtype] : "?");
+        const char *got = a == NULL ? "NULL"
+                          : (a->dtype >= 0 && a->dtype <= SCRIPTC_UINT32 ? scriptc_dtype_names[a->dtype] : "?");
         snprintf(message, sizeof message, "%s(): argument '%s': expected a %s array of rank %d, got a %s array of rank %d",
                  fname, pname, scriptc_dtype_names[dtype], (int)ndim, got, a == NULL ? 0 : (int)a->ndim);
         return scriptc_argument_error(message);
@@ -141,79 +183,6 @@ static void scriptc_release_meminfo(void *owner) {
     }
 }
 
-/* -- printing: CPython's text ----------------------------------------------------------------------------- */
-
-/* repr(float): the shortest digits that read back as the same double, laid out as CPython does (exponent
-   form when the decimal point would be more than 16 digits right or 4 left of the first digit). */
-static void scriptc_float_repr(double x, char *out, size_t size) {
-    if (isnan(x)) { snprintf(out, size, "nan"); return; }
-    if (isinf(x)) { snprintf(out, size, x < 0 ? "-inf" : "inf"); return; }
-    char buf[40];
-    int precision;
-    for (precision = 1; precision <= 17; precision++) {
-        snprintf(buf, sizeof buf, "%.*e", precision - 1, x);
-        if (strtod(buf, NULL) == x) break;
-    }
-    /* buf: [-]d[.ddd]e[+-]XX */
-    const char *p = buf;
-    int negative = *p == '-';
-    if (negative) p++;
-    char digits[24];
-    int n = 0;
-    for (; *p && *p != 'e'; p++)
-        if (*p != '.') digits[n++] = *p;
-    while (n > 1 && digits[n - 1] == '0') n--;            /* "%.*e" pads; repr does not */
-    digits[n] = 0;
-    int exponent = atoi(p + 1);
-    int decpt = exponent + 1;                              /* digits before the decimal point */
-    char *o = out;
-    char *end = out + size - 1;
-#define PUT(c) do { if (o < end) *o++ = (c); } while (0)
-    if (negative) PUT('-');
-    if (decpt <= -4 || decpt > 16) {
-        PUT(digits[0]);
-        if (n > 1) { PUT('.'); for (int i = 1; i < n; i++) PUT(digits[i]); }
-        char e[8];
-        snprintf(e, sizeof e, "e%c%02d", exponent < 0 ? '-' : '+', exponent < 0 ? -exponent : exponent);
-        for (char *q = e; *q; q++) PUT(*q);
-    } else if (decpt <= 0) {
-        PUT('0'); PUT('.');
-        for (int i = 0; i < -decpt; i++) PUT('0');
-        for (int i = 0; i < n; i++) PUT(digits[i]);
-    } else {
-        for (int i = 0; i < decpt; i++) PUT(i < n ? digits[i] : '0');
-        PUT('.');
-        if (n > decpt) for (int i = decpt; i < n; i++) PUT(digits[i]);
-        else PUT('0');
-    }
-#undef PUT
-    *o = 0;
-}
-
-static void scriptc_print_float(double x) {
-    char text[48];
-    scriptc_float_repr(x, text, sizeof text);
-    fputs(text, stdout);
-}
-
-static void scriptc_print_int(int64_t x) { printf("%lld", (long long)x); }
-static void scriptc_print_bool(int8_t x) { fputs(x ? "True" : "False", stdout); }
-static void scriptc_print_str(const char *s) { fputs(s ? s : "", stdout); }
-
-/* repr(str) for a str inside a printed tuple: CPython's choice of quotes for text without escapes. */
-static void scriptc_print_str_repr(const char *s) {
-    int single = strchr(s, '\'') != NULL, dbl = strchr(s, '"') != NULL;
-    char quote = single && !dbl ? '"' : '\'';
-    putchar(quote);
-    for (const char *p = s; *p; p++) {
-        if (*p == quote || *p == '\\') putchar('\\');
-        if (*p == '\n') { fputs("\\n", stdout); continue; }
-        if (*p == '\t') { fputs("\\t", stdout); continue; }
-        putchar(*p);
-    }
-    putchar(quote);
-}
-
 /* -- the library's own entry points ----------------------------------------------------------------------- */
 #define SCRIPTC_CAT2(a, b) a##b
 #define SCRIPTC_CAT(a, b) SCRIPTC_CAT2(a, b)
@@ -223,6 +192,8 @@ const char *SCRIPTC_CAT(SCRIPTC_LIB, _last_error)(void) { return scriptc_error_t
 /* For scriptc.load's CPython entry points, which call the kernels directly: this thread's error text for
    `code`, as the C functions set it (not in the header: not part of the C interface). */
 int SCRIPTC_CAT(SCRIPTC_LIB, __python_error)(int32_t code) { return scriptc_fail(code); }
+
+void SCRIPTC_CAT(SCRIPTC_LIB, _release_str)(const char *s) { scriptc_decref(s); }
 
 void SCRIPTC_CAT(SCRIPTC_LIB, _release)(scriptc_array *a) {
     if (a == NULL) return;
