@@ -943,7 +943,7 @@ def test_unroll_full_constant_trip_count():
     """, args_list=[(3,), (-5,)])
 
 
-def test_unroll_partial_by_eight_with_runtime_trip_count():
+def test_unroll_partial_by_four_with_runtime_trip_count():
     g, changed = run_text("unroll", """
     graph(%x : int,
           %n : int):
@@ -959,12 +959,15 @@ def test_unroll_partial_by_eight_with_runtime_trip_count():
         CHECK: prim::max(%n,
         CHECK: aten::floordiv
         CHECK: aten::remainder
-        CHECK: prim::Loop
-        CHECK-COUNT-8: aten::mul(
-        CHECK: prim::Loop
+        CHECK: prim::Loop[unrolled=4]
+        CHECK-COUNT-4: aten::mul(%{{(acc|e)[.0-9]*}}, %k
+        CHECK-NOT: aten::mul(%{{(acc|e)[.0-9]*}}, %k
+        CHECK: prim::Loop[unrolled=4]
         CHECK: aten::add(%i,
-    """, args_list=[(1, n) for n in (-9, -1, 0, 1, 7, 8, 9, 16, 17, 23)])
+    """, args_list=[(1, n) for n in (-9, -1, 0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 23)])
     assert changed
+    again, changed_again = apply("unroll", g, [(1, 9)])      # its loops are marked: not unrolled again
+    assert not changed_again and print_graph(again) == print_graph(g)
 
 
 def test_unroll_must_not_unroll_loops_with_computed_condition():
