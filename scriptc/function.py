@@ -12,7 +12,6 @@ import pickle
 
 import numpy as np
 
-from .backend.interpreter import interpret
 from .errors import CompileError
 from .frontend import FunctionEmitter, Resolver, get_source, validate
 from .interop import as_array, is_array_like
@@ -20,7 +19,6 @@ from .ir.core import Graph
 from .ir.registry import NeedsSpecialization
 from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TENSOR, ListType, NamedTupleType, TensorType, TupleType, Type
 from .ir.verifier import verify
-from .passes import PassManager
 from .signatures import format_signature, from_numba, parse_signature
 
 # Graphs under construction per (function, signature): [graph, assumed return type, whether a recursive call
@@ -436,6 +434,7 @@ class ScriptFunction:
     def interpret(self, *args, **kwargs):
         """Run through the reference interpreter (the oracle for passes and backends)."""
         types, values = self._bind(args, kwargs)
+        from .backend.interpreter import interpret
         return interpret(self.graph_for_types(types, optimize=False), values)
 
     # -- introspection --------------------------------------------------------------------------------
@@ -524,9 +523,10 @@ def _restore(module: str, qualname: str) -> "ScriptFunction":
     return obj
 
 
-def pipeline(skip=()) -> PassManager:
+def pipeline(skip=()):
     """The pass pipeline compiled functions go through (less the passes in ``skip``); SCRIPTC_VERIFY=1 verifies
-    after every pass (tests)."""
+    after every pass (tests). The passes are imported here, at the first compile, not by ``import scriptc``."""
+    from .passes import PassManager
     pm = PassManager(verify_each=os.environ.get("SCRIPTC_VERIFY") == "1")
     pm.passes = [p for p in pm.passes if p not in skip]
     return pm

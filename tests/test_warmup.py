@@ -61,3 +61,12 @@ def test_a_cold_compile_with_the_background_load(tmp_path):
     for _ in range(3):
         x = [v * 0.5 + 1.0 for v in x]
     assert run(COMPILE.format(where=str(tmp_path))).strip() == f"{x} True"
+
+
+def test_import_and_decoration_load_no_pass_and_no_backend(tmp_path):
+    # `import scriptc` and decorating a function (which checks it) leave the passes, the backends and LLVM to
+    # the first compile: a decorated function never called costs none of them
+    (tmp_path / "kernels.py").write_text(KERNELS)
+    code = ("import sys\nsys.path.insert(0, {where!r})\nimport kernels\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('scriptc.passes', 'scriptc.backend', 'llvmlite'))))")
+    assert run(code.format(where=str(tmp_path))) == "[]\n"

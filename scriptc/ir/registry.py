@@ -73,6 +73,14 @@ class OpDef:
     # rule (vmap refuses the operator on mapped values); ``Batch.unbatchable(why)`` says why not.
     batch: "BatchRule | None" = None
 
+    def __init__(self, name, schema, params, attrs, variadic, infer, impl, effect, elementwise=False, py=(),
+                 methods=(), lower=None, extra=None, shape=None, vjp=None, batch=None):
+        # written out (not the record's generic one): 161 operators are made by ``import scriptc``
+        self.name, self.schema, self.params, self.attrs, self.variadic = name, schema, params, attrs, variadic
+        self.infer, self.impl, self.effect, self.elementwise, self.py = infer, impl, effect, elementwise, py
+        self.methods, self.lower, self.extra = methods, lower, {} if extra is None else extra
+        self.shape, self.vjp, self.batch = shape, vjp, batch
+
     def result_types(self, types: list[Type], attrs: dict) -> list[Type]:
         """Output types for these input types, or OpTypeError / NeedsSpecialization."""
         if self.infer is None:
@@ -124,8 +132,7 @@ def register(schema: str, *, impl=None, infer=None, effect=Effect.PURE, elementw
         shape = elementwise_shape
     batch = extra.pop("batch", Batch.ELEMENTWISE if elementwise else None)
     op = OpDef(name, schema, params, attrs, variadic, infer, impl, effect, elementwise, tuple(py),
-               tuple(methods), extra=extra, shape=shape, vjp=vjp)
-    op.batch = batch
+               tuple(methods), extra=extra, shape=shape, vjp=vjp, batch=batch)
     REGISTRY[name] = op
     for f in op.py:
         _BY_CALLABLE[id(f)] = op
