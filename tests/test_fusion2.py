@@ -478,3 +478,25 @@ def test_loops_the_lowering_makes_are_not_runtime_unrolled_but_the_users_are():
     assert '!"llvm.loop.unroll.runtime.disable"' in native.unoptimized_ir
     optimized = native.llvm_ir
     assert not re.search(r"^time[\w.]*\.epil\w*:", optimized, re.M)     # no remainder copy of a time loop
+
+
+@scriptc.script
+def compare_arrays(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return x <= y
+
+
+def test_a_one_dimensional_strided_loop_is_not_vectorized_and_still_right():
+    # in one dimension the loop nest runs only when an operand is strided or broadcast (else the flat loop
+    # does), where a vector loop versioned on unit strides never runs: LLVM is told not to make one
+    x, y = np.linspace(-1.0, 1.0, 41), np.linspace(1.0, -1.0, 41)
+    for a, b in ((x, y), (x[::2], y[::2]), (x, y[:1]), (x[::-1], y)):
+        np.testing.assert_array_equal(compare_arrays(a, b), a <= b)
+
+    def no_vectorize_loops(*args):
+        """How many loops of the signature's LLVM IR carry vectorize.enable = false."""
+        text = compare_arrays.native_for_types(compare_arrays._bind(args, {})[0]).unoptimized_ir
+        prop = set(re.findall(r'^(!\d+) = !\{ !"llvm\.loop\.vectorize\.enable", i1 false \}', text, re.M))
+        loop_ids = re.findall(r"^(!\d+) = !\{ \1, (.*) \}$", text, re.M)
+        return sum(1 for _, rest in loop_ids if prop & set(rest.split(", ")))
+    assert no_vectorize_loops(x, y) == 1
+    assert no_vectorize_loops(x.reshape(41, 1), y.reshape(41, 1)) == 0      # two dimensions: LLVM decides

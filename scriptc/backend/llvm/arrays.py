@@ -220,8 +220,9 @@ class ArrayOps:
         return [self.cast(x, kind, scalar_kind(t))]
 
     @contextlib.contextmanager
-    def for_range(self, n, start=None):
-        """``for i in range(start or 0, n)``: yields i inside the loop body."""
+    def for_range(self, n, start=None, hints=()):
+        """``for i in range(start or 0, n)``: yields i inside the loop body. ``hints``: LLVM loop hints beside
+        the module's (``common.loop_hints``)."""
         b = self.b
         fn = b.function
         pre = b.block
@@ -235,22 +236,23 @@ class ArrayOps:
         b.position_at_end(body)
         yield i
         i.add_incoming(b.add(i, i64(1)), b.block)
-        self.back_edge(header)
+        self.back_edge(header, hints)
         b.position_at_end(done)
 
-    def back_edge(self, header) -> None:
-        """Branch back to the header of a loop the lowering made, with the module's loop hints."""
+    def back_edge(self, header, hints=()) -> None:
+        """Branch back to the header of a loop the lowering made, with the module's loop hints (and ``hints``)."""
         branch = self.b.branch(header)
         if self.mod.loop_hints:
-            loop_hints(self.mod.module, branch, *self.mod.loop_hints)
+            loop_hints(self.mod.module, branch, *self.mod.loop_hints, *hints)
 
-    def loop_nest(self, shape: list, body) -> None:
-        """Call ``body(index)`` for every index of ``shape`` in row-major order."""
+    def loop_nest(self, shape: list, body, inner_hints=()) -> None:
+        """Call ``body(index)`` for every index of ``shape`` in row-major order; ``inner_hints``: LLVM loop hints
+        for the innermost loop."""
         def level(k, index):
             if k == len(shape):
                 body(index)
                 return
-            with self.for_range(shape[k]) as i:
+            with self.for_range(shape[k], hints=inner_hints if k == len(shape) - 1 else ()) as i:
                 level(k + 1, index + [i])
         level(0, [])
 

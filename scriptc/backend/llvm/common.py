@@ -94,11 +94,20 @@ UNSUPPORTED_DETAIL: dict[str, str] = {}
 
 # -- this process's objects, by name -----------------------------------------------------------------------
 
-def loop_hints(module: ir.Module, back_edge: ir.Instruction, *hints: str) -> None:
-    """Attach ``llvm.loop`` metadata naming ``hints`` (LLVM loop properties such as
-    ``llvm.loop.unroll.runtime.disable``) to a loop's back-edge branch. Each loop gets its own ID node."""
+NO_VECTORIZE = ("llvm.loop.vectorize.enable", False)
+
+
+def loop_hints(module: ir.Module, back_edge: ir.Instruction, *hints) -> None:
+    """Attach ``llvm.loop`` metadata with ``hints`` (LLVM loop properties: a name such as
+    ``llvm.loop.unroll.runtime.disable``, or a (name, bool) pair such as ``NO_VECTORIZE``) to a loop's back-edge
+    branch. Each loop gets its own ID node."""
+    def prop(h):
+        if isinstance(h, str):
+            return module.add_metadata([ir.MetaDataString(module, h)])
+        name, value = h
+        return module.add_metadata([ir.MetaDataString(module, name), ir.Constant(ir.IntType(1), value)])
     loop_id = ir.values.MDValue(module, [], name=str(len(module.metadata)))   # registers itself in the module
-    loop_id.operands = (loop_id, *[module.add_metadata([ir.MetaDataString(module, h)]) for h in hints])
+    loop_id.operands = (loop_id, *map(prop, hints))
     back_edge.set_metadata("llvm.loop", loop_id)
 
 
