@@ -311,20 +311,22 @@ def lib(built):
     return scriptc.load(where / "build" / "libpar.so")
 
 
-def library_threads(where, n: int) -> None:
-    """Set the loaded library's thread count (its ``scriptc.pool.threads``; dlopen gives the same copy)."""
+def library_threads(where) -> int:
+    """The loaded library's thread count (its ``scriptc.pool.threads``; dlopen gives the same copy)."""
     handle = ctypes.CDLL(str(where / "build" / "libpar.so"))
-    ctypes.c_int64.in_dll(handle, "scriptc.pool.threads").value = n
+    return ctypes.c_int64.in_dll(handle, "scriptc.pool.threads").value
 
 
 @pytest.mark.parametrize("threads", [1, 2, 4])
 def test_loaded_parallel_code_is_the_jits(built, lib, threads):
-    """The same thread count gives the same chunks as the JIT: bit-identical results, and NumPy's within 1e-12."""
+    """The same thread count gives the same chunks as the JIT: bit-identical results, and NumPy's within 1e-12.
+    scriptc.set_num_threads reaches the loaded library too."""
     where, mod = built
     old = scriptc.get_num_threads()
+    assert library_threads(where) == old
     try:
         scriptc.set_num_threads(threads)
-        library_threads(where, threads)
+        assert library_threads(where) == threads
         all_cases = cases()
         for case in ("c0-psum", "c1-prow", "c2-fused"):
             fname, inputs, want, tol = all_cases[case]
@@ -339,7 +341,6 @@ def test_loaded_parallel_code_is_the_jits(built, lib, threads):
         assert str(ours.value) == str(theirs.value)
     finally:
         scriptc.set_num_threads(old)
-        library_threads(where, old)
 
 
 def test_loaded_products_match_numpy(lib):

@@ -28,6 +28,8 @@ import numpy as np
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType
 from ...signatures import parse_arg_type
 from . import FORMAT, SECTION
+from ..llvm import threads
+from ..llvm.threads import THREADS_SYMBOL
 from .cabi import DTYPE_CODES
 
 DTYPES = {code: np.dtype(name) for name, code in DTYPE_CODES.items()}
@@ -344,4 +346,10 @@ def load(path) -> Library:
         lib = ctypes.CDLL(str(path))
     except OSError as e:
         raise LoadError(f"cannot load {path}: {e}") from None
+    try:
+        count = ctypes.c_int64.in_dll(lib, THREADS_SYMBOL)     # a library with parallel regions (pool.c)
+    except ValueError:
+        count = None
+    if count is not None:
+        threads.follow(count)
     return Library(path, manifest, lib)

@@ -5,8 +5,9 @@
  *
  * As in the Python process (scriptc/backend/llvm/threads.py): regions use SCRIPTC_NUM_THREADS threads when it is
  * set to a positive integer, else as many as the CPUs the process may run on; read once, when the library is
- * loaded (an invalid value is ignored here, where the JIT raises ValueError). The pool is initialised then, and
- * again in the child after fork (which has none of the parent's workers). */
+ * loaded (an invalid value is ignored here, where the JIT raises ValueError). `scriptc.load` then sets it to the
+ * Python process's count and keeps it so (threads.py `follow`). The pool is initialised at load, and again in the
+ * child after fork (which has none of the parent's workers). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>

@@ -27,8 +27,21 @@ def default_threads() -> int:
         return os.cpu_count() or 1
 
 
+# the thread counts of libraries ``scriptc.load`` loaded (their own ``scriptc.pool.threads``), kept equal to THREADS
+_LOADED: list[ctypes.c_int64] = []
+
+
 def set_threads(n: int) -> None:
     THREADS.value = n
+    for count in _LOADED:
+        count.value = n
+
+
+def follow(count: ctypes.c_int64) -> None:
+    """Make a loaded library's thread count the process's, now and after every ``set_num_threads`` (an invalid
+    ``SCRIPTC_NUM_THREADS`` raises here as it does for scripted functions)."""
+    count.value = get_threads()
+    _LOADED.append(count)
 
 
 def get_threads() -> int:
