@@ -188,19 +188,25 @@ def _message(fn, *args) -> str:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     where = tmp_path_factory.mktemp("export")
-    (where / "corpus_kernels.py").write_text(KERNELS)
-    spec = importlib.util.spec_from_file_location("corpus_kernels", where / "corpus_kernels.py")
+    return where, export_module(where, "corpus_kernels", KERNELS, TYPES, "build/libcorpus.so")
+
+
+def export_module(where: Path, name: str, source: str, signatures, output: str):
+    """Write ``source`` as ``<where>/<name>.py``, export its (function, types) ``signatures`` (a function's
+    signatures one after another) to ``output``, and return the module, imported (the CPython oracle)."""
+    (where / f"{name}.py").write_text(source)
+    spec = importlib.util.spec_from_file_location(name, where / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     argv, last = [], None
-    for name, types in TYPES:     # a function's signatures follow it: F --types ... --types ...
-        if name != last:
-            argv.append(f"corpus_kernels.py:{name}")
+    for fname, types in signatures:     # F --types ... --types ...
+        if fname != last:
+            argv.append(f"{name}.py:{fname}")
         argv += ["--types", *types]
-        last = name
-    result = export(where, argv + ["-o", "build/libcorpus.so"])
+        last = fname
+    result = export(where, argv + ["-o", output])
     assert result.returncode == 0, result.stderr
-    return where, mod
+    return mod
 
 
 def export(where: Path, argv: list[str]) -> subprocess.CompletedProcess:

@@ -7,7 +7,6 @@ runs regions on a fresh pool; ``ldd`` still lists only the C and math libraries.
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import subprocess
 
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 
 import scriptc
-from tests.test_export import CC, compile_c, export, pytestmark  # noqa: F401  (pytestmark: Linux and a C compiler)
+from tests.test_export import CC, compile_c, export, export_module, pytestmark  # noqa: F401  (pytestmark: Linux and a C compiler)
 
 KERNELS = '''
 import numpy as np
@@ -231,18 +230,7 @@ def assert_close(got, want, tol) -> None:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     where = tmp_path_factory.mktemp("export_parallel")
-    (where / "par_kernels.py").write_text(KERNELS)
-    spec = importlib.util.spec_from_file_location("par_kernels", where / "par_kernels.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    argv, last = [], None
-    for name, types in SIGNATURES:
-        if name != last:
-            argv.append(f"par_kernels.py:{name}")
-        argv += ["--types", *types]
-        last = name
-    result = export(where, argv + ["-o", "build/libpar.so"])
-    assert result.returncode == 0, result.stderr
+    mod = export_module(where, "par_kernels", KERNELS, SIGNATURES, "build/libpar.so")
     data = where / "data"
     data.mkdir()
     for case, (_, inputs, _, _) in cases().items():

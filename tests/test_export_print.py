@@ -4,7 +4,6 @@ undecorated (NumPy's ``str(ndarray)``, ``format()``, ``str(exception)``)."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import struct
 import subprocess
@@ -14,7 +13,7 @@ import pytest
 from hypothesis import given, settings, HealthCheck
 from hypothesis import strategies as st
 
-from tests.test_export import CC, compile_c, export, pytestmark  # noqa: F401 -- the same skip
+from tests.test_export import CC, compile_c, export, export_module, pytestmark  # noqa: F401 -- the same skip
 
 KERNELS = '''
 import numpy as np
@@ -146,19 +145,10 @@ def c_double(x: float) -> str:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     where = tmp_path_factory.mktemp("export_print")
-    (where / "print_kernels.py").write_text(KERNELS)
-    spec = importlib.util.spec_from_file_location("print_kernels", where / "print_kernels.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    argv = ["print_kernels.py:show"]
-    for dtype, rank in SHOW:
-        argv += ["--types", f"{dtype}[{','.join(['*'] * rank)}]"]
-    argv += ["print_kernels.py:show_in_tuple", "--types", "float64[*]", "int",
-             "print_kernels.py:describe", "--types", "int", "float", "bool",
-             "print_kernels.py:say", "--types", "int", "float", "bool",
-             "print_kernels.py:check", "--types", "int", "float", "-o", "build/libprints.so"]
-    result = export(where, argv)
-    assert result.returncode == 0, result.stderr
+    signatures = [("show", [f"{dtype}[{','.join(['*'] * rank)}]"]) for dtype, rank in SHOW] + [
+        ("show_in_tuple", ["float64[*]", "int"]), ("describe", ["int", "float", "bool"]),
+        ("say", ["int", "float", "bool"]), ("check", ["int", "float"])]
+    mod = export_module(where, "print_kernels", KERNELS, signatures, "build/libprints.so")
     cases = "\n".join(f"        case {DTYPES.index(d) * 16 + r}: rc = prints_show{f'_{k}' if k else ''}(&a, &r); "
                       "break;" for k, (d, r) in enumerate(SHOW))
     driver = compile_c(where, DRIVER_C.replace("%CASES%", cases), "driver", "-O1",
