@@ -1,5 +1,6 @@
 """Compile time in fresh processes: `import numpy, scriptc`, and the first call of small programs (decoration,
-compile and run), with a cold and a warm on-disk cache; numba in the same run when it is importable.
+compile and run), with a cold and a warm on-disk cache; numba, jax.jit and TorchScript in the same run when they
+are importable (jax and TorchScript: the seed loop and mandelbrot, written as bench/kernels.py writes them).
 
 Each figure is the median of several fresh processes (a new interpreter per measurement, imports excluded from
 the first-call figures, bytecode written and read as on a user's machine). The measurements of the different
@@ -73,6 +74,63 @@ def f(x):
 DECORATE = {
     "scriptc": ("import scriptc", "scriptc.script(cache={cache!r})"),
     "numba": ("import numba", "numba.njit"),
+    "jax": ("import jax\njax.config.update('jax_enable_x64', True)\nimport jax.numpy as jnp\nfrom jax import lax",
+            "jax.jit"),
+    "torch": ("import torch\ntorch.set_num_threads(1)", "torch.jit.script"),
+}
+
+# The same tasks as jax.jit and TorchScript take them (bench/kernels.py's versions): a loop over array updates is
+# lax.fori_loop for jax; mandelbrot is a masked vector iteration over the whole grid for both (neither has a
+# compiled form of the scalar while loop). Arrays are converted before the clock starts; the first call's result
+# is waited for (jax dispatches asynchronously).
+PEER_PROGRAMS = {
+    "jax": {
+        "seed loop": ("""
+def f(x, n):
+    return lax.fori_loop(0, n, lambda _, v: v + 1.0, x)
+""", "jnp.asarray(np.random.rand(2, 3)), 1000"),
+        "mandelbrot": ("""
+def f(cr, ci, maxit):
+    crg = cr[None, :]
+    cig = ci[:, None]
+    shape = (ci.shape[0], cr.shape[0])
+
+    def step(_, state):
+        zr, zi, count = state
+        zr2 = zr * zr
+        zi2 = zi * zi
+        active = zr2 + zi2 <= 4.0
+        return (jnp.where(active, zr2 - zi2 + crg, zr), jnp.where(active, 2.0 * zr * zi + cig, zi),
+                count + active.astype(count.dtype))
+
+    init = (jnp.zeros(shape, cr.dtype), jnp.zeros(shape, cr.dtype), jnp.zeros(shape, jnp.int64))
+    return lax.fori_loop(0, maxit, step, init)[2]
+""", "jnp.asarray(np.linspace(-2, 1, 64)), jnp.asarray(np.linspace(-1, 1, 64)), 50"),
+    },
+    "torch": {
+        "seed loop": ("""
+def f(x: torch.Tensor, n: int) -> torch.Tensor:
+    for _ in range(n):
+        x = x + 1.0
+    return x
+""", "torch.from_numpy(np.random.rand(2, 3)), 1000"),
+        "mandelbrot": ("""
+def f(cr: torch.Tensor, ci: torch.Tensor, maxit: int) -> torch.Tensor:
+    crg = cr.unsqueeze(0)
+    cig = ci.unsqueeze(1)
+    zr = torch.zeros((ci.shape[0], cr.shape[0]), dtype=torch.float64)
+    zi = torch.zeros((ci.shape[0], cr.shape[0]), dtype=torch.float64)
+    count = torch.zeros((ci.shape[0], cr.shape[0]), dtype=torch.int64)
+    for _ in range(maxit):
+        zr2 = zr * zr
+        zi2 = zi * zi
+        active = zr2 + zi2 <= 4.0
+        count = count + active.to(torch.int64)
+        zi = torch.where(active, 2.0 * zr * zi + cig, zi)
+        zr = torch.where(active, zr2 - zi2 + crg, zr)
+    return count
+""", "torch.from_numpy(np.linspace(-2, 1, 64)), torch.from_numpy(np.linspace(-1, 1, 64)), 50"),
+    },
 }
 
 RUNNER = """
@@ -83,9 +141,11 @@ import numpy as np
 args = ({args},)
 t = time.perf_counter()
 g = {decorate}(f)
-g(*args)
+r = g(*args)
+{wait}
 print(time.perf_counter() - t)
 """
+WAIT = {"jax": "jax.block_until_ready(r)"}
 
 IMPORT = "import time\nt = time.perf_counter()\nimport numpy, {module}\nprint(time.perf_counter() - t)"
 
@@ -123,8 +183,9 @@ def main() -> None:
     if args.against:
         configs["before"] = ("scriptc", dict(base, PYTHONPATH=os.pathsep.join(
             [os.path.abspath(args.against), base.get("PYTHONPATH", "")]).rstrip(os.pathsep)))
-    if importable("numba", base):
-        configs["numba"] = ("numba", base)
+    for peer in ("numba", "jax", "torch"):
+        if importable(peer, base):
+            configs[peer] = (peer, dict(base, JAX_PLATFORMS="cpu") if peer == "jax" else base)
     cache_dirs = {name: tempfile.mkdtemp(prefix=f"scriptc-cache-{name}-") for name in configs}
     measures = []      # (row label, column, code, env)
     for name, (module, env) in configs.items():
@@ -134,9 +195,16 @@ def main() -> None:
             for name, (module, env) in configs.items():
                 if cache and module != "scriptc":
                     continue
+                if module in PEER_PROGRAMS:
+                    if program not in PEER_PROGRAMS[module]:
+                        continue
+                    source, call_args = PEER_PROGRAMS[module][program]
+                else:
+                    source, call_args = PROGRAMS[program]
                 imports, decorate = DECORATE[module]
                 code = RUNNER.format(imports=imports, source=textwrap.dedent(source),
-                                     decorate=decorate.format(cache=cache), args=call_args)
+                                     decorate=decorate.format(cache=cache), args=call_args,
+                                     wait=WAIT.get(module, ""))
                 run_env = dict(env, SCRIPTC_CACHE_DIR=cache_dirs[name])
                 if cache:
                     fresh(code, run_env)        # fills the cache
