@@ -30,6 +30,7 @@ from .errors import LoweringError
 from .array_math import ArrayMath
 from .arrayfns import ArrayFns
 from .arrays import ArrayOps
+from .views import ViewOps
 from .conversions import Conversions
 from .fused import FusedOps
 from .constants import ArrayConstants
@@ -252,9 +253,9 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
-class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, Conversions, ArrayMath, ArrayFns, MatmulOps,
-                       FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions, MaskOps,
-                       ArrayConstants, ParallelOps, FusedParallelOps, RandomOps, Outlining):
+class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conversions, ArrayMath, ArrayFns,
+                       MatmulOps, FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions,
+                       MaskOps, ArrayConstants, ParallelOps, FusedParallelOps, RandomOps, Outlining):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
