@@ -74,64 +74,31 @@ def f(x):
 DECORATE = {
     "scriptc": ("import scriptc", "scriptc.script(cache={cache!r})"),
     "numba": ("import numba", "numba.njit"),
-    "jax": ("import jax\njax.config.update('jax_enable_x64', True)\nimport jax.numpy as jnp\nfrom jax import lax",
+    "jax": ("import jax\njax.config.update('jax_enable_x64', True)\nimport jax.numpy as jnp",
             "jax.jit"),
     "torch": ("import torch\ntorch.set_num_threads(1)", "torch.jit.script"),
 }
 
-# The same tasks as jax.jit and TorchScript take them (bench/kernels.py's versions): a loop over array updates is
-# lax.fori_loop for jax; mandelbrot is a masked vector iteration over the whole grid for both (neither has a
-# compiled form of the scalar while loop). Arrays are converted before the clock starts; the first call's result
-# is waited for (jax dispatches asynchronously).
+# The same tasks as jax.jit and TorchScript take them: bench/kernels.py's versions (jax_versions, torch_versions),
+# imported by the fresh process before the clock starts (a loop over array updates is lax.fori_loop for jax;
+# mandelbrot is a masked vector iteration over the whole grid for both: neither has a compiled form of the scalar
+# while loop). Arrays are converted before the clock starts; the first call's result is waited for (jax dispatches
+# asynchronously). program -> (kernel in bench/kernels.py, arguments)
+PEER_VERSIONS = {"jax": "jax_versions", "torch": "torch_versions"}
 PEER_PROGRAMS = {
-    "jax": {
-        "seed loop": ("""
-def f(x, n):
-    return lax.fori_loop(0, n, lambda _, v: v + 1.0, x)
-""", "jnp.asarray(np.random.rand(2, 3)), 1000"),
-        "mandelbrot": ("""
-def f(cr, ci, maxit):
-    crg = cr[None, :]
-    cig = ci[:, None]
-    shape = (ci.shape[0], cr.shape[0])
-
-    def step(_, state):
-        zr, zi, count = state
-        zr2 = zr * zr
-        zi2 = zi * zi
-        active = zr2 + zi2 <= 4.0
-        return (jnp.where(active, zr2 - zi2 + crg, zr), jnp.where(active, 2.0 * zr * zi + cig, zi),
-                count + active.astype(count.dtype))
-
-    init = (jnp.zeros(shape, cr.dtype), jnp.zeros(shape, cr.dtype), jnp.zeros(shape, jnp.int64))
-    return lax.fori_loop(0, maxit, step, init)[2]
-""", "jnp.asarray(np.linspace(-2, 1, 64)), jnp.asarray(np.linspace(-1, 1, 64)), 50"),
-    },
-    "torch": {
-        "seed loop": ("""
-def f(x: torch.Tensor, n: int) -> torch.Tensor:
-    for _ in range(n):
-        x = x + 1.0
-    return x
-""", "torch.from_numpy(np.random.rand(2, 3)), 1000"),
-        "mandelbrot": ("""
-def f(cr: torch.Tensor, ci: torch.Tensor, maxit: int) -> torch.Tensor:
-    crg = cr.unsqueeze(0)
-    cig = ci.unsqueeze(1)
-    zr = torch.zeros((ci.shape[0], cr.shape[0]), dtype=torch.float64)
-    zi = torch.zeros((ci.shape[0], cr.shape[0]), dtype=torch.float64)
-    count = torch.zeros((ci.shape[0], cr.shape[0]), dtype=torch.int64)
-    for _ in range(maxit):
-        zr2 = zr * zr
-        zi2 = zi * zi
-        active = zr2 + zi2 <= 4.0
-        count = count + active.to(torch.int64)
-        zi = torch.where(active, 2.0 * zr * zi + cig, zi)
-        zr = torch.where(active, zr2 - zi2 + crg, zr)
-    return count
-""", "torch.from_numpy(np.linspace(-2, 1, 64)), torch.from_numpy(np.linspace(-1, 1, 64)), 50"),
-    },
+    "jax": {"seed loop": ("add_loop_small", "jnp.asarray(np.random.rand(2, 3)), 1000"),
+            "mandelbrot": ("mandelbrot", "jnp.asarray(np.linspace(-2, 1, 64)), "
+                                         "jnp.asarray(np.linspace(-1, 1, 64)), 50")},
+    "torch": {"seed loop": ("add_loop_small", "torch.from_numpy(np.random.rand(2, 3)), 1000"),
+              "mandelbrot": ("mandelbrot", "torch.from_numpy(np.linspace(-2, 1, 64)), "
+                                           "torch.from_numpy(np.linspace(-1, 1, 64)), 50")},
 }
+PEER_SOURCE = """
+sys.path.insert(0, {bench!r})
+from kernels import {versions}
+f = {versions}()[{kernel!r}]
+"""
+
 
 RUNNER = """
 import time, sys
@@ -198,7 +165,9 @@ def main() -> None:
                 if module in PEER_PROGRAMS:
                     if program not in PEER_PROGRAMS[module]:
                         continue
-                    source, call_args = PEER_PROGRAMS[module][program]
+                    kernel, call_args = PEER_PROGRAMS[module][program]
+                    source = PEER_SOURCE.format(bench=os.path.dirname(os.path.abspath(__file__)),
+                                                versions=PEER_VERSIONS[module], kernel=kernel)
                 else:
                     source, call_args = PROGRAMS[program]
                 imports, decorate = DECORATE[module]
