@@ -215,6 +215,14 @@ def export(where: Path, argv: list[str]) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+def require_address_sanitizer(where: Path) -> None:
+    """Skip the test when the C compiler cannot build with -fsanitize=address."""
+    probe = subprocess.run([CC, "-fsanitize=address", "-x", "c", "-", "-o", str(where / "probe")],
+                           input="int main(void){return 0;}", capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip("the C compiler has no AddressSanitizer")
+
+
 def compile_c(where: Path, source: str, name: str, *flags: str, link: list[str] | None = None) -> Path:
     (where / f"{name}.c").write_text(source)
     exe = where / name
@@ -253,10 +261,7 @@ def test_a_c_program_gets_cpythons_results_errors_and_printed_text(built):
 
 def test_no_leak_under_leak_sanitizer(built):
     where, _ = built
-    probe = subprocess.run([CC, "-fsanitize=address", "-x", "c", "-", "-o", str(where / "probe")],
-                           input="int main(void){return 0;}", capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip("the C compiler has no AddressSanitizer")
+    require_address_sanitizer(where)
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
     exe = compile_c(where, MAIN_C, "main_asan", "-fsanitize=address", "-g")
     run = subprocess.run([str(exe)], capture_output=True, text=True, env=env)

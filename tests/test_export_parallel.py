@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import scriptc
-from tests.test_export import CC, compile_c, export, export_module, pytestmark  # noqa: F401  (pytestmark: Linux and a C compiler)
+from tests.test_export import (CC, compile_c, export, export_module, pytestmark,  # noqa: F401  (pytestmark: Linux, a C compiler)
+                               require_address_sanitizer)
 
 KERNELS = '''
 import numpy as np
@@ -283,10 +284,7 @@ def test_a_c_program_gets_numpys_results(built, threads):
 
 def test_no_leak_under_leak_sanitizer(built):
     where, mod = built
-    probe = subprocess.run([CC, "-fsanitize=address", "-x", "c", "-", "-o", str(where / "probe")],
-                           input="int main(void){return 0;}", capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip("the C compiler has no AddressSanitizer")
+    require_address_sanitizer(where)
     exe = compile_c(where, MAIN_C, "main_asan", "-fsanitize=address", "-g", link=link(where))
     run = run_main(where, exe, 2, env=dict(os.environ, ASAN_OPTIONS="detect_leaks=1"))
     assert "leak" not in run.stderr.lower(), run.stderr
