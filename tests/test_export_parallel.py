@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import scriptc
-from tests.test_export import (CC, compile_c, export, export_module, pytestmark,  # noqa: F401  (pytestmark: Linux, a C compiler)
+from tests.test_export import (compile_c, export, export_module, pytestmark,  # noqa: F401  (pytestmark: Linux, a C compiler)
                                require_address_sanitizer)
 
 KERNELS = '''
