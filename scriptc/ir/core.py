@@ -138,6 +138,15 @@ class Block:
         self.return_node = Node("prim::Return")
         self.return_node.block = self
 
+    def is_within(self, other: "Block") -> bool:
+        """Whether this block is ``other`` or nested (at any depth) in a node of ``other``."""
+        b = self
+        while b is not None:
+            if b is other:
+                return True
+            b = b.owner.block if b.owner is not None else None
+        return False
+
     def add_param(self, type: Type, hint: str | None = None) -> Value:
         v = Value(type, self.graph.fresh_name(hint), block=self)
         self.params.append(v)

@@ -260,16 +260,6 @@ def inline_if_branch(node: Node, taken: int) -> None:
     node.destroy()
 
 
-def inside(node: Node, block: Block) -> bool:
-    """Whether ``node`` is in ``block`` or in a block nested in it."""
-    b = node.block
-    while b is not None:
-        if b is block:
-            return True
-        b = b.owner.block if b.owner is not None else None
-    return False
-
-
 def propagate_condition(node: Node) -> bool:
     """In the then-block of ``prim::If(c)`` c is True and in the else-block False: uses of c there become those
     constants (so a test of c repeated inside, or a loop c starts, folds away). True if anything changed."""
@@ -278,7 +268,7 @@ def propagate_condition(node: Node) -> bool:
         return False
     changed = False
     for known, block in zip((True, False), node.blocks):
-        uses = [u for u in cond.uses if inside(u.user, block)]
+        uses = [u for u in cond.uses if u.user.block.is_within(block)]
         if uses:
             c = make_constant(block, 0, known)
             for u in uses:

@@ -25,13 +25,7 @@ from .manager import register
 
 def _defined_inside(v, loop: Node) -> bool:
     """``v`` is defined in one of ``loop``'s blocks (at any depth)."""
-    b = v.owning_block
-    while b is not None:
-        if b.owner is loop:
-            return True
-        owner = b.owner
-        b = owner.block if owner is not None else None
-    return False
+    return any(v.owning_block.is_within(b) for b in loop.blocks)
 
 
 def hoist(loop: Node, unbound: set) -> bool:

@@ -345,7 +345,7 @@ class Batcher:
             if self.is_unassigned(v):
                 out.append(None)
                 continue
-            if not _defined_in(r, block):     # a value from before the branch: visible after it as it is
+            if not r.owning_block.is_within(block):     # a value from before the branch: visible after it as it is
                 out.append(v)
                 continue
             then.add_return(v)
@@ -532,16 +532,6 @@ def _output(b: Batcher, v: Value, example, spec) -> Value:
 
 def _hint(v: Value) -> str | None:
     return None if v.name.isdigit() else v.name
-
-
-def _defined_in(v: Value, block: Block) -> bool:
-    """Whether ``v`` is defined in ``block`` or a block nested in it."""
-    b = v.block if v.node is None else v.node.block
-    while b is not None:
-        if b is block:
-            return True
-        b = b.owner.block if b.owner is not None else None
-    return False
 
 
 def _has_effects(graph: Graph, seen=None) -> bool:
