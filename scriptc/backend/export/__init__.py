@@ -132,7 +132,7 @@ def pool_text() -> str:
     to its ``scriptc.pool.run.impl``) and ``scriptc.pool.reset`` (which pool.c runs when the library is loaded and
     in a forked child), both hidden: each library has its own pool, not exported to the program. ``pool.c``
     defines the thread count, ``scriptc.pool.threads``."""
-    text = str(pool._build_module(run_name=pool.RUN_SYMBOL))
+    text = str(pool.build_module(run_name=pool.RUN_SYMBOL))
     return re.sub(r"^define (?!internal )", "define hidden ", text, flags=re.M)
 
 

@@ -66,7 +66,7 @@ def ensure_runtime() -> None:
         from .compile import link
         from .engine import engine
         eng = engine()
-        llmod = eng.optimize(str(_build_module()))
+        llmod = eng.optimize(str(build_module()))
         obj = eng.emit_object(llmod)
         wanted = ["scriptc.pool.run.impl", "scriptc.pool.reset"]
         addresses = link(obj, wanted, llmod)
@@ -279,7 +279,7 @@ class _Builder:
         b.ret_void()
 
 
-def _build_module(run_name: str = "scriptc.pool.run.impl") -> ir.Module:
+def build_module(run_name: str = "scriptc.pool.run.impl") -> ir.Module:
     """The pool's module: ``run_name`` (``scriptc.pool.run.impl``, bound to ``scriptc.pool.run`` in the JIT; an
     exported library defines ``scriptc.pool.run`` itself), ``scriptc.pool.reset``, and an external
     ``scriptc.pool.threads``."""
