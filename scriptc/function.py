@@ -293,6 +293,8 @@ class ScriptFunction:
         for a ``float`` parameter whose code does not type with it, e.g. ``max(x, 0.5)``, is taken as a float).
         Raises the CompileError of the kinds passed when none compiles."""
         chosen = self._specialized.get(types)
+        if chosen is None and self.cache and (types in self._native or self._load_by_source_key(types)):
+            chosen = self._specialized[types] = types    # compiled before, for these very kinds
         if chosen is None:
             first_error = None
             for candidate in _widenings(self.param_types, types):
@@ -377,6 +379,8 @@ class ScriptFunction:
     def native_for_types(self, types: tuple):
         """The machine code for one signature, compiled on first use."""
         native = self._native.get(types)
+        if native is None and self.cache:
+            native = self._load_by_source_key(types)
         if native is None:
             from .backend.gil import releases_gil
             if not self.cache:     # LLVM will compile: load it while the frontend and the passes run
@@ -393,10 +397,40 @@ class ScriptFunction:
                 from .backend.llvm.compile import compile_graph
                 native = compile_graph(graph, fastmath=self.fastmath, nogil=nogil, cache=cache, python_entry=True,
                                        key=key)
+            if key is not None and cache.path(graph.name, key).exists():
+                self._store_manifest(types, native, key, nogil)
             self._native[types] = native
             native.nogil = nogil
             self._install_entry(native)
         return native
+
+    def _load_by_source_key(self, types: tuple):
+        """The cached machine code of a signature found by its source key, without the frontend and the passes
+        (``source_key.py``); installed as the signature's code. None on a miss."""
+        from .source_key import read_manifest, source_key
+        cache = self._cache_directory()
+        skey = source_key(self, types, cache.directory)
+        data = cache.load_manifest(self.__name__, skey) if skey is not None else None
+        found = read_manifest(self, data) if data is not None else None
+        if found is None:
+            return None
+        from .backend.llvm.cached import load_entry
+        key, signature, written, nogil = found
+        native = load_entry(key, signature, lambda: self.graph_for_types(types), cache, True, self.fastmath, nogil,
+                            written)
+        if native is not None:
+            self._native[types] = native
+            native.nogil = nogil
+            self._install_entry(native)
+        return native
+
+    def _store_manifest(self, types: tuple, native, key: str, nogil: bool) -> None:
+        from .source_key import manifest, source_key
+        cache = self._cache_directory()
+        skey = source_key(self, types, cache.directory)
+        data = manifest(self, native, key, nogil) if skey is not None else None
+        if data is not None:
+            cache.store_manifest(self.__name__, skey, data)
 
     def _cache_directory(self):
         if not self.cache:

@@ -90,8 +90,20 @@ class Resolver:
 
     def __init__(self, compile_callee):
         self.compile_callee = compile_callee
+        # every global name and dotted path (``np.exp``) the frontend read, with what it named: what the graphs
+        # of this function depend on besides its source (the on-disk cache's source key: ``source_key.py``)
+        self.seen: dict[str, object] = {}
 
     def lookup_global(self, fn: FunctionSource, name: str):
+        obj = self.seen[name] = self.current_value(fn, name)
+        return obj
+
+    def seen_attribute(self, path: str, obj) -> None:
+        self.seen[path] = obj
+
+    @staticmethod
+    def current_value(fn: FunctionSource, name: str):
+        """What ``name`` means in the function's closure, module or builtins now (``_MISSING``: nothing)."""
         func = fn.func
         code = func.__code__
         if name in code.co_freevars and func.__closure__:
@@ -113,6 +125,9 @@ class Resolver:
         return obj
 
     def annotation(self, fn: FunctionSource, node: ast.AST) -> Type:
+        for name in ast.walk(node):
+            if isinstance(name, ast.Name):
+                self.lookup_global(fn, name.id)
         obj = _evaluated_annotation(fn, node)
         if obj is _MISSING:     # a string annotation (``from __future__ import annotations``): the module's names
             try:

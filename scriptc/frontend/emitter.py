@@ -66,8 +66,9 @@ if hasattr(ast, "TryStar"):
 class Static:
     """A compile-time Python object met in an expression: a module, a function, a dtype, a constant."""
 
-    def __init__(self, obj):
+    def __init__(self, obj, path: str | None = None):
         self.obj = obj
+        self.path = path    # the global name or dotted path it was read as (np.exp), if it was
 
 
 class Env:
@@ -569,7 +570,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin):
     def visit_Name(self, node):
         if node.id in self.locals:
             return self.read(node.id, node)
-        return Static(self.resolver.resolve_global(self.fn, node))
+        return Static(self.resolver.resolve_global(self.fn, node), node.id)
 
     def visit_Tuple(self, node):
         return self.op("prim::TupleConstruct", [self.expr(e) for e in node.elts], at=node)
@@ -663,9 +664,14 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin):
             base = self.static_value(base, node.value)
         if isinstance(base, Static):
             try:
-                return Static(getattr(base.obj, node.attr))
+                obj = getattr(base.obj, node.attr)
             except AttributeError:
                 raise self.fn.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'", node) from None
+            if base.path is None:     # an attribute of what the argument types made (x.dtype.itemsize)
+                return Static(obj)
+            path = f"{base.path}.{node.attr}"
+            self.resolver.seen_attribute(path, obj)
+            return Static(obj, path)
         return self.array_attribute(base, node)
 
 

@@ -19,6 +19,7 @@ class FunctionSource:
     tree: ast.FunctionDef
     line_offset: int
     col_offset: int
+    text: str = ""      # the definition's lines as read from the file
 
     def loc(self, node: ast.AST | None) -> SourceRange | None:
         if node is None or not hasattr(node, "lineno"):
@@ -48,7 +49,7 @@ def get_source(func) -> FunctionSource:
     defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if not defs or isinstance(defs[0], ast.AsyncFunctionDef):
         raise CompileError(f"'{func.__name__}' is not a plain function definition")
-    return FunctionSource(func, func.__name__, filename, defs[0], start - 1, indent)
+    return FunctionSource(func, func.__name__, filename, defs[0], start - 1, indent, text)
 
 
 def _last_line(code) -> int:

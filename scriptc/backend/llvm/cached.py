@@ -13,12 +13,14 @@ from __future__ import annotations
 import threading
 
 from ...ir.core import Graph
+from ...ir.types import Type
 from . import disk_cache, objload, runtimes, warmup
 from .callbacks import restore_plan, restore_str
 from .errors import ERROR_TABLE
 from .native import NativeFunction
 
 _LOADED: dict[str, dict[str, int]] = {}     # cache key -> addresses of code already linked into this process
+_REJECTED: set[str] = set()                # keys of entries this process found damaged
 _LOCK = threading.Lock()
 
 
@@ -36,15 +38,32 @@ def load_cached(graph: Graph, fastmath: bool, nogil: bool, cache, python_entry: 
     key = disk_cache.cache_key(text, files, options, cache.directory, llvm=False)
     if key is None:     # no host description kept for this machine yet: ask LLVM (and keep its answer)
         key = disk_cache.cache_key(text, files, options, cache.directory, llvm=True)
+    signature = (graph.name, [v.type for v in graph.inputs], graph.outputs[0].type)
+    native = load_entry(key, signature, graph, cache, python_entry, fastmath, nogil)
+    if native is None:
+        warmup.start()      # a miss: LLVM will compile, load it while the lowering runs
+    return native, key
+
+
+def load_entry(key: str, signature: tuple, graph, cache, python_entry: bool, fastmath: bool, nogil: bool,
+               written=None):
+    """The NativeFunction of the entry ``key`` (None when absent or rejected). ``signature``: (name, argument
+    types, result type); ``graph``: the graph, or a function making it (the source key's hits: see
+    ``source_key.py``), then with the ``written`` inputs recorded with the entry."""
+    name, arg_types, result_type = signature
     with _LOCK:
         addresses = _LOADED.get(key)
+        if addresses is None and key in _REJECTED:     # the source key's lookup found it damaged: compile
+            return None
     if addresses is None:
-        found = cache.load(graph.name, key)
+        found = cache.load(name, key)
         addresses = _link(*found, cache) if found is not None else None
         if addresses is None:
             disk_cache.stats["rejected"] += found is not None
-            warmup.start()      # a miss: LLVM will compile, load it while the lowering runs
-            return None, key
+            if found is not None or cache.path(name, key).exists():     # there, but damaged
+                with _LOCK:
+                    _REJECTED.add(key)
+            return None
         remember(key, addresses)
     disk_cache.stats["hits"] += 1
     entry, pyentry, release = addresses["entry"], addresses.get("python_entry"), addresses.get("release")
@@ -52,21 +71,21 @@ def load_cached(graph: Graph, fastmath: bool, nogil: bool, cache, python_entry: 
 
     def remake():
         from .compile import remake_ir
-        return remake_ir(graph, prefix, nogil, fastmath, python_entry)
+        return remake_ir(graph if isinstance(graph, Graph) else graph(), prefix, nogil, fastmath, python_entry)
 
-    if pyentry and not (python_entry and _entry_usable(graph)):
+    if pyentry and not (python_entry and _entry_usable(arg_types, result_type)):
         pyentry = 0
-    return NativeFunction(graph, None, addresses["entry_symbol"], entry, None, remake,
-                          python_entry_address=pyentry or 0, release_address=release or 0), key
+    return NativeFunction(graph, None, addresses["entry_symbol"], entry, None, remake, python_entry_address=pyentry or 0,
+                          release_address=release or 0, written=written, signature=signature)
 
 
-def _entry_usable(graph: Graph) -> bool:
+def _entry_usable(arg_types: list, result: Type) -> bool:
     """The CPython entry reads object layouts that are checked in each process (entry_runtime)."""
     from .entry_runtime import entry_unsupported_reason
 
     class Signature:
-        arg_types = [v.type for v in graph.inputs]
-        result_type = graph.outputs[0].type
+        result_type = result
+    Signature.arg_types = arg_types
     return entry_unsupported_reason(Signature, rebuild=True) is None
 
 

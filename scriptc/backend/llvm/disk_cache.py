@@ -4,7 +4,8 @@ What is cached: the object file LLVM made for one optimized graph (lowering, the
 are most of a first call's time), which holds the kernel, its C entry point and its CPython entry point, and
 what the code refers to in the process by content (error codes, print plans, str constants), as JSON. A hit
 links the object with ``objload`` and registers those: no lowering, no LLVM, llvmlite is not even imported
-(``cached.py``). The frontend and the pass pipeline still run: they give the graph the key is made of.
+(``cached.py``). The frontend and the pass pipeline run only when the source key (``source_key.py``) misses:
+they give the graph the key is made of.
 
 The key is the content that determines the machine code, so a stale entry can never be found: the optimized
 graph's text (it holds the inlined code of every scripted callee, from whatever file, and the values of the
@@ -22,7 +23,8 @@ The header repeats the key and records the object's SHA-256; an entry that does 
 corrupt, another format) is ignored and rewritten. Nothing in an entry is executed or unpickled: the object
 file is linked exactly as a freshly compiled one, and the header's descriptions are checked to hash to the very
 codes the machine code carries. Runtime code that entries share (the thread pool, summation kernels:
-``runtimes.py``) is kept once, content-addressed, in ``runtime-<sha256>.sco``. Writes go to a temporary file in
+``runtimes.py``) is kept once, content-addressed, in ``runtime-<sha256>.sco``. A ``.scm`` file is a source key's
+manifest (``source_key.py``): it lets a hit skip the frontend and the passes. Writes go to a temporary file in
 the same directory and are renamed into place, so that concurrent processes never read a torn entry.
 
 Code that embeds a process address (module-level array constants) is not cached.
@@ -41,6 +43,7 @@ FORMAT = 2
 MAGIC = b"scriptc-cache\0"
 SUFFIX = ".scc"
 RUNTIME_SUFFIX = ".sco"
+MANIFEST_SUFFIX = ".scm"
 ABSOLUTE_ADDRESS = re.compile(r"inttoptr \(?i64 -?\d{4,}")    # an address as an instruction or a constant
 stats = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0}   # observable by tests and `scriptc cache`
 
@@ -209,6 +212,21 @@ class DiskCache:
         if write_atomically(self.path(name, key), MAGIC + len(header).to_bytes(8, "little") + header + obj):
             stats["stores"] += 1
 
+    def manifest_path(self, name: str, source_key: str) -> Path:
+        return self.directory / f"{re.sub(r'[^A-Za-z0-9_.]', '_', name)}-{source_key[:32]}{MANIFEST_SUFFIX}"
+
+    def load_manifest(self, name: str, source_key: str) -> dict | None:
+        """The manifest of a source key (``source_key.py``): JSON, None if absent or not one."""
+        try:
+            data = json.loads(self.manifest_path(name, source_key).read_bytes())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and data.get("source_key") == source_key else None
+
+    def store_manifest(self, name: str, source_key: str, manifest: dict) -> None:
+        write_atomically(self.manifest_path(name, source_key),
+                         json.dumps({"source_key": source_key, **manifest}, sort_keys=True).encode())
+
     def runtime_path(self, sha: str) -> Path:
         return self.directory / f"runtime-{sha[:40]}{RUNTIME_SUFFIX}"
 
@@ -244,7 +262,8 @@ def side_files(directories) -> list[Path]:
     found = []
     for d in map(Path, directories):
         if d.exists():
-            found += sorted(d.rglob(f"runtime-*{RUNTIME_SUFFIX}")) + sorted(d.rglob("host-*.json"))
+            found += sorted(d.rglob(f"runtime-*{RUNTIME_SUFFIX}")) + sorted(d.rglob("host-*.json")) + \
+                sorted(d.rglob(f"*{MANIFEST_SUFFIX}"))
     return found
 
 

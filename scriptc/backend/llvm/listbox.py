@@ -130,7 +130,7 @@ def call_with_lists(native, args):
     from .errors import ERROR_TABLE
     from .native import _rebuild
     if len(args) != len(native.arg_types):
-        raise TypeError(f"{native.graph.name}() takes {len(native.arg_types)} arguments ({len(args)} given)")
+        raise TypeError(f"{native.name}() takes {len(native.arg_types)} arguments ({len(args)} given)")
     flat, lists, borrowed = [], [], list(args)
     try:
         for t, a, conv in zip(native.arg_types, args, native._converters):

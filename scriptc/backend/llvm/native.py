@@ -178,8 +178,13 @@ class NativeFunction:
     (``entry.py``), when it has one; ``python_entry(fallback)`` makes it a builtin function."""
 
     def __init__(self, graph: Graph, ir_text: str | None, entry: str, address: int, unoptimized_ir: str | None,
-                 remake_ir=None, python_entry_address: int = 0, release_address: int = 0, written=None):
-        self.graph = graph
+                 remake_ir=None, python_entry_address: int = 0, release_address: int = 0, written=None,
+                 signature=None):
+        """``signature``: (name, argument types, result type) of code loaded from the on-disk cache by the source
+        key, whose ``graph`` is then a function making the graph (the frontend and the passes) on first use."""
+        self._graph = graph
+        self.name, self.arg_types, self.result_type = signature or (graph.name, [v.type for v in graph.inputs],
+                                                                    graph.outputs[0].type)
         self._llvm_ir, self._unoptimized_ir, self._remake_ir = ir_text, unoptimized_ir, remake_ir
         self.entry = entry
         self.address = address
@@ -187,8 +192,6 @@ class NativeFunction:
         if release_address:
             from .entry_runtime import register_release_capsule
             register_release_capsule(release_address)
-        self.arg_types = [v.type for v in graph.inputs]
-        self.result_type = graph.outputs[0].type
         # inputs the code may write (through any view, in any callee): NumPy's message for a read-only one
         self.written_inputs = written_inputs(graph) if written is None else written
         self._converters = [_arg_converter(t, self.written_inputs.get(i)) for i, t in enumerate(self.arg_types)]
@@ -196,6 +199,12 @@ class NativeFunction:
         self._asm: str | None = None
         self._reader = None
         self._has_lists = any(isinstance(t, ListType) for t in self.arg_types)
+
+    @property
+    def graph(self) -> Graph:
+        if not isinstance(self._graph, Graph):
+            self._graph = self._graph()
+        return self._graph
 
     @property
     def _call(self):
@@ -213,7 +222,7 @@ class NativeFunction:
         from .entry_runtime import builtin_function, make_state, needs_rebuild
         state = make_state(fallback, self.rebuild_out if needs_rebuild(self.result_type) else None, raise_error)
         state.native, state.nogil, state.symbol = self, nogil, f"{self.entry}.python"
-        return builtin_function(self.python_entry_address, self.graph.name, state, nogil)
+        return builtin_function(self.python_entry_address, self.name, state, nogil)
 
     @property
     def llvm_ir(self) -> str:
@@ -239,7 +248,7 @@ class NativeFunction:
             from .listbox import call_with_lists
             return call_with_lists(self, args)
         if len(args) != len(self._converters):
-            raise TypeError(f"{self.graph.name}() takes {len(self._converters)} arguments ({len(args)} given)")
+            raise TypeError(f"{self.name}() takes {len(self._converters)} arguments ({len(args)} given)")
         flat = [x for conv, a in zip(self._converters, args) for x in conv(a)]
         status, outs = self._call(*flat)
         if status:
@@ -254,7 +263,7 @@ class NativeFunction:
         return _rebuild(self.result_type, iter(self._reader(out_address)), args)
 
     def __repr__(self):
-        return f"<NativeFunction {self.graph.name} at {self.address:#x}>"
+        return f"<NativeFunction {self.name} at {self.address:#x}>"
 
 
 _CTYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8, PTR: ctypes.c_void_p}
