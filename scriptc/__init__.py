@@ -3,10 +3,15 @@
     @scriptc.script
     def f(x: np.ndarray) -> np.ndarray: ...
 """
-from . import ops as _ops  # noqa: F401  (fills the operator registry)
 from .errors import CompileError
-from .function import ScriptFunction, script
 from .parallel import prange
+
+
+def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False):
+    """Compile a type-annotated Python function to native code (see ``scriptc.function.script``). The compiler
+    (frontend, operator registry) is imported by the first decoration, not by ``import scriptc``."""
+    from .function import script as decorate
+    return decorate(fn, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache)
 
 
 def load(path):
@@ -39,6 +44,9 @@ __version__ = "0.1.0"
 def __getattr__(name):
     # scriptc.random (functional random keys) and the transforms (grad) are imported on first use: import time
     import importlib
+    if name == "ScriptFunction":
+        from .function import ScriptFunction
+        return ScriptFunction
     if name == "random":
         return importlib.import_module(".random", __name__)
     if name in ("grad", "value_and_grad", "vmap"):

@@ -8,8 +8,10 @@
 from __future__ import annotations
 
 import linecache
+from typing import TYPE_CHECKING
 
-from .ir.core import SourceRange
+if TYPE_CHECKING:       # `import scriptc` imports this module, not the IR
+    from .ir.core import SourceRange
 
 
 class CompileError(Exception):

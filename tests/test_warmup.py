@@ -70,3 +70,11 @@ def test_import_and_decoration_load_no_pass_and_no_backend(tmp_path):
     code = ("import sys\nsys.path.insert(0, {where!r})\nimport kernels\n"
             "print(sorted(m for m in sys.modules if m.startswith(('scriptc.passes', 'scriptc.backend', 'llvmlite'))))")
     assert run(code.format(where=str(tmp_path))) == "[]\n"
+
+
+def test_import_loads_no_compiler():
+    # `import scriptc` is the decorator and prange; the frontend, the IR and the operator registry come with the
+    # first decoration, which needs them (and `scriptc.ScriptFunction` on first use)
+    code = ("import sys, scriptc\nprint(sorted(m for m in sys.modules if m.startswith('scriptc')))\n"
+            "print(scriptc.ScriptFunction.__name__, 'scriptc.ops' in sys.modules)")
+    assert run(code) == "['scriptc', 'scriptc.errors', 'scriptc.parallel']\nScriptFunction True\n"

@@ -360,3 +360,7 @@ def const_dim(t: Type, value) -> int | None:
         return None
     d = int(value)
     return d if d >= 0 else None
+
+
+# Every operator is declared in scriptc.ops: whoever can ask the registry finds them all there.
+from .. import ops  # noqa: E402,F401
