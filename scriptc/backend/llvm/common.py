@@ -95,6 +95,7 @@ UNSUPPORTED_DETAIL: dict[str, str] = {}
 # -- this process's objects, by name -----------------------------------------------------------------------
 
 NO_VECTORIZE = ("llvm.loop.vectorize.enable", False)
+NO_UNROLL = "llvm.loop.unroll.disable"
 
 
 def loop_hints(module: ir.Module, back_edge: ir.Instruction, *hints) -> None:

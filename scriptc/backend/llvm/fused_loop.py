@@ -23,7 +23,7 @@ from llvmlite import ir
 
 from ...ir.types import TensorType
 from .arrays import kind_of, scalar_kind
-from .common import F64, I1, I64, handler_for, handles, i64
+from .common import F64, I1, I64, NO_UNROLL, NO_VECTORIZE, handler_for, handles, i64
 
 UNROLL_CHAINS = 8     # independent vector chains per tile: latency 4 x 2 FP ports on current x86
 
@@ -264,11 +264,14 @@ class FusedLoopOps:
         scratch_t = ir.ArrayType(F64, tile)
         last = b.sub(rest, i64(1))
         copies = {}
+        # the copies run once per call: unrolled and vectorized (32 elements), they were half of LLVM's time on
+        # a small time loop, for nothing at run time
+        once = (NO_UNROLL, NO_VECTORIZE)
         for v in operands:
             if isinstance(v.type, TensorType) and id(v) not in copies:
                 copies[id(v)] = buf = b.bitcast(self.alloca(scratch_t), F64.as_pointer())
                 src = b.bitcast(self.arr(v).data, F64.as_pointer())
-                with self.for_range(i64(tile)) as j:
+                with self.for_range(i64(tile), hints=once) as j:
                     pick = b.select(b.icmp_signed("<", j, rest), j, last)
                     b.store(b.load(b.gep(src, [b.add(full, pick)])), b.gep(buf, [j]))
         results = [b.bitcast(self.alloca(scratch_t), F64.as_pointer()) for _ in outs]
@@ -276,11 +279,12 @@ class FusedLoopOps:
         def vec_ptr(data, u):
             return b.bitcast(b.gep(data, [i64(u * vec.count)]), vec.as_pointer())
 
-        self.vector_tile(node, sub, trips, vec, chains, lambda v, u: b.load(vec_ptr(copies[id(v)], u)),
-                         lambda j, u, x: b.store(x, vec_ptr(results[j], u)))
+        # the scratch arrays are aligned for doubles, not vectors
+        self.vector_tile(node, sub, trips, vec, chains, lambda v, u: b.load(vec_ptr(copies[id(v)], u), align=8),
+                         lambda j, u, x: b.store(x, vec_ptr(results[j], u), align=8))
         for out, res in zip(outs, results):
             dst = b.bitcast(out.data, F64.as_pointer())
-            with self.for_range(rest) as j:
+            with self.for_range(rest, hints=once) as j:
                 b.store(b.load(b.gep(res, [j])), b.gep(dst, [b.add(full, j)]))
 
     def vector_tile(self, node, sub, trips, vec, chains, load, store):
