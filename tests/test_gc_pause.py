@@ -1,0 +1,58 @@
+"""The cyclic garbage collector is paused while a signature compiles (``scriptc/gc_pause.py``) and left as the
+user had it afterwards."""
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+
+import scriptc
+
+
+def fresh():
+    @scriptc.script
+    def kernel(x, n):
+        for _ in range(n):
+            x = np.sin(x) * 0.5 + x
+        return x.sum()
+    return kernel
+
+
+def test_no_collection_runs_during_a_compile(monkeypatch):
+    from scriptc.backend.llvm import compile as native_compile
+    collections, inside = [], []
+
+    def seen(phase, info):
+        if phase == "start":
+            collections.append(bool(inside))
+
+    def compile_graph(*args, **kwargs):
+        inside.append(gc.isenabled())
+        try:
+            return real(*args, **kwargs)
+        finally:
+            inside.clear()
+
+    real = native_compile.compile_graph
+    monkeypatch.setattr(native_compile, "compile_graph", compile_graph)
+    kernel = fresh()
+    old = gc.get_threshold()
+    gc.set_threshold(1)     # a collection every allocation or so: lowering and LLVM would see hundreds
+    gc.callbacks.append(seen)
+    try:
+        kernel(np.arange(4.0), 3)
+    finally:
+        gc.callbacks.remove(seen)
+        gc.set_threshold(*old)
+    assert gc.isenabled() and inside == []
+    assert True not in collections and False in collections    # none inside the compile; some outside
+
+
+def test_a_collector_the_user_disabled_stays_disabled():
+    kernel = fresh()
+    gc.disable()
+    try:
+        assert kernel(np.arange(4.0), 2) == fresh().py_func(np.arange(4.0), 2)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
