@@ -3,10 +3,11 @@
     @scriptc.script
     def f(x: np.ndarray) -> np.ndarray: ...
 """
-from .errors import CompileError
+from .errors import CompileError, user_facing
 from .parallel import prange
 
 
+@user_facing
 def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False):
     """Compile a type-annotated Python function to native code (see ``scriptc.function.script``). The compiler
     (frontend, operator registry) is imported by the first decoration, not by ``import scriptc``."""

@@ -7,7 +7,9 @@
 """
 from __future__ import annotations
 
+import functools
 import linecache
+import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:       # `import scriptc` imports this module, not the IR
@@ -46,3 +48,18 @@ class CompileError(Exception):
         if self.hint:
             text += f"\nhint: {self.hint}"
         return text
+
+
+def user_facing(fn):
+    """Raise a CompileError from the user's call into scriptc, without the 15-60 frames of scriptc internals
+    that found it (``SCRIPTC_DEBUG=1`` keeps them, for debugging scriptc itself)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except CompileError as e:
+            if os.environ.get("SCRIPTC_DEBUG") == "1":
+                raise
+            e.__context__ = e.__cause__ = None
+            raise e.with_traceback(None) from None
+    return wrapper

@@ -13,7 +13,7 @@ import pickle
 import numpy as np
 
 from .arguments import (_SCALAR_OF, UNANNOTATED, _accept, _check_argument, _kind, _widenings)
-from .errors import CompileError
+from .errors import CompileError, user_facing
 from .frontend import FunctionEmitter, Resolver, get_source, validate
 from .gc_pause import gc_paused
 from .ir.core import Graph
@@ -41,21 +41,6 @@ class _WrongGuess(Exception):
 
 class GraphNeedsTypes(RuntimeError):
     """``f.graph`` of a function whose graph depends on its arguments' dtypes, before it was called."""
-
-
-def user_facing(fn):
-    """Raise a CompileError from the user's call into scriptc, without the 15-60 frames of scriptc internals
-    that found it (``SCRIPTC_DEBUG=1`` keeps them, for debugging scriptc itself)."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except CompileError as e:
-            if os.environ.get("SCRIPTC_DEBUG") == "1":
-                raise
-            e.__context__ = e.__cause__ = None
-            raise e.with_traceback(None) from None
-    return wrapper
 
 
 class ScriptFunction:
