@@ -448,13 +448,34 @@ class ArrayOps:
         return [out.leaves]
 
     def copy_into(self, dst: Arr, src: Arr, src_strides=None) -> None:
-        """dst[...] = src, element by element with a cast; ``src_strides`` broadcasts (stride 0)."""
+        """dst[...] = src, element by element with a cast; ``src_strides`` broadcasts (stride 0). A copy of at
+        least one dimension calls a loop nest compiled once per process for its dtypes and ranks: inline, each
+        copy was some 300 lines of IR for LLVM to optimize again (four border copies: half of a stencil's
+        compile time)."""
         strides = src_strides if src_strides is not None else src.strides
-        view = Arr(src.t, [src.mi, src.data, *dst.shape[len(dst.shape) - len(strides):], *strides])
+        rank, src_rank = dst.t.rank, len(strides)
+        if rank == 0:
+            return self.copy_loops(dst, Arr(src.t, [src.mi, src.data]))
+        fnty = ir.FunctionType(ir.VoidType(), [I8P, *[I64] * (2 * rank), I8P, *[I64] * src_rank])
+
+        def build(lowering, fn):
+            data, *rest = fn.args
+            shape, dst_strides, (src_data, *src_strides) = rest[:rank], rest[rank:2 * rank], rest[2 * rank:]
+            null = ir.Constant(I8P, None)
+            lowering.copy_loops(Arr(TensorType(dst.t.dtype, rank), [null, data, *shape, *dst_strides]),
+                                Arr(TensorType(src.t.dtype, src_rank), [null, src_data, *shape[rank - src_rank:],
+                                                                        *src_strides]))
+            lowering.b.ret_void()
+        copy = self.call_compiled_once(("copy", src.t.dtype, dst.t.dtype, rank, src_rank), fnty, build)
+        self.b.call(copy, [dst.data, *dst.shape, *dst.strides, src.data, *strides])
+
+    def copy_loops(self, dst: Arr, view: Arr) -> None:
+        """The loop nest of ``copy_into``: ``view`` has the trailing dimensions of ``dst`` (broadcast strides)."""
+        rank = view.t.rank
 
         def body(index):
-            x = self.load_element(self.element_ptr(view, index[len(index) - len(strides):]), src.t.dtype)
-            self.store_element(self.element_ptr(dst, index), x, kind_of(src.t.dtype), dst.t.dtype)
+            x = self.load_element(self.element_ptr(view, index[len(index) - rank:]), view.t.dtype)
+            self.store_element(self.element_ptr(dst, index), x, kind_of(view.t.dtype), dst.t.dtype)
         self.loop_nest(dst.shape, body)
 
     def extent(self, a: Arr):
