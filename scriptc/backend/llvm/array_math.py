@@ -16,10 +16,10 @@ from llvmlite import ir
 from ...ir.registry import REGISTRY, lookup
 from ...ir.types import TensorType, result_dtype
 from .arrays import ELEM, F32, INT_RANGE, Arr, kind_of, shape_text
-from .common import F64, I1, I64, INT64_MIN, NO_VECTORIZE, f64, handles_array, i64
+from .common import F64, I1, I8P, I64, INT64_MIN, NO_VECTORIZE, f64, handles_array, i64
 from .symbols import LIBM_UNARY
 from .errors import LoweringError
-from .summation import pairwise_reducible
+from .summation import KernelRaises, pairwise_reducible
 
 ELEMENTWISE = [name for name, op in REGISTRY.items() if op.elementwise]
 INPLACE = [name for name, op in REGISTRY.items() if "inplace_of" in op.extra]
@@ -28,6 +28,7 @@ PREDICATES = {name.split("::")[1] for name, op in REGISTRY.items() if op.extra.g
 COMPARE = {"eq": ("==", "oeq"), "ne": ("!=", "une"), "lt": ("<", "olt"), "le": ("<=", "ole"),
            "gt": (">", "ogt"), "ge": (">=", "oge")}
 LIBM = set(LIBM_UNARY)
+_RAISING: set = set()     # element-wise kernels whose element code raises: lowered inline
 INTRINSIC = {"sqrt", "floor", "ceil", "trunc", "fabs"}
 
 
@@ -36,6 +37,29 @@ def is_constant_two(y) -> bool:
     if isinstance(y, ir.CastInstr) and y.opname == "sitofp":
         y = y.operands[0]
     return isinstance(y, ir.Constant) and y.constant in (2, 2.0) and not isinstance(y.constant, bool)
+
+
+class Operand:
+    """An operand position of a shared element-wise kernel (``call_elementwise_kernel``)."""
+    __slots__ = ("type",)
+
+    def __init__(self, t):
+        self.type = t
+
+
+def folded(x):
+    """A register value made of constants by casts (``x ** 2`` on floats: sitofp(2)) as the constant it is,
+    so that a kernel compiled for it sees a constant (``x * x`` for ``x ** 2``, as NumPy's square); else ``x``."""
+    if isinstance(x, ir.CastInstr):
+        inner = folded(x.operands[0])
+        if isinstance(inner, ir.Constant) and isinstance(inner.constant, (int, float)) and \
+                not isinstance(inner.constant, bool):
+            value = inner.constant
+            if x.opname in ("sitofp", "fpext") or (x.opname == "uitofp" and value >= 0):
+                return ir.Constant(x.type, float(value))
+            if x.opname == "fptrunc" and x.type == F32:
+                return ir.Constant(x.type, float(np.float32(value)))
+    return x
 
 
 def reduction_dtype(kind: str, src: TensorType, axis) -> str:
@@ -58,20 +82,87 @@ class ArrayMath:
         shape = self.broadcast_shape(arrays, out_t.rank)
         out = self.alloc(out_t, shape)
         dtype = self.loop_dtype(node)
-        compute = kind_of(dtype)
         scalars = {k: self.weak_scalar(op, k, *self.scalar_operand(v), dtype)
                    for k, v in enumerate(node.inputs) if not isinstance(v.type, TensorType)}
+        if not self.call_elementwise_kernel(node, dtype, out, arrays, scalars):
+            self.elementwise_loops(out, node.inputs, arrays, self.element_of(node, dtype, scalars))
+        return [out.leaves]
+
+    def element_of(self, node, dtype: str, scalars: dict, inputs=None):
+        """``element(load)`` of an element-wise node: its operands (arrays through ``load``, Python scalars from
+        ``scalars``, by position) cast to the loop's kind, the operation, NumPy's rounding. ``inputs``: what
+        ``load`` is given for each operand (the node's inputs)."""
+        op = node.kind.split("::")[1]
+        compute = kind_of(dtype)
 
         def element(load):
             args = []
-            for k, v in enumerate(node.inputs):
+            for k, v in enumerate(inputs or node.inputs):
                 kind, x = load(v) if isinstance(v.type, TensorType) else scalars[k]
                 want = "b" if op == "where" and k == 0 else compute
                 args.append(self.cast(x, kind, want))
             return self.in_loop_precision(*self.element_op(op, args, compute, dtype), dtype)
+        return element
 
-        self.elementwise_loops(out, node.inputs, arrays, element)
-        return [out.leaves]
+    def call_elementwise_kernel(self, node, dtype: str, out: Arr, arrays: list[Arr], scalars: dict) -> bool:
+        """Run an element-wise node's loops as a call to a kernel compiled once per process for its operator,
+        dtypes, ranks and constant operands (the others are arguments), as NumPy calls a ufunc's inner loop:
+        inline, each operator was a loop nest LLVM optimized again in every function (~40 ms each). The
+        shapes were checked and broadcast here; the kernel cannot raise. False where it cannot be so: a
+        library or GPU module (the code stays inline there) or an operation that raises (integer powers)."""
+        if self.mod.standalone:
+            return False
+        rank = out.t.rank
+        scalars = {k: (kind, folded(x)) for k, (kind, x) in scalars.items()}
+        params = [k for k, (_, x) in sorted(scalars.items()) if not isinstance(x, ir.Constant)]
+        operands = [f"{v.type.dtype}{v.type.rank}" if isinstance(v.type, TensorType) else
+                    f"{scalars[k][0]}" if k in params else str(scalars[k][1])
+                    for k, v in enumerate(node.inputs)]
+        attrs = [f"{name}={value}" for name, value in sorted(node.attrs.items())]
+        key = ("ew", node.kind.split("::")[1], *attrs, dtype, f"{out.t.dtype}{rank}", *operands)
+        if key in _RAISING:
+            return False
+        types = [I8P, *[I64] * (2 * rank)]
+        for a in arrays:
+            types += [I8P, *[I64] * a.t.rank]
+        types += [scalars[k][1].type for k in params]
+
+        def build(lowering, fn):
+            args = iter(fn.args)
+            null = ir.Constant(I8P, None)
+            data = next(args)
+            shape = [next(args) for _ in range(rank)]
+            kernel_out = Arr(out.t, [null, data, *shape, *[next(args) for _ in range(rank)]])
+            views = []
+            for a in arrays:
+                data = next(args)
+                views.append(Arr(a.t, [null, data, *shape[rank - a.t.rank:], *[next(args) for _ in a.shape]]))
+            own = dict(scalars)
+            own.update({k: (scalars[k][0], next(args)) for k in params})
+            lowering.node = node        # (what an unsupported operator's LoweringError names)
+            # one operand per position, never the node's values: the kernel serves every node of this key,
+            # and one that reads a value twice (s * s) must not make it read one argument twice
+            operands = [Operand(v.type) for v in node.inputs]
+            lowering.elementwise_loops(kernel_out, operands, views,
+                                       lowering.element_of(node, dtype, own, operands), broadcast=False)
+            lowering.b.ret_void()
+        try:
+            kernel = self.call_compiled_once(key, ir.FunctionType(ir.VoidType(), types), build)
+        except KernelRaises:
+            _RAISING.add(key)
+            return False
+        args = [out.data, *out.shape, *out.strides]
+        for a in arrays:
+            args += [a.data, *self.broadcast_strides(a, out.shape)]
+        self.b.call(kernel, args + [scalars[k][1] for k in params])
+        return True
+
+    def broadcast_strides(self, a: Arr, shape: list) -> list:
+        """The strides reading ``a`` broadcast to ``shape`` (checked already): 0 where ``a`` has length 1."""
+        b = self.b
+        pad = len(shape) - a.t.rank
+        return [b.select(b.icmp_signed("==", d, shape[pad + k]), s, i64(0))
+                for k, (d, s) in enumerate(zip(a.shape, a.strides))]
 
     def compute_kind(self, node) -> str:
         return kind_of(self.loop_dtype(node))
@@ -134,9 +225,10 @@ class ArrayMath:
                             + " ".join(parts) + " ", [d for a in arrays for d in a.shape])
         return shape
 
-    def elementwise_loops(self, out: Arr, inputs, arrays: list[Arr], element) -> None:
+    def elementwise_loops(self, out: Arr, inputs, arrays: list[Arr], element, broadcast: bool = True) -> None:
         """Store ``element(load)`` into every element of ``out``; ``load(value)`` reads that operand's element
-        (kind, register) at the current index."""
+        (kind, register) at the current index. ``broadcast=False``: the arrays are views of the output's shape
+        already (``call_elementwise_kernel``)."""
         def store(kind, x, flat, index):
             if flat is not None:
                 ptr = self.b.bitcast(self.b.gep(out.data, [self.b.mul(flat, i64(out.itemsize))]),
@@ -144,7 +236,7 @@ class ArrayMath:
             else:
                 ptr = self.element_ptr(out, index)
             self.store_element(ptr, x, kind, out.t.dtype)
-        self.broadcast_loops(out.shape, inputs, arrays, element, store, out=out)
+        self.broadcast_loops(out.shape, inputs, arrays, element, store, out=out, broadcast=broadcast)
 
     def all_flat(self, shape: list, arrays: list[Arr]):
         """i1: every array is C-contiguous with exactly this shape (one flat index reaches all of them)."""
@@ -159,7 +251,7 @@ class ArrayMath:
         return same
 
     def broadcast_loops(self, shape: list, inputs, arrays: list[Arr], element, sink, out: Arr | None = None,
-                        flat_start=None, flat: bool = True):
+                        flat_start=None, flat: bool = True, broadcast: bool = True):
         """Run ``sink(kind, x, flat_index | None, index | None)`` with ``(kind, x) = element(load)`` for every
         index of ``shape``: one flat loop when every array is C-contiguous with exactly this shape (and so is
         ``out``), else a loop nest reading broadcast operands (only that with ``flat=False``: the caller has
@@ -168,7 +260,7 @@ class ArrayMath:
         by_value = {id(v): a for v, a in zip([v for v in inputs if isinstance(v.type, TensorType)], arrays)}
 
         def nested():
-            strides = {id(a): self.broadcast_to(a, shape, "") for a in arrays}
+            strides = {id(a): self.broadcast_to(a, shape, "") if broadcast else a.strides for a in arrays}
 
             def body(index):
                 def load(v):

@@ -357,11 +357,20 @@ def _compile(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
     mod = ModuleLowering(prefix)
     fn = build_function(mod, mod.unique("fn"), fnty, build)
     eng = engine()
-    llmod = eng.optimize(str(mod.module))
+    text = SHARED_IR[name] = str(mod.module)
+    llmod = eng.optimize(text)
     obj = eng.emit_object(llmod)
     address = link(obj, [fn.name], llmod)[fn.name]
     runtimes.register(obj, {name: fn.name})
     return address
+
+
+SHARED_IR: dict[str, str] = {}      # name -> LLVM IR of the functions compiled once in this process (to read)
+
+
+class KernelRaises(Exception):
+    """The code of a function compiled once (``build_function``) would raise: it has no way to (no unwind
+    block, no status to return), so the caller lowers that code inline instead."""
 
 
 def build_function(mod, name: str, fnty: ir.FunctionType, build) -> ir.Function:
@@ -372,6 +381,7 @@ def build_function(mod, name: str, fnty: ir.FunctionType, build) -> ir.Function:
     # a lowering object for a function with no graph: the emitting helpers need a builder and an entry block
     lowering = FunctionLowering.__new__(FunctionLowering)
     lowering.mod, lowering.function, lowering.node, lowering.env = mod, fn, None, {}
+    lowering.compiled_once = True
     lowering.entry_block = fn.append_basic_block("entry")
     body = fn.append_basic_block("body")
     ir.IRBuilder(lowering.entry_block).branch(body)

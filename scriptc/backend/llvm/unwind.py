@@ -125,6 +125,9 @@ class Unwinding:
     # -- raising ---------------------------------------------------------------------------------------------
     def fail(self, code) -> None:
         """Return error ``code`` (an int or an i32 value) from here, through the unwind block."""
+        if getattr(self, "compiled_once", False):
+            from .summation import KernelRaises
+            raise KernelRaises(code)
         if self._unwind_bb is None:
             self._unwind_bb = self.function.append_basic_block("unwind")
             with self.b.goto_block(self._unwind_bb):

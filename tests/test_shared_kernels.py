@@ -1,0 +1,129 @@
+"""Code compiled once per process and called by every function that needs it: element-wise operators outside
+fusion groups (``array_math.call_elementwise_kernel``) and copies (``arrays.copy_into``). One kernel serves
+every node of its key (operator, dtypes, ranks, constant operands), so nothing about one node may leak into
+it: each test compiles the node that makes the kernel first, then another that reuses it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import scriptc
+from tests.util import filecheck
+
+
+def native_ir(fn, *args) -> str:
+    return fn.native_for_types(fn._bind(args, {})[0]).unoptimized_ir
+
+
+def test_a_kernel_made_for_a_value_read_twice_serves_two_operands():
+    @scriptc.script
+    def square(a: np.ndarray) -> np.ndarray:
+        s = a * a
+        return s
+
+    @scriptc.script
+    def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        p = a * b
+        return p
+
+    a, b = np.arange(5.0), np.arange(5.0) + 10.0
+    np.testing.assert_array_equal(square(a), a * a)      # compiles the kernel for float64 * float64
+    np.testing.assert_array_equal(product(a, b), a * b)
+
+
+def test_constant_operands_are_part_of_the_key_and_others_are_arguments():
+    @scriptc.script
+    def above_half(x: np.ndarray) -> np.ndarray:
+        return x > 0.5
+
+    @scriptc.script
+    def above_quarter(x: np.ndarray) -> np.ndarray:
+        return x > 0.25
+
+    @scriptc.script
+    def above(x: np.ndarray, t: float) -> np.ndarray:
+        return x > t
+
+    x = np.linspace(0.0, 1.0, 9)
+    np.testing.assert_array_equal(above_half(x), x > 0.5)
+    np.testing.assert_array_equal(above_quarter(x), x > 0.25)
+    for t in (0.1, 0.6):
+        np.testing.assert_array_equal(above(x, t), x > t)
+    filecheck(native_ir(above_half, x), 'CHECK: call void @"scriptc.shared.ew_gt_float64_bool1_float641_double')
+    filecheck(native_ir(above, x, 0.6), 'CHECK: call void @"scriptc.shared.ew_gt_float64_bool1_float641_f"')
+
+
+def test_a_float_square_is_a_product_in_the_kernel_too():
+    @scriptc.script
+    def square(x: np.ndarray) -> np.ndarray:
+        return x ** 2
+
+    # values whose libm pow(x, 2.0) is not x * x (tests/test_user_kernels.py)
+    x = np.array([float.fromhex(h) for h in ("-0x1.6c5b774b54876p+2", "0x1.51eebf84b8720p+2",
+                                             "0x1.ceb7f723998b0p+1", "-0x1.2da4e80b86597p+0")])
+    np.testing.assert_array_equal(square(x), x ** 2)
+
+
+def test_an_operator_that_raises_stays_inline():
+    @scriptc.script
+    def power(x: np.ndarray, k: int) -> np.ndarray:
+        return x ** k
+
+    x = np.arange(1, 5)
+    np.testing.assert_array_equal(power(x, 3), x ** 3)
+    with pytest.raises(ValueError, match="Integers to negative integer powers are not allowed"):
+        power(x, -1)
+    filecheck(native_ir(power, x, 3), 'CHECK-NOT: call void @"scriptc.shared.ew_pow')
+
+
+LAYOUTS = st.sampled_from(["plain", "reversed", "strided", "column", "broadcast_row", "broadcast_col", "scalar"])
+
+
+def layout(base: np.ndarray, how: str) -> np.ndarray:
+    if how == "reversed":
+        return base[::-1, ::-1]
+    if how == "strided":
+        return np.repeat(np.repeat(base, 2, axis=0), 2, axis=1)[::2, ::2]
+    if how == "column":
+        return np.asfortranarray(base)
+    if how == "broadcast_row":
+        return base[:1, :]
+    if how == "broadcast_col":
+        return base[:, :1]
+    return base
+
+
+@scriptc.script
+def mixed(a, b, c):
+    return np.where(a > b, a - c, b * 2.5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(LAYOUTS, LAYOUTS, st.sampled_from(["float64", "float32", "int32", "int64"]), st.integers(0, 2 ** 16))
+def test_operands_of_every_layout_give_numpys_results(la, lb, dtype, seed):
+    rng = np.random.default_rng(seed)
+    base_a, base_b = (rng.integers(-9, 9, size=(3, 4)).astype(dtype) for _ in range(2))
+    a = layout(base_a, la) if la != "scalar" else base_a
+    b = layout(base_b, lb) if lb != "scalar" else base_b[0, 0].item()
+    c = a[:1, :1] if isinstance(a, np.ndarray) else a
+    want = mixed.py_func(a, b, c)
+    got = mixed(a, b, c)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_copies_of_every_dtype_pair_and_layout():
+    @scriptc.script
+    def assign(out, src):
+        out[1:, ::2] = src
+        return out
+
+    for src_dtype, out_dtype in [("float64", "float32"), ("int8", "float64"), ("bool", "int32"), ("float16", "float64")]:
+        src = (np.arange(6).reshape(2, 3) % 3 - 1).astype(src_dtype)
+        for s in (src, src[::-1], src[:, ::-1], src[:1]):
+            out = np.zeros((3, 6), out_dtype)
+            want = out.copy()
+            want[1:, ::2] = s
+            np.testing.assert_array_equal(assign(out, s), want)
