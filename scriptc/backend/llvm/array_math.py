@@ -128,6 +128,7 @@ class ArrayMath:
         types += [scalars[k][1].type for k in params]
 
         def build(lowering, fn):
+            fn.args[0].add_attribute("noalias")     # the output is a new array: no operand reads it
             args = iter(fn.args)
             null = ir.Constant(I8P, None)
             data = next(args)
