@@ -49,8 +49,9 @@ def fingerprint(obj):
         return ["dtype", obj.str]
     if isinstance(obj, pytypes.ModuleType):
         return ["module", obj.__name__]
-    if getattr(type(obj), "scriptc_callable", False):
-        return _script_fingerprint(obj) if hasattr(obj, "resolver") else None
+    if getattr(type(obj), "scriptc_callable", False):     # a scripted function, or a transform of one
+        from .function import ScriptFunction
+        return _script_fingerprint(obj) if isinstance(obj, ScriptFunction) else None
     if is_named_tuple_class(obj):
         annotations = {k: repr(v) for k, v in obj.__annotations__.items()}
         return ["namedtuple", obj.__module__, obj.__qualname__, list(obj._fields), annotations,
