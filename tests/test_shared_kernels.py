@@ -127,3 +127,51 @@ def test_copies_of_every_dtype_pair_and_layout():
             want = out.copy()
             want[1:, ::2] = s
             np.testing.assert_array_equal(assign(out, s), want)
+
+
+CACHED = '''
+import json, sys
+import numpy as np
+import scriptc
+
+@scriptc.script(cache=True)
+def masks(x, y):
+    m = x > 0.5
+    print(m.sum())
+    out = np.empty((2, x.shape[0]))
+    out[0, :] = x
+    out[1, :] = y
+    return m, x * y, out
+
+x, y = np.linspace(0, 1, 7), np.arange(7.0)
+m, p, out = masks(x, y)
+from scriptc.backend.llvm import disk_cache
+print(json.dumps({"m": m.tolist(), "p": p.tolist(), "out": out.tolist(), "hits": disk_cache.stats["hits"],
+                  "llvmlite": "llvmlite" in sys.modules}))
+'''
+
+
+def test_a_cache_hit_brings_the_kernels_it_calls(tmp_path):
+    """The kernels a cached function calls are kept beside its entry and linked by a hit, without LLVM."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    (tmp_path / "prog.py").write_text(CACHED)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env.pop("SCRIPTC_CACHE_DIR", None)
+
+    def run():
+        proc = subprocess.run([sys.executable, "prog.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.splitlines()[-1])
+
+    x, y = np.linspace(0, 1, 7), np.arange(7.0)
+    first, second = run(), run()
+    for result in (first, second):
+        assert result["m"] == (x > 0.5).tolist() and result["p"] == (x * y).tolist()
+        assert result["out"] == [x.tolist(), y.tolist()]
+    assert second["hits"] == 1 and not second["llvmlite"]
+    assert list(tmp_path.glob("__pycache__/runtime-*.sco"))
