@@ -52,7 +52,7 @@ def test_constant_operands_are_part_of_the_key_and_others_are_arguments():
     for t in (0.1, 0.6):
         np.testing.assert_array_equal(above(x, t), x > t)
     filecheck(native_ir(above_half, x), 'CHECK: call void @"scriptc.shared.ew_gt_float64_bool1_float641_double')
-    filecheck(native_ir(above, x, 0.6), 'CHECK: call void @"scriptc.shared.ew_gt_float64_bool1_float641_f"')
+    filecheck(native_ir(above, x, 0.6), 'CHECK: call void @"scriptc.shared.ew_gt_float64_bool1_float641_f.double"')
 
 
 def test_a_float_square_is_a_product_in_the_kernel_too():

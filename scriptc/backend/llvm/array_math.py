@@ -116,7 +116,7 @@ class ArrayMath:
         scalars = {k: (kind, folded(x)) for k, (kind, x) in scalars.items()}
         params = [k for k, (_, x) in sorted(scalars.items()) if not isinstance(x, ir.Constant)]
         operands = [f"{v.type.dtype}{v.type.rank}" if isinstance(v.type, TensorType) else
-                    f"{scalars[k][0]}" if k in params else str(scalars[k][1])
+                    f"{scalars[k][0]}.{scalars[k][1].type}" if k in params else str(scalars[k][1])
                     for k, v in enumerate(node.inputs)]
         attrs = [f"{name}={value}" for name, value in sorted(node.attrs.items())]
         key = ("ew", node.kind.split("::")[1], *attrs, dtype, f"{out.t.dtype}{rank}", *operands)
