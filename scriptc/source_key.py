@@ -53,7 +53,8 @@ def fingerprint(obj):
         from .function import ScriptFunction
         return _script_fingerprint(obj) if isinstance(obj, ScriptFunction) else None
     if is_named_tuple_class(obj):
-        annotations = {k: repr(v) for k, v in obj.__annotations__.items()}
+        annotations = {k: fingerprint(v) if is_named_tuple_class(v) else repr(v)     # (nested records too)
+                       for k, v in obj.__annotations__.items()}
         return ["namedtuple", obj.__module__, obj.__qualname__, list(obj._fields), annotations,
                 repr(getattr(obj, "_field_defaults", {}))]
     return _importable(obj)
