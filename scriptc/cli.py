@@ -123,11 +123,11 @@ def cmd_cache(args) -> int:
     if args.clear:
         for path, _ in found:
             path.unlink(missing_ok=True)
-        side = side_files(dirs)     # runtimes the entries shared, and the host descriptions
+        side = side_files(dirs)     # shared runtimes, host descriptions, source-key manifests
         for path in side:
             path.unlink(missing_ok=True)
         print(f"removed {len(found)} entr{'y' if len(found) == 1 else 'ies'}"
-              + (f" (and {len(side)} runtime and host file{'s' * (len(side) != 1)})" if side else ""))
+              + (f" (and {len(side)} runtime, host and manifest file{'s' * (len(side) != 1)})" if side else ""))
         return 0
     for path, header in found:
         what = f"{header['function']}  {header['size']} bytes" if header else "invalid (will be rewritten)"
