@@ -561,13 +561,7 @@ def pipeline(skip=()):
 
 @user_facing
 def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False):
-    """Compile a function: ``@scriptc.script``, ``scriptc.script(fn)``, or with options
-    ``@scriptc.script(fastmath=True)`` (let LLVM reassociate and contract float arithmetic),
-    ``@scriptc.script(nogil=True)`` (release the GIL while native code runs),
-    ``@scriptc.script(signatures=["float64[*], int"])`` (compile these signatures now, at decoration) and
-    ``@scriptc.script(cache=True)`` (keep machine code on disk, in ``__pycache__`` beside the source or in
-    ``SCRIPTC_CACHE_DIR``; a directory may be given instead of True).
-    Annotated parameters are checked at each call; unannotated ones specialise on the kinds passed."""
+    """``scriptc.script`` (see its docstring in ``scriptc/__init__.py``)."""
     if isinstance(fn, (str, list, tuple)):
         raise TypeError(_signature_first_message(fn))
     if isinstance(signatures, str):
