@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import threading
 
 _LOCK = threading.Lock()
@@ -31,3 +32,15 @@ def gc_paused():
             _DEPTH[0] -= 1
             if _DEPTH[0] == 0 and _DEPTH[1]:
                 gc.enable()
+
+
+def _after_fork_in_child() -> None:
+    """A child forked while another thread compiled has no such thread: its collector runs again."""
+    if _DEPTH[0]:
+        _DEPTH[0] = 0
+        if _DEPTH[1]:
+            gc.enable()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

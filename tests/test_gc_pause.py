@@ -56,3 +56,19 @@ def test_a_collector_the_user_disabled_stays_disabled():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_child_forked_during_a_compile_collects_again():
+    import os
+
+    import pytest
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork here")
+    from scriptc.gc_pause import gc_paused
+    with gc_paused():
+        assert not gc.isenabled()
+        pid = os.fork()
+        if pid == 0:     # the child: no thread of it is compiling
+            os._exit(0 if gc.isenabled() else 1)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and gc.isenabled()
