@@ -11,6 +11,7 @@ Nothing here imports llvmlite.
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 from ...ir.core import Graph
 from ...ir.types import Type
@@ -79,14 +80,11 @@ def load_entry(key: str, signature: tuple, graph, cache, python_entry: bool, fas
                           release_address=release or 0, written=written, signature=signature)
 
 
-def _entry_usable(arg_types: list, result: Type) -> bool:
+def _entry_usable(arg_types: list, result_type: Type) -> bool:
     """The CPython entry reads object layouts that are checked in each process (entry_runtime)."""
     from .entry_runtime import entry_unsupported_reason
-
-    class Signature:
-        result_type = result
-    Signature.arg_types = arg_types
-    return entry_unsupported_reason(Signature, rebuild=True) is None
+    signature = SimpleNamespace(arg_types=arg_types, result_type=result_type)
+    return entry_unsupported_reason(signature, rebuild=True) is None
 
 
 def _link(header: dict, obj: bytes, cache) -> dict[str, int] | None:

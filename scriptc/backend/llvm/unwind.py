@@ -42,6 +42,10 @@ class Unwinding:
     """Mixin of FunctionLowering (listed before ArrayOps, whose ``alloc``/``array_retain``/``release_temp`` it
     extends)."""
 
+    # a function compiled once for the whole process (``summation.build_function``): it has no unwind block and
+    # returns no status, so code that would raise there raises KernelRaises, and the caller lowers it inline
+    compiled_once = False
+
     # set per function by ``init_unwind``
     _slots: list            # (slot, is_array) for every slot of this function
     _held: dict             # id(Value) -> its slots
@@ -125,7 +129,7 @@ class Unwinding:
     # -- raising ---------------------------------------------------------------------------------------------
     def fail(self, code) -> None:
         """Return error ``code`` (an int or an i32 value) from here, through the unwind block."""
-        if getattr(self, "compiled_once", False):
+        if self.compiled_once:
             from .summation import KernelRaises
             raise KernelRaises(code)
         if self._unwind_bb is None:
