@@ -62,6 +62,7 @@ def instrument() -> None:
     _wrap(entry.EntryLowering, "lower", "entry")
     _wrap(engine.Engine, "optimize", "llvm opt")
     _wrap(engine.Engine, "emit_object", "llvm codegen")
+    _wrap(engine.Engine, "quick_object", "llvm 1st tier")
     _wrap(compiling, "link", "link")
     _wrap(compiling, "compile_graph", "compile other")
 

@@ -27,6 +27,14 @@ def load(path):
     return load_library(path)
 
 
+def wait_optimized(timeout: float | None = None) -> bool:
+    """Wait until every signature compiled so far runs its optimized code. A signature's first call runs code
+    made by a short LLVM pipeline while O3 compiles in another process and replaces it (``SCRIPTC_TIERS=0``:
+    O3 before the first call). For timing steady-state speed; False if ``timeout`` seconds passed first."""
+    from .backend.llvm.optimizer import wait_all
+    return wait_all(timeout)
+
+
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads, for the whole process: in prange loops and large element-wise fusion groups
     (scriptc's thread pool) and in matrix products (OpenBLAS's thread count, when OpenBLAS is available).
@@ -44,7 +52,7 @@ def get_num_threads() -> int:
 
 
 __all__ = ["CompileError", "ScriptFunction", "get_num_threads", "grad", "load", "prange", "script", "set_num_threads",
-           "value_and_grad", "vmap"]
+           "value_and_grad", "vmap", "wait_optimized"]
 __version__ = "0.1.0"
 
 

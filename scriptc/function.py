@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import pickle
+import threading
 
 import numpy as np
 
@@ -29,6 +30,7 @@ _in_progress: dict[tuple, list] = {}
 _unverified: list[Graph] = []
 _cache_log: list[tuple] = []
 _MISSING = object()
+_INSTALL_LOCK = threading.RLock()      # a signature's entry point is installed by the caller or the optimizer
 
 
 class _WrongGuess(Exception):
@@ -387,15 +389,48 @@ class ScriptFunction:
                 from .backend.llvm.cached import load_cached
                 native, key = load_cached(graph, self.fastmath, nogil, cache, python_entry=True)
             if native is None:
+                from .backend.llvm import optimizer
                 from .backend.llvm.compile import compile_graph
+                # fast-math code is left to O3 alone: the two tiers could reassociate differently
+                tiers = optimizer.enabled() and not self.fastmath
                 native = compile_graph(graph, fastmath=self.fastmath, nogil=nogil, cache=cache, python_entry=True,
-                                       key=key)
-            if key is not None and cache.path(graph.name, key).exists():
-                self._store_manifest(types, native, key, nogil)
-            self._native[types] = native
+                                       key=key, optimized=functools.partial(self._install_optimized, types, key,
+                                                                            nogil) if tiers else None)
+            if native.tier == "optimized" and key is not None:
+                self._store_manifest_of(graph.name, types, native, key, nogil)
             native.nogil = nogil
-            self._install_entry(native)
+            with _INSTALL_LOCK:
+                if types not in self._native:      # (the optimized code may be installed already)
+                    self._native[types] = native
+                    self._install_entry(native)
+            native = self._native[types]
         return native
+
+    def _install_optimized(self, types: tuple, key: str | None, nogil: bool, native) -> None:
+        """Replace a signature's first-tier code with its O3 code (called on the optimizer's thread)."""
+        native.nogil = nogil
+        with _INSTALL_LOCK:
+            self._native[types] = native
+            self._entry = None          # the chain of entry points is made again, with the new one in it
+            type(self).__call__ = ScriptFunction._dispatch
+            for each in list(self._native.values()):
+                self._install_entry(each)
+        if key is not None:
+            self._store_manifest_of(native.name, types, native, key, nogil)
+
+    def _store_manifest_of(self, name: str, types: tuple, native, key: str, nogil: bool) -> None:
+        if self._cache_directory().path(name, key).exists():
+            self._store_manifest(types, native, key, nogil)
+
+    def wait_optimized(self, timeout: float | None = None) -> bool:
+        """Wait until every signature compiled so far runs its O3 code: a first call runs code made by a short
+        pipeline while O3 compiles in another process (``backend/llvm/optimizer.py``). False if ``timeout``
+        seconds passed first."""
+        for native in list(self._native.values()):
+            pending = getattr(native, "optimizing", None)
+            if pending is not None and not pending.wait(timeout):
+                return False
+        return True
 
     def _load_by_source_key(self, types: tuple):
         """The cached machine code of a signature found by its source key, without the frontend and the passes

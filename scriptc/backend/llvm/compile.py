@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 import threading
+import warnings
 
 from ...ir.core import Graph
 from ..argument_writes import written_inputs
@@ -75,12 +76,14 @@ class Lowered:
 
 
 def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cache=None,
-                  python_entry: bool = False, key: str | None = None) -> NativeFunction:
+                  python_entry: bool = False, key: str | None = None, optimized=None) -> NativeFunction:
     """Compile a graph (scalars, arrays, tuples of them; calls to other such graphs) to native code. Raises
     LoweringError, naming the operator and its source position, for anything it cannot lower. ``cache``: a
     ``disk_cache.DiskCache`` to take the machine code from, or to store it in. ``python_entry``: also compile
     the CPython entry point (``NativeFunction.python_entry``). ``key``: the cache key ``cached.load_cached``
-    made when it found no entry (it is not looked up again)."""
+    made when it found no entry (it is not looked up again). ``optimized``: compile in two tiers (optimizer.py):
+    return the first tier's code now and call ``optimized(native)`` with O3's once it is linked (on the
+    optimizer's thread); without it, O3 now."""
     check_graph(graph)
     if cache is not None and key is None:
         from .cached import load_cached
@@ -95,11 +98,19 @@ def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cac
             prefix = f"scriptc{next(_COUNTER)}"
     written = written_inputs(graph)
     lowered = Lowered(graph, prefix, nogil, fastmath, python_entry, written)
+    if optimized is not None:
+        return _first_tier(graph, lowered, prefix, cache, key, written, optimized)
     eng = engine()
     llmod = eng.optimize(lowered.text)
-    obj = eng.emit_object(llmod)
-    wanted = [s for s in (lowered.entry, lowered.python_entry, lowered.release) if s]
-    addresses = link(obj, wanted, llmod)
+    return _linked(graph, lowered, eng.emit_object(llmod), cache, key, written, llmod)
+
+
+def _linked(graph: Graph, lowered: Lowered, obj: bytes, cache, key: str | None, written, llmod=None,
+            rename=lambda symbol: symbol) -> NativeFunction:
+    """Link a module's object file (its symbols renamed by ``rename``); with a cache key, store it."""
+    symbols = {s: rename(s) for s in (lowered.entry, lowered.python_entry, lowered.release) if s}
+    found = link(obj, list(symbols.values()), llmod)
+    addresses = {s: found[renamed] for s, renamed in symbols.items()}
     if key is not None:
         disk_cache.stats["misses"] += 1
         from .cached import remember
@@ -119,6 +130,32 @@ def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cac
     return NativeFunction(graph, None, lowered.entry, addresses[lowered.entry], lowered.text, remake,
                           python_entry_address=addresses.get(lowered.python_entry, 0),
                           release_address=addresses.get(lowered.release, 0), written=written)
+
+
+def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | None, written,
+                optimized) -> NativeFunction:
+    """The first tier's code, its symbols renamed (both tiers' objects live in one process); O3 queued."""
+    quick = f'"{prefix}.quick.'
+    native = _linked(graph, lowered, engine().quick_object(lowered.text.replace(f'"{prefix}.', quick)), None,
+                     None, written, rename=lambda symbol: symbol.replace(f"{prefix}.", quick[1:], 1))
+    native.tier = "first"
+    native.optimizing = threading.Event()
+
+    def done(obj: bytes | None, error: str | None) -> None:
+        try:
+            if obj is not None:
+                optimized(_linked(graph, lowered, obj, cache, key, written))
+        except Exception as e:  # noqa: BLE001 - reported below; the first tier's code keeps running
+            error = f"{type(e).__name__}: {e}"
+        if error is not None:
+            native.tier_error = error
+            warnings.warn(f"scriptc: optimizing {graph.name} failed, its first-tier code stays: {error}",
+                          RuntimeWarning, stacklevel=1)
+        native.optimizing.set()
+
+    from .optimizer import submit
+    submit(lowered.text, done, persistent=key is not None)
+    return native
 
 
 def remake_ir(graph: Graph, prefix: str, nogil: bool, fastmath: bool, python_entry: bool):

@@ -24,6 +24,10 @@ from .symbols import LIBC, LIBM_BINARY, LIBM_OTHER, LIBM_PREFIX, LIBM_UNARY, VEC
 
 # The optimization pipeline (llvmlite's PipelineTuningOptions), one place to change it
 PIPELINE = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": True, "loop_unrolling": True}
+# The first tier's (optimizer.py): inline what must be, registers for allocas, fold, simplify the CFG. Measured
+# on the bench kernels: compiles in a third to a fifth of O3's time, runs within 2x of O3's code
+QUICK_MODULE_PASSES = ("always_inliner", "global_dead_code_eliminate")
+QUICK_FUNCTION_PASSES = ("sroa", "instruction_combine", "simplify_cfg")
 
 
 class Engine:
@@ -60,10 +64,7 @@ class Engine:
     def optimize(self, ir_text: str) -> llvm.ModuleRef:
         """Parse, verify and optimize (O3, new pass manager) a module for the host."""
         with self._lock:
-            mod = llvm.parse_assembly(ir_text)
-            mod.triple = self.triple
-            mod.data_layout = self.data_layout
-            mod.verify()
+            mod = self._parse(ir_text)
             pto = llvm.create_pipeline_tuning_options(speed_level=PIPELINE["speed_level"])
             pto.loop_vectorization = PIPELINE["loop_vectorization"]
             pto.slp_vectorization = PIPELINE["slp_vectorization"]
@@ -71,6 +72,30 @@ class Engine:
             pb = llvm.create_pass_builder(self.target_machine, pto)
             pb.getModulePassManager().run(mod, pb)
             return mod
+
+    def quick_object(self, ir_text: str) -> bytes:
+        """The object file of a module after the first tier's short pipeline (optimizer.py)."""
+        with self._lock:
+            mod = self._parse(ir_text)
+            builder = llvm.create_pass_builder(self.target_machine, llvm.create_pipeline_tuning_options(0))
+            module_passes = llvm.create_new_module_pass_manager()
+            for name in QUICK_MODULE_PASSES:
+                getattr(module_passes, f"add_{name}_pass")()
+            module_passes.run(mod, builder)
+            function_passes = llvm.create_new_function_pass_manager()
+            for name in QUICK_FUNCTION_PASSES:
+                getattr(function_passes, f"add_{name}_pass")()
+            for fn in mod.functions:
+                if not fn.is_declaration:
+                    function_passes.run(fn, builder)
+            return self.target_machine.emit_object(mod)
+
+    def _parse(self, ir_text: str) -> llvm.ModuleRef:
+        mod = llvm.parse_assembly(ir_text)
+        mod.triple = self.triple
+        mod.data_layout = self.data_layout
+        mod.verify()
+        return mod
 
     def add_module(self, mod: llvm.ModuleRef, symbols: list[str]) -> dict[str, int]:
         """JIT-compile an optimized module; the addresses of the named functions."""

@@ -175,7 +175,13 @@ class NativeFunction:
     """A graph compiled to machine code. ``f(*args)`` returns what the interpreter returns (or raises what it
     raises). ``llvm_ir`` is the optimized LLVM IR, ``asm`` the host assembly (for code loaded from the on-disk
     cache, made again on first use). ``python_entry_address``: the module's CPython entry point for this kernel
-    (``entry.py``), when it has one; ``python_entry(fallback)`` makes it a builtin function."""
+    (``entry.py``), when it has one; ``python_entry(fallback)`` makes it a builtin function. ``tier``: "first"
+    for code of the short pipeline whose O3 code is on its way (``optimizing`` is set once it is installed, or
+    failed: ``tier_error``), "optimized" otherwise (optimizer.py)."""
+
+    tier = "optimized"
+    optimizing = None
+    tier_error = None
 
     def __init__(self, graph: Graph, ir_text: str | None, entry: str, address: int, unoptimized_ir: str | None,
                  remake_ir=None, python_entry_address: int = 0, release_address: int = 0, written=None,

@@ -1,0 +1,228 @@
+"""Tiered compilation: the first call of a signature runs code made with a short pipeline; O3 follows in another
+process and replaces it when linked.
+
+Why: O3 and its code generation are most of a first call (68 of ~170 ms for the seed loop, 2.8 of 3.3 s for the
+MLP training step), while the short pipeline (``engine.QUICK_PASSES``: inlining, SROA, instcombine,
+simplifycfg, then the same code generator) takes a third to a fifth of that and its code runs within 2x of
+O3's (the same IR: results are identical, as no instruction carries fast-math flags). ``submit`` queues a
+module's text; one thread sends it to the optimizing process (``optimizer_worker.py``), links the object file
+that comes back and passes it to the job's ``done``, which installs it (``function.py``).
+
+Why a process, not a thread: llvmlite serializes every LLVM call on one lock, so an O3 compile of seconds on a
+thread would stall the next first-tier compile; the process runs on another core, and LLVM failing there
+cannot end the user's process. When the process cannot start or dies, the module is optimized here instead.
+
+``SCRIPTC_TIERS=0`` turns tiers off (every signature compiles at O3 before its first call). A child made by
+``fork`` sends what was queued to its own process; at exit, jobs whose code goes to the on-disk cache finish,
+the others are dropped.
+"""
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+
+from . import optimizer_worker as protocol
+
+
+def enabled() -> bool:
+    return os.environ.get("SCRIPTC_TIERS", "1") != "0"
+
+
+class Job:
+    """One module to optimize. ``done(obj, error)`` runs on the optimizer's thread: ``obj`` the optimized object
+    file, or None and ``error`` saying why there is none."""
+    __slots__ = ("text", "done", "persistent", "finished")
+
+    def __init__(self, text: str, done, persistent: bool):
+        self.text, self.done, self.persistent = text, done, persistent
+        self.finished = threading.Event()
+
+
+class _State:
+    def __init__(self, queued=()):
+        self.cond = threading.Condition()
+        self.queue: collections.deque[Job] = collections.deque(queued)
+        self.running: Job | None = None
+        self.held = 0
+        self.thread: threading.Thread | None = None
+        self.process: subprocess.Popen | None = None
+        self.process_error: str | None = None     # why modules are optimized in this process (None: they are not)
+        self.closing = False                      # the interpreter exits: what is left is dropped
+
+
+_STATE = _State()
+
+
+def submit(text: str, done, persistent: bool = False) -> Job:
+    """Queue a module for O3; ``persistent``: its code goes to the on-disk cache (exit waits for it)."""
+    job = Job(text, done, persistent)
+    state = _STATE
+    with state.cond:
+        state.queue.append(job)
+        if state.thread is None:
+            _start_thread(state)
+        state.cond.notify_all()
+    return job
+
+
+def _start_thread(state: _State) -> None:
+    state.thread = threading.Thread(target=_serve, args=(state,), name="scriptc-optimizer", daemon=True)
+    state.thread.start()
+
+
+def wait_all(timeout: float | None = None) -> bool:
+    """Wait until every queued module is optimized and installed; False if ``timeout`` passed first."""
+    state = _STATE
+    with state.cond:
+        return state.cond.wait_for(lambda: not state.queue and state.running is None, timeout)
+
+
+@contextlib.contextmanager
+def held():
+    """Queue but do not optimize within the block (tests: to call the first tier's code for certain)."""
+    state = _STATE
+    with state.cond:
+        state.held += 1
+    try:
+        yield
+    finally:
+        with state.cond:
+            state.held -= 1
+            state.cond.notify_all()
+
+
+def process_error() -> str | None:
+    """Why modules are optimized in this process rather than the optimizer's (None while they are not)."""
+    return _STATE.process_error
+
+
+# Held by the optimizer's thread except while it waits on its process, and taken by fork(): a child never
+# inherits a lock (the entry points', a job's events, LLVM's) held by a thread it does not have.
+_FORK_LOCK = threading.Lock()
+
+
+def _serve(state: _State) -> None:
+    while True:
+        with state.cond:
+            state.cond.wait_for(lambda: state.queue and not state.held)
+            job = state.running = state.queue.popleft()
+        with _FORK_LOCK:
+            try:
+                obj, error = _optimize(state, job.text)
+                job.done(obj, error)
+            except BaseException as e:  # noqa: BLE001 - done() reports its own failures; keep serving the queue
+                job.done(None, f"{type(e).__name__}: {e}")
+            finally:
+                job.finished.set()
+                with state.cond:
+                    state.running = None
+                    state.cond.notify_all()
+
+
+def _optimize(state: _State, text: str) -> tuple[bytes | None, str | None]:
+    if state.closing:
+        return None, None
+    if state.process_error is None:
+        try:
+            obj = _from_process(state, text)
+        except (OSError, ValueError, EOFError) as e:
+            if state.closing:
+                return None, None
+            state.process_error = f"the optimizer process failed ({type(e).__name__}: {e})"
+            _stop(state)
+        else:
+            if obj is not None:
+                return obj, None
+    from .engine import engine     # here, LLVM raises its error for the job's done() to report
+    eng = engine()
+    return eng.emit_object(eng.optimize(text)), None
+
+
+def _from_process(state: _State, text: str) -> bytes | None:
+    """The optimized object file; None when LLVM refused the module there."""
+    if state.process is None:
+        state.process = _start()
+    proc = state.process
+    _FORK_LOCK.release()
+    try:
+        protocol.write_frame(proc.stdin, text.encode())
+        reply = protocol.read_frame(proc.stdout)
+    finally:
+        _FORK_LOCK.acquire()
+    if reply is None or reply[:1] not in (b"o", b"e"):
+        raise EOFError(f"it exited with status {proc.poll()}")
+    return reply[1:] if reply[:1] == b"o" else None
+
+
+def _start() -> subprocess.Popen:
+    import llvmlite
+    from .engine import PIPELINE, engine
+    eng = engine()
+    if not sys.executable:
+        raise OSError("no Python executable to run it")
+    llvmlite_dir = os.path.dirname(os.path.dirname(os.path.abspath(llvmlite.__file__)))
+    # unbuffered pipes: a buffered file's lock, held by this thread in a read when another forks, would stay
+    # held in the child
+    proc = subprocess.Popen([sys.executable, "-I", "-S", protocol.__file__, llvmlite_dir], bufsize=0,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    header = {"triple": eng.triple, "cpu": eng.cpu, "features": eng.features, "pipeline": PIPELINE}
+    protocol.write_frame(proc.stdin, json.dumps(header).encode())
+    return proc
+
+
+def _stop(state: _State) -> None:
+    proc, state.process = state.process, None
+    if proc is not None:
+        for pipe in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError, ValueError):
+                pipe.close()
+
+
+def _after_fork_in_child() -> None:
+    """The child has none of the parent's threads: its queue (and the job the parent was running) go to an
+    optimizer process of its own."""
+    global _STATE
+    _FORK_LOCK.release()
+    old = _STATE
+    pending = ([old.running] if old.running is not None else []) + list(old.queue)
+    _stop(old)      # the child's copies of the parent's pipes; the parent's optimizer stays the parent's
+    _STATE = _State(pending)
+    if pending:
+        _start_thread(_STATE)
+
+
+def _at_exit() -> None:
+    """Finish the jobs whose code goes to the on-disk cache; drop the others."""
+    state = _STATE
+    with state.cond:
+        state.queue = collections.deque(job for job in state.queue if job.persistent)
+        waiting = [j for j in (state.running, *state.queue) if j is not None and j.persistent]
+        state.held = 0
+        state.cond.notify_all()
+    for job in waiting:
+        job.finished.wait()
+    with state.cond:
+        state.closing = True
+        state.queue.clear()
+    _stop(state)
+
+
+def _before_fork() -> None:
+    _FORK_LOCK.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    _FORK_LOCK.release()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
+atexit.register(_at_exit)
+

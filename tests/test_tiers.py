@@ -1,0 +1,181 @@
+"""Tiered compilation (backend/llvm/optimizer.py): a signature's first call runs code of the short pipeline, O3
+compiled in another process replaces it. Both tiers must give CPython's results; the swap keeps every
+signature's dispatch; a dead optimizer process, a failed optimization, fork and the on-disk cache are handled.
+The rest of the suite runs with tiers off (conftest.py), so that each test runs one known tier."""
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import scriptc
+from scriptc.backend.llvm import optimizer
+from tests.test_corpus import check, check_raises, corpus
+
+
+@pytest.fixture(autouse=True)
+def tiers_on(monkeypatch):
+    monkeypatch.setenv("SCRIPTC_TIERS", "1")
+
+
+def tiers_of(f) -> set:
+    return {native.tier for native in f._native.values()}
+
+
+def fresh(fn):
+    """A new ScriptFunction of a corpus function's Python function (nothing compiled yet)."""
+    return scriptc.script(fn.py_func, fastmath=fn.fastmath, nogil=fn.nogil)
+
+
+@pytest.mark.parametrize("c", corpus.CASES, ids=lambda c: c.id)
+def test_both_tiers_match_cpython(c, capfd):
+    f = fresh(c.fn)
+    with optimizer.held():
+        check(c, lambda _: f, capfd)
+        assert tiers_of(f) == ({"optimized"} if f.fastmath else {"first"})
+    assert f.wait_optimized(timeout=120)
+    assert tiers_of(f) == {"optimized"}
+    check(c, lambda _: f, capfd)
+
+
+@pytest.mark.parametrize("c", corpus.ERROR_CASES, ids=lambda c: c.id)
+def test_both_tiers_raise_like_cpython(c, capfd):
+    f = fresh(c.fn)
+    with optimizer.held():
+        check_raises(c, f, capfd)
+    assert f.wait_optimized(timeout=120)
+    check_raises(c, f, capfd)
+
+
+@scriptc.script
+def scale(x, k):
+    return x * k
+
+
+def test_swap_keeps_every_signature():
+    """Each signature's entry point falls back to the previous one: replacing one rebuilds the chain."""
+    a = np.arange(5.0)
+    with optimizer.held():
+        assert scale(a, 2.0).tolist() == (a * 2.0).tolist()
+        assert scale(3, 4) == 12
+        assert scale(a.astype(np.int32), 3).dtype == np.int32
+        assert tiers_of(scale) == {"first"}
+    assert scriptc.wait_optimized(timeout=120)
+    assert tiers_of(scale) == {"optimized"}
+    entry = type(scale).__call__
+    assert entry.__self__.native.tier == "optimized"      # the chain's head is optimized code
+    assert scale(a, 2.0).tolist() == (a * 2.0).tolist()
+    assert scale(3, 4) == 12 and type(scale(3, 4)) is int
+    assert scale(a.astype(np.int32), 3).tolist() == (a.astype(np.int32) * 3).tolist()
+    assert scale(2.5, 2.0) == 5.0      # a new signature after the swap
+
+
+def test_tiers_off_compiles_o3_first(monkeypatch):
+    monkeypatch.setenv("SCRIPTC_TIERS", "0")
+    f = scriptc.script(scale.py_func)
+    with optimizer.held():
+        assert f(2.0, 3.0) == 6.0
+        assert tiers_of(f) == {"optimized"}
+
+
+def test_fastmath_is_not_tiered():
+    f = scriptc.script(scale.py_func, fastmath=True)
+    with optimizer.held():
+        assert f(2.0, 3.0) == 6.0
+        assert tiers_of(f) == {"optimized"}
+
+
+def test_optimizes_in_another_process():
+    f = scriptc.script(scale.py_func)
+    f(1.0, 2.0)
+    assert f.wait_optimized(timeout=120) and tiers_of(f) == {"optimized"}
+    assert optimizer.process_error() is None
+    assert optimizer._STATE.process is not None and optimizer._STATE.process.poll() is None
+
+
+def test_dead_optimizer_process_is_replaced_by_this_process(monkeypatch):
+    monkeypatch.setattr(optimizer, "_STATE", optimizer._State())
+    f = scriptc.script(scale.py_func)
+    f(1.0, 2.0)
+    assert f.wait_optimized(timeout=120)
+    optimizer._STATE.process.kill()
+    optimizer._STATE.process.wait()
+    g = scriptc.script(scale.py_func)
+    assert g(3.0, 2.0) == 6.0
+    assert g.wait_optimized(timeout=120) and tiers_of(g) == {"optimized"}
+    assert g(3.0, 2.0) == 6.0
+    assert "optimizer process failed" in optimizer.process_error()
+
+
+def test_failed_optimization_warns_and_keeps_first_tier(monkeypatch):
+    def failing(state, text):
+        raise RuntimeError("LLVM said no")
+    monkeypatch.setattr(optimizer, "_optimize", failing)
+    f = scriptc.script(scale.py_func)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert f(2.0, 4.0) == 8.0
+        assert f.wait_optimized(timeout=120)
+    assert any("optimizing scale failed" in str(w.message) and "LLVM said no" in str(w.message) for w in caught)
+    assert tiers_of(f) == {"first"} and f(2.0, 4.0) == 8.0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_child_optimizes_what_was_pending():
+    f = scriptc.script(scale.py_func)
+    with optimizer.held():
+        f(1.0, 2.0)
+        pid = os.fork()
+        if pid == 0:        # the child: the parent's held() is not its own
+            ok = f.wait_optimized(timeout=120) and tiers_of(f) == {"optimized"} and f(2.0, 3.0) == 6.0
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert f.wait_optimized(timeout=120) and tiers_of(f) == {"optimized"}
+
+
+def test_cached_code_is_the_optimized_tier(tmp_path):
+    """A process exits before O3 is done: exit waits for the jobs that fill the cache; the next process loads
+    the optimized code without compiling."""
+    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+        import numpy as np, scriptc
+        @scriptc.script(cache=True)
+        def norm2(x):
+            s = 0.0
+            for i in range(x.shape[0]):
+                s += x[i] * x[i]
+            return s
+    """))
+    run = textwrap.dedent("""
+        import sys, numpy as np
+        sys.path.insert(0, sys.argv[1])
+        from kern import norm2
+        from scriptc.backend.llvm import optimizer
+        with optimizer.held():      # O3 starts at exit, which waits for it: the cache is filled
+            print(norm2(np.arange(4.0)), {n.tier for n in norm2._native.values()})
+    """)
+    env = dict(os.environ, SCRIPTC_TIERS="1", SCRIPTC_CACHE_DIR=str(tmp_path / "cache"))
+    outputs = [subprocess.run([sys.executable, "-c", run, str(tmp_path)], env=env, capture_output=True, text=True,
+                              check=True).stdout.split() for _ in range(2)]
+    assert outputs[0] == ["14.0", "{'first'}"]
+    assert outputs[1] == ["14.0", "{'optimized'}"]      # a miss would run first-tier code: loaded from the cache
+    assert list((tmp_path / "cache").rglob("*.scm")), "no source-key manifest was written"
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_process_pool_while_optimizing(method):
+    """A pool forked while O3 is pending (its children inherit the queue) or spawned (they compile anew)."""
+    import multiprocessing
+    from tests.test_pickle_code import scale as pooled
+    x = np.arange(6, dtype=np.int16)
+    with optimizer.held():
+        pooled(x, 2.0)                      # a first-tier signature, its O3 queued when the pool forks
+        with multiprocessing.get_context(method).Pool(2) as pool:
+            got = pool.starmap(pooled, [(x * k, 2.0) for k in range(4)])
+    for k, g in enumerate(got):
+        np.testing.assert_array_equal(g, (x * k) * 2.0 + 1.0)
+    assert pooled.wait_optimized(timeout=120)
+    np.testing.assert_array_equal(pooled(x, 2.0), x * 2.0 + 1.0)
