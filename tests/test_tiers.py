@@ -179,3 +179,21 @@ def test_process_pool_while_optimizing(method):
         np.testing.assert_array_equal(g, (x * k) * 2.0 + 1.0)
     assert pooled.wait_optimized(timeout=120)
     np.testing.assert_array_equal(pooled(x, 2.0), x * 2.0 + 1.0)
+
+
+def test_idle_optimizer_process_ends_and_restarts(monkeypatch):
+    import time
+    monkeypatch.setattr(optimizer, "IDLE_SECONDS", 0.2)
+    monkeypatch.setattr(optimizer, "_STATE", optimizer._State())
+    f = scriptc.script(scale.py_func)
+    f(1.0, 2.0)
+    assert f.wait_optimized(timeout=120)
+    proc = optimizer._STATE.process
+    assert proc is not None
+    deadline = time.monotonic() + 30
+    while optimizer._STATE.process is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert optimizer._STATE.process is None and proc.wait(timeout=30) == 0      # it exited, and was reaped
+    g = scriptc.script(scale.py_func)
+    assert g(2.0, 2.0) == 4.0 and g.wait_optimized(timeout=120) and tiers_of(g) == {"optimized"}
+    assert optimizer.process_error() is None

@@ -30,6 +30,9 @@ import threading
 from . import optimizer_worker as protocol
 
 
+IDLE_SECONDS = 10.0     # the optimizer process ends after this long without work
+
+
 def enabled() -> bool:
     return os.environ.get("SCRIPTC_TIERS", "1") != "0"
 
@@ -110,8 +113,14 @@ _FORK_LOCK = threading.Lock()
 def _serve(state: _State) -> None:
     while True:
         with state.cond:
-            state.cond.wait_for(lambda: state.queue and not state.held)
-            job = state.running = state.queue.popleft()
+            if not state.cond.wait_for(lambda: state.queue and not state.held, IDLE_SECONDS):
+                job = None
+            else:
+                job = state.running = state.queue.popleft()
+        if job is None:     # idle: the optimizer process's memory (100-300 MB) goes back; a new one starts on demand
+            with _FORK_LOCK:
+                _stop(state, reap=True)
+            continue
         with _FORK_LOCK:
             try:
                 obj, error = _optimize(state, job.text)
@@ -176,12 +185,21 @@ def _start() -> subprocess.Popen:
     return proc
 
 
-def _stop(state: _State) -> None:
+def _stop(state: _State, reap: bool = False, kill: bool = False) -> None:
+    """Close the pipes to the optimizer process (it exits once its job is done); ``reap``: wait for it to exit;
+    ``kill``: end it now. (A forked child only closes its copies: the process is its parent's.)"""
     proc, state.process = state.process, None
-    if proc is not None:
-        for pipe in (proc.stdin, proc.stdout):
-            with contextlib.suppress(OSError, ValueError):
-                pipe.close()
+    if proc is None:
+        return
+    if kill:
+        with contextlib.suppress(OSError):
+            proc.kill()
+    for pipe in (proc.stdin, proc.stdout):
+        with contextlib.suppress(OSError, ValueError):
+            pipe.close()
+    if reap or kill:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
 
 
 def _after_fork_in_child() -> None:
@@ -210,7 +228,7 @@ def _at_exit() -> None:
     with state.cond:
         state.closing = True
         state.queue.clear()
-    _stop(state)
+    _stop(state, kill=True)     # O3 of a job nobody will run is not worth finishing
 
 
 def _before_fork() -> None:
