@@ -33,6 +33,40 @@ _MISSING = object()
 _INSTALL_LOCK = threading.RLock()      # a signature's entry point is installed by the caller or the optimizer
 
 
+def install_first(owner, types: tuple, native, install):
+    """Keep and install (``install(types, native)``) a signature's just-compiled code, unless its optimized code
+    got there first (tiered compilation: ``backend/llvm/optimizer.py``); the signature's code."""
+    with _INSTALL_LOCK:
+        if types not in owner._native:
+            owner._native[types] = native
+            if install is not None:
+                install(types, native)
+        return owner._native[types]
+
+
+def wait_optimized(natives, timeout: float | None = None) -> bool:
+    """Wait until none of these signatures' code is first-tier code waiting for its O3 code."""
+    for native in list(natives):
+        pending = getattr(native, "optimizing", None)
+        if pending is not None and not pending.wait(timeout):
+            return False
+    return True
+
+
+def install_optimized(owner, types: tuple, native, install) -> None:
+    """Replace a signature's first-tier code with its O3 code (on the optimizer's thread). Each signature's
+    entry point falls back to the one installed before it, so the chain is made again from ``_dispatch``."""
+    with _INSTALL_LOCK:
+        owner._native[types] = native
+        if install is None:
+            return
+        owner._entry = None
+        if "__call__" in type(owner).__dict__:      # the class's own: back to the base class's _dispatch
+            delattr(type(owner), "__call__")
+        for each_types, each in list(owner._native.items()):
+            install(each_types, each)
+
+
 class _WrongGuess(Exception):
     """Compiling with an assumed result type for recursive calls failed (``error``: the CompileError)."""
 
@@ -399,22 +433,13 @@ class ScriptFunction:
             if native.tier == "optimized" and key is not None:
                 self._store_manifest_of(graph.name, types, native, key, nogil)
             native.nogil = nogil
-            with _INSTALL_LOCK:
-                if types not in self._native:      # (the optimized code may be installed already)
-                    self._native[types] = native
-                    self._install_entry(native)
-            native = self._native[types]
+            native = install_first(self, types, native, lambda _, each: self._install_entry(each))
         return native
 
     def _install_optimized(self, types: tuple, key: str | None, nogil: bool, native) -> None:
         """Replace a signature's first-tier code with its O3 code (called on the optimizer's thread)."""
         native.nogil = nogil
-        with _INSTALL_LOCK:
-            self._native[types] = native
-            self._entry = None          # the chain of entry points is made again, with the new one in it
-            type(self).__call__ = ScriptFunction._dispatch
-            for each in list(self._native.values()):
-                self._install_entry(each)
+        install_optimized(self, types, native, lambda _, each: self._install_entry(each))
         if key is not None:
             self._store_manifest_of(native.name, types, native, key, nogil)
 
@@ -426,11 +451,7 @@ class ScriptFunction:
         """Wait until every signature compiled so far runs its O3 code: a first call runs code made by a short
         pipeline while O3 compiles in another process (``backend/llvm/optimizer.py``). False if ``timeout``
         seconds passed first."""
-        for native in list(self._native.values()):
-            pending = getattr(native, "optimizing", None)
-            if pending is not None and not pending.wait(timeout):
-                return False
-        return True
+        return wait_optimized(self._native.values(), timeout)
 
     def _load_by_source_key(self, types: tuple):
         """The cached machine code of a signature found by its source key, without the frontend and the passes

@@ -4,8 +4,9 @@ import os
 
 os.environ["SCRIPTC_VERIFY"] = "1"  # verify the graph after every pass
 # O3 before each first call, as before tiered compilation: each test runs one known tier. tests/test_tiers.py
-# turns tiers on and runs the corpus in both, across fork, process pools and the on-disk cache.
-os.environ["SCRIPTC_TIERS"] = "0"
+# turns tiers on and runs the corpus in both, across fork, process pools and the on-disk cache
+# (SCRIPTC_TIERS=1 make test: the whole suite with tiers, the first call of each signature on the first tier).
+os.environ.setdefault("SCRIPTC_TIERS", "0")
 
 import scriptc.function  # noqa: E402
 from scriptc.ir import parse, print_graph, verify  # noqa: E402

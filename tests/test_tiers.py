@@ -197,3 +197,28 @@ def test_idle_optimizer_process_ends_and_restarts(monkeypatch):
     g = scriptc.script(scale.py_func)
     assert g(2.0, 2.0) == 4.0 and g.wait_optimized(timeout=120) and tiers_of(g) == {"optimized"}
     assert optimizer.process_error() is None
+
+
+@scriptc.script
+def loss(w, x):
+    return float(np.sum((x * w - 1.0) ** 2))
+
+
+def test_transformed_functions_are_tiered():
+    """grad and vmap objects called directly: first tier, then O3, same results (the chain of a grad's entry
+    points is rebuilt as a scripted function's)."""
+    g = scriptc.grad(loss)
+    batched = scriptc.vmap(scale, in_axes=(0, None))
+    w, x = 0.5, np.linspace(0.0, 1.0, 7)
+    xs = np.arange(12.0).reshape(3, 4)
+    expected_grad = float(np.sum(2 * (x * w - 1.0) * x))
+    with optimizer.held():
+        first = (g(w, x), g(np.full(3, w), x[:3]), batched(xs, 2.0))
+        assert tiers_of(g) == {"first"} and tiers_of(batched) == {"first"}
+    assert g.wait_optimized(timeout=120) and batched.wait_optimized(timeout=120)
+    assert tiers_of(g) == {"optimized"} and tiers_of(batched) == {"optimized"}
+    again = (g(w, x), g(np.full(3, w), x[:3]), batched(xs, 2.0))
+    assert first[0] == again[0] and abs(first[0] - expected_grad) < 1e-12
+    np.testing.assert_array_equal(first[1], again[1])
+    np.testing.assert_array_equal(first[2], again[2])
+    np.testing.assert_array_equal(again[2], xs * 2.0)

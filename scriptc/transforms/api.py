@@ -9,6 +9,8 @@ gradient graph.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..backend.interpreter import interpret
@@ -36,6 +38,11 @@ class TransformedGraphs:
     def frontend_graph_for(self, *args, **kwargs) -> Graph:
         """The transformed graph as the transform built it, before the pass pipeline."""
         return self.graph_for_types(self._bind(args, kwargs)[0], optimize=False)
+
+    def wait_optimized(self, timeout: float | None = None) -> bool:
+        """As ``ScriptFunction.wait_optimized``: every signature compiled so far runs its O3 code."""
+        from ..function import wait_optimized
+        return wait_optimized(self._native.values(), timeout)
 
 
 class GradFunction(TransformedGraphs):
@@ -112,10 +119,14 @@ class GradFunction(TransformedGraphs):
     def native_for_types(self, types: tuple):
         native = self._native.get(types)
         if native is None:
-            from ..backend.llvm import compile_graph
-            native = self._native[types] = compile_graph(self.graph_for_types(types), fastmath=self.fastmath,
-                                                         nogil=self.nogil, python_entry=True)
-            self._install_entry(native, types)
+            from ..backend.llvm import compile_graph, optimizer
+            from ..function import install_first, install_optimized
+            install = self._install_entry
+            optimized = functools.partial(install_optimized, self, types, install=install) \
+                if optimizer.enabled() and not self.fastmath else None
+            native = compile_graph(self.graph_for_types(types), fastmath=self.fastmath, nogil=self.nogil,
+                                   python_entry=True, optimized=optimized)
+            native = install_first(self, types, native, install)
         return native
 
     def _dispatch(self, *args, **kwargs):
@@ -127,7 +138,7 @@ class GradFunction(TransformedGraphs):
 
     __call__ = _dispatch
 
-    def _install_entry(self, native, types) -> None:
+    def _install_entry(self, types, native) -> None:
         """Calls with this signature skip Python (unless the function writes an argument: then the arguments
         are checked for shared memory in Python first)."""
         if self._written.get(types):

@@ -8,6 +8,8 @@ batches a gradient graph.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..backend.interpreter import interpret
@@ -147,9 +149,14 @@ class VmapFunction(TransformedGraphs):
         if native is None:
             from ..backend.llvm import compile_graph
             from ..backend.llvm.parallel import releases_gil
+            from ..backend.llvm import optimizer
+            from ..function import install_first, install_optimized
             graph = self.graph_for_types(types)
             nogil = self.nogil or releases_gil(graph)
-            native = self._native[key] = compile_graph(graph, fastmath=self.fastmath, nogil=nogil)
+            optimized = functools.partial(install_optimized, self, key, install=None) \
+                if optimizer.enabled() and not self.fastmath else None
+            native = install_first(self, key, compile_graph(graph, fastmath=self.fastmath, nogil=nogil,
+                                                            optimized=optimized), None)
         return native
 
     def _call(self, *args, **kwargs):
