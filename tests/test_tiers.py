@@ -96,18 +96,26 @@ def test_optimizes_in_another_process():
     assert optimizer._STATE.process is not None and optimizer._STATE.process.poll() is None
 
 
-def test_dead_optimizer_process_is_replaced_by_this_process(monkeypatch):
+def test_a_dead_optimizer_process_is_replaced(monkeypatch):
+    """The module it was to optimize is optimized here; the next starts a new process; after
+    MAX_PROCESS_FAILURES dead processes, everything is optimized here."""
     monkeypatch.setattr(optimizer, "_STATE", optimizer._State())
-    f = scriptc.script(scale.py_func)
-    f(1.0, 2.0)
-    assert f.wait_optimized(timeout=120)
-    optimizer._STATE.process.kill()
-    optimizer._STATE.process.wait()
-    g = scriptc.script(scale.py_func)
-    assert g(3.0, 2.0) == 6.0
-    assert g.wait_optimized(timeout=120) and tiers_of(g) == {"optimized"}
-    assert g(3.0, 2.0) == 6.0
+    for failures in range(1, optimizer.MAX_PROCESS_FAILURES + 1):
+        f = scriptc.script(scale.py_func)
+        f(1.0, 2.0)
+        assert f.wait_optimized(timeout=120)
+        optimizer._STATE.process.kill()
+        optimizer._STATE.process.wait()
+        g = scriptc.script(scale.py_func)
+        assert g(3.0, 2.0) == 6.0
+        assert g.wait_optimized(timeout=120) and tiers_of(g) == {"optimized"} and g(3.0, 2.0) == 6.0
+        assert optimizer._STATE.process_failures == failures
+        if failures < optimizer.MAX_PROCESS_FAILURES:
+            assert optimizer.process_error() is None
     assert "optimizer process failed" in optimizer.process_error()
+    h = scriptc.script(scale.py_func)
+    assert h(1.0, 5.0) == 5.0 and h.wait_optimized(timeout=120) and tiers_of(h) == {"optimized"}
+    assert optimizer._STATE.process is None
 
 
 def test_failed_optimization_warns_and_keeps_first_tier(monkeypatch):
@@ -222,3 +230,19 @@ def test_transformed_functions_are_tiered():
     np.testing.assert_array_equal(first[1], again[1])
     np.testing.assert_array_equal(first[2], again[2])
     np.testing.assert_array_equal(again[2], xs * 2.0)
+
+
+def test_the_optimizer_process_ignores_ctrl_c(monkeypatch):
+    import signal
+    import time
+    monkeypatch.setattr(optimizer, "_STATE", optimizer._State())
+    f = scriptc.script(scale.py_func)
+    f(1.0, 2.0)
+    assert f.wait_optimized(timeout=120)
+    proc = optimizer._STATE.process
+    os.kill(proc.pid, signal.SIGINT)        # what a terminal's Ctrl-C sends the whole process group
+    time.sleep(0.3)
+    assert proc.poll() is None
+    g = scriptc.script(scale.py_func)
+    assert g(2.0, 3.0) == 6.0 and g.wait_optimized(timeout=120) and tiers_of(g) == {"optimized"}
+    assert optimizer._STATE.process is proc and optimizer._STATE.process_failures == 0

@@ -2,7 +2,7 @@
 process and replaces it when linked.
 
 Why: O3 and its code generation are most of a first call (68 of ~170 ms for the seed loop, 2.8 of 3.3 s for the
-MLP training step), while the short pipeline (``engine.QUICK_PASSES``: inlining, SROA, instcombine,
+MLP training step), while the short pipeline (``engine.QUICK_*_PASSES``: inlining, SROA, instcombine,
 simplifycfg, then the same code generator) takes a third to a fifth of that and its code runs within 2x of
 O3's (the same IR: results are identical, as no instruction carries fast-math flags). ``submit`` queues a
 module's text; one thread sends it to the optimizing process (``optimizer_worker.py``), links the object file
@@ -10,7 +10,9 @@ that comes back and passes it to the job's ``done``, which installs it (``functi
 
 Why a process, not a thread: llvmlite serializes every LLVM call on one lock, so an O3 compile of seconds on a
 thread would stall the next first-tier compile; the process runs on another core, and LLVM failing there
-cannot end the user's process. When the process cannot start or dies, the module is optimized here instead.
+cannot end the user's process. When the process cannot start or dies, that module is optimized here instead and
+the next one starts a new process; after ``MAX_PROCESS_FAILURES`` failed processes, every module is optimized
+here (``process_error()`` says why).
 
 ``SCRIPTC_TIERS=0`` turns tiers off (every signature compiles at O3 before its first call). A child made by
 ``fork`` sends what was queued to its own process; at exit, jobs whose code goes to the on-disk cache finish,
@@ -31,6 +33,7 @@ from . import optimizer_worker as protocol
 
 
 IDLE_SECONDS = 10.0     # the optimizer process ends after this long without work
+MAX_PROCESS_FAILURES = 3
 
 
 def enabled() -> bool:
@@ -56,6 +59,7 @@ class _State:
         self.thread: threading.Thread | None = None
         self.process: subprocess.Popen | None = None
         self.process_error: str | None = None     # why modules are optimized in this process (None: they are not)
+        self.process_failures = 0
         self.closing = False                      # the interpreter exits: what is left is dropped
 
 
@@ -143,8 +147,10 @@ def _optimize(state: _State, text: str) -> tuple[bytes | None, str | None]:
         except (OSError, ValueError, EOFError) as e:
             if state.closing:
                 return None, None
-            state.process_error = f"the optimizer process failed ({type(e).__name__}: {e})"
-            _stop(state)
+            _stop(state, kill=True)
+            state.process_failures += 1
+            if state.process_failures >= MAX_PROCESS_FAILURES:
+                state.process_error = f"the optimizer process failed ({type(e).__name__}: {e})"
         else:
             if obj is not None:
                 return obj, None
