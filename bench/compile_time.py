@@ -1,6 +1,7 @@
 """Compile time in fresh processes: `import numpy, scriptc`, and the first call of small programs (decoration,
-compile and run), with a cold and a warm on-disk cache; numba, jax.jit and TorchScript in the same run when they
-are importable (jax and TorchScript: the seed loop and mandelbrot, written as bench/kernels.py writes them).
+compile and run), with a cold and a warm on-disk cache, and cold until the O3 code replaced the first tier's
+(tiered compilation); numba, jax.jit and TorchScript in the same run when they are importable (jax and
+TorchScript: the seed loop and mandelbrot, written as bench/kernels.py writes them).
 
 Each figure is the median of several fresh processes (a new interpreter per measurement, imports excluded from
 the first-call figures, bytecode written and read as on a user's machine). The measurements of the different
@@ -113,6 +114,7 @@ r = g(*args)
 print(time.perf_counter() - t)
 """
 WAIT = {"jax": "jax.block_until_ready(r)"}
+SETTLE = "getattr(scriptc, 'wait_optimized', lambda: None)()"    # (a tree without tiers: its first call was O3)
 
 IMPORT = "import time\nt = time.perf_counter()\nimport numpy, {module}\nprint(time.perf_counter() - t)"
 
@@ -178,6 +180,10 @@ def main() -> None:
                 if cache:
                     fresh(code, run_env)        # fills the cache
                 measures.append((f"{program}: first call, {label}", name, code, run_env))
+                if module == "scriptc" and not cache:   # until the O3 code is in (tiered compilation)
+                    settled = RUNNER.format(imports=imports, source=textwrap.dedent(source),
+                                            decorate=decorate.format(cache=cache), args=call_args, wait=SETTLE)
+                    measures.append((f"{program}: O3 code installed, cold", name, settled, run_env))
     times: dict[tuple, list] = {}
     for _ in range(repeats):       # round by round: a busy machine slows every configuration alike
         for row, column, code, env in measures:
