@@ -8,17 +8,20 @@ from .parallel import prange
 
 
 @user_facing
-def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False):
+def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False,
+           tiered: bool = True):
     """Compile a function: ``@scriptc.script``, ``scriptc.script(fn)``, or with options
     ``@scriptc.script(fastmath=True)`` (let LLVM reassociate and contract float arithmetic),
     ``@scriptc.script(nogil=True)`` (release the GIL while native code runs),
     ``@scriptc.script(signatures=["float64[*], int"])`` (compile these signatures now, at decoration) and
     ``@scriptc.script(cache=True)`` (keep machine code on disk, in ``__pycache__`` beside the source or in
-    ``SCRIPTC_CACHE_DIR``; a directory may be given instead of True).
+    ``SCRIPTC_CACHE_DIR``; a directory may be given instead of True),
+    ``@scriptc.script(tiered=False)`` (compile each signature at O3 before its first call, for a function called
+    once with long work: by default a first call runs code of a short LLVM pipeline while O3's is made).
     Annotated parameters are checked at each call; unannotated ones specialise on the kinds passed.
     The compiler (frontend, IR, operator registry) is imported by the first decoration, not by ``import scriptc``."""
     from .function import script as decorate
-    return decorate(fn, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache)
+    return decorate(fn, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache, tiered=tiered)
 
 
 def load(path):

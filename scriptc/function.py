@@ -82,10 +82,12 @@ class GraphNeedsTypes(RuntimeError):
 class ScriptFunction:
     scriptc_callable = True      # callable from scripted code (frontend.Resolver.is_script_function)
 
-    def __init__(self, fn, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False):
+    def __init__(self, fn, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False,
+                 tiered: bool = True):
         functools.update_wrapper(self, fn)
         self.py_func = fn
         self.fastmath, self.nogil = fastmath, nogil
+        self.tiered = tiered        # first calls run the short pipeline's code until O3's is in (optimizer.py)
         self.cache = cache     # False, True (the default directory) or a directory
         self._disk_cache = None
         self._gpu: dict[tuple, object] = {}        # (signature, device) -> GpuProgram
@@ -426,7 +428,7 @@ class ScriptFunction:
                 from .backend.llvm import optimizer
                 from .backend.llvm.compile import compile_graph
                 # fast-math code is left to O3 alone: the two tiers could reassociate differently
-                tiers = optimizer.enabled() and not self.fastmath
+                tiers = self.tiered and optimizer.enabled() and not self.fastmath
                 native = compile_graph(graph, fastmath=self.fastmath, nogil=nogil, cache=cache, python_entry=True,
                                        key=key, optimized=functools.partial(self._install_optimized, types, key,
                                                                             nogil) if tiers else None)
@@ -616,19 +618,21 @@ def pipeline(skip=()):
 
 
 @user_facing
-def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False):
+def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False,
+           tiered: bool = True):
     """``scriptc.script`` (see its docstring in ``scriptc/__init__.py``)."""
     if isinstance(fn, (str, list, tuple)):
         raise TypeError(_signature_first_message(fn))
     if isinstance(signatures, str):
         signatures = [signatures]
     if fn is None:
-        return functools.partial(script, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache)
+        return functools.partial(script, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache,
+                                 tiered=tiered)
     if isinstance(fn, ScriptFunction):
         for signature in signatures:
             fn.compile_signature(signature)
         return fn
-    return ScriptFunction(fn, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache)
+    return ScriptFunction(fn, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache, tiered=tiered)
 
 
 def _signature_first_message(sig) -> str:

@@ -246,3 +246,12 @@ def test_the_optimizer_process_ignores_ctrl_c(monkeypatch):
     g = scriptc.script(scale.py_func)
     assert g(2.0, 3.0) == 6.0 and g.wait_optimized(timeout=120) and tiers_of(g) == {"optimized"}
     assert optimizer._STATE.process is proc and optimizer._STATE.process_failures == 0
+
+
+def test_tiered_false_compiles_o3_first():
+    f = scriptc.script(scale.py_func, tiered=False)
+    g = scriptc.grad(scriptc.script(loss.py_func, tiered=False))
+    with optimizer.held():
+        assert f(2.0, 3.0) == 6.0
+        assert g(0.5, np.ones(3)) == float(np.sum(2 * (0.5 - 1.0) * np.ones(3)))
+        assert tiers_of(f) == {"optimized"} and tiers_of(g) == {"optimized"}

@@ -64,7 +64,7 @@ class GradFunction(TransformedGraphs):
         self.argnums = (argnums,) if self.single else tuple(argnums)
         self.with_value = with_value
         self.__name__ = f"{'value_and_grad' if with_value else 'grad'}({fn.__name__})"
-        self.fastmath, self.nogil = fn.fastmath, fn.nogil
+        self.fastmath, self.nogil, self.tiered = fn.fastmath, fn.nogil, getattr(fn, "tiered", True)
         # what calls from scripted code bind arguments with: the function's own parameters
         self.param_names, self.param_types, self.param_dtypes = fn.param_names, fn.param_types, fn.param_dtypes
         self.defaults = fn.defaults
@@ -123,7 +123,7 @@ class GradFunction(TransformedGraphs):
             from ..function import install_first, install_optimized
             install = self._install_entry
             optimized = functools.partial(install_optimized, self, types, install=install) \
-                if optimizer.enabled() and not self.fastmath else None
+                if self.tiered and optimizer.enabled() and not self.fastmath else None
             native = compile_graph(self.graph_for_types(types), fastmath=self.fastmath, nogil=self.nogil,
                                    python_entry=True, optimized=optimized)
             native = install_first(self, types, native, install)

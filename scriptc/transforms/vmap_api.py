@@ -44,7 +44,7 @@ class VmapFunction(TransformedGraphs):
         if isinstance(self.in_axes, tuple) and any(isinstance(a, tuple) for a in self.in_axes):
             raise TypeError("vmap in_axes: one int or None per positional argument")
         self.__name__ = f"vmap({fn.__name__})"
-        self.fastmath, self.nogil = fn.fastmath, fn.nogil
+        self.fastmath, self.nogil, self.tiered = fn.fastmath, fn.nogil, getattr(fn, "tiered", True)
         self.param_names = fn.param_names
         self._examples: dict[tuple, tuple] = {}   # (types, axes) -> the per-example types
         self._axes: dict[tuple, tuple] = {}       # types -> the axes of the last call with them
@@ -154,7 +154,7 @@ class VmapFunction(TransformedGraphs):
             graph = self.graph_for_types(types)
             nogil = self.nogil or releases_gil(graph)
             optimized = functools.partial(install_optimized, self, key, install=None) \
-                if optimizer.enabled() and not self.fastmath else None
+                if self.tiered and optimizer.enabled() and not self.fastmath else None
             native = install_first(self, key, compile_graph(graph, fastmath=self.fastmath, nogil=nogil,
                                                             optimized=optimized), None)
         return native
