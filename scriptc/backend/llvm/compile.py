@@ -136,8 +136,13 @@ def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | N
                 optimized) -> NativeFunction:
     """The first tier's code, its symbols renamed (both tiers' objects live in one process); O3 queued."""
     quick = f'"{prefix}.quick.'
-    native = _linked(graph, lowered, engine().quick_object(lowered.text.replace(f'"{prefix}.', quick)), None,
-                     None, written, rename=lambda symbol: symbol.replace(f"{prefix}.", quick[1:], 1))
+    text = lowered.text.replace(f'"{prefix}.', quick)
+    if lowered.python_entry:    # argument conversion: code generation without optimization (-3.5 ms per module)
+        entry = re.escape(lowered.python_entry.replace(f"{prefix}.", quick[1:], 1))
+        text = re.sub(rf'^(define [^@\n]*@"{entry}"\([^)\n]*\))', r"\1 optnone noinline", text, count=1,
+                      flags=re.MULTILINE)
+    native = _linked(graph, lowered, engine().quick_object(text), None, None, written,
+                     rename=lambda symbol: symbol.replace(f"{prefix}.", quick[1:], 1))
     native.tier = "first"
     native.optimizing = threading.Event()
 
