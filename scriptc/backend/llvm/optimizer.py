@@ -23,9 +23,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
-import json
 import os
-import subprocess
 import sys
 import threading
 
@@ -176,6 +174,8 @@ def _from_process(state: _State, text: str) -> bytes | None:
 
 
 def _start() -> subprocess.Popen:
+    import json
+    import subprocess       # here, on the optimizer's thread: 12 ms of imports a first call need not wait for
     import llvmlite
     from .engine import PIPELINE, engine
     eng = engine()
@@ -204,6 +204,7 @@ def _stop(state: _State, reap: bool = False, kill: bool = False) -> None:
         with contextlib.suppress(OSError, ValueError):
             pipe.close()
     if reap or kill:
+        import subprocess
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
 

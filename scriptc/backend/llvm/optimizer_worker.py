@@ -8,7 +8,6 @@ Messages are frames: an 8-byte little-endian length, then that many bytes.
   parent -> child:  frame(JSON {"triple", "cpu", "features", "pipeline"}), then frame(IR text) per job
   child -> parent:  per job, frame(one status byte, b"o" then the object file or b"e" then LLVM's error text)
 """
-import json
 import signal
 import struct
 import sys
@@ -71,6 +70,7 @@ def serve(target: dict, stdin, stdout) -> None:
 
 
 def main() -> None:
+    import json
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C in a terminal is for the user's process, not this one
     sys.path.insert(0, sys.argv[1])
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
