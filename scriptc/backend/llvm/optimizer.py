@@ -55,7 +55,7 @@ class _State:
         self.running: Job | None = None
         self.held = 0
         self.thread: threading.Thread | None = None
-        self.process: subprocess.Popen | None = None
+        self.process: _Process | None = None
         self.process_error: str | None = None     # why modules are optimized in this process (None: they are not)
         self.process_failures = 0
         self.closing = False                      # the interpreter exits: what is left is dropped
@@ -160,8 +160,10 @@ def _optimize(state: _State, text: str) -> tuple[bytes | None, str | None]:
 def _from_process(state: _State, text: str) -> bytes | None:
     """The optimized object file; None when LLVM refused the module there."""
     if state.process is None:
-        state.process = _start()
+        state.process = _Process()
     proc = state.process
+    if not proc.header_sent:
+        _send_header(proc)
     _FORK_LOCK.release()
     try:
         protocol.write_frame(proc.stdin, text.encode())
@@ -173,22 +175,63 @@ def _from_process(state: _State, text: str) -> bytes | None:
     return reply[1:] if reply[:1] == b"o" else None
 
 
-def _start() -> subprocess.Popen:
+def _send_header(proc: _Process) -> None:
     import json
-    import subprocess       # here, on the optimizer's thread: 12 ms of imports a first call need not wait for
-    import llvmlite
     from .engine import PIPELINE, engine
     eng = engine()
-    if not sys.executable:
-        raise OSError("no Python executable to run it")
-    llvmlite_dir = os.path.dirname(os.path.dirname(os.path.abspath(llvmlite.__file__)))
-    # unbuffered pipes: a buffered file's lock, held by this thread in a read when another forks, would stay
-    # held in the child
-    proc = subprocess.Popen([sys.executable, "-I", "-S", protocol.__file__, llvmlite_dir], bufsize=0,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     header = {"triple": eng.triple, "cpu": eng.cpu, "features": eng.features, "pipeline": PIPELINE}
     protocol.write_frame(proc.stdin, json.dumps(header).encode())
-    return proc
+    proc.header_sent = True
+
+
+class _Process:
+    """The optimizer process (``optimizer_worker.py``), started with ``posix_spawn`` by the optimizer's thread when
+    the first module is queued: ``subprocess``'s import alone (12 ms, holding the GIL) would slow the end of that
+    first call. (Started earlier, at the first tier's compile, it made O3's code arrive 30-60 ms sooner but first
+    calls 5-25 ms slower on 2 cores.) Its pipes are unbuffered: a buffered file's lock, held by the optimizer's
+    thread in a read when another thread forks, would stay held in the child."""
+
+    def __init__(self):
+        import llvmlite
+        if not sys.executable:
+            raise OSError("no Python executable to run it")
+        llvmlite_dir = os.path.dirname(os.path.dirname(os.path.abspath(llvmlite.__file__)))
+        to_child, to_parent = os.pipe(), os.pipe()
+        try:
+            self.pid = os.posix_spawn(
+                sys.executable, [sys.executable, "-I", "-S", protocol.__file__, llvmlite_dir], os.environ,
+                file_actions=[(os.POSIX_SPAWN_DUP2, to_child[0], 0), (os.POSIX_SPAWN_DUP2, to_parent[1], 1),
+                              (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)])
+        except BaseException:
+            for fd in (*to_child, *to_parent):
+                os.close(fd)
+            raise
+        os.close(to_child[0])
+        os.close(to_parent[1])
+        self.stdin = open(to_child[1], "wb", buffering=0)
+        self.stdout = open(to_parent[0], "rb", buffering=0)
+        self.header_sent = False
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            with contextlib.suppress(ChildProcessError):
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit status; None if ``timeout`` seconds passed first."""
+        import time
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.005)
+        return self.returncode
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, 9)
 
 
 def _stop(state: _State, reap: bool = False, kill: bool = False) -> None:
@@ -198,15 +241,12 @@ def _stop(state: _State, reap: bool = False, kill: bool = False) -> None:
     if proc is None:
         return
     if kill:
-        with contextlib.suppress(OSError):
-            proc.kill()
+        proc.kill()
     for pipe in (proc.stdin, proc.stdout):
         with contextlib.suppress(OSError, ValueError):
             pipe.close()
     if reap or kill:
-        import subprocess
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
+        proc.wait(timeout=5)
 
 
 def _after_fork_in_child() -> None:

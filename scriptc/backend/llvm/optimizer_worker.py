@@ -2,7 +2,8 @@
 
 Run as ``python -I -S optimizer_worker.py LLVMLITE_DIR`` with pipes for stdin and stdout; it imports llvmlite
 and the standard library only (never scriptc, never the user's program), so it starts in ~60 ms and a crash in
-LLVM ends this process, not the user's. The first message sets the target; then every message is a module.
+LLVM ends this process, not the user's. It loads LLVM, then reads the first message, which sets the target;
+then every message is a module.
 
 Messages are frames: an 8-byte little-endian length, then that many bytes.
   parent -> child:  frame(JSON {"triple", "cpu", "features", "pipeline"}), then frame(IR text) per job
@@ -40,10 +41,7 @@ def write_frame(stream, data: bytes) -> None:
         view = view[stream.write(view):]
 
 
-def serve(target: dict, stdin, stdout) -> None:
-    import llvmlite.binding as llvm
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
+def serve(llvm, target: dict, stdin, stdout) -> None:
     machine = llvm.Target.from_triple(target["triple"]).create_target_machine(
         cpu=target["cpu"], features=target["features"], opt=3, jit=True)
     pipeline = target["pipeline"]
@@ -73,10 +71,13 @@ def main() -> None:
     import json
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C in a terminal is for the user's process, not this one
     sys.path.insert(0, sys.argv[1])
+    import llvmlite.binding as llvm     # before the header: LLVM loads while the parent writes it
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     header = read_frame(stdin)
     if header is not None:
-        serve(json.loads(header), stdin, stdout)
+        serve(llvm, json.loads(header), stdin, stdout)
 
 
 if __name__ == "__main__":
