@@ -9,14 +9,15 @@ from __future__ import annotations
 import functools
 import os
 import pickle
-import threading
 
 import numpy as np
 
 from .arguments import (_SCALAR_OF, UNANNOTATED, _accept, _check_argument, _kind, _widenings)
 from .errors import CompileError, user_facing
 from .frontend import FunctionEmitter, Resolver, get_source, validate
+from .device_calls import DeviceCalls, _on_device
 from .gc_pause import gc_paused
+from .installed import install_first, install_optimized, wait_optimized
 from .ir.core import Graph
 from .ir.registry import NeedsSpecialization
 from .ir.types import BOOL, TensorType, Type
@@ -30,43 +31,6 @@ _in_progress: dict[tuple, list] = {}
 _unverified: list[Graph] = []
 _cache_log: list[tuple] = []
 _MISSING = object()
-_INSTALL_LOCK = threading.RLock()      # a signature's entry point is installed by the caller or the optimizer
-
-
-def install_first(owner, types: tuple, native, install):
-    """Keep and install (``install(types, native)``) a signature's just-compiled code, unless its optimized code
-    got there first (tiered compilation: ``backend/llvm/optimizer.py``); the signature's code."""
-    with _INSTALL_LOCK:
-        if types not in owner._native:
-            owner._native[types] = native
-            if install is not None:
-                install(types, native)
-        return owner._native[types]
-
-
-def wait_optimized(natives, timeout: float | None = None) -> bool:
-    """Wait until none of these signatures' code is first-tier code waiting for its O3 code."""
-    for native in list(natives):
-        pending = getattr(native, "optimizing", None)
-        if pending is not None and not pending.wait(timeout):
-            return False
-    return True
-
-
-def install_optimized(owner, types: tuple, native, install) -> None:
-    """Replace a signature's first-tier code with its O3 code (on the optimizer's thread). Each signature's
-    entry point falls back to the one installed before it, so the chain is made again from ``_dispatch``."""
-    with _INSTALL_LOCK:
-        owner._native[types] = native
-        if install is None:
-            return
-        owner._entry = None
-        if "__call__" in type(owner).__dict__:      # the class's own: back to the base class's _dispatch
-            delattr(type(owner), "__call__")
-        for each_types, each in list(owner._native.items()):
-            install(each_types, each)
-
-
 class _WrongGuess(Exception):
     """Compiling with an assumed result type for recursive calls failed (``error``: the CompileError)."""
 
@@ -79,7 +43,7 @@ class GraphNeedsTypes(RuntimeError):
     """``f.graph`` of a function whose graph depends on its arguments' dtypes, before it was called."""
 
 
-class ScriptFunction:
+class ScriptFunction(DeviceCalls):
     scriptc_callable = True      # callable from scripted code (frontend.Resolver.is_script_function)
 
     def __init__(self, fn, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False,
@@ -356,50 +320,6 @@ class ScriptFunction:
         types, values = self._bind(args, kwargs)
         return self.native_for_types(types)(*values)
 
-    def _run_on_device(self, args, kwargs):
-        """A call with device arrays (``scriptc.cuda``): host code on the CPU, array operators as kernels."""
-        from .backend.nvptx.executor import GpuProgram
-        types, values, devices = self._bind_device(args, kwargs)
-        device = devices[0]._device
-        key = (types, device.name)
-        program = self._gpu.get(key)
-        if program is None:
-            program = self._gpu[key] = GpuProgram(self.gpu_graph_for_types(types), device)
-        return program.run(values)
-
-    def _bind_device(self, args, kwargs):
-        """Bind arguments some of which are device arrays: binding sees an empty host array of each one's dtype and
-        rank. (types, values with the device arrays, the device arrays)."""
-        from .cuda import as_device_array
-        devices = {}
-
-        def stand_in(a):
-            if _on_device(a):
-                a = as_device_array(a)
-                stand = np.empty((0,) * a.ndim, a.dtype)
-                devices[id(stand)] = a
-                return stand
-            return a
-        types, values = self._bind([stand_in(a) for a in args], {k: stand_in(v) for k, v in kwargs.items()})
-        return types, [devices.get(id(v), v) for v in values], list(devices.values())
-
-    def gpu_graph_for_types(self, types: tuple) -> Graph:
-        """The optimized graph of a GPU signature: as for the CPU, except that a time loop over whole arrays
-        stays a host loop (its body's fusion groups are the kernels) instead of becoming one fused CPU loop, and
-        every operator the device runs is a group (a kernel) of its own (``passes/device_groups.py``)."""
-        from .passes.device_groups import outline_for_device
-        self.graph_for_types(types, optimize=False)
-        graph = pipeline(skip={"time-loop-fusion"}).run(self._compile(types))
-        outline_for_device(graph)
-        return graph
-
-    @user_facing
-    def inspect_ptx(self, *args, arch: str = "sm_80", **kwargs) -> str:
-        """The PTX of these arguments' signature (host arrays describe the types: no GPU needed): one
-        ``.entry`` per kernel (two for a group with reductions)."""
-        from .backend.nvptx import ptx_for_graph
-        return ptx_for_graph(self.gpu_graph_for_types(self._bind(args, kwargs)[0]), arch)[0]
-
     __call__ = _dispatch
 
     def native_for_types(self, types: tuple):
@@ -649,9 +569,3 @@ def _signature_first_message(sig) -> str:
 
 
 __all__ = ["GraphNeedsTypes", "ScriptFunction", "UNANNOTATED", "script"]
-
-
-def _on_device(a) -> bool:
-    """A scriptc DeviceArray, or another library's GPU array (``__cuda_array_interface__``: CuPy, torch.cuda)."""
-    t = type(a)
-    return getattr(t, "_scriptc_device", False) or (t is not np.ndarray and hasattr(t, "__cuda_array_interface__"))

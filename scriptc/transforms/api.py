@@ -41,7 +41,7 @@ class TransformedGraphs:
 
     def wait_optimized(self, timeout: float | None = None) -> bool:
         """As ``ScriptFunction.wait_optimized``: every signature compiled so far runs its O3 code."""
-        from ..function import wait_optimized
+        from ..installed import wait_optimized
         return wait_optimized(self._native.values(), timeout)
 
 
@@ -120,7 +120,7 @@ class GradFunction(TransformedGraphs):
         native = self._native.get(types)
         if native is None:
             from ..backend.llvm import compile_graph, optimizer
-            from ..function import install_first, install_optimized
+            from ..installed import install_first, install_optimized
             install = self._install_entry
             optimized = functools.partial(install_optimized, self, types, install=install) \
                 if self.tiered and optimizer.enabled() and not self.fastmath else None

@@ -150,7 +150,7 @@ class VmapFunction(TransformedGraphs):
             from ..backend.llvm import compile_graph
             from ..backend.llvm.parallel import releases_gil
             from ..backend.llvm import optimizer
-            from ..function import install_first, install_optimized
+            from ..installed import install_first, install_optimized
             graph = self.graph_for_types(types)
             nogil = self.nogil or releases_gil(graph)
             optimized = functools.partial(install_optimized, self, key, install=None) \
