@@ -5,7 +5,8 @@ import os
 os.environ["SCRIPTC_VERIFY"] = "1"  # verify the graph after every pass
 # O3 before each first call, as before tiered compilation: each test runs one known tier. tests/test_tiers.py
 # turns tiers on and runs the corpus in both, across fork, process pools and the on-disk cache
-# (SCRIPTC_TIERS=1 make test: the whole suite with tiers, the first call of each signature on the first tier).
+# (SCRIPTC_TIERS=1 runs them with tiers; tests that read the cache's statistics right after a first call then
+# fail, as its entries are written when O3 lands.)
 os.environ.setdefault("SCRIPTC_TIERS", "0")
 
 import scriptc.function  # noqa: E402
