@@ -255,3 +255,14 @@ def test_tiered_false_compiles_o3_first():
         assert f(2.0, 3.0) == 6.0
         assert g(0.5, np.ones(3)) == float(np.sum(2 * (0.5 - 1.0) * np.ones(3)))
         assert tiers_of(f) == {"optimized"} and tiers_of(g) == {"optimized"}
+
+
+def test_without_a_process_modules_are_optimized_here(monkeypatch):
+    """Where no optimizer process can start (no posix_spawn, no Python executable), O3 runs on the optimizer's
+    thread in this process after MAX_PROCESS_FAILURES tries: the swap still happens."""
+    monkeypatch.setattr(optimizer, "_STATE", optimizer._State())
+    monkeypatch.delattr(os, "posix_spawn")
+    for _ in range(optimizer.MAX_PROCESS_FAILURES + 1):
+        f = scriptc.script(scale.py_func)
+        assert f(2.0, 3.0) == 6.0 and f.wait_optimized(timeout=120) and tiers_of(f) == {"optimized"}
+    assert "no posix_spawn here" in optimizer.process_error()

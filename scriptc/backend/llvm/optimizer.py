@@ -193,8 +193,8 @@ class _Process:
 
     def __init__(self):
         import llvmlite
-        if not sys.executable:
-            raise OSError("no Python executable to run it")
+        if not sys.executable or not hasattr(os, "posix_spawn"):
+            raise OSError("no Python executable to run it" if hasattr(os, "posix_spawn") else "no posix_spawn here")
         llvmlite_dir = os.path.dirname(os.path.dirname(os.path.abspath(llvmlite.__file__)))
         to_child, to_parent = os.pipe(), os.pipe()
         try:
