@@ -202,6 +202,9 @@ def test_idle_optimizer_process_ends_and_restarts(monkeypatch):
     while optimizer._STATE.process is not None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert optimizer._STATE.process is None and proc.wait(timeout=30) == 0      # it exited, and was reaped
+    while optimizer._STATE.thread is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert optimizer._STATE.thread is None      # and the optimizer's thread ended
     g = scriptc.script(scale.py_func)
     assert g(2.0, 2.0) == 4.0 and g.wait_optimized(timeout=120) and tiers_of(g) == {"optimized"}
     assert optimizer.process_error() is None

@@ -119,9 +119,13 @@ def _serve(state: _State) -> None:
                 job = None
             else:
                 job = state.running = state.queue.popleft()
-        if job is None:     # idle: the optimizer process's memory (100-300 MB) goes back; a new one starts on demand
-            with _FORK_LOCK:
+        if job is None:     # idle: the process's memory (100-300 MB) goes back, and this thread ends (a process
+            with _FORK_LOCK:    # with threads is one Python 3.12+ warns about at fork); both start again on demand
                 _stop(state, reap=True)
+            with state.cond:
+                if not state.queue:
+                    state.thread = None
+                    return
             continue
         with _FORK_LOCK:
             try:
