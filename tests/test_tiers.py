@@ -269,3 +269,19 @@ def test_without_a_process_modules_are_optimized_here(monkeypatch):
         f = scriptc.script(scale.py_func)
         assert f(2.0, 3.0) == 6.0 and f.wait_optimized(timeout=120) and tiers_of(f) == {"optimized"}
     assert "no posix_spawn here" in optimizer.process_error()
+
+
+def test_a_failure_warning_made_an_error_does_not_stop_the_optimizer(monkeypatch, capfd):
+    def failing(state, text):
+        raise RuntimeError("LLVM said no")
+    monkeypatch.setattr(optimizer, "_optimize", failing)
+    f = scriptc.script(scale.py_func)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert f(2.0, 4.0) == 8.0
+        assert f.wait_optimized(timeout=120)        # set even though the warning raised on the optimizer's thread
+    assert optimizer.wait_all(timeout=120)          # (the traceback is printed after that)
+    assert "optimizing scale failed" in capfd.readouterr().err
+    monkeypatch.undo()
+    g = scriptc.script(scale.py_func)
+    assert g(1.0, 2.0) == 2.0 and g.wait_optimized(timeout=120) and tiers_of(g) == {"optimized"}

@@ -152,11 +152,13 @@ def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | N
                 optimized(_linked(graph, lowered, obj, cache, key, written))
         except Exception as e:  # noqa: BLE001 - reported below; the first tier's code keeps running
             error = f"{type(e).__name__}: {e}"
-        if error is not None:
-            native.tier_error = error
-            warnings.warn(f"scriptc: optimizing {graph.name} failed, its first-tier code stays: {error}",
-                          RuntimeWarning, stacklevel=1)
-        native.optimizing.set()
+        try:
+            if error is not None:
+                native.tier_error = error
+                warnings.warn(f"scriptc: optimizing {graph.name} failed, its first-tier code stays: {error}",
+                              RuntimeWarning, stacklevel=1)
+        finally:
+            native.optimizing.set()
 
     from .optimizer import submit
     submit(lowered.text, done, persistent=key is not None)

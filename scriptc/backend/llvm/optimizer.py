@@ -129,10 +129,14 @@ def _serve(state: _State) -> None:
             continue
         with _FORK_LOCK:
             try:
-                obj, error = _optimize(state, job.text)
+                try:
+                    obj, error = _optimize(state, job.text)
+                except Exception as e:  # noqa: BLE001 - LLVM's error here: done() reports it
+                    obj, error = None, f"{type(e).__name__}: {e}"
                 job.done(obj, error)
-            except BaseException as e:  # noqa: BLE001 - done() reports its own failures; keep serving the queue
-                job.done(None, f"{type(e).__name__}: {e}")
+            except BaseException:  # noqa: BLE001 - done() raised (its warning made an error?): say so, go on
+                import traceback
+                traceback.print_exc()
             finally:
                 job.finished.set()
                 with state.cond:
