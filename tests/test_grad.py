@@ -414,3 +414,36 @@ def test_concatenate_stack_diff_round():
     for k in range(2):
         assert_close(native[k], interpreted[k], 1e-12)
         assert_close(native[k], central_difference(joined, [x, y], k))
+
+
+@scriptc.script
+def root_of_abs(y: float) -> float:
+    return math.sqrt(abs(y))
+
+
+@scriptc.script
+def arcsine(x: float) -> float:
+    return math.asin(x)
+
+
+@scriptc.script
+def root_of_array(x: np.ndarray) -> float:
+    return float(np.sum(np.sqrt(x)))
+
+
+def test_infinite_derivatives_are_inf_not_zero_division():
+    """Where a function is defined but its derivative is not finite, the derivative is inf (jax and torch give
+    the same), native and interpreted; not the ZeroDivisionError of Python's division in the rule."""
+    for g, x, expected in ((scriptc.grad(root_of_abs), 0.0, math.inf), (scriptc.grad(arcsine), 1.0, math.inf),
+                           (scriptc.grad(arcsine), -1.0, math.inf), (scriptc.grad(root_of_abs), 4.0, 0.25)):
+        assert g(x) == expected and g.interpret(x) == expected, (g, x)
+    with np.errstate(divide="ignore"):
+        got = scriptc.grad(root_of_array)(np.array([0.0, 4.0]))
+    np.testing.assert_array_equal(got, [math.inf, 0.25])
+    with pytest.raises(ValueError, match="math domain error"):     # outside the domain the function raises
+        scriptc.grad(arcsine)(1.5)
+
+
+def test_a_derivative_rule_division_is_printed_and_parsed_with_its_attribute():
+    text = print_graph(scriptc.grad(root_of_abs).graph_for(2.0))
+    assert "aten::div[ieee=True]" in text

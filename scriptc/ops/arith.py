@@ -14,6 +14,15 @@ from ..ir.types import BOOL, FLOAT, INT, TensorType, result_dtype
 COMPLEX_POWER = ("a negative number raised to a fractional power is complex, which scriptc does not support")
 
 
+def _truediv(a, b, ieee: bool = False):
+    """Python's ``a / b``. ``ieee``: IEEE division on scalars (x / 0.0 is an infinity or NaN, not ZeroDivisionError),
+    which derivative rules divide with: the derivative of sqrt at 0 is inf, as jax and torch give."""
+    if ieee and not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.float64(a) / np.float64(b))
+    return operator.truediv(a, b)
+
+
 def _pow(a, b):
     if type(b) is int and type(a) is int and b < 0:
         raise ValueError("integers to negative integer powers are not allowed")
@@ -61,7 +70,7 @@ BINARY = [
     ("add", operator.add, np.add, _add_vjp),
     ("sub", operator.sub, np.subtract, _sub_vjp),
     ("mul", operator.mul, np.multiply, _mul_vjp),
-    ("div", operator.truediv, np.true_divide, _div_vjp),
+    ("div", _truediv, np.true_divide, _div_vjp),
     ("floordiv", operator.floordiv, np.floor_divide, ZERO_DERIVATIVE),
     ("remainder", operator.mod, np.remainder, _remainder_vjp),
     ("pow", _pow, np.power, _pow_vjp),

@@ -21,6 +21,8 @@ def _unary(scalar_fn, array_fn):
 
 
 # Derivative rules (see ``OpDef.vjp``): ``d(e, x, out)`` is the derivative at ``x``, given the result ``out``.
+# Their divisions are IEEE's: at a point where the function is defined but its derivative is not finite (sqrt
+# at 0, asin at 1) the derivative is inf or NaN, as in jax and torch, not a ZeroDivisionError.
 def _chain(derivative):
     def vjp(e, g, out, x):
         return (e.mul(g, derivative(e, x, out)),)
@@ -28,23 +30,23 @@ def _chain(derivative):
 
 
 def _one_over_sqrt_one_minus_square(e, x):
-    return e.div(e.const(1.0), e.op("aten::sqrt", e.sub(e.const(1.0), e.mul(x, x))))
+    return e.ieee_div(e.const(1.0), e.op("aten::sqrt", e.sub(e.const(1.0), e.mul(x, x))))
 
 
 D = {
-    "sqrt": lambda e, x, out: e.div(e.const(0.5), out),
+    "sqrt": lambda e, x, out: e.ieee_div(e.const(0.5), out),
     "exp": lambda e, x, out: out,
     "expm1": lambda e, x, out: e.add(out, e.const(1.0)),
-    "log": lambda e, x, out: e.div(e.const(1.0), x),
-    "log2": lambda e, x, out: e.div(e.const(1.0 / math.log(2.0)), x),
-    "log10": lambda e, x, out: e.div(e.const(1.0 / math.log(10.0)), x),
-    "log1p": lambda e, x, out: e.div(e.const(1.0), e.add(x, e.const(1.0))),
+    "log": lambda e, x, out: e.ieee_div(e.const(1.0), x),
+    "log2": lambda e, x, out: e.ieee_div(e.const(1.0 / math.log(2.0)), x),
+    "log10": lambda e, x, out: e.ieee_div(e.const(1.0 / math.log(10.0)), x),
+    "log1p": lambda e, x, out: e.ieee_div(e.const(1.0), e.add(x, e.const(1.0))),
     "sin": lambda e, x, out: e.op("aten::cos", x),
     "cos": lambda e, x, out: e.neg(e.op("aten::sin", x)),
     "tan": lambda e, x, out: e.add(e.const(1.0), e.mul(out, out)),
     "asin": lambda e, x, out: _one_over_sqrt_one_minus_square(e, x),
     "acos": lambda e, x, out: e.neg(_one_over_sqrt_one_minus_square(e, x)),
-    "atan": lambda e, x, out: e.div(e.const(1.0), e.add(e.const(1.0), e.mul(x, x))),
+    "atan": lambda e, x, out: e.ieee_div(e.const(1.0), e.add(e.const(1.0), e.mul(x, x))),
     "sinh": lambda e, x, out: e.op("aten::cosh", x),
     "cosh": lambda e, x, out: e.op("aten::sinh", x),
     "tanh": lambda e, x, out: e.sub(e.const(1.0), e.mul(out, out)),

@@ -59,6 +59,11 @@ class Emitter:
     def div(self, a, b):
         return self.op("aten::div", a, b)
 
+    def ieee_div(self, a, b):
+        """``a / b`` that gives inf or NaN where Python's raises ZeroDivisionError: for derivatives that are
+        infinite at a point where the function is defined (sqrt at 0, log at 0)."""
+        return self.op("aten::div", a, b, ieee=True)
+
     def neg(self, a):
         return self.op("aten::neg", a)
 
