@@ -88,8 +88,15 @@ def check(case, tmp_path_factory, native: bool):
     g = scriptc.grad(loss, argnums=argnums)
     interpreted = g.interpret(*args)
     if native:
-        assert g(*args) == interpreted, "native and interpreted gradients differ"
+        compiled = g(*args)
+        assert all(a == b or math.isnan(a) and math.isnan(b) for a, b in zip(compiled, interpreted, strict=True)), \
+            ("native and interpreted gradients differ", compiled, interpreted)
     for k, got, (fine, noise) in zip(argnums, interpreted, expected):
+        if not math.isfinite(got):
+            # through a point where an elementary function's derivative is infinite (sqrt(|x|) of an x that
+            # x - x % 100.0 made 0) the chain rule gives inf or 0 * inf = nan even where the whole is smooth, as
+            # in jax and torch: not compared with the central difference
+            continue
         assert abs(got - fine) <= 1e-6 * max(1.0, abs(fine)) + noise, (source, args, k, got, fine)
 
 
