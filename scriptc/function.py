@@ -345,21 +345,16 @@ class ScriptFunction(DeviceCalls):
                 from .backend.llvm.cached import load_cached
                 native, key = load_cached(graph, self.fastmath, nogil, cache, python_entry=True)
             if native is None:
+                from .backend.llvm import optimizer
                 from .backend.llvm.compile import compile_graph
                 native = compile_graph(graph, fastmath=self.fastmath, nogil=nogil, cache=cache, python_entry=True,
                                        key=key, optimized=functools.partial(self._install_optimized, types, key,
-                                                                            nogil) if self._tiers() else None)
+                                                                            nogil) if optimizer.applies(self) else None)
             if native.tier == "optimized" and key is not None:
                 self._store_manifest_of(graph.name, types, native, key, nogil)
             native.nogil = nogil
             native = install_first(self, types, native, lambda _, each: self._install_entry(each))
         return native
-
-    def _tiers(self) -> bool:
-        """Whether first calls run first-tier code (fast-math code is left to O3 alone: the two tiers could
-        reassociate differently)."""
-        from .backend.llvm import optimizer
-        return self.tiered and optimizer.enabled() and not self.fastmath
 
     def _install_optimized(self, types: tuple, key: str | None, nogil: bool, native) -> None:
         """Replace a signature's first-tier code with its O3 code (called on the optimizer's thread)."""

@@ -445,5 +445,9 @@ def test_infinite_derivatives_are_inf_not_zero_division():
 
 
 def test_a_derivative_rule_division_is_printed_and_parsed_with_its_attribute():
+    from scriptc.ir import parse
     text = print_graph(scriptc.grad(root_of_abs).graph_for(2.0))
     assert "aten::div[ieee=True]" in text
+    again = parse(text)
+    assert print_graph(again) == text
+    assert any(n.kind == "aten::div" and n.attrs.get("ieee") is True for n in again.walk())

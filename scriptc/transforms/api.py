@@ -123,7 +123,7 @@ class GradFunction(TransformedGraphs):
             from ..installed import install_first, install_optimized
             install = self._install_entry
             optimized = functools.partial(install_optimized, self, types, install=install) \
-                if self.tiered and optimizer.enabled() and not self.fastmath else None
+                if optimizer.applies(self) else None
             native = compile_graph(self.graph_for_types(types), fastmath=self.fastmath, nogil=self.nogil,
                                    python_entry=True, optimized=optimized)
             native = install_first(self, types, native, install)

@@ -154,7 +154,7 @@ class VmapFunction(TransformedGraphs):
             graph = self.graph_for_types(types)
             nogil = self.nogil or releases_gil(graph)
             optimized = functools.partial(install_optimized, self, key, install=None) \
-                if self.tiered and optimizer.enabled() and not self.fastmath else None
+                if optimizer.applies(self) else None
             native = install_first(self, key, compile_graph(graph, fastmath=self.fastmath, nogil=nogil,
                                                             optimized=optimized), None)
         return native

@@ -38,6 +38,12 @@ def enabled() -> bool:
     return os.environ.get("SCRIPTC_TIERS", "1") != "0"
 
 
+def applies(fn) -> bool:
+    """Whether a scripted (or transformed) function's first calls run first-tier code: tiers are on, and the
+    function is not ``tiered=False`` nor ``fastmath`` (whose two tiers could reassociate differently)."""
+    return enabled() and fn.tiered and not fn.fastmath
+
+
 class Job:
     """One module to optimize. ``done(obj, error)`` runs on the optimizer's thread: ``obj`` the optimized object
     file, or None and ``error`` saying why there is none."""
