@@ -137,10 +137,23 @@ def test_operands_of_every_layout_and_dtype_give_numpys_results(la, lb, da, db, 
         b = b[0, 0].item()      # a Python scalar (bool, int or float), weak as NumPy 2 takes it
     for fn, args in ((greater, (a, b)), (plus, (a, b)), (pick, (a > 0, a, b)), (scaled, (a, 2.5))):
         with np.errstate(all="ignore"):
-            want = fn.py_func(*args)
+            try:
+                want = fn.py_func(*args)
+            except OverflowError as e:      # a Python int outside the array's dtype (uint8 + -28): the same error
+                with pytest.raises(OverflowError) as got_error:
+                    fn(*args)
+                assert str(got_error.value) == str(e), fn.__name__
+                continue
             got = fn(*args)
         assert got.dtype == want.dtype, fn.__name__
         np.testing.assert_array_equal(got, want, err_msg=fn.__name__)
+
+
+def test_a_python_int_outside_the_arrays_dtype_raises_numpys_overflow_error():
+    a = np.arange(4, dtype=np.uint8)
+    for b in (-28, 300):
+        with pytest.raises(OverflowError, match=f"Python integer {b} out of bounds for uint8"):
+            plus(a, b)
 
 
 def test_the_operators_above_run_shared_kernels():
