@@ -285,3 +285,70 @@ def test_a_failure_warning_made_an_error_does_not_stop_the_optimizer(monkeypatch
     monkeypatch.undo()
     g = scriptc.script(scale.py_func)
     assert g(1.0, 2.0) == 2.0 and g.wait_optimized(timeout=120) and tiers_of(g) == {"optimized"}
+
+
+def _function(name: str, blocks: list[tuple[str, str]], attributes: str = "") -> str:
+    """LLVM IR text of a function made of (label, terminator) blocks, each padded to 100 lines of arithmetic."""
+    body = []
+    for label, terminator in blocks:
+        body += [f"{label}:"] + [f'  %"{label}.{k}" = add i64 {k}, 1' for k in range(100)] + [f"  {terminator}"]
+    return f'define internal void @"{name}"(){attributes}\n{{\n' + "\n".join(body) + "\n}\n"
+
+
+def test_first_tier_text_marks_long_loop_free_functions_and_calls_refcounts():
+    """The first tier's module: long loop-free functions (ordered so that a branch goes back in the text without
+    a loop) and the CPython entry point unoptimized; a loop (its back edge forward in the text) is not; reference
+    counts are called, not inlined."""
+    from scriptc.backend.llvm.compile import first_tier_text
+    from util import filecheck
+    refcounts = "".join(f'define internal void @"scriptc.rt.{n}"(i8* %".1") alwaysinline\n{{\n.2:\n  ret void\n}}\n'
+                        for n in ("retain", "release"))
+    diamond = _function("m.straight", [("entry", 'br i1 1, label %"left", label %"right"'), ("join", "ret void"),
+                                       ("right", 'br label %"join"'), ("left", 'br label %"join"')])
+    loop = _function("m.loop", [("entry", 'br label %"body"'), ("latch", 'br i1 1, label %"body", label %"exit"'),
+                                ("body", 'br label %"latch"'), ("exit", "ret void")], " noinline")
+    short = 'define internal void @"m.short"()\n{\nentry:\n  ret void\n}\n'
+    entry = 'define i8* @"m.pyentry"(i8* %"self")\n{\nentry:\n  ret i8* null\n}\n'
+    filecheck(first_tier_text(refcounts + diamond + loop + short + entry, "m.pyentry"), """
+        CHECK: define internal void @"scriptc.rt.retain"(i8* %".1") noinline
+        CHECK: define internal void @"scriptc.rt.release"(i8* %".1") noinline
+        CHECK: define internal void @"m.straight"() optnone noinline
+        CHECK: define internal void @"m.loop"() noinline{{$}}
+        CHECK: define internal void @"m.short"(){{$}}
+        CHECK: define i8* @"m.pyentry"(i8* %"self") optnone noinline
+        """)
+
+
+def test_unoptimized_training_step_matches_o3():
+    """A training step (value_and_grad, Adam, nested NamedTuples): its long loop-free body is compiled
+    unoptimized in the first tier; both tiers give identical results."""
+    from scriptc.backend.llvm import compile as compiling
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples"))
+    import mlp_digits as m
+    texts = []
+    real = compiling.first_tier_text
+
+    def spy(text, python_entry):
+        texts.append(real(text, python_entry))
+        return texts[-1]
+
+    step = scriptc.script(m.train_step.py_func)
+    state = m.init_state(scriptc.random.key(1), [8, 6, 5, 3])
+    x, onehot = np.random.default_rng(0).random((4, 8)), np.eye(3)[[0, 2, 1, 2]]
+    compiling.first_tier_text = spy
+    try:
+        with optimizer.held():
+            first = step(state, x, onehot, 1e-2)
+            assert tiers_of(step) == {"first"}
+    finally:
+        compiling.first_tier_text = real
+    assert any('.quick.train_step"(' in line and "optnone" in line for t in texts for line in t.splitlines()
+               if line.startswith("define"))      # the body, not only the CPython entry point
+    assert step.wait_optimized(timeout=120) and tiers_of(step) == {"optimized"}
+    second = step(state, x, onehot, 1e-2)
+    for a, b in zip(_leaves(first), _leaves(second), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def _leaves(value) -> list:
+    return [leaf for v in value for leaf in _leaves(v)] if isinstance(value, tuple) else [value]

@@ -136,11 +136,8 @@ def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | N
                 optimized) -> NativeFunction:
     """The first tier's code, its symbols renamed (both tiers' objects live in one process); O3 queued."""
     quick = f'"{prefix}.quick.'
-    text = lowered.text.replace(f'"{prefix}.', quick)
-    if lowered.python_entry:    # argument conversion: code generation without optimization (-3.5 ms per module)
-        entry = re.escape(lowered.python_entry.replace(f"{prefix}.", quick[1:], 1))
-        text = re.sub(rf'^(define [^@\n]*@"{entry}"\([^)\n]*\))', r"\1 optnone noinline", text, count=1,
-                      flags=re.MULTILINE)
+    text = first_tier_text(lowered.text.replace(f'"{prefix}.', quick),
+                           lowered.python_entry and lowered.python_entry.replace(f"{prefix}.", quick[1:], 1))
     native = _linked(graph, lowered, engine().quick_object(text), None, None, written,
                      rename=lambda symbol: symbol.replace(f"{prefix}.", quick[1:], 1))
     native.tier = "first"
@@ -163,6 +160,65 @@ def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | N
     from .optimizer import submit
     submit(lowered.text, done, persistent=key is not None)
     return native
+
+
+# Reference counts: calls in the first tier (inlined, they were most of a large function's code: the MLP training
+# step's 12,600 lines after inlining, ~600 counts), inlined by O3's pipeline
+_REFCOUNT_INLINE = [(f'@"scriptc.rt.{name}"(i8* %".1") alwaysinline', f'@"scriptc.rt.{name}"(i8* %".1") noinline')
+                    for name in ("retain", "release")]
+_BRANCH_TARGET = re.compile(r'label %"?([^",\s\]]+)')
+STRAIGHT_LINE_UNOPTIMIZED = 300     # lines: a loop-free function this long is code generated without optimization
+
+
+def first_tier_text(text: str, python_entry: str | None) -> str:
+    """The first tier's module: reference counting as calls, and without optimization (FastISel, 3-5x faster
+    to generate) the CPython entry point (argument conversion) and each long loop-free function (a large
+    program's body between its kernels): code that runs once per call."""
+    for inlined, called in _REFCOUNT_INLINE:
+        text = text.replace(inlined, called)
+    out, start = [], 0
+    at = text.find("define ")
+    while at >= 0:
+        header_end = text.index("\n", at)
+        end = text.find("\n}\n", header_end)
+        name = text[text.index('@"', at) + 2:text.index('"(', at)]
+        header = text[at:header_end]
+        if "alwaysinline" not in header and (name == python_entry or (
+                text.count("\n", header_end, end) >= STRAIGHT_LINE_UNOPTIMIZED and _loop_free(text[header_end:end]))):
+            out.append(text[start:header_end] + (" optnone" if " noinline" in header else " optnone noinline"))
+            start = header_end
+        at = text.find("\ndefine ", end)
+        at = at + 1 if at >= 0 else at
+    return "".join(out) + text[start:]
+
+
+def _loop_free(body: str) -> bool:
+    """Whether a function's control-flow graph (its text's blocks and branches) has no cycle."""
+    successors: dict[str, list[str]] = {}
+    block = successors.setdefault("", [])
+    for line in body.split("\n"):
+        if line.endswith(":"):
+            block = successors.setdefault(line[:-1].strip('"'), [])
+        elif "label %" in line:
+            block.extend(_BRANCH_TARGET.findall(line))
+    state = dict.fromkeys(successors, 0)      # 0 unvisited, 1 on the path, 2 done
+    for root in successors:
+        if state[root]:
+            continue
+        state[root] = 1
+        path = [(root, iter(successors[root]))]
+        while path:
+            node, rest = path[-1]
+            succ = next(rest, None)
+            if succ is None:
+                state[node] = 2
+                path.pop()
+            elif state.get(succ) == 1:
+                return False
+            elif state.get(succ) == 0:
+                state[succ] = 1
+                path.append((succ, iter(successors[succ])))
+    return True
 
 
 def remake_ir(graph: Graph, prefix: str, nogil: bool, fastmath: bool, python_entry: bool):
