@@ -17,7 +17,6 @@ import warnings
 
 from ...ir.core import Graph
 from ..argument_writes import written_inputs
-from . import disk_cache
 from .callbacks import CALLBACK_SYMBOL, _CONSTANTS, describe_plan, str_symbol
 from .engine import engine
 from .entry import lower_python_entry, release_symbol
@@ -112,6 +111,7 @@ def _linked(graph: Graph, lowered: Lowered, obj: bytes, cache, key: str | None, 
     found = link(obj, list(symbols.values()), llmod)
     addresses = {s: found[renamed] for s, renamed in symbols.items()}
     if key is not None:
+        from . import disk_cache    # here: a process without the on-disk cache does not import it (nor json)
         disk_cache.stats["misses"] += 1
         from .cached import remember
         remember(key, {"entry_symbol": lowered.entry, "entry": addresses[lowered.entry],

@@ -15,8 +15,6 @@ from __future__ import annotations
 import struct
 import threading
 
-import llvmlite.binding as llvm
-
 from . import symbols, warmup
 from .objload import ObjectLoadError
 from .native import make_caller  # noqa: F401  (the ctypes path's caller, long imported from here)
@@ -30,11 +28,17 @@ QUICK_MODULE_PASSES = ("always_inliner", "global_dead_code_eliminate")
 QUICK_FUNCTION_PASSES = ("sroa", "instruction_combine", "simplify_cfg")
 
 
+llvm = None     # llvmlite.binding, imported by the first Engine: importing the lowering (which imports this
+#                module) never waits for LLVM to load, which warmup.py starts on another thread
+
+
 class Engine:
     """The process's JIT. Thread-safe: compilation is serialized by a lock."""
 
     def __init__(self):
+        global llvm
         warmup.wait()       # a background load of LLVM (warmup.py) finishes first
+        import llvmlite.binding as llvm
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()

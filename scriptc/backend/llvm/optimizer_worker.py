@@ -9,7 +9,6 @@ Messages are frames: an 8-byte little-endian length, then that many bytes.
   parent -> child:  frame(JSON {"triple", "cpu", "features", "pipeline"}), then frame(IR text) per job
   child -> parent:  per job, frame(one status byte, b"o" then the object file or b"e" then LLVM's error text)
 """
-import signal
 import struct
 import sys
 
@@ -69,6 +68,7 @@ def serve(llvm, target: dict, stdin, stdout) -> None:
 
 def main() -> None:
     import json
+    import signal      # here: the user's process imports this module for its frames, not to run it
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C in a terminal is for the user's process, not this one
     sys.path.insert(0, sys.argv[1])
     import llvmlite.binding as llvm     # before the header: LLVM loads while the parent writes it
