@@ -26,7 +26,7 @@ samples: $(STAMP)
 	$(BIN)/python samples/train_state.py
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow
+	SCRIPTC_HYPOTHESIS=explore $(BIN)/python -m pytest -q -m slow
 
 # the GPU path: PTX assembly, the grid emulator, and (marked gpu, skipped without a device) driver-level tests
 # (tests/test_gpu_device.py); the long GPU fuzz is in test-slow

@@ -9,6 +9,15 @@ os.environ["SCRIPTC_VERIFY"] = "1"  # verify the graph after every pass
 # fail, as its entries are written when O3 lands.)
 os.environ.setdefault("SCRIPTC_TIERS", "0")
 
+# Hypothesis draws the same examples on every run (each test's are derived from its name), so that a red CI
+# run is a real regression, reproducible by running the test again; `make test-slow` explores with fresh random
+# draws (SCRIPTC_HYPOTHESIS=explore).
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("SCRIPTC_HYPOTHESIS", "repeatable"))
+
 import scriptc.function  # noqa: E402
 from scriptc.ir import parse, print_graph, verify  # noqa: E402
 
