@@ -361,3 +361,36 @@ define half @needs_compiler_rt(double %x) {
 
 def scalar_identity(x: float) -> float:
     return x
+
+
+# -- powers with a literal exponent: NumPy's x ** 2 is np.square ------------------------------------------
+
+POWERS = {"square": "x ** 2", "cube": "x ** 3", "first": "x ** 1", "zeroth": "x ** 0", "to_true": "x ** True",
+          "float_square": "x ** 2.0"}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_literal_powers_every_dtype(tmp_path, dtype):
+    """``bool_array ** 2`` is int8 (np.square's bool loop) where ``** 3`` is int64: native code, the interpreter
+    and NumPy agree on dtype and values for every dtype."""
+    m = load_module(tmp_path, "import numpy as np\nimport scriptc\n" + "".join(
+        f"@scriptc.script\ndef {name}(x: np.ndarray) -> np.ndarray:\n    return {expr}\n"
+        for name, expr in POWERS.items()))
+    x = samples(dtype)[:40]
+    if dtype.startswith(("int", "uint")):
+        x = x % 5     # no overflow: its wraparound is the same, but NumPy warns
+    for name, expr in POWERS.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = eval(expr, {"x": x})
+        fn = getattr(m, name)
+        assert same(fn(x), want), f"{dtype} {expr}: {fn(x).dtype} {fn(x)[:5]} vs {want.dtype} {want[:5]}"
+        assert same(fn.interpret(x), want), f"{dtype} {expr} (interpreter)"
+
+
+def test_bool_array_to_a_run_time_int_power_is_an_error(tmp_path):
+    m = load_module(tmp_path, "import numpy as np\nimport scriptc\n@scriptc.script\n"
+                              "def power(b: np.ndarray, k: int) -> np.ndarray:\n    return b ** k\n")
+    with pytest.raises(scriptc.CompileError, match=r"depends on the exponent's value[\s\S]*hint: convert the array"):
+        m.power(np.array([True, False]), 3)
+    assert same(m.power(np.arange(4), 2), np.arange(4) ** 2)

@@ -288,6 +288,18 @@ class ArrayFrontend:
             result = self.op("aten::full", [result] + ones, {"dtype": dtype}, at=node)
         return result
 
+    def bool_power(self, left, right, node):
+        """The base of ``left ** right``. NumPy computes ``bool_array ** 2`` (a Python int 2) as ``np.square``,
+        whose bool loop gives int8, where other int powers give int64: the base is cast to int8 first. With
+        an int exponent known only at run time the dtype would hang on its value: an error."""
+        if right.type != INT or not isinstance(left.type, TensorType) or left.type.dtype != "bool":
+            return left
+        if right.node is None or right.node.kind != "prim::Constant":
+            raise self.fn.error(f"'{ast.unparse(node)}': NumPy's dtype for a bool array to an int power depends on "
+                                "the exponent's value (** 2 is np.square: int8; other powers give int64)", node,
+                                hint="convert the array first, e.g. b.astype(np.int64) ** k")
+        return self.op("aten::to", [left], {"dtype": "int8"}, at=node) if right.node.attrs["value"] == 2 else left
+
     def signed_constant(self, n):
         """A constant, also negated: ``-np.inf``."""
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):

@@ -579,6 +579,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin):
         left, right = self.expr(node.left), self.expr(node.right)
         if isinstance(left.type, ListType) or isinstance(right.type, ListType):
             return self.list_binop(node, left, right)
+        if isinstance(node.op, ast.Pow):
+            left = self.bool_power(left, right, node)
         return self.op(f"aten::{BINOPS[type(node.op)]}", [left, right], at=node)
 
     def visit_UnaryOp(self, node):
