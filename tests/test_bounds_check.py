@@ -133,6 +133,34 @@ def test_triangular_loops_and_created_arrays_are_proven():
     """)
 
 
+@scriptc.script
+def unpacked_stencil(u: np.ndarray) -> np.ndarray:
+    n, m = u.shape
+    v = u.copy()
+    for i in range(1, n - 1):
+        for j in range(1, m - 1):
+            v[i, j] = u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]
+    return v
+
+
+def test_dimensions_unpacked_from_shape_are_dimensions():
+    """``n, m = u.shape`` names u's dimensions as ``u.shape[0]`` does: the stencil is proven, with no versioned
+    (checked) copy of its loops."""
+    check(unpacked_stencil, (np.arange(20.0).reshape(4, 5),), """
+        CHECK-NOT: prim::If
+        CHECK: prim::Loop
+        CHECK: prim::Loop
+        CHECK: aten::getitem[checked=[0, 0]](%u
+        CHECK: aten::getitem[checked=[0, 0]](%u
+        CHECK: aten::getitem[checked=[0, 0]](%u
+        CHECK: aten::getitem[checked=[0, 0]](%u
+        CHECK: aten::setitem[checked=[0, 0]](%v
+        CHECK-NOT: prim::If
+    """)
+    assert_matches_python(unpacked_stencil, np.ones((2, 7)))
+    assert_matches_python(unpacked_stencil, np.ones((0, 3)))
+
+
 # -- what it must not prove ----------------------------------------------------------------------------------
 
 

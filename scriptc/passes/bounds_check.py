@@ -5,7 +5,7 @@ An induction-variable range analysis bounds every int value the loops compute. A
 derives ``i = __derive_index(p, lo, step)``, which lies in ``[lo, hi - 1]`` for a positive constant step (and in
 ``[hi + 1, lo]`` for a negative one). Bounds go through ``+``/``-`` of constants. A lower bound is a constant;
 an upper bound is *symbolic*: ``v <= atom + c`` where the atom is a canonical int value. Dimensions are canonical
-too: ``len(x)`` and ``x.shape[k]`` name "dimension k of x"; a dimension of ``np.empty(n)`` / ``np.zeros((n, m))``
+too: ``len(x)``, ``x.shape[k]`` and the k-th name of ``n, m = x.shape`` name "dimension k of x"; a dimension of ``np.empty(n)`` / ``np.zeros((n, m))``
 is the int value it was created with (``n``, ``m``: an array that exists has exactly those dimensions); of
 ``*_like(y)``, ``y.copy()`` it is y's; of the row ``x[i]`` (``aten::select``) it is x's next dimension; a
 loop-carried array (``a, b = b, a`` buffer swaps) has its initial value's dimensions when every iteration
@@ -58,6 +58,18 @@ def small_int(v: Value) -> int | None:
             return c
     return None
 
+
+
+def size_element(v: Value) -> tuple[Value, int] | None:
+    """(array, k) when ``v`` is dimension k of an array: ``x.shape[k]`` (``prim::TupleIndex`` of ``aten::size``)
+    or the k-th name of ``n, m = x.shape`` (``prim::TupleUnpack`` of it)."""
+    n = v.node
+    if n is None or n.kind not in ("prim::TupleIndex", "prim::TupleUnpack"):
+        return None
+    src = n.inputs[0].node
+    if src is None or src.kind != "aten::size":
+        return None
+    return src.inputs[0], (n.attrs["index"] if n.kind == "prim::TupleIndex" else n.outputs.index(v))
 
 class RangeAnalysis:
     """Memoized bounds of int values: ``lower(v)`` a constant or None, ``upper(v)`` a set of ``(atom, c)``
@@ -127,10 +139,9 @@ class RangeAnalysis:
                     return (atom, ca + c)
         if n is not None and n.kind == "aten::len":
             return self.dim_term(n.inputs[0], 0)
-        if n is not None and n.kind == "prim::TupleIndex":
-            src = n.inputs[0].node
-            if src is not None and src.kind == "aten::size":
-                return self.dim_term(src.inputs[0], n.attrs["index"])
+        dim = size_element(v)
+        if dim is not None:
+            return self.dim_term(*dim)
         return (v, 0)
 
     def dim_term(self, a: Value, k: int) -> tuple:
@@ -178,8 +189,7 @@ class RangeAnalysis:
         n = v.node
         if n is None or v.type != INT:
             return None
-        if n.kind in ("aten::len", "aten::numel") or (n.kind == "prim::TupleIndex" and n.inputs[0].node is not None
-                                                      and n.inputs[0].node.kind == "aten::size"):
+        if n.kind in ("aten::len", "aten::numel") or size_element(v) is not None:
             return 0
         if n.kind in ("aten::add", "aten::sub") and all(x.type == INT for x in n.inputs):
             a, b = n.inputs
