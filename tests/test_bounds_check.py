@@ -161,6 +161,63 @@ def test_dimensions_unpacked_from_shape_are_dimensions():
     assert_matches_python(unpacked_stencil, np.ones((0, 3)))
 
 
+@scriptc.script
+def bubble_pass_sort(x: np.ndarray):
+    n = len(x)
+    for i in range(n):
+        for j in range(n - 1 - i):
+            if x[j] > x[j + 1]:
+                x[j], x[j + 1] = x[j + 1], x[j]
+
+
+@scriptc.script
+def by_size(x: np.ndarray) -> np.ndarray:
+    s = np.empty(x.size)
+    s[0] = x[0]
+    for i in range(1, x.size):
+        s[i] = 0.5 * s[i - 1] + x[i]
+    return s
+
+
+@scriptc.script
+def grid_sum(a: float, b: float, n: int) -> float:
+    xs = np.linspace(a, b, n + 1)
+    idx = np.arange(n)
+    s = xs[0] + xs[n]
+    for i in range(1, n):
+        s += xs[i] * idx[i]
+    return s
+
+
+@scriptc.script
+def one_past(n: int) -> float:
+    return np.linspace(0.0, 1.0, n)[n] + np.arange(n)[n - 1]
+
+
+def test_trip_count_bounds_size_linspace_and_arange_are_proven():
+    """A triangular loop's ``range(n - 1 - i)`` is below ``n - 1`` (i >= 0); ``x.size`` of a 1-d array,
+    ``np.linspace(a, b, num)`` and ``np.arange(n)`` have known lengths: all proven, none versioned."""
+    check(bubble_pass_sort, (np.array([3.0, 1.0, 2.0, -1.0]),), """
+        CHECK-NOT: prim::If(
+        CHECK: aten::getitem[checked=[0]](%x
+        CHECK: aten::getitem[checked=[0]](%x
+    """)
+    check(by_size, (np.arange(5.0),), """
+        CHECK-NOT: prim::If(
+        CHECK: aten::getitem[checked=[0]](%s
+        CHECK: aten::getitem[checked=[0]](%x
+        CHECK: aten::setitem[checked=[0]](%s
+    """)
+    check(grid_sum, (0.0, 1.0, 6), """
+        CHECK-NOT: prim::If(
+        CHECK: aten::getitem[checked=[0]](%xs
+        CHECK: aten::getitem[checked=[0]](%idx
+    """)
+    assert_matches_python(by_size, np.zeros(0))                  # IndexError at s[0]
+    assert_matches_python(one_past, 4)                           # IndexError: the index equals the length
+    assert "checked" not in ir_after_bce(one_past, 4).split("aten::linspace")[1].split("\n")[1]
+
+
 # -- what it must not prove ----------------------------------------------------------------------------------
 
 

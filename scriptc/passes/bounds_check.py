@@ -1,12 +1,14 @@
 """Bounds-check elimination: prove array indices in bounds and mark those accesses unchecked.
 
 An induction-variable range analysis bounds every int value the loops compute. A loop's iteration number
-``p`` of ``prim::Loop(T, ...)`` is in ``[0, T - 1]`` whenever its body runs; ``for i in range(lo, hi, step)``
+``p`` of ``prim::Loop(T, ...)`` is in ``[0, T - 1]`` whenever its body runs (below every upper bound of T less
+one: ``range(n - 1 - i)`` with ``i >= 0`` runs below ``n - 1``); ``for i in range(lo, hi, step)``
 derives ``i = __derive_index(p, lo, step)``, which lies in ``[lo, hi - 1]`` for a positive constant step (and in
 ``[hi + 1, lo]`` for a negative one). Bounds go through ``+``/``-`` of constants. A lower bound is a constant;
 an upper bound is *symbolic*: ``v <= atom + c`` where the atom is a canonical int value. Dimensions are canonical
 too: ``len(x)``, ``x.shape[k]`` and the k-th name of ``n, m = x.shape`` name "dimension k of x"; a dimension of ``np.empty(n)`` / ``np.zeros((n, m))``
-is the int value it was created with (``n``, ``m``: an array that exists has exactly those dimensions); of
+is the int value it was created with (``n``, ``m``: an array that exists has exactly those dimensions; so is
+``np.linspace(a, b, n)``'s and ``np.arange(n)``'s, ``x.size`` of a 1-d array is its dimension 0); of
 ``*_like(y)``, ``y.copy()`` it is y's; of the row ``x[i]`` (``aten::select``) it is x's next dimension; a
 loop-carried array (``a, b = b, a`` buffer swaps) has its initial value's dimensions when every iteration
 provably keeps them (an inductive invariant, see ``solve_carried_arrays``).
@@ -137,7 +139,7 @@ class RangeAnalysis:
                 atom, c = self.term(b)
                 if -SMALL < ca + c < SMALL:
                     return (atom, ca + c)
-        if n is not None and n.kind == "aten::len":
+        if n is not None and (n.kind == "aten::len" or n.kind == "aten::numel" and n.inputs[0].type.rank == 1):
             return self.dim_term(n.inputs[0], 0)
         dim = size_element(v)
         if dim is not None:
@@ -154,6 +156,11 @@ class RangeAnalysis:
                 return self.term(n.inputs[k])
             if n.kind == "aten::full" and k + 1 < len(n.inputs):
                 return self.term(n.inputs[k + 1])
+            if n.kind == "aten::linspace":      # (start, stop, num): num elements (a negative num raises)
+                return self.term(n.inputs[2])
+            if n.kind == "aten::arange" and small_int(n.inputs[0]) == 0 and small_int(n.inputs[2]) == 1 \
+                    and n.inputs[1].type == INT:    # np.arange(n): max(n, 0) elements, n whenever one is indexed
+                return self.term(n.inputs[1])
             if n.kind in SAME_SHAPE_OPS:
                 return self.dim_term(n.inputs[0], k)
             if n.kind == "aten::select":
@@ -222,10 +229,8 @@ class RangeAnalysis:
             return out | {(atom, max(c, c2)) for atom, c in self.upper(init) for atom2, c2 in self.upper(nxt)
                           if atom == atom2}
         loop = self.loop_of_iteration.get(id(v))
-        if loop is not None:
-            atom, c = self.term(loop.inputs[0])
-            out.add((atom, c - 1))
-            return out
+        if loop is not None:     # below every bound of the trip count (range(n - 1 - i): n - 2 for i >= 0)
+            return out | {(atom, c - 1) for atom, c in self.upper(loop.inputs[0])}
         n = v.node
         if n is None:
             return out
@@ -242,8 +247,7 @@ class RangeAnalysis:
             s = small_int(step)
             stop = self.range_stop(n)
             if s is not None and s > 0 and stop is not None:
-                atom, c = self.term(stop)
-                out.add((atom, c - 1))
+                out |= {(atom, c - 1) for atom, c in self.upper(stop)}
             elif s is not None and s < 0:
                 out |= self.upper(start)
         return out
