@@ -9,8 +9,8 @@ an upper bound is *symbolic*: ``v <= atom + c`` where the atom is a canonical in
 too: ``len(x)``, ``x.shape[k]`` and the k-th name of ``n, m = x.shape`` name "dimension k of x"; a dimension
 of ``np.empty(n)`` / ``np.zeros((n, m))`` is the int value it was created with (``n``, ``m``: an array that
 exists has exactly those dimensions; so is ``np.linspace(a, b, n)``'s and ``np.arange(n)``'s, and ``x.size`` of a
-1-d array is its dimension 0); of ``*_like(y)``, ``y.copy()`` it is y's; of the row ``x[i]`` (``aten::select``) it is x's next dimension; a
-loop-carried array (``a, b = b, a`` buffer swaps) has its initial value's dimensions when every iteration
+1-d array is its dimension 0); of ``*_like(y)``, ``y.copy()`` it is y's; of the row ``x[i]``
+(``aten::select``) it is x's next dimension; a loop-carried array (``a, b = b, a`` buffer swaps) has its initial value's dimensions when every iteration
 provably keeps them (an inductive invariant, see ``solve_carried_arrays``).
 
 An index ``v`` on axis k of array ``a`` is proven when ``lo(v) >= 0`` and some upper bound ``atom + c`` of ``v``
