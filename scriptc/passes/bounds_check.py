@@ -1,17 +1,17 @@
 """Bounds-check elimination: prove array indices in bounds and mark those accesses unchecked.
 
-An induction-variable range analysis bounds every int value the loops compute. A loop's iteration number
-``p`` of ``prim::Loop(T, ...)`` is in ``[0, T - 1]`` whenever its body runs (below every upper bound of T less
-one: ``range(n - 1 - i)`` with ``i >= 0`` runs below ``n - 1``); ``for i in range(lo, hi, step)``
-derives ``i = __derive_index(p, lo, step)``, which lies in ``[lo, hi - 1]`` for a positive constant step (and in
-``[hi + 1, lo]`` for a negative one). Bounds go through ``+``/``-`` of constants. A lower bound is a constant;
-an upper bound is *symbolic*: ``v <= atom + c`` where the atom is a canonical int value. Dimensions are canonical
-too: ``len(x)``, ``x.shape[k]`` and the k-th name of ``n, m = x.shape`` name "dimension k of x"; a dimension
-of ``np.empty(n)`` / ``np.zeros((n, m))`` is the int value it was created with (``n``, ``m``: an array that
-exists has exactly those dimensions; so is ``np.linspace(a, b, n)``'s and ``np.arange(n)``'s, and ``x.size`` of a
-1-d array is its dimension 0); of ``*_like(y)``, ``y.copy()`` it is y's; of the row ``x[i]``
-(``aten::select``) it is x's next dimension; a loop-carried array (``a, b = b, a`` buffer swaps) has its initial value's dimensions when every iteration
-provably keeps them (an inductive invariant, see ``solve_carried_arrays``).
+An induction-variable range analysis bounds every int value the loops compute. A loop's iteration number ``p`` of
+``prim::Loop(T, ...)`` is in ``[0, T - 1]`` whenever its body runs (below every upper bound of T less one: ``range(n
+- 1 - i)`` with ``i >= 0`` runs below ``n - 1``); ``for i in range(lo, hi, step)`` derives ``i = __derive_index(p,
+lo, step)``, which lies in ``[lo, hi - 1]`` for a positive constant step (and in ``[hi + 1, lo]`` for a negative
+one). Bounds go through ``+``/``-`` of constants. A lower bound is a constant; an upper bound is *symbolic*: ``v <=
+atom + c`` where the atom is a canonical int value. Dimensions are canonical too: ``len(x)``, ``x.shape[k]`` and the
+k-th name of ``n, m = x.shape`` name "dimension k of x"; a dimension of ``np.empty(n)`` / ``np.zeros((n, m))`` is
+the int value it was created with (``n``, ``m``: an array that exists has exactly those dimensions; so is
+``np.linspace(a, b, n)``'s and ``np.arange(n)``'s, and ``x.size`` of a 1-d array is its dimension 0); of
+``*_like(y)``, ``y.copy()`` it is y's; of the row ``x[i]`` (``aten::select``) it is x's next dimension; a
+loop-carried array (``a, b = b, a`` buffer swaps) has its initial value's dimensions when every iteration provably
+keeps them (an inductive invariant, see ``solve_carried_arrays``).
 
 An index ``v`` on axis k of array ``a`` is proven when ``lo(v) >= 0`` and some upper bound ``atom + c`` of ``v``
 has the atom of a's dimension k, ``dim = atom + d``, with ``c <= d - 1``: then ``0 <= v < dim`` and neither
