@@ -161,3 +161,37 @@ def test_errors_name_the_line(tmp_path, body, message):
         spec.loader.exec_module(module)
         module.f(Pair(1, 2))
     assert "nt_errors.py:6:" in str(e.value)
+
+
+@scriptc.script
+def shapes_match(a: np.ndarray, b: np.ndarray) -> tuple[bool, bool]:
+    return a.shape == b.shape, a.shape != b.shape
+
+
+@scriptc.script
+def tuple_equalities(p: Pair, x: int, y: float) -> tuple[bool, bool, bool, bool, bool, bool]:
+    t = (y, x)
+    return ((x, y) == (y, x), (x, (y, 1)) == (x, (y, 1)), p == Pair(x, 2), (x, y) == (x, y, 0),
+            (x, y) != x, t == t)
+
+
+@pytest.mark.parametrize("args", [(np.ones((2, 3)), np.ones((2, 3))), (np.ones((2, 3)), np.ones((3, 2))),
+                                  (np.ones(3), np.ones((3, 1))), (np.ones(0), np.ones(0))])
+def test_shapes_compare_as_tuples(args):
+    want = shapes_match.py_func(*args)
+    assert shapes_match(*args) == want and shapes_match.interpret(*args) == want
+
+
+@pytest.mark.parametrize("args", [(Pair(1, 2), 1, 1.0), (Pair(3, 2), 3, 2.5), (Pair(0, 0), -1, float("nan"))])
+def test_tuple_equality_is_element_by_element(args):
+    want = tuple_equalities.py_func(*args)
+    assert tuple_equalities(*args) == want and tuple_equalities.interpret(*args) == want
+
+
+def test_tuples_of_arrays_and_tuple_order_are_errors(tmp_path):
+    from tests.modules import load_module
+    for body, message in (("return (a, 1) == (b, 1)", "tuples holding arrays cannot be compared"),
+                          ("return a.shape < b.shape", "tuples compare with == and != only")):
+        with pytest.raises(scriptc.CompileError, match=message):      # at decoration, or else at the call
+            m = load_module(tmp_path, f"@scriptc.script\ndef f(a: np.ndarray, b: np.ndarray) -> bool:\n    {body}\n")
+            m.f(np.ones(2), np.ones(2))

@@ -610,7 +610,14 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin):
 
     def compare_chain(self, left, ops, rights, node):
         right = self.expr(rights[0])
-        result = self.op(f"aten::{CMPOPS[type(ops[0])]}", [left, right], at=node)
+        if isinstance(left.type, TupleType) or isinstance(right.type, TupleType):
+            if not isinstance(ops[0], (ast.Eq, ast.NotEq)):
+                raise self.fn.error(f"'{ast.unparse(node)}': tuples compare with == and != only", node)
+            result = self.tuple_equal(left, right, node)
+            if isinstance(ops[0], ast.NotEq):
+                result = self.op("aten::__not__", [result], at=node)
+        else:
+            result = self.op(f"aten::{CMPOPS[type(ops[0])]}", [left, right], at=node)
         if len(ops) == 1:
             return result
         # a < b < c is a < b and b < c, with b evaluated once and c only when a < b

@@ -3,10 +3,13 @@
 A NamedTuple value is a tuple in the IR (``NamedTupleType``, a ``TupleType`` that keeps its class): ``s.step``
 is ``prim::TupleIndex``, ``TrainState(step=0, w=w)`` a ``prim::TupleConstruct[named=...]`` and
 ``s._replace(step=s.step + 1)`` reads the other fields and builds a new one, so every pass and backend that
-handles tuples handles NamedTuples. Field annotations are checked as parameter annotations are (an int fits a ``float`` field
-and stays an int, as in Python).
+handles tuples handles NamedTuples. Field annotations are checked as parameter annotations are (an int fits a
+``float`` field and stays an int, as in Python). ``==``/``!=`` of tuples (``a.shape == b.shape``) compare element
+by element.
 """
 from __future__ import annotations
+
+import ast
 
 from ..ir.types import BOOL, FLOAT, INT, NamedTupleType, TensorType, TupleType, Type, named_tuple_type
 
@@ -84,3 +87,31 @@ class NamedTupleMixin:
         declared = self.named_tuple_class_type(t.cls, node) if t.cls is not None else t
         return self.build_named_tuple(declared, values, node)
 
+
+    def tuple_equal(self, a, b, node):
+        """``a == b`` where one side is a tuple: False for another arity or a non-tuple, else the elements'
+        ``==`` joined by ``and`` (scalars and nested tuples; arrays have no single truth value)."""
+        ta, tb = a.type, b.type
+        if a is b and isinstance(ta, TupleType) and not any(isinstance(e, TensorType) for e in ta.elems):
+            return self.const(True)     # the same objects item by item: CPython's identity check
+        if not (isinstance(ta, TupleType) and isinstance(tb, TupleType)) or len(ta.elems) != len(tb.elems):
+            return self.const(False)
+        result = self.const(True)
+        for k, (ea, eb) in enumerate(zip(ta.elems, tb.elems)):
+            if isinstance(ea, TensorType) or isinstance(eb, TensorType):
+                raise self.fn.error(f"'{ast.unparse(node)}': tuples holding arrays cannot be compared (an array's "
+                                    "== has no single truth value)", node, "compare the fields one by one")
+            x, y = self.tuple_element(a, k, node), self.tuple_element(b, k, node)
+            if x is y:      # the same object twice: equal, as CPython's identity check makes even a NaN
+                continue
+            same = self.tuple_equal(x, y, node) if isinstance(ea, TupleType) or isinstance(eb, TupleType) \
+                else self.op("aten::eq", [x, y], at=node)
+            result = self.op("aten::__and__", [result, same], at=node)
+        return result
+
+    def tuple_element(self, t, k: int, node):
+        """Element k of a tuple value: what a tuple built here holds (the same value, as CPython's tuple holds
+        the same object), else ``prim::TupleIndex``."""
+        if t.node is not None and t.node.kind == "prim::TupleConstruct":
+            return t.node.inputs[k]
+        return self.op("prim::TupleIndex", [t], {"index": k}, at=node)
