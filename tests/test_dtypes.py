@@ -8,6 +8,7 @@ One scripted function per operator, compiled once per dtype signature; the data 
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -394,3 +395,40 @@ def test_bool_array_to_a_run_time_int_power_is_an_error(tmp_path):
     with pytest.raises(scriptc.CompileError, match=r"depends on the exponent's value[\s\S]*hint: convert the array"):
         m.power(np.array([True, False]), 3)
     assert same(m.power(np.arange(4), 2), np.arange(4) ** 2)
+
+
+# -- Python scalars written into integer arrays through slices, masks and np.full ---------------------------
+
+WRITES = {
+    "every_other": "y = x.copy()\n    y[::2] = v\n    return y",
+    "column": "y = x.reshape(2, -1).copy()\n    y[:, 1] = v\n    return y",
+    "all": "y = x.copy()\n    y[:] = v\n    return y",
+    "masked": "y = x.copy()\n    y[y == 0] = v\n    return y",
+    "full": "return np.full(4, v, dtype=x.dtype)",
+    "full_like": "return np.full_like(x, v)",
+}
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "uint8"])
+def test_python_scalar_writes_check_the_range_as_numpy(tmp_path, dtype):
+    """An int outside the dtype's range is NumPy's OverflowError, a NaN or inf float written through a slice or a
+    mask its ValueError/OverflowError (int(v)); np.full casts a float (as NumPy does, with a warning)."""
+    m = load_module(tmp_path, "import numpy as np\nimport scriptc\n" + "".join(
+        f"@scriptc.script\ndef {name}_{t}(x: np.ndarray, v: {t}) -> np.ndarray:\n    {body}\n"
+        for name, body in WRITES.items() for t in ("int", "float")))
+    x = np.zeros(4, dtype)
+    for v in (300, -1, 2 ** 40, 127, 2.7, float("nan"), float("inf"), -1e10):
+        for name in WRITES:
+            t = "int" if isinstance(v, int) else "float"
+            fn = getattr(m, f"{name}_{t}")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    want = fn.py_func(x, v)
+                except (OverflowError, ValueError) as e:
+                    want = e
+            if isinstance(want, Exception):
+                with pytest.raises(type(want), match=f"^{re.escape(str(want))}(\n|$)"):  # then where it was raised
+                    fn(x, v)
+            elif not (name.startswith("full") and v != v or abs(v) == float("inf")):    # the cast of NaN/inf
+                assert same(fn(x, v), want), f"{name} {dtype} {v}"

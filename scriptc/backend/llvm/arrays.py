@@ -298,9 +298,7 @@ class ArrayOps:
         *idx, value = node.inputs[1:]
         index = [self.normalize_index(self.scalar(v), n, k, index_checked(node, k))
                  for k, (v, n) in enumerate(zip(idx, a.shape))]
-        kind, x = self.stored_scalar(value, a.t.dtype)
-        if kind_of(a.t.dtype) in "iu" and kind != "b":   # NumPy 2: int(v), then the dtype's range
-            kind, x = "i", self.python_int_for(a.t.dtype, kind, x)
+        kind, x = self.element_from_python(value, a.t.dtype)
         self.store_element(self.element_ptr(a, index), x, kind, a.t.dtype)
         return []
 
@@ -315,7 +313,7 @@ class ArrayOps:
         if op == "zeros":
             self.memset_zero(out)
         elif op != "empty":
-            kind, x = self.stored_scalar(fill, t.dtype) if fill is not None else ("i", i64(1))
+            kind, x = self.filled_from_python(fill, t.dtype) if fill is not None else ("i", i64(1))
             self.fill(out, kind, x)
         return [out.leaves]
 
@@ -329,7 +327,7 @@ class ArrayOps:
         elif op == "ones_like":
             self.fill(out, "i", i64(1))
         elif op == "full_like":
-            self.fill(out, *self.stored_scalar(node.inputs[1], out.t.dtype))
+            self.fill(out, *self.filled_from_python(node.inputs[1], out.t.dtype))
         return [out.leaves]
 
     def memset_zero(self, a: Arr) -> None:
@@ -343,10 +341,7 @@ class ArrayOps:
     @handles_array("aten::fill_")
     def lower_fill_(self, node):
         a = self.arr(node.inputs[0])
-        kind, x = self.stored_scalar(node.inputs[1], a.t.dtype)
-        if kind_of(a.t.dtype) in "iu" and kind != "b":
-            kind, x = "i", self.python_int_for(a.t.dtype, kind, x)
-        self.fill(a, kind, x)
+        self.fill(a, *self.element_from_python(node.inputs[1], a.t.dtype))
         return []
 
     @handles_array("aten::arange")
@@ -536,7 +531,7 @@ class ArrayOps:
         dst = self.arr(node.inputs[0])
         src_v = node.inputs[1]
         if not isinstance(src_v.type, TensorType):
-            self.fill(dst, *self.stored_scalar(src_v, dst.t.dtype))
+            self.fill(dst, *self.element_from_python(src_v, dst.t.dtype))
             return []
         src = self.arr(src_v)
         if src.t.rank > dst.t.rank:

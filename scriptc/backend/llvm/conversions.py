@@ -150,6 +150,23 @@ class Conversions:
             return "f", self.b.sitofp(x, F64)
         return kind, x
 
+    def element_from_python(self, v, dtype: str):
+        """(kind, x) of a Python scalar written into elements of an array of ``dtype`` (``x[i] = v``,
+        ``x[::2] = v``, ``x[mask] = v``, ``x.fill(v)``): for an integer array NumPy 2 takes ``int(v)`` (NaN and
+        inf raise), which must fit the dtype."""
+        kind, x = self.stored_scalar(v, dtype)
+        if kind_of(dtype) in "iu" and kind != "b":
+            kind, x = "i", self.python_int_for(dtype, kind, x)
+        return kind, x
+
+    def filled_from_python(self, v, dtype: str):
+        """(kind, x) of ``np.full``'s / ``np.full_like``'s fill value: a Python int must fit an integer dtype
+        (OverflowError), a float is cast (as NumPy casts it, warning only)."""
+        kind, x = self.stored_scalar(v, dtype)
+        if kind_of(dtype) in "iu" and kind == "i":
+            x = self.python_int_for(dtype, kind, x)
+        return kind, x
+
     def python_int_for(self, dtype: str, kind: str, x):
         """NumPy 2's conversion of a Python int or float stored into an integer array (``x.fill(v)``): a float
         goes through ``int(v)`` (NaN and inf raise), the int must fit a C long and then ``dtype``."""

@@ -87,7 +87,7 @@ class MaskOps:
         value = node.inputs[2]
         self.check_mask(a, m)
         if not isinstance(value.type, TensorType):
-            kind, x = self.scalar_operand(value)
+            kind, x = self.element_from_python(value, a.t.dtype)
             self.for_each_selected(a, m, lambda j, index: self.store_element(self.element_ptr(a, index), x, kind,
                                                                              a.t.dtype))
             return []
