@@ -432,3 +432,58 @@ def test_python_scalar_writes_check_the_range_as_numpy(tmp_path, dtype):
                     fn(x, v)
             elif not (name.startswith("full") and v != v or abs(v) == float("inf")):    # the cast of NaN/inf
                 assert same(fn(x, v), want), f"{name} {dtype} {v}"
+
+
+# -- array ** Python scalar: NumPy's fast powers ---------------------------------------------------------------
+
+FAST_POWER_SOURCE = """
+@scriptc.script
+def half(x: np.ndarray) -> np.ndarray:
+    return x ** 0.5
+
+@scriptc.script
+def constants_fused(x: np.ndarray) -> np.ndarray:
+    return np.exp(x * 0.0) * (x ** 0.5 + (x + 1.0) ** -1 + x ** 2.0 + x ** 1.0)
+
+@scriptc.script
+def variable(x: np.ndarray, p: float) -> np.ndarray:
+    return x ** p
+
+@scriptc.script
+def variable_fused(x: np.ndarray, p: float) -> np.ndarray:
+    return (x * 1.0) ** p + 0.0
+
+@scriptc.script
+def in_place(x: np.ndarray, p: float) -> np.ndarray:
+    y = x.copy()
+    y **= p
+    return y
+
+@scriptc.script
+def array_exponent(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return x ** y
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "int64"])
+def test_scalar_powers_are_numpys_fast_powers(tmp_path, dtype):
+    """``x ** 0.5`` is np.sqrt (sqrt(-0.0) is -0.0, sqrt(-inf) NaN, where pow gives 0.0 and inf), ``** -1``
+    np.reciprocal, ``** 2`` np.square, ``** 1`` a copy, for a constant or a variable Python scalar, fused (SIMD)
+    or not, in place; an array exponent is np.power's pow."""
+    m = load_module(tmp_path, "import numpy as np\nimport scriptc\n" + FAST_POWER_SOURCE)
+    rng = np.random.default_rng(5)
+    if dtype == "int64":
+        x = rng.integers(1, 10 ** 6, 2000)
+    else:
+        x = np.concatenate([[-0.0, 0.0, -np.inf, np.inf, np.nan, -4.0, 5e-324], rng.random(2000) * 1e3]).astype(dtype)
+    calls = [("half", (x,)), ("constants_fused", (x,))]
+    if dtype in ("float64", "int64"):   # (float32's powf and float16's differ from pow by an ulp: README)
+        calls.append(("array_exponent", (np.abs(x), np.full(x.shape, 0.5))))
+    for p in (0.5, -1.0, 2.0, 1.0, 0.0) + ((3.0, -0.5) if dtype == "float64" else ()):
+        calls += [("variable", (x, p)), ("variable_fused", (x, p))] + ([("in_place", (x, p))] if dtype != "int64" else [])
+    for name, args in calls:
+        fn = getattr(m, name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = fn.py_func(*args)
+        assert same(fn(*args), want), f"{name}{args[1:2] if len(args) > 1 else ''} {dtype}"

@@ -32,11 +32,25 @@ _RAISING: set = set()     # element-wise kernels whose element code raises: lowe
 INTRINSIC = {"sqrt", "floor", "ceil", "trunc", "fabs"}
 
 
-def is_constant_two(y) -> bool:
-    """Whether a register value is the constant 2 (a float constant, or an int constant converted to float)."""
+def constant_number(y) -> float | None:
+    """The value of a register holding a constant number (a float constant, or an int constant converted to
+    float); None otherwise."""
     if isinstance(y, ir.CastInstr) and y.opname == "sitofp":
         y = y.operands[0]
-    return isinstance(y, ir.Constant) and y.constant in (2, 2.0) and not isinstance(y.constant, bool)
+    if isinstance(y, ir.Constant) and isinstance(y.constant, (int, float)) and not isinstance(y.constant, bool):
+        return float(y.constant)
+    return None
+
+
+def is_constant_two(y) -> bool:
+    """Whether a register value is the constant 2."""
+    return constant_number(y) == 2.0
+
+
+# NumPy's ``array ** s`` for a Python scalar s (fast_scalar_power in numpy/_core/src/multiarray/number.c) calls
+# these ufuncs instead of np.power for these exponents: their results differ from libm's pow (sqrt(-0.0) is
+# -0.0 where pow gives 0.0; 1 / x and x * x are correctly rounded, pow is not)
+FAST_POWERS = (0.5, -1.0, 2.0, 1.0)
 
 
 class Operand:
@@ -66,6 +80,13 @@ def reduction_dtype(kind: str, src: TensorType, axis) -> str:
     """The dtype NumPy gives this reduction (int32 sums are int64, int means are float64, ...)."""
     impl = REGISTRY[kind].impl
     return np.asarray(impl(np.ones((1,) * src.rank, src.dtype), axis=axis)).dtype.name
+
+
+def element_name(node) -> str:
+    """The element operation of an element-wise node: its operator, ``pow_scalar`` for an array to a Python
+    scalar power (NumPy's fast powers apply)."""
+    op = node.kind.split("::")[1]
+    return "pow_scalar" if op == "pow" and not isinstance(node.inputs[1].type, TensorType) else op
 
 
 class ArrayMath:
@@ -101,7 +122,7 @@ class ArrayMath:
                 kind, x = load(v) if isinstance(v.type, TensorType) else scalars[k]
                 want = "b" if op == "where" and k == 0 else compute
                 args.append(self.cast(x, kind, want))
-            return self.in_loop_precision(*self.element_op(op, args, compute, dtype), dtype)
+            return self.in_loop_precision(*self.element_op(element_name(node), args, compute, dtype), dtype)
         return element
 
     def call_elementwise_kernel(self, node, dtype: str, out: Arr, arrays: list[Arr], scalars: dict) -> bool:
@@ -308,11 +329,27 @@ class ArrayMath:
             # i64 holds every supported integer dtype exactly (u: zero-extended), so a signed comparison is
             # exact, also against Python ints out of the array dtype's range (NumPy 2 compares those exactly)
             return "b", (b.icmp_unsigned if k == "b" else b.icmp_signed)(ipred, *args)
+        if op == "pow_scalar" and k != "f":
+            op = "pow"
         if k == "b":
             return "b", self.bool_op(op, args)
         if k == "f":
             return "f", self.float_op(op, args, dtype)
         return k, self.int_op(op, args, k)
+
+    def scalar_power(self, x, y):
+        """``array ** y`` on one element, y a Python scalar: NumPy's fast powers (FAST_POWERS), else pow; a
+        constant y decides here, a variable one branches (loop-invariant: LLVM unswitches the loop)."""
+        b = self.b
+        fast = {0.5: lambda: b.call(self.mod.intrinsic("sqrt"), [x]), -1.0: lambda: b.fdiv(f64(1.0), x),
+                2.0: lambda: b.fmul(x, x), 1.0: lambda: x}
+        c = constant_number(y)
+        if c is not None:
+            return fast[c]() if c in fast else b.call(self.mod.libm("pow", 2), [x, y])
+        result = b.call(self.mod.libm("pow", 2), [x, y])
+        for value in FAST_POWERS:
+            result = b.select(b.fcmp_ordered("==", y, f64(value)), fast[value](), result)
+        return result
 
     def bool_op(self, op, args):
         b = self.b
@@ -344,8 +381,8 @@ class ArrayMath:
         if op == "remainder":
             y = args[1]
             return b.select(b.fcmp_ordered("==", y, zero), self.fmod(x, y), self.float_mod(x, y))
-        if op == "pow" and is_constant_two(args[1]):
-            return b.fmul(x, x)  # NumPy computes x ** 2 as np.square (fast_scalar_power); libm pow misrounds
+        if op == "pow_scalar":
+            return self.scalar_power(x, args[1])
         if op in ("pow", "float_power"):
             return b.call(self.mod.libm("pow", 2), args)
         if op in ("atan2", "hypot"):
@@ -467,7 +504,8 @@ class ArrayMath:
             else:
                 ky, y = scalar
             args = [self.cast(x, kind_of(dst.t.dtype), compute), self.cast(y, ky, compute)]
-            kind, r = self.in_loop_precision(*self.element_op(name, args, compute, dtype), dtype)
+            kind, r = self.in_loop_precision(*self.element_op(name if src is not None or name != "pow"
+                                                              else "pow_scalar", args, compute, dtype), dtype)
             self.store_element(self.element_ptr(dst, index), r, kind, dst.t.dtype)
         self.loop_nest(dst.shape, body)
         if src is not None:

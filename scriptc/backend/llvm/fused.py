@@ -9,7 +9,7 @@ from llvmlite import ir
 
 from ...ir.registry import REGISTRY
 from ...ir.types import TensorType
-from .array_math import reduction_dtype
+from .array_math import element_name, reduction_dtype
 from .arrays import ELEM, Arr, kind_of, scalar_kind
 from .common import F64, I64, handles, i64
 from .summation import pairwise_reducible
@@ -99,7 +99,7 @@ class FusedOps:
             else:
                 kind, x = env[id(v)]
             args.append(self.cast(x, kind, "b" if op == "where" and k == 0 else compute))
-        kind, x = self.in_loop_precision(*self.element_op(op, args, compute, dtype), dtype)
+        kind, x = self.in_loop_precision(*self.element_op(element_name(n), args, compute, dtype), dtype)
         env[id(n.output)] = self.round_through(kind, x, n.output.type.dtype)
 
     def output_buffer(self, node, shape):

@@ -9,7 +9,7 @@ from llvmlite import ir
 
 from ...ir.types import FLOAT, INT, TensorType
 from .common import F64, i64
-from .array_math import INTRINSIC as SCALAR_INTRINSIC, is_constant_two
+from .array_math import FAST_POWERS, INTRINSIC as SCALAR_INTRINSIC, constant_number
 from .symbols import LIBM_UNARY
 
 ARITH = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
@@ -19,13 +19,14 @@ COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 OTHER = {"neg", "maximum", "minimum", "where", "pow"}
 
 
-def is_splat_of_two(v) -> bool:
-    """Whether a vector is ``splat`` of the constant 2 (see array_math.is_constant_two)."""
+def splat_constant(v) -> float | None:
+    """The number a vector repeats when it is the ``splat`` of a constant (see array_math.constant_number)."""
     if isinstance(v, ir.ShuffleVector) and isinstance(v.operands[0], ir.InsertElement):
-        return is_constant_two(v.operands[0].operands[1])
+        return constant_number(v.operands[0].operands[1])
     if isinstance(v, ir.Constant) and isinstance(v.constant, list):
-        return all(is_constant_two(c) for c in v.constant)
-    return False
+        values = {constant_number(c) for c in v.constant}
+        return values.pop() if len(values) == 1 else None
+    return None
 
 
 class SimdOps:
@@ -62,6 +63,9 @@ class SimdOps:
                 continue
             if t.dtype != "float64":
                 return None
+            if op == "pow" and not isinstance(n.inputs[1].type, TensorType) and (
+                    n.inputs[1].node is None or n.inputs[1].node.kind != "prim::Constant"):
+                return None     # a variable Python scalar exponent: NumPy's fast powers are decided per call
             if op in LIBMVEC or op == "pow":
                 if not any(lanes == w for _, w in vm.get(op, [])):
                     return None
@@ -129,8 +133,11 @@ class SimdOps:
             x, y = args
             keep = b.fcmp_ordered(">" if op == "maximum" else "<", x, y)   # equal values: the second (NumPy)
             return b.select(b.or_(keep, b.fcmp_unordered("uno", x, x)), x, y)
-        if op == "pow" and is_splat_of_two(args[1]):
-            return b.fmul(args[0], args[0])  # as the scalar loop (array_math.float_op): NumPy's np.square
+        if op == "pow" and splat_constant(args[1]) in FAST_POWERS:   # NumPy's fast powers (array_math)
+            x, c = args[0], splat_constant(args[1])
+            if c == 0.5:
+                return self.simd_op("sqrt", [x], vec)
+            return b.fdiv(ir.Constant(vec, [1.0] * vec.count), x) if c == -1.0 else b.fmul(x, x) if c == 2.0 else x
         decls = self.mod._decls
         if op in INTRINSIC:
             name = f"llvm.{'fabs' if op == 'abs' else op}.v{vec.count}f64"
