@@ -693,3 +693,26 @@ CHECK: aten::select[dim=1]
 CHECK: aten::masked_select(%x, %m)
 CHECK: aten::unsqueeze[dim=1]
 """)
+
+
+def test_masked_augmented_assignment_follows_the_in_place_casting_rule(tmp_path):
+    """``x[m] += v`` updates the selected copy in place, as NumPy does: float32 stays float32 with a Python
+    float, a float into an int (or an int into a bool) array is NumPy's casting error, here at compile time as
+    for ``x[1:3] += 1.5``."""
+    from tests.modules import load_module
+    m = load_module(tmp_path, """
+        @scriptc.script
+        def bump(x: np.ndarray, v: float) -> np.ndarray:
+            x[x > 0.5] += v
+            return x
+
+        @scriptc.script
+        def bump_int(x: np.ndarray) -> np.ndarray:
+            x[x > 2] += 1.5
+            return x
+    """)
+    x = np.linspace(0.0, 1.0, 9).astype(np.float32)
+    check(m.bump, x, 0.1)
+    with pytest.raises(scriptc.CompileError, match=r"cannot cast ufunc 'add' output from dtype\('float64'\) to "
+                                                   r"dtype\('int32'\) with casting rule 'same_kind'"):
+        m.bump_int(np.arange(5, dtype=np.int32))

@@ -92,9 +92,11 @@ class ArrayFrontend:
         self.emit("aten::masked_put_", [base, mask, value], at=node)
 
     def mask_augassign(self, base, mask, kind, rhs, node):
-        old = self.op("aten::masked_select", [base, mask], at=node)
-        new = self.op(f"aten::{kind}", [old, rhs], at=node)
-        self.emit("aten::masked_put_", [base, mask, new], at=node)
+        # NumPy's x[m] += v: the selected copy is updated in place (with its casting rule: a float into an int
+        # array is an error), then written back
+        selected = self.op("aten::masked_select", [base, mask], at=node)
+        self.emit(f"aten::{kind}_", [selected, rhs], at=node)
+        self.emit("aten::masked_put_", [base, mask, selected], at=node)
 
     # -- x.dtype ----------------------------------------------------------------------------------------------
     def dtype_attribute(self, base, node):
