@@ -54,6 +54,12 @@ CASES = [
     ("def f(x: int) -> int:\n    return 99999999999999999999\n", 5, 12, "does not fit in a 64-bit int"),
     ("def f(x: int) -> int:\n    s = 0\n    for i in range(x):\n        s = (s, 1)\n    return 1\n", 6, 5,
      "'s' is an int before the loop and (int, int) after an iteration"),
+    ("def f(x: int) -> bool:\n    s = f'{x}'\n    return s == '3'\n", 6, 12, "comparisons of str are not supported"),
+    ("def f(x: int) -> int:\n    print('n=' + f'{x}')\n    return x\n", 5, 11, "operators on str are not supported"),
+    ("def f(x: int) -> int:\n    print('%d items' % x)\n    return x\n", 5, 11, "operators on str are not supported"),
+    ("def f(x: int) -> int:\n    return int(f'{x}')\n", 5, 12, "int() of a str is supported for a constant only"),
+    ("def f(x: int) -> int:\n    t = (x, 1) * x\n    return x\n", 5, 9, "repeated a constant number of times"),
+    ("def f(x: int) -> int:\n    t = (x, 1) + x\n    return x\n", 5, 9, "can only concatenate tuple to tuple"),
 ]
 
 
@@ -125,3 +131,18 @@ def test_uint64_results_hint_the_conversion(tmp_path):
     e = compile_error(tmp_path, "def f(x: np.ndarray) -> np.ndarray:\n    return np.cumsum(x)\n",
                       np.arange(3, dtype=np.uint8))
     assert "unsupported result dtype uint64 (scriptc has no uint64: convert first, e.g. x.astype(np.int64))" in str(e)
+
+
+def test_int_and_float_of_a_bad_str_raise_where_they_run(tmp_path):
+    """int("abc") on a path never taken compiles; taken, it raises CPython's ValueError (native, interpreter)."""
+    mod = load_module(tmp_path, """
+        @scriptc.script
+        def f(n: int) -> float:
+            if n > 100:
+                return int("abc") + float("1x")
+            return n + int("42") + float("1e-3")
+    """)
+    assert mod.f(3) == mod.f.interpret(3) == mod.f.py_func(3)
+    for run in (mod.f, mod.f.interpret, mod.f.py_func):
+        with pytest.raises(ValueError, match=r"^invalid literal for int\(\) with base 10: 'abc'"):
+            run(101)

@@ -195,3 +195,14 @@ def test_tuples_of_arrays_and_tuple_order_are_errors(tmp_path):
         with pytest.raises(scriptc.CompileError, match=message):      # at decoration, or else at the call
             m = load_module(tmp_path, f"@scriptc.script\ndef f(a: np.ndarray, b: np.ndarray) -> bool:\n    {body}\n")
             m.f(np.ones(2), np.ones(2))
+
+
+@scriptc.script
+def tuple_arithmetic(p: Pair, x: int, y: float):
+    return (x, y) + (p.hi,), (x, 1) * 2, 3 * (y,), (x,) * -1, p + (y,), ((x, y) + ()) * 0
+
+
+@pytest.mark.parametrize("args", [(Pair(1, 2), 3, 0.5), (Pair(-1, 0), 0, float("inf"))])
+def test_tuples_concatenate_and_repeat(args):
+    want = tuple_arithmetic.py_func(*args)
+    assert tuple_arithmetic(*args) == want and tuple_arithmetic.interpret(*args) == want

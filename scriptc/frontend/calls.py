@@ -109,9 +109,9 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return self.call_builtin(obj, node)
         if obj is builtins.len:
             return self.call_len(node)
-        if obj is builtins.float and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str):
-            return self.const(float(node.args[0].value))
+        if obj in (builtins.int, builtins.float) and len(node.args) == 1 and not node.keywords \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            return self.number_from_str(obj, node)
         if self.resolver.is_script_function(obj):
             return self.call_script(obj, node)
         if getattr(obj, "scriptc_transform", False):      # scriptc.grad(f, argnums=1) inside scripted code
@@ -402,6 +402,16 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if s.lower is None and s.upper is None and s.step is None:
             return ()
         return tuple(self.expr(b) if b is not None else self.const(None) for b in (s.lower, s.upper, s.step))
+
+    def number_from_str(self, cls, node):
+        """``int("42")``, ``float("1e-3")``: the number; a str CPython refuses raises its ValueError where the call
+        runs (not when compiling: a path never taken must not fail)."""
+        text = node.args[0].value
+        try:
+            return self.const(cls(text))
+        except ValueError as e:
+            self.emit("prim::RaiseException", [self.const(str(e))], {"exc": "ValueError"}, at=node)
+            return self.const(cls())
 
     def store_subscript(self, target, value):
         base = self.expr(target.value)

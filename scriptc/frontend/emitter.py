@@ -80,6 +80,9 @@ class Env:
         return Env(self.vars, self.bound)
 
 
+STR_HINT = "str values are for printing and messages (f-strings); pass a flag or a number to choose a path"
+
+
 class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin):
     def __init__(self, fn: FunctionSource, param_types: list[Type], return_type: Type | None, resolver):
         self.fn = fn
@@ -579,6 +582,10 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin):
         left, right = self.expr(node.left), self.expr(node.right)
         if isinstance(left.type, ListType) or isinstance(right.type, ListType):
             return self.list_binop(node, left, right)
+        if STR in (left.type, right.type):
+            raise self.fn.error(f"'{ast.unparse(node)}': operators on str are not supported", node, STR_HINT)
+        if isinstance(left.type, TupleType) or isinstance(right.type, TupleType):
+            return self.tuple_binop(node, left, right)
         if isinstance(node.op, ast.Pow):
             left = self.bool_power(left, right, node)
         return self.op(f"aten::{BINOPS[type(node.op)]}", [left, right], at=node)
@@ -610,6 +617,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin):
 
     def compare_chain(self, left, ops, rights, node):
         right = self.expr(rights[0])
+        if STR in (left.type, right.type):
+            raise self.fn.error(f"'{ast.unparse(node)}': comparisons of str are not supported", node, STR_HINT)
         if isinstance(left.type, TupleType) or isinstance(right.type, TupleType):
             if not isinstance(ops[0], (ast.Eq, ast.NotEq)):
                 raise self.fn.error(f"'{ast.unparse(node)}': tuples compare with == and != only", node)

@@ -5,7 +5,8 @@ is ``prim::TupleIndex``, ``TrainState(step=0, w=w)`` a ``prim::TupleConstruct[na
 ``s._replace(step=s.step + 1)`` reads the other fields and builds a new one, so every pass and backend that
 handles tuples handles NamedTuples. Field annotations are checked as parameter annotations are (an int fits a
 ``float`` field and stays an int, as in Python). ``==``/``!=`` of tuples (``a.shape == b.shape``) compare element
-by element.
+by element; ``+`` concatenates tuples and ``*`` repeats one a constant number of times (a tuple's length is part
+of its type).
 """
 from __future__ import annotations
 
@@ -115,3 +116,20 @@ class NamedTupleMixin:
         if t.node is not None and t.node.kind == "prim::TupleConstruct":
             return t.node.inputs[k]
         return self.op("prim::TupleIndex", [t], {"index": k}, at=node)
+
+    def tuple_binop(self, node, left, right):
+        """``t + u`` and ``t * n`` / ``n * t`` (n a constant int), as CPython builds them."""
+        text = ast.unparse(node)
+        if isinstance(node.op, ast.Add):
+            if not (isinstance(left.type, TupleType) and isinstance(right.type, TupleType)):
+                raise self.fn.error(f"'{text}': can only concatenate tuple to tuple", node)
+            items = [self.tuple_element(t, k, node) for t in (left, right) for k in range(len(t.type.elems))]
+            return self.op("prim::TupleConstruct", items, at=node)
+        if isinstance(node.op, ast.Mult):
+            t, n = (left, right) if isinstance(left.type, TupleType) else (right, left)
+            if n.type != INT or n.node is None or n.node.kind != "prim::Constant":
+                raise self.fn.error(f"'{text}': a tuple can be repeated a constant number of times only", node,
+                                    "its length is part of its type: write the count as a literal")
+            items = [self.tuple_element(t, k, node) for k in range(len(t.type.elems))]
+            return self.op("prim::TupleConstruct", items * max(n.node.attrs["value"], 0), at=node)
+        raise self.fn.error(f"'{text}': tuples support + and * only", node)

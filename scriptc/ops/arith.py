@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ir.registry import (ZERO_DERIVATIVE, Batch, Effect, OpTypeError, broadcast_shapes, by_sample, no_outputs,
                            register, shape_of)
-from ..ir.types import BOOL, FLOAT, INT, TensorType, result_dtype
+from ..ir.types import BOOL, FLOAT, INT, STR, TensorType, result_dtype
 
 
 COMPLEX_POWER = ("a negative number raised to a fractional power is complex, which scriptc does not support")
@@ -144,6 +144,8 @@ def _scalar_only(name, fn, result=None):
     def rule(*types):
         if any(isinstance(t, TensorType) for t in types):
             raise OpTypeError(f"{name} of an array is ambiguous")
+        if STR in types:
+            raise OpTypeError(f"{name} of a str is supported for a constant only (int(\"42\"))")
         if result is not None:
             return result
         return by_sample(fn)(*types)
