@@ -716,3 +716,26 @@ def test_masked_augmented_assignment_follows_the_in_place_casting_rule(tmp_path)
     with pytest.raises(scriptc.CompileError, match=r"cannot cast ufunc 'add' output from dtype\('float64'\) to "
                                                    r"dtype\('int32'\) with casting rule 'same_kind'"):
         m.bump_int(np.arange(5, dtype=np.int32))
+
+
+def test_element_wise_operators_on_0d_arrays(tmp_path):
+    """A 0-d array in an element-wise operator gives NumPy's scalar (here the Python scalar of its value, as
+    the interpreter gives), computed in the loop's dtype; in place it stays a 0-d array."""
+    from tests.modules import load_module
+    m = load_module(tmp_path, """
+        @scriptc.script
+        def ops(x: np.ndarray, y: np.ndarray, s: float):
+            return x + 1, x * y, np.sqrt(x), x > s, x * s, -x
+
+        @scriptc.script
+        def bump(x: np.ndarray) -> np.ndarray:
+            x += 1
+            return x
+    """)
+    for dtype in ("float64", "float32", "int64", "int8"):
+        x, y = np.array(3, dtype), np.array(5, dtype)
+        want = m.ops.py_func(x, y, 0.1)
+        for got in (m.ops(x, y, 0.1), m.ops.interpret(x, y, 0.1)):
+            assert [type(g) for g in got] == [type(w.item()) for w in want], dtype
+            assert [float(g) for g in got] == [float(w) for w in want], dtype
+        same(m.bump(x.copy()), m.bump.py_func(x.copy()))

@@ -98,6 +98,8 @@ class ArrayMath:
         op = node.kind.split("::")[1]
         out_t = node.output.type
         if not isinstance(out_t, TensorType):
+            if all(v.type.rank == 0 for v in node.inputs if isinstance(v.type, TensorType)):
+                return self.zero_d_elementwise(node, op)
             raise LoweringError(node.kind, f"an array operand giving {out_t} is not supported", node.source)
         arrays = [self.arr(v) for v in node.inputs if isinstance(v.type, TensorType)]
         shape = self.broadcast_shape(arrays, out_t.rank)
@@ -108,6 +110,20 @@ class ArrayMath:
         if not self.call_elementwise_kernel(node, dtype, out, arrays, scalars):
             self.elementwise_loops(out, node.inputs, arrays, self.element_of(node, dtype, scalars))
         return [out.leaves]
+
+    def zero_d_elementwise(self, node, op: str):
+        """An element-wise operator on 0-d arrays: NumPy gives a scalar of the loop's dtype (here a Python
+        scalar of that value, as reading ``x[()]`` gives), computed as one element of the loop."""
+        as_1d = [TensorType(v.type.dtype, 1) if isinstance(v.type, TensorType) else v.type for v in node.inputs]
+        dtype = result_dtype(*as_1d) if op in COMPARE or op in PREDICATES else \
+            lookup(node.kind).result_types(as_1d, node.attrs)[0].dtype
+        scalars = {k: self.weak_scalar(op, k, *self.scalar_operand(v), dtype)
+                   for k, v in enumerate(node.inputs) if not isinstance(v.type, TensorType)}
+        kind, x = self.element_of(node, dtype, scalars)(
+            lambda v: (kind_of(v.type.dtype), self.load_element(self.element_ptr(self.arr(v), []), v.type.dtype)))
+        out = lookup(node.kind).result_types(as_1d, node.attrs)[0].dtype
+        kind, x = self.round_through(kind, x, out)       # as stored in the result's dtype (float16: rounded)
+        return [self.scalar_result(x, kind, node.output.type)]
 
     def element_of(self, node, dtype: str, scalars: dict, inputs=None):
         """``element(load)`` of an element-wise node: its operands (arrays through ``load``, Python scalars from
@@ -484,7 +500,9 @@ class ArrayMath:
         op = REGISTRY[node.kind].extra["inplace_of"]
         dst = self.arr(node.inputs[0])
         other = node.inputs[1]
-        dtype = lookup(op).result_types([v.type for v in node.inputs], {})[0].dtype
+        # the loop's dtype (a 0-d operand asked as 1-d: NumPy's 0-d result is a scalar, its loop the same)
+        dtype = lookup(op).result_types([TensorType(v.type.dtype, 1) if isinstance(v.type, TensorType) else v.type
+                                         for v in node.inputs], {})[0].dtype
         compute = kind_of(dtype)
         name = op.split("::")[1]
         if isinstance(other.type, TensorType):
