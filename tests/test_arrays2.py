@@ -739,3 +739,33 @@ def test_element_wise_operators_on_0d_arrays(tmp_path):
             assert [type(g) for g in got] == [type(w.item()) for w in want], dtype
             assert [float(g) for g in got] == [float(w) for w in want], dtype
         same(m.bump(x.copy()), m.bump.py_func(x.copy()))
+
+
+def test_clip_ties_follow_numpys_loops(tmp_path):
+    """np.clip with an array bound takes the bound on a tie (-0.0 against 0.0), with scalar bounds it keeps x;
+    NaN anywhere as NumPy's loops give: every triple of -0.0, 0.0, NaN, +-1, inf, bit for bit."""
+    import itertools
+    from tests.modules import load_module
+    m = load_module(tmp_path, """
+        @scriptc.script
+        def lo_array(x: np.ndarray, lo: np.ndarray) -> np.ndarray:
+            return np.clip(x, lo, 5.0)
+
+        @scriptc.script
+        def both_arrays(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+            return np.clip(x, lo, hi)
+
+        @scriptc.script
+        def scalars(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+            return np.clip(x, lo, hi)
+    """)
+    grid = np.array(list(itertools.product([-0.0, 0.0, np.nan, 1.0, -1.0, np.inf], repeat=3)))
+    for dtype in ("float64", "float32"):
+        x, lo, hi = (grid[:, k].astype(dtype) for k in range(3))
+        for fn, args in ((m.lo_array, (x, lo)), (m.both_arrays, (x, lo, hi)), (m.scalars, (x, -0.0, 0.0)),
+                         (m.scalars, (x, 0.0, -0.0))):
+            want = fn.py_func(*args)
+            for run in (fn, fn.interpret):
+                got = run(*args)
+                assert got.dtype == want.dtype and np.array_equal(got.view(np.uint8), want.view(np.uint8)), \
+                    (fn.__name__, dtype)

@@ -84,9 +84,13 @@ def reduction_dtype(kind: str, src: TensorType, axis) -> str:
 
 def element_name(node) -> str:
     """The element operation of an element-wise node: its operator, ``pow_scalar`` for an array to a Python
-    scalar power (NumPy's fast powers apply)."""
+    scalar power (NumPy's fast powers apply), ``clip_arrays`` for a clip with an array bound."""
     op = node.kind.split("::")[1]
-    return "pow_scalar" if op == "pow" and not isinstance(node.inputs[1].type, TensorType) else op
+    if op == "pow" and not isinstance(node.inputs[1].type, TensorType):
+        return "pow_scalar"
+    if op == "clip" and any(isinstance(v.type, TensorType) for v in node.inputs[1:]):
+        return "clip_arrays"    # NumPy's generic clip loop (a bound is an array) takes the bound on a tie
+    return op
 
 
 class ArrayMath:
@@ -345,8 +349,8 @@ class ArrayMath:
             # i64 holds every supported integer dtype exactly (u: zero-extended), so a signed comparison is
             # exact, also against Python ints out of the array dtype's range (NumPy 2 compares those exactly)
             return "b", (b.icmp_unsigned if k == "b" else b.icmp_signed)(ipred, *args)
-        if op == "pow_scalar" and k != "f":
-            op = "pow"
+        if op in ("pow_scalar", "clip_arrays") and k != "f":
+            op = op.split("_")[0]
         if k == "b":
             return "b", self.bool_op(op, args)
         if k == "f":
@@ -424,6 +428,10 @@ class ArrayMath:
             lo, hi = args[1], args[2]
             x = b.select(b.or_(b.fcmp_ordered("<", x, lo), self.isnan(lo)), lo, x)
             return b.select(b.or_(b.fcmp_ordered(">", x, hi), self.isnan(hi)), hi, x)
+        if op == "clip_arrays":     # _NPY_CLIP: min(max(x, lo), hi), each keeping its first operand if NaN or
+            lo, hi = args[1], args[2]    # strictly beyond, else the bound (a tie gives the bound's -0.0 or 0.0)
+            x = b.select(b.or_(self.isnan(x), b.fcmp_ordered(">", x, lo)), x, lo)
+            return b.select(b.or_(self.isnan(x), b.fcmp_ordered("<", x, hi)), x, hi)
         if op == "where":
             return b.select(*args)
         raise LoweringError(f"aten::{op}", "not supported on float arrays", self.node.source)
