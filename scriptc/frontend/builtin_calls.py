@@ -36,7 +36,7 @@ UNSUPPORTED_BUILTINS = {
     "input": "read input outside the scripted function and pass it as an argument",
     "dict": "dicts are not supported yet: use arrays indexed by int, or tuples",
     "set": "sets are not supported yet: use a boolean array as a membership mask",
-    "list": "lists are not supported yet: use np.empty(n) / np.zeros(n) and fill it in a loop",
+    "list": "build a list with [...] and append, or an array with np.empty(n) / np.zeros(n) filled in a loop",
     "tuple": "write a tuple display (a, b, c)",
     "getattr": "access attributes directly (x.shape, x.ndim, ...)",
     "setattr": "attributes cannot be set in scripted functions",
