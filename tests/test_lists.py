@@ -543,3 +543,30 @@ def test_passes_preserve_list_programs(fn, args):
     graph = frontend(fn, *copy.deepcopy(args))
     for passes in CONFIGS:
         apply(passes, graph, [args])
+
+
+def test_np_array_of_nested_number_literals(tmp_path):
+    """np.array([[...], [...]]) of number literals is NumPy's array (dtype by NumPy's promotion), a new writable
+    one each call; ragged or non-literal rows are CompileErrors (the hint names np.stack)."""
+    from tests.modules import load_module
+    m = load_module(tmp_path, """
+        @scriptc.script
+        def flip(theta: float, v: np.ndarray) -> np.ndarray:
+            m = np.array([[1.0, 0.0], [0.0, -1.0]])
+            m[0, 1] = theta
+            return m @ v
+
+        @scriptc.script
+        def literals():
+            return np.array([[1, 2, 3], [4, 5, 6]]), np.array(((1, 2.5), (True, -4))), np.array([[[True], [False]]])
+    """)
+    v = np.array([1.0, 2.0])
+    for theta in (0.5, 0.7):       # the second call sees the literal again, not the first call's write
+        np.testing.assert_array_equal(m.flip(theta, v), m.flip.py_func(theta, v))
+    for got, want in zip(m.literals(), m.literals.py_func()):
+        assert got.dtype == want.dtype and got.flags.writeable
+        np.testing.assert_array_equal(got, want)
+    for body, message in (("np.array([[1.0, 2.0], [3.0]])", "inhomogeneous shape"),
+                          ("np.array([[a, 1.0], [2.0, a]])", "only number literals")):
+        with pytest.raises(scriptc.CompileError, match=message):
+            load_module(tmp_path, f"@scriptc.script\ndef f(a: float) -> np.ndarray:\n    return {body}\n").f(1.0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import warnings
 from collections import Counter
 
 import numpy as np
@@ -320,6 +321,8 @@ class ListsMixin:
         if len(node.args) != 1:
             raise self.fn.error("np.array() takes one argument here", node, "pass dtype changes as .astype(dtype)")
         arg = node.args[0]
+        if isinstance(arg, (ast.List, ast.Tuple)) and any(isinstance(e, (ast.List, ast.Tuple)) for e in arg.elts):
+            return self.nested_array_literal(arg, node)
         if isinstance(arg, ast.Tuple):
             arg = ast.copy_location(ast.List(arg.elts, ast.Load()), arg)
         v = self.expr(arg)
@@ -338,6 +341,22 @@ class ListsMixin:
         else:
             dtype, rank = {INT: "int64", FLOAT: "float64", BOOL: "bool"}[e], 1
         return self.op("aten::list_to_array", [v], {"dtype": dtype, "rank": rank}, at=node)
+
+
+    def nested_array_literal(self, arg, node):
+        """``np.array([[1.0, 2.0], [3.0, 4.0]])`` of number literals: the array NumPy makes, built once when
+        compiling and copied on each call (the caller gets a new, writable array, as from NumPy)."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                a = np.array(ast.literal_eval(arg))
+        except (ValueError, TypeError, SyntaxError, Warning) as e:
+            if isinstance(e, ValueError) and "inhomogeneous" in str(e):
+                raise self.fn.error(f"np.array() of nested lists: {str(e).splitlines()[0]}", arg) from None
+            raise self.fn.error("np.array() of nested lists: only number literals are supported there", arg,
+                                "for values known at run time, make the rows with np.array([...]) and combine "
+                                "them with np.stack([...])") from None
+        return self.op("aten::clone", [self.array_constant(a, node)], at=node)
 
 
 # -- the call boundary: which Python lists a list[T] parameter takes ------------------------------------------
