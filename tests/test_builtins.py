@@ -332,3 +332,13 @@ CHECK: aten::__not__
 CHECK: prim::RaiseException[exc="ValueError"]
 CHECK: prim::round_ndigits
 """)
+
+
+@pytest.mark.parametrize("x, base", [(8.0, 2.0), (1000.0, 10.0), (0.5, 2.0), (2.0, 1.0), (-1.0, 2.0), (2.0, 0.0),
+                                     (1 << 62, 2), (3 ** 39, 3), (float("inf"), 2.0), (2.0, float("nan"))])
+def test_math_log_with_a_base_is_cpythons(tmp_path, x, base):
+    """math.log(x, base) is log(x) / log(base) as CPython computes it: its value, the domain's ValueError, the
+    ZeroDivisionError of base 1."""
+    m = load_module(tmp_path, "@scriptc.script\ndef f(x: float, b: float) -> float:\n    return math.log(x, b)\n")
+    assert_matches_python(m.f, x, base)
+    assert_matches_python(m.f, x, base, runner=m.f.interpret)

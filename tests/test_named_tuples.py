@@ -199,10 +199,12 @@ def test_tuples_of_arrays_and_tuple_order_are_errors(tmp_path):
 
 @scriptc.script
 def tuple_arithmetic(p: Pair, x: int, y: float):
-    return (x, y) + (p.hi,), (x, 1) * 2, 3 * (y,), (x,) * -1, p + (y,), ((x, y) + ()) * 0
+    t = (x, y, p.lo, p.hi)
+    return ((x, y) + (p.hi,), (x, 1) * 2, 3 * (y,), (x,) * -1, p + (y,), ((x, y) + ()) * 0, t[1:], t[::-1],
+            t[-3:-1], t[5:], p[:1], t[::2][1:])
 
 
 @pytest.mark.parametrize("args", [(Pair(1, 2), 3, 0.5), (Pair(-1, 0), 0, float("inf"))])
-def test_tuples_concatenate_and_repeat(args):
+def test_tuples_concatenate_repeat_and_slice(args):
     want = tuple_arithmetic.py_func(*args)
     assert tuple_arithmetic(*args) == want and tuple_arithmetic.interpret(*args) == want

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import math
 
 import numpy as np
 
@@ -139,6 +140,10 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return self.reshape(self.expr(node.args[0]), node.args[1:], node)
         if obj in ARRAY_CALLS:
             return ARRAY_CALLS[obj](self, node)
+        if obj is math.log and len(node.args) == 2 and not node.keywords:   # CPython: log(x) / log(base)
+            x, base = (self.expr(a) for a in node.args)
+            logs = [self.bind_op(op_for_callable(math.log), [v], node) for v in (x, base)]
+            return self.op("aten::div", logs, at=node)
         op = op_for_callable(obj)
         if op is None:
             raise self.fn.error(f"'{name}' is not supported in scripted functions", node.func,
@@ -346,6 +351,13 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
     def visit_Subscript(self, node):
         base = self.expr(node.value)
         if isinstance(base.type, TupleType):
+            if isinstance(node.slice, ast.Slice):       # t[1:], t[::-1]: a new tuple of those elements
+                bounds = [self.const_eval(p) if p is not None else None
+                          for p in (node.slice.lower, node.slice.upper, node.slice.step)]
+                if not all(b is None or type(b) is int for b in bounds) or bounds[2] == 0:
+                    raise self.fn.error("a tuple is sliced by int constants (a nonzero step)", node.slice)
+                picked = range(len(base.type.elems))[slice(*bounds)]
+                return self.op("prim::TupleConstruct", [self.tuple_element(base, k, node) for k in picked], at=node)
             index = self.const_eval(node.slice)
             if not isinstance(index, int):
                 raise self.fn.error("tuples can only be indexed by an int constant", node.slice)
