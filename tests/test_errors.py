@@ -60,6 +60,10 @@ CASES = [
     ("def f(x: int) -> int:\n    return int(f'{x}')\n", 5, 12, "int() of a str is supported for a constant only"),
     ("def f(x: int) -> int:\n    t = (x, 1) * x\n    return x\n", 5, 9, "repeated a constant number of times"),
     ("def f(x: int) -> int:\n    t = (x, 1) + x\n    return x\n", 5, 9, "can only concatenate tuple to tuple"),
+    ("def f(x: int) -> int:\n    return min(x, 2, key=abs)\n", 5, 12, "min() with key= is not supported"),
+    ("def f(x: float) -> float:\n    return math.hypot(x, x, x)\n", 5, 12, "math.hypot() of 3 arguments"),
+    ("def f(x: np.ndarray) -> float:\n    i = np.where(x > 0)\n    return 1.0\n", 5, 9,
+     "np.where(condition) with one argument", np.zeros(3)),
 ]
 
 

@@ -140,6 +140,12 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return self.reshape(self.expr(node.args[0]), node.args[1:], node)
         if obj in ARRAY_CALLS:
             return ARRAY_CALLS[obj](self, node)
+        if obj is math.hypot and len(node.args) != 2:
+            raise self.fn.error(f"math.hypot() of {len(node.args)} arguments is not supported (two only)", node,
+                                "for a vector's length use np.linalg.norm(np.array([...]))")
+        if obj is np.where and len(node.args) == 1:
+            raise self.fn.error("np.where(condition) with one argument (the indices, np.nonzero) is not supported",
+                                node, "use a boolean mask, x[condition], or np.where(condition, a, b)")
         if obj is math.log and len(node.args) == 2 and not node.keywords:   # CPython: log(x) / log(base)
             x, base = (self.expr(a) for a in node.args)
             logs = [self.bind_op(op_for_callable(math.log), [v], node) for v in (x, base)]
@@ -262,7 +268,10 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             self.emit("prim::Print", [piece], {"end": ""}, at=node)
 
     def call_minmax(self, obj, node):
-        if node.keywords or len(node.args) < 2:
+        if node.keywords:
+            raise self.fn.error(f"{obj.__name__}() with {', '.join(f'{k.arg}=' for k in node.keywords)} is not "
+                                "supported", node, "compare in a loop, or test for an empty list first")
+        if len(node.args) < 2:
             raise self.fn.error(f"{obj.__name__}() of scalars needs two or more arguments", node,
                                 f"for the {obj.__name__}imum of an array use np.{obj.__name__}(x)")
         kind = f"prim::{obj.__name__}"
