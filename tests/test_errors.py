@@ -150,3 +150,22 @@ def test_int_and_float_of_a_bad_str_raise_where_they_run(tmp_path):
     for run in (mod.f, mod.f.interpret, mod.f.py_func):
         with pytest.raises(ValueError, match=r"^invalid literal for int\(\) with base 10: 'abc'"):
             run(101)
+
+
+def test_module_level_tuples_are_constants_and_big_ints_are_errors(tmp_path):
+    mod = load_module(tmp_path, """
+        COEFFS = (1.0, -2.0, 0.5)
+        NESTED = ((1, 2), (3.5, True))
+        BIG = 2 ** 70
+
+        @scriptc.script
+        def horner(x: float) -> float:
+            a, b, c = COEFFS
+            return (a * x + b) * x + c + NESTED[1][0] + NESTED[0][1] + len(COEFFS)
+
+        def big(x: int) -> int:
+            return x + BIG
+    """)
+    assert mod.horner(2.0) == mod.horner.interpret(2.0) == mod.horner.py_func(2.0)
+    with pytest.raises(scriptc.CompileError, match="'BIG' is 1180591620717411303424, which does not fit in a 64-bit"):
+        scriptc.script(mod.big)

@@ -558,7 +558,12 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin):
             return self.const(v)
         if isinstance(v, np.ndarray):
             return self.array_constant(v, node)
-        raise self.fn.error(f"'{ast.unparse(node)}' ({type(v).__name__}) cannot be used as a value here", node)
+        if type(v) is tuple:    # a module-level tuple of constants (COEFFS = (1.0, -2.0)), captured as they are
+            return self.op("prim::TupleConstruct", [self.static_value(Static(e, s.path), node) for e in v], at=node)
+        if isinstance(v, int):
+            raise self.fn.error(f"'{ast.unparse(node)}' is {v}, which does not fit in a 64-bit int", node)
+        raise self.fn.error(f"'{ast.unparse(node)}' ({type(v).__name__}) cannot be used as a value here", node,
+                            "module-level int, float, bool, tuples of them and NumPy arrays can be read")
 
     def visit_Constant(self, node):
         v = node.value
