@@ -769,3 +769,22 @@ def test_clip_ties_follow_numpys_loops(tmp_path):
                 got = run(*args)
                 assert got.dtype == want.dtype and np.array_equal(got.view(np.uint8), want.view(np.uint8)), \
                     (fn.__name__, dtype)
+
+
+def test_in_place_broadcast_and_reshape_errors_are_numpys(tmp_path):
+    """``x += y`` whose y does not broadcast to x: NumPy's two messages (shapes that do not broadcast together,
+    or a broadcast shape other than x's); a reshape with -1 names it "newaxis"."""
+    from tests.modules import load_module
+    m = load_module(tmp_path, """
+        @scriptc.script
+        def iadd(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            x += y
+            return x
+
+        @scriptc.script
+        def rows(x: np.ndarray) -> np.ndarray:
+            return x.reshape(3, -1)
+    """)
+    for a, b in (((3,), (4,)), ((1,), (5,)), ((2, 1), (3,)), ((2, 3), (4, 3)), ((1, 3), (2, 1))):
+        raises_like(m.iadd, np.zeros(a), np.ones(b))
+    raises_like(m.rows, np.arange(10.0))

@@ -516,7 +516,7 @@ class ArrayMath:
         if isinstance(other.type, TensorType):
             src0 = self.arr(other)
             src = self.unaliased(src0, dst)
-            strides = self.broadcast_to(src, dst.shape, "copy")
+            strides = self.broadcast_to(src, dst.shape, "in place")
             view = Arr(src.t, [src.mi, src.data, *src.shape, *strides])
         else:
             src0 = src = None

@@ -520,11 +520,31 @@ class ArrayOps:
             out = shape[pad + k]
             bad = b.or_(bad, b.and_(b.icmp_signed("!=", d, out), b.icmp_signed("!=", d, i64(1))))
             strides.append(b.select(b.icmp_signed("==", d, out), s, i64(0)))
+        if what == "in place" and src.t.rank:     # x += y: NumPy's two messages, the output operand named
+            self.inplace_broadcast_errors(src, shape, bad)
+            return strides
         message = (f"could not broadcast input array from shape {shape_text(src.t.rank, 0)} into shape "
                    f"{shape_text(len(shape), src.t.rank)}") if what == "copy" else what
         if src.t.rank:
             self.raise_with(bad, ValueError, message, [*src.shape, *shape])
         return strides
+
+    def inplace_broadcast_errors(self, src: Arr, shape: list, bad) -> None:
+        """``x op= y`` with y not broadcastable to x: shapes that do not broadcast together, or whose broadcast
+        shape is not x's (NumPy's wording for each)."""
+        b, n, pad = self.b, len(shape), len(shape) - src.t.rank
+        clash = ir.Constant(I1, 0)
+        wide = list(shape)
+        for k, d in enumerate(src.shape):
+            out = shape[pad + k]
+            clash = b.or_(clash, b.and_(b.icmp_signed("!=", d, out), b.and_(b.icmp_signed("!=", d, i64(1)),
+                                                                            b.icmp_signed("!=", out, i64(1)))))
+            wide[pad + k] = b.select(b.icmp_signed("==", out, i64(1)), d, out)
+        together = shape_text(n, 0)
+        self.raise_with(clash, ValueError, f"operands could not be broadcast together with shapes {together} "
+                        f"{shape_text(src.t.rank, n)} {together} ", [*shape, *src.shape])
+        self.raise_with(bad, ValueError, f"non-broadcastable output operand with shape {shape_text(n, 0)} doesn't "
+                        f"match the broadcast shape {shape_text(n, n)}", [*shape, *wide])
 
     @handles_array("aten::copy_")
     def lower_copy_(self, node):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir.types import NONE, TensorType
-from .arrays import Arr, index_checked, shape_text
+from .arrays import Arr, index_checked
 from .common import I1, handles_array, i64
 
 
@@ -103,7 +103,10 @@ class ViewOps:
             known = b.select(is_free, known, b.mul(known, d))
         free_dim = b.sdiv(total, b.select(b.icmp_signed("==", known, i64(0)), i64(1), known))
         dims = [b.select(b.icmp_signed("==", unknown, i64(k)), free_dim, d) for k, d in enumerate(dims)]
-        message = f"cannot reshape array of size {{0}} into shape {shape_text(len(dims), 1)}"
+        # NumPy names a -1 dimension "newaxis" (known here when written as a constant)
+        texts = ["newaxis" if v.node is not None and v.node.kind == "prim::Constant" and v.node.attrs.get("value") == -1
+                 else f"{{{k + 1}}}" for k, v in enumerate(node.inputs[1:])]
+        message = f"cannot reshape array of size {{0}} into shape ({','.join(texts)}{',' if len(texts) == 1 else ''})"
         self.raise_with(b.icmp_signed("!=", self.size(dims), total), ValueError, message, [total, *dims])
         contiguous = self.is_c_contiguous(a)
         out_t = node.output.type
