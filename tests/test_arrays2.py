@@ -773,7 +773,8 @@ def test_clip_ties_follow_numpys_loops(tmp_path):
 
 def test_in_place_broadcast_and_reshape_errors_are_numpys(tmp_path):
     """``x += y`` whose y does not broadcast to x: NumPy's two messages (shapes that do not broadcast together,
-    or a broadcast shape other than x's); a reshape with -1 names it "newaxis"."""
+    or a broadcast shape other than x's); a reshape with -1 names it "newaxis"; a fused group's error names the
+    operation NumPy would fail at."""
     from tests.modules import load_module
     m = load_module(tmp_path, """
         @scriptc.script
@@ -784,7 +785,15 @@ def test_in_place_broadcast_and_reshape_errors_are_numpys(tmp_path):
         @scriptc.script
         def rows(x: np.ndarray) -> np.ndarray:
             return x.reshape(3, -1)
+
+        @scriptc.script
+        def fused(a: np.ndarray, r: np.ndarray, c: np.ndarray) -> np.ndarray:
+            return np.where(a > 0, a - r[None, :], 0.0) + c[:, None]
     """)
     for a, b in (((3,), (4,)), ((1,), (5,)), ((2, 1), (3,)), ((2, 3), (4, 3)), ((1, 3), (2, 1))):
         raises_like(m.iadd, np.zeros(a), np.ones(b))
     raises_like(m.rows, np.arange(10.0))
+    # a fused group: the first operation whose operands do not broadcast is named, as NumPy runs them one by one
+    raises_like(m.fused, np.zeros((4, 5)), np.zeros(4), np.zeros(4))
+    raises_like(m.fused, np.zeros((4, 5)), np.zeros(5), np.zeros(3))
+    assert "prim::FusionGroup" in str(m.fused.graph_for(np.zeros((4, 5)), np.zeros(5), np.zeros(4)))

@@ -247,25 +247,44 @@ class ArrayMath:
 
     def broadcast_shape(self, arrays: list[Arr], rank: int) -> list:
         """NumPy's broadcast of the operands' shapes, or ValueError naming them."""
+        return self.broadcast_dims([a.shape for a in arrays], rank)
+
+    def broadcast_dims(self, shapes: list[list], rank: int) -> list:
+        """``broadcast_shape`` of operands given by their dimensions (registers)."""
         b = self.b
         shape = [i64(1)] * rank
         bad = ir.Constant(I1, 0)
-        for a in arrays:
-            pad = rank - a.t.rank
-            for k, d in enumerate(a.shape):
+        for dims in shapes:
+            pad = rank - len(dims)
+            for k, d in enumerate(dims):
                 cur = shape[pad + k]
                 clash = b.and_(b.icmp_signed("!=", d, cur),
                                b.and_(b.icmp_signed("!=", d, i64(1)), b.icmp_signed("!=", cur, i64(1))))
                 bad = b.or_(bad, clash)
                 shape[pad + k] = b.select(b.icmp_signed("==", d, i64(1)), cur, d)
-        if len(arrays) > 1:
+        if len(shapes) > 1:
             parts, first = [], 0
-            for a in arrays:
-                parts.append(shape_text(a.t.rank, first) if a.t.rank else "()")
-                first += a.t.rank
+            for dims in shapes:
+                parts.append(shape_text(len(dims), first) if dims else "()")
+                first += len(dims)
             self.raise_with(bad, ValueError, "operands could not be broadcast together with shapes "
-                            + " ".join(parts) + " ", [d for a in arrays for d in a.shape])
+                            + " ".join(parts) + " ", [d for dims in shapes for d in dims])
         return shape
+
+    def group_shapes(self, node, sub, stop=None) -> dict:
+        """The shapes (registers) of a fusion group's array values, its operations broadcast one by one in
+        program order: a shape error names the first operation whose operands do not broadcast, as NumPy, which
+        runs them one by one, names it. ``stop``: the node to end before (a reduction)."""
+        dims = {id(p): self.arr(outer).shape for p, outer in zip(sub.inputs, node.inputs)
+                if isinstance(outer.type, TensorType)}
+        for n in sub.nodes:
+            if n is stop:
+                break
+            if n.kind == "prim::Constant" or len(n.outputs) != 1 or not isinstance(n.output.type, TensorType):
+                continue
+            dims[id(n.output)] = self.broadcast_dims([dims[id(v)] for v in n.inputs
+                                                      if isinstance(v.type, TensorType)], n.output.type.rank)
+        return dims
 
     def elementwise_loops(self, out: Arr, inputs, arrays: list[Arr], element, broadcast: bool = True) -> None:
         """Store ``element(load)`` into every element of ``out``; ``load(value)`` reads that operand's element
