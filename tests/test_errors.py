@@ -57,7 +57,7 @@ CASES = [
     ("def f(x: int) -> bool:\n    s = f'{x}'\n    return s == '3'\n", 6, 12, "comparisons of str are not supported"),
     ("def f(x: int) -> int:\n    print('n=' + f'{x}')\n    return x\n", 5, 11, "operators on str are not supported"),
     ("def f(x: int) -> int:\n    print('%d items' % x)\n    return x\n", 5, 11, "operators on str are not supported"),
-    ("def f(x: int) -> int:\n    return int(f'{x}')\n", 5, 12, "int() of a str is supported for a constant only"),
+    ("def f(x: int) -> int:\n    return int(f'{x}')\n", 5, 12, "int() of a str is not supported except of a constant"),
     ("def f(x: int) -> int:\n    t = (x, 1) * x\n    return x\n", 5, 9, "repeated a constant number of times"),
     ("def f(x: int) -> int:\n    t = (x, 1) + x\n    return x\n", 5, 9, "can only concatenate tuple to tuple"),
     ("def f(x: int) -> int:\n    return min(x, 2, key=abs)\n", 5, 12, "min() with key= is not supported"),

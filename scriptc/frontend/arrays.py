@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ..ir.arrayconst import frozen
+from ..ir.core import constant_value, is_constant
 from ..ir.registry import NeedsSpecialization
 from ..ir.types import BOOL, DTYPE_NAMES, INT, TensorType
 
@@ -296,11 +297,11 @@ class ArrayFrontend:
         an int exponent known only at run time the dtype would hang on its value: an error."""
         if right.type != INT or not isinstance(left.type, TensorType) or left.type.dtype != "bool":
             return left
-        if right.node is None or right.node.kind != "prim::Constant":
+        if not is_constant(right):
             raise self.fn.error(f"'{ast.unparse(node)}': NumPy's dtype for a bool array to an int power depends on "
                                 "the exponent's value (** 2 is np.square: int8; other powers give int64)", node,
                                 hint="convert the array first, e.g. b.astype(np.int64) ** k")
-        return self.op("aten::to", [left], {"dtype": "int8"}, at=node) if right.node.attrs["value"] == 2 else left
+        return self.op("aten::to", [left], {"dtype": "int8"}, at=node) if constant_value(right) == 2 else left
 
     def signed_constant(self, n):
         """A constant, also negated: ``-np.inf``."""

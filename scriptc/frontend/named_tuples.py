@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from ..ir.core import constant_value, is_constant
 from ..ir.types import BOOL, FLOAT, INT, NamedTupleType, TensorType, TupleType, Type, named_tuple_type
 
 
@@ -127,9 +128,9 @@ class NamedTupleMixin:
             return self.op("prim::TupleConstruct", items, at=node)
         if isinstance(node.op, ast.Mult):
             t, n = (left, right) if isinstance(left.type, TupleType) else (right, left)
-            if n.type != INT or n.node is None or n.node.kind != "prim::Constant":
+            if n.type != INT or not is_constant(n):
                 raise self.fn.error(f"'{text}': a tuple can be repeated a constant number of times only", node,
                                     "its length is part of its type: write the count as a literal")
             items = [self.tuple_element(t, k, node) for k in range(len(t.type.elems))]
-            return self.op("prim::TupleConstruct", items * max(n.node.attrs["value"], 0), at=node)
+            return self.op("prim::TupleConstruct", items * max(constant_value(n), 0), at=node)
         raise self.fn.error(f"'{text}': tuples support + and * only", node)

@@ -253,3 +253,13 @@ class Graph:
     def __str__(self):
         from .printer import print_graph
         return print_graph(self)
+
+
+def is_constant(v: Value) -> bool:
+    """Whether ``v`` is the output of a ``prim::Constant``."""
+    return v.node is not None and v.node.kind == "prim::Constant"
+
+
+def constant_value(v: Value):
+    """The Python value of a prim::Constant output (None for the None constant)."""
+    return v.node.attrs.get("value")

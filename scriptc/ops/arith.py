@@ -145,7 +145,8 @@ def _scalar_only(name, fn, result=None):
         if any(isinstance(t, TensorType) for t in types):
             raise OpTypeError(f"{name} of an array is ambiguous")
         if STR in types:
-            raise OpTypeError(f"{name} of a str is supported for a constant only (int(\"42\"))")
+            only = " except of a constant (int(\"42\"))" if name in ("int()", "float()") else ""
+            raise OpTypeError(f"{name} of a str is not supported{only}")
         if result is not None:
             return result
         return by_sample(fn)(*types)

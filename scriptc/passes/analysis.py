@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from ..ir.core import Block, Node, Value
+from ..ir.core import Block, Node, Value, constant_value, is_constant  # noqa: F401  (passes import them here)
 from ..ir.registry import REGISTRY, Effect, lookup, type_of
 from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type
 
@@ -39,15 +39,6 @@ def is_tensor(t: Type) -> bool:
 
 
 # -- constants -------------------------------------------------------------------------------------------
-def is_constant(v: Value) -> bool:
-    return v.node is not None and v.node.kind == "prim::Constant"
-
-
-def constant_value(v: Value):
-    """The Python value of a prim::Constant output (None for the None constant)."""
-    return v.node.attrs.get("value")
-
-
 def is_constant_value(v: Value, want) -> bool:
     """``v`` is a constant equal to ``want`` with the same Python type (``1`` is not ``True`` nor ``1.0``)."""
     if not is_constant(v):

@@ -42,11 +42,6 @@ def constant_number(y) -> float | None:
     return None
 
 
-def is_constant_two(y) -> bool:
-    """Whether a register value is the constant 2."""
-    return constant_number(y) == 2.0
-
-
 # NumPy's ``array ** s`` for a Python scalar s (fast_scalar_power in numpy/_core/src/multiarray/number.c) calls
 # these ufuncs instead of np.power for these exponents: their results differ from libm's pow (sqrt(-0.0) is
 # -0.0 where pow gives 0.0; 1 / x and x * x are correctly rounded, pow is not)
@@ -80,6 +75,9 @@ def reduction_dtype(kind: str, src: TensorType, axis) -> str:
     """The dtype NumPy gives this reduction (int32 sums are int64, int means are float64, ...)."""
     impl = REGISTRY[kind].impl
     return np.asarray(impl(np.ones((1,) * src.rank, src.dtype), axis=axis)).dtype.name
+
+
+ELEMENT_VARIANTS = {"pow_scalar": "pow", "clip_arrays": "clip"}     # float-only variants: the operator elsewhere
 
 
 def element_name(node) -> str:
@@ -119,13 +117,12 @@ class ArrayMath:
         """An element-wise operator on 0-d arrays: NumPy gives a scalar of the loop's dtype (here a Python
         scalar of that value, as reading ``x[()]`` gives), computed as one element of the loop."""
         as_1d = [TensorType(v.type.dtype, 1) if isinstance(v.type, TensorType) else v.type for v in node.inputs]
-        dtype = result_dtype(*as_1d) if op in COMPARE or op in PREDICATES else \
-            lookup(node.kind).result_types(as_1d, node.attrs)[0].dtype
+        out = lookup(node.kind).result_types(as_1d, node.attrs)[0].dtype
+        dtype = result_dtype(*as_1d) if op in COMPARE or op in PREDICATES else out
         scalars = {k: self.weak_scalar(op, k, *self.scalar_operand(v), dtype)
                    for k, v in enumerate(node.inputs) if not isinstance(v.type, TensorType)}
         kind, x = self.element_of(node, dtype, scalars)(
             lambda v: (kind_of(v.type.dtype), self.load_element(self.element_ptr(self.arr(v), []), v.type.dtype)))
-        out = lookup(node.kind).result_types(as_1d, node.attrs)[0].dtype
         kind, x = self.round_through(kind, x, out)       # as stored in the result's dtype (float16: rounded)
         return [self.scalar_result(x, kind, node.output.type)]
 
@@ -368,8 +365,8 @@ class ArrayMath:
             # i64 holds every supported integer dtype exactly (u: zero-extended), so a signed comparison is
             # exact, also against Python ints out of the array dtype's range (NumPy 2 compares those exactly)
             return "b", (b.icmp_unsigned if k == "b" else b.icmp_signed)(ipred, *args)
-        if op in ("pow_scalar", "clip_arrays") and k != "f":
-            op = op.split("_")[0]
+        if k != "f":
+            op = ELEMENT_VARIANTS.get(op, op)
         if k == "b":
             return "b", self.bool_op(op, args)
         if k == "f":
@@ -378,7 +375,7 @@ class ArrayMath:
 
     def scalar_power(self, x, y):
         """``array ** y`` on one element, y a Python scalar: NumPy's fast powers (FAST_POWERS), else pow; a
-        constant y decides here, a variable one branches (loop-invariant: LLVM unswitches the loop)."""
+        constant y decides here, for a variable one each candidate is computed and selected by y's value."""
         b = self.b
         fast = {0.5: lambda: b.call(self.mod.intrinsic("sqrt"), [x]), -1.0: lambda: b.fdiv(f64(1.0), x),
                 2.0: lambda: b.fmul(x, x), 1.0: lambda: x}
@@ -549,8 +546,8 @@ class ArrayMath:
             else:
                 ky, y = scalar
             args = [self.cast(x, kind_of(dst.t.dtype), compute), self.cast(y, ky, compute)]
-            kind, r = self.in_loop_precision(*self.element_op(name if src is not None or name != "pow"
-                                                              else "pow_scalar", args, compute, dtype), dtype)
+            op_name = "pow_scalar" if name == "pow" and src is None else name     # x **= s: NumPy's fast powers
+            kind, r = self.in_loop_precision(*self.element_op(op_name, args, compute, dtype), dtype)
             self.store_element(self.element_ptr(dst, index), r, kind, dst.t.dtype)
         self.loop_nest(dst.shape, body)
         if src is not None:

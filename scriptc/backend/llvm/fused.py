@@ -27,8 +27,8 @@ class FusedOps:
         reduction = root if REGISTRY[root.kind].extra.get("reduction") else None
         value = reduction.inputs[0] if reduction is not None else sub.outputs[0]
         arrays = [self.arr(v) for v in node.inputs if isinstance(v.type, TensorType)]
-        shape = self.group_shapes(node, sub, reduction).get(id(value)) or self.broadcast_shape(arrays,
-                                                                                                value.type.rank)
+        shapes = self.group_shapes(node, sub, reduction)
+        shape = shapes[id(value)] if id(value) in shapes else self.broadcast_shape(arrays, value.type.rank)
 
         scalars = self.fused_scalars(node, sub, reduction)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ...ir.core import is_constant
 from ...ir.types import FLOAT, INT, TensorType
 from .common import F64, i64
 from .array_math import FAST_POWERS, INTRINSIC as SCALAR_INTRINSIC, constant_number
@@ -63,8 +64,7 @@ class SimdOps:
                 continue
             if t.dtype != "float64":
                 return None
-            if op == "pow" and not isinstance(n.inputs[1].type, TensorType) and (
-                    n.inputs[1].node is None or n.inputs[1].node.kind != "prim::Constant"):
+            if op == "pow" and not isinstance(n.inputs[1].type, TensorType) and not is_constant(n.inputs[1]):
                 return None     # a variable Python scalar exponent: NumPy's fast powers are decided per call
             if op in LIBMVEC or op == "pow":
                 if not any(lanes == w for _, w in vm.get(op, [])):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ...ir.core import constant_value, is_constant
 from ...ir.types import NONE, TensorType
 from .arrays import Arr, index_checked
 from .common import I1, handles_array, i64
@@ -104,8 +105,8 @@ class ViewOps:
         free_dim = b.sdiv(total, b.select(b.icmp_signed("==", known, i64(0)), i64(1), known))
         dims = [b.select(b.icmp_signed("==", unknown, i64(k)), free_dim, d) for k, d in enumerate(dims)]
         # NumPy names a -1 dimension "newaxis" (known here when written as a constant)
-        texts = ["newaxis" if v.node is not None and v.node.kind == "prim::Constant" and v.node.attrs.get("value") == -1
-                 else f"{{{k + 1}}}" for k, v in enumerate(node.inputs[1:])]
+        texts = ["newaxis" if is_constant(v) and constant_value(v) == -1 else f"{{{k + 1}}}"
+                 for k, v in enumerate(node.inputs[1:])]
         message = f"cannot reshape array of size {{0}} into shape ({','.join(texts)}{',' if len(texts) == 1 else ''})"
         self.raise_with(b.icmp_signed("!=", self.size(dims), total), ValueError, message, [total, *dims])
         contiguous = self.is_c_contiguous(a)
