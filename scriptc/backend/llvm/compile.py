@@ -15,6 +15,7 @@ import re
 import threading
 import warnings
 
+from ...gc_pause import collecting_meanwhile
 from ...ir.core import Graph
 from ..argument_writes import written_inputs
 from .callbacks import CALLBACK_SYMBOL, _CONSTANTS, describe_plan, str_symbol
@@ -100,8 +101,11 @@ def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cac
     if optimized is not None:
         return _first_tier(graph, lowered, prefix, cache, key, written, optimized)
     eng = engine()
-    llmod = eng.optimize(lowered.text)
-    return _linked(graph, lowered, eng.emit_object(llmod), cache, key, written, llmod)
+    with collecting_meanwhile() as collect:
+        llmod = eng.optimize(lowered.text)
+        collect()
+        obj = eng.emit_object(llmod)
+    return _linked(graph, lowered, obj, cache, key, written, llmod)
 
 
 def _linked(graph: Graph, lowered: Lowered, obj: bytes, cache, key: str | None, written, llmod=None,
@@ -138,7 +142,9 @@ def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | N
     quick = f'"{prefix}.quick.'
     text = first_tier_text(lowered.text.replace(f'"{prefix}.', quick),
                            lowered.python_entry and lowered.python_entry.replace(f"{prefix}.", quick[1:], 1))
-    native = _linked(graph, lowered, engine().quick_object(text), None, None, written,
+    with collecting_meanwhile() as collect:
+        obj = engine().quick_object(text, before_codegen=collect)
+    native = _linked(graph, lowered, obj, None, None, written,
                      rename=lambda symbol: symbol.replace(f"{prefix}.", quick[1:], 1))
     native.tier = "first"
     native.optimizing = threading.Event()

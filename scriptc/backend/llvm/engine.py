@@ -77,7 +77,7 @@ class Engine:
             pb.getModulePassManager().run(mod, pb)
             return mod
 
-    def quick_object(self, ir_text: str) -> bytes:
+    def quick_object(self, ir_text: str, before_codegen=lambda: None) -> bytes:
         """The object file of a module after the first tier's short pipeline (optimizer.py)."""
         with self._lock:
             mod = self._parse(ir_text)
@@ -92,6 +92,7 @@ class Engine:
             for fn in mod.functions:
                 if not fn.is_declaration:
                     function_passes.run(fn, builder)
+            before_codegen()
             return self.target_machine.emit_object(mod)
 
     def _parse(self, ir_text: str) -> llvm.ModuleRef:
