@@ -299,7 +299,7 @@ def test_first_tier_text_marks_long_loop_free_functions_and_calls_refcounts():
     """The first tier's module: long loop-free functions (ordered so that a branch goes back in the text without
     a loop) and the CPython entry point unoptimized; a loop (its back edge forward in the text) is not; reference
     counts are called, not inlined."""
-    from scriptc.backend.llvm.compile import first_tier_text
+    from scriptc.backend.llvm.first_tier import first_tier_text
     from util import filecheck
     refcounts = "".join(f'define internal void @"scriptc.rt.{n}"(i8* %".1") alwaysinline\n{{\n.2:\n  ret void\n}}\n'
                         for n in ("retain", "release"))
@@ -319,10 +319,59 @@ def test_first_tier_text_marks_long_loop_free_functions_and_calls_refcounts():
         """)
 
 
+def test_long_unoptimized_functions_are_a_module_of_their_own(monkeypatch):
+    """With 1,000 lines or more of unoptimized functions, the first tier is two modules: the kernels, defining
+    under names of the compile's own (external) what the second calls; then the unoptimized functions, those
+    calling them and the entry points, declaring what they call in the first; inlined helpers in both."""
+    from scriptc.backend.llvm import first_tier
+    from util import filecheck
+    monkeypatch.setattr(first_tier, "SPLIT_LINES", 200)
+    helper = 'define internal void @"m.quick.inlined"() alwaysinline\n{\n.2:\n  ret void\n}\n'
+    refcount = 'define internal void @"scriptc.rt.retain"(i8* %".1") alwaysinline\n{\n.2:\n  ret void\n}\n'
+    kernel = _function("m.quick.kernel", [("entry", 'br label %"body"'), ("body", 'br i1 1, label %"body", '
+                                                                                  'label %"exit"'), ("exit", "ret void")])
+    shared = 'define internal void @"scriptc.rt.alloc"()\n{\nentry:\n  ret void\n}\n'
+    straight = _function("m.quick.body", [("entry", 'br label %"b"'), ("b", 'br label %"c"'), (
+        "c", 'call void @"m.quick.kernel"()\n  call void @"scriptc.rt.alloc"()\n  call void @"scriptc.rt.retain"(i8* '
+             'null)\n  call void @"m.quick.inlined"()\n  ret void')])
+    entry = 'define i32 @"m.quick.entry"()\n{\nentry:\n  call void @"m.quick.body"()\n  ret i32 0\n}\n'
+    glob = '@"scriptc.allocations" = external global i64\n'
+    (first, fast, exports), (second, slow, _) = first_tier.first_tier_modules(
+        glob + helper + refcount + kernel + shared + straight + entry, None, ["m.quick.entry"], "m.quick.")
+    assert (fast, slow) == (False, True)
+    assert exports == ["m.quick.kernel", "m.quick.split.scriptc.rt.alloc", "m.quick.split.scriptc.rt.retain"]
+    filecheck(first, """
+        CHECK: @"scriptc.allocations" = external global i64
+        CHECK: define internal void @"m.quick.inlined"() alwaysinline
+        CHECK: define void @"m.quick.split.scriptc.rt.retain"(i8* %".1") noinline
+        CHECK: define void @"m.quick.kernel"()
+        CHECK: define void @"m.quick.split.scriptc.rt.alloc"()
+        CHECK-NOT: m.quick.body
+        CHECK-NOT: m.quick.entry
+        """)
+    filecheck(second, """
+        CHECK: @"scriptc.allocations" = external global i64
+        CHECK-DAG: declare void @"m.quick.kernel"()
+        CHECK-DAG: declare void @"m.quick.split.scriptc.rt.alloc"()
+        CHECK-DAG: declare void @"m.quick.split.scriptc.rt.retain"(i8* %".1")
+        CHECK: define internal void @"m.quick.inlined"() alwaysinline
+        CHECK: define internal void @"m.quick.body"() optnone noinline
+        CHECK: call void @"m.quick.split.scriptc.rt.alloc"()
+        CHECK-NEXT: call void @"m.quick.split.scriptc.rt.retain"(i8* null)
+        CHECK: define i32 @"m.quick.entry"()
+        CHECK-NOT: define {{.*}}kernel
+        """)
+    state = '@"m.quick.counter" = internal global i64 0\n'      # one variable: not in two modules
+    assert len(first_tier.first_tier_modules(state + kernel + straight + entry, None, [], "m.quick.")) == 1
+    looping_caller = _function("m.quick.caller", [("entry", 'call void @"m.quick.body"()\n  br label %"loop"'),
+                                                  ("loop", 'br label %"loop"')])   # a kernel would lose O3's code
+    assert len(first_tier.first_tier_modules(kernel + straight + looping_caller, None, [], "m.quick.")) == 1
+
+
 def test_unoptimized_training_step_matches_o3():
     """A training step (value_and_grad, Adam, nested NamedTuples): its long loop-free body is compiled
     unoptimized in the first tier; both tiers give identical results."""
-    from scriptc.backend.llvm import compile as compiling
+    from scriptc.backend.llvm import compile as compiled, first_tier as compiling
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples"))
     import mlp_digits as m
     texts = []
@@ -335,13 +384,23 @@ def test_unoptimized_training_step_matches_o3():
     step = scriptc.script(m.train_step.py_func)
     state = m.init_state(scriptc.random.key(1), [8, 6, 5, 3])
     x, onehot = np.random.default_rng(0).random((4, 8)), np.eye(3)[[0, 2, 1, 2]]
+    modules = []
+    real_modules = compiling.first_tier_modules
+
+    def spy_modules(*args):
+        modules.append(real_modules(*args))
+        return modules[-1]
+
     compiling.first_tier_text = spy
+    compiled.first_tier_modules = spy_modules
     try:
         with optimizer.held():
             first = step(state, x, onehot, 1e-2)
             assert tiers_of(step) == {"first"}
     finally:
         compiling.first_tier_text = real
+        compiled.first_tier_modules = real_modules
+    assert [len(m) for m in modules] == [2]     # its body and CPython entry point: a module of their own
     assert any('.quick.train_step"(' in line and "optnone" in line for t in texts for line in t.splitlines()
                if line.startswith("define"))      # the body, not only the CPython entry point
     assert step.wait_optimized(timeout=120) and tiers_of(step) == {"optimized"}

@@ -25,8 +25,10 @@ from .entry_runtime import entry_unsupported_reason
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph
 from .native import NativeFunction
+from .first_tier import first_tier_modules
 from .objload import link
 from .runtimes import objects as runtime_objects, runtime_dependencies
+from .symbols import bind
 
 _COUNTER = itertools.count()
 _COUNTER_LOCK = threading.Lock()
@@ -139,13 +141,22 @@ def _linked(graph: Graph, lowered: Lowered, obj: bytes, cache, key: str | None, 
 def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | None, written,
                 optimized) -> NativeFunction:
     """The first tier's code, its symbols renamed (both tiers' objects live in one process); O3 queued."""
-    quick = f'"{prefix}.quick.'
-    text = first_tier_text(lowered.text.replace(f'"{prefix}.', quick),
-                           lowered.python_entry and lowered.python_entry.replace(f"{prefix}.", quick[1:], 1))
+    quick = f"{prefix}.quick."
+
+    def rename(symbol: str) -> str:
+        return symbol.replace(f"{prefix}.", quick, 1)
+
+    entries = [rename(s) for s in (lowered.entry, lowered.python_entry, lowered.release) if s]
+    modules = first_tier_modules(lowered.text.replace(f'"{prefix}.', f'"{quick}'),
+                                 lowered.python_entry and rename(lowered.python_entry), entries, quick)
+    eng = engine()
     with collecting_meanwhile() as collect:
-        obj = engine().quick_object(text, before_codegen=collect)
-    native = _linked(graph, lowered, obj, None, None, written,
-                     rename=lambda symbol: symbol.replace(f"{prefix}.", quick[1:], 1))
+        objects = [eng.quick_object(text, before_codegen=collect if k == 0 else lambda: None, unoptimized=unoptimized)
+                   for k, (text, unoptimized, _) in enumerate(modules)]
+    for obj, (_, _, exports) in zip(objects[:-1], modules):     # what the next module calls in this one
+        for name, address in link(obj, exports).items():
+            bind(name, address)
+    native = _linked(graph, lowered, objects[-1], None, None, written, rename=rename)
     native.tier = "first"
     native.optimizing = threading.Event()
 
@@ -166,65 +177,6 @@ def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | N
     from .optimizer import submit
     submit(lowered.text, done, persistent=key is not None)
     return native
-
-
-# Reference counts: calls in the first tier (inlined, they were most of a large function's code: the MLP training
-# step's 12,600 lines after inlining, ~600 counts), inlined by O3's pipeline
-_REFCOUNT_INLINE = [(f'@"scriptc.rt.{name}"(i8* %".1") alwaysinline', f'@"scriptc.rt.{name}"(i8* %".1") noinline')
-                    for name in ("retain", "release")]
-_BRANCH_TARGET = re.compile(r'label %"?([^",\s\]]+)')
-STRAIGHT_LINE_UNOPTIMIZED = 300     # lines: a loop-free function this long is code generated without optimization
-
-
-def first_tier_text(text: str, python_entry: str | None) -> str:
-    """The first tier's module: reference counting as calls, and without optimization (FastISel, 3-5x faster
-    to generate) the CPython entry point (argument conversion) and each long loop-free function (a large
-    program's body between its kernels): code that runs once per call."""
-    for inlined, called in _REFCOUNT_INLINE:
-        text = text.replace(inlined, called)
-    out, start = [], 0
-    at = text.find("define ")
-    while at >= 0:
-        header_end = text.index("\n", at)
-        end = text.find("\n}\n", header_end)
-        name = text[text.index('@"', at) + 2:text.index('"(', at)]
-        header = text[at:header_end]
-        if "alwaysinline" not in header and (name == python_entry or (
-                text.count("\n", header_end, end) >= STRAIGHT_LINE_UNOPTIMIZED and _loop_free(text[header_end:end]))):
-            out.append(text[start:header_end] + (" optnone" if " noinline" in header else " optnone noinline"))
-            start = header_end
-        at = text.find("\ndefine ", end)
-        at = at + 1 if at >= 0 else at
-    return "".join(out) + text[start:]
-
-
-def _loop_free(body: str) -> bool:
-    """Whether a function's control-flow graph (its text's blocks and branches) has no cycle."""
-    successors: dict[str, list[str]] = {}
-    block = successors.setdefault("", [])
-    for line in body.split("\n"):
-        if line.endswith(":"):
-            block = successors.setdefault(line[:-1].strip('"'), [])
-        elif "label %" in line:
-            block.extend(_BRANCH_TARGET.findall(line))
-    state = dict.fromkeys(successors, 0)      # 0 unvisited, 1 on the path, 2 done
-    for root in successors:
-        if state[root]:
-            continue
-        state[root] = 1
-        path = [(root, iter(successors[root]))]
-        while path:
-            node, rest = path[-1]
-            succ = next(rest, None)
-            if succ is None:
-                state[node] = 2
-                path.pop()
-            elif state.get(succ) == 1:
-                return False
-            elif state.get(succ) == 0:
-                state[succ] = 1
-                path.append((succ, iter(successors[succ])))
-    return True
 
 
 def remake_ir(graph: Graph, prefix: str, nogil: bool, fastmath: bool, python_entry: bool):

@@ -49,6 +49,7 @@ class Engine:
                                                            jit=True)
         self.data_layout = str(self.target_machine.target_data)
         self._lock = threading.RLock()
+        self._unoptimized_machine = None
         symbols.attach_llvm(llvm.add_symbol)
         self.vector_math = self._vector_math()
         self._ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
@@ -77,8 +78,9 @@ class Engine:
             pb.getModulePassManager().run(mod, pb)
             return mod
 
-    def quick_object(self, ir_text: str, before_codegen=lambda: None) -> bytes:
-        """The object file of a module after the first tier's short pipeline (optimizer.py)."""
+    def quick_object(self, ir_text: str, before_codegen=lambda: None, unoptimized: bool = False) -> bytes:
+        """The object file of a module after the first tier's short pipeline (optimizer.py); ``unoptimized``:
+        by the unoptimizing code generator (FastISel, the fast register allocator: first_tier.py)."""
         with self._lock:
             mod = self._parse(ir_text)
             builder = llvm.create_pass_builder(self.target_machine, llvm.create_pipeline_tuning_options(0))
@@ -93,7 +95,12 @@ class Engine:
                 if not fn.is_declaration:
                     function_passes.run(fn, builder)
             before_codegen()
-            return self.target_machine.emit_object(mod)
+            if not unoptimized:
+                return self.target_machine.emit_object(mod)
+            if self._unoptimized_machine is None:
+                self._unoptimized_machine = llvm.Target.from_triple(self.triple).create_target_machine(
+                    cpu=self.cpu, features=self.features, opt=0, jit=True)
+            return self._unoptimized_machine.emit_object(mod)
 
     def _parse(self, ir_text: str) -> llvm.ModuleRef:
         mod = llvm.parse_assembly(ir_text)
