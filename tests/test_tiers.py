@@ -319,6 +319,28 @@ def test_first_tier_text_marks_long_loop_free_functions_and_calls_refcounts():
         """)
 
 
+def test_kernels_compiled_once_run_first_tier_code_until_o3s(monkeypatch):
+    """A kernel compiled once per process (a sum's pairwise loop) is first-tier code at first, which no cache
+    entry records; O3's replaces it for what links after, with the same results."""
+    from scriptc.backend.llvm import runtimes, summation, symbols
+    monkeypatch.setattr(summation, "_COMPILED", {})
+    for name in [n for n in symbols._BOUND if n.startswith("scriptc.shared.")]:
+        monkeypatch.delitem(symbols._BOUND, name)
+
+    def total(x: np.ndarray) -> float:
+        return x.sum()
+    x = np.random.default_rng(0).random((3, 2, 3, 2, 70))[..., ::2]
+    with optimizer.held():
+        first = scriptc.script(total)
+        assert first(x) == x.sum()
+        names = [n for n in symbols._BOUND if n.startswith("scriptc.shared.")]
+        assert names and all(runtimes._BY_NAME[n]["first_tier"] for n in names)
+        quick = {n: symbols._BOUND[n] for n in names}
+    assert first.wait_optimized(timeout=120) and optimizer.wait_all(timeout=120)
+    assert all(symbols._BOUND[n] != quick[n] and not runtimes._BY_NAME[n]["first_tier"] for n in names)
+    assert first(x) == scriptc.script(total)(x) == x.sum()
+
+
 def test_long_unoptimized_functions_are_a_module_of_their_own(monkeypatch):
     """With 1,000 lines or more of unoptimized functions, the first tier is two modules: the kernels, defining
     under names of the compile's own (external) what the second calls; then the unoptimized functions, those

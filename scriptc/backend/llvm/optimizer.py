@@ -279,8 +279,9 @@ def _after_fork_in_child() -> None:
 def _at_exit() -> None:
     """Finish the jobs whose code goes to the on-disk cache; drop the others."""
     state = _STATE
-    with state.cond:
-        state.queue = collections.deque(job for job in state.queue if job.persistent)
+    with state.cond:     # up to the last job whose code goes to the cache: those before may be what it calls
+        last = max((k for k, job in enumerate(state.queue) if job.persistent), default=-1)
+        state.queue = collections.deque(list(state.queue)[:last + 1])
         waiting = [j for j in (state.running, *state.queue) if j is not None and j.persistent]
         state.held = 0
         state.cond.notify_all()

@@ -24,10 +24,12 @@ _LOCK = threading.RLock()
 _INIT_CALLS: list = []              # ctypes functions kept alive (and re-run after fork)
 
 
-def register(obj: bytes, provides: dict[str, str], init: str | None = None, address_of=None) -> dict:
-    """Record a runtime linked in this process from ``obj``; ``address_of(symbol)``: where it was linked."""
+def register(obj: bytes, provides: dict[str, str], init: str | None = None, address_of=None,
+             first_tier: bool = False) -> dict:
+    """Record a runtime linked in this process from ``obj``; ``address_of(symbol)``: where it was linked.
+    ``first_tier``: code to be replaced by O3's (``summation.compiled_once``), which no cache entry records."""
     sha = sha256(obj).hexdigest()
-    description = {"sha256": sha, "provides": dict(provides), "init": init, "obj": obj}
+    description = {"sha256": sha, "provides": dict(provides), "init": init, "obj": obj, "first_tier": first_tier}
     with _LOCK:
         for name in provides:
             _BY_NAME[name] = description
@@ -49,7 +51,7 @@ def runtime_dependencies(obj: bytes) -> list | None:
             if not name.startswith(RUNTIME_PREFIXES):
                 continue
             d = _BY_NAME.get(name)
-            if d is None:
+            if d is None or d["first_tier"]:
                 return False
             if d not in order:
                 if not visit(d["obj"]):

@@ -23,7 +23,7 @@ from llvmlite import ir
 
 from .arrays import ELEM, kind_of
 from . import runtimes, symbols
-from .common import F64, I1, I8P, I64, i64, process_function
+from .common import F64, I1, I8P, I64, i64
 
 PW_BLOCKSIZE = 128
 UNROLL = 8
@@ -330,8 +330,8 @@ class Summation:
                 fn = build_function(self.mod, name, fnty, build)
                 fn.linkage = "internal"
             return fn
-        address = compiled_once(key, fnty, build, name)
-        return process_function(self.mod.module, name, address, fnty)
+        compiled_once(key, fnty, build, name)      # bound to the name (which later links resolve)
+        return self.mod.module.globals.get(name) or ir.Function(self.mod.module, fnty, name)
 
 
 _COMPILED: dict = {}
@@ -339,17 +339,21 @@ _COMPILED_LOCK = threading.RLock()   # a shared function may call another one
 
 
 def compiled_once(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
-    """The address of ``build``'s function for this key (known to native code as ``name``), compiled on first
-    use unless code from the on-disk cache brought it already (``runtimes.py``)."""
+    """The address of ``build``'s function for this key, bound to ``name`` (what native code calls), compiled on
+    first use unless code from the on-disk cache brought it already (``runtimes.py``). With tiered compilation,
+    first-tier code, which O3's replaces once the optimizer process sends it (for code linked from then on:
+    the signature whose first call compiled it links its own O3 code after, as its module was queued after)."""
     with _COMPILED_LOCK:
         address = _COMPILED.get(key) or symbols.bound(name)
         if address is None:
             address = _compile(key, fnty, build, name)
+            symbols.bind(name, address)
         _COMPILED[key] = address
         return address
 
 
 def _compile(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
+    from . import optimizer
     from .compile import link
     from .engine import engine
     from .lower import ModuleLowering
@@ -358,11 +362,31 @@ def _compile(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
     fn = build_function(mod, mod.unique("fn"), fnty, build)
     eng = engine()
     text = SHARED_IR[name] = str(mod.module)
+    if optimizer.enabled():     # the first tier's code now (a third of O3's compile time), O3's later
+        quick = f"{fn.name}.quick"          # (both objects live in the process: distinct symbols for the JIT)
+        obj = eng.quick_object(text.replace(f'@"{fn.name}"', f'@"{quick}"'))
+        address = link(obj, [quick])[quick]
+        runtimes.register(obj, {name: quick}, first_tier=True)
+        optimizer.submit(text, lambda obj, error: _install_optimized(key, name, fn.name, obj))
+        return address
     llmod = eng.optimize(text)
     obj = eng.emit_object(llmod)
     address = link(obj, [fn.name], llmod)[fn.name]
     runtimes.register(obj, {name: fn.name})
     return address
+
+
+def _install_optimized(key: tuple, name: str, symbol: str, obj: bytes | None) -> None:
+    """Bind a function compiled once to its O3 code (on the optimizer's thread); without it, the first tier's
+    code stays."""
+    if obj is None:
+        return
+    from .compile import link
+    address = link(obj, [symbol])[symbol]
+    with _COMPILED_LOCK:
+        _COMPILED[key] = address
+        symbols.bind(name, address)
+        runtimes.register(obj, {name: symbol})
 
 
 SHARED_IR: dict[str, str] = {}      # name -> LLVM IR of the functions compiled once in this process (to read)
