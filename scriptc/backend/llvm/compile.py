@@ -4,7 +4,8 @@ One LLVM module per compiled signature holds everything the signature needs: the
 callees, the C entry point ``i32 entry(<leaves>, out*)`` (what ctypes and exported libraries call), and, when
 asked (``python_entry=True``, as ``@scriptc.script`` does), the CPython entry point (``entry.py``) with the
 module's own ``release_capsule``. One optimization and one code generation per signature, then the object file
-is linked by ``objload`` (no JIT needed; the JIT where the loader declines). With a ``disk_cache.DiskCache`` the
+is linked by ``objload`` (no JIT needed; the JIT where the loader declines). (The first tier of tiered
+compilation may compile it as two modules: ``first_tier.py``.) With a ``disk_cache.DiskCache`` the
 object is stored with what the code refers to in this process (error codes, print plans, str constants) as
 plain JSON, so that ``cached.py`` can load it in another process without LLVM.
 """
@@ -24,8 +25,8 @@ from .entry import lower_python_entry, release_symbol
 from .entry_runtime import entry_unsupported_reason
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph
-from .native import NativeFunction
 from .first_tier import first_tier_modules
+from .native import NativeFunction
 from .objload import link
 from .runtimes import objects as runtime_objects, runtime_dependencies
 from .symbols import bind
