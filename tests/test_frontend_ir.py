@@ -194,3 +194,29 @@ CHECK-NEXT: block1():
 CHECK: -> (
 CHECK: return (%retv
 """)
+
+
+@scriptc.script
+def over_pair(a: np.ndarray, k: int, limit: float) -> float:
+    s = 0.0
+    for v in (a.sum(), k):
+        if v > limit:
+            break
+        s += v
+    return s
+
+
+def test_a_loop_over_a_tuple_is_unrolled_and_a_break_guards_the_iterations_after_it():
+    """One body per element, each with its element's type (the second adds an int); no prim::Loop; after a
+    possible break, the next iteration runs under a prim::If of the flag."""
+    filecheck(str(over_pair.frontend_graph_for(np.arange(3.0), 4, 1.0)), """
+CHECK-NOT: prim::Loop
+CHECK: %[[SUM:.+]] : float = aten::sum(%a
+CHECK: %brk : bool = prim::If
+CHECK: prim::If(%brk)
+CHECK: aten::gt(%k, %limit)
+CHECK: aten::add(%{{.+}}, %k)
+CHECK-NOT: prim::Loop
+""")
+    for args in ((np.arange(3.0), 4, 10.0), (np.arange(3.0), 4, 3.5), (np.arange(3.0), 4, 1.0)):
+        assert over_pair(*args) == over_pair.py_func(*args)

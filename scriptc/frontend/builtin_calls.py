@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ..errors import CompileError
-from ..ir.core import Node
+from ..ir.core import Node, Value
 from ..ir.registry import NeedsSpecialization
 from ..ir.types import BOOL, FLOAT, INT, NONE, ListType, TensorType, TupleType
 
@@ -102,7 +102,7 @@ class BuiltinCallsMixin:
             return self.op("aten::list_len", [seq], at=it), \
                 lambda i: self.op("aten::list_getitem", [seq, i], at=it)
         raise self.fn.error(f"for loops over {self.describe(seq.type)} are not supported", it,
-                            "iterate over range(...), an array, a list, enumerate(...) or zip(...)")
+                            "iterate over range(...), an array, a list, a tuple, enumerate(...) or zip(...)")
 
     def range_arguments(self, it):
         if it.keywords or not 1 <= len(it.args) <= 3:
@@ -123,19 +123,26 @@ class BuiltinCallsMixin:
         return trips, lambda i: self.op("aten::__derive_index", [i, lo, step], at=it)
 
     def enumerate_plan(self, it):
-        kw = self.keywords(it, {"start"})
-        if len(it.args) + len(kw) > 2 or not it.args:
-            raise self.fn.error("enumerate() takes an iterable and an optional start", it)
-        start_node = it.args[1] if len(it.args) == 2 else kw.get("start")
-        trips, element = self.iteration_plan(it.args[0])
-        start = self.expr(start_node) if start_node is not None else None
-        if start is not None and start.type not in (INT, BOOL):
-            raise self.fn.error(f"enumerate() start must be an int, got {self.describe(start.type)}", start_node)
+        trips, element = self.iteration_plan(self.enumerate_iterable(it))
+        start = self.enumerate_start(it)
 
         def pair(i):
             index = self.op("aten::add", [start, i], at=it) if start is not None else i
             return [index, self.as_value(element(i), it)]
         return trips, pair
+
+    def enumerate_iterable(self, it):
+        if len(it.args) + len(self.keywords(it, {"start"})) > 2 or not it.args:
+            raise self.fn.error("enumerate() takes an iterable and an optional start", it)
+        return it.args[0]
+
+    def enumerate_start(self, it) -> Value | None:
+        """``enumerate``'s start, None when it is not given (evaluated after the iterable, as CPython does)."""
+        start_node = it.args[1] if len(it.args) == 2 else self.keywords(it, {"start"}).get("start")
+        start = self.expr(start_node) if start_node is not None else None
+        if start is not None and start.type not in (INT, BOOL):
+            raise self.fn.error(f"enumerate() start must be an int, got {self.describe(start.type)}", start_node)
+        return start
 
     def zip_plan(self, it):
         if it.keywords:

@@ -22,6 +22,7 @@ from .calls import CallsMixin
 from .lists import ListsMixin
 from .parallel import ParallelMixin
 from .scopes import carried_names, contains, load_counts, stores
+from .tuple_loops import TupleLoopsMixin
 from .source import FunctionSource
 
 RET, RETV, BRK, CONT = "$ret", "$retv", "$brk", "$cont"
@@ -83,7 +84,7 @@ class Env:
 STR_HINT = "str values are for printing and messages (f-strings); pass a flag or a number to choose a path"
 
 
-class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin):
+class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, TupleLoopsMixin):
     def __init__(self, fn: FunctionSource, param_types: list[Type], return_type: Type | None, resolver):
         self.fn = fn
         self.resolver = resolver
@@ -366,15 +367,20 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin):
             return self.emit_prange(node)
         if node.orelse:
             raise self.fn.error("'for ... else' is not supported", node)
-        trips, prefix, hint, *conds = self.for_iteration(node)
+        seq = self.expr(node.iter) if self.iteration_builtin(node.iter) is None else None
+        steps = self.tuple_steps(node.iter, seq)
+        if steps is not None:
+            return self.emit_unrolled(node, steps)
+        trips, prefix, hint, *conds = self.for_iteration(node, seq)
         first, next_cond = conds or (self.const(True), None)   # lists: while the index is below the length
         self.emit_loop(node, trips, first, prefix=prefix, next_cond=next_cond, hint=hint)
 
-    def for_iteration(self, node):
-        """Trip count and per-iteration prefix of ``for target in iterable`` (see ``iteration_plan``)."""
+    def for_iteration(self, node, seq: Value | None = None):
+        """Trip count and per-iteration prefix of ``for target in iterable`` (see ``iteration_plan``); ``seq``:
+        the iterable, evaluated, when it is not a call to an iteration builtin."""
         it = node.iter
         if self.iteration_builtin(it) is None:
-            seq = self.expr(it)
+            seq = seq if seq is not None else self.expr(it)
             if isinstance(seq.type, ListType):   # CPython's list iterator: the length is read each time round
                 return self.list_for(node, seq)
             trips, element = self.sequence_plan(seq, it)

@@ -118,3 +118,35 @@ def gcd_table(n: int) -> int:
 
 
 case(gcd_table, lambda: (12,))
+
+
+@scriptc.script
+def over_a_tuple(a: np.ndarray, b: np.ndarray, k: int) -> float:
+    s = 0.0
+    for v in (a, b):            # unrolled: the elements may differ in type
+        s += v.sum()
+    for i, v in enumerate((a.max(), 2.5, k), start=1):
+        if i == 2:
+            continue
+        s += v * i
+    return s
+
+
+case(over_a_tuple, lambda: (rng(4).random(5), np.arange(3.0), 7))
+
+
+@scriptc.script
+def first_over_in_zip(ws: tuple[float, float, float], xs: tuple[int, int, int], limit: float) -> float:
+    s = 0.0
+    for w, x in zip(ws, xs):
+        if w > limit:
+            break
+        s += w * x
+    for w in ws:
+        if w < 0.0:
+            return w
+    return s
+
+
+case(first_over_in_zip, lambda: ((1.5, 2.0, 3.5), (4, 5, 6), 2.5))
+case(first_over_in_zip, lambda: ((1.5, -2.0, 0.5), (4, 5, 6), 9.0))
