@@ -26,6 +26,9 @@ from .tuple_loops import TupleLoopsMixin
 from .source import FunctionSource
 
 RET, RETV, BRK, CONT = "$ret", "$retv", "$brk", "$cont"
+BIG_INT_HINT = "scriptc ints are 64-bit and wrap on overflow; write a float (1e20) for a larger magnitude"
+_EXACT = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.BitAnd: int.__and__,
+          ast.BitOr: int.__or__, ast.BitXor: int.__xor__}
 FLAGS = (RET, BRK, CONT)
 MISSING = object()
 INT64_MAX = 2 ** 63 - 1
@@ -82,6 +85,35 @@ class Env:
 
 
 STR_HINT = "str values are for printing and messages (f-strings); pass a flag or a number to choose a path"
+
+
+def literal_int(node) -> int | None:
+    """The exact value of an int expression written with literals only (``10 ** 30``, ``-(1 << 40) * 3``), as
+    CPython computes it; None for anything else (a name, a float, a raising or unbounded one such as
+    ``1 // 0`` or ``2 ** -1``)."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
+        v = literal_int(node.operand)
+        return None if v is None else -v if isinstance(node.op, ast.USub) else ~v if isinstance(node.op, ast.Invert) \
+            else v
+    if not isinstance(node, ast.BinOp):
+        return None
+    a, b = literal_int(node.left), literal_int(node.right)
+    if a is None or b is None:
+        return None
+    op = type(node.op)
+    if op in _EXACT:
+        return _EXACT[op](a, b)
+    if op in (ast.FloorDiv, ast.Mod) and b:
+        return a // b if op is ast.FloorDiv else a % b
+    if op is ast.Pow and 0 <= b:
+        return a ** b if abs(a) <= 1 or b <= 4096 else 1 << 4097     # (that far, the value itself is not needed)
+    if op is ast.LShift and 0 <= b <= 4096:
+        return a << b
+    if op is ast.RShift and 0 <= b:
+        return a >> b
+    return None
 
 
 class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, TupleLoopsMixin):
@@ -574,9 +606,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def visit_Constant(self, node):
         v = node.value
         if isinstance(v, int) and not isinstance(v, bool) and not -2 ** 63 <= v < 2 ** 63:
-            raise self.fn.error("integer literal does not fit in a 64-bit int", node,
-                                "scriptc ints are 64-bit and wrap on overflow; write a float (1e20) for a "
-                                "larger magnitude")
+            raise self.fn.error("integer literal does not fit in a 64-bit int", node, BIG_INT_HINT)
         if v is None or isinstance(v, (bool, int, float, str)):
             return self.const(v)
         raise self.fn.error(f"{type(v).__name__} literals are not supported", node)
@@ -589,7 +619,19 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def visit_Tuple(self, node):
         return self.op("prim::TupleConstruct", [self.expr(e) for e in node.elts], at=node)
 
+    def literal(self, node) -> Value | None:
+        """An int expression of literals, as CPython computes it (``-2 ** 63``); a CompileError where that is
+        beyond 64 bits, and would differ from CPython's big int (``x + 10 ** 30``); None for other expressions."""
+        exact = literal_int(node)
+        if exact is None or -2 ** 63 <= exact < 2 ** 63:
+            return None if exact is None else self.const(exact)
+        value = f"{exact}, which" if exact.bit_length() <= 256 else "an int that"
+        raise self.fn.error(f"'{ast.unparse(node)}' is {value} does not fit in a 64-bit int", node, BIG_INT_HINT)
+
     def visit_BinOp(self, node):
+        exact = self.literal(node)
+        if exact is not None:
+            return exact
         left, right = self.expr(node.left), self.expr(node.right)
         if isinstance(left.type, ListType) or isinstance(right.type, ListType):
             return self.list_binop(node, left, right)
@@ -605,6 +647,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         operand = node.operand
         if isinstance(node.op, ast.USub) and isinstance(operand, ast.Constant) and type(operand.value) in (int, float):
             return self.visit_Constant(ast.copy_location(ast.Constant(-operand.value), node))  # the literal -1
+        exact = self.literal(node)
+        if exact is not None:
+            return exact
         v = self.expr(operand)
         if isinstance(node.op, ast.USub):
             return self.op("aten::neg", [v], at=node)
