@@ -52,6 +52,8 @@ CASES = [
     ("def f(x: np.ndarray) -> float:\n    return x[0, 1, 2]\n", 5, 12, "too many indices for array", np.zeros((2, 2))),
     ("def f(x: np.ndarray) -> np.ndarray:\n    x += 1.5\n    return x\n", 5, 5, "cannot cast", np.zeros(3, np.int64)),
     ("def f(x: int) -> int:\n    return 99999999999999999999\n", 5, 12, "does not fit in a 64-bit int"),
+    ("def f(t: tuple[int, float], i: int) -> float:\n    return t[i]\n", 5, 14,
+     "the elements of (int, float) differ in type: it can only be indexed by an int constant"),
     ("def f(x: float) -> float:\n    return x + 10 ** 30\n", 5, 16,
      "'10 ** 30' is 1000000000000000000000000000000, which does not fit in a 64-bit int"),
     ("def f(x: np.ndarray) -> np.ndarray:\n    return x * -(1 << 70)\n", 5, 16,

@@ -21,6 +21,7 @@ from .arrays import ARRAY_CALLS, ARRAY_METHODS, ArrayFrontend
 from .builtin_calls import BUILTIN_CALLS
 from .library_calls import LibraryCallsMixin
 from .named_tuples import NamedTupleMixin
+from .scopes import literal_int
 from .lists import LIST_CALLS
 
 CREATORS = {np.zeros: "aten::zeros", np.ones: "aten::ones", np.empty: "aten::empty"}
@@ -367,9 +368,11 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
                     raise self.fn.error("a tuple is sliced by int constants (a nonzero step)", node.slice)
                 picked = range(len(base.type.elems))[slice(*bounds)]
                 return self.op("prim::TupleConstruct", [self.tuple_element(base, k, node) for k in picked], at=node)
-            index = self.const_eval(node.slice)
+            index = literal_int(node.slice)
+            if index is None and isinstance(node.slice, ast.Name) and node.slice.id not in self.locals:
+                index = self.const_eval(node.slice)      # a module-level constant
             if not isinstance(index, int):
-                raise self.fn.error("tuples can only be indexed by an int constant", node.slice)
+                return self.tuple_at(base, node.slice, node)
             return self.op("prim::TupleIndex", [base], {"index": index}, at=node)
         if isinstance(base.type, ListType):
             return self.list_subscript(base, node)

@@ -21,14 +21,12 @@ from .builtin_calls import BuiltinCallsMixin
 from .calls import CallsMixin
 from .lists import ListsMixin
 from .parallel import ParallelMixin
-from .scopes import carried_names, contains, load_counts, stores
+from .scopes import carried_names, contains, literal_int, load_counts, stores
 from .tuple_loops import TupleLoopsMixin
 from .source import FunctionSource
 
 RET, RETV, BRK, CONT = "$ret", "$retv", "$brk", "$cont"
 BIG_INT_HINT = "scriptc ints are 64-bit and wrap on overflow; write a float (1e20) for a larger magnitude"
-_EXACT = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.BitAnd: int.__and__,
-          ast.BitOr: int.__or__, ast.BitXor: int.__xor__}
 FLAGS = (RET, BRK, CONT)
 MISSING = object()
 INT64_MAX = 2 ** 63 - 1
@@ -85,35 +83,6 @@ class Env:
 
 
 STR_HINT = "str values are for printing and messages (f-strings); pass a flag or a number to choose a path"
-
-
-def literal_int(node) -> int | None:
-    """The exact value of an int expression written with literals only (``10 ** 30``, ``-(1 << 40) * 3``), as
-    CPython computes it; None for anything else (a name, a float, a raising or unbounded one such as
-    ``1 // 0`` or ``2 ** -1``)."""
-    if isinstance(node, ast.Constant):
-        return node.value if type(node.value) is int else None
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
-        v = literal_int(node.operand)
-        return None if v is None else -v if isinstance(node.op, ast.USub) else ~v if isinstance(node.op, ast.Invert) \
-            else v
-    if not isinstance(node, ast.BinOp):
-        return None
-    a, b = literal_int(node.left), literal_int(node.right)
-    if a is None or b is None:
-        return None
-    op = type(node.op)
-    if op in _EXACT:
-        return _EXACT[op](a, b)
-    if op in (ast.FloorDiv, ast.Mod) and b:
-        return a // b if op is ast.FloorDiv else a % b
-    if op is ast.Pow and 0 <= b:
-        return a ** b if abs(a) <= 1 or b <= 4096 else 1 << 4097     # (that far, the value itself is not needed)
-    if op is ast.LShift and 0 <= b <= 4096:
-        return a << b
-    if op is ast.RShift and 0 <= b:
-        return a >> b
-    return None
 
 
 class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, TupleLoopsMixin):

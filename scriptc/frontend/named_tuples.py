@@ -118,6 +118,30 @@ class NamedTupleMixin:
             return t.node.inputs[k]
         return self.op("prim::TupleIndex", [t], {"index": k}, at=node)
 
+    def tuple_at(self, t, index_node, node):
+        """``t[i]`` for an int known at run time: a chain of ``prim::If`` on ``i`` (negative from the end), and
+        CPython's IndexError past either end. The elements must share one type (the result has one)."""
+        from .emitter import MISSING, describe
+        elems = t.type.elems
+        if len(set(elems)) > 1:
+            raise self.fn.error(f"the elements of {t.type} differ in type: it can only be indexed by an int "
+                                f"constant", index_node, "iterate over it (for v in t), or hold the values in a "
+                                                         "list or an array")
+        index = self.expr(index_node)
+        if index.type not in (INT, BOOL):
+            raise self.fn.error(f"tuple indices must be ints, not {describe(index.type)}", index_node)
+
+        def element_from(k: int):
+            if k == len(elems):
+                self.emit("prim::RaiseException", [self.const("tuple index out of range")], {"exc": "IndexError"},
+                          at=node)
+                return self.materialize(MISSING, elems[0])
+            hit = self.op("aten::__or__", [self.op("aten::eq", [index, self.const(k)], at=node),
+                                           self.op("aten::eq", [index, self.const(k - len(elems))], at=node)],
+                          at=node)
+            return self.emit_if(hit, lambda: self.tuple_element(t, k, node), lambda: element_from(k + 1), node)
+        return element_from(0)
+
     def tuple_binop(self, node, left, right):
         """``t + u`` and ``t * n`` / ``n * t`` (n a constant int), as CPython builds them."""
         text = ast.unparse(node)

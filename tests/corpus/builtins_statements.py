@@ -150,3 +150,16 @@ def first_over_in_zip(ws: tuple[float, float, float], xs: tuple[int, int, int], 
 
 case(first_over_in_zip, lambda: ((1.5, 2.0, 3.5), (4, 5, 6), 2.5))
 case(first_over_in_zip, lambda: ((1.5, -2.0, 0.5), (4, 5, 6), 9.0))
+
+
+@scriptc.script
+def tuple_by_index(a: np.ndarray, b: np.ndarray, w: tuple[float, float, float], i: int) -> np.ndarray:
+    pair = (a, b)
+    s = np.zeros_like(a)
+    for k in range(len(pair)):
+        s += pair[k] * w[k - 1]         # an index known at run time; negative from the end
+    return s * w[i]
+
+
+case(tuple_by_index, lambda: (rng(5).random(4), np.arange(4.0), (0.5, -1.5, 2.0), -2))
+raises(tuple_by_index, IndexError, lambda: (np.ones(2), np.ones(2), (1.0, 2.0, 3.0), 3))
