@@ -80,3 +80,14 @@ def test_broadcast_and_strided_operands_stay_correct(restore_threads):
     scriptc.set_num_threads(2)
     assert np.array_equal(chain(strided), one)
     np.testing.assert_allclose(one, chain.py_func(strided), rtol=1e-14, atol=1e-15)
+
+
+def test_a_chunks_context_is_a_named_struct_type():
+    """The context a group's chunks read (the group's operands) is a named type, spelled once in the module."""
+    from tests.util import filecheck
+    x = np.random.default_rng(2).standard_normal(8)
+    filecheck(scaled.native_for_types(scaled._bind((x, x, 1.5), {})[0]).unoptimized_ir, """
+        CHECK: %"[[CTX:[^"]*fused.ctx.t]]" = type {i64, i64, i8*,
+        CHECK: define internal void @"{{[^"]*}}fused.chunk"(i8* %".1", i64 %".2")
+        CHECK: getelementptr inbounds %"[[CTX]]", %"[[CTX]]"* 
+        """)

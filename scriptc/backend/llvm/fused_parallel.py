@@ -38,7 +38,7 @@ class FusedParallelOps:
         values = [out.data] + [x for v in node.inputs for x in self.get(v)]
         scalar_keys = list(scalars)
         values += [scalars[k][1] for k in scalar_keys]
-        ctx_t = ir.LiteralStructType([I64, I64] + [x.type for x in values])
+        ctx_t = self.mod.struct_type("fused.ctx.t", [I64, I64] + [x.type for x in values])
         lanes = self.simd_width(sub)
         chunk = self.fused_chunk_function(node, sub, out.t, ctx_t, scalar_keys,
                                           {k: kind for k, (kind, _) in scalars.items()}, lanes)

@@ -113,7 +113,7 @@ class ModuleLowering:
         # larger and cost 15 of its 105 ms of LLVM time, and no bench kernel got slower without it (gd_epoch
         # 29% and affine_loop 8% faster, the rest within 2%)
         self.loop_hints = ("llvm.loop.unroll.runtime.disable",)
-        self.module = ir.Module(name=prefix)
+        self.module = ir.Module(name=prefix, context=ir.Context())   # its named struct types are its own
         self._functions: dict[int, tuple[Graph, ir.Function]] = {}   # the graph kept: its id stays its own
         self._names: set[str] = set()
         self._decls: dict[str, ir.Function] = {}
@@ -125,6 +125,13 @@ class ModuleLowering:
             name = f"{self.prefix}.{base}.{k}"
         self._names.add(name)
         return name
+
+    def struct_type(self, base: str, elements: list) -> ir.IdentifiedStructType:
+        """A named struct type: the text spells its fields once, not at each use (a parallel loop's context of 40
+        fields, read by a GEP per field, was a quarter of a large module's text)."""
+        t = self.module.context.get_identified_type(self.unique(base))
+        t.set_body(*elements)
+        return t
 
     def function_for(self, graph: Graph) -> ir.Function:
         known = self._functions.get(id(graph))

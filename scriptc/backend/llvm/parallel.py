@@ -132,8 +132,8 @@ class ParallelOps:
         idents = [self.constant_leaf(IDENTITY[(k, p.type)], p.type) for k, p in zip(kinds, params)]
         acc_types = [reg_type(p.type) for p in params]
         part_t = out_struct(kernel_out)
-        ctx_t = ir.LiteralStructType([I64, I64] + [x.type for x in cap_vals] + acc_types + acc_types +
-                                     [I32.as_pointer(), I64.as_pointer(), part_t.as_pointer()])
+        ctx_t = self.mod.struct_type("parallel.ctx.t", [I64, I64] + [x.type for x in cap_vals] + acc_types +
+                                     acc_types + [I32.as_pointer(), I64.as_pointer(), part_t.as_pointer()])
         with b.goto_entry_block():
             ctx = b.alloca(ctx_t, name="parallel.ctx")
             status = b.alloca(ir.ArrayType(I32, MAX_THREADS), name="parallel.status")
