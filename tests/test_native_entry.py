@@ -781,3 +781,21 @@ def test_chain_bound_to_an_instance_is_collected():
     del sf, e_ff
     gc.collect()
     assert ref() is None
+
+
+@scriptc.script
+def four_results(x: np.ndarray):
+    return x + 1.0, x * 2.0, x - 3.0, float(x.sum())
+
+
+def test_a_result_of_many_fields_is_a_named_struct_type():
+    """A result of 8 fields or more (here three arrays and a float) is a named type of the module, which the
+    function's out parameter, its callers and the CPython entry point share."""
+    from tests.util import filecheck
+    x = np.arange(3.0)
+    assert [np.array_equal(a, b) for a, b in zip(four_results(x), four_results.py_func(x))] == [True] * 4
+    filecheck(four_results.native_for_types(four_results._bind((x,), {})[0]).unoptimized_ir, """
+        CHECK: %"[[OUT:out\\.[0-9]+]]" = type {i8*, i8*,
+        CHECK: define internal i32 @"{{[^"]*}}four_results"({{.*}}, %"[[OUT]]"* %
+        CHECK: alloca %"[[OUT]]"
+        """)

@@ -91,3 +91,4 @@ def test_a_chunks_context_is_a_named_struct_type():
         CHECK: define internal void @"{{[^"]*}}fused.chunk"(i8* %".1", i64 %".2")
         CHECK: getelementptr inbounds %"[[CTX]]", %"[[CTX]]"* 
         """)
+

@@ -44,8 +44,20 @@ def mem_type(t: Type) -> ir.Type:
     return I8P if t is PTR else {INT: I64, FLOAT: F64, BOOL: I8}[t]
 
 
-def out_struct(t: Type) -> ir.LiteralStructType:
-    return ir.LiteralStructType([mem_type(x) for x in leaves(t)])
+def out_struct(t: Type, module: ir.Module | None = None) -> ir.Type:
+    """The struct a function stores its result in. In a module with a context of its own (``ModuleLowering``),
+    one of 8 fields or more is a named type, spelled once: a training step's result of 90 fields was written
+    out at each of its 376 uses."""
+    fields = [mem_type(x) for x in leaves(t)]
+    literal = ir.LiteralStructType(fields)
+    if module is None or len(fields) < 8 or module.context is ir.global_context:
+        return literal
+    named = module.context.__dict__.setdefault("scriptc_out_types", {})
+    key = str(literal)
+    if key not in named:
+        named[key] = module.context.get_identified_type(f"out.{len(named)}")
+        named[key].set_body(*fields)
+    return named[key]
 
 
 # Operators this backend lowers (anything else is a LoweringError), filled by the decorators below: the

@@ -399,7 +399,7 @@ class EntryLowering:
             kernel_args += self.unpack(obj, t, f"arg{i}", written=i in self.written)
         in_types = [x for t in arg_types for x in leaves(t)]
         assert len(kernel_args) == len(in_types)
-        out_t = out_struct(result_type)
+        out_t = out_struct(result_type, self.module)
         out = self.alloca(out_t, "out")
         b.store(ir.Constant(out_t, None), out)    # a kernel that writes no result leaves null meminfos
         kernel = self.kernel

@@ -147,7 +147,7 @@ class ModuleLowering:
         """An external ``i32 name(<args, bools as i8>, out*)`` calling the graph's function."""
         inner = self.function_for(graph)
         in_types = [t for v in graph.inputs for t in leaves(v.type)]
-        out_t = out_struct(graph.outputs[0].type)
+        out_t = out_struct(graph.outputs[0].type, self.module)
         fnty = ir.FunctionType(I32, [mem_type(t) for t in in_types] + [out_t.as_pointer()])
         fn = ir.Function(self.module, fnty, self.unique(f"entry.{graph.name}"))
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -269,7 +269,7 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conv
         self.mod, self.graph = mod, graph
         self.in_types = [t for v in graph.inputs for t in leaves(v.type)]
         self.out_type = graph.outputs[0].type
-        self.out_struct = out_struct(self.out_type)
+        self.out_struct = out_struct(self.out_type, mod.module)
         fnty = ir.FunctionType(I32, [reg_type(t) for t in self.in_types] + [self.out_struct.as_pointer()])
         self.function = ir.Function(mod.module, fnty, mod.unique(graph.name))
         self.function.linkage = "internal"
@@ -597,7 +597,7 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conv
         for v, p in zip(node.inputs, callee.inputs):
             args += self.convert(self.get(v), v.type, p.type)
         out_t = callee.outputs[0].type
-        struct = out_struct(out_t)
+        struct = out_struct(out_t, self.mod.module)
         out = self.alloca(struct)
         status = self.call_counting_depth(fn, args + [out])
         with self.b.if_then(self.b.icmp_signed("!=", status, i32(0)), likely=False):

@@ -95,7 +95,7 @@ class Outlining:
             fn.attributes.add("noinline")
         args = [x for v, p in zip(node.inputs, node_params(node)) if p for x in self.get(v)]
         result_t = g.outputs[0].type
-        out = self.alloca(out_struct(result_t))
+        out = self.alloca(out_struct(result_t, self.mod.module))
         status = self.b.call(fn, args + [out])
         with self.b.if_then(self.b.icmp_signed("!=", status, i32(0)), likely=False):
             self.fail(status)    # the outlined function has released its own references

@@ -131,7 +131,7 @@ class ParallelOps:
         cap_vals = [x for v in captured for x in self.get(v)]
         idents = [self.constant_leaf(IDENTITY[(k, p.type)], p.type) for k, p in zip(kinds, params)]
         acc_types = [reg_type(p.type) for p in params]
-        part_t = out_struct(kernel_out)
+        part_t = out_struct(kernel_out, self.mod.module)
         ctx_t = self.mod.struct_type("parallel.ctx.t", [I64, I64] + [x.type for x in cap_vals] + acc_types +
                                      acc_types + [I32.as_pointer(), I64.as_pointer(), part_t.as_pointer()])
         with b.goto_entry_block():
