@@ -8,7 +8,7 @@ from llvmlite import ir
 from ...ir.core import constant_value, is_constant
 from ...ir.types import NONE, TensorType
 from .arrays import Arr, index_checked
-from .common import I1, handles_array, i64
+from .common import I1, I64, handles_array, i64
 
 
 class ViewOps:
@@ -109,17 +109,115 @@ class ViewOps:
                  for k, v in enumerate(node.inputs[1:])]
         message = f"cannot reshape array of size {{0}} into shape ({','.join(texts)}{',' if len(texts) == 1 else ''})"
         self.raise_with(b.icmp_signed("!=", self.size(dims), total), ValueError, message, [total, *dims])
-        contiguous = self.is_c_contiguous(a)
         out_t = node.output.type
         result = self.alloca_leaves(out_t)
-        with b.if_else(contiguous) as (then, otherwise):
+        strides = self.alloca(ir.ArrayType(I64, len(dims)))
+        for k, s in enumerate(self.c_strides(dims, a.itemsize)):
+            b.store(s, b.gep(strides, [i64(0), i64(k)]))
+        # NumPy's view where its strides can express the new shape (always for a C-contiguous array), else a copy
+        view = self.alloca(I1)
+        b.store(self.is_c_contiguous(a), view)
+        with b.if_then(b.and_(b.not_(b.load(view)), b.icmp_signed("!=", total, i64(0)))):
+            b.store(self.nocopy_strides(a, dims, strides), view)
+        with b.if_else(b.load(view)) as (then, otherwise):
             with then:
-                self.store_leaves(result, self.view(a, out_t, a.data, dims, self.c_strides(dims, a.itemsize)))
+                self.store_leaves(result, self.view(a, out_t, a.data, dims,
+                                                    [b.load(b.gep(strides, [i64(0), i64(k)])) for k in range(len(dims))]))
             with otherwise:
                 copy = self.alloc(TensorType(a.t.dtype, a.t.rank), a.shape)
                 self.copy_into(copy, a)
                 self.store_leaves(result, [copy.mi, copy.data, *dims, *self.c_strides(dims, a.itemsize)])
         return [self.load_leaves(result)]
+
+    def nocopy_strides(self, a: Arr, dims: list, strides):
+        """An i1: whether NumPy reshapes ``a`` (not C-contiguous, not empty) to ``dims`` without a copy
+        (``_attempt_nocopy_reshape`` in C order); if so, the strides are stored in ``strides`` (an [n x i64]).
+        Compiled once per process and pair of ranks."""
+        rank, new_rank = a.t.rank, len(dims)
+        fnty = ir.FunctionType(I1, [I64] * (2 * rank + new_rank) + [I64.as_pointer(), I64])
+
+        def build(lowering, fn):
+            lowering.nocopy_reshape_body(rank, new_rank, fn.args)
+        callee = self.call_compiled_once(("nocopy_reshape", rank, new_rank), fnty, build)
+        return self.b.call(callee, [*a.shape, *a.strides, *dims, self.b.gep(strides, [i64(0), i64(0)]),
+                                    i64(a.itemsize)])
+
+    def nocopy_reshape_body(self, rank: int, new_rank: int, args) -> None:
+        """The body of ``nocopy_strides``: the old axes of length 1 dropped, runs of old and new axes of equal
+        product are matched; each run of old axes must be contiguous, its new axes get the strides of a
+        row-major layout ending at the run's last old stride; new axes left over (ones) get the last stride."""
+        b = self.b
+        old_dims, old_strides, new_dims = args[:rank], args[rank:2 * rank], args[2 * rank:2 * rank + new_rank]
+        out, itemsize = args[-2], args[-1]
+
+        def array(values):
+            slots = self.alloca(ir.ArrayType(I64, max(len(values), 1)))
+            for k, v in enumerate(values):
+                b.store(v, b.gep(slots, [i64(0), i64(k)]))
+            return lambda k: b.gep(slots, [i64(0), k])
+
+        def var(init):
+            slot = self.alloca(I64)
+            b.store(init, slot)
+            return slot
+        od, os_, nd = array([i64(1)] * rank), array([i64(0)] * rank), array(list(new_dims))
+        ns = lambda k: b.gep(out, [k])          # noqa: E731
+        n = var(i64(0))
+        for d, s in zip(old_dims, old_strides):         # the old axes but those of length 1
+            with b.if_then(b.icmp_signed("!=", d, i64(1))):
+                k = b.load(n)
+                b.store(d, od(k))
+                b.store(s, os_(k))
+                b.store(b.add(k, i64(1)), n)
+        oi, oj, ni, nj = var(i64(0)), var(i64(1)), var(i64(0)), var(i64(1))
+        fn = b.function
+        head, body, done = (fn.append_basic_block(x) for x in ("runs", "run", "runs.done"))
+        b.branch(head)
+        b.position_at_end(head)
+        b.cbranch(b.and_(b.icmp_signed("<", b.load(ni), i64(new_rank)), b.icmp_signed("<", b.load(oi), b.load(n))),
+                  body, done)
+        b.position_at_end(body)
+        np_, op = var(b.load(nd(b.load(ni)))), var(b.load(od(b.load(oi))))
+        grow, grow_body, grown = (fn.append_basic_block(x) for x in ("grow", "grow.body", "grown"))
+        b.branch(grow)
+        b.position_at_end(grow)
+        b.cbranch(b.icmp_signed("!=", b.load(np_), b.load(op)), grow_body, grown)
+        b.position_at_end(grow_body)
+        with b.if_else(b.icmp_signed("<", b.load(np_), b.load(op))) as (new_side, old_side):
+            with new_side:
+                j = b.load(nj)
+                b.store(b.mul(b.load(np_), b.load(nd(j))), np_)
+                b.store(b.add(j, i64(1)), nj)
+            with old_side:
+                j = b.load(oj)
+                b.store(b.mul(b.load(op), b.load(od(j))), op)
+                b.store(b.add(j, i64(1)), oj)
+        b.branch(grow)
+        b.position_at_end(grown)
+        with self.for_range(b.sub(b.load(oj), i64(1)), start=b.load(oi)) as k:     # the run's old axes: contiguous
+            after = b.add(k, i64(1))
+            with b.if_then(b.icmp_signed("!=", b.load(os_(k)), b.mul(b.load(od(after)), b.load(os_(after)))),
+                           likely=False):
+                b.ret(ir.Constant(I1, 0))
+        last = b.sub(b.load(nj), i64(1))
+        b.store(b.load(os_(b.sub(b.load(oj), i64(1)))), ns(last))
+        first = b.load(ni)
+        with self.for_range(b.sub(last, first)) as k:      # row-major strides down to the run's first new axis
+            at = b.sub(last, k)
+            b.store(b.mul(b.load(ns(at)), b.load(nd(at))), ns(b.sub(at, i64(1))))
+        b.store(b.load(nj), ni)
+        b.store(b.add(b.load(nj), i64(1)), nj)
+        b.store(b.load(oj), oi)
+        b.store(b.add(b.load(oj), i64(1)), oj)
+        b.branch(head)
+        b.position_at_end(done)
+        end = b.load(ni)
+        last_stride = b.select(b.icmp_signed(">=", end, i64(1)),
+                               b.load(ns(b.select(b.icmp_signed(">=", end, i64(1)), b.sub(end, i64(1)), i64(0)))),
+                               itemsize)
+        with self.for_range(i64(new_rank), start=end) as k:     # new axes of length 1 left over
+            b.store(last_stride, ns(k))
+        b.ret(ir.Constant(I1, 1))
 
     def is_c_contiguous(self, a: Arr):
         """NumPy's C-contiguity: strides of a row-major layout, ignoring dimensions of length 1."""

@@ -1,0 +1,60 @@
+"""A reshape is a view wherever NumPy's is (``_attempt_nocopy_reshape``: a C-contiguous array always, a strided
+one when its strides can express the new shape), with NumPy's strides, so that writes through it reach the
+array it came from; elsewhere a copy, as NumPy's."""
+import numpy as np
+import pytest
+
+import scriptc
+
+
+@scriptc.script
+def into_two(x: np.ndarray, a: int, b: int) -> np.ndarray:
+    y = x.reshape(a, b)
+    y[a - 1, 0] = -7.0
+    return y
+
+
+@scriptc.script
+def into_three(x: np.ndarray, a: int, b: int, c: int) -> np.ndarray:
+    y = np.reshape(x, (a, b, c))
+    y[0, b - 1, c - 1] = -9.0
+    return y
+
+
+@scriptc.script
+def flattened(x: np.ndarray) -> np.ndarray:
+    y = x.reshape(-1)
+    y[y.size - 1] = -3.0
+    return y
+
+
+VIEWS = {"transposed": lambda z: z.transpose(1, 0, 3, 2), "middle slice": lambda z: z[:, 1:3],
+         "reversed, stepped": lambda z: z[::-1, :, ::2], "column": lambda z: z[:, 0, 1],
+         "corner": lambda z: z[1:, :, 1:3, :1], "permuted row": lambda z: z.transpose(2, 3, 0, 1)[:, 1],
+         "flat stepped": lambda z: z.reshape(-1)[::3], "contiguous": lambda z: z,
+         "unit axis": lambda z: z[:, :1, :, :]}
+
+
+def shapes_of(size: int, rank: int) -> list[tuple]:
+    divisors = [d for d in range(1, size + 1) if size % d == 0]
+    if rank == 1:
+        return [()]
+    if rank == 2:
+        return [(a, size // a) for a in divisors]
+    return [(a, b, size // (a * b)) for a in divisors for b in divisors if size % (a * b) == 0][:10]
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("fn, rank", [(flattened, 1), (into_two, 2), (into_three, 3)], ids=["1d", "2d", "3d"])
+def test_reshape_is_numpys_view_or_copy(view, fn, rank):
+    base = np.arange(48.0).reshape(2, 3, 4, 2)
+    for shape in shapes_of(VIEWS[view](base).size, rank):
+        results = []
+        for run in (fn, fn.interpret, fn.py_func):
+            whole = base.copy()
+            y = run(VIEWS[view](whole), *shape)
+            results.append((y, whole))
+        (y, whole), *others = results
+        for other_y, other_whole in others:
+            assert y.shape == other_y.shape and y.strides == other_y.strides and np.array_equal(y, other_y)
+            assert np.array_equal(whole, other_whole)       # the write reached the array exactly where NumPy's did
