@@ -158,6 +158,14 @@ def test_scans(dtype):
     check(cumsum_flat, data(dtype, (0, 3)))
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_cumsum_keeps_a_leading_negative_zero(dtype):
+    """NumPy's running sum starts from the first element: -0.0 stays -0.0 (0.0 + -0.0 would be +0.0)."""
+    x = np.array([[-0.0, -0.0, 1.0], [-0.0, 2.0, -0.0]], dtype=dtype)
+    check(cumsum_flat, x)
+    check(cumsum_axis0, x)
+
+
 def test_scan_wraps_like_numpy():
     x = np.array([2 ** 62, 2 ** 62, 2 ** 62], dtype=np.int64)
     check(cumsum_flat, x)

@@ -116,7 +116,7 @@ class ArrayFns:
         k = "i" if k == "b" else k
         add = node.kind == "aten::cumsum"
         step = (b.fadd if add else b.fmul) if k == "f" else (b.add if add else b.mul)
-        init = (f64(0.0) if add else f64(1.0)) if k == "f" else i64(0 if add else 1)
+        init = (f64(-0.0) if add else f64(1.0)) if k == "f" else i64(0 if add else 1)   # -0.0 + x is x, even -0.0
 
         def lane(index):
             acc = self.alloca(F64 if k == "f" else I64)
