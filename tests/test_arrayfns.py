@@ -166,6 +166,34 @@ def test_cumsum_keeps_a_leading_negative_zero(dtype):
     check(cumsum_axis0, x)
 
 
+@scriptc.script
+def product(x: np.ndarray):
+    return np.prod(x)
+
+
+@scriptc.script
+def product_axis0(x: np.ndarray) -> np.ndarray:
+    return np.prod(x, axis=0)
+
+
+@scriptc.script
+def product_axis1(x: np.ndarray) -> np.ndarray:
+    return x.prod(axis=1)
+
+
+def test_float32_products_round_each_step_as_numpys():
+    """NumPy multiplies float32 one element at a time in float32: the same bits, in C order and along either
+    axis (a float64 accumulator differed in the last bits of most of these)."""
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        x = (rng.standard_normal((int(rng.integers(1, 9)), int(rng.integers(1, 30)))) * 1.3).astype(np.float32)
+        for arr in (x, x[:, ::2], x.T):
+            assert_same_array(product_axis0(arr), product_axis0.py_func(arr))
+            assert_same_array(product_axis1(arr), product_axis1.py_func(arr))
+        for arr in (x, x[:, ::2]):      # (a whole array not in C order: NumPy multiplies in memory order)
+            assert_same_array(np.float32(product(arr)), product.py_func(arr))
+
+
 def test_scan_wraps_like_numpy():
     x = np.array([2 ** 62, 2 ** 62, 2 ** 62], dtype=np.int64)
     check(cumsum_flat, x)

@@ -593,6 +593,8 @@ class ArrayMath:
                 x = self.cast(self.load_element(self.element_ptr(a, index), a.t.dtype), kind, acc_kind)
                 cur = b.load(acc)
                 new, better = self.reduction_step(name, cur, x, acc_kind)
+                if name == "prod" and res == "float32":     # NumPy multiplies in float32, one product at a time
+                    new = self.round_float(new, res)
                 b.store(new, acc)
                 if better is not None:
                     b.store(b.select(better, b.load(counter), b.load(pos)), pos)
