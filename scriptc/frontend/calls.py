@@ -177,6 +177,9 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
                 args = args + [self.expr(k.value)]
             else:
                 raise self.fn.error(f"{what}() got an unexpected keyword argument '{k.arg}'", k)
+        defaults = op.extra.get("defaults", {})     # trailing parameters with the Python function's defaults
+        while op.variadic is None and len(args) < len(op.params) and op.params[len(args)] in defaults:
+            args = args + [self.const(defaults[op.params[len(args)]])]
         if op.variadic is None and len(args) < len(op.params):
             raise self.fn.error(f"{what}() missing argument '{op.params[len(args)]}'", node)
         emitted = self.emit(op.name, args, attrs, at=node)

@@ -311,7 +311,7 @@ def _linspace_vjp(e, g, out, start, stop, num):
 
 
 register("aten::linspace(Number start, Number stop, int num) -> Tensor", impl=_linspace,
-         infer=_linspace_rule, effect=Effect.RAISES, py=(np.linspace,), batch=Batch.LANES,
+         infer=_linspace_rule, effect=Effect.RAISES, py=(np.linspace,), batch=Batch.LANES, defaults={"num": 50},
          shape=lambda types, consts: [(const_dim(types[2], consts[2]),)], vjp=_linspace_vjp)
 
 # -- indexing ---------------------------------------------------------------------------------------------

@@ -345,3 +345,11 @@ def scalar_numpy_funcs(x: np.ndarray):
 
 
 case(scalar_numpy_funcs, lambda: (rng(0).random((3, 3)),))
+
+
+@scriptc.script
+def linspace_default_count(a: float, b: float) -> np.ndarray:
+    return np.linspace(a, b) * 2.0 + np.linspace(a, b, num=3).sum()    # num: 50 when not given, as NumPy's
+
+
+case(linspace_default_count, lambda: (2.0, 3.0))
