@@ -194,6 +194,21 @@ def test_float32_products_round_each_step_as_numpys():
             assert_same_array(np.float32(product(arr)), product.py_func(arr))
 
 
+@scriptc.script
+def extremes(x: np.ndarray):
+    return np.min(x), x.max(), np.max(x, axis=-1), x.min(axis=0), (x * 1.0).max(), np.argmax(x), np.argmin(x)
+
+
+def test_min_and_max_take_the_last_of_equal_signed_zeros_as_numpy():
+    """NumPy's maximum(acc, x) keeps x on a tie: of 0.0 and -0.0 the later one (small arrays: its scalar
+    loop); argmax/argmin keep the first index."""
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        x = np.where(rng.random((3, 4)) < 0.5, 0.0, -0.0)
+        for got, want in zip(extremes(x), extremes.py_func(x)):
+            assert_same_array(got, want)
+
+
 def test_scan_wraps_like_numpy():
     x = np.array([2 ** 62, 2 ** 62, 2 ** 62], dtype=np.int64)
     check(cumsum_flat, x)

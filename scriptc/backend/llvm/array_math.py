@@ -655,8 +655,10 @@ class ArrayMath:
             return b.and_(acc, x), None
         greater = name in ("max", "argmax")
         if k == "f":
-            # NaN wins and stays; otherwise strictly better values replace (the first of equals is kept)
-            better = b.or_(b.fcmp_ordered(">" if greater else "<", x, acc),
+            # NaN wins and stays; otherwise better values replace: for argmax/argmin strictly (the first index of
+            # equals), for max/min also equal ones, as NumPy's maximum(acc, x) returns x on a tie (-0.0 vs 0.0)
+            strict = name.startswith("arg")
+            better = b.or_(b.fcmp_ordered((">" if greater else "<") + ("" if strict else "="), x, acc),
                            b.and_(self.isnan(x), b.not_(self.isnan(acc))))
         elif k == "b":
             better = b.icmp_unsigned(">" if greater else "<", x, acc)
