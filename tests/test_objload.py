@@ -65,6 +65,13 @@ def test_objload_refuses_what_it_cannot_link():
             objload.load_object(damaged, symbols.address_of)
 
 
+def test_an_object_with_no_code_or_data_links():
+    """mmap refuses 0 bytes: an object of declarations only still links (to no symbols)."""
+    eng = engine()
+    obj = eng.emit_object(eng.optimize('declare double @"sin"(double)\n'))
+    assert objload.load_object(obj, symbols.address_of) == {}
+
+
 def test_unknown_relocations_are_refused():
     _, _, obj = object_file(kernel, np.zeros(3), 1)
     data = bytearray(obj)

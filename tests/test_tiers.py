@@ -390,6 +390,31 @@ def test_long_unoptimized_functions_are_a_module_of_their_own(monkeypatch):
     assert len(first_tier.first_tier_modules(kernel + straight + looping_caller, None, [], "m.quick.")) == 1
 
 
+def test_a_long_loop_free_function_alone_is_one_unoptimized_module(tmp_path, capfd):
+    """With no kernel to compile with optimization, the first tier is the unoptimized code alone, one module
+    (its split left an empty first module, whose linking failed with mmap's EINVAL)."""
+    from scriptc.backend.llvm import first_tier
+    from tests.modules import load_module
+    body = "".join(f"    if a < {i}:\n        k = k + 1\n        print(k)\n" for i in range(60))
+    f = load_module(tmp_path, f"@scriptc.script\ndef f(a: int) -> int:\n    k = 0\n{body}    return k\n").f
+    modules = []
+    real = first_tier.first_tier_modules
+
+    def spy(*args):
+        modules.append(real(*args))
+        return modules[-1]
+    with optimizer.held():
+        from scriptc.backend.llvm import compile as compiled
+        compiled.first_tier_modules = spy
+        try:
+            assert f(2) == f.py_func(2) == 57
+        finally:
+            compiled.first_tier_modules = real
+    assert [[unoptimized for _, unoptimized, _ in m] for m in modules] == [[True]]
+    printed = capfd.readouterr().out
+    assert printed == "".join(f"{k}\n" for k in range(1, 58)) * 2
+
+
 def test_unoptimized_training_step_matches_o3():
     """A training step (value_and_grad, Adam, nested NamedTuples): its long loop-free body is compiled
     unoptimized in the first tier; both tiers give identical results."""

@@ -88,7 +88,7 @@ def first_tier_modules(text: str, python_entry: str | None, entries: list[str], 
     """The first tier's modules, each ``(text, unoptimized, exports)``, to be linked in order, the names in
     ``exports`` bound (``symbols.bind``) before the next is linked. One module, or two: the kernels, then the
     unoptimized functions with those that call them and the ``entries`` (the symbols the caller looks up), all
-    loop-free. Functions the second calls in the first are renamed under ``prefix`` (names a process binds must
+    loop-free (one module, unoptimized, when there are no kernels). Functions the second calls in the first are renamed under ``prefix`` (names a process binds must
     be the compile's own); functions inlined wherever called are in both. Not split when the module defines a
     global that is not a constant (it would be two)."""
     text = first_tier_text(text, python_entry)
@@ -110,6 +110,8 @@ def first_tier_modules(text: str, python_entry: str | None, entries: list[str], 
                     return [(text, False, [])]     # a kernel would lose its optimization
                 late.add(fn.name)
                 grew = True
+    if all(fn.name in late or fn.name in inlined for fn in functions):
+        return [(text, True, [])]       # all of it runs once per call: one module, unoptimized code generation
     exported = sorted(set().union(*(calls[name] for name in late | inlined)) - late - inlined)
     renamed = {name: name if name.startswith(prefix) else f"{prefix}split.{name}" for name in exported}
     others = re.compile("|".join(re.escape(f'@"{name}"') for name in exported if not name.startswith(prefix)))

@@ -158,7 +158,8 @@ def _load(obj: bytes, resolve) -> dict[str, int]:
     starts[2] = starts[1] + _round(sizes[1], PAGE)
     total = starts[2] + _round(sizes[2], PAGE)
     with _LOCK:
-        base = _mmap(None, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        base = _mmap(None, max(total, PAGE), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)  # (an
+        # object with no code or data still maps: mmap refuses 0 bytes)
     if base is None or base == ctypes.c_void_p(-1).value:
         raise MemoryError(f"mmap of {total} bytes for native code failed (errno {ctypes.get_errno()})")
     for s in loaded:
