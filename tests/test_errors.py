@@ -27,8 +27,8 @@ CASES = [
     ("def f(x: int) -> int:\n    d = {1: 2}\n    return x\n", 5, 9, "dicts are not supported"),
     ("def f(x: int) -> int:\n    y = iter(x)\n    return x\n", 5, 9, "'iter' is not supported"),
     ("def f(x: int) -> int:\n    y = lambda a: a\n    return x\n", 5, 9, "lambdas are not supported"),
-    ("def f(x: int) -> int:\n    if x > 0:\n        y = 1\n    else:\n        y = (1, 2)\n    return x\n", 5, 5,
-     "'y' is an int on one path and (int, int) on another"),
+    ("def f(x: int) -> int:\n    if x > 0:\n        y = 1\n    else:\n        y = (1, 2)\n    return y\n", 9, 12,
+     "'y' is an int on one path and (int, int) on another"),      # where it is read: unread, it is no error
     # an unannotated parameter is typed by the argument passed: the error comes at the call
     ("def f(x) -> int:\n    for i in x:\n        pass\n    return 1\n", 5, 14, "for loops over an int", 3),
     ("def f(x: int):\n    if x > 0:\n        return 1\n    return (1, 2)\n", 7, 5,
@@ -52,6 +52,8 @@ CASES = [
     ("def f(x: np.ndarray) -> float:\n    return x[0, 1, 2]\n", 5, 12, "too many indices for array", np.zeros((2, 2))),
     ("def f(x: np.ndarray) -> np.ndarray:\n    x += 1.5\n    return x\n", 5, 5, "cannot cast", np.zeros(3, np.int64)),
     ("def f(x: int) -> int:\n    return 99999999999999999999\n", 5, 12, "does not fit in a 64-bit int"),
+    ("def f(a: float, c: bool) -> float:\n    for v in (a, c):\n        if v:\n            break\n    return v\n",
+     8, 12, "'v' is a float on one path and a bool on another"),
     ("def f(t: tuple[int, float], i: int) -> float:\n    return t[i]\n", 5, 14,
      "the elements of (int, float) differ in type: it can only be indexed by an int constant"),
     ("def f(x: float) -> float:\n    return x + 10 ** 30\n", 5, 16,

@@ -29,6 +29,15 @@ RET, RETV, BRK, CONT = "$ret", "$retv", "$brk", "$cont"
 BIG_INT_HINT = "scriptc ints are 64-bit and wrap on overflow; write a float (1e20) for a larger magnitude"
 FLAGS = (RET, BRK, CONT)
 MISSING = object()
+CONFLICT_HINT = "give a variable the same type on every path"
+
+
+class Conflict:
+    """What a variable holds after paths that give it types with no join (a loop variable over a tuple of mixed
+    types, after a break): reading it is the CompileError, with the paths' types."""
+
+    def __init__(self, message: str):
+        self.message = message
 INT64_MAX = 2 ** 63 - 1
 
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -167,6 +176,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         if v is MISSING:
             node = Node("prim::Uninitialized", [], [(type, None)])
             return self.block.append(node).output
+        if isinstance(v, Conflict):
+            raise self.fn.error(v.message, at, CONFLICT_HINT)
         if isinstance(v, bool):
             return self.const(v)
         return self.convert(v, type, at)
@@ -207,6 +218,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def read(self, name: str, at) -> Value:
         if name not in self.env.vars:
             raise self.fn.error(f"local variable '{name}' is referenced before assignment", at)
+        if isinstance(self.env.vars[name], Conflict):
+            raise self.fn.error(self.env.vars[name].message, at, CONFLICT_HINT)
         flag = self.env.bound.get(name)
         if flag is not None:
             self.emit("prim::AssertBound", [flag], {"name": name}, at)
@@ -433,13 +446,19 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             out.bound[name] = self.merge_value(node, branches, [fa, fb], name + ".bound", at)
         return out
 
-    def merge_value(self, node: Node, branches, values, name: str, at) -> Value:
-        types = [binding_type(v) for v in values if v is not MISSING]
-        t = types[0] if len(types) == 1 else join(*types)
+    def merge_value(self, node: Node, branches, values, name: str, at) -> Value | Conflict:
+        """The If's output merging a variable's (or an expression's) values on its branches; for a variable
+        whose types do not join, a Conflict: an error where it is read (Python runs code that never reads it)."""
+        conflict = next((v for v in values if isinstance(v, Conflict)), None)
+        types = [binding_type(v) for v in values if v is not MISSING and not isinstance(v, Conflict)]
+        t = None if conflict else types[0] if len(types) == 1 else join(*types)
         if t is None:
-            raise self.fn.error(f"{repr(name) if name else self.value_name(at)} is {describe(types[0])} on one path and "
-                                f"{describe(types[1])} on another", at,
-                                "give a variable the same type on every path")
+            message = conflict.message if conflict else \
+                f"{repr(name) if name else self.value_name(at)} is {describe(types[0])} on one path and " \
+                f"{describe(types[1])} on another"
+            if name and not name.startswith("$"):
+                return Conflict(message)
+            raise self.fn.error(message, at, CONFLICT_HINT)
         for (block, _, _), v in zip(branches, values):
             block.add_return(self.in_block(block, lambda: self.materialize(v, t, at)))
         return node.add_output(t, self.graph.fresh_name(name.lstrip("$") or None))
@@ -473,6 +492,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         for n in names:
             if n not in end.vars:
                 continue
+            if isinstance(end.vars[n], Conflict):      # carried: read in the loop or after it
+                raise self.fn.error(end.vars[n].message, loop, CONFLICT_HINT)
             t_end = binding_type(end.vars[n])
             t = t_end if n not in types else join(types[n], t_end)
             if t is None and _partly_known_arrays(types[n], t_end):
@@ -718,8 +739,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         return self.array_attribute(base, node)
 
 
-def binding_type(v) -> Type:
-    return BOOL if isinstance(v, bool) else v.type
+def binding_type(v) -> Type | None:
+    return BOOL if isinstance(v, bool) else None if isinstance(v, Conflict) else v.type
 
 
 def describe(t: Type) -> str:

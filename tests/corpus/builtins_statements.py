@@ -163,3 +163,22 @@ def tuple_by_index(a: np.ndarray, b: np.ndarray, w: tuple[float, float, float], 
 
 case(tuple_by_index, lambda: (rng(5).random(4), np.arange(4.0), (0.5, -1.5, 2.0), -2))
 raises(tuple_by_index, IndexError, lambda: (np.ones(2), np.ones(2), (1.0, 2.0, 3.0), 3))
+
+
+@scriptc.script
+def first_truthy_of_mixed(a: float, c: bool, x: np.ndarray, y: np.ndarray) -> float:
+    n = 0
+    for v in (a, c):            # v is a float, then a bool: never read after the loop, so no error
+        if v:
+            break
+        n += 1
+    s = 0.0
+    for arr in (x, y):          # arrays of two dtypes
+        s += arr.sum()
+        if s > 1.0:
+            return s + n
+    return -s
+
+
+case(first_truthy_of_mixed, lambda: (0.0, True, np.ones(2, np.float32), np.arange(3)))
+case(first_truthy_of_mixed, lambda: (1.5, False, np.zeros(2, np.float32), np.zeros(3, np.int64)))
