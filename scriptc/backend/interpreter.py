@@ -69,6 +69,9 @@ class Interpreter:
                 outs = self.run_fusion_group(node, inputs)
             elif kind == "prim::FusedLoop":
                 outs = self.run_fused_loop(node, inputs)
+            elif any(x is UNBOUND for x in inputs) and all(v.type in (INT, FLOAT, BOOL) for v in node.outputs):
+                outs = [UNBOUND] * len(node.outputs)    # a scalar computed from a variable not bound on this path
+                #                                         (x = float(x) widening it): unread, as in native code
             else:
                 impl = self._impls.get(kind) or self._impls.setdefault(kind, lookup(kind).impl)
                 out = impl(*inputs, **node.attrs)

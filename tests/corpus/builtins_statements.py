@@ -182,3 +182,27 @@ def first_truthy_of_mixed(a: float, c: bool, x: np.ndarray, y: np.ndarray) -> fl
 
 case(first_truthy_of_mixed, lambda: (0.0, True, np.ones(2, np.float32), np.arange(3)))
 case(first_truthy_of_mixed, lambda: (1.5, False, np.zeros(2, np.float32), np.zeros(3, np.int64)))
+
+
+@scriptc.script
+def first_above_two(a: int, b: float) -> float:
+    for v in (a, b):            # v widens to float: an int not bound on every path, converted but unread
+        if v > 2.0:
+            return v
+    return -1.0
+
+
+case(first_above_two, lambda: (0, 0.5))
+
+
+@scriptc.script
+def bound_on_some_paths(n: int) -> float:
+    if n > 10:
+        x = 0.5
+    elif n > 0:
+        x = n
+    return x
+
+
+case(bound_on_some_paths, lambda: (12,))
+raises(bound_on_some_paths, UnboundLocalError, lambda: (0,))
