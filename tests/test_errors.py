@@ -52,6 +52,8 @@ CASES = [
     ("def f(x: np.ndarray) -> float:\n    return x[0, 1, 2]\n", 5, 12, "too many indices for array", np.zeros((2, 2))),
     ("def f(x: np.ndarray) -> np.ndarray:\n    x += 1.5\n    return x\n", 5, 5, "cannot cast", np.zeros(3, np.int64)),
     ("def f(x: int) -> int:\n    return 99999999999999999999\n", 5, 12, "does not fit in a 64-bit int"),
+    ("def f(t: tuple[int, int], n: int) -> int:\n    s = 0\n    for i, v in zip(range(n), t):\n        s += v\n"
+     "    return s\n", 6, 31, "a tuple ((int, int)) is zipped only with other tuples, and enumerated alone"),
     ("def f(a: float, c: bool) -> float:\n    for v in (a, c):\n        if v:\n            break\n    return v\n",
      8, 12, "'v' is a float on one path and a bool on another"),
     ("def f(t: tuple[int, float], i: int) -> float:\n    return t[i]\n", 5, 14,

@@ -101,6 +101,9 @@ class BuiltinCallsMixin:
         if isinstance(seq.type, ListType):
             return self.op("aten::list_len", [seq], at=it), \
                 lambda i: self.op("aten::list_getitem", [seq, i], at=it)
+        if isinstance(seq.type, TupleType):     # for over a tuple is unrolled (tuple_loops.py), not a loop
+            raise self.fn.error(f"a tuple ({seq.type}) is zipped only with other tuples, and enumerated alone", it,
+                                "loop over the tuple itself, or over zip(...) of tuples only")
         raise self.fn.error(f"for loops over {self.describe(seq.type)} are not supported", it,
                             "iterate over range(...), an array, a list, a tuple, enumerate(...) or zip(...)")
 
