@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..ir.core import Block, Graph
-from ..ir.registry import lookup
+from ..ir.registry import Effect, lookup
 from ..ir.types import BOOL, FLOAT, INT
 from ..ops.prim import UNBOUND
 
@@ -69,7 +69,8 @@ class Interpreter:
                 outs = self.run_fusion_group(node, inputs)
             elif kind == "prim::FusedLoop":
                 outs = self.run_fused_loop(node, inputs)
-            elif any(x is UNBOUND for x in inputs) and all(v.type in (INT, FLOAT, BOOL) for v in node.outputs):
+            elif node.outputs and any(x is UNBOUND for x in inputs) and lookup(kind).effect <= Effect.RAISES and \
+                    all(v.type in (INT, FLOAT, BOOL) for v in node.outputs):
                 outs = [UNBOUND] * len(node.outputs)    # a scalar computed from a variable not bound on this path
                 #                                         (x = float(x) widening it): unread, as in native code
             else:

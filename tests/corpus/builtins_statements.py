@@ -180,8 +180,8 @@ def first_truthy_of_mixed(a: float, c: bool, x: np.ndarray, y: np.ndarray) -> fl
     return -s
 
 
-case(first_truthy_of_mixed, lambda: (0.0, True, np.ones(2, np.float32), np.arange(3)))
-case(first_truthy_of_mixed, lambda: (1.5, False, np.zeros(2, np.float32), np.zeros(3, np.int64)))
+case(first_truthy_of_mixed, lambda: (0.0, True, np.ones(2), np.arange(3)))
+case(first_truthy_of_mixed, lambda: (1.5, False, np.zeros(2), np.zeros(3, np.int64)))
 
 
 @scriptc.script
