@@ -181,6 +181,11 @@ def product_axis1(x: np.ndarray) -> np.ndarray:
     return x.prod(axis=1)
 
 
+@scriptc.script
+def fused_products(x: np.ndarray):
+    return np.prod(x * 1.5), np.prod(x * 1.5, axis=1), np.prod(x * 1.5) + np.sum(x)    # alone, per row, shared
+
+
 def test_float32_products_round_each_step_as_numpys():
     """NumPy multiplies float32 one element at a time in float32: the same bits, in C order and along either
     axis (a float64 accumulator differed in the last bits of most of these)."""
@@ -192,6 +197,8 @@ def test_float32_products_round_each_step_as_numpys():
             assert_same_array(product_axis1(arr), product_axis1.py_func(arr))
         for arr in (x, x[:, ::2]):      # (a whole array not in C order: NumPy multiplies in memory order)
             assert_same_array(np.float32(product(arr)), product.py_func(arr))
+            for got, want in zip(fused_products(arr), fused_products.py_func(arr)):    # in fusion groups too
+                assert_same_array(np.asarray(got, dtype=np.asarray(want).dtype), want)
 
 
 @scriptc.script

@@ -60,6 +60,7 @@ CASES = [
      "the elements of (int, float) differ in type: it can only be indexed by an int constant"),
     ("def f(x: float) -> float:\n    return x + 10 ** 30\n", 5, 16,
      "'10 ** 30' is 1000000000000000000000000000000, which does not fit in a 64-bit int"),
+    ("def f(x: int) -> int:\n    return x + 2 ** 10 ** 9\n", 5, 16, "'2 ** 10 ** 9' is an int that does not fit"),
     ("def f(x: np.ndarray) -> np.ndarray:\n    return x * -(1 << 70)\n", 5, 16,
      "'-(1 << 70)' is -1180591620717411303424, which does not fit"),
     ("def f(x: int) -> int:\n    s = 0\n    for i in range(x):\n        s = (s, 1)\n    return 1\n", 6, 5,

@@ -21,7 +21,7 @@ from .builtin_calls import BuiltinCallsMixin
 from .calls import CallsMixin
 from .lists import ListsMixin
 from .parallel import ParallelMixin
-from .scopes import carried_names, contains, literal_int, load_counts, stores
+from .scopes import TOO_BIG, carried_names, contains, literal_int, load_counts, stores
 from .tuple_loops import TupleLoopsMixin
 from .source import FunctionSource
 
@@ -613,9 +613,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         """An int expression of literals, as CPython computes it (``-2 ** 63``); a CompileError where that is
         beyond 64 bits, and would differ from CPython's big int (``x + 10 ** 30``); None for other expressions."""
         exact = literal_int(node)
-        if exact is None or -2 ** 63 <= exact < 2 ** 63:
+        if exact is None or exact is not TOO_BIG and -2 ** 63 <= exact < 2 ** 63:
             return None if exact is None else self.const(exact)
-        value = f"{exact}, which" if exact.bit_length() <= 256 else "an int that"
+        value = f"{exact}, which" if exact is not TOO_BIG and exact.bit_length() <= 256 else "an int that"
         raise self.fn.error(f"'{ast.unparse(node)}' is {value} does not fit in a 64-bit int", node, BIG_INT_HINT)
 
     def visit_BinOp(self, node):

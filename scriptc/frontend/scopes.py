@@ -104,32 +104,37 @@ def carried_names(loop: ast.For | ast.While, function_loads: Counter, defined_be
 
 _EXACT = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.BitAnd: int.__and__,
           ast.BitOr: int.__or__, ast.BitXor: int.__xor__}
+TOO_BIG = object()      # an int literal expression too large to compute (2 ** 10 ** 9): far beyond 64 bits
+_MAX_BITS = 1 << 16
 
 
-def literal_int(node) -> int | None:
+def literal_int(node) -> int | object | None:
     """The exact value of an int expression written with literals only (``10 ** 30``, ``-(1 << 40) * 3``), as
-    CPython computes it; None for anything else (a name, a float, a raising or unbounded one such as
-    ``1 // 0`` or ``2 ** -1``)."""
+    CPython computes it; ``TOO_BIG`` for one too large to compute (and anything computed from it); None for
+    anything else (a name, a float, a raising one such as ``1 // 0`` or ``2 ** -1``)."""
     if isinstance(node, ast.Constant):
         return node.value if type(node.value) is int else None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
         v = literal_int(node.operand)
-        return None if v is None else -v if isinstance(node.op, ast.USub) else ~v if isinstance(node.op, ast.Invert) \
-            else v
+        if v is None or v is TOO_BIG:
+            return v
+        return -v if isinstance(node.op, ast.USub) else ~v if isinstance(node.op, ast.Invert) else v
     if not isinstance(node, ast.BinOp):
         return None
     a, b = literal_int(node.left), literal_int(node.right)
     if a is None or b is None:
         return None
+    if a is TOO_BIG or b is TOO_BIG:
+        return TOO_BIG
     op = type(node.op)
     if op in _EXACT:
         return _EXACT[op](a, b)
     if op in (ast.FloorDiv, ast.Mod) and b:
         return a // b if op is ast.FloorDiv else a % b
     if op is ast.Pow and 0 <= b:
-        return a ** b if abs(a) <= 1 or b <= 4096 else 1 << 4097     # (that far, the value itself is not needed)
-    if op is ast.LShift and 0 <= b <= 4096:
-        return a << b
+        return a ** b if abs(a) <= 1 or b * a.bit_length() <= _MAX_BITS else TOO_BIG
+    if op is ast.LShift and 0 <= b:
+        return a << b if b <= _MAX_BITS or not a else TOO_BIG
     if op is ast.RShift and 0 <= b:
         return a >> b
     return None

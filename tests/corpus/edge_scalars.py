@@ -429,7 +429,8 @@ case(math_corners, lambda: (1.0,))
 @scriptc.script
 def literal_int_expressions(n: int) -> int:
     smallest = -2 ** 63               # int expressions of literals are CPython's exact values
-    return smallest + (1 << 61) * 2 - 7 // 2 + (-7) % 3 + ~5 + 2 ** 62 + n * (10 ** 18 // 3)
+    return smallest + (1 << 61) * 2 - 7 // 2 + (-7) % 3 + ~5 + 2 ** 62 + n * (10 ** 18 // 3) \
+        + 2 ** 5000 // 2 ** 4990        # big intermediates, exact as CPython's
 
 
 case(literal_int_expressions, lambda: (4,))

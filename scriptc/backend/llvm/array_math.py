@@ -592,9 +592,7 @@ class ArrayMath:
                     index.insert(d, i)
                 x = self.cast(self.load_element(self.element_ptr(a, index), a.t.dtype), kind, acc_kind)
                 cur = b.load(acc)
-                new, better = self.reduction_step(name, cur, x, acc_kind)
-                if name == "prod" and res == "float32":     # NumPy multiplies in float32, one product at a time
-                    new = self.round_float(new, res)
+                new, better = self.reduction_step(name, cur, x, acc_kind, res)
                 b.store(new, acc)
                 if better is not None:
                     b.store(b.select(better, b.load(counter), b.load(pos)), pos)
@@ -642,12 +640,15 @@ class ArrayMath:
             return {"f": f64(float("-inf")), "b": ir.Constant(I1, 0)}.get(k, i64(INT64_MIN))
         return {"f": f64(float("inf")), "b": ir.Constant(I1, 1)}.get(k, i64(2 ** 63 - 1))
 
-    def reduction_step(self, name, acc, x, k):
-        """(new accumulator, whether x became the best so far (arg reductions) or None)."""
+    def reduction_step(self, name, acc, x, k, res: str):
+        """(new accumulator, whether x became the best so far (arg reductions) or None); ``res``: the
+        reduction's result dtype."""
         b = self.b
         if name in ("sum", "mean"):
             return (b.fadd(acc, x) if k == "f" else b.or_(acc, x) if k == "b" else b.add(acc, x)), None
         if name == "prod":
+            if k == "f" and res == "float32":       # NumPy multiplies in float32, one product at a time
+                return self.round_float(b.fmul(acc, x), res), None
             return (b.fmul(acc, x) if k == "f" else b.and_(acc, x) if k == "b" else b.mul(acc, x)), None
         if name == "any":
             return b.or_(acc, x), None

@@ -45,8 +45,7 @@ class Engine:
         self.triple = target.triple
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-        self.target_machine = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
-                                                           jit=True)
+        self.target_machine = self._machine(3)
         self.data_layout = str(self.target_machine.target_data)
         self._lock = threading.RLock()
         self._unoptimized_machine = None
@@ -98,9 +97,13 @@ class Engine:
             if not unoptimized:
                 return self.target_machine.emit_object(mod)
             if self._unoptimized_machine is None:
-                self._unoptimized_machine = llvm.Target.from_triple(self.triple).create_target_machine(
-                    cpu=self.cpu, features=self.features, opt=0, jit=True)
+                self._unoptimized_machine = self._machine(0)
             return self._unoptimized_machine.emit_object(mod)
+
+    def _machine(self, opt: int):
+        """A target machine for the host, its code generator at optimization level ``opt``."""
+        return llvm.Target.from_triple(self.triple).create_target_machine(cpu=self.cpu, features=self.features,
+                                                                          opt=opt, jit=True)
 
     def _parse(self, ir_text: str) -> llvm.ModuleRef:
         mod = llvm.parse_assembly(ir_text)

@@ -167,7 +167,7 @@ class FusedOps:
         b.store(self.reduction_init(name, acc_kind), acc)
 
         def sink(k, x, flat, index):
-            new, _ = self.reduction_step(name, b.load(acc), self.cast(x, k, acc_kind), acc_kind)
+            new, _ = self.reduction_step(name, b.load(acc), self.cast(x, k, acc_kind), acc_kind, res)
             b.store(new, acc)
         self.broadcast_loops(shape, node.inputs, arrays, element, sink)
         total = b.load(acc)

@@ -47,7 +47,8 @@ class Accumulator:
 
     def add(self, kind, x) -> None:
         low = self.low
-        new, _ = low.reduction_step(self.name, low.b.load(self.slot), low.cast(x, kind, self.kind), self.kind)
+        new, _ = low.reduction_step(self.name, low.b.load(self.slot), low.cast(x, kind, self.kind), self.kind,
+                                    self.res)
         low.b.store(new, self.slot)
 
     def result(self) -> list:

@@ -367,7 +367,7 @@ def _compile(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
         obj = eng.quick_object(text.replace(f'@"{fn.name}"', f'@"{quick}"'))
         address = link(obj, [quick])[quick]
         runtimes.register(obj, {name: quick}, first_tier=True)
-        optimizer.submit(text, lambda obj, error: _install_optimized(key, name, fn.name, obj))
+        optimizer.submit(text, lambda obj, error: _install_optimized(key, name, fn.name, obj, error))
         return address
     llmod = eng.optimize(text)
     obj = eng.emit_object(llmod)
@@ -376,10 +376,14 @@ def _compile(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
     return address
 
 
-def _install_optimized(key: tuple, name: str, symbol: str, obj: bytes | None) -> None:
-    """Bind a function compiled once to its O3 code (on the optimizer's thread); without it, the first tier's
-    code stays."""
+def _install_optimized(key: tuple, name: str, symbol: str, obj: bytes | None, error: str | None) -> None:
+    """Bind a function compiled once to its O3 code (on the optimizer's thread); without it (the process
+    exiting, or LLVM's error, which is reported as a signature's is), the first tier's code stays."""
     if obj is None:
+        if error is not None:
+            import warnings
+            warnings.warn(f"scriptc: optimizing {name} failed, its first-tier code stays: {error}", RuntimeWarning,
+                          stacklevel=1)
         return
     from .compile import link
     address = link(obj, [symbol])[symbol]

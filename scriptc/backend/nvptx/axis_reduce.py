@@ -58,7 +58,7 @@ def add_axis_reduction(km, kernel):
         def step(k):
             ptr = b.bitcast(b.gep(data, [b.add(offset, b.mul(k, stride))]), ELEM[src.dtype].as_pointer())
             x = low.cast(low.load_element(ptr, src.dtype), kind_of(src.dtype), kind)
-            b.store(low.reduction_step(name, b.load(acc), x, kind)[0], acc)
+            b.store(low.reduction_step(name, b.load(acc), x, kind, result)[0], acc)
         after = fn.append_basic_block("line_done")
         grid_stride_loop(b, fn, i64(0), i64(1), length, step, after)
         b.position_at_end(after)

@@ -45,7 +45,7 @@ class BlockReduction:
         return self.merge(acc, self.low.cast(x, kind, self.kind))
 
     def merge(self, acc, other):
-        return self.low.reduction_step(self.name, acc, other, self.kind)[0]
+        return self.low.reduction_step(self.name, acc, other, self.kind, self.result_dtype)[0]
 
     def to_bits(self, x):
         b = self.b
