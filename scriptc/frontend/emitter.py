@@ -14,7 +14,7 @@ import ast
 
 import numpy as np
 
-from ..ir.core import Block, Graph, Node, Value
+from ..ir.core import Block, Graph, Node, Value, constant_value, is_constant
 from ..ir.registry import Effect, NeedsSpecialization, OpTypeError, lookup
 from ..ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NamedTupleType, TensorType, TupleType, Type, join
 from .builtin_calls import BuiltinCallsMixin
@@ -408,7 +408,11 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     # -- control flow ---------------------------------------------------------------------------------
     def emit_if(self, cond: Value, then_fn, else_fn, at) -> Value | None:
         """Emit ``prim::If`` with two branches and merge the environments; returns the merged value when the
-        branch functions return values (conditional expressions, and/or)."""
+        branch functions return values (conditional expressions, and/or). A condition known when compiling
+        (``isinstance(v, int)``, for a loop over a tuple of mixed types) emits the branch taken alone: as in
+        Python, the other is never run, so it need not type (``v + 1`` for an array ``v`` in an int branch)."""
+        if is_constant(cond):
+            return (then_fn if constant_value(cond) else else_fn)()
         node = Node("prim::If", [cond], source=self.fn.loc(at))
         self.block.append(node)
         parent, before = self.block, self.env
@@ -646,7 +650,10 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         if isinstance(node.op, ast.UAdd):
             return self.op("aten::Int", [v], at=node) if v.type == BOOL else v
         if isinstance(node.op, ast.Not):
-            return self.op("aten::__not__", [self.truth(v, node.operand)], at=node)
+            truth = self.truth(v, node.operand)
+            if is_constant(truth):      # known when compiling (not isinstance(...)): so is its negation
+                return self.const(not constant_value(truth))
+            return self.op("aten::__not__", [truth], at=node)
         return self.op("aten::bitwise_not", [v], at=node)
 
     def visit_Compare(self, node):

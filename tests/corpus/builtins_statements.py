@@ -206,3 +206,16 @@ def bound_on_some_paths(n: int) -> float:
 
 case(bound_on_some_paths, lambda: (12,))
 raises(bound_on_some_paths, UnboundLocalError, lambda: (0,))
+
+
+@scriptc.script
+def sum_of_mixed_tuple(a: np.ndarray, b: np.ndarray, k: int) -> float:
+    s = 0.0
+    for v in (a, b, k):         # isinstance is known for each element: only the branch taken is compiled
+        s = s + v if isinstance(v, int) else s + np.sum(v * 1)
+        if not isinstance(v, int):
+            s += v.max()
+    return s
+
+
+case(sum_of_mixed_tuple, lambda: (rng(6).random(4), np.arange(3, dtype=np.int32), 5))
