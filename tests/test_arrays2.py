@@ -108,8 +108,17 @@ def keep_broadcast(x: np.ndarray) -> np.ndarray:
     return x - x.max(axis=1, keepdims=True)   # the softmax idiom
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 2)])
+def every_dtype_at_rank_2(*other_shapes):
+    """(shape, dtype) pairs: every dtype at rank 2 (and its transpose, where a test takes one), the other ranks
+    for a dtype of each kind (float64, float16, int8, bool): the rank-generic loops do not depend on the element
+    type, and each pair is a compile."""
+    for shape in other_shapes:
+        for dtype in DTYPES:
+            if len(shape) == 2 or dtype in ("float64", "float16", "int8", "bool"):
+                yield pytest.param(shape, dtype, id=f"{'x'.join(map(str, shape))}-{dtype}")
+
+
+@pytest.mark.parametrize("shape, dtype", every_dtype_at_rank_2((5,), (3, 4), (2, 3, 2)))
 def test_keepdims(dtype, shape):
     x = data(dtype, shape, nan=True)
     if dtype == "uint8":   # NumPy sums uint8 to uint64, a dtype scriptc does not have
@@ -330,8 +339,7 @@ def quarters(dtype, shape, seed=0):
         np.abs(rng.integers(-16, 17, size=shape)).astype(dtype)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(4,), (4, 4), (2, 4)])
+@pytest.mark.parametrize("shape, dtype", every_dtype_at_rank_2((4,), (4, 4), (2, 4)))
 def test_var_std(dtype, shape):
     x = quarters(dtype, shape)
     for fn, args in ((var_all, (x,)), (var_axis, (x, 1)), (var_axis, (x, 0))):

@@ -33,8 +33,19 @@ def whole_copies(monkeypatch):
     return copies
 
 
-@pytest.mark.parametrize("block", [1, 32, 128, 100])
-@pytest.mark.parametrize("c", ARRAY_CASES, ids=lambda c: c.id)
+# cases whose many barrier-synchronised launches take seconds per call at full block sizes in the emulator (one
+# host thread per GPU thread on two cores): at 100 and 128 threads a block they run in `make test-slow`
+EMULATOR_HEAVY = {"power_iteration"}
+
+
+def _case_params():
+    for c in ARRAY_CASES:
+        for block in (1, 32, 128, 100):
+            marks = [pytest.mark.slow] if c.id in EMULATOR_HEAVY and block >= 100 else []
+            yield pytest.param(c, block, marks=marks, id=f"{c.id}-{block}")
+
+
+@pytest.mark.parametrize("c, block", _case_params())
 def test_corpus_on_device_arrays(emulator, whole_copies, c, block, capfd):
     cuda.set_block_size(block)
     args = c.args_factory()

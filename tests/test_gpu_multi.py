@@ -115,8 +115,17 @@ def test_each_multi_output_group_is_one_kernel():
         cuda.use_emulator(False)
 
 
-@pytest.mark.parametrize("block", [1, 32, 128, 100])
-@pytest.mark.parametrize("n", [1, 7, 1000])
+def _sizes_and_blocks():
+    """Every size at every block size; 1,000 elements in blocks of 128 (eight blocks of 128 host threads
+    meeting at barriers, on two cores in the emulator: seconds) only in `make test-slow`: blocks of 100 and 32
+    cover several full blocks."""
+    for n in (1, 7, 1000):
+        for block in (1, 32, 128, 100):
+            yield pytest.param(n, block, marks=[pytest.mark.slow] if (n, block) == (1000, 128) else [],
+                               id=f"{n}-{block}")
+
+
+@pytest.mark.parametrize("n, block", _sizes_and_blocks())
 @pytest.mark.parametrize("fn, make", MULTI, ids=IDS)
 def test_multi_output_groups_match_numpy(counting, fn, make, n, block):
     cuda.set_block_size(block)
