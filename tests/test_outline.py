@@ -157,6 +157,37 @@ def test_equal_nodes_share_one_outlined_function(outline_everything):
                                             f"return np.maximum(x @ w, 0.0)")
 
 
+def on_two_lines(x: np.ndarray, w: np.ndarray, v: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    a = np.maximum(x @ w, 0.0) + np.exp(y + z)
+    b = np.maximum(x @ v, 0.0) + np.exp(y + x)
+    return a + b + np.var(x) + np.std(x)
+
+
+def test_equal_nodes_on_several_lines_share_a_function_and_raise_at_their_own(monkeypatch):
+    rng = np.random.default_rng(5)
+    x, w, v, y, z = (rng.random((3, 3)) for _ in range(5))
+    bad = [(x, w, np.ones((4, 4)), y, z), (x, np.ones((4, 4)), v, y, z), (x, w, v, y, np.ones((2, 3))),
+           (np.ones((3, 2)), np.ones((2, 3)), np.ones((2, 3)), np.ones((3, 3)), np.ones((3, 3)))]
+
+    def errors(f):
+        found = []
+        for args in bad:
+            with pytest.raises(ValueError) as info:
+                f(*args)
+            found.append((str(info.value), info.value.__notes__))
+        return found
+    inline = errors(scriptc.script(on_two_lines))       # too few nodes to outline
+    monkeypatch.setattr(outline, "OUTLINE_MIN", 1)
+    f = scriptc.script(on_two_lines)
+    names = defined_functions(f, x, w, v, y, z)
+    assert sum(".matmul" in n for n in names) == 1, names
+    np.testing.assert_allclose(f(x, w, v, y, z), on_two_lines(x, w, v, y, z), rtol=1e-14)
+    assert errors(f) == inline
+    first = on_two_lines.__code__.co_firstlineno
+    assert [notes[0].split(" at ")[1].split(": ")[0] for _, notes in inline[:2]] == \
+        [f"test_outline.py:{first + 2}:20", f"test_outline.py:{first + 1}:20"]      # each product's own line
+
+
 def prange_rows(x: np.ndarray) -> np.ndarray:
     out = np.zeros_like(x)
     for i in scriptc.prange(x.shape[0]):

@@ -62,7 +62,8 @@ def _typed(vs) -> str:
 
 
 class Printer:
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, sources: bool = True):
+        self.sources = sources
         self.lines: list[str] = []
         self.names: dict[int, str] = {id(graph): graph.name}   # a recursive graph calls itself by name
         taken: set[str] = {graph.name}
@@ -96,7 +97,7 @@ class Printer:
         ind = "  " * depth
         lhs = _typed(n.outputs)
         line = f"{ind}{lhs} = {n.kind}{_attrs(n, self.names)}({_values(n.inputs)})"
-        if n.source is not None:
+        if n.source is not None and self.sources:
             line += f"  # {n.source.short()}"
         self.lines.append(line)
         for i, b in enumerate(n.blocks):
@@ -105,5 +106,6 @@ class Printer:
             self.lines.append(f"{ind}    -> ({_values(b.returns)})")
 
 
-def print_graph(graph: Graph) -> str:
-    return Printer(graph).print()
+def print_graph(graph: Graph, sources: bool = True) -> str:
+    """The graph as text; ``sources``: each node's source position as a trailing comment."""
+    return Printer(graph, sources).print()

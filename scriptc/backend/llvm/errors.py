@@ -114,8 +114,20 @@ class ErrorTable:
         self._recording = threading.local()    # sets collecting the codes asked for on this thread (record())
 
     def code(self, exc_type: type, args: tuple, node: Node | None, payload: int = 0) -> int:
-        entry = RuntimeErrorEntry(exc_type, tuple(args), node.kind if node is not None else "",
-                                  node.source if node is not None else None, payload)
+        return self.code_of(RuntimeErrorEntry(exc_type, tuple(args), node.kind if node is not None else "",
+                                              node.source if node is not None else None, payload))
+
+    def relocated(self, code: int, places: dict) -> int:
+        """The code of ``code``'s error raised at ``places[its source position]`` instead; ``code`` itself when
+        its position is not in ``places`` (code shared by equal operations in several places of a program
+        raises each place's error: outline.py)."""
+        entry = self._entries.get(code)
+        if entry is None or entry.source not in places:
+            return code
+        return self.code_of(RuntimeErrorEntry(entry.exc_type, entry.args, entry.op, places[entry.source],
+                                              entry.payload))
+
+    def code_of(self, entry: RuntimeErrorEntry) -> int:
         with self._lock:
             code = self._codes.get(entry)
             if code is None:
@@ -132,14 +144,14 @@ class ErrorTable:
     @contextlib.contextmanager
     def record(self):
         """``with ERROR_TABLE.record() as codes:`` collects every code asked for on this thread in the block: the
-        codes one module's machine code returns."""
+        codes one module's machine code returns. Blocks nest (an outlined function's codes within its module's)."""
         codes: set[int] = set()
         sets = self._recording.__dict__.setdefault("sets", [])
         sets.append(codes)
         try:
             yield codes
         finally:
-            sets.remove(codes)
+            del sets[next(k for k, s in enumerate(sets) if s is codes)]   # by identity: equal sets are others
 
     def describe(self, code: int) -> list | None:
         """What ``code`` means, as plain JSON values; None when it cannot travel to another process (a collision

@@ -117,6 +117,7 @@ class ModuleLowering:
         self._functions: dict[int, tuple[Graph, ir.Function]] = {}   # the graph kept: its id stays its own
         self._names: set[str] = set()
         self._decls: dict[str, ir.Function] = {}
+        self._outlined: dict = {}       # structure key -> outline.Shared
 
     def unique(self, base: str) -> str:
         name, k = f"{self.prefix}.{base}", 0
