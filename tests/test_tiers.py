@@ -3,6 +3,7 @@ compiled in another process replaces it. Both tiers must give CPython's results;
 signature's dispatch; a dead optimizer process, a failed optimization, fork and the on-disk cache are handled.
 The rest of the suite runs with tiers off (conftest.py), so that each test runs one known tier."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -400,8 +401,8 @@ def test_a_long_loop_free_function_alone_is_one_unoptimized_module(tmp_path, cap
     modules = []
     real = first_tier.first_tier_modules
 
-    def spy(*args):
-        modules.append(real(*args))
+    def spy(*args, **kwargs):
+        modules.append(real(*args, **kwargs))
         return modules[-1]
     with optimizer.held():
         from scriptc.backend.llvm import compile as compiled
@@ -434,8 +435,8 @@ def test_unoptimized_training_step_matches_o3():
     modules = []
     real_modules = compiling.first_tier_modules
 
-    def spy_modules(*args):
-        modules.append(real_modules(*args))
+    def spy_modules(*args, **kwargs):
+        modules.append(real_modules(*args, **kwargs))
         return modules[-1]
 
     compiling.first_tier_text = spy
@@ -447,7 +448,8 @@ def test_unoptimized_training_step_matches_o3():
     finally:
         compiling.first_tier_text = real
         compiled.first_tier_modules = real_modules
-    assert [len(m) for m in modules] == [2]     # its body and CPython entry point: a module of their own
+    # its body and CPython entry point: a module of their own, after the kernels' (one, or several on threads)
+    assert len(modules) == 1 and [unoptimized for _, unoptimized, _ in modules[0]][-2:] == [False, True]
     assert any('.quick.train_step"(' in line and "optnone" in line for t in texts for line in t.splitlines()
                if line.startswith("define"))      # the body, not only the CPython entry point
     assert step.wait_optimized(timeout=120) and tiers_of(step) == {"optimized"}
@@ -458,3 +460,45 @@ def test_unoptimized_training_step_matches_o3():
 
 def _leaves(value) -> list:
     return [leaf for v in value for leaf in _leaves(v)] if isinstance(value, tuple) else [value]
+
+
+def test_kernels_in_parts_call_only_modules_linked_before_them(monkeypatch):
+    """With PART_LINES of kernels or more, the first tier's kernels are in several modules, generated at once:
+    each module declares only what a module before it exports, short helpers are copied where called, and the
+    entry points are in the last."""
+    from scriptc.backend.llvm import first_tier
+    monkeypatch.setattr(first_tier, "PART_LINES", 100)
+    helper = 'define internal void @"scriptc.rt.alloc"()\n{\nentry:\n  ret void\n}\n'
+    loop = [("entry", 'call void @"scriptc.rt.alloc"()\n  br label %"body"'),
+            ("body", 'br i1 1, label %"body", label %"exit"'), ("exit", "ret void")]
+    kernels = [_function(f"m.quick.kernel{k}", loop) for k in range(4)]
+    body = _function("m.quick.body", [("entry", "".join(f'call void @"m.quick.kernel{k}"()\n  ' for k in range(4)) +
+                                       'br label %"loop"'), ("loop", 'br i1 1, label %"loop", label %"done"'),
+                                      ("done", "ret void")])
+    entry = 'define i32 @"m.quick.entry"()\n{\nentry:\n  call void @"m.quick.body"()\n  ret i32 0\n}\n'
+    modules = first_tier.first_tier_modules(helper + "".join(kernels) + body + entry, None, ["m.quick.entry"],
+                                            "m.quick.", parts=3)
+    assert len(modules) == 3 and not any(unoptimized for _, unoptimized, _ in modules)
+    bound = set()
+    for text, _, exports in modules:
+        declared = set(re.findall(r'^declare .*?@"([^"]+)"', text, re.M))
+        assert declared <= bound, declared - bound
+        if re.search(r'^define .*kernel', text, re.M):    # copied where called, not called across modules
+            assert 'define internal void @"scriptc.rt.alloc"()' in text
+        bound |= set(exports)
+    assert 'define i32 @"m.quick.entry"()' in modules[-1][0] and '@"m.quick.body"' in modules[-1][0]
+    defined = [re.findall(r'^define .*?@"(m\.quick\.kernel\d)"', text, re.M) for text, _, _ in modules]
+    assert sorted(sum(defined, [])) == [f"m.quick.kernel{k}" for k in range(4)]
+    assert all(defined[:-1])        # the kernels fill the modules before the program's body
+
+
+@pytest.mark.parametrize("c", corpus.CASES[::4], ids=lambda c: c.id)
+def test_first_tier_in_parts_on_threads_matches_cpython(c, capfd, monkeypatch):
+    """The first tier generated in parts on threads (PART_LINES made small): the same results as CPython."""
+    from scriptc.backend.llvm import codegen_threads, first_tier
+    monkeypatch.setattr(first_tier, "PART_LINES", 40)
+    monkeypatch.setattr(codegen_threads, "THREADS", 3)
+    f = fresh(c.fn)
+    with optimizer.held():
+        check(c, lambda _: f, capfd)
+        assert tiers_of(f) == ({"optimized"} if f.fastmath else {"first"})

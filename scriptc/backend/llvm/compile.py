@@ -25,6 +25,7 @@ from .entry import lower_python_entry, release_symbol
 from .entry_runtime import entry_unsupported_reason
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph
+from . import codegen_threads
 from .first_tier import first_tier_modules
 from .native import NativeFunction
 from .objload import link
@@ -149,11 +150,11 @@ def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | N
 
     entries = [rename(s) for s in (lowered.entry, lowered.python_entry, lowered.release) if s]
     modules = first_tier_modules(lowered.text.replace(f'"{prefix}.', f'"{quick}'),
-                                 lowered.python_entry and rename(lowered.python_entry), entries, quick)
+                                 lowered.python_entry and rename(lowered.python_entry), entries, quick,
+                                 parts=codegen_threads.THREADS)
     eng = engine()
     with collecting_meanwhile() as collect:
-        objects = [eng.quick_object(text, before_codegen=collect if k == 0 else lambda: None, unoptimized=unoptimized)
-                   for k, (text, unoptimized, _) in enumerate(modules)]
+        objects = eng.quick_objects([(text, unoptimized) for text, unoptimized, _ in modules], before_codegen=collect)
     for obj, (_, _, exports) in zip(objects[:-1], modules):     # what the next module calls in this one
         for name, address in link(obj, exports).items():
             bind(name, address)

@@ -49,6 +49,7 @@ class Engine:
         self.data_layout = str(self.target_machine.target_data)
         self._lock = threading.RLock()
         self._unoptimized_machine = None
+        self._codegen_pool = None
         symbols.attach_llvm(llvm.add_symbol)
         self.vector_math = self._vector_math()
         self._ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
@@ -82,14 +83,8 @@ class Engine:
         by the unoptimizing code generator (FastISel, the fast register allocator: first_tier.py)."""
         with self._lock:
             mod = self._parse(ir_text)
-            builder = llvm.create_pass_builder(self.target_machine, llvm.create_pipeline_tuning_options(0))
-            module_passes = llvm.create_new_module_pass_manager()
-            for name in QUICK_MODULE_PASSES:
-                getattr(module_passes, f"add_{name}_pass")()
+            module_passes, function_passes, builder = self.quick_passes(self.target_machine)
             module_passes.run(mod, builder)
-            function_passes = llvm.create_new_function_pass_manager()
-            for name in QUICK_FUNCTION_PASSES:
-                getattr(function_passes, f"add_{name}_pass")()
             for fn in mod.functions:
                 if not fn.is_declaration:
                     function_passes.run(fn, builder)
@@ -99,6 +94,31 @@ class Engine:
             if self._unoptimized_machine is None:
                 self._unoptimized_machine = self._machine(0)
             return self._unoptimized_machine.emit_object(mod)
+
+    def quick_objects(self, modules: list[tuple[str, bool]], before_codegen=lambda: None) -> list[bytes]:
+        """``quick_object`` of each ``(text, unoptimized)``, generated at once on several threads
+        (codegen_threads.py) when there are several."""
+        from . import codegen_threads
+        if len(modules) == 1 or codegen_threads.THREADS == 1:
+            return [self.quick_object(text, before_codegen if k == 0 else lambda: None, unoptimized)
+                    for k, (text, unoptimized) in enumerate(modules)]
+        with self._lock:
+            if self._codegen_pool is None:
+                self._codegen_pool = codegen_threads.Pool(self._machine, self.quick_passes)
+            before_codegen()
+            return self._codegen_pool.objects(modules, self.triple, self.data_layout)
+
+    @staticmethod
+    def quick_passes(machine):
+        """The first tier's (module pass manager, function pass manager, pass builder) for a target machine."""
+        builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(0))
+        module_passes = llvm.create_new_module_pass_manager()
+        for name in QUICK_MODULE_PASSES:
+            getattr(module_passes, f"add_{name}_pass")()
+        function_passes = llvm.create_new_function_pass_manager()
+        for name in QUICK_FUNCTION_PASSES:
+            getattr(function_passes, f"add_{name}_pass")()
+        return module_passes, function_passes, builder
 
     def _machine(self, opt: int):
         """A target machine for the host, its code generator at optimization level ``opt``."""

@@ -83,48 +83,166 @@ def first_tier_text(text: str, python_entry: str | None) -> str:
     return "".join(out) + rest[-1]
 
 
-def first_tier_modules(text: str, python_entry: str | None, entries: list[str], prefix: str
+def first_tier_modules(text: str, python_entry: str | None, entries: list[str], prefix: str, parts: int = 1
                        ) -> list[tuple[str, bool, list[str]]]:
     """The first tier's modules, each ``(text, unoptimized, exports)``, to be linked in order, the names in
-    ``exports`` bound (``symbols.bind``) before the next is linked. One module, or two: the kernels, then the
-    unoptimized functions with those that call them and the ``entries`` (the symbols the caller looks up), all
-    loop-free (one module, unoptimized, when there are no kernels). Functions the second calls in the first are renamed under ``prefix`` (names a process binds must
-    be the compile's own); functions inlined wherever called are in both. Not split when the module defines a
-    global that is not a constant (it would be two)."""
+    ``exports`` bound (``symbols.bind``) before the next is linked; they may be generated at once (each calls
+    only what modules before it export).
+
+    The kernels, in up to ``parts`` modules of about equal size when they are ``PART_LINES`` long or more;
+    then, when they are long (``SPLIT_LINES``), the unoptimized functions with those that call them and the
+    ``entries`` (the symbols the caller looks up), all loop-free (one module, unoptimized, when there are no
+    kernels). Functions a module calls in another are renamed under ``prefix`` (names a process binds must be
+    the compile's own); functions inlined wherever called are in every module, and so are short ones called
+    from several (``SHARED_LINES``), under internal names. Nothing is split when the module defines a global
+    that is not a constant (it would be two)."""
     text = first_tier_text(text, python_entry)
     functions, rest = _functions(text)
-    late = {fn.name for fn in functions if fn.unoptimized or fn.name in entries}
     shared = "".join(rest)
-    if sum(fn.lines for fn in functions if fn.unoptimized) < SPLIT_LINES or not all(
-            _GLOBAL.match(line) for line in shared.split("\n") if line.startswith('@"')):
+    if not all(_GLOBAL.match(line) for line in shared.split("\n") if line.startswith('@"')):
         return [(text, False, [])]
     by_name = {fn.name: fn for fn in functions}
     calls = {fn.name: set(_REFERENCE.findall(fn.body)) & by_name.keys() for fn in functions}
     inlined = {fn.name for fn in functions if "alwaysinline" in fn.header}
-    grew = True
-    while grew:        # a function calling into the second module is in it
-        grew = False
-        for fn in functions:
-            if fn.name not in late and fn.name not in inlined and calls[fn.name] & late:
-                if not _loop_free(fn.body):
-                    return [(text, False, [])]     # a kernel would lose its optimization
-                late.add(fn.name)
-                grew = True
-    if all(fn.name in late or fn.name in inlined for fn in functions):
+    late = _late(functions, calls, inlined, entries)
+    if late and all(fn.name in late or fn.name in inlined for fn in functions):
         return [(text, True, [])]       # all of it runs once per call: one module, unoptimized code generation
-    exported = sorted(set().union(*(calls[name] for name in late | inlined)) - late - inlined)
+    early = [fn for fn in functions if fn.name not in late and fn.name not in inlined]
+    groups = _partition(early, calls, inlined, set(entries) - late, parts)
+    if late:
+        groups.append(sorted(late))
+    if len(groups) == 1:
+        return [(text, False, [])]
+    home = {name: k for k, group in enumerate(groups) for name in group}
+    local = {k: {n for name in group for n in _closure(name, calls, home)} for k, group in enumerate(groups)}
+    needs = {k: set().union(*(calls[n] for n in local[k] | inlined)) - local[k] - inlined for k in local}
+    if any(home.get(name, k) >= k for k in needs for name in needs[k]):
+        return [(text, False, [])]      # a module would call one linked after it (an inlined function's call)
+    exported = sorted(set().union(*needs.values()))
     renamed = {name: name if name.startswith(prefix) else f"{prefix}split.{name}" for name in exported}
     others = re.compile("|".join(re.escape(f'@"{name}"') for name in exported if not name.startswith(prefix)))
 
     def rename(piece: str) -> str:
         return others.sub(lambda m: f'@"{prefix}split.{m.group(0)[2:]}', piece) if others.pattern else piece
 
-    early = shared + "".join(
-        rename(fn.header.replace("define internal ", "define ", 1) if fn.name in exported else fn.header) +
-        rename(fn.body) for fn in functions if fn.name not in late)
-    second = shared + "".join(rename(by_name[name].declaration()) for name in exported) + "".join(
-        rename(fn.header + fn.body) for fn in functions if fn.name in late or fn.name in inlined)
-    return [(early, False, [renamed[name] for name in exported]), (second, True, [])]
+    modules = []
+    for k in range(len(groups)):
+        own = set(groups[k])
+        defined = "".join(
+            rename(by_name[name].header.replace("define internal ", "define ", 1) if name in exported and name in own
+                   else by_name[name].header) + rename(by_name[name].body)
+            for name in (fn.name for fn in functions) if name in local[k] or name in inlined)
+        declared = "".join(rename(by_name[name].declaration()) for name in sorted(needs[k]))
+        modules.append((shared + declared + defined, bool(late) and k == len(groups) - 1,
+                        [renamed[name] for name in exported if name in own]))
+    return modules
+
+
+SHARED_LINES = 60       # a function this short, called from several modules, is in each of them
+PART_LINES = 1500       # lines of kernels from which they are generated in parts, on threads
+
+
+def _late(functions: list[_Function], calls: dict, inlined: set, entries: list[str]) -> set[str]:
+    """The unoptimized functions with those that call them and the entries, when they are long enough to be a
+    module of their own and all loop-free; else none."""
+    late = {fn.name for fn in functions if fn.unoptimized or fn.name in entries}
+    if sum(fn.lines for fn in functions if fn.unoptimized) < SPLIT_LINES:
+        return set()
+    grew = True
+    while grew:        # a function calling into the second module is in it
+        grew = False
+        for fn in functions:
+            if fn.name not in late and fn.name not in inlined and calls[fn.name] & late:
+                if not _loop_free(fn.body):
+                    return set()     # a kernel would lose its optimization
+                late.add(fn.name)
+                grew = True
+    return late
+
+
+def _partition(early: list[_Function], calls: dict, inlined: set, entries: set[str], parts: int
+               ) -> list[list[str]]:
+    """The early functions in groups of about equal lines, each calling only into groups before it; the
+    entries in the last. Short functions called from several places are in every group that calls them
+    (``_closure``), not in a group of their own."""
+    size = sum(fn.lines for fn in early)
+    parts = max(1, min(parts, size // PART_LINES))
+    names = [fn.name for fn in early]
+    copied = {fn.name for fn in early if fn.lines <= SHARED_LINES and fn.header.startswith("define internal ")}
+    while True:         # ... calling only copied functions (so that a copy never calls a later group)
+        calling_others = {n for n in copied if calls[n] - copied - inlined}
+        if not calling_others:
+            break
+        copied -= calling_others
+    units = [n for n in names if n not in copied] or names[:1]
+    if parts == 1:
+        return [names]
+    lines = {fn.name: fn.lines for fn in early}
+    order = _callees_first(units, {n: calls[n] & set(units) for n in units})
+    # the entries and functions calling several others (a program's body) in the last group, whose lines count
+    # from the start, so that the kernels they call fill the others first
+    last = [scc for scc in order if scc & entries or len(set().union(*(calls[n] for n in scc)) & set(units) - scc) > 1]
+    load, group_of = [0] * parts, {}
+    load[-1] = sum(lines[n] for scc in last for n in scc)
+    for scc in order:
+        lowest = max((group_of[c] for n in scc for c in calls[n] if c in group_of and c not in scc), default=0)
+        k = parts - 1 if scc in last else min(range(lowest, parts), key=lambda j: load[j])
+        for n in scc:
+            group_of[n] = k
+            load[k] += lines[n] if scc not in last else 0
+    groups = [[n for n in units if group_of[n] == k] for k in range(parts)]
+    for n in copied:       # defined where called; one never called is in the first group
+        if not any(n in calls[u] for u in units):
+            groups[0].append(n)
+    return [g for g in groups if g]
+
+
+def _closure(name: str, calls: dict, home: dict) -> set[str]:
+    """``name`` and the functions it calls, transitively, that have no group of their own (copied ones)."""
+    seen, stack = {name}, [name]
+    while stack:
+        for callee in calls[stack.pop()]:
+            if callee not in seen and callee not in home:
+                seen.add(callee)
+                stack.append(callee)
+    return seen
+
+
+def _callees_first(units: list[str], calls: dict) -> list[set[str]]:
+    """The call graph's strongly connected components, callees before callers (Tarjan's algorithm)."""
+    index, low, on_stack, stack, order = {}, {}, set(), [], []
+    for root in units:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(calls[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            succ = next(successors, None)
+            if succ is not None:
+                if succ not in index:
+                    index[succ] = low[succ] = len(index)
+                    stack.append(succ)
+                    on_stack.add(succ)
+                    work.append((succ, iter(sorted(calls[succ]))))
+                elif succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                scc = set()
+                while True:
+                    n = stack.pop()
+                    on_stack.discard(n)
+                    scc.add(n)
+                    if n == node:
+                        break
+                order.append(scc)
+    return order
 
 
 def _loop_free(body: str) -> bool:

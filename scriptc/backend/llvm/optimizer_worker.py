@@ -9,8 +9,11 @@ Messages are frames: an 8-byte little-endian length, then that many bytes.
   parent -> child:  frame(JSON {"triple", "cpu", "features", "pipeline"}), then frame(IR text) per job
   child -> parent:  per job, frame(one status byte, b"o" then the object file or b"e" then LLVM's error text)
 """
+import os
 import struct
 import sys
+
+NICENESS = 10
 
 
 def read_frame(stream) -> bytes | None:
@@ -70,6 +73,12 @@ def main() -> None:
     import json
     import signal      # here: the user's process imports this module for its frames, not to run it
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C in a terminal is for the user's process, not this one
+    # background work: where the cores are all busy (the user's threads, the first tier's code generation on
+    # threads), they go first; O3's code replaces code that already runs
+    try:
+        os.nice(NICENESS)
+    except OSError:
+        pass
     sys.path.insert(0, sys.argv[1])
     import llvmlite.binding as llvm     # before the header: LLVM loads while the parent writes it
     llvm.initialize_native_target()
