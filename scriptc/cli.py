@@ -118,7 +118,11 @@ def cmd_cache(args) -> int:
     else every ``__pycache__`` below the current directory)."""
     import os
     from .backend.llvm.disk_cache import entries, side_files
-    dirs = args.dirs or ([os.environ["SCRIPTC_CACHE_DIR"]] if os.environ.get("SCRIPTC_CACHE_DIR") else ["."])
+    dirs = args.dirs or ([os.environ["SCRIPTC_CACHE_DIR"]] if os.environ.get("SCRIPTC_CACHE_DIR") else None)
+    missing = [d for d in dirs or () if not os.path.isdir(d)]
+    if missing:
+        print(f"scriptc cache: no such directory: {', '.join(missing)}", file=sys.stderr)
+        return 2
     found = entries(dirs)
     if args.clear:
         for path, _ in found:

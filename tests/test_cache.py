@@ -316,6 +316,28 @@ def test_cli_lists_and_clears(project):
     assert not list((project / "__pycache__").glob("*.scc"))
 
 
+def test_cli_clears_only_the_caches_files(project):
+    """Files outside ``__pycache__`` (and outside the directories named) that merely share a cache file's
+    suffix or name are the user's: ``--list`` and ``--clear`` never touch them."""
+    run(project)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("SCRIPTC_CACHE_DIR", None)
+    users = [project / "scheme" / "lib.scm", project / "scheme" / "data.scc", project / "config" / "host-prod.json",
+             project / "old" / "runtime-1.sco"]
+    for path in users:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("(the user's)")
+    listed = subprocess.run([sys.executable, "-m", "scriptc", "cache", "--list"], cwd=project, env=env,
+                            capture_output=True, text=True, check=True).stdout
+    assert "2 entries" in listed and "scheme" not in listed
+    subprocess.run([sys.executable, "-m", "scriptc", "cache", "--clear"], cwd=project, env=env, check=True,
+                   capture_output=True)
+    assert not list((project / "__pycache__").glob("*.sc[cm]")) and all(p.read_text() == "(the user's)" for p in users)
+    missing = subprocess.run([sys.executable, "-m", "scriptc", "cache", "--list", str(project / "nowhere")],
+                             cwd=project, env=env, capture_output=True, text=True)
+    assert missing.returncode == 2 and "no such directory" in missing.stderr
+
+
 def test_entry_header_is_plain_json(project):
     run(project)
     entry = next((project / "__pycache__").glob("add_loop-*.scc"))

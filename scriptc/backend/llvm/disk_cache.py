@@ -257,24 +257,33 @@ def read_header(data: bytes) -> dict | None:
     return header if header.get("size") == len(data) - header["_end"] else None
 
 
-def side_files(directories) -> list[Path]:
-    """The runtime object files and host descriptions under the directories (``scriptc cache --clear``)."""
+def cache_directories(directories=None) -> list[Path]:
+    """The directories ``scriptc cache`` looks in: each directory named, and every ``__pycache__`` below it;
+    with none named, every ``__pycache__`` below the current directory. Nothing else: a file elsewhere that
+    merely has a cache entry's suffix (a Scheme source's ``.scm``) is not the cache's."""
+    found = [Path(d) for d in directories or () if Path(d).is_dir()]
+    for root in [Path(d) for d in directories or ()] or [Path(".")]:
+        if root.is_dir():
+            found += sorted(p for p in root.rglob("__pycache__") if p.is_dir())
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def side_files(directories=None) -> list[Path]:
+    """The runtime object files, host descriptions and source-key manifests in the cache's directories
+    (``scriptc cache --clear``)."""
     found = []
-    for d in map(Path, directories):
-        if d.exists():
-            found += sorted(d.rglob(f"runtime-*{RUNTIME_SUFFIX}")) + sorted(d.rglob("host-*.json")) + \
-                sorted(d.rglob(f"*{MANIFEST_SUFFIX}"))
+    for d in cache_directories(directories):
+        found += sorted(d.glob(f"runtime-*{RUNTIME_SUFFIX}")) + sorted(d.glob("host-*.json")) + \
+            sorted(d.glob(f"*{MANIFEST_SUFFIX}"))
     return found
 
 
-def entries(directories) -> list[tuple[Path, dict | None]]:
-    """Every cache entry under the directories (recursively): (path, header or None when invalid)."""
+def entries(directories=None) -> list[tuple[Path, dict | None]]:
+    """Every cache entry in the cache's directories (``cache_directories``): (path, header or None when
+    invalid)."""
     found = []
-    for d in directories:
-        d = Path(d)
-        if not d.exists():
-            continue
-        for path in sorted(d.rglob(f"*{SUFFIX}")):
+    for d in cache_directories(directories):
+        for path in sorted(d.glob(f"*{SUFFIX}")):
             try:
                 header = read_header(path.read_bytes())
             except OSError:
