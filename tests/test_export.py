@@ -83,12 +83,17 @@ TABLE = np.array([1.0, 2.0, 3.0])
 @scriptc.script
 def uses_table(i: int) -> float:
     return TABLE[i]
+
+
+@scriptc.script
+def bump(x: np.ndarray) -> None:
+    x += 1
 '''
 
 TYPES = [("saxpy", ["float64[*]", "float64[*]", "float"]), ("saxpy", ["float32[*]", "float32[*]", "float"]),
          ("norm", ["float64[*]"]), ("pick", ["float64[*]", "int"]), ("stats", ["float64[*]"]),
          ("floordiv", ["int", "int"]), ("scale_rows", ["float64[*,*]", "float"]), ("reprs", ["float64[*]"]),
-         ("count_positive", ["int64[*]", "bool"])]
+         ("count_positive", ["int64[*]", "bool"]), ("bump", ["int8[*,*]"])]
 
 MAIN_C = r'''
 #include <stdio.h>
@@ -362,6 +367,24 @@ def test_loaded_errors_are_the_same_exceptions(built, lib):
         assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)
 
 
+def test_loaded_functions_refuse_to_write_read_only_arrays(built, lib):
+    """As the scripted function: NumPy's error for a read-only array the code writes (it wrote into immutable
+    bytes, and a read-only mmap crashed the process), reading one is fine."""
+    _, mod = built
+    data = bytes(4)
+    frozen = np.frombuffer(data, dtype=np.int8).reshape(2, 2)
+    for fn in (lib.bump, mod.bump):
+        with pytest.raises(ValueError, match="^output array is read-only$"):
+            fn(frozen)
+    assert data == bytes(4)
+    ones = np.ones((2, 2), np.int8)
+    lib.bump(ones)
+    assert (ones == 2).all()
+    xs = np.arange(4.0)
+    xs.flags.writeable = False
+    assert lib.norm(xs) == mod.norm.py_func(xs)
+
+
 def test_a_signature_that_was_not_exported_is_a_type_error(lib):
     assert lib.saxpy.signatures == ["float64[*], float64[*], float", "float32[*], float32[*], float"]
     with pytest.raises(TypeError, match=r"saxpy\(\) was exported for \(float64\[\*\], float64\[\*\], float\), "
@@ -416,7 +439,9 @@ def test_load_refuses_foreign_and_damaged_libraries(built, tmp_path):
     with pytest.raises(LoadError):
         scriptc.load(tmp_path / "junk.so")
     data = (where / "build" / "libcorpus.so").read_bytes()
-    (tmp_path / "newer.so").write_bytes(data.replace(b'"format": 1', b'"format": 9'))
+    from scriptc.backend.export import FORMAT
+    assert f'"format": {FORMAT}'.encode() in data
+    (tmp_path / "newer.so").write_bytes(data.replace(f'"format": {FORMAT}'.encode(), b'"format": 9'))
     with pytest.raises(LoadError, match="format 9"):
         scriptc.load(tmp_path / "newer.so")
     at = data.index(b'"features": ["+') + len(b'"features": ["+')

@@ -40,7 +40,7 @@ from ..llvm.errors import ERROR_TABLE
 from ..llvm.lower import ModuleLowering, check_graph
 from .cabi import ExportError, Exported, header, plan_supported, source
 
-FORMAT = 1
+FORMAT = 2     # 2: the manifest says which arguments each signature may write
 POOL_C = Path(__file__).with_name("pool.c")
 SECTION = ".scriptc_manifest"
 UNSUPPORTED = {"scriptc.blas.": "the code calls OpenBLAS, which exported libraries do not link",
@@ -122,7 +122,7 @@ def python_entries(module, lib: str, exported: list[Exported]) -> dict:
             continue     # strs are const char * in exported code, PyObject * in entries
         e.python_entry = f"{e.c_name}__python"
         lower_python_entry(module, e.python_entry, module.globals[e.entry], [t for _, t in e.params], e.result_type,
-                           range(len(e.params)), nogil=False, table=table)
+                           e.written, nogil=False, table=table)
     return {"python_table": {"symbol": f"{lib}_python_table", "slots": table.names},
             "python_error": f"{lib}__python_error"}
 

@@ -58,6 +58,8 @@ class Exported:
         self.results = list(result.elems) if isinstance(result, TupleType) else ([] if result == NONE else [result])
         self.result_type = result
         self.python_entry = None      # the CPython entry's symbol, when the library has one (export.python_entries)
+        from ..argument_writes import written_inputs
+        self.written = written_inputs(graph)    # {argument it may write: NumPy's message for a read-only one}
         for name, t in self.params:
             check_exportable(t, f"argument '{name}' of {fname}")
         for t in self.results:
@@ -74,7 +76,8 @@ class Exported:
     def manifest(self) -> dict:
         return {"c_name": self.c_name, "signature": self.signature, "graph": str(self.graph),
                 "params": [n for n, _ in self.params], "results": [type_text(t) for t in self.results],
-                "tuple": isinstance(self.result_type, TupleType), "python_entry": self.python_entry}
+                "tuple": isinstance(self.result_type, TupleType), "python_entry": self.python_entry,
+                "written": {str(k): message for k, message in sorted(self.written.items())}}
 
     def definition(self) -> str:
         leaf_types = [t for _, p in self.params for t in leaves(p)]

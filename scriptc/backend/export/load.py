@@ -215,6 +215,8 @@ class _Signature:
         self.types = [_parse_type(t) for t in _split(entry["signature"])]
         self.results = [_parse_type(t) for t in entry["results"]]
         self.is_tuple = entry["tuple"]
+        # arguments the code may write: a read-only one raises NumPy's error, as the scripted function's does
+        self.written = {int(k): str(message) for k, message in entry.get("written", {}).items()}
         # the kernel's signature, as the CPython entry sees it
         self.arg_types = self.types
         self.result_type = (TupleType(tuple(self.results)) if self.is_tuple else
@@ -239,6 +241,9 @@ class _Signature:
         return _rebuild(self.result_type, iter(self._reader(out_address)), args)
 
     def call(self, args):
+        for k, message in self.written.items():
+            if isinstance(args[k], np.ndarray) and not args[k].flags.writeable:
+                raise ValueError(message)
         c_args = [_c_array(a) if isinstance(t, TensorType) else
                   (a.encode() if t == STR else (bool(a) if t == BOOL else (int(a) if t == INT else float(a))))
                   for t, a in zip(self.types, args)]
