@@ -451,3 +451,36 @@ def test_a_derivative_rule_division_is_printed_and_parsed_with_its_attribute():
     again = parse(text)
     assert print_graph(again) == text
     assert any(n.kind == "aten::div" and n.attrs.get("ieee") is True for n in again.walk())
+
+
+# -- operands broadcast against each other inside a whole-array reduction ------------------------------------
+@scriptc.script
+def sum_of_product(a: np.ndarray, b: np.ndarray) -> float:
+    return np.sum(a * b)
+
+
+@scriptc.script
+def mean_of_quotient(a: np.ndarray, b: np.ndarray) -> float:
+    return np.mean(a / (b + 3.0))
+
+
+@scriptc.script
+def sum_of_where(a: np.ndarray, b: np.ndarray) -> float:
+    return np.sum(np.where(a > 0.5, a, b) * 2.0)
+
+
+@pytest.mark.parametrize("fn", [sum_of_product, mean_of_quotient, sum_of_where], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("shapes", [((3, 1), (1, 4)), ((3, 4), (4,)), ((1,), (5,)), ((2, 3), (2, 3)), ((4,), ())],
+                         ids=str)
+def test_operands_broadcast_inside_a_total_reduction(fn, shapes):
+    """The whole reduction's adjoint is one number for every element of the broadcast result: each operand's
+    gradient sums it over the axes the operand was broadcast along (it was summed as if the other operand
+    already had the result's shape: (1, 1) gradients for (3, 1) and (1, 4) operands)."""
+    rng = np.random.default_rng(len(shapes[0]) + 7 * len(shapes[1]))
+    a, b = rng.random(shapes[0]), rng.random(shapes[1])
+    if b.ndim == 0:
+        b = rng.random((4,))[:1].reshape(())
+    grads = scriptc.grad(fn, argnums=(0, 1))
+    for got in (grads(a, b), grads.interpret(a, b)):
+        for k in range(2):
+            assert_close(got[k], central_difference(fn.py_func, [a, b], k))

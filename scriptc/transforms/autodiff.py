@@ -290,7 +290,10 @@ class Transform(InPlaceMixin):
         inputs = self.node_inputs.get(id(node)) or [vmap.get(id(v), v) for v in node.inputs]
         g = adj.take(node.output) if g is None else g
         out = vmap[id(node.output)]
-        if not op.elementwise:          # a scalar adjoint of an array result becomes an array for other rules
+        arrays = {id(x) for x in inputs if isinstance(x.type, TensorType)}
+        if not op.elementwise or len(arrays) > 1:
+            # a scalar adjoint of an array result becomes an array for other rules, and for element-wise ones
+            # with several array operands: ``g * b`` must have the result's shape before it is summed to ``a``'s
             g = e.broadcast(g, out)
         first_new = len(e.block.nodes)
         try:
