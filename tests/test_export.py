@@ -385,6 +385,20 @@ def test_loaded_functions_refuse_to_write_read_only_arrays(built, lib):
     assert lib.norm(xs) == mod.norm.py_func(xs)
 
 
+def test_a_library_exported_again_to_the_same_path_loads_its_new_code(tmp_path):
+    """The dynamic loader reuses what it loaded from a path: the second load ran the old code (2.0) under the
+    new manifest (a notebook's edit, export, load)."""
+    source = "import scriptc\n\n\n@scriptc.script\ndef g(x: float) -> float:\n    return x + 1.0\n"
+    export_module(tmp_path, "edited", source, [("g", ["float"])], "build/libedited.so")
+    first = scriptc.load(tmp_path / "build" / "libedited.so")
+    assert first.g(1.0) == 2.0
+    export_module(tmp_path, "edited", source.replace("x + 1.0", "x * 100.0"), [("g", ["float"])],
+                  "build/libedited.so")
+    second = scriptc.load(tmp_path / "build" / "libedited.so")
+    assert second.g(1.0) == 100.0 and "aten::mul" in second.g.graph
+    assert first.g(1.0) == 2.0          # the first library stays loaded, with its own code
+
+
 def test_a_signature_that_was_not_exported_is_a_type_error(lib):
     assert lib.saxpy.signatures == ["float64[*], float64[*], float", "float32[*], float32[*], float"]
     with pytest.raises(TypeError, match=r"saxpy\(\) was exported for \(float64\[\*\], float64\[\*\], float\), "

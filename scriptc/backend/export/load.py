@@ -19,7 +19,9 @@ from __future__ import annotations
 import builtins
 import ctypes
 import json
+import shutil
 import struct
+import tempfile
 import weakref
 from pathlib import Path
 
@@ -348,8 +350,8 @@ def load(path) -> Library:
     manifest = read_manifest(path)
     check_target(path, manifest)
     try:
-        lib = ctypes.CDLL(str(path))
-    except OSError as e:
+        lib = _dlopen(path)
+    except (OSError, UnicodeDecodeError) as e:      # (dlopen's message, of a damaged file, need not be UTF-8)
         raise LoadError(f"cannot load {path}: {e}") from None
     try:
         count = ctypes.c_int64.in_dll(lib, THREADS_SYMBOL)     # a library with parallel regions (pool.c)
@@ -358,3 +360,21 @@ def load(path) -> Library:
     if count is not None:
         threads.follow(count)
     return Library(path, manifest, lib)
+
+
+_OPENED: dict[str, tuple] = {}      # path -> the file's identity when this process loaded it
+
+
+def _dlopen(path: Path) -> ctypes.CDLL:
+    """The library at ``path``. The dynamic loader hands back the library it already loaded from a path, so a
+    file exported again to the same path since (a notebook's edit, export, load) is loaded from a private
+    copy: the old machine code would run with the new manifest."""
+    st = path.stat()
+    identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    seen = _OPENED.setdefault(str(path), identity)
+    if seen == identity:
+        return ctypes.CDLL(str(path))
+    with tempfile.TemporaryDirectory(prefix="scriptc-load-") as tmp:
+        copy = Path(tmp) / path.name
+        shutil.copyfile(path, copy)
+        return ctypes.CDLL(str(copy))       # (mapped: the file may go)
