@@ -399,6 +399,23 @@ def test_a_library_exported_again_to_the_same_path_loads_its_new_code(tmp_path):
     assert first.g(1.0) == 2.0          # the first library stays loaded, with its own code
 
 
+def test_loaded_functions_take_keyword_arguments_and_raise_cpythons_errors(built, lib):
+    """Keywords, arity errors and an int beyond 64 bits: what the scripted function accepts and raises (a
+    loaded function refused keywords, and called 2 ** 70 a signature mismatch: 'exported for (float64[*], int),
+    not (float64[*], int)')."""
+    _, mod = built
+    xs = np.array([1.5, -2.0, 3.25])
+    assert lib.saxpy(xs, a=2.0, y=xs) == pytest.approx(mod.saxpy.py_func(xs, xs, 2.0)) and \
+        lib.pick(i=1, x=xs) == -2.0
+    for args, kwargs in (((xs,), {"i": 1, "j": 2}), ((xs, 1), {"i": 1}), ((xs,), {}), ((xs, 1, 2), {}),
+                         ((xs, 2 ** 70), {})):
+        with pytest.raises((TypeError, OverflowError)) as ours:
+            lib.pick(*args, **kwargs)
+        with pytest.raises((TypeError, OverflowError)) as theirs:
+            mod.pick(*args, **kwargs)
+        assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))
+
+
 def test_a_signature_that_was_not_exported_is_a_type_error(lib):
     assert lib.saxpy.signatures == ["float64[*], float64[*], float", "float32[*], float32[*], float"]
     with pytest.raises(TypeError, match=r"saxpy\(\) was exported for \(float64\[\*\], float64\[\*\], float\), "

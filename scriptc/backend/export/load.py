@@ -166,6 +166,7 @@ class LoadedFunction:
         self.signatures = [s["signature"] for s in signatures]
         self.graph = GraphText(signatures[0]["graph"])
         self.graphs = {s["signature"]: GraphText(s["graph"]) for s in signatures}
+        self._params = list(signatures[0]["params"])
         # its own class, whose __call__ becomes the first CPython entry (see _install_entries)
         self.__class__ = type(f"LoadedFunction[{name}]", (LoadedFunction,), {})
         self._entry = None
@@ -175,12 +176,36 @@ class LoadedFunction:
     def __repr__(self):
         return f"<exported function {self.__name__} ({'; '.join(self.signatures)})>"
 
+    def _bind(self, args: tuple, kwargs: dict) -> tuple:
+        """Keyword arguments in their parameters' places, with CPython's errors."""
+        name, params = self.__name__, self._params
+        if len(args) > len(params):
+            raise TypeError(f"{name}() takes {len(params)} positional argument{'s' * (len(params) != 1)} but "
+                            f"{len(args)} were given")
+        bound = dict(zip(params, args))
+        for key, value in kwargs.items():
+            if key not in params:
+                raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+            if key in bound:
+                raise TypeError(f"{name}() got multiple values for argument '{key}'")
+            bound[key] = value
+        missing = [p for p in params if p not in bound]
+        if missing:
+            quoted = [f"'{p}'" for p in missing]
+            listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
+            raise TypeError(f"{name}() missing {len(missing)} required positional argument"
+                            f"{'s' * (len(missing) != 1)}: {listed}")
+        return tuple(bound[p] for p in params)
+
     def _dispatch(self, *args, **kwargs):
-        if kwargs:
-            raise TypeError(f"{self.__name__}() takes no keyword arguments")
+        if kwargs or len(args) != len(self._params):
+            args = self._bind(args, kwargs)
         for sig in self._signatures:
             if sig.accepts(args):
                 return sig.call(args)
+        for sig in self._signatures:      # an int beyond 64 bits where an int goes: the scripted function's error
+            if sig.accepts([0 if type(a) is int else a for a in args]):
+                raise OverflowError("int too large to convert to a 64-bit int")
         got = ", ".join(_describe(a) for a in args)
         raise TypeError(f"{self.__name__}() was exported for ({'), ('.join(self.signatures)}), not ({got})")
 
