@@ -484,3 +484,27 @@ def test_operands_broadcast_inside_a_total_reduction(fn, shapes):
     for got in (grads(a, b), grads.interpret(a, b)):
         for k in range(2):
             assert_close(got[k], central_difference(fn.py_func, [a, b], k))
+
+
+@scriptc.script
+def clipped(x: np.ndarray, lo: float, hi: np.ndarray) -> float:
+    return np.sum(np.clip(x, lo, hi) ** 2)
+
+
+@scriptc.script
+def clipped_as_extrema(x: np.ndarray, lo: float, hi: np.ndarray) -> float:
+    return np.sum(np.minimum(np.maximum(x, lo), hi) ** 2)
+
+
+def test_clip_passes_gradients_to_its_bounds():
+    """Elements clipped at a bound give that bound their gradient (both bounds got none), as np.clip's
+    minimum(maximum(x, lo), hi) does, ties included."""
+    x, hi = np.array([-2.0, 0.5, 3.0, 4.0, 1.0, 0.0]), np.array([2.0, 2.0, 2.0, 5.0, 1.0, 1.0])
+    grads = scriptc.grad(clipped, argnums=(0, 1, 2))
+    smooth = x[:4], hi[:4]      # no element at a kink: central differences apply
+    for got in (grads(smooth[0], 0.0, smooth[1]), grads.interpret(smooth[0], 0.0, smooth[1])):
+        for k in range(3):
+            assert_close(got[k], central_difference(clipped.py_func, [smooth[0], 0.0, smooth[1]], k))
+    at_ties = grads(x, 0.0, hi)
+    for got, want in zip(at_ties, scriptc.grad(clipped_as_extrema, argnums=(0, 1, 2))(x, 0.0, hi)):
+        np.testing.assert_array_equal(got, want)

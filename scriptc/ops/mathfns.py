@@ -164,9 +164,18 @@ def _clip(x, lo, hi):
     return np.clip(x, lo, hi)
 
 
+def _clip_vjp(e, g, out, x, lo, hi):
+    """np.clip is np.minimum(np.maximum(x, lo), hi), each taking the first operand at a tie: an element is
+    ``x``'s where the result equals it, else ``lo``'s where it equals that, else ``hi``'s (a NaN nobody's)."""
+    kept, at_lo, zero = e.op("aten::eq", out, x), e.op("aten::eq", out, lo), e.const(0.0)
+    to_lo = e.op("aten::where", kept, zero, e.op("aten::where", at_lo, g, zero))
+    to_hi = e.op("aten::where", kept, zero, e.op("aten::where", at_lo, zero,
+                                                   e.op("aten::where", e.op("aten::eq", out, hi), g, zero)))
+    return e.mul(g, kept), to_lo, to_hi
+
+
 register("aten::clip(Tensor self, Number|Tensor min, Number|Tensor max) -> Tensor", impl=_clip,
-         infer=by_sample(_clip), elementwise=True, py=(np.clip,),
-         vjp=lambda e, g, out, x, lo, hi: (e.mul(g, e.op("aten::eq", out, x)), None, None))
+         infer=by_sample(_clip), elementwise=True, py=(np.clip,), vjp=_clip_vjp)
 
 
 def _same_kind_scalars(name):
