@@ -508,3 +508,27 @@ def test_clip_passes_gradients_to_its_bounds():
     at_ties = grads(x, 0.0, hi)
     for got, want in zip(at_ties, scriptc.grad(clipped_as_extrema, argnums=(0, 1, 2))(x, 0.0, hi)):
         np.testing.assert_array_equal(got, want)
+
+
+@scriptc.script
+def root(x: float) -> float:
+    return x ** 0.5
+
+
+@scriptc.script
+def power_zero(x: float) -> float:
+    return x ** 0.0 + x
+
+
+@scriptc.script
+def math_root(x: float) -> float:
+    return math.pow(x, 0.5) + math.sqrt(x)
+
+
+def test_powers_below_one_at_zero_have_ieee_derivatives():
+    """d(x ** 0.5)/dx at 0 is inf, as math.sqrt's; d(x ** 0.0)/dx is 0: the rules computed 0.0 ** -0.5 with
+    Python's ** (ZeroDivisionError) or math.pow (ValueError)."""
+    for fn, want in ((root, math.inf), (power_zero, 1.0), (math_root, math.inf)):
+        g = scriptc.grad(fn)
+        assert g(0.0) == g.interpret(0.0) == want
+        assert g(4.0) == pytest.approx(central_difference(fn.py_func, [4.0], 0), rel=1e-6)

@@ -60,8 +60,10 @@ def _pow_vjp(e, g, out, a, b):
         da = e.mul(g, e.mul(a, e.const(2.0)))
     elif k == 1:
         da = g
+    elif k == 0:                     # x ** 0 is 1 everywhere, 0 ** 0 included
+        da = e.mul(g, e.const(0.0))
     else:
-        da = e.mul(g, e.mul(b, e.op("aten::pow", a, e.sub(b, e.const(1)))))
+        da = e.mul(g, e.mul(b, e.pow_ieee(a, e.sub(b, e.const(1)))))
     return da, (e.mul(g, e.mul(out, e.log_or_zero(a))) if e.differentiable(b) else None)
 
 

@@ -112,7 +112,9 @@ def _fmod_vjp(e, g, out, a, b):   # a - trunc(a / b) * b
 
 
 def _float_power_vjp(e, g, out, a, b):
-    da = e.mul(g, e.mul(b, e.op("aten::float_power", a, e.sub(b, e.const(1.0)))))
+    p = e.sub(b, e.const(1.0))
+    scalars = not isinstance(a.type, TensorType) and not isinstance(b.type, TensorType)
+    da = e.mul(g, e.mul(b, e.pow_ieee(a, p) if scalars else e.op("aten::float_power", a, p)))   # math.pow raises
     return da, (e.mul(g, e.mul(out, e.log_or_zero(a))) if e.differentiable(b) else None)
 
 

@@ -2,6 +2,8 @@
 ``scriptc/ops``) build their adjoints with it, so a rule reads as the math it implements: ``e.mul(g, b)``."""
 from __future__ import annotations
 
+import math
+
 from ..ir.core import Block, Node, Value
 from ..ir.registry import lookup, type_of
 from ..ir.types import BOOL, FLOAT, INT, NamedTupleType, TensorType, TupleType
@@ -144,6 +146,19 @@ class Emitter:
 
     def reshape_like(self, g: Value, like: Value) -> Value:
         return self.op("aten::reshape", g, *self.dims(like)) if like.type.rank else self.op("aten::reshape", g)
+
+    def pow_ieee(self, x: Value, p: Value) -> Value:
+        """``x ** p`` as IEEE's pow has it for a float base: a zero base to a negative power is inf, where
+        Python's float ``**`` raises ZeroDivisionError (the factor of d(x ** b)/dx at 0 for b < 1)."""
+        if isinstance(x.type, TensorType) or isinstance(p.type, TensorType):
+            return self.op("aten::pow", x, p)
+        pole = self.op("aten::__and__", self.op("aten::eq", x, self.const(0.0)),
+                       self.op("aten::lt", p, self.const(0)))
+        node = self.node("prim::If", [pole], [FLOAT])
+        then, other = node.add_block(), node.add_block()
+        then.add_return(Emitter(then).const(math.inf))
+        other.add_return(Emitter(other).op("aten::pow", x, p))
+        return node.output
 
     def log_or_zero(self, x: Value) -> Value:
         """log(x) where x > 0, else 0 (the factor of d(x**y)/dy; where x <= 0 it only matters for y's
