@@ -532,3 +532,21 @@ def test_powers_below_one_at_zero_have_ieee_derivatives():
         g = scriptc.grad(fn)
         assert g(0.0) == g.interpret(0.0) == want
         assert g(4.0) == pytest.approx(central_difference(fn.py_func, [4.0], 0), rel=1e-6)
+
+
+@scriptc.script
+def mixed_precision(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> float:
+    return np.sum((x * w + b) ** 2) + np.sum(x @ np.ones((3, 2)))
+
+
+def test_gradients_of_mixed_float32_and_float64_have_their_parameters_dtypes():
+    """A float32 parameter's gradient is float32, a float64 one's float64 (as in JAX): the float32 operand's
+    adjoint was float64, and summing it back to a (1,)-shaped float32 operand failed to verify."""
+    rng = np.random.default_rng(11)
+    x, w, b = rng.random((4, 3)).astype(np.float32), rng.random(3), rng.random(1).astype(np.float32)
+    grads = scriptc.grad(mixed_precision, argnums=(0, 1, 2))
+    for got in (grads(x, w, b), grads.interpret(x, w, b)):
+        assert [g.dtype for g in got] == [np.float32, np.float64, np.float32]
+        wide = [x.astype(np.float64), w, b.astype(np.float64)]
+        for k in range(3):
+            assert_close(got[k], central_difference(mixed_precision.py_func, wide, k), rtol=1e-5)

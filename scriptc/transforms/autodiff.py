@@ -315,6 +315,9 @@ class Transform(InPlaceMixin):
                         c = self.reduce_to(e, c, primal, out, inputs)
                     if c.type != primal.type and primal.type == FLOAT and c.type in (INT, BOOL):
                         c = e.op("aten::Float", c)
+                    if isinstance(c.type, TensorType) and isinstance(primal.type, TensorType) and \
+                            c.type.dtype != primal.type.dtype:
+                        c = e.op("aten::to", c, dtype=primal.type.dtype)    # an adjoint has its primal's dtype
                 adj.add(src, c, primal)
 
     @staticmethod

@@ -217,8 +217,8 @@ class Emitter:
             then, other = node.add_block(), node.add_block()
             e = Emitter(then)
             summed = e.op("aten::sum", g, axis=k)
-            if rank == 1:   # like has shape (1,) here
-                then.add_return(e.add(e.zeros_like(like), summed))
+            if rank == 1:   # like has shape (1,) here; the sum keeps g's dtype (like's may be narrower)
+                then.add_return(e.op("aten::full", summed, e.const(1), dtype=g.type.dtype))
             else:
                 g_shape = e.dims(g)
                 dims = list(g_shape[:k]) + [e.const(1)] + list(g_shape[k + 1:])
