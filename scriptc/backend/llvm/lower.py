@@ -67,6 +67,9 @@ def check_graph(graph: Graph, seen=None) -> None:
                 detail = (f"values of type {bad[0]} are not supported by the native backend yet" if bad
                           else "operator not supported by the native backend yet")
             raise LoweringError(node.kind, detail, node.source)
+        if isinstance(node.attrs.get("axis"), (tuple, list)):
+            raise LoweringError(node.kind, "a tuple of axes is not supported by the native backend yet; reduce one "
+                                           "axis at a time: np.sum(np.sum(x, axis=1), axis=0)", node.source)
         if node.kind == "prim::CallFunction":
             check_graph(node.attrs["fn"], seen)
     for v in graph.inputs:
