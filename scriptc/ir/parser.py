@@ -139,6 +139,8 @@ def _attr_value(text: str):
         return parse_array(text)
     if text.startswith("["):
         return [_attr_value(p) for p in split_top(text[1:-1])]
+    if text.startswith("("):
+        return tuple(_attr_value(p) for p in split_top(text[1:-1]) if p.strip())
     if re.fullmatch(r"[A-Za-z_][\w.:]*", text) and text not in ("True", "False", "None"):
         return _GraphRef(text)
     return ast.literal_eval(text)

@@ -36,7 +36,9 @@ def format_attr(value, names: dict[int, str]) -> str:
         return repr(value)
     if isinstance(value, str):
         return '"' + value.encode("unicode_escape").decode("ascii").replace('"', '\\"') + '"'
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, tuple):        # (axes): parsed back as a tuple
+        return "(" + ", ".join(format_attr(v, names) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, list):
         return "[" + ", ".join(format_attr(v, names) for v in value) + "]"
     return str(value)
 
