@@ -550,3 +550,19 @@ def test_gradients_of_mixed_float32_and_float64_have_their_parameters_dtypes():
         wide = [x.astype(np.float64), w, b.astype(np.float64)]
         for k in range(3):
             assert_close(got[k], central_difference(mixed_precision.py_func, wide, k), rtol=1e-5)
+
+
+@scriptc.script
+def noisy(x: np.ndarray, lo: float, key: np.ndarray) -> float:
+    shifted = scriptc.random.uniform(key, (x.shape[0],), minval=lo, maxval=lo + 2.0)
+    return np.sum((x + 0.5 * scriptc.random.normal(key, (x.shape[0],))) * shifted)
+
+
+def test_gradients_flow_through_random_draws_to_their_bounds_and_neighbours():
+    """A draw is a function of its bounds (uniform's minval and maxval) and not of its key: differentiating a
+    function that draws compiled (the draw's rule failed to type: 'reshape needs an array, got float')."""
+    x, key = np.array([0.3, -1.2, 2.0]), scriptc.random.key(4)
+    grads = scriptc.grad(noisy, argnums=(0, 1))
+    for got in (grads(x, 0.25, key), grads.interpret(x, 0.25, key)):
+        for k in range(2):
+            assert_close(got[k], central_difference(noisy.py_func, [x, 0.25, key], k), rtol=1e-5)

@@ -114,9 +114,9 @@ def _fma_rule(x, scale, offset):
 
 def _fma_vjp(e, g, out, x, scale, offset):
     """x * scale + offset, scale and offset of shape (1,)."""
-    one = e.const(1)
-    return (e.mul(g, scale), e.op("aten::reshape", e.op("aten::sum", e.mul(g, x)), one),
-            e.op("aten::reshape", e.op("aten::sum", g), one))
+    one, dtype = e.const(1), out.type.dtype or "float64"
+    return (e.mul(g, scale), e.op("aten::full", e.op("aten::sum", e.mul(g, x)), one, dtype=dtype),
+            e.op("aten::full", e.op("aten::sum", g), one, dtype=dtype))
 
 
 register("random::fma(Tensor x, Tensor scale, Tensor offset) -> Tensor", impl=fma, infer=_fma_rule, batch=Batch.LANES,
