@@ -566,3 +566,24 @@ def test_gradients_flow_through_random_draws_to_their_bounds_and_neighbours():
     for got in (grads(x, 0.25, key), grads.interpret(x, 0.25, key)):
         for k in range(2):
             assert_close(got[k], central_difference(noisy.py_func, [x, 0.25, key], k), rtol=1e-5)
+
+
+@scriptc.script
+def max_and_row_mins(x: np.ndarray) -> float:
+    return np.max(x) + np.sum(np.min(x, axis=1) * np.array([1.0, 10.0]))
+
+
+def test_tied_extrema_share_their_gradient_equally():
+    """As JAX: the elements equal to a max or min share its adjoint (each got all of it, so the gradient's sum
+    was twice the derivative along x + t for two ties); a NaN extremum gives no element anything."""
+    x = np.array([[2.0, 5.0, 2.0], [1.0, 5.0, 1.0]])
+    want = np.array([[0.5, 0.5, 0.5], [5.0, 0.5, 5.0]])
+    grad = scriptc.grad(max_and_row_mins)
+    for got in (grad(x), grad.interpret(x)):
+        np.testing.assert_array_equal(got, want)
+    direction = np.ones_like(x)
+    h = 1e-6
+    assert float(np.sum(want * direction)) == pytest.approx(
+        (max_and_row_mins.py_func(x + h * direction) - max_and_row_mins.py_func(x - h * direction)) / (2 * h))
+    x[0, 1] = np.nan
+    np.testing.assert_array_equal(grad(x)[0], [0.0, 0.0, 0.0])

@@ -580,9 +580,13 @@ def _prod_vjp(e, g, out, x, axis=None):
     return (e.mul(e.expand_reduced(g, x, axis), e.op("aten::where", zero, at_zero, elsewhere)),)
 
 
-def _extremum_vjp(e, g, out, x, axis=None):   # every element equal to the extremum gets the adjoint (as JAX)
+def _extremum_vjp(e, g, out, x, axis=None):
+    """The elements equal to the extremum share its adjoint equally (as JAX: max of [1, 3, 3] gives [0, .5, .5]),
+    so that the gradient's sum is the derivative along x + t (each got all of it)."""
     hit = e.op("aten::eq", x, e.expand_reduced(out, x, axis))
-    return (e.mul(e.expand_reduced(g, x, axis), hit),)
+    count = e.op("aten::sum", hit, axis=axis)      # 0 only where the extremum is NaN: no element gets anything
+    count = e.op("prim::max", count, e.const(1)) if axis is None else e.op("aten::maximum", count, e.const(1))
+    return (e.mul(e.expand_reduced(e.div(g, count), x, axis), hit),)
 
 
 _REDUCTION_VJPS = {"sum": _sum_vjp, "mean": _mean_vjp, "max": _extremum_vjp, "min": _extremum_vjp,
