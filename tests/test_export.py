@@ -332,6 +332,27 @@ def test_unsupported_code_is_a_clear_export_error(built):
     assert result.returncode == 1 and "array constant" in result.stderr
 
 
+def test_names_that_would_clash_in_c_are_export_errors(tmp_path):
+    """Two functions named alike (from two files: the first ran under both names), a function whose C name
+    is the library's own (a C compiler's error) or another signature's (an internal error)."""
+    (tmp_path / "one.py").write_text("import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n"
+                                     "    return x + 1.0\n\n\n@scriptc.script\ndef f_1(x: float) -> float:\n"
+                                     "    return x\n\n\n@scriptc.script\ndef release(x: float) -> float:\n"
+                                     "    return x\n")
+    (tmp_path / "two.py").write_text("import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n"
+                                     "    return x * 2.0\n")
+    for argv, message in (
+            (["one.py:f", "--types", "float", "two.py:f", "--types", "float"],
+             "two functions are named f (one.py:4 and two.py:4)"),
+            (["one.py:release", "--types", "float"], "would be both the library's own lib_release and release"),
+            (["one.py:f", "--types", "float", "--types", "int", "one.py:f_1", "--types", "float"],
+             "lib_f_1 would be both f(int) and f_1(float)"),
+            (["one.py:f", "--types", "float", "--types", "float"], "f is exported twice for (float)")):
+        result = export(tmp_path, argv + ["-o", "build/lib.so"])
+        assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr, \
+            result.stderr
+
+
 # -- scriptc.load ----------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -56,6 +56,15 @@ def library_name(output: Path) -> str:
     return name
 
 
+# symbols every library defines: <library>_<name>
+LIBRARY_SYMBOLS = ("last_error", "release", "release_str", "python_table", "_python_error")
+
+
+def _where(fn) -> str:
+    code = getattr(getattr(fn, "py_func", None), "__code__", None)
+    return f"{Path(code.co_filename).name}:{code.co_firstlineno}" if code is not None else repr(fn)
+
+
 def export_library(functions, output, emit: str = "so", command: str = "scriptc export") -> list[Path]:
     """Compile ``functions`` (a list of (ScriptFunction, [signature types tuple, ...])) into ``output`` (a shared
     library, or with ``emit="obj"`` a relocatable object) and ``<name>.h`` beside it; the files written."""
@@ -66,14 +75,26 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
     mod.blas = False          # float matrix products: the generated row loop (matmul.py), no OpenBLAS
     exported: list[Exported] = []
     seen: dict[str, int] = {}
+    taken = {f"{lib}_{what}": f"the library's own {lib}_{what}" for what in LIBRARY_SYMBOLS}
+    owners: dict[str, object] = {}
     with ERROR_TABLE.record() as codes:
         for fn, signatures in functions:
+            owner = owners.setdefault(fn.__name__, fn)
+            if owner is not fn:
+                raise ExportError(f"two functions are named {fn.__name__} ({_where(owner)} and {_where(fn)}): the "
+                                  f"functions of one library need distinct names")
             for types in signatures:
                 types = tuple(t.erase_shape() if isinstance(t, TensorType) else t for t in types)
+                if any(e.fname == fn.__name__ and e.signature == format_signature(types) for e in exported):
+                    raise ExportError(f"{fn.__name__} is exported twice for ({format_signature(types)})")
                 graph = fn.graph_for_types(fn.specialization(types))
                 check_graph(graph)
                 k = seen[fn.__name__] = seen.get(fn.__name__, -1) + 1
                 c_name = f"{lib}_{fn.__name__}" + (f"_{k}" if k else "")
+                clash = taken.setdefault(c_name, f"{fn.__name__}({format_signature(types)})")
+                if clash != f"{fn.__name__}({format_signature(types)})":
+                    raise ExportError(f"the C function {c_name} would be both {clash} and {fn.__name__}"
+                                      f"({format_signature(types)}): rename the function")
                 exported.append(Exported(fn.__name__, c_name, mod.entry(graph), graph, format_signature(types),
                                          fn.param_names))
     text = str(mod.module)
