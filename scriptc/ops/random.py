@@ -114,9 +114,9 @@ def _fma_rule(x, scale, offset):
 
 def _fma_vjp(e, g, out, x, scale, offset):
     """x * scale + offset, scale and offset of shape (1,)."""
-    one, dtype = e.const(1), out.type.dtype or "float64"
-    return (e.mul(g, scale), e.op("aten::full", e.op("aten::sum", e.mul(g, x)), one, dtype=dtype),
-            e.op("aten::full", e.op("aten::sum", g), one, dtype=dtype))
+    def like_scale(total):      # (an element-wise add: a shared kernel's call, where a fill would be a loop)
+        return e.add(e.op("aten::zeros_like", scale, dtype=scale.type.dtype or "float64"), total)
+    return e.mul(g, scale), like_scale(e.op("aten::sum", e.mul(g, x))), like_scale(e.op("aten::sum", g))
 
 
 register("random::fma(Tensor x, Tensor scale, Tensor offset) -> Tensor", impl=fma, infer=_fma_rule, batch=Batch.LANES,

@@ -218,7 +218,7 @@ class Emitter:
             e = Emitter(then)
             summed = e.op("aten::sum", g, axis=k)
             if rank == 1:   # like has shape (1,) here; the sum keeps g's dtype (like's may be narrower)
-                then.add_return(e.op("aten::full", summed, e.const(1), dtype=g.type.dtype))
+                then.add_return(e.add(e.op("aten::zeros_like", like, dtype=g.type.dtype), summed))
             else:
                 g_shape = e.dims(g)
                 dims = list(g_shape[:k]) + [e.const(1)] + list(g_shape[k + 1:])

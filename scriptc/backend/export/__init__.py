@@ -110,6 +110,7 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
                 "functions": {}, **python_entries(mod.module, lib, exported)}
     for e in exported:
         manifest["functions"].setdefault(e.fname, []).append(e.manifest())
+    manifest["errors"] = exact_errors(codes)
     objects = {"kernels.o": compile_object(str(mod.module))}
     uses_pool = '@"scriptc.pool.' in text      # scriptc.pool.run, scriptc.pool.threads
     if uses_pool:
@@ -146,6 +147,18 @@ def python_entries(module, lib: str, exported: list[Exported]) -> dict:
                            e.written, nogil=False, table=table)
     return {"python_table": {"symbol": f"{lib}_python_table", "slots": table.names},
             "python_error": f"{lib}__python_error"}
+
+
+def exact_errors(codes) -> dict:
+    """{code: [exception name, its arguments as JSON]} for the errors whose arguments are constants (no numbers
+    from the payload): ``scriptc.load`` raises those exactly (``KeyError('10')``, ``ValueError('a', 'b')``,
+    ``ValueError()``), the others from the library's message text."""
+    exact = {}
+    for code in sorted(codes):
+        described = ERROR_TABLE.describe(code)
+        if described is not None and not described[5] and described[1].startswith("builtins:"):
+            exact[str(code)] = [described[1], described[2]]
+    return exact
 
 
 def pool_text() -> str:

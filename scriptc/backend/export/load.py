@@ -16,6 +16,7 @@ signature accepting such arguments is its own (the dispatch above would pick no 
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import ctypes
 import json
@@ -104,6 +105,7 @@ class Library:
         if self._release_str is not None:
             self._release_str.restype, self._release_str.argtypes = None, [ctypes.c_void_p]
         self._python_error = None
+        self._exact_errors = {int(code): entry for code, entry in manifest.get("errors", {}).items()}
         entries = self._fill_python_table(manifest)
         self.functions = {name: LoadedFunction(self, name, sigs, entries)
                           for name, sigs in manifest["functions"].items()}
@@ -141,11 +143,22 @@ class Library:
         return f"<scriptc library {self.name!r} from {self.path}: {', '.join(self.functions)}>"
 
     def raise_error(self, status: int):
+        exact = self._exact_errors.get(status)
+        if exact is not None:       # the exception the scripted function raises, its arguments as they were
+            from ..llvm.errors import _decode, _exception_class
+            exc_type = _exception_class(exact[0])
+            if exc_type is not None:
+                raise exc_type(*(_decode(a) for a in exact[1]))
         text = (self._last_error() or b"").decode("utf-8", "replace")
         name, _, message = text.partition(": ")
         exc_type = getattr(builtins, name, None)
         if not (isinstance(exc_type, type) and issubclass(exc_type, Exception)):
             exc_type, message = RuntimeError, f"{text} (status {status})"
+        if exc_type is KeyError:        # its text is its argument's repr: KeyError(2) says 2, KeyError('2') '2'
+            try:
+                raise exc_type(ast.literal_eval(message))
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                pass
         raise exc_type(message)
 
 
