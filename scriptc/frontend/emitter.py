@@ -306,6 +306,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
                 parts = value
             elif isinstance(value.type, TupleType):
                 parts = self.emit("prim::TupleUnpack", [value], at=stmt).outputs
+            elif isinstance(value.type, TensorType) and value.type.rank != 0:
+                parts = self.unpack_array(value, len(target.elts), stmt)
             else:
                 raise self.fn.error(f"cannot unpack {describe(value.type)}", target)
             if len(parts) != len(target.elts):
@@ -318,6 +320,24 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             self.store_subscript(target, value)
         else:
             raise self.fn.error(f"cannot assign to {type(target).__name__.lower()}", target)
+
+    def unpack_array(self, x, n: int, stmt) -> list:
+        """``a, b = x`` of an array: its first axis's elements (rows), after CPython's check of their count
+        (``key, sub = scriptc.random.split(key)``)."""
+        length = self.op("aten::len", [x], at=stmt)
+
+        def raising(message):
+            def raise_it():
+                self.emit("prim::RaiseException", [message()], {"exc": "ValueError"}, at=stmt)
+            return raise_it
+
+        def wrong_count():
+            many = self.op("aten::gt", [length, self.const(n)], at=stmt)
+            self.emit_if(many, raising(lambda: self.const(f"too many values to unpack (expected {n})")),
+                         raising(lambda: self.op("aten::format", [length], {
+                             "fmt": f"not enough values to unpack (expected {n}, got {{}})"}, at=stmt)), stmt)
+        self.emit_if(self.op("aten::ne", [length, self.const(n)], at=stmt), wrong_count, lambda: None, stmt)
+        return [self.index_value(x, [self.const(k)], stmt) for k in range(n)]
 
     def visit_AugAssign(self, node):
         kind = BINOPS.get(type(node.op))

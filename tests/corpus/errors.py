@@ -287,3 +287,21 @@ def err_unbound_branch_var(n: int) -> int:
 
 
 raises(err_unbound_branch_var, UnboundLocalError, lambda: (0,))
+
+
+@scriptc.script
+def err_unpack_too_many(x: np.ndarray) -> float:
+    a, b = x
+    return float(a + b)
+
+
+raises(err_unpack_too_many, ValueError, lambda: (np.arange(3.0),))
+
+
+@scriptc.script
+def err_unpack_too_few(x: np.ndarray) -> float:
+    a, b, c = x
+    return float(a + b + c)
+
+
+raises(err_unpack_too_few, ValueError, lambda: (np.arange(2.0),))

@@ -353,3 +353,17 @@ def linspace_default_count(a: float, b: float) -> np.ndarray:
 
 
 case(linspace_default_count, lambda: (2.0, 3.0))
+
+
+@scriptc.script
+def unpack_rows_and_keys(x: np.ndarray, key: np.ndarray, n: int):
+    a, b = x                        # an array unpacks along its first axis, as CPython iterates it
+    p, q, r = a
+    total = p * 100.0 + q * 10.0 + r
+    for _ in range(n):
+        key, sub = scriptc.random.split(key)       # the README's idiom
+        total = total + float(np.sum(scriptc.random.normal(sub, (2,)) * b[:2]))
+    return total, key
+
+
+case(unpack_rows_and_keys, lambda: (rng(3).random((2, 3)), scriptc.random.key(7), 3))
