@@ -27,7 +27,7 @@ try:  # works whether or not tests/ is a package
 except ImportError:
     import fuzzgen
 
-CI_EXAMPLES = int(os.environ.get("SCRIPTC_FUZZ_EXAMPLES", "120"))
+CI_EXAMPLES = int(os.environ.get("SCRIPTC_FUZZ_EXAMPLES", "80"))
 SLOW_EXAMPLES = int(os.environ.get("SCRIPTC_FUZZ_SLOW_EXAMPLES", "3000"))
 # SCRIPTC_FUZZ_PRINTS=0: programs without print() (e.g. while a backend lacks it)
 PRINTS = os.environ.get("SCRIPTC_FUZZ_PRINTS", "1") != "0"

@@ -24,7 +24,7 @@ except ImportError:  # tests/ run as a plain directory
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corpus  # noqa: E402  (the same module objects test_corpus.py uses: compiled once)
 
-CI_EXAMPLES = int(os.environ.get("SCRIPTC_PASS_EXAMPLES", "24"))
+CI_EXAMPLES = int(os.environ.get("SCRIPTC_PASS_EXAMPLES", "16"))
 SLOW_EXAMPLES = int(os.environ.get("SCRIPTC_PASS_SLOW_EXAMPLES", "1500"))
 
 SINGLE = ["inline", "constant-propagation", "dce", "cse", "canonicalize", "licm", "unswitch", "unroll", "dead-loop-carried"]

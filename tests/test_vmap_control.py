@@ -442,7 +442,7 @@ CHECK: -> (%[[ANY]], %[[GO]],
 
 
 # -- random programs ---------------------------------------------------------------------------------------
-EXAMPLES = int(os.environ.get("SCRIPTC_FUZZ_VMAP_EXAMPLES", "25"))   # the extended programs: 2/5 as many
+EXAMPLES = int(os.environ.get("SCRIPTC_FUZZ_VMAP_EXAMPLES", "16"))   # the extended programs: 2/5 as many
 FUZZ_SETTINGS = dict(deadline=None, derandomize=True, database=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                             HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
