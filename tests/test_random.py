@@ -309,3 +309,22 @@ def through_the_package(seed: int):
 def test_called_as_scriptc_random():
     for run in (through_the_package, through_the_package.interpret):
         same(run(0), BITS[0, (2, 3)], np.uint32)
+
+
+@scriptc.script
+def draw_rows(key: np.ndarray, n: int) -> np.ndarray:
+    return scriptc.random.normal(key, (2, n))
+
+
+def test_a_negative_dimension_is_numpys_value_error():
+    """From Python and in scripted code: a negative dimension drew an empty array (Python) or failed to reshape
+    it (scripted); NumPy's np.zeros((2, -3)) says it."""
+    with pytest.raises(ValueError) as numpy_error:
+        np.zeros((2, -3))
+    key = scriptc.random.key(0)
+    for call in (lambda: scriptc.random.uniform(key, (-1,)), lambda: scriptc.random.bits(key, (2, -3)),
+                 lambda: draw_rows(key, -3), lambda: draw_rows.interpret(key, -3)):
+        with pytest.raises(ValueError) as ours:
+            call()
+        assert str(ours.value) == str(numpy_error.value)
+    assert draw_rows(key, 0).shape == (2, 0)

@@ -18,6 +18,9 @@ import numpy as np
 from ..ir.records import field, record
 
 
+NEGATIVE_DIMENSIONS = "negative dimensions are not allowed"     # NumPy's message
+
+
 @record
 class LibraryCall:
     kernel: Callable                      # kernel(**static dtype names) -> a scripted function
@@ -36,6 +39,8 @@ class LibraryCall:
                 continue
             if p == self.shape:
                 shape = (bound[p],) if isinstance(bound[p], (int, np.integer)) else tuple(bound[p])
+                if any(d < 0 for d in shape):
+                    raise ValueError(NEGATIVE_DIMENSIONS)
                 values.append(math.prod(shape))
             else:
                 values.append(bound[p])
@@ -77,11 +82,21 @@ class LibraryCallsMixin:
                 n = self.const(1)
                 for d in dims:
                     n = self.op("aten::mul", [n, d], at=node)
+                    self.raise_if_negative(d, node)
                 args.append(n)
             else:
                 args.append(self.expr(bound[p]) if p in bound else self.const(spec.defaults[p]))
         out = self.call_script_values(kernel, args, node)
         return self.op("aten::reshape", [out] + dims, at=node) if dims is not None else out
+
+    def raise_if_negative(self, d, node) -> None:
+        """NumPy's ValueError for a negative dimension (the flat draw of size 0 was reshaped: another error)."""
+        if d.node is not None and d.node.kind == "prim::Constant" and d.node.attrs.get("value", -1) >= 0:
+            return
+
+        def raise_it():
+            self.emit("prim::RaiseException", [self.const(NEGATIVE_DIMENSIONS)], {"exc": "ValueError"}, at=node)
+        self.emit_if(self.op("aten::lt", [d, self.const(0)], at=node), raise_it, lambda: None, node)
 
     def bind_library_arguments(self, spec: LibraryCall, name: str, node) -> dict:
         if len(node.args) > len(spec.params):
