@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..errors import CompileError
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import Effect, lookup, type_of
-from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType
+from ..ir.types import BOOL, FLOAT, INT, ListType, NamedTupleType, TensorType, TupleType
 from .batching import BatchAnalysis, any_batched, batched_like, is_uninitialized
 
 CANONICAL = {FLOAT: "float64", INT: "int64", BOOL: "bool"}
@@ -42,15 +42,26 @@ def erase(t):
     if isinstance(t, TensorType):
         return TensorType(t.dtype, t.rank)
     if isinstance(t, TupleType):
-        return TupleType(tuple(erase(e) for e in t.elems))
+        return tuple_like(t, [erase(e) for e in t.elems])
     return t
+
+
+def construct_like(b, example: TupleType, parts) -> Value:
+    """A tuple of ``parts``, through builder ``b``: an instance of ``example``'s NamedTuple class if it is one."""
+    named = {"named": example.qualname} if isinstance(example, NamedTupleType) else {}
+    return b.node("prim::TupleConstruct", parts, [tuple_like(example, [p.type for p in parts])], named).output
+
+
+def tuple_like(example: TupleType, elems) -> TupleType:
+    """A tuple type of ``elems``, a NamedTuple's when ``example`` is one (a batched Stats is a Stats)."""
+    return example.with_elems(elems) if isinstance(example, NamedTupleType) else TupleType(tuple(elems))
 
 
 def batched_type(t, kind=True):
     """The type of a value of per-example type ``t`` batched as ``kind`` says."""
     if isinstance(t, TupleType):
         kind = kind if isinstance(kind, tuple) else batched_like(t, kind)
-        return TupleType(tuple(batched_type(e, k) for e, k in zip(t.elems, kind)))
+        return tuple_like(t, [batched_type(e, k) for e, k in zip(t.elems, kind)])
     if not kind:
         return erase(t)
     if isinstance(t, TensorType):
@@ -191,7 +202,7 @@ class Batcher:
         """An unbatched value made batched: the same value for every example (a new array)."""
         if isinstance(example, TupleType):
             parts = [self.broadcast(e, t) for e, t in zip(self.unpack(v), example.elems)]
-            out = self.node("prim::TupleConstruct", parts, [TupleType(tuple(p.type for p in parts))]).output
+            out = construct_like(self, example, parts)
             return self.mark(out, example, batched_like(example))
         if isinstance(example, TensorType):
             out = self.op("aten::empty", self.size, *self.dims(v), dtype=example.dtype)
@@ -207,7 +218,7 @@ class Batcher:
         if isinstance(example, TupleType):
             kind = kind if isinstance(kind, tuple) else batched_like(example, kind)
             parts = [self.dummy(e, k) for e, k in zip(example.elems, kind)]
-            return self.mark(self.node("prim::TupleConstruct", parts, [TupleType(tuple(p.type for p in parts))]).output,
+            return self.mark(construct_like(self, example, parts),
                              example, kind)
         if isinstance(example, TensorType):
             v = self.op("aten::zeros", *[self.const(1)] * example.rank, dtype=example.dtype)
@@ -231,7 +242,7 @@ class Batcher:
             have = have if isinstance(have, tuple) else batched_like(example, have)
             parts = [self.coerce(p, e, k) if not h else self.mark(p, e, h)
                      for p, e, k, h in zip(self.unpack(v), example.elems, kind, have)]
-            out = self.node("prim::TupleConstruct", parts, [TupleType(tuple(p.type for p in parts))]).output
+            out = construct_like(self, example, parts)
             return self.mark(out, example, kind)
         return self.broadcast(v, example)
 
@@ -377,7 +388,7 @@ class Batcher:
             kb = self.kind(b) if isinstance(self.kind(b), tuple) else batched_like(example, self.kind(b))
             parts = [self.select(c, self.mark(x, e, kx), self.mark(y, e, ky), e, node)
                      for x, y, e, kx, ky in zip(a_parts, b_parts, example.elems, ka, kb)]
-            out = self.node("prim::TupleConstruct", parts, [TupleType(tuple(p.type for p in parts))]).output
+            out = construct_like(self, example, parts)
             return self.mark(out, example, batched_like(example))
         if not (isinstance(example, TensorType) or example in CANONICAL):
             raise self.error(node, f"a {example} chosen by a condition that depends on a mapped value")
@@ -515,7 +526,7 @@ def _output(b: Batcher, v: Value, example, spec) -> Value:
         kind = b.kind(v) if isinstance(b.kind(v), tuple) else batched_like(example, b.kind(v))
         parts = [_output(b, b.mark(p, e, k), e, s)
                  for p, e, k, s in zip(b.unpack(v), example.elems, kind, specs)]
-        return b.node("prim::TupleConstruct", parts, [TupleType(tuple(p.type for p in parts))]).output
+        return construct_like(b, example, parts)
     if isinstance(spec, tuple):
         raise ValueError(f"vmap out_axes {spec} is a tuple, but the result is not")
     if spec is None:
