@@ -36,6 +36,8 @@ CASES = [
     ("def f(x: int) -> int:\n    if x > 0:\n        return 1\n", 5, 5, "can reach the end of its body"),
     ("def f(x: np.ndarray) -> float:\n    return x.foo\n", 5, 12, "array attribute 'foo' is not supported"),
     ("def f(x: int) -> int:\n    return np.foo(x)\n", 5, 12, "'np' has no attribute 'foo'"),
+    ("def f(a: float) -> float:\n    return np.add(a, 1.0)\n", 5, 12,
+     "np.add() of two numbers gives a NumPy scalar by NumPy's rules"),
     ("def f(x: int) -> int:\n    for i in x:\n        pass\n    return x\n", 5, 14, "for loops over an int"),
     ("def f(x: int) -> int:\n    while x > 0:\n        x -= 1\n    else:\n        x = 2\n    return x\n", 5, 5,
      "'while ... else' is not supported"),

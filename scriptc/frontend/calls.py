@@ -26,9 +26,14 @@ from .lists import LIST_CALLS
 
 CREATORS = {np.zeros: "aten::zeros", np.ones: "aten::ones", np.empty: "aten::empty"}
 LIKE = {np.zeros_like: "aten::zeros_like", np.ones_like: "aten::ones_like", np.empty_like: "aten::empty_like"}
+# NumPy's arithmetic as functions: an array operand's operator (np.add(x, y) is x + y for arrays); of two
+# numbers NumPy returns a NumPy scalar by its own rules (1/0 is inf), which scripted code does not model
+ARITHMETIC_UFUNCS = {np.add: "aten::add", np.subtract: "aten::sub", np.multiply: "aten::mul",
+                     np.true_divide: "aten::div", np.floor_divide: "aten::floordiv", np.remainder: "aten::remainder",
+                     np.power: "aten::pow"}
 # Callables call_object handles itself (the rest map onto registry operators through OpDef.py)
 SPECIAL_CALLS = {builtins.print, builtins.range, prange, builtins.min, builtins.max, builtins.len, np.full, np.full_like,
-                 np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS}
+                 np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS, *ARITHMETIC_UFUNCS}
 
 
 class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
@@ -151,6 +156,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             x, base = (self.expr(a) for a in node.args)
             logs = [self.bind_op(op_for_callable(math.log), [v], node) for v in (x, base)]
             return self.op("aten::div", logs, at=node)
+        if obj in ARITHMETIC_UFUNCS:
+            return self.arithmetic_ufunc(obj, name, node)
         op = op_for_callable(obj)
         if op is None:
             raise self.fn.error(f"'{name}' is not supported in scripted functions", node.func,
@@ -159,6 +166,18 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if isinstance(obj, np.ufunc) and result.type == INT and all(a.type.is_scalar for a in result.node.inputs):
             result = self.op("aten::Float", [result], at=node)  # np.floor(2.5) is 2.0, math.floor(2.5) is 2
         return result
+
+    def arithmetic_ufunc(self, obj, name: str, node):
+        """``np.add(x, y)`` and the like with an array operand: the operator's node."""
+        if len(node.args) != 2 or node.keywords:
+            raise self.fn.error(f"{name}() takes two operands here (out=, where= and dtype= are not supported)",
+                                node)
+        operands = [self.expr(a) for a in node.args]
+        if not any(isinstance(v.type, TensorType) for v in operands):
+            raise self.fn.error(f"{name}() of two numbers gives a NumPy scalar by NumPy's rules (1/0 is inf), which "
+                                f"scripted code does not model", node, "write the operator (a + b: Python's rules), "
+                                                                       "or pass an array")
+        return self.op(ARITHMETIC_UFUNCS[obj], operands, at=node)
 
     def bind_op(self, op: OpDef, args: list, node, what=None):
         what = what or ast.unparse(node.func)
