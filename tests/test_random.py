@@ -328,3 +328,21 @@ def test_a_negative_dimension_is_numpys_value_error():
             call()
         assert str(ours.value) == str(numpy_error.value)
     assert draw_rows(key, 0).shape == (2, 0)
+
+
+@scriptc.script
+def split_of(key: np.ndarray) -> np.ndarray:
+    return scriptc.random.split(key)
+
+
+def test_a_bad_key_or_argument_names_the_function_the_user_called():
+    """Not scriptc/random.py's line nor its private kernels (_bernoulli(), _key()): a wrong key is a TypeError
+    naming scriptc.random.split, in Python and at the user's line in scripted code."""
+    bad = np.zeros(2, dtype=np.int64)
+    with pytest.raises(TypeError, match=r"^scriptc\.random\.split\(\): key must be a uint32 array of shape \(2,\)"):
+        scriptc.random.split(bad)
+    with pytest.raises(TypeError, match=r"^scriptc\.random\.bernoulli\(\) argument 'p' must be float"):
+        scriptc.random.bernoulli(scriptc.random.key(0), np.ones(2))
+    with pytest.raises(scriptc.CompileError, match=r"split\(\): key must be a uint32 array") as info:
+        split_of(bad)
+    assert f"test_random.py:{split_of.py_func.__code__.co_firstlineno + 2}:" in str(info.value)

@@ -16,9 +16,20 @@ from typing import Callable
 import numpy as np
 
 from ..ir.records import field, record
+from ..ir.types import TensorType
 
 
 NEGATIVE_DIMENSIONS = "negative dimensions are not allowed"     # NumPy's message
+KEY = "a uint32 array of shape (2,) (scriptc.random.key(seed), or a row of split's result)"
+
+
+def _key_problem(value) -> str | None:
+    """Why a key argument passed from Python is not a key (None if it is)."""
+    if not isinstance(value, np.ndarray):
+        return f"got {type(value).__name__}"
+    if value.dtype != np.uint32 or value.shape != (2,):
+        return f"got an array of dtype {value.dtype} and shape {value.shape}"
+    return None
 
 
 @record
@@ -28,9 +39,13 @@ class LibraryCall:
     static: tuple[str, ...] = ()          # dtype parameters, compile-time constants
     params: tuple[str, ...] = ()
     defaults: dict = field(default_factory=dict)
+    name: str = ""                        # as the user calls it: scriptc.random.uniform
 
     def run(self, bound: dict):
         """Call from Python with the arguments bound by name."""
+        problem = _key_problem(bound["key"]) if "key" in self.params else None
+        if problem is not None:
+            raise TypeError(f"{self.name}(): key must be {KEY}, {problem}")
         static = {p: np.dtype(bound[p]).name for p in self.static}
         kernel = self.kernel(**static)
         values, shape = [], None
@@ -44,7 +59,10 @@ class LibraryCall:
                 values.append(math.prod(shape))
             else:
                 values.append(bound[p])
-        out = kernel(*values)
+        try:
+            out = kernel(*values)
+        except TypeError as e:      # the kernel's argument checks: say which function the user called
+            raise TypeError(str(e).replace(f"{kernel.__name__}()", f"{self.name}()")) from None
         return out.reshape(shape) if shape is not None else out
 
 
@@ -54,7 +72,8 @@ def library(kernel, shape=None, static=()):
         sig = inspect.signature(fn)
         fn.__scriptc_library__ = LibraryCall(kernel, shape, tuple(static), tuple(sig.parameters),
                                              {k: p.default for k, p in sig.parameters.items()
-                                              if p.default is not inspect.Parameter.empty})
+                                              if p.default is not inspect.Parameter.empty},
+                                             f"{fn.__module__}.{fn.__qualname__}")
         return fn
     return mark
 
@@ -67,6 +86,13 @@ class LibraryCallsMixin:
     def call_library(self, spec: LibraryCall, node):
         name = ast.unparse(node.func)
         bound = self.bind_library_arguments(spec, name, node)
+        evaluated = {}
+        if "key" in bound:      # checked here: the kernel's own check would point into scriptc/random.py
+            evaluated["key"] = self.expr(bound["key"])
+            t = evaluated["key"].type
+            if not (isinstance(t, TensorType) and t.dtype in (None, "uint32") and t.rank in (None, 1)):
+                from .emitter import describe
+                raise self.fn.error(f"{name}(): key must be {KEY}, got {describe(t)}", bound["key"])
         static = {p: self.dtype_of(bound[p]) if p in bound else np.dtype(spec.defaults[p]).name
                   for p in spec.static}
         try:
@@ -85,7 +111,8 @@ class LibraryCallsMixin:
                     self.raise_if_negative(d, node)
                 args.append(n)
             else:
-                args.append(self.expr(bound[p]) if p in bound else self.const(spec.defaults[p]))
+                args.append(evaluated[p] if p in evaluated else self.expr(bound[p]) if p in bound else
+                            self.const(spec.defaults[p]))
         out = self.call_script_values(kernel, args, node)
         return self.op("aten::reshape", [out] + dims, at=node) if dims is not None else out
 
