@@ -587,3 +587,17 @@ def test_tied_extrema_share_their_gradient_equally():
         (max_and_row_mins.py_func(x + h * direction) - max_and_row_mins.py_func(x - h * direction)) / (2 * h))
     x[0, 1] = np.nan
     np.testing.assert_array_equal(grad(x)[0], [0.0, 0.0, 0.0])
+
+
+@scriptc.script
+def recursive_power(x: float, n: int) -> float:
+    if n == 0:
+        return 1.0
+    return x * recursive_power(x, n - 1)
+
+
+def test_a_recursive_call_is_named_as_what_grad_cannot_differentiate():
+    with pytest.raises(scriptc.CompileError, match=r"grad: a recursive call \(of recursive_power, which calls "
+                                                   r"itself\) is not differentiable") as info:
+        scriptc.grad(recursive_power)(1.5, 3)
+    assert f":{recursive_power.py_func.__code__.co_firstlineno + 4}:" in str(info.value)

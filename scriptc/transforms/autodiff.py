@@ -285,6 +285,9 @@ class Transform(InPlaceMixin):
         if not any(self.active(v) for v in node.inputs) and not lists:
             return
         op = lookup(node.kind)
+        if node.kind == "prim::CallFunction":      # calls left after inlining are recursive
+            callee = getattr(node.attrs.get("fn"), "name", "a function")
+            raise self.error(node, f"a recursive call (of {callee}, which calls itself)")
         if op.vjp is None or len(node.outputs) != 1:
             raise self.error(node, f"the operator {node.kind}")
         inputs = self.node_inputs.get(id(node)) or [vmap.get(id(v), v) for v in node.inputs]
