@@ -570,3 +570,25 @@ def test_np_array_of_nested_number_literals(tmp_path):
                           ("np.array([[a, 1.0], [2.0, a]])", "only number literals")):
         with pytest.raises(scriptc.CompileError, match=message):
             load_module(tmp_path, f"@scriptc.script\ndef f(a: float) -> np.ndarray:\n    return {body}\n").f(1.0)
+
+
+@scriptc.script
+def scale_first(xs: list[np.ndarray], n: int) -> int:
+    for _ in range(n):
+        xs[0] *= 2.0        # ndarray.__imul__: the array the list holds, in place
+        xs[1] -= 1.0
+    return len(xs)
+
+
+def test_augmented_assignment_to_a_list_element_updates_the_array_in_place():
+    """As CPython: xs[i] op= v is the array's in-place operator, seen through every reference to the array (it
+    put a new array in the list: the caller's array, and the same array twice in the list, kept their values)."""
+    for run in (scale_first.py_func, scale_first, scale_first.interpret):
+        a, b = np.ones(2), np.zeros(3)
+        xs = [a, b]
+        assert run(xs, 2) == 2 and xs[0] is a and xs[1] is b
+        np.testing.assert_array_equal(a, [4.0, 4.0])
+        np.testing.assert_array_equal(b, [-2.0, -2.0, -2.0])
+        same = np.ones(1)
+        run([same, same], 1)
+        np.testing.assert_array_equal(same, [1.0])       # (1 * 2) - 1

@@ -261,6 +261,9 @@ class ListsMixin:
             raise self.fn.error("assigning to a list slice is not supported", target)
         index = self.expr(target.slice)
         old = self.op("aten::list_getitem", [base, index], at=target)
+        if isinstance(old.type, TensorType):    # xs[i] += v: ndarray.__iadd__ updates the array the list holds
+            self.emit(f"aten::{kind}_", [old, self.expr(node.value)], at=node)
+            return
         new = self.op(f"aten::{kind}", [old, self.expr(node.value)], at=node)
         self.emit("aten::list_setitem", [base, index, self.list_elem(base.type, new, node)], at=node)
 
