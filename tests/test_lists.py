@@ -592,3 +592,18 @@ def test_augmented_assignment_to_a_list_element_updates_the_array_in_place():
         same = np.ones(1)
         run([same, same], 1)
         np.testing.assert_array_equal(same, [1.0])       # (1 * 2) - 1
+
+
+@scriptc.script
+def append_to_both(xs: list[int], ys: list[int]) -> int:
+    xs.append(1)
+    ys.append(2)
+    return len(ys)
+
+
+def test_a_list_passed_twice_is_one_list():
+    """f(a, a): both parameters are the caller's one list (native code made two and copied the second back
+    over the first: 2 and [0, 2] where CPython gives 3 and [0, 1, 2])."""
+    for run in (append_to_both.py_func, append_to_both, append_to_both.interpret):
+        a = [0]
+        assert run(a, a) == 3 and a == [0, 1, 2]

@@ -132,10 +132,14 @@ def call_with_lists(native, args):
     if len(args) != len(native.arg_types):
         raise TypeError(f"{native.name}() takes {len(native.arg_types)} arguments ({len(args)} given)")
     flat, lists, borrowed = [], [], list(args)
+    made = {}       # one native list per Python list: a list passed twice is one list, as in CPython
     try:
         for t, a, conv in zip(native.arg_types, args, native._converters):
             if isinstance(t, ListType):
-                p = to_native(t, a)
+                if (id(a), t) in made:
+                    flat.append(made[id(a), t])
+                    continue
+                p = made[id(a), t] = to_native(t, a)
                 lists.append((t, p, a))
                 flat.append(p)
                 if isinstance(t.elem, TensorType):
