@@ -607,3 +607,18 @@ def test_a_list_passed_twice_is_one_list():
     for run in (append_to_both.py_func, append_to_both, append_to_both.interpret):
         a = [0]
         assert run(a, a) == 3 and a == [0, 1, 2]
+
+
+@scriptc.script
+def rows_of(x: np.ndarray, n: int) -> np.ndarray:
+    xs: list[np.ndarray] = []          # typed by its appends, as an unannotated [] is
+    for i in range(n):
+        xs.append(x * float(i))
+    return np.stack(xs)
+
+
+def test_an_annotated_empty_list_of_arrays_is_typed_by_its_use():
+    """It was refused: 'expected a list (Tensor[]) as annotated, got a list (None[])'."""
+    x = np.arange(3.0)
+    for run in (rows_of, rows_of.interpret):
+        np.testing.assert_array_equal(run(x, 2), rows_of.py_func(x, 2))

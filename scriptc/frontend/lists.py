@@ -125,7 +125,9 @@ class ListsMixin:
         if not (isinstance(t, ListType) and isinstance(declared, ListType)):
             return False
         d, e = declared.elem, t.elem
-        return e == d or isinstance(d, TensorType) and isinstance(e, TensorType) and d.dtype is None
+        any_array = isinstance(d, TensorType) and d.dtype is None
+        # an empty list of arrays of a dtype not annotated (list[np.ndarray]) is typed by its use, as xs = [] is
+        return e == d or any_array and (isinstance(e, TensorType) or e is None)
 
     def expr_as(self, node, declared: Type):
         """An expression assigned to an annotated name: a list literal takes the annotated element type."""
