@@ -130,6 +130,10 @@ for _name, _fn, _ufunc, _vjp in BINARY:
     def _inplace_rule(self_t, other_t, _impl=_inplace):
         if not isinstance(self_t, TensorType):
             raise OpTypeError("in-place arithmetic needs an array on the left")
+        if isinstance(other_t, TensorType) and None not in (self_t.rank, other_t.rank) and \
+                other_t.rank > self_t.rank:      # (the sample values' shapes would be quoted: (1,), (1, 1))
+            raise OpTypeError(f"non-broadcastable output operand: the result of broadcasting an array of rank "
+                              f"{other_t.rank} cannot be written into the array of rank {self_t.rank} in place")
         by_sample(_impl)(self_t, other_t)
         return []
 
