@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import pickle
+import threading
 
 import numpy as np
 
@@ -30,6 +31,10 @@ from .signatures import format_signature, from_numba, parse_signature
 _in_progress: dict[tuple, list] = {}
 _unverified: list[Graph] = []
 _cache_log: list[tuple] = []
+# One compile at a time in a process (as numba's compiler lock): the frontend's state above is the outermost
+# compile's, and two threads' first calls of one signature compile it once. Reentrant: a compile compiles its
+# callees.
+COMPILING = threading.RLock()
 _MISSING = object()
 class _WrongGuess(Exception):
     """Compiling with an assumed result type for recursive calls failed (``error``: the CompileError)."""
@@ -167,19 +172,21 @@ class ScriptFunction(DeviceCalls):
         """The frontend's graph for one signature. A recursive call (to this signature, while it is being
         built) refers to the graph under construction, typed with an assumed return type: the annotation, or
         without one bool, widened to what the function's paths return until the two agree."""
-        outermost = not _in_progress
-        try:
-            error = None
-            for assumed in self._return_guesses(types):
-                try:
-                    return self._compile_fixed_point(types, assumed)
-                except _WrongGuess as e:
-                    error = e.error
-            raise error if self.return_type is not None and error is not None else self._unknown_recursive_type()
-        finally:
-            if outermost:
-                _unverified.clear()
-                _cache_log.clear()
+        with COMPILING:
+            outermost = not _in_progress
+            try:
+                error = None
+                for assumed in self._return_guesses(types):
+                    try:
+                        return self._compile_fixed_point(types, assumed)
+                    except _WrongGuess as e:
+                        error = e.error
+                raise error if self.return_type is not None and error is not None else \
+                    self._unknown_recursive_type()
+            finally:
+                if outermost:
+                    _unverified.clear()
+                    _cache_log.clear()
 
     def _return_guesses(self, types: tuple) -> list:
         """Result types to assume for recursive calls: the annotation, or bool (widened by the fixed point);
@@ -326,8 +333,10 @@ class ScriptFunction(DeviceCalls):
         """The machine code for one signature, compiled on first use."""
         native = self._native.get(types)
         if native is None:
-            with gc_paused():
-                native = self._compile_native(types)
+            with COMPILING, gc_paused():
+                native = self._native.get(types)        # (compiled by another thread meanwhile)
+                if native is None:
+                    native = self._compile_native(types)
         return native
 
     def _compile_native(self, types: tuple):

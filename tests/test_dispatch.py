@@ -360,3 +360,39 @@ def test_numpy_scalars_are_not_arrays():
     with pytest.raises(TypeError, match=r"double_in_place\(\) argument 'x' must be a numpy.ndarray, not float64"):
         double_in_place(np.float64(1.0))
     both(add, np.float32(0.5), np.int8(3))   # taken as the Python scalars they convert to, as before
+
+
+def threaded_first_calls(x):
+    y = x * 2.0 + 1.0
+    for _ in range(3):
+        y = np.tanh(y) + np.sum(y, axis=0)
+    return np.mean(y)
+
+
+def test_threads_first_calling_one_signature_compile_it_once():
+    """The frontend's state is the compile's: threads first-calling one signature at once got an internal
+    KeyError from another's compile; now they wait for it, and the signature is compiled once."""
+    import sys
+    import threading
+    f = scriptc.script(threaded_first_calls)
+    x = np.ones((4, 3))
+    barrier, results, errors = threading.Barrier(6), [], []
+
+    def call():
+        barrier.wait()
+        try:
+            results.append(f(x))
+        except Exception as e:  # noqa: BLE001 - collected for the assertion
+            errors.append(repr(e))
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        threads = [threading.Thread(target=call) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == [] and results == [threaded_first_calls(x)] * 6
+    assert len(f._native) == 1
