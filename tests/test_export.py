@@ -91,6 +91,11 @@ def bump(x: np.ndarray) -> None:
 
 
 @scriptc.script
+def shifted(x: np.ndarray, by: float = 1.5, twice: bool = False) -> np.ndarray:
+    return x + by * (2.0 if twice else 1.0)
+
+
+@scriptc.script
 def raising(k: int) -> int:
     if k == 0:
         raise ValueError
@@ -110,7 +115,8 @@ def raising(k: int) -> int:
 TYPES = [("saxpy", ["float64[*]", "float64[*]", "float"]), ("saxpy", ["float32[*]", "float32[*]", "float"]),
          ("norm", ["float64[*]"]), ("pick", ["float64[*]", "int"]), ("stats", ["float64[*]"]),
          ("floordiv", ["int", "int"]), ("scale_rows", ["float64[*,*]", "float"]), ("reprs", ["float64[*]"]),
-         ("count_positive", ["int64[*]", "bool"]), ("bump", ["int8[*,*]"]), ("raising", ["int"])]
+         ("count_positive", ["int64[*]", "bool"]), ("bump", ["int8[*,*]"]), ("raising", ["int"]),
+         ("shifted", ["float64[*]", "float", "bool"])]
 
 MAIN_C = r'''
 #include <stdio.h>
@@ -452,6 +458,17 @@ def test_loaded_functions_take_keyword_arguments_and_raise_cpythons_errors(built
         with pytest.raises((TypeError, OverflowError)) as theirs:
             mod.pick(*args, **kwargs)
         assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))
+
+
+def test_loaded_functions_take_their_parameters_defaults(built, lib):
+    """The Python function's defaults travel in the manifest (a loaded function said 'missing 2 required
+    positional arguments' where the scripted function used them)."""
+    _, mod = built
+    x = np.arange(3.0)
+    for args, kwargs in (((x,), {}), ((x, 2.0), {}), ((x,), {"twice": True}), ((x, 0.5, True), {})):
+        np.testing.assert_array_equal(lib.shifted(*args, **kwargs), mod.shifted.py_func(*args, **kwargs))
+    with pytest.raises(TypeError, match=r"^shifted\(\) takes from 1 to 3 positional arguments but 4 were given$"):
+        lib.shifted(x, 1.0, True, 4)
 
 
 def test_loaded_exceptions_have_the_scripted_functions_arguments(built, lib):

@@ -111,6 +111,7 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
     for e in exported:
         manifest["functions"].setdefault(e.fname, []).append(e.manifest())
     manifest["errors"] = exact_errors(codes)
+    manifest["defaults"] = {fn.__name__: parameter_defaults(fn) for fn, _ in functions}
     objects = {"kernels.o": compile_object(str(mod.module))}
     uses_pool = '@"scriptc.pool.' in text      # scriptc.pool.run, scriptc.pool.threads
     if uses_pool:
@@ -147,6 +148,18 @@ def python_entries(module, lib: str, exported: list[Exported]) -> dict:
                            e.written, nogil=False, table=table)
     return {"python_table": {"symbol": f"{lib}_python_table", "slots": table.names},
             "python_error": f"{lib}__python_error"}
+
+
+def parameter_defaults(fn) -> dict:
+    """{parameter: its default as JSON (errors.py's encoding)} of the Python function, for scriptc.load's
+    binding; a default without a JSON form is left out (the argument must then be passed)."""
+    import inspect
+    from ..llvm.errors import _encode
+    found = {}
+    for name, p in inspect.signature(getattr(fn, "py_func", fn)).parameters.items():
+        if p.default is not inspect.Parameter.empty and _encode(p.default) is not None:
+            found[name] = _encode(p.default)
+    return found
 
 
 def exact_errors(codes) -> dict:

@@ -107,7 +107,8 @@ class Library:
         self._python_error = None
         self._exact_errors = {int(code): entry for code, entry in manifest.get("errors", {}).items()}
         entries = self._fill_python_table(manifest)
-        self.functions = {name: LoadedFunction(self, name, sigs, entries)
+        defaults = manifest.get("defaults", {})
+        self.functions = {name: LoadedFunction(self, name, sigs, entries, defaults.get(name))
                           for name, sigs in manifest["functions"].items()}
         for name, fn in self.functions.items():
             setattr(self, name, fn)
@@ -172,7 +173,8 @@ class GraphText(str):
 class LoadedFunction:
     """One exported function: its signatures, each a C entry point (and a CPython one, ``entries``)."""
 
-    def __init__(self, library: Library, name: str, signatures: list[dict], entries: bool = False):
+    def __init__(self, library: Library, name: str, signatures: list[dict], entries: bool = False,
+                 defaults: dict | None = None):
         self.__name__ = name
         self._library = library
         self._signatures = [_Signature(library, s) for s in signatures]
@@ -180,6 +182,7 @@ class LoadedFunction:
         self.graph = GraphText(signatures[0]["graph"])
         self.graphs = {s["signature"]: GraphText(s["graph"]) for s in signatures}
         self._params = list(signatures[0]["params"])
+        self._defaults = defaults or {}
         # its own class, whose __call__ becomes the first CPython entry (see _install_entries)
         self.__class__ = type(f"LoadedFunction[{name}]", (LoadedFunction,), {})
         self._entry = None
@@ -193,8 +196,10 @@ class LoadedFunction:
         """Keyword arguments in their parameters' places, with CPython's errors."""
         name, params = self.__name__, self._params
         if len(args) > len(params):
-            raise TypeError(f"{name}() takes {len(params)} positional argument{'s' * (len(params) != 1)} but "
-                            f"{len(args)} were given")
+            least = len(params) - len(self._defaults)
+            takes = f"from {least} to {len(params)}" if least < len(params) else f"{len(params)}"
+            raise TypeError(f"{name}() takes {takes} positional argument{'s' * (len(params) != 1)} but "
+                            f"{len(args)} {'was' if len(args) == 1 else 'were'} given")
         bound = dict(zip(params, args))
         for key, value in kwargs.items():
             if key not in params:
@@ -202,6 +207,10 @@ class LoadedFunction:
             if key in bound:
                 raise TypeError(f"{name}() got multiple values for argument '{key}'")
             bound[key] = value
+        if self._defaults:
+            from ..llvm.errors import _decode
+            for p, value in self._defaults.items():
+                bound.setdefault(p, _decode(value))
         missing = [p for p in params if p not in bound]
         if missing:
             quoted = [f"'{p}'" for p in missing]
