@@ -492,7 +492,7 @@ def test_kernels_in_parts_call_only_modules_linked_before_them(monkeypatch):
     assert all(defined[:-1])        # the kernels fill the modules before the program's body
 
 
-@pytest.mark.parametrize("c", corpus.CASES[::4], ids=lambda c: c.id)
+@pytest.mark.parametrize("c", corpus.CASES[::8], ids=lambda c: c.id)
 def test_first_tier_in_parts_on_threads_matches_cpython(c, capfd, monkeypatch):
     """The first tier generated in parts on threads (PART_LINES made small): the same results as CPython."""
     from scriptc.backend.llvm import codegen_threads, first_tier
