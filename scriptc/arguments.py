@@ -145,3 +145,37 @@ def _list_element_kind(fname, pname, arg: list) -> Type:
         raise TypeError(f"{fname}() argument '{pname}' mixes int and float elements: annotate the parameter "
                         f"list[float] to take them as floats")
     raise TypeError(f"{fname}() argument '{pname}' must be a list of int, float, bool or arrays of one kind")
+
+
+_MISSING = object()
+
+
+def bind_by_name(fname: str, names, defaults: dict, args, kwargs) -> list:
+    """Python's binding of positional and keyword arguments and ``defaults`` to the parameters ``names``, with
+    CPython's messages for a missing, duplicate or unexpected argument (scripted and loaded functions)."""
+    if len(args) > len(names):
+        low = len(names) - len(defaults)
+        count = f"from {low} to {len(names)}" if low < len(names) else f"{len(names)}"
+        raise TypeError(f"{fname}() takes {count} positional argument{'s' * (len(names) != 1)} but "
+                        f"{len(args)} {'was' if len(args) == 1 else 'were'} given")
+    bound = list(args) + [_MISSING] * (len(names) - len(args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise TypeError(f"{fname}() got an unexpected keyword argument '{key}'")
+        k = names.index(key)
+        if bound[k] is not _MISSING:
+            raise TypeError(f"{fname}() got multiple values for argument '{key}'")
+        bound[k] = value
+    missing = []
+    for k, name in enumerate(names):
+        if bound[k] is _MISSING:
+            if name in defaults:
+                bound[k] = defaults[name]
+            else:
+                missing.append(name)
+    if missing:
+        quoted = [f"'{m}'" for m in missing]
+        listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
+        raise TypeError(f"{fname}() missing {len(missing)} required positional argument"
+                        f"{'s' * (len(missing) != 1)}: {listed}")
+    return bound

@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from .arguments import (_SCALAR_OF, UNANNOTATED, _accept, _check_argument, _kind, _widenings)
+from .arguments import (_SCALAR_OF, UNANNOTATED, _accept, _check_argument, _kind, _widenings, bind_by_name)
 from .errors import CompileError, user_facing
 from .frontend import FunctionEmitter, Resolver, get_source, validate
 from .device_calls import DeviceCalls, _on_device
@@ -35,7 +35,6 @@ _cache_log: list[tuple] = []
 # compile's, and two threads' first calls of one signature compile it once. Reentrant: a compile compiles its
 # callees.
 COMPILING = threading.RLock()
-_MISSING = object()
 class _WrongGuess(Exception):
     """Compiling with an assumed result type for recursive calls failed (``error``: the CompileError)."""
 
@@ -136,33 +135,7 @@ class ScriptFunction(DeviceCalls):
     def bind_arguments(self, args, kwargs) -> list:
         """Python's binding of positional and keyword arguments and defaults to the parameters, with
         CPython's messages for a missing, duplicate or unexpected argument."""
-        names, fname = self.param_names, self.__name__
-        if len(args) > len(names):
-            low = len(names) - len(self.defaults)
-            count = f"from {low} to {len(names)}" if low < len(names) else f"{len(names)}"
-            raise TypeError(f"{fname}() takes {count} positional argument{'s' * (len(names) != 1)} but "
-                            f"{len(args)} {'was' if len(args) == 1 else 'were'} given")
-        bound = list(args) + [_MISSING] * (len(names) - len(args))
-        for key, value in kwargs.items():
-            if key not in names:
-                raise TypeError(f"{fname}() got an unexpected keyword argument '{key}'")
-            k = names.index(key)
-            if bound[k] is not _MISSING:
-                raise TypeError(f"{fname}() got multiple values for argument '{key}'")
-            bound[k] = value
-        missing = []
-        for k, name in enumerate(names):
-            if bound[k] is _MISSING:
-                if name in self.defaults:
-                    bound[k] = self.defaults[name]
-                else:
-                    missing.append(name)
-        if missing:
-            quoted = [f"'{m}'" for m in missing]
-            listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
-            raise TypeError(f"{fname}() missing {len(missing)} required positional argument"
-                            f"{'s' * (len(missing) != 1)}: {listed}")
-        return bound
+        return bind_by_name(self.__name__, self.param_names, self.defaults, args, kwargs)
 
     def __repr__(self):
         return f"<scriptc.ScriptFunction {self.__name__}>"

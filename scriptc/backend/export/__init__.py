@@ -154,11 +154,11 @@ def parameter_defaults(fn) -> dict:
     """{parameter: its default as JSON (errors.py's encoding)} of the Python function, for scriptc.load's
     binding; a default without a JSON form is left out (the argument must then be passed)."""
     import inspect
-    from ..llvm.errors import _encode
+    from ..llvm.errors import encode_argument
     found = {}
     for name, p in inspect.signature(getattr(fn, "py_func", fn)).parameters.items():
-        if p.default is not inspect.Parameter.empty and _encode(p.default) is not None:
-            found[name] = _encode(p.default)
+        if p.default is not inspect.Parameter.empty and encode_argument(p.default) is not None:
+            found[name] = encode_argument(p.default)
     return found
 
 

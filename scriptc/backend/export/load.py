@@ -146,10 +146,10 @@ class Library:
     def raise_error(self, status: int):
         exact = self._exact_errors.get(status)
         if exact is not None:       # the exception the scripted function raises, its arguments as they were
-            from ..llvm.errors import _decode, _exception_class
-            exc_type = _exception_class(exact[0])
+            from ..llvm.errors import decode_argument, exception_class
+            exc_type = exception_class(exact[0])
             if exc_type is not None:
-                raise exc_type(*(_decode(a) for a in exact[1]))
+                raise exc_type(*(decode_argument(a) for a in exact[1]))
         text = (self._last_error() or b"").decode("utf-8", "replace")
         name, _, message = text.partition(": ")
         exc_type = getattr(builtins, name, None)
@@ -193,31 +193,11 @@ class LoadedFunction:
         return f"<exported function {self.__name__} ({'; '.join(self.signatures)})>"
 
     def _bind(self, args: tuple, kwargs: dict) -> tuple:
-        """Keyword arguments in their parameters' places, with CPython's errors."""
-        name, params = self.__name__, self._params
-        if len(args) > len(params):
-            least = len(params) - len(self._defaults)
-            takes = f"from {least} to {len(params)}" if least < len(params) else f"{len(params)}"
-            raise TypeError(f"{name}() takes {takes} positional argument{'s' * (len(params) != 1)} but "
-                            f"{len(args)} {'was' if len(args) == 1 else 'were'} given")
-        bound = dict(zip(params, args))
-        for key, value in kwargs.items():
-            if key not in params:
-                raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
-            if key in bound:
-                raise TypeError(f"{name}() got multiple values for argument '{key}'")
-            bound[key] = value
-        if self._defaults:
-            from ..llvm.errors import _decode
-            for p, value in self._defaults.items():
-                bound.setdefault(p, _decode(value))
-        missing = [p for p in params if p not in bound]
-        if missing:
-            quoted = [f"'{p}'" for p in missing]
-            listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
-            raise TypeError(f"{name}() missing {len(missing)} required positional argument"
-                            f"{'s' * (len(missing) != 1)}: {listed}")
-        return tuple(bound[p] for p in params)
+        """Keyword arguments and defaults in their parameters' places, with CPython's errors."""
+        from ...arguments import bind_by_name
+        from ..llvm.errors import decode_argument
+        defaults = {p: decode_argument(value) for p, value in self._defaults.items()}
+        return tuple(bind_by_name(self.__name__, self._params, defaults, args, kwargs))
 
     def _dispatch(self, *args, **kwargs):
         if kwargs or len(args) != len(self._params):

@@ -159,7 +159,7 @@ class ErrorTable:
         entry = self._entries.get(code)
         if entry is None or _content_code(entry) != code or _exception_name(entry.exc_type) is None:
             return None
-        args = [_encode(a) for a in entry.args]
+        args = [encode_argument(a) for a in entry.args]
         if any(a is None for a in args):
             return None
         s = entry.source
@@ -171,8 +171,8 @@ class ErrorTable:
         entry its code was derived from, and the code is free here or already means that entry."""
         try:
             code, exc_name, args, op, where, payload = description
-            exc_type = _exception_class(exc_name)
-            values = tuple(_decode(a) for a in args)
+            exc_type = exception_class(exc_name)
+            values = tuple(decode_argument(a) for a in args)
             source = None if where is None else SourceRange(*where)
             entry = RuntimeErrorEntry(exc_type, values, op, source, payload)
             if exc_type is None or _content_code(entry) != code:
@@ -211,13 +211,13 @@ def _exception_name(cls: type) -> str | None:
     return name if TRAVELLING_EXCEPTIONS.get(name) is cls else None
 
 
-def _exception_class(name: str) -> type | None:
+def exception_class(name: str) -> type | None:
     module, _, qualname = name.partition(":")
     cls = getattr(builtins, qualname, None) if module == "builtins" else TRAVELLING_EXCEPTIONS.get(name)
     return cls if isinstance(cls, type) and issubclass(cls, BaseException) else None
 
 
-def _encode(value):
+def encode_argument(value):
     """A message argument as JSON: [kind, value] with floats as hex (every bit kept); None if not possible."""
     if type(value) is str:
         return ["s", value]
@@ -232,7 +232,7 @@ def _encode(value):
     return None
 
 
-def _decode(item):
+def decode_argument(item):
     kind, value = item
     if kind == "s" and type(value) is str:
         return value
