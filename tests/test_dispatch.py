@@ -10,7 +10,7 @@ import scriptc
 from scriptc.function import GraphNeedsTypes
 from scriptc.signatures import format_signature, from_numba, parse_signature
 from scriptc.ir.types import FLOAT, INT, ListType, TensorType
-from tests.util import assert_matches_python, same_value
+from tests.util import assert_matches_python, run_threads_interleaved, same_value
 
 
 def both(fn, *args):
@@ -372,7 +372,6 @@ def threaded_first_calls(x):
 def test_threads_first_calling_one_signature_compile_it_once():
     """The frontend's state is the compile's: threads first-calling one signature at once got an internal
     KeyError from another's compile; now they wait for it, and the signature is compiled once."""
-    import sys
     import threading
     f = scriptc.script(threaded_first_calls)
     x = np.ones((4, 3))
@@ -384,15 +383,6 @@ def test_threads_first_calling_one_signature_compile_it_once():
             results.append(f(x))
         except Exception as e:  # noqa: BLE001 - collected for the assertion
             errors.append(repr(e))
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    try:
-        threads = [threading.Thread(target=call) for _ in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
+    run_threads_interleaved([threading.Thread(target=call) for _ in range(6)], 1e-5)
     assert errors == [] and results == [threaded_first_calls(x)] * 6
     assert len(f._native) == 1

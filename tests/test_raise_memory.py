@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import scriptc
 from scriptc.backend.llvm import compile_graph
 from scriptc.backend.llvm.arrays import allocation_count, free_count
+from tests.util import run_threads_interleaved
 
 
 def counters() -> tuple[int, int]:
@@ -443,16 +444,8 @@ def test_two_nogil_threads_raising_at_once_keep_their_own_numbers():
             else:
                 mixed.append(("no error", i))
 
-    threads = [threading.Thread(target=run, args=(5, 1000)), threading.Thread(target=run, args=(7, -10 ** 9))]
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)      # switch threads as often as possible
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
+    run_threads_interleaved([threading.Thread(target=run, args=(5, 1000)),
+                             threading.Thread(target=run, args=(7, -10 ** 9))])
     assert not mixed, f"{len(mixed)} messages with another thread's numbers, e.g. {mixed[:3]}"
 
 

@@ -495,10 +495,28 @@ def test_kernels_in_parts_call_only_modules_linked_before_them(monkeypatch):
 @pytest.mark.parametrize("c", corpus.CASES[::8], ids=lambda c: c.id)
 def test_first_tier_in_parts_on_threads_matches_cpython(c, capfd, monkeypatch):
     """The first tier generated in parts on threads (PART_LINES made small): the same results as CPython."""
-    from scriptc.backend.llvm import codegen_threads, first_tier
+    from scriptc.backend.llvm import codegen_threads, compile as compiled, first_tier
     monkeypatch.setattr(first_tier, "PART_LINES", 40)
     monkeypatch.setattr(codegen_threads, "THREADS", 3)
+    real = first_tier.first_tier_modules
+
+    def counted(*args, **kwargs):
+        modules = real(*args, **kwargs)
+        PARTS["split" if len(modules) > 1 else "whole"] += 1
+        return modules
+    monkeypatch.setattr(compiled, "first_tier_modules", counted)
     f = fresh(c.fn)
     with optimizer.held():
         check(c, lambda _: f, capfd)
         assert tiers_of(f) == ({"optimized"} if f.fastmath else {"first"})
+
+
+PARTS = {"split": 0, "whole": 0}
+
+
+def test_the_first_tier_in_parts_ran_in_parts():
+    """Run after the test above: most of its compiles really were several modules (a module of one kernel and
+    short helpers is one)."""
+    if PARTS["split"] + PARTS["whole"] == 0:
+        pytest.skip("run with the corpus cases above")
+    assert PARTS["split"] >= 0.8 * (PARTS["split"] + PARTS["whole"]), PARTS

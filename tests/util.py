@@ -77,3 +77,17 @@ def assert_same_array(got, want) -> None:
         assert np.array_equal(got.view(bits), want.view(bits)), (got, want)
     else:
         assert np.array_equal(got, want), (got, want)
+
+
+def run_threads_interleaved(threads, interval: float = 1e-6) -> None:
+    """Start and join ``threads`` with CPython switching between threads as often as ``interval`` allows (races
+    show up at once)."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(interval)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(before)
