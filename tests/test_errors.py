@@ -38,6 +38,7 @@ CASES = [
     ("def f(x: int) -> int:\n    return np.foo(x)\n", 5, 12, "'np' has no attribute 'foo'"),
     ("def f(a: float) -> float:\n    return np.add(a, 1.0)\n", 5, 12,
      "np.add() of two numbers gives a NumPy scalar by NumPy's rules"),
+    ("def f(x: np.ndarray) -> np.ndarray:\n    return np.power(x, 2)\n", 5, 12, "'np.power' is not supported"),
     # the ranks, not the shapes of the type rule's sample values ((1,) and (1, 1))
     ("def f(x: np.ndarray, y: np.ndarray):\n    x += y\n    return x\n", 5, 5,
      "broadcasting an array of rank 2 cannot be written into the array of rank 1 in place", np.zeros(3),

@@ -165,8 +165,10 @@ class Resolver:
     def unsupported_hint(self, obj) -> str | None:
         """What to write instead of calling ``obj``."""
         if (getattr(obj, "__module__", None) or "").startswith("numpy.random"):
-            return ("random numbers are not supported in scripted functions yet (scriptc.random is planned): "
-                    "make them outside with np.random and pass the array in")
+            return ("draw with scriptc.random and an explicit key (scriptc.random.normal(key, shape)), or make the "
+                    "numbers outside with np.random and pass the array in")
+        if obj is np.power:
+            return "write x ** y (ndarray's **: np.square for 2, np.sqrt for 0.5), or np.float_power(x, y)"
         name = getattr(obj, "__name__", None)
         if name and getattr(builtins, name, None) is obj:
             return unsupported_builtin_hint(name)

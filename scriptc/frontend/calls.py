@@ -27,10 +27,11 @@ from .lists import LIST_CALLS
 CREATORS = {np.zeros: "aten::zeros", np.ones: "aten::ones", np.empty: "aten::empty"}
 LIKE = {np.zeros_like: "aten::zeros_like", np.ones_like: "aten::ones_like", np.empty_like: "aten::empty_like"}
 # NumPy's arithmetic as functions: an array operand's operator (np.add(x, y) is x + y for arrays); of two
-# numbers NumPy returns a NumPy scalar by its own rules (1/0 is inf), which scripted code does not model
+# numbers NumPy returns a NumPy scalar by its own rules (1/0 is inf), which scripted code does not model. Not
+# np.power: ndarray's ** takes np.square, np.sqrt, np.reciprocal for 2, 0.5, -1 (a bool array ** 2 is int8,
+# np.power's int64; (-0.0) ** 0.5 is -0.0, np.power's 0.0), and aten::pow is **
 ARITHMETIC_UFUNCS = {np.add: "aten::add", np.subtract: "aten::sub", np.multiply: "aten::mul",
-                     np.true_divide: "aten::div", np.floor_divide: "aten::floordiv", np.remainder: "aten::remainder",
-                     np.power: "aten::pow"}
+                     np.true_divide: "aten::div", np.floor_divide: "aten::floordiv", np.remainder: "aten::remainder"}
 # Callables call_object handles itself (the rest map onto registry operators through OpDef.py)
 SPECIAL_CALLS = {builtins.print, builtins.range, prange, builtins.min, builtins.max, builtins.len, np.full, np.full_like,
                  np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS, *ARITHMETIC_UFUNCS}
