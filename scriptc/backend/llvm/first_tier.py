@@ -181,7 +181,9 @@ def _partition(early: list[_Function], calls: dict, inlined: set, entries: set[s
     order = _callees_first(units, {n: calls[n] & set(units) for n in units})
     # the entries and functions calling several others (a program's body) in the last group, whose lines count
     # from the start, so that the kernels they call fill the others first
-    last = [scc for scc in order if scc & entries or len(set().union(*(calls[n] for n in scc)) & set(units) - scc) > 1]
+    def calls_several(scc):
+        return len(set().union(*(calls[n] for n in scc)) & set(units) - scc) > 1
+    last = [scc for scc in order if scc & entries or calls_several(scc)]
     load, group_of = [0] * parts, {}
     load[-1] = sum(lines[n] for scc in last for n in scc)
     for scc in order:
