@@ -520,3 +520,21 @@ def test_the_first_tier_in_parts_ran_in_parts():
     if PARTS["split"] + PARTS["whole"] == 0:
         pytest.skip("run with the corpus cases above")
     assert PARTS["split"] >= 0.8 * (PARTS["split"] + PARTS["whole"]), PARTS
+
+
+def test_a_deleted_function_is_freed_once_optimized():
+    """The optimizer's thread, waiting for its next job, no longer holds the last one (whose done() refers to
+    the function) until it idles out: a notebook cell decorated again frees the previous function."""
+    import gc
+    import weakref
+
+    def double(x: np.ndarray) -> np.ndarray:
+        return x * 2.0 + 1.0
+
+    f = scriptc.script(double)
+    f(np.ones(3))
+    assert f.wait_optimized(60)
+    ref = weakref.ref(f)
+    del f
+    gc.collect()
+    assert ref() is None

@@ -133,21 +133,26 @@ def _serve(state: _State) -> None:
                     state.thread = None
                     return
             continue
-        with _FORK_LOCK:
+        _run(state, job)
+        job = None      # (a waiting thread's locals are no garbage: the job's done() refers to its function)
+
+
+def _run(state: _State, job: Job) -> None:
+    with _FORK_LOCK:
+        try:
             try:
-                try:
-                    obj, error = _optimize(state, job.text)
-                except Exception as e:  # noqa: BLE001 - LLVM's error here: done() reports it
-                    obj, error = None, f"{type(e).__name__}: {e}"
-                job.done(obj, error)
-            except BaseException:  # noqa: BLE001 - done() raised (its warning made an error?): say so, go on
-                import traceback
-                traceback.print_exc()
-            finally:
-                job.finished.set()
-                with state.cond:
-                    state.running = None
-                    state.cond.notify_all()
+                obj, error = _optimize(state, job.text)
+            except Exception as e:  # noqa: BLE001 - LLVM's error here: done() reports it
+                obj, error = None, f"{type(e).__name__}: {e}"
+            job.done(obj, error)
+        except BaseException:  # noqa: BLE001 - done() raised (its warning made an error?): say so, go on
+            import traceback
+            traceback.print_exc()
+        finally:
+            job.finished.set()
+            with state.cond:
+                state.running = None
+                state.cond.notify_all()
 
 
 def _optimize(state: _State, text: str) -> tuple[bytes | None, str | None]:
