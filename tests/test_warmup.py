@@ -78,3 +78,49 @@ def test_import_loads_no_compiler():
     code = ("import sys, scriptc\nprint(sorted(m for m in sys.modules if m.startswith('scriptc')))\n"
             "print(scriptc.ScriptFunction.__name__, 'scriptc.ops' in sys.modules)")
     assert run(code) == "['scriptc', 'scriptc.errors', 'scriptc.parallel']\nScriptFunction True\n"
+
+
+
+# The lowering runs while LLVM loads (delayed here, so that it surely does), its vector units taken from NumPy's
+# CPU detection, made to claim ``isa``. Whether LLVM confirmed the guess, the code's values, and its libmvec calls
+GUESS = '''
+import sys, time
+sys.path.insert(0, {where!r})
+import numpy as np
+from numpy._core import _multiarray_umath
+from scriptc.backend.llvm import compile as compiling, engine, warmup
+for name in ("AVX512F", "AVX2", "SSE42"):
+    _multiarray_umath.__cpu_features__[name] = name in {isa!r}
+load = warmup._load
+warmup._load = lambda: (time.sleep(0.5), load())
+checks, check = [], compiling.lowered_for_this_cpu
+compiling.lowered_for_this_cpu = lambda: checks.append((bool(engine._GUESSED), check())) or checks[-1][1]
+import kernels
+x = np.linspace(0.0, 1.0, 37)
+np.testing.assert_array_max_ulp(kernels.smooth(x), np.exp(-x) * 0.5, 4)
+calls = [w for w in ("_ZGVeN8v_exp", "_ZGVdN4v_exp", "_ZGVbN2v_exp") if w in kernels.smooth.inspect_llvm(x)]
+wanted = engine.engine().vector_math.get("exp", [(None, 0)])[0][0]
+print(checks, [v["exp"][0][0] for v in engine._GUESSED[:1] if "exp" in v] == [wanted], calls[:1] == [wanted] or not calls)
+'''
+
+SMOOTH = '''
+import numpy as np
+import scriptc
+
+@scriptc.script
+def smooth(x: np.ndarray) -> np.ndarray:
+    return np.exp(-x) * 0.5
+'''
+
+
+def test_vector_units_guessed_while_llvm_loads(tmp_path):
+    """A right guess is kept, a wrong one is lowered again: the code's widest libmvec variant is always the one
+    LLVM's host features choose (libmvec's exp is within 4 ulp of NumPy's, the README's bound)."""
+    (tmp_path / "kernels.py").write_text(SMOOTH)
+    outcomes = set()
+    for isa in (("AVX512F", "AVX2", "SSE42"), ("AVX2", "SSE42"), ("SSE42",), ()):
+        checks, right, calls_wanted = run(GUESS.format(where=str(tmp_path), isa=isa)).rsplit(" ", 2)
+        assert checks.startswith("[(True, ") and checks.count("(") == 1       # one lowering, with a guess
+        assert checks == f"[(True, {right})]" and calls_wanted == "True\n"
+        outcomes.add(right)
+    assert outcomes == {"True", "False"}      # (the CPU's own features among the four: one guess is right)
