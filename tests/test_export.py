@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import multiprocessing
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -441,6 +443,32 @@ def test_a_library_exported_again_to_the_same_path_loads_its_new_code(tmp_path):
     second = scriptc.load(tmp_path / "build" / "libedited.so")
     assert second.g(1.0) == 100.0 and "aten::mul" in second.g.graph
     assert first.g(1.0) == 2.0          # the first library stays loaded, with its own code
+
+
+def test_loaded_functions_pickle_by_reference_to_their_library(built, lib):
+    """As scripted functions pickle by module and name: a library by its path, a function by its library's
+    path and its name, loaded once per process where unpickled (here, and in a spawned pool's workers)."""
+    data = pickle.dumps(lib.saxpy)
+    assert len(data) < 300 and b"libcorpus.so" in data         # a reference, not the code
+    again = pickle.loads(data)
+    assert again is pickle.loads(data) and again.signatures == lib.saxpy.signatures
+    assert pickle.loads(pickle.dumps(lib)).saxpy is again
+    xs = np.array([1.5, -2.0, 3.25])
+    np.testing.assert_array_equal(again(xs, xs, 3.0), lib.saxpy(xs, xs, 3.0))
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        got = pool.starmap(lib.saxpy, [(xs * k, xs, 2.0) for k in range(3)])
+    for k, g in enumerate(got):
+        np.testing.assert_array_equal(g, lib.saxpy(xs * k, xs, 2.0))
+
+
+def test_an_unpickled_function_the_library_no_longer_exports_is_an_unpickling_error(tmp_path):
+    source = "import scriptc\n\n\n@scriptc.script\ndef g(x: float) -> float:\n    return x + 1.0\n"
+    export_module(tmp_path, "renamed", source, [("g", ["float"])], "build/librenamed.so")
+    data = pickle.dumps(scriptc.load(tmp_path / "build" / "librenamed.so").g)
+    export_module(tmp_path, "renamed", source.replace("def g", "def h"), [("h", ["float"])],
+                  "build/librenamed.so")
+    with pytest.raises(pickle.UnpicklingError, match="exports no function 'g'"):
+        pickle.loads(data)
 
 
 def test_loaded_functions_take_keyword_arguments_and_raise_cpythons_errors(built, lib):

@@ -20,6 +20,7 @@ import ast
 import builtins
 import ctypes
 import json
+import pickle
 import shutil
 import struct
 import tempfile
@@ -143,6 +144,9 @@ class Library:
     def __repr__(self):
         return f"<scriptc library {self.name!r} from {self.path}: {', '.join(self.functions)}>"
 
+    def __reduce__(self):       # by reference, as scripted functions pickle: the file is loaded where unpickled
+        return _restore, (self.path,)
+
     def raise_error(self, status: int):
         exact = self._exact_errors.get(status)
         if exact is not None:       # the exception the scripted function raises, its arguments as they were
@@ -191,6 +195,9 @@ class LoadedFunction:
 
     def __repr__(self):
         return f"<exported function {self.__name__} ({'; '.join(self.signatures)})>"
+
+    def __reduce__(self):
+        return _restore, (self._library.path, self.__name__)
 
     def _bind(self, args: tuple, kwargs: dict) -> tuple:
         """Keyword arguments and defaults in their parameters' places, with CPython's errors."""
@@ -390,14 +397,38 @@ def load(path) -> Library:
 
 
 _OPENED: dict[str, tuple] = {}      # path -> the file's identity when this process loaded it
+_UNPICKLED: dict[tuple, Library] = {}   # (path, identity) -> the library unpickled functions come from
+
+
+def _restore(path: str, name: str | None = None):
+    """A pickled library (or one of its functions): the file at ``path``, loaded once per process and version
+    of the file (a process pool unpickles a function for every task)."""
+    key = (path, _identity(Path(path)))
+    found = _UNPICKLED.get(key)
+    if found is None:
+        found = _UNPICKLED[key] = load(path)
+    if name is None:
+        return found
+    function = found.functions.get(name)
+    if function is None:
+        raise pickle.UnpicklingError(f"{path} exports no function {name!r} (any more): exported functions "
+                                     f"pickle by reference to their library's file")
+    return function
+
+
+def _identity(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None     # load() says what is wrong with the file
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _dlopen(path: Path) -> ctypes.CDLL:
     """The library at ``path``. The dynamic loader hands back the library it already loaded from a path, so a
     file exported again to the same path since (a notebook's edit, export, load) is loaded from a private
     copy: the old machine code would run with the new manifest."""
-    st = path.stat()
-    identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    identity = _identity(path)
     seen = _OPENED.setdefault(str(path), identity)
     if seen == identity:
         return ctypes.CDLL(str(path))
