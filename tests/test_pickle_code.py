@@ -96,7 +96,10 @@ def test_code_shows_control_flow_and_fusion(capsys):
         CHECK:   else:
         CHECK:     print(i_{{\\d+}})
         CHECK:   [[COND]] = i_{{\\d+}} < n
-        CHECK: return FusedLoop_0(3, x_{{\\d+}}, carried=1)
+        CHECK: [[X:x_\\d+]] = x_{{\\d+}}
+        CHECK-NEXT: for step in range(3):  # fused: the steps run inside one pass over the elements
+        CHECK-NEXT:   [[X]] = FusedLoop_0(step, [[X]])
+        CHECK-NEXT: return [[X]]
         CHECK: def FusedLoop_0({{\\w+}}: int, x: "Double(*)") -> "Double(*)":
         CHECK: return aten.exp(x) * 2.0
     """))

@@ -12,7 +12,8 @@ refers to follow it as their own ``def``s.
 Loops: a constant-true condition is a ``for ... in range(n)``; an unbounded trip count with a condition is a
 ``while``; both at once is a ``for`` with ``if not cond: break``. Each value used once, right where it is
 made, is written inline; loop-carried values are plain variables assigned before the loop and at the end of
-its body.
+its body. A fused time loop (``prim::FusedLoop``) is the ``for`` over its steps that it means, each step a
+call of its body's ``def``.
 """
 from __future__ import annotations
 
@@ -96,6 +97,8 @@ class PyCode:
             return self.loop(n, depth)
         if n.kind == "prim::If":
             return self.if_(n, depth)
+        if n.kind == "prim::FusedLoop":
+            return self.fused_loop(n, depth)
         text = self.expression(n)
         if self.inlinable(n):
             self.inline[id(n.output)] = text
@@ -173,6 +176,18 @@ class PyCode:
         if not body.nodes and not any(_ident(c.name) != self.ref(u) for c, u in zip(carried, updates)) and always:
             self.emit(depth + 1, "pass")
         self.assign(depth, list(n.outputs), [_ident(c.name) for c in carried])
+
+    def fused_loop(self, n: Node, depth: int) -> None:
+        """``for step in range(trips): carried = body(step, *carried, *invariants)``, which it means (the
+        backends run the steps inside the loop over the elements)."""
+        trips, *rest = n.inputs
+        init, invariants = rest[:n.attrs["carried"]], rest[n.attrs["carried"]:]
+        carried = ", ".join(_ident(v.name) for v in n.outputs)
+        self.assign(depth, list(n.outputs), [self.ref(v) for v in init])
+        self.emit(depth, f"for step in range({self.ref(trips)}):  # fused: the steps run inside one pass over "
+                         f"the elements")
+        body = self.names[id(n.attrs["subgraph"])]
+        self.emit(depth + 1, f"{carried} = {body}(" + ", ".join(["step", carried, *map(self.ref, invariants)]) + ")")
 
     def if_(self, n: Node, depth: int) -> None:
         self.emit(depth, f"if {self.ref(n.inputs[0])}:")
