@@ -417,6 +417,23 @@ def test_concatenate_stack_diff_round():
 
 
 @scriptc.script
+def from_displays(a: float, b: float, x: np.ndarray) -> float:
+    v = np.array([a, b * 2.0, 3.0])
+    m = np.array([x, x * a, x[::-1]])
+    return np.sum(v * v * np.arange(3.0)) + np.sum(m ** 3) + float(np.array([a * b])[0])
+
+
+def test_arrays_from_list_displays():
+    """np.array([a, b]) of floats and of arrays: each element's adjoint is its element (row) of the result's."""
+    a, b, x = 0.7, -1.3, RNG.random(4)
+    g = scriptc.grad(from_displays, argnums=(0, 1, 2))
+    native, interpreted = g(a, b, x), g.interpret(a, b, x)
+    for k in range(3):
+        assert_close(native[k], interpreted[k], 1e-12)
+        assert_close(native[k], central_difference(from_displays, [a, b, x], k))
+
+
+@scriptc.script
 def root_of_abs(y: float) -> float:
     return math.sqrt(abs(y))
 

@@ -399,11 +399,19 @@ def _to_array_rule(t, *, dtype, rank):
     return TensorType(_SCALAR_DTYPES[lt.elem], 1)
 
 
+def _to_array_vjp(e, g, out, xs, *, dtype, rank):
+    """``np.array([a, b])``: each element's adjoint is its row of ``g`` (a scalar's, its element)."""
+    parts = _parts(e, xs)
+    if isinstance(out.type, TensorType) and out.type.rank == 1:
+        return ([e.op("aten::getitem", g, e.const(j), checked=[0]) for j in range(len(parts))],)
+    return ([e.op("aten::select", g, e.const(j), dim=0) for j in range(len(parts))],)
+
+
 # ``dtype`` and ``rank`` are the result's, known at compile time: an empty list makes an empty array of them
 # (NumPy makes float64 of shape (0,) from any empty list)
 register("aten::list_to_array(Any self, *, str dtype, int rank) -> Tensor", impl=_to_array, infer=_to_array_rule,
          effect=Effect.RAISES, shape=lambda types, consts, *, dtype, rank: [(None,) * rank],
-         batch=Batch.custom(_to_array_batch))
+         batch=Batch.custom(_to_array_batch), vjp=_to_array_vjp)
 
 
 def _array_list(t, what):

@@ -109,11 +109,11 @@ def _outer_values(node: Node, mem, active: set) -> list[Value]:
 
 
 def _read_whole_list(v: Value):
-    """The elements of a list display (``[a, b]``) that is only read whole (by np.concatenate / np.stack), or
-    None: such a list cannot change between its making and its reading."""
+    """The elements of a list display (``[a, b]``) that is only read whole (by np.array / np.concatenate /
+    np.stack), or None: such a list cannot change between its making and its reading."""
     node = v.node
     if node is None or node.kind != "prim::ListConstruct" or \
-            any(u.user.kind not in ("aten::concatenate", "aten::stack") for u in v.uses):
+            any(u.user.kind not in ("aten::list_to_array", "aten::concatenate", "aten::stack") for u in v.uses):
         return None
     return list(node.inputs)
 
@@ -280,8 +280,9 @@ class Transform(InPlaceMixin):
                  and differentiable(v.type.elem)]
         for v in lists:
             if _read_whole_list(v) is None:
-                raise self.error(node, f"{node.kind} of a list of float values (only a list written as a display "
-                                       f"and read whole, np.concatenate([a, b]), carries gradients)")
+                raise self.error(node, f"{node.kind} of a list of float values that is not a display read whole "
+                                       f"(np.array([a, b]), np.concatenate([a, b]), np.stack([a, b]) carry "
+                                       f"gradients: a list that is appended to, indexed or passed on does not)")
         if not any(self.active(v) for v in node.inputs) and not lists:
             return
         op = lookup(node.kind)
