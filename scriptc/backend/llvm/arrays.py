@@ -59,6 +59,9 @@ def scalar_kind(t) -> str:
     return {FLOAT: "f", INT: "i", BOOL: "b"}[t]
 
 
+TOO_BIG = "array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size."
+
+
 class Arr:
     """An array value's leaves, by name."""
     __slots__ = ("t", "mi", "data", "shape", "strides")
@@ -170,14 +173,18 @@ class ArrayOps:
         return Arr(v.type, self.get(v))
 
     def alloc(self, t: TensorType, shape: list) -> Arr:
-        """A new C-contiguous array of this type and shape; ValueError for a negative dimension."""
+        """A new C-contiguous array of this type and shape; NumPy's ValueErrors for a negative dimension and for
+        a size in bytes beyond int64 (the product of the dimensions other than 0, checked as it is made)."""
         b = self.b
-        n = i64(1)
+        itemsize = np.dtype(t.dtype).itemsize
+        nbytes, zero = i64(itemsize), ir.Constant(I1, 0)
         for d in shape:
             self.raise_if(b.icmp_signed("<", d, i64(0)), ValueError, "negative dimensions are not allowed")
-            n = b.mul(n, d)
-        itemsize = np.dtype(t.dtype).itemsize
-        mi = b.call(self.runtime("alloc"), [b.mul(n, i64(itemsize))])
+            is_zero = b.icmp_signed("==", d, i64(0))
+            product = b.smul_with_overflow(nbytes, b.select(is_zero, i64(1), d))
+            self.raise_if(b.extract_value(product, 1), ValueError, TOO_BIG)
+            nbytes, zero = b.extract_value(product, 0), b.or_(zero, is_zero)
+        mi = b.call(self.runtime("alloc"), [b.select(zero, i64(0), nbytes)])
         self.raise_if(b.icmp_unsigned("==", mi, ir.Constant(I8P, None)), MemoryError, "out of memory")
         return Arr(t, [mi, b.gep(mi, [i64(HEADER)]), *shape, *self.c_strides(shape, itemsize)])
 

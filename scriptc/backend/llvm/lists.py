@@ -33,6 +33,9 @@ def list_counts() -> tuple[int, int]:
     return LIST_ALLOCATIONS.value, LIST_FREES.value
 
 
+MAX_BYTES = 2 ** 63 - 1      # bytes: a list's element buffer is at most this long (its size is an i64)
+
+
 def elem_mem_type(elem) -> ir.Type:
     if isinstance(elem, TensorType):
         return ir.LiteralStructType([mem_type(t) for t in leaves(elem)])
@@ -79,6 +82,8 @@ class ListOps:
             malloc = self._libc("malloc", I8P, [I64])
             n = fn.args[0]
             cap = b.select(b.icmp_signed("<", n, i64(4)), i64(4), n)
+            with b.if_then(b.icmp_signed(">", cap, i64(MAX_BYTES // elem_size(elem)))):
+                b.ret(ir.Constant(I8P, None))       # (its size in bytes would wrap: CPython's MemoryError)
             data = b.call(malloc, [b.mul(cap, i64(elem_size(elem)))])
             head = b.call(malloc, [i64(32)])
             ok = b.and_(b.icmp_unsigned("!=", data, ir.Constant(I8P, None)),
@@ -127,6 +132,8 @@ class ListOps:
             with b.if_then(b.icmp_signed(">", need, cap)):
                 doubled = b.mul(cap, i64(2))
                 new_cap = b.select(b.icmp_signed(">", need, doubled), need, doubled)
+                with b.if_then(b.icmp_signed(">", new_cap, i64(MAX_BYTES // elem_size(elem)))):
+                    b.ret(ir.Constant(I1, 0))
                 realloc = self._libc("realloc", I8P, [I8P, I64])
                 data = b.call(realloc, [b.load(self._field(b, p, DATA)), b.mul(new_cap, i64(elem_size(elem)))])
                 with b.if_then(b.icmp_unsigned("==", data, ir.Constant(I8P, None))):
@@ -310,7 +317,9 @@ class ListOps:
         n = self.list_len(p)
         k = self._int_index(times)
         k = b.select(b.icmp_signed("<", k, i64(0)), i64(0), k)
-        out = self.list_new(elem, b.mul(n, k))
+        total = b.smul_with_overflow(n, k)
+        self.raise_if(b.extract_value(total, 1), MemoryError)      # (CPython's, for a length beyond its sizes)
+        out = self.list_new(elem, b.extract_value(total, 0))
         with self.for_range(k) as r:
             self.list_copy_range(p, out, elem, i64(0), i64(1), n, b.mul(r, n))
         return [[out]]
