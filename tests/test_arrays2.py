@@ -779,6 +779,36 @@ def test_clip_ties_follow_numpys_loops(tmp_path):
                     (fn.__name__, dtype)
 
 
+def test_clip_with_a_none_bound_is_numpys(tmp_path):
+    """np.clip(x, None, hi) is np.minimum(x, hi) in NumPy, np.clip(x, lo, None) np.maximum (so -0.0 against a
+    0.0 bound differs from a clip's), both None a copy: every dtype, bit for bit (natively it was a KeyError)."""
+    from tests.modules import load_module
+    m = load_module(tmp_path, """
+        @scriptc.script
+        def upper(x: np.ndarray, hi: float) -> np.ndarray:
+            return np.clip(x * 2, None, hi)
+
+        @scriptc.script
+        def lower(x: np.ndarray) -> np.ndarray:
+            return np.clip(x, 1, None)
+
+        @scriptc.script
+        def neither(x: np.ndarray) -> np.ndarray:
+            return np.clip(x, None, None)
+    """)
+    for dtype in ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"):
+        x = np.array([-0.0, 0.0, np.nan, 1.0, 3.0, -np.inf]) if dtype.startswith("float") else np.arange(-2, 4)
+        x = x.astype(dtype)
+        cases = [(m.upper, (x, 0.0)), (m.upper, (x, np.nan)), (m.lower, (x,))] + \
+            [(m.neither, (x,))] * (dtype != "bool")
+        for fn, args in cases:
+            want = fn.py_func(*args)
+            for got in (fn(*args), fn.interpret(*args)):
+                assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (fn.__name__, dtype)
+    with pytest.raises(scriptc.CompileError, match="ufunc 'positive' did not contain a loop"):
+        m.neither(np.ones(2, bool))
+
+
 def test_in_place_broadcast_and_reshape_errors_are_numpys(tmp_path):
     """``x += y`` whose y does not broadcast to x: NumPy's two messages (shapes that do not broadcast together,
     or a broadcast shape other than x's); a reshape with -1 names it "newaxis"; a fused group's error names the

@@ -159,6 +159,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return self.op("aten::div", logs, at=node)
         if obj in ARITHMETIC_UFUNCS:
             return self.arithmetic_ufunc(obj, name, node)
+        if obj is np.clip and any(isinstance(a, ast.Constant) and a.value is None for a in node.args[1:]):
+            return self.clip_one_side(node)
         op = op_for_callable(obj)
         if op is None:
             raise self.fn.error(f"'{name}' is not supported in scripted functions", node.func,
@@ -167,6 +169,29 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if isinstance(obj, np.ufunc) and result.type == INT and all(a.type.is_scalar for a in result.node.inputs):
             result = self.op("aten::Float", [result], at=node)  # np.floor(2.5) is 2.0, math.floor(2.5) is 2
         return result
+
+    def clip_one_side(self, node):
+        """``np.clip`` with a bound None is what NumPy makes it: ``np.minimum(x, hi)`` or ``np.maximum(x, lo)``
+        (their NaNs, ties and dtypes), and for both a copy of x (``np.positive``, which has no bool loop): here
+        a clip to the extremes of x's dtype, which bound nothing."""
+        if len(node.args) != 3 or node.keywords:
+            raise self.fn.error("np.clip() with a None bound takes three positional arguments here", node)
+        x = self.expr(node.args[0])
+        lo, hi = (None if isinstance(a, ast.Constant) and a.value is None else a for a in node.args[1:])
+        if lo is not None or hi is not None:
+            other = self.expr(lo if lo is not None else hi)
+            return self.bind_op(op_for_callable(np.maximum if lo is not None else np.minimum), [x, other], node)
+        dtype = x.type.dtype if isinstance(x.type, TensorType) else {FLOAT: "float64", INT: "int64"}.get(x.type)
+        if dtype is None and x.type == BOOL:
+            dtype = "bool"
+        if dtype is None:
+            raise NeedsSpecialization("np.clip(x, None, None)")
+        if dtype == "bool":
+            raise self.fn.error("ufunc 'positive' did not contain a loop with signature matching types "
+                                "<class 'numpy.dtypes.BoolDType'> -> None", node)
+        extremes = (-math.inf, math.inf) if np.dtype(dtype).kind == "f" else \
+            (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+        return self.bind_op(op_for_callable(np.clip), [x, *map(self.const, extremes)], node)
 
     def arithmetic_ufunc(self, obj, name: str, node):
         """``np.add(x, y)`` and the like with an array operand: the operator's node."""
