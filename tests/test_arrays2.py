@@ -749,6 +749,30 @@ def test_element_wise_operators_on_0d_arrays(tmp_path):
         same(m.bump(x.copy()), m.bump.py_func(x.copy()))
 
 
+def test_reductions_of_0d_arrays_along_axis_0_or_minus_1(tmp_path):
+    """NumPy reduces a 0-d array along axis 0 or -1 whole, keepdims or not (np.mean refuses: AxisError); the
+    native code raised an internal ZeroDivisionError. A scalar result is a Python scalar, as x[()] gives."""
+    from tests.modules import load_module
+    m = load_module(tmp_path, """
+        @scriptc.script
+        def along(x: np.ndarray):
+            return (np.sum(x, axis=0), x.prod(axis=-1), np.max(x, axis=-1, keepdims=True), np.min(x, axis=0),
+                    np.any(x, axis=0), x.all(axis=-1), np.argmax(x, axis=0), np.argmin(x, axis=-1, keepdims=True))
+
+        @scriptc.script
+        def mean_along(x: np.ndarray):
+            return np.mean(x, axis=0)
+    """)
+    for dtype in ("float64", "float32", "int64", "int8", "uint8", "bool"):
+        x = np.array(3, dtype)
+        want = m.along.py_func(x)
+        for got in (m.along(x), m.along.interpret(x)):
+            assert [type(g) for g in got] == [type(w.item()) for w in want], dtype
+            assert [float(g) for g in got] == [float(w) for w in want], dtype
+    with pytest.raises(scriptc.CompileError, match="axis 0 is out of bounds for array of dimension 0"):
+        m.mean_along(np.array(2.5))
+
+
 def test_clip_ties_follow_numpys_loops(tmp_path):
     """np.clip with an array bound takes the bound on a tie (-0.0 against 0.0), with scalar bounds it keeps x;
     NaN anywhere as NumPy's loops give: every triple of -0.0, 0.0, NaN, +-1, inf, bit for bit."""

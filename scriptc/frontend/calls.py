@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import math
 
 import numpy as np
@@ -207,6 +208,11 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
 
     def bind_op(self, op: OpDef, args: list, node, what=None):
         what = what or ast.unparse(node.func)
+        if op.extra.get("reduction") and op.name != "aten::mean" and args and isinstance(args[0].type, TensorType) \
+                and args[0].type.rank == 0 and any(k.arg == "axis" and self.const_eval(k.value) in (0, -1)
+                                                   for k in node.keywords):
+            node = copy.copy(node)      # NumPy reduces a 0-d array along axis 0 or -1 whole (keepdims or not)
+            node.keywords = [k for k in node.keywords if k.arg not in ("axis", "keepdims")]
         if op.extra.get("reduction") and any(k.arg == "keepdims" for k in node.keywords):
             return self.reduce_with_keepdims(op, args, node, what)
         attrs = {}
