@@ -773,6 +773,28 @@ def test_reductions_of_0d_arrays_along_axis_0_or_minus_1(tmp_path):
         m.mean_along(np.array(2.5))
 
 
+def test_compile_time_arguments_by_position(tmp_path):
+    """np.round(x, 2), x.sum(0): the positions NumPy's functions (and their methods) give them; a variable
+    there is still refused, as by keyword."""
+    from tests.modules import load_module
+    m = load_module(tmp_path, """
+        @scriptc.script
+        def positional(x: np.ndarray):
+            return (np.sum(x, 0), x.sum(1), np.round(x, 2), x.round(1), np.max(x, 1), x.max(0), np.argmax(x, 0),
+                    np.cumsum(x, 1), np.mean(x, 0), np.std(x, 0), np.sort(x, 0), np.diff(x, 1), np.min(x, -1))
+    """)
+    x = np.random.default_rng(3).random((3, 4))
+    want = m.positional.py_func(x)
+    for got in (m.positional(x), m.positional.interpret(x)):
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    with pytest.raises(scriptc.CompileError, match="'k' must be a constant here"):
+        load_module(tmp_path, """
+            @scriptc.script
+            def variable(x: np.ndarray, k: int):
+                return np.round(x, k)
+        """)
+
+
 def test_clip_ties_follow_numpys_loops(tmp_path):
     """np.clip with an array bound takes the bound on a tie (-0.0 against 0.0), with scalar bounds it keeps x;
     NaN anywhere as NumPy's loops give: every triple of -0.0, 0.0, NaN, +-1, inf, bit for bit."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import inspect
 import math
 
 import numpy as np
@@ -208,6 +209,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
 
     def bind_op(self, op: OpDef, args: list, node, what=None):
         what = what or ast.unparse(node.func)
+        if op.variadic is None and len(op.params) < len(args) and len(args) - len(op.params) <= len(node.args):
+            args, node = _positional_attributes(op, args, node)
         if op.extra.get("reduction") and op.name != "aten::mean" and args and isinstance(args[0].type, TensorType) \
                 and args[0].type.rank == 0 and any(k.arg == "axis" and self.const_eval(k.value) in (0, -1)
                                                    for k in node.keywords):
@@ -527,3 +530,23 @@ def describe_type(t) -> str:
     from .emitter import describe
     return describe(t)
 
+
+def _positional_attributes(op: OpDef, args: list, node):
+    """``np.round(x, 2)``, ``np.sum(x, 0)``, ``x.max(1)``: trailing positional arguments that NumPy's function
+    names (by its signature, which its ndarray method shares) as attributes of the operator, passed as those
+    keywords (each a compile-time constant). Anything else is left for ``bind_op`` to refuse."""
+    extra = len(args) - len(op.params)
+    for fn in op.py:
+        try:
+            names = list(inspect.signature(fn).parameters)[len(op.params):len(op.params) + extra]
+        except (TypeError, ValueError):
+            continue
+        if len(names) == extra and all(name in op.attrs for name in names) and \
+                not any(k.arg in names for k in node.keywords):
+            node = copy.copy(node)
+            moved = node.args[len(node.args) - extra:]
+            node.args = node.args[:len(node.args) - extra]
+            node.keywords = [ast.keyword(arg=name, value=value) for name, value in zip(names, moved)] + node.keywords
+            return args[:len(op.params)], node
+        break
+    return args, node
