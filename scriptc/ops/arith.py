@@ -274,7 +274,7 @@ def _cast_batch(dtype):
 
 
 register("aten::Int(Number self) -> int", impl=_to_int, infer=_scalar_only("int()", None, INT), py=(int,),
-         batch=_cast_batch("int64"))
+         batch=_cast_batch("int64"), effect=Effect.RAISES)   # int(nan), int(inf), int(1e300)
 register("aten::Float(Number self) -> float", impl=float, infer=_scalar_only("float()", None, FLOAT),
          batch=_cast_batch("float64"),
          py=(float,), vjp=lambda e, g, out, a: (g,))

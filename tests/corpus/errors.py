@@ -269,6 +269,16 @@ raises(err_list_too_long, MemoryError, lambda: (2 ** 62 + 8,))
 
 
 @scriptc.script
+def err_int_of_nan_unused(x: float) -> int:
+    y = int(x)      # (its result unused: the conversion still raises)
+    return 1
+
+
+raises(err_int_of_nan_unused, ValueError, lambda: (math.nan,))
+raises(err_int_of_nan_unused, OverflowError, lambda: (-math.inf,))
+
+
+@scriptc.script
 def err_math_pow_negative_base(x: float) -> float:
     return math.pow(x, 0.5)
 

@@ -527,3 +527,16 @@ def bisection(hi: float, lo: float, target: float) -> float:
 
 
 case(bisection, lambda: (1.0, 0.0, 0.25))
+
+
+@scriptc.script
+def int_of_float_in_a_loop(n: int, x: float) -> int:
+    s = 0
+    for i in range(n):
+        s += int(x) + i     # int(x) may raise: it is not hoisted where a loop that never runs would raise
+    return s
+
+
+case(int_of_float_in_a_loop, lambda: (0, math.nan))
+case(int_of_float_in_a_loop, lambda: (0, 1e300))
+case(int_of_float_in_a_loop, lambda: (4, -2.5))
