@@ -353,7 +353,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
                 raise self.fn.error("augmented assignment to a list is not supported", node,
                                     "use xs.append(v), or xs = xs + ys for a new list")
             else:
-                self.bind(target.id, self.op(f"aten::{kind}", [cur, rhs], at=node))
+                self.bind(target.id, self.binary(node, cur, rhs))
         elif isinstance(target, ast.Subscript):
             self.augassign_subscript(target, kind, node)
         else:
@@ -646,7 +646,11 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         exact = self.literal(node)
         if exact is not None:
             return exact
-        left, right = self.expr(node.left), self.expr(node.right)
+        return self.binary(node, self.expr(node.left), self.expr(node.right))
+
+    def binary(self, node, left, right):
+        """``left <op> right`` for node's operator (a BinOp, or an AugAssign on a value that is not updated in
+        place): on numbers and arrays, or lists and tuples as CPython makes them."""
         if isinstance(left.type, ListType) or isinstance(right.type, ListType):
             return self.list_binop(node, left, right)
         if STR in (left.type, right.type):

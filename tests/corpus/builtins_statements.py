@@ -219,3 +219,15 @@ def sum_of_mixed_tuple(a: np.ndarray, b: np.ndarray, k: int) -> float:
 
 
 case(sum_of_mixed_tuple, lambda: (rng(6).random(4), np.arange(3, dtype=np.int32), 5))
+
+
+@scriptc.script
+def tuples_grown_in_place(x: int, y: float):
+    t = (1, 2)
+    t += (x,)           # a new tuple bound to t, as CPython makes it
+    u = (y, -y)
+    u *= 2
+    return t, u
+
+
+case(tuples_grown_in_place, lambda: (3, 1.5))
