@@ -106,11 +106,13 @@ register("prim::TupleIndex(Tuple self, *, int index) -> Any",
 
 
 def _range_length(lo, hi, step):
+    """A for loop's trip count over range(lo, hi, step): its length, at most 2**63 - 1 (more steps than any
+    loop runs: a loop that returns or breaks gives CPython's result)."""
     if step == 0:
         raise ValueError("range() arg 3 must not be zero")
     if step > 0:
-        return max(0, (hi - lo + step - 1) // step)
-    return max(0, (lo - hi - step - 1) // -step)
+        return min(max(0, (hi - lo + step - 1) // step), 2 ** 63 - 1)
+    return min(max(0, (lo - hi - step - 1) // -step), 2 ** 63 - 1)
 
 
 def _ints_rule(*ts):

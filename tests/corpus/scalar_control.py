@@ -540,3 +540,19 @@ def int_of_float_in_a_loop(n: int, x: float) -> int:
 case(int_of_float_in_a_loop, lambda: (0, math.nan))
 case(int_of_float_in_a_loop, lambda: (0, 1e300))
 case(int_of_float_in_a_loop, lambda: (4, -2.5))
+
+
+@scriptc.script
+def first_of_a_huge_range(a: int, b: int, step: int) -> int:
+    for i in range(a, b, step):     # 2**63 elements or more: it runs (a trip count that wrapped ran none)
+        if i % 3 == 2:
+            return i
+    for i in reversed(range(a, b, step)):
+        return i
+    return 0
+
+
+case(first_of_a_huge_range, lambda: (-2 ** 63, 2 ** 63 - 1, 1))
+case(first_of_a_huge_range, lambda: (2 ** 63 - 1, -2 ** 63, -1))
+case(first_of_a_huge_range, lambda: (-2 ** 63, 2 ** 63 - 1, 2 ** 62))
+case(first_of_a_huge_range, lambda: (0, 3, 3))

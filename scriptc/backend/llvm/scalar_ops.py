@@ -360,8 +360,9 @@ class ScalarOps:
     # -- ranges --------------------------------------------------------------------------------------------
     @handles("aten::__range_length")
     def lower_range_length(self, node):
-        """len(range(lo, hi, step)) wrapped to 64 bits as the interpreter wraps it; exact without i128: for
-        step > 0 and lo < hi the length is (hi - lo - 1) // step + 1 with hi - lo < 2**64 as an unsigned."""
+        """The trip count of range(lo, hi, step), as the interpreter computes it: its length, exact without
+        i128 (for step > 0 and lo < hi, (hi - lo - 1) // step + 1 with hi - lo < 2**64 as an unsigned), and
+        2**63 - 1 for a longer range (more steps than any loop runs: one that returns or breaks is right)."""
         B = self.b
         lo, hi, step = [self.to_i64(self.scalar(v), v.type) for v in node.inputs]
         self.raise_if(B.icmp_signed("==", step, i64(0)), ValueError, "range() arg 3 must not be zero")
@@ -371,6 +372,7 @@ class ScalarOps:
         mag = B.select(pos, step, B.sub(i64(0), step))                        # unsigned |step|
         safe_mag = B.select(nonempty, mag, i64(1))
         n = B.add(B.udiv(B.sub(span, i64(1)), safe_mag), i64(1))
+        n = B.select(B.icmp_signed("<", n, i64(0)), i64(2 ** 63 - 1), n)      # (beyond int64 as a signed)
         return [[B.select(nonempty, n, i64(0))]]
 
     @handles("aten::__derive_index")
