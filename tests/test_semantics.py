@@ -315,3 +315,19 @@ def test_range_step_zero_raises_value_error(tmp_path):
                                 "        s += i\n    return s\n")
     assert_matches_python(mod.f, 0)
     assert_matches_python(mod.f, -2)
+
+
+@scriptc.script
+def wrapping_ops(a: int, b: int):
+    return divmod(a, b), a << b if b >= 0 else 0, a + b
+
+
+@pytest.mark.parametrize("a, b", [(-2 ** 63, -1), (1, 2 ** 62), (3, 64), (3, 63), (-5, 70), (7, 3)])
+def test_the_interpreter_wraps_ints_as_native_code(a, b):
+    """The oracle keeps native code's 64-bit rules: divmod's quotient wraps, << by 64 or more is 0 (it made
+    the huge int first: MemoryError for 1 << 2**62), an int argument beyond 64 bits is an OverflowError (it was
+    wrapped silently)."""
+    assert wrapping_ops.interpret(a, b) == wrapping_ops(a, b)
+    for fn in (wrapping_ops, wrapping_ops.interpret):
+        with pytest.raises(OverflowError, match="int too large to convert to a 64-bit int"):
+            fn(1, 2 ** 70)

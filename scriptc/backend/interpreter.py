@@ -6,7 +6,7 @@ import sys
 
 from ..ir.core import Block, Graph
 from ..ir.registry import Effect, lookup
-from ..ir.types import BOOL, FLOAT, INT
+from ..ir.types import BOOL, FLOAT, INT, TupleType
 from ..ops.prim import UNBOUND
 
 _WRAP = 2 ** 64
@@ -26,7 +26,18 @@ def _normalize(value, type):
         return float(value)
     if type == BOOL:
         return bool(value)
+    if isinstance(type, TupleType) and value.__class__ is tuple:    # (divmod's ints wrap too)
+        return tuple(_normalize(v, t) for v, t in zip(value, type.elems))
     return value
+
+
+def check_arguments(values, types) -> None:
+    """An int argument beyond 64 bits is native code's OverflowError here too (not wrapped)."""
+    for v, t in zip(values, types):
+        if t == INT and isinstance(v, int) and not -_HALF <= v < _HALF:
+            raise OverflowError("int too large to convert to a 64-bit int")
+        if isinstance(t, TupleType) and isinstance(v, tuple):
+            check_arguments(v, t.elems)
 
 
 class Interpreter:

@@ -67,6 +67,13 @@ def _pow_vjp(e, g, out, a, b):
     return da, (e.mul(g, e.mul(out, e.log_or_zero(a))) if e.differentiable(b) else None)
 
 
+def _lshift(a, b):
+    """``a << b``; ints by 64 or more give 0 (their 64-bit wrap) without making the huge int first."""
+    if type(b) is int and b >= 64 and type(a) in (int, bool):
+        return 0
+    return operator.lshift(a, b)
+
+
 # name, Python operator, ufunc used for the in-place form (``x += y`` on an array), derivative rule
 BINARY = [
     ("add", operator.add, np.add, _add_vjp),
@@ -79,7 +86,7 @@ BINARY = [
     ("__and__", operator.and_, np.bitwise_and, None),
     ("__or__", operator.or_, np.bitwise_or, None),
     ("__xor__", operator.xor, np.bitwise_xor, None),
-    ("__lshift__", operator.lshift, np.left_shift, None),
+    ("__lshift__", _lshift, np.left_shift, None),
     ("__rshift__", operator.rshift, np.right_shift, None),
 ]
 COMPARE = [("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt), ("le", operator.le),
