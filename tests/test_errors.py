@@ -82,6 +82,13 @@ CASES = [
     ("def f(x: float) -> float:\n    return math.hypot(x, x, x)\n", 5, 12, "math.hypot() of 3 arguments"),
     ("def f(x: np.ndarray) -> float:\n    i = np.where(x > 0)\n    return 1.0\n", 5, 9,
      "np.where(condition) with one argument", np.zeros(3)),
+    ("def f(x: int) -> int:\n    print('{} {}'.format(x))\n    return x\n", 5, 11,
+     "Replacement index 1 out of range for positional args tuple"),
+    ("def f(x: int) -> int:\n    print('{0} {}'.format(x, x))\n    return x\n", 5, 11,
+     "cannot switch from manual field specification to automatic field numbering"),
+    ("def f(x: int) -> int:\n    print('{n}'.format(n=x))\n    return x\n", 5, 11, "takes positional arguments here"),
+    ("def f(x: int) -> int:\n    print(f'{x:>{x}}')\n    return x\n", 5, 11,
+     "format specs computed at run time are not supported"),
 ]
 
 

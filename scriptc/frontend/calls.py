@@ -11,6 +11,7 @@ import builtins
 import copy
 import inspect
 import math
+import string
 
 import numpy as np
 
@@ -93,6 +94,9 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
     # -- calls ----------------------------------------------------------------------------------------
     def visit_Call(self, node):
         from .emitter import Static
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "format" and \
+                isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str):
+            return self.str_format(node)
         if isinstance(node.func, ast.Attribute):
             base = self.visit(node.func.value)
             if isinstance(base, Static) and isinstance(base.obj, np.ndarray):   # a module-level array
@@ -238,6 +242,39 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             raise self.fn.error(f"{what}() missing argument '{op.params[len(args)]}'", node)
         emitted = self.emit(op.name, args, attrs, at=node)
         return emitted.output if emitted.outputs else self.const(None)  # x.fill(v) is None, as in Python
+
+    def str_format(self, node):
+        """``"{} is {:.3f}".format(a, b)`` on a literal: the f-string it stands for (positional fields, ``{}``
+        or ``{0}``, each with its conversion and a constant spec), CPython's errors for a bad field."""
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.fn.error("str.format() takes positional arguments here", node,
+                                "write an f-string: f\"{name} is {value:.3f}\"")
+        values = [self.expr(a) for a in node.args]      # each evaluated once, in order, as CPython does
+        fmt, used, auto, manual = [], [], 0, False
+        try:
+            fields = list(string.Formatter().parse(node.func.value.value))
+        except ValueError as e:
+            raise self.fn.error(str(e), node.func.value) from None
+        for literal, field, spec, conversion in fields:
+            fmt.append(literal.replace("{", "{{").replace("}", "}}"))
+            if field is None:
+                continue
+            if field and not field.isdigit():
+                raise self.fn.error(f"str.format() field '{{{field}}}': only positions ({{}} or {{0}}) are supported "
+                                    f"here", node.func.value, "write an f-string")
+            if "{" in (spec or ""):
+                raise self.fn.error("format specs computed at run time are not supported", node.func.value)
+            if (field == "" and manual) or (field != "" and auto):
+                raise self.fn.error("cannot switch from manual field specification to automatic field numbering"
+                                    if field == "" else "cannot switch from automatic field numbering to manual "
+                                    "field specification", node.func.value)
+            index = int(field) if field else auto
+            manual, auto = manual or field != "", auto + (field == "")
+            if index >= len(values):
+                raise self.fn.error(f"Replacement index {index} out of range for positional args tuple", node)
+            used.append(values[index])
+            fmt.append("{" + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}")
+        return self.op("aten::format", used, {"fmt": "".join(fmt)}, at=node)
 
     def method_call(self, base, name, node):
         if isinstance(base.type, ListType):

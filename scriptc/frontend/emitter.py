@@ -14,6 +14,7 @@ import ast
 
 import numpy as np
 
+from ..errors import CompileError
 from ..ir.core import Block, Graph, Node, Value, constant_value, is_constant
 from ..ir.registry import Effect, NeedsSpecialization, OpTypeError, lookup
 from ..ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NamedTupleType, TensorType, TupleType, Type, join
@@ -747,11 +748,21 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             if part.conversion != -1:
                 piece += "!" + chr(part.conversion)
             if part.format_spec is not None:
-                if not all(isinstance(p, ast.Constant) for p in part.format_spec.values):
-                    raise self.fn.error("format specs computed at run time are not supported", part)
-                piece += ":" + "".join(p.value for p in part.format_spec.values)
+                piece += ":" + "".join(self.constant_spec_part(p, part) for p in part.format_spec.values)
             fmt.append(piece + "}")
         return self.op("aten::format", values, {"fmt": "".join(fmt)}, at=node)
+
+    def constant_spec_part(self, p, part) -> str:
+        """A piece of an f-string's format spec: text, or a constant field in it (``f"{n:>{4}}"``)."""
+        if isinstance(p, ast.Constant):
+            return p.value
+        if isinstance(p, ast.FormattedValue) and p.conversion == -1 and p.format_spec is None:
+            try:
+                return format(self.const_eval(p.value))
+            except CompileError:
+                pass
+        raise self.fn.error("format specs computed at run time are not supported", part,
+                            "write the spec as a constant, e.g. f\"{x:>8.3f}\"")
 
     def visit_Attribute(self, node):
         base = self.visit(node.value)

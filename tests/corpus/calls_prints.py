@@ -376,3 +376,16 @@ def print_globals(f: bool):
 
 
 case(print_globals, lambda: (FLAG,))
+
+
+@scriptc.script
+def str_format_calls(n: int, x: float, b: bool):
+    s = "{} and {:.3f} {!r} {{braces}} {:>6}".format(n, x, b, n * 2)
+    t = "{1}-{0}-{1:+}".format(n, x)
+    u = f"{n:>{6}}|{x:{'>'}10.2e}"      # constant fields in a spec
+    print(s, t, u)
+    return n
+
+
+case(str_format_calls, lambda: (42, 3.14159, True))
+case(str_format_calls, lambda: (-7, -0.0, False))
