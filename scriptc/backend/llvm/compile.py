@@ -20,7 +20,7 @@ from ...gc_pause import collecting_meanwhile
 from ...ir.core import Graph
 from ..argument_writes import written_inputs
 from .callbacks import CALLBACK_SYMBOL, _CONSTANTS, describe_plan, str_symbol
-from .engine import engine, lowered_for_this_cpu
+from .engine import engine
 from .entry import lower_python_entry, release_symbol
 from .entry_runtime import entry_unsupported_reason
 from .errors import ERROR_TABLE
@@ -102,8 +102,6 @@ def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cac
             prefix = f"scriptc{next(_COUNTER)}"
     written = written_inputs(graph)
     lowered = Lowered(graph, prefix, nogil, fastmath, python_entry, written)
-    if not lowered_for_this_cpu():      # (lowered while LLVM loaded, for vector units LLVM does not confirm)
-        lowered = Lowered(graph, prefix, nogil, fastmath, python_entry, written)
     if optimized is not None:
         return _first_tier(graph, lowered, prefix, cache, key, written, optimized)
     eng = engine()

@@ -56,7 +56,15 @@ class Engine:
 
     def _vector_math(self) -> dict[str, list[tuple[str, int]]]:
         """{name: [(vector function, lanes)...]}: the libmvec variants this CPU runs, widest first."""
-        return _libmvec_variants(set(self.features.split(",")))
+        isa = [(f, lanes) for f, lanes, feature in (("e", 8, "+avx512f"), ("d", 4, "+avx2"), ("b", 2, "+sse4.2"))
+               if feature in self.features.split(",")]
+        found = {}
+        for name, nargs in VECTOR_MATH.items():
+            for letter, lanes in isa:
+                vname = f"_ZGV{letter}N{lanes}{'v' * nargs}_{name}"
+                if symbols.address_of(vname):
+                    found.setdefault(name, []).append((vname, lanes))
+        return found
 
     def optimize(self, ir_text: str) -> llvm.ModuleRef:
         """Parse, verify and optimize (O3, new pass manager) a module for the host."""
@@ -189,42 +197,6 @@ def undefined_symbols(obj: bytes, mod: llvm.ModuleRef | None) -> list[str]:
 
 _ENGINE: Engine | None = None
 _ENGINE_LOCK = threading.Lock()
-
-
-_ISA = (("e", 8, "+avx512f", "AVX512F"), ("d", 4, "+avx2", "AVX2"), ("b", 2, "+sse4.2", "SSE42"))
-_GUESSED: list[dict] = []       # the vector math a lowering took from NumPy's CPU detection, while LLVM loaded
-
-
-def _libmvec_variants(features: set[str]) -> dict[str, list[tuple[str, int]]]:
-    found = {}
-    for name, nargs in VECTOR_MATH.items():
-        for letter, lanes, feature, _ in _ISA:
-            vname = f"_ZGV{letter}N{lanes}{'v' * nargs}_{name}"
-            if feature in features and symbols.address_of(vname):
-                found.setdefault(name, []).append((vname, lanes))
-    return found
-
-
-def vector_math() -> dict[str, list[tuple[str, int]]]:
-    """``Engine.vector_math``, without waiting for LLVM while it loads (warmup.py): the lowering of a cold
-    process's first compile runs meanwhile. Then the CPU's vector units are NumPy's CPU detection's (CPUID and
-    the registers the OS saves, as LLVM's host features), and ``lowered_for_this_cpu`` checks that guess against
-    LLVM's before any code generation."""
-    if _ENGINE is None and warmup.loading():
-        if not _GUESSED:
-            from numpy._core._multiarray_umath import __cpu_features__ as cpu
-            _GUESSED.append(_libmvec_variants({feature for _, _, feature, name in _ISA if cpu.get(name)}))
-        return _GUESSED[0]
-    return engine().vector_math
-
-
-def lowered_for_this_cpu() -> bool:
-    """False when a lowering took vector math from NumPy's CPU detection that LLVM's host features do not
-    confirm (its code must be lowered again: a libmvec variant's registers are the target's)."""
-    if not _GUESSED or _GUESSED[0] == engine().vector_math:
-        return True
-    _GUESSED.clear()
-    return False
 
 
 def engine() -> Engine:

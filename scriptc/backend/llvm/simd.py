@@ -36,8 +36,8 @@ class SimdOps:
     def simd_width(self, sub, stop=None) -> int | None:
         """Lanes for this group (its nodes before ``stop``, a reduction ending it), or None when it must stay
         scalar."""
-        from .engine import vector_math     # (not waiting for LLVM to load: warmup.py)
-        vm = vector_math()
+        from .engine import engine     # LLVM is loading meanwhile (warmup.py): wait for it here
+        vm = engine().vector_math
         if "exp" not in vm:
             return None
         lanes = vm["exp"][0][1]
@@ -144,8 +144,8 @@ class SimdOps:
             if name not in decls:
                 decls[name] = ir.Function(self.mod.module, ir.FunctionType(vec, [vec]), name)
             return b.call(decls[name], args)
-        from .engine import vector_math
-        vname = next(name for name, w in vector_math()[op] if w == vec.count)
+        from .engine import engine
+        vname = next(name for name, w in engine().vector_math[op] if w == vec.count)
         if vname not in decls:
             decls[vname] = ir.Function(self.mod.module, ir.FunctionType(vec, [vec] * len(args)), vname)
         return b.call(decls[vname], args)

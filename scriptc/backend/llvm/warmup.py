@@ -43,11 +43,6 @@ def start() -> None:
         thread.start()
 
 
-def loading() -> bool:
-    """Whether LLVM is being loaded on the background thread now."""
-    return bool(_THREAD) and _THREAD[0].is_alive()
-
-
 def wait() -> None:
     """Return once the background load (if any) is over."""
     if _THREAD and _THREAD[0] is not threading.current_thread():
