@@ -278,6 +278,34 @@ def test_set_num_threads_validates_and_reports():
         scriptc.set_num_threads(0)
     with pytest.raises(TypeError):
         scriptc.set_num_threads(2.0)
+    for huge in (2 ** 63, 2 ** 64 + 3):       # (stored in an int64: they wrapped, and prange failed)
+        with pytest.raises(ValueError, match="between 1 and 2147483647"):
+            scriptc.set_num_threads(huge)
+    scriptc.set_num_threads(np.int64(2))
+    assert scriptc.get_num_threads() == 2
+
+
+def test_a_body_calling_into_python_runs_sequentially(tmp_path):
+    """round(x, n) of a float is Python's round, called back from native code: on the pool, a worker waited
+    for the GIL that the caller, waiting for the workers, held (a hang: hence a process with a time limit).
+    Such a loop runs on one thread."""
+    (tmp_path / "rounding.py").write_text(textwrap.dedent("""
+        import numpy as np, scriptc
+
+        @scriptc.script
+        def rounded_sum(x: np.ndarray) -> float:
+            s = 0.0
+            for i in scriptc.prange(len(x)):
+                s += round(x[i], 3)
+            return s
+
+        scriptc.set_num_threads(2)
+        x = np.random.default_rng(1).random(20000)
+        print(rounded_sum(x) == rounded_sum.py_func(x))
+    """))
+    out = subprocess.run([sys.executable, str(tmp_path / "rounding.py")], capture_output=True, text=True,
+                         timeout=120, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+    assert out.stdout == "True\n", out.stderr
 
 
 def test_environment_variable_sets_the_default(tmp_path):

@@ -89,13 +89,11 @@ def _require() -> ctypes.CDLL:
 
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads in matrix products (OpenBLAS's thread count, process-wide)."""
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"the number of threads must be an int, not {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"the number of threads must be at least 1, got {n}")
+    from .threads import thread_count
+    n = thread_count(n)
     fn = _require().scipy_openblas_set_num_threads64_
     fn.argtypes, fn.restype = [ctypes.c_int], None
-    fn(min(n, 2 ** 31 - 1))
+    fn(n)
 
 
 def get_num_threads() -> int:

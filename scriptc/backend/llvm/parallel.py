@@ -16,8 +16,9 @@ differ), but always in the same order for the same n. Errors: a chunk stops at i
 caller raises the error of the lowest failing chunk, which holds the lowest failing iteration of the loop.
 
 A parallel loop runs as the plain sequential loop (loop.py's lowering) when it is nested in another parallel
-loop's kernel, when its body calls another scripted function (callees count references non-atomically) or
-touches strs or lists (Python objects and list headers are not thread-safe), or when its reductions are not
+loop's kernel, when its body calls another scripted function (callees count references non-atomically),
+touches strs or lists (Python objects and list headers are not thread-safe) or calls into Python (``round(x, n)``
+of a float: a worker would wait for the GIL that a caller holding it waits on), or when its reductions are not
 recognised (the ``reduce`` attribute does not match the carried values).
 """
 from __future__ import annotations
@@ -49,8 +50,8 @@ def parallel_plan(node: Node) -> list[str] | None:
     if len(kinds) != len(params) or any((k, p.type) not in IDENTITY for k, p in zip(kinds, params)):
         return None
     for n in body.walk():
-        if n.kind == "prim::CallFunction":
-            return None
+        if n.kind == "prim::CallFunction" or n.kind == "prim::round_ndigits" and n.inputs[0].type == FLOAT:
+            return None     # (round(x, n) of a float is Python's: a worker waiting for the GIL the caller holds)
         for v in list(n.inputs) + list(n.outputs):
             if _python_object(v.type):
                 return None

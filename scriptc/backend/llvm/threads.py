@@ -6,6 +6,8 @@ from __future__ import annotations
 import ctypes
 import os
 
+import numpy as np
+
 THREADS_SYMBOL = "scriptc.pool.threads"
 # the thread count regions use (SCRIPTC_NUM_THREADS, set_num_threads); native code reads it at each region
 THREADS = ctypes.c_int64(0)
@@ -56,13 +58,22 @@ def address() -> int:
     return ctypes.addressof(THREADS)
 
 
+MAX_COUNT = 2 ** 31 - 1      # (OpenBLAS takes a C int)
+
+
+def thread_count(n) -> int:
+    """``n`` as a number of threads (an int or a NumPy integer, 1 to MAX_COUNT), else TypeError/ValueError."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"the number of threads must be an int, not {type(n).__name__}")
+    n = int(n)
+    if not 1 <= n <= MAX_COUNT:
+        raise ValueError(f"the number of threads must be between 1 and {MAX_COUNT}, got {n}")
+    return n
+
+
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads in parallel loops and large element-wise fusion groups (process-wide)."""
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"the number of threads must be an int, not {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"the number of threads must be at least 1, got {n}")
-    set_threads(n)
+    set_threads(thread_count(n))
 
 
 def get_num_threads() -> int:
