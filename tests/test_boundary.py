@@ -205,6 +205,22 @@ def test_read_only_raises_on_the_ctypes_path_and_the_entry():
     assert set_first(np.arange(4.0)) == 1.0
 
 
+@scriptc.script
+def first_of_each(xs: list[np.ndarray], ys: list[np.ndarray]) -> float:
+    xs[0][0] = 5.0
+    return ys[0][0]
+
+
+def test_read_only_arrays_in_a_written_list_raise():
+    """An array in a list argument the code may write is checked as an array argument is (it was written
+    through, immutable bytes included); an array in a list only read is not."""
+    frozen = np.frombuffer(bytes(24))
+    with pytest.raises(ValueError, match="^assignment destination is read-only$"):
+        first_of_each([frozen], [np.zeros(1)])
+    assert frozen[0] == 0.0
+    assert first_of_each([np.zeros(3)], [frozen]) == 0.0
+
+
 def test_entry_checks_the_writeable_flag_only_for_written_arguments():
     args = [np.arange(4.0), np.arange(4.0)]
     assign_slice(*args)

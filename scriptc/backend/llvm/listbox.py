@@ -134,8 +134,12 @@ def call_with_lists(native, args):
     flat, lists, borrowed = [], [], list(args)
     made = {}       # one native list per Python list: a list passed twice is one list, as in CPython
     try:
-        for t, a, conv in zip(native.arg_types, args, native._converters):
+        for k, (t, a, conv) in enumerate(zip(native.arg_types, args, native._converters)):
             if isinstance(t, ListType):
+                message = native.written_inputs.get(k)
+                if message is not None and isinstance(t.elem, TensorType) and isinstance(a, list) and \
+                        any(isinstance(e, np.ndarray) and not e.flags.writeable for e in a):
+                    raise ValueError(message)       # (an array in it the code may write, as for an argument)
                 if (id(a), t) in made:
                     flat.append(made[id(a), t])
                     continue
