@@ -128,7 +128,7 @@ def take_list(t: ListType, p: int, args) -> list:
 def call_with_lists(native, args):
     """``native(*args)`` for a signature with list parameters: convert in, call, reflect, convert out."""
     from .errors import ERROR_TABLE
-    from .native import _rebuild
+    from .native import Borrowed, _rebuild
     if len(args) != len(native.arg_types):
         raise TypeError(f"{native.name}() takes {len(native.arg_types)} arguments ({len(args)} given)")
     flat, lists, borrowed = [], [], list(args)
@@ -151,6 +151,7 @@ def call_with_lists(native, args):
             else:
                 flat += conv(a)
         status, outs = native._call(*flat)
+        borrowed = Borrowed(borrowed)
         for t, p, a in lists:
             reflect(t, p, a, borrowed)
         if status:

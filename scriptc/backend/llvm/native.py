@@ -120,13 +120,12 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
         mem = _ArrayMemory()
         mem.owner, mem.__array_interface__ = _owning_capsule(meminfo), interface
         return np.asarray(mem)
-    args = list(_arrays_in(args))
-    for a in args:  # memory borrowed from an argument: return it, or a view of it
-        if type(a) is np.ndarray and _data_pointer(a) == data and a.shape == shape and a.strides == strides \
-                and a.dtype.name == t.dtype:
+    borrowed = args if isinstance(args, Borrowed) else Borrowed(args)
+    for a in borrowed.at.get(data, ()):     # memory borrowed from an argument: return it, or a view of it
+        if a.shape == shape and a.strides == strides and a.dtype.name == t.dtype:
             return a
     mem = _ArrayMemory()
-    mem.owner = next((a for a in args if isinstance(a, np.ndarray) and _contains(a, data)), None)
+    mem.owner = next((a for a in borrowed.arrays if _contains(a, data)), None)
     if mem.owner is not None and not mem.owner.flags.writeable:
         interface["data"] = (data, True)    # a view of a read-only argument is read-only, as in NumPy
     mem.__array_interface__ = interface
@@ -137,6 +136,20 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
             mem.owner = constant
             return np.array(np.asarray(mem), copy=True)
     return np.asarray(mem)
+
+
+class Borrowed:
+    """The arrays among a call's arguments (inside tuples too), indexed by data pointer: the arrays of a list
+    argument come back in one pass, not one scan of the arguments per element (quadratic in the list's
+    length: 570 ms a call for 1,000 arrays)."""
+    __slots__ = ("arrays", "at")
+
+    def __init__(self, args):
+        self.arrays = list(_arrays_in(args))
+        self.at: dict[int, list] = {}
+        for a in self.arrays:
+            if type(a) is np.ndarray:
+                self.at.setdefault(_data_pointer(a), []).append(a)
 
 
 def _arrays_in(args):
