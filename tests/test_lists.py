@@ -641,3 +641,27 @@ def test_a_long_list_of_arrays_comes_back_in_one_pass(monkeypatch):
     before = list(xs)
     assert count_arrays(xs) == 300
     assert len(scans) <= 2 and all(a is b for a, b in zip(xs, before))
+
+
+@scriptc.script
+def append_many(xs: list[int], k: int) -> int:
+    for _ in range(50):
+        xs.append(k)
+    return len(xs)
+
+
+def test_threads_appending_to_one_list_lose_nothing():
+    """Each call copies the list in and back: threads sharing one list copied back their own copies over each
+    other's appends (CPython's append is atomic). Calls with lists now run one at a time."""
+    import threading
+    from tests.util import run_threads_interleaved
+    shared = [0]
+    append_many(shared, -1)
+
+    def work(k):
+        for _ in range(20):
+            append_many(shared, k)
+
+    run_threads_interleaved([threading.Thread(target=work, args=(k,)) for k in range(4)])
+    assert len(shared) == 1 + 50 + 4 * 20 * 50
+    assert sorted(shared[51:]) == sorted([k for k in range(4) for _ in range(20 * 50)])

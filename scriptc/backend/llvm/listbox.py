@@ -125,8 +125,18 @@ def take_list(t: ListType, p: int, args) -> list:
     return result
 
 
+# Held from a list's copy-in to its copy-back: threads passing one list would each copy back their own copy and
+# lose the others' appends (CPython's list.append is atomic); calls with lists run one at a time instead
+_LIST_CALLS = threading.RLock()
+
+
 def call_with_lists(native, args):
     """``native(*args)`` for a signature with list parameters: convert in, call, reflect, convert out."""
+    with _LIST_CALLS:
+        return _call_with_lists(native, args)
+
+
+def _call_with_lists(native, args):
     from .errors import ERROR_TABLE
     from .native import Borrowed, _rebuild
     if len(args) != len(native.arg_types):
