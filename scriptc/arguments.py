@@ -84,6 +84,9 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
             if view is None:
                 raise TypeError(f"{fname}() argument '{pname}' must be a numpy.ndarray, not {type(arg).__name__}")
             arg = view
+        refused = _refused_subclass(arg)
+        if refused is not None:
+            raise TypeError(f"{fname}() argument '{pname}' is a {refused}")
         if arg.dtype.name not in DTYPE_NAMES:
             raise TypeError(f"{fname}() argument '{pname}' has unsupported dtype {arg.dtype}")
         if dtype is not None and arg.dtype.name != dtype:   # npt.NDArray[np.float64]
@@ -95,6 +98,16 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
         raise TypeError(f"{fname}() argument '{pname}' must be {want}, not {type(arg).__name__}")
     # NumPy scalars are taken as the Python scalar they convert to (a float32 as its exact float64 value)
     return t, _SCALAR_OF[t](arg)
+
+
+def _refused_subclass(arg) -> str | None:
+    """What is wrong with an ndarray subclass whose meaning scripted code would drop (other subclasses, such as
+    np.memmap, are taken as the array they are)."""
+    if isinstance(arg, np.ma.MaskedArray):
+        return "numpy.ma.MaskedArray, whose mask scripted code would ignore: pass x.filled(value) or np.asarray(x)"
+    if isinstance(arg, np.matrix):
+        return "numpy.matrix, whose * is a matrix product: pass np.asarray(x) (and write @ for products)"
+    return None
 
 
 def _tuple_argument(fname, pname, want: TupleType, arg):

@@ -721,3 +721,18 @@ def test_setitem_converts_python_scalars_as_numpy(dtype):
                 assert same_value(want[1], got[1]), (dtype, v, got, want)
             else:
                 assert got[1] == want[1], (dtype, v, got, want)
+
+
+def test_masked_arrays_and_matrices_are_refused():
+    """A masked array's mask and a matrix's operators would be dropped (np.sum of [1.0, --] gave 3.0): a
+    TypeError saying what to pass; other ndarray subclasses are their data, as np.memmap is."""
+    with pytest.raises(TypeError, match="numpy.ma.MaskedArray, whose mask scripted code would ignore"):
+        only_reads(np.ma.array([1.0, 2.0], mask=[False, True]), np.ones(2))
+    with pytest.raises(TypeError, match="numpy.matrix, whose \\* is a matrix product"):
+        only_reads(np.ones(2), np.matrix([[1.0, 2.0]]))
+
+    class Tagged(np.ndarray):
+        pass
+
+    x = np.arange(4.0).view(Tagged)
+    assert only_reads(x, np.ones(4))[0] == only_reads.py_func(np.arange(4.0), np.ones(4))[0]
