@@ -265,6 +265,24 @@ def test_compile_errors(tmp_path, body, line, col, fragment, hint):
     assert caret.index("^") == col - 1 + 4, str(e)
 
 
+parallel_range = prange
+
+
+@scriptc.script
+def count_under_another_name(n: int) -> int:
+    c = 0
+    for i in parallel_range(n):
+        c += i
+    return c
+
+
+def test_prange_under_another_name():
+    """``pr = scriptc.prange``: the function is recognised, not its name (it was 'prange() can only be the
+    iterable of a for loop', in a for loop)."""
+    assert count_under_another_name(1000) == count_under_another_name.py_func(1000)
+    assert any(n.attrs.get("parallel") for n in count_under_another_name.graph_for(10).walk())
+
+
 def test_prange_outside_a_for_loop(tmp_path):
     e = compile_error(tmp_path, "def f(n: int) -> int:\n    r = scriptc.prange(n)\n    return n\n")
     assert "prange() can only be the iterable of a for loop" in e.reason

@@ -35,17 +35,18 @@ class ParallelMixin:
     """Mixin of FunctionEmitter: ``prange`` loops."""
 
     def is_prange(self, it) -> bool:
-        if not (isinstance(it, ast.Call) and isinstance(it.func, (ast.Name, ast.Attribute))):
-            return False
+        """Whether a for loop's iterable is a call of scriptc.prange (under any name: ``pr = scriptc.prange``)."""
+        if not (isinstance(it, ast.Call) and _dotted_name(it.func)):
+            return False        # (only a name or module.name is looked up: nothing is evaluated twice)
         name = it.func.id if isinstance(it.func, ast.Name) else it.func.attr
-        if name != "prange":
-            return False
         try:
             obj = getattr(self.visit(it.func), "obj", None)
         except Exception:   # an unresolvable numba.prange: give the hint below
             obj = None
         if obj is prange:
             return True
+        if name != "prange":
+            return False
         raise self.fn.error(f"'{ast.unparse(it.func)}' is not scriptc's prange", it.func,
                             "use scriptc.prange (from scriptc import prange); numba.prange is not supported")
 
@@ -167,3 +168,10 @@ def _reduction(s: ast.stmt, name: str) -> str | None:
             if isinstance(first, ast.Name) and first.id == name and free_of_name(other):
                 return call.func.id
     return None
+
+
+def _dotted_name(node) -> bool:
+    """``name`` or ``a.b.name``: looking it up evaluates nothing."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
