@@ -10,6 +10,7 @@ import functools
 import os
 import pickle
 import threading
+import types
 
 import numpy as np
 
@@ -533,7 +534,28 @@ def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(
         for signature in signatures:
             fn.compile_signature(signature)
         return fn
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(_not_a_function_message(fn))
+    if not isinstance(cache, (bool, str, os.PathLike)):
+        raise TypeError(f"cache must be True, False or a directory (a str or a path), not {type(cache).__name__}")
+    if fn.__code__.co_varnames[:1] in (("self",), ("cls",)) and "." in fn.__qualname__.rsplit("<locals>.", 1)[-1]:
+        raise TypeError(f"'{fn.__qualname__}' is a method: scripted functions are module-level functions (a class "
+                        f"is not compiled); call one from the method, or put @staticmethod above @scriptc.script")
     return ScriptFunction(fn, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache, tiered=tiered)
+
+
+def _not_a_function_message(obj) -> str:
+    kind = type(obj).__name__
+    text = f"scriptc.script takes a function defined with def, not {'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+    if isinstance(obj, (staticmethod, classmethod)):
+        return f"{text}: put @{kind} above @scriptc.script"
+    if isinstance(obj, functools.partial):
+        return f"{text}: decorate the function itself, and pass the bound arguments when calling it"
+    if isinstance(obj, (types.BuiltinFunctionType, np.ufunc)):
+        return f"{text} ({getattr(obj, '__name__', '?')} has no Python source): call it from a scripted function"
+    if callable(obj) and hasattr(obj, "__wrapped__"):
+        return f"{text}: put @scriptc.script on the def itself, below other decorators"
+    return text
 
 
 def _signature_first_message(sig) -> str:

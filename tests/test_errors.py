@@ -194,3 +194,28 @@ def test_module_level_tuples_are_constants_and_big_ints_are_errors(tmp_path):
     assert mod.horner(2.0) == mod.horner.interpret(2.0) == mod.horner.py_func(2.0)
     with pytest.raises(scriptc.CompileError, match="'BIG' is 1180591620717411303424, which does not fit in a 64-bit"):
         scriptc.script(mod.big)
+
+
+def test_what_is_not_a_def_is_a_type_error_saying_what_to_do():
+    """Builtins, partials, staticmethod objects, other decorators' wrappers, methods and a bad cache= raised
+    internal AttributeErrors and inspect's TypeErrors."""
+    import functools
+    import math
+
+    def g(a: float, b: float) -> float:
+        return a + b
+
+    for obj, hint in ((math.sqrt, "sqrt has no Python source"), (np.exp, "exp has no Python source"),
+                      (functools.partial(g, 1.0), "decorate the function itself"),
+                      (staticmethod(g), "put @staticmethod above @scriptc.script"),
+                      (functools.lru_cache(g), "on the def itself, below other decorators"), (3, "not an int")):
+        with pytest.raises(TypeError, match="scriptc.script takes a function defined with def") as e:
+            scriptc.script(obj)
+        assert hint in str(e.value)
+    with pytest.raises(TypeError, match="cache must be True, False or a directory"):
+        scriptc.script(g, cache=3)
+    with pytest.raises(TypeError, match="A.m' is a method"):
+        class A:
+            @scriptc.script
+            def m(self, x: float) -> float:
+                return x
