@@ -35,6 +35,9 @@ class CompileError(Exception):
     def col(self):
         return self.source.col if self.source else None
 
+    def __reduce__(self):   # as rendered (the source file may not be where it is unpickled: a process pool)
+        return _unpickled, (type(self), self.args, self.__dict__)
+
     def _render(self) -> str:
         if self.source is None:
             text = f"error: {self.reason}"
@@ -48,6 +51,13 @@ class CompileError(Exception):
         if self.hint:
             text += f"\nhint: {self.hint}"
         return text
+
+
+def _unpickled(cls, args, state):
+    e = cls.__new__(cls)
+    e.args = args
+    e.__dict__.update(state)
+    return e
 
 
 def user_facing(fn):

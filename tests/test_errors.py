@@ -219,3 +219,12 @@ def test_what_is_not_a_def_is_a_type_error_saying_what_to_do():
             @scriptc.script
             def m(self, x: float) -> float:
                 return x
+
+
+def test_a_compile_error_pickles_as_it_reads(tmp_path):
+    """A process pool sends errors back pickled: unpickling rendered the text again, prefixed 'error: '."""
+    import pickle
+    e = compile_error(tmp_path, "def f(x: int) -> int:\n    d = {1: 2}\n    return x\n")
+    again = pickle.loads(pickle.dumps(e))
+    assert type(again) is type(e) and str(again) == str(e)
+    assert (again.reason, again.lineno, again.col, again.hint) == (e.reason, e.lineno, e.col, e.hint)
