@@ -331,6 +331,11 @@ def var_axis(x: np.ndarray, ddof: int):
             np.std(x, axis=1, keepdims=True), x.std(axis=0, ddof=1))
 
 
+@scriptc.script
+def var_axis_1d(x: np.ndarray, ddof: int):
+    return np.var(x, axis=0), np.std(x, axis=-1, ddof=ddof), x.var(axis=0, ddof=ddof, keepdims=True)
+
+
 def quarters(dtype, shape, seed=0):
     """Values with few significant bits and counts of 4 along reduced axes: every sum is exact in any order."""
     rng = np.random.default_rng(seed)
@@ -342,9 +347,9 @@ def quarters(dtype, shape, seed=0):
 @pytest.mark.parametrize("shape, dtype", every_dtype_at_rank_2((4,), (4, 4), (2, 4)))
 def test_var_std(dtype, shape):
     x = quarters(dtype, shape)
-    for fn, args in ((var_all, (x,)), (var_axis, (x, 1)), (var_axis, (x, 0))):
-        if fn is var_axis and len(shape) == 1:
-            continue
+    for fn, args in ((var_all, (x,)), (var_axis, (x, 1)), (var_axis, (x, 0)), (var_axis_1d, (x, 2))):
+        if (fn is var_axis) == (len(shape) == 1) and fn is not var_all:
+            continue        # (a 1-D array's var along its axis is a scalar: it was a 0-d array natively)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             want = fn.py_func(*args)

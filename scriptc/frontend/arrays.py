@@ -231,7 +231,7 @@ class ArrayFrontend:
         """From a result with every reduced dimension kept (length 1) to NumPy's result without them."""
         if keepdims:
             return result
-        if axis is None:
+        if axis is None or rank == 1:       # a scalar, as every reduction to one value gives
             return self.op("aten::getitem", [result] + [self.const(0)] * rank, at=node)
         return self.op("aten::select", [result, self.const(0)], {"dim": axis}, at=node)
 
