@@ -331,3 +331,21 @@ def test_the_interpreter_wraps_ints_as_native_code(a, b):
     for fn in (wrapping_ops, wrapping_ops.interpret):
         with pytest.raises(OverflowError, match="int too large to convert to a 64-bit int"):
             fn(1, 2 ** 70)
+
+
+@scriptc.script
+def ufuncs_of_scalars(a, b):
+    return (np.floor(a), np.ceil(b), np.trunc(a), np.abs(a), np.maximum(a, b), np.minimum(b, a), np.sqrt(abs(a)),
+            np.exp(b))
+
+
+@pytest.mark.parametrize("a, b", [(5, 2), (True, 2), (True, False), (-3, 2.5), (2.5, True), (-0.0, -7)])
+def test_ufuncs_of_python_scalars_give_numpys_kind(a, b):
+    """NumPy's loop decides the result's kind: np.maximum(5, 2) is an int (it was 5.0), np.floor(2.5) a float
+    (math.floor's would be an int), np.abs(True) a bool; float results are float64's (np.exp(True), float16 in
+    NumPy, is math.exp's: documented)."""
+    want = [w.item() for w in ufuncs_of_scalars.py_func(a, b)]
+    for got in (ufuncs_of_scalars(a, b), ufuncs_of_scalars.interpret(a, b)):
+        kinds = [type(g) for g in got]
+        assert kinds[:6] == [type(w) for w in want][:6], (kinds, want)
+        assert got[:6] == tuple(want[:6]) and all(type(g) is float for g in got[6:])

@@ -172,9 +172,23 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             raise self.fn.error(f"'{name}' is not supported in scripted functions", node.func,
                                 self.resolver.unsupported_hint(obj))
         result = self.bind_op(op, [self.expr(a) for a in node.args], node)
-        if isinstance(obj, np.ufunc) and result.type == INT and all(a.type.is_scalar for a in result.node.inputs):
-            result = self.op("aten::Float", [result], at=node)  # np.floor(2.5) is 2.0, math.floor(2.5) is 2
+        if isinstance(obj, np.ufunc) and all(a.type.is_scalar for a in result.node.inputs):
+            result = self.ufunc_scalar_kind(obj, result, node)
         return result
+
+    def ufunc_scalar_kind(self, ufunc, result, node):
+        """A ufunc of Python scalars is a scalar of the kind NumPy's loop gives (asked of NumPy with sample
+        values): np.floor(2.5) is 2.0 where math.floor gives 2, np.maximum(5, 2) is 5, np.abs(True) True."""
+        samples = {INT: 3, FLOAT: 1.5, BOOL: True}
+        try:
+            with np.errstate(all="ignore"):
+                kind = np.asarray(ufunc(*(samples[a.type] for a in result.node.inputs))).dtype.kind
+        except (KeyError, TypeError, ValueError):
+            return result
+        want = {"f": FLOAT, "i": INT, "u": INT, "b": BOOL}.get(kind)
+        if want is None or want == result.type or result.type not in (INT, FLOAT, BOOL):
+            return result
+        return self.op({FLOAT: "aten::Float", INT: "aten::Int", BOOL: "aten::Bool"}[want], [result], at=node)
 
     def clip_one_side(self, node):
         """``np.clip`` with a bound None is what NumPy makes it: ``np.minimum(x, hi)`` or ``np.maximum(x, lo)``
