@@ -1,7 +1,9 @@
-"""OpenBLAS for matrix products: the build the ``scipy-openblas64`` package ships, loaded once per process.
+"""OpenBLAS for matrix products: NumPy's own where its wheel ships the ``scipy-openblas64`` build (so that
+products follow the very kernels NumPy's run), else the ``scipy-openblas64`` package's; loaded once per process.
 
 That build exports CBLAS with prefixed, suffixed names (``scipy_cblas_dgemm64_``) and 64-bit integers (ILP64),
-so it coexists with NumPy's own OpenBLAS and any other BLAS in the process. Its functions are bound into the JIT
+so the package's coexists with NumPy's own OpenBLAS and any other BLAS in the process. (With a newer package
+than NumPy's bundled build, ``?dot`` kernels differed: np.dot of 3-d arrays lost NumPy's last bits.) Its functions are bound into the JIT
 under private names (``scriptc.blas.dgemm`` -> the library's ``scipy_cblas_dgemm64_``), the way engine.py binds
 libm, and native code calls them directly.
 
@@ -30,6 +32,15 @@ _LOCK = threading.Lock()
 
 
 def _find_library() -> str | None:
+    """NumPy's own OpenBLAS where its wheel ships the scipy-openblas64 build (the very kernels NumPy's products
+    run: bit-identical results whatever the two packages' versions), else the scipy-openblas64 package's."""
+    import numpy
+    root = os.path.dirname(numpy.__file__)
+    for lib_dir in (os.path.join(os.path.dirname(root), "numpy.libs"), os.path.join(root, ".dylibs")):
+        if os.path.isdir(lib_dir):
+            for name in sorted(os.listdir(lib_dir)):
+                if name.startswith("libscipy_openblas64_") and (".so" in name or name.endswith(".dylib")):
+                    return os.path.join(lib_dir, name)
     try:
         import scipy_openblas64
     except ImportError:
