@@ -328,6 +328,9 @@ class BuiltinCallsMixin:
             cls = self.const_eval(call.func if call else exc)
         except CompileError:
             cls = None
+        if isinstance(cls, type) and issubclass(cls, BaseException) and not issubclass(cls, Exception):
+            raise self.fn.error(f"raising {cls.__name__} (a BaseException that is not an Exception) is not supported",
+                                exc, "raise a builtin Exception such as RuntimeError, and exit in the caller")
         if not (isinstance(cls, type) and issubclass(cls, Exception) and getattr(builtins, cls.__name__, None)
                 is cls):
             raise self.fn.error(f"only builtin exception types can be raised, not '{ast.unparse(exc)}'", exc,

@@ -123,6 +123,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return self.call_builtin(obj, node)
         if obj is builtins.len:
             return self.call_len(node)
+        if obj in (builtins.int, builtins.float, builtins.bool) and not node.args and not node.keywords:
+            return self.const(obj())        # int() is 0, float() 0.0, bool() False
         if obj in (builtins.int, builtins.float) and len(node.args) == 1 and not node.keywords \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             return self.number_from_str(obj, node)
@@ -154,7 +156,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if obj in ARRAY_CALLS:
             return ARRAY_CALLS[obj](self, node)
         if obj is math.hypot and len(node.args) != 2:
-            raise self.fn.error(f"math.hypot() of {len(node.args)} arguments is not supported (two only)", node,
+            raise self.fn.error(f"math.hypot() of {len(node.args)} argument{'s' * (len(node.args) != 1)} is not "
+                                f"supported (two only)", node,
                                 "for a vector's length use np.linalg.norm(np.array([...]))")
         if obj is np.where and len(node.args) == 1:
             raise self.fn.error("np.where(condition) with one argument (the indices, np.nonzero) is not supported",

@@ -231,3 +231,16 @@ def tuples_grown_in_place(x: int, y: float):
 
 
 case(tuples_grown_in_place, lambda: (3, 1.5))
+
+
+@scriptc.script
+def empty_constructors(n: int):
+    i, x, b = int(), float(), bool()
+    for k in range(n):
+        i += k
+        x += 0.5
+        b = not b
+    return i, x, b
+
+
+case(empty_constructors, lambda: (3,))
