@@ -89,6 +89,9 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
             raise TypeError(f"{fname}() argument '{pname}' is a {refused}")
         if arg.dtype.name not in DTYPE_NAMES:
             raise TypeError(f"{fname}() argument '{pname}' has unsupported dtype {arg.dtype}")
+        layout = unsupported_layout(arg)
+        if layout is not None:
+            raise TypeError(f"{fname}() argument '{pname}' {layout}")
         if dtype is not None and arg.dtype.name != dtype:   # npt.NDArray[np.float64]
             raise TypeError(f"{fname}() argument '{pname}' must be an array of {dtype}, not {arg.dtype}")
         return TensorType(arg.dtype.name, arg.ndim), arg
@@ -98,6 +101,16 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
         raise TypeError(f"{fname}() argument '{pname}' must be {want}, not {type(arg).__name__}")
     # NumPy scalars are taken as the Python scalar they convert to (a float32 as its exact float64 value)
     return t, _SCALAR_OF[t](arg)
+
+
+def unsupported_layout(a: np.ndarray) -> str | None:
+    """What native code cannot read in an array of a supported dtype (None: nothing)."""
+    if not a.dtype.isnative:
+        return (f"has a non-native byte order ({a.dtype.str}): pass a.astype(a.dtype.newbyteorder('=')), a copy "
+                f"in this machine's order")
+    if not a.flags.aligned:
+        return "has unaligned data: pass a copy (np.ascontiguousarray(a) aligns it)"
+    return None
 
 
 def _refused_subclass(arg) -> str | None:

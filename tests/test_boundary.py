@@ -736,3 +736,14 @@ def test_masked_arrays_and_matrices_are_refused():
 
     x = np.arange(4.0).view(Tagged)
     assert only_reads(x, np.ones(4))[0] == only_reads.py_func(np.arange(4.0), np.ones(4))[0]
+
+
+def test_byte_order_and_alignment_errors_name_the_parameter():
+    swapped = np.arange(4.0).astype(">f8")
+    with pytest.raises(TypeError, match=r"only_reads\(\) argument 'b' has a non-native byte order \(>f8\)"):
+        only_reads(np.ones(4), swapped)
+    with pytest.raises(TypeError, match="argument 'ys' has an array that has a non-native byte order"):
+        first_of_each([np.zeros(2)], [np.zeros(2), swapped])
+    raw = np.zeros(8 * 4 + 1, np.uint8)[1:].view(np.float64)      # 8-byte floats at an odd address
+    with pytest.raises(TypeError, match="argument 'a' has unaligned data"):
+        only_reads(raw, np.ones(4))

@@ -391,9 +391,13 @@ def list_argument(fname: str, pname: str, want: ListType, arg) -> tuple:
         if None in kinds or len(kinds) != 1:
             raise TypeError(f"{fname}() argument '{pname}' must be a list of arrays of one dtype and rank")
         dtype, rank = kinds.pop()
+        from ..arguments import unsupported_layout
         from ..ir.types import DTYPE_NAMES
-        if dtype not in DTYPE_NAMES or not all(a.dtype.isnative and a.flags.aligned for a in arg):
+        if dtype not in DTYPE_NAMES:
             raise TypeError(f"{fname}() argument '{pname}' has arrays of unsupported dtype {dtype}")
+        layout = next((unsupported_layout(a) for a in arg if unsupported_layout(a) is not None), None)
+        if layout is not None:
+            raise TypeError(f"{fname}() argument '{pname}' has an array that {layout}")
         return ListType(TensorType(dtype, rank)), arg
     allowed = {BOOL: (bool, np.bool_), INT: (int, np.integer), FLOAT: (int, float, np.integer, np.floating)}[elem]
     for k, v in enumerate(arg):
