@@ -58,3 +58,26 @@ def test_reshape_is_numpys_view_or_copy(view, fn, rank):
         for other_y, other_whole in others:
             assert y.shape == other_y.shape and y.strides == other_y.strides and np.array_equal(y, other_y)
             assert np.array_equal(whole, other_whole)       # the write reached the array exactly where NumPy's did
+
+
+@scriptc.script
+def reshape_to(x: np.ndarray, a: int, b: int, c: int):
+    return x.reshape(a, b), x.reshape(c)
+
+
+@pytest.mark.parametrize("a, b, c", [(-1, -1, 12), (-2, -1, 12), (5, -1, 12), (-1, 5, 12), (-3, 4, -7), (0, -1, 12),
+                                     (2 ** 32, 2 ** 32, 12), (3, 4, 5), (4, -3, -1)])
+def test_reshape_dimensions_and_errors_are_numpys(a, b, c):
+    """Any negative dimension is NumPy's unknown one (-3 too), at most one; a product beyond int64 is a size
+    mismatch; the messages show the unknown as newaxis, dropped when it leads (NumPy's "(5)")."""
+    x = np.arange(12.0)
+    try:
+        want = [r.shape for r in reshape_to.py_func(x, a, b, c)]
+    except ValueError as e:
+        for run in (reshape_to, reshape_to.interpret):
+            with pytest.raises(ValueError) as got:
+                run(x, a, b, c)
+            assert str(got.value) == str(e)
+        return
+    for run in (reshape_to, reshape_to.interpret):
+        assert [r.shape for r in run(x, a, b, c)] == want

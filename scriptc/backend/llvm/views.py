@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.core import constant_value, is_constant
 from ...ir.types import NONE, TensorType
 from .arrays import Arr, index_checked
 from .common import I1, I64, handles_array, i64
@@ -95,20 +94,8 @@ class ViewOps:
     def lower_reshape(self, node):
         b = self.b
         a = self.arr(node.inputs[0])
-        dims = [self.scalar(v) for v in node.inputs[1:]]
+        dims = self.reshape_dims(a, [self.scalar(v) for v in node.inputs[1:]])
         total = self.size(a.shape)
-        known, unknown = i64(1), i64(-1)
-        for k, d in enumerate(dims):
-            is_free = b.icmp_signed("==", d, i64(-1))
-            unknown = b.select(is_free, i64(k), unknown)
-            known = b.select(is_free, known, b.mul(known, d))
-        free_dim = b.sdiv(total, b.select(b.icmp_signed("==", known, i64(0)), i64(1), known))
-        dims = [b.select(b.icmp_signed("==", unknown, i64(k)), free_dim, d) for k, d in enumerate(dims)]
-        # NumPy names a -1 dimension "newaxis" (known here when written as a constant)
-        texts = ["newaxis" if is_constant(v) and constant_value(v) == -1 else f"{{{k + 1}}}"
-                 for k, v in enumerate(node.inputs[1:])]
-        message = f"cannot reshape array of size {{0}} into shape ({','.join(texts)}{',' if len(texts) == 1 else ''})"
-        self.raise_with(b.icmp_signed("!=", self.size(dims), total), ValueError, message, [total, *dims])
         out_t = node.output.type
         result = self.alloca_leaves(out_t)
         strides = self.alloca(ir.ArrayType(I64, len(dims)))
@@ -128,6 +115,35 @@ class ViewOps:
                 self.copy_into(copy, a)
                 self.store_leaves(result, [copy.mi, copy.data, *dims, *self.c_strides(dims, a.itemsize)])
         return [self.load_leaves(result)]
+
+    def reshape_dims(self, a: Arr, dims: list) -> list:
+        """NumPy's ``_fix_unknown_dimension``: a negative dimension (any) is the unknown one, at most one, the
+        others multiplied (overflow checked) must divide the size, or equal it with no unknown; NumPy's messages,
+        whose shape shows the unknown as "newaxis" (dropped when it leads)."""
+        b, n = self.b, len(dims)
+        total = self.size(a.shape)
+        negative = [b.icmp_signed("<", d, i64(0)) for d in dims]
+        count = i64(0)
+        for neg in negative:
+            count = b.add(count, b.zext(neg, I64))
+        self.raise_if(b.icmp_signed(">", count, i64(1)), ValueError, "can only specify one unknown dimension")
+        known, unknown, overflow = i64(1), i64(-1), ir.Constant(I1, 0)
+        for k, (d, neg) in enumerate(zip(dims, negative)):
+            unknown = b.select(neg, i64(k), unknown)
+            product = b.smul_with_overflow(known, b.select(neg, i64(1), d))
+            known, overflow = b.extract_value(product, 0), b.or_(overflow, b.extract_value(product, 1))
+        safe = b.select(b.icmp_signed("==", known, i64(0)), i64(1), known)
+        has_unknown = b.icmp_signed(">=", unknown, i64(0))
+        bad = b.or_(overflow, b.select(has_unknown,
+                                       b.or_(b.icmp_signed("==", known, i64(0)), b.icmp_signed("!=", b.srem(total, safe),
+                                                                                             i64(0))),
+                                       b.icmp_signed("!=", total, known)))
+        for k in range(-1, n):      # the message of each place the unknown may be in (-1: none)
+            texts = ["newaxis" if j == k else f"{{{j + 1}}}" for j in range(n)][1 if k == 0 else 0:]
+            message = f"cannot reshape array of size {{0}} into shape ({','.join(texts)}{',' if n == 1 else ''})"
+            self.raise_with(b.and_(bad, b.icmp_signed("==", unknown, i64(k))), ValueError, message, [total, *dims])
+        free = b.sdiv(total, safe)
+        return [b.select(neg, free, d) for d, neg in zip(dims, negative)]
 
     def nocopy_strides(self, a: Arr, dims: list, strides):
         """An i1: whether NumPy reshapes ``a`` (not C-contiguous, not empty) to ``dims`` without a copy
