@@ -48,6 +48,19 @@ def samples(dtype: str) -> np.ndarray:
     return np.concatenate([edge, rand])
 
 
+def within_ulps(actual, expected, ulps: int = 4) -> bool:
+    """``same`` but for finite values within ``ulps`` units in the last place: array powers other than NumPy's
+    fast ones call libm's pow, where NumPy (2.4, AVX-512) runs its own SIMD pow: the README's few ulp."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.dtype != expected.dtype or actual.shape != expected.shape or actual.dtype.kind != "f":
+        return same(actual, expected)
+    finite = np.isfinite(expected)
+    if not same(actual[~finite], expected[~finite]) or not np.isfinite(actual[finite]).all():
+        return False
+    gap = np.abs(actual[finite].astype(np.float64) - expected[finite].astype(np.float64))
+    return bool(np.all(gap <= ulps * np.spacing(np.abs(expected[finite])).astype(np.float64)))
+
+
 def same(actual, expected) -> bool:
     """Same dtype, shape and values, bit for bit except NaN payloads (zeros keep their sign)."""
     actual, expected = np.asarray(actual), np.asarray(expected)
@@ -385,7 +398,8 @@ def test_literal_powers_every_dtype(tmp_path, dtype):
             warnings.simplefilter("ignore")
             want = eval(expr, {"x": x})
         fn = getattr(m, name)
-        assert same(fn(x), want), f"{dtype} {expr}: {fn(x).dtype} {fn(x)[:5]} vs {want.dtype} {want[:5]}"
+        near = within_ulps if name == "cube" else same       # (libm's pow, not one of NumPy's fast powers)
+        assert near(fn(x), want), f"{dtype} {expr}: {fn(x).dtype} {fn(x)[:5]} vs {want.dtype} {want[:5]}"
         assert same(fn.interpret(x), want), f"{dtype} {expr} (interpreter)"
 
 
@@ -486,4 +500,6 @@ def test_scalar_powers_are_numpys_fast_powers(tmp_path, dtype):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             want = fn.py_func(*args)
-        assert same(fn(*args), want), f"{name}{args[1:2] if len(args) > 1 else ''} {dtype}"
+        pow_call = name == "array_exponent" or len(args) > 1 and args[1] in (3.0, -0.5)   # libm's pow
+        assert (within_ulps if pow_call else same)(fn(*args), want), \
+            f"{name}{args[1:2] if len(args) > 1 else ''} {dtype}"
