@@ -81,3 +81,19 @@ def test_reshape_dimensions_and_errors_are_numpys(a, b, c):
         return
     for run in (reshape_to, reshape_to.interpret):
         assert [r.shape for r in run(x, a, b, c)] == want
+
+
+@scriptc.script
+def write_through_reshaped_copy(x: np.ndarray):
+    y = x.T.copy()          # ndarray.copy() is C-ordered: its reshape is a view
+    y.reshape(-1)[1] = 100.0
+    return y
+
+
+def test_copy_method_is_c_ordered():
+    """The interpreter copied with np.copy, which keeps a transposed array's order: its reshape was a copy, and
+    the write did not reach y (NumPy's and native code's did)."""
+    x = np.arange(6.0).reshape(2, 3)
+    want = write_through_reshaped_copy.py_func(x)
+    for run in (write_through_reshaped_copy, write_through_reshaped_copy.interpret):
+        np.testing.assert_array_equal(run(x), want)

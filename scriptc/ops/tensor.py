@@ -140,7 +140,9 @@ register("aten::permute(Tensor self, *, int[] dims) -> Tensor", impl=_permute, i
          view=True, batch=Batch.custom(_permute_batch, view=True))
 
 # -- copies and casts -----------------------------------------------------------------------------------
-register("aten::clone(Tensor self) -> Tensor", impl=np.copy, infer=lambda t: _array_keep(t, "copy()"),
+# a C-ordered copy, as ndarray.copy() makes and native code makes for np.copy too (NumPy's np.copy keeps an
+# F-ordered array's order: README)
+register("aten::clone(Tensor self) -> Tensor", impl=lambda x: np.array(x, order="C"), infer=lambda t: _array_keep(t, "copy()"),
          batch=Batch.SAME,
          methods=("copy",), py=(np.copy,), shape=same_shape, vjp=lambda e, g, out, x: (g,))
 
