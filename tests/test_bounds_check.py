@@ -560,3 +560,28 @@ def test_proofs_never_drop_an_index_error(tmp_path_factory, lo, hi, step, k, n, 
     x, y = np.arange(float(n)) + 1.0, np.arange(float(m))
     assert_matches_python(mod.f, x, y)
     assert_matches_python(mod.f, x, y, runner=mod.f.interpret)
+
+
+@scriptc.script
+def partial_indexing(x: np.ndarray, y: np.ndarray, i: int, j: int, k: int):
+    if k == 0:
+        return np.sum(x[i, j])          # a row: the second index is x's axis 1
+    if k == 1:
+        return np.sum(x[0, :, j])
+    if k == 2:
+        return np.sum(y[None, j])       # np.newaxis names no axis of y
+    x[0, :, j] = 7.0
+    return np.sum(y[:, None, j])
+
+
+@pytest.mark.parametrize("i, j, k", [(0, 4, 0), (-3, 0, 0), (0, 5, 1), (0, -5, 1), (0, 5, 2), (0, 9, 3), (0, 1, 3)])
+def test_index_errors_name_the_indexed_arrays_axis(i, j, k):
+    """Partial indexing is a chain of selects, each of the view so far: errors named the view's axis (x[i, j]
+    said axis 0 for j), where NumPy names the indexed array's."""
+    def run(fn):
+        try:
+            return float(fn(np.zeros((2, 3, 4)), np.zeros((3, 4)), i, j, k))
+        except IndexError as e:
+            return str(e)
+    want = run(partial_indexing.py_func)
+    assert run(partial_indexing) == want and run(partial_indexing.interpret) == want

@@ -519,18 +519,21 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
                     raise self.fn.error(f"array indices must be ints, got {describe_type(v.type)}",
                                         p if isinstance(p, ast.AST) else node)
             return "element", values
-        view, dim = base, 0
+        view, dim, axis = base, 0, 0      # dim: of the view so far; axis: of base, which errors name
         for v in values:
             if isinstance(v, str):  # np.newaxis: a new dimension of length 1
                 view = self.op("aten::unsqueeze", [view], {"dim": dim}, at=node)
                 dim += 1
-            elif v == ():
+                continue
+            if v == ():
                 dim += 1  # a bare ':' keeps the dimension as it is
             elif isinstance(v, tuple):
                 view = self.op("aten::slice", [view, *v], {"dim": dim}, at=node)
                 dim += 1
             else:
-                view = self.op("aten::select", [view, v], {"dim": dim}, at=node)
+                view = self.op("aten::select", [view, v], {"dim": dim, **({"axis": axis} if axis != dim else {})},
+                               at=node)
+            axis += 1
         return "view", view
 
     def slice_bounds(self, s: ast.Slice) -> tuple:

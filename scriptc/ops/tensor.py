@@ -388,11 +388,14 @@ register("aten::setitem(Tensor self, int... indices_and_value, *, int[] checked)
          infer=_setitem_rule, effect=Effect.WRITES, shape=no_outputs)
 
 
-def _select(x, index, *, dim, checked=None):
+def _select(x, index, *, dim, checked=None, axis=None):
+    n = x.shape[dim]
+    if not -n <= index < n:     # NumPy's message, its axis the indexed array's (``axis``: x[0, :, j] names 2)
+        raise IndexError(f"index {index} is out of bounds for axis {dim if axis is None else axis} with size {n}")
     return x[(slice(None),) * dim + (index,)]
 
 
-def _select_rule(t, index, *, dim, checked=None):
+def _select_rule(t, index, *, dim, checked=None, axis=None):
     _array(t, "indexing")
     _ints([index], "an index")
     if not 0 <= dim < t.rank:
@@ -401,7 +404,7 @@ def _select_rule(t, index, *, dim, checked=None):
     return TensorType(t.dtype, None, shape)
 
 
-def _select_shape(types, consts, *, dim, checked=None):
+def _select_shape(types, consts, *, dim, checked=None, axis=None):
     """The selected dimension goes (the index only decides whether it raises)."""
     shape = shape_of(types[0])
     if shape is None or not 0 <= dim < len(shape):
@@ -414,10 +417,12 @@ def _shifted_view_batch(b, node, ins):
     return [b.op(node.kind, *ins, **dict(node.attrs, dim=node.attrs["dim"] + 1))]
 
 
-register("aten::select(Tensor self, int index, *, int dim, int[] checked) -> Tensor", impl=_select, infer=_select_rule,
-         batch=Batch.custom(_shifted_view_batch, view=True),
+# ``axis``: where it differs from ``dim``, the axis of the array the user indexed that errors name (NumPy's:
+# x[i, j] of a 3-d array selects dim 0 twice, j's axis is 1)
+register("aten::select(Tensor self, int index, *, int dim, int[] checked, int axis) -> Tensor", impl=_select,
+         infer=_select_rule, batch=Batch.custom(_shifted_view_batch, view=True),
          effect=Effect.RAISES, shape=_select_shape,
-         vjp=lambda e, g, out, x, index, dim, checked=None: (
+         vjp=lambda e, g, out, x, index, dim, checked=None, axis=None: (
              e.scatter(lambda e, acc: e.add_into(e.op("aten::select", acc, index, dim=dim), g)), None))
 
 

@@ -43,7 +43,7 @@ class ViewOps:
     def lower_select(self, node):
         a, (_, index) = self.arr(node.inputs[0]), node.inputs
         dim = node.attrs["dim"]
-        j = self.normalize_index(self.scalar(index), a.shape[dim], dim, index_checked(node, 0))
+        j = self.normalize_index(self.scalar(index), a.shape[dim], node.attrs.get("axis", dim), index_checked(node, 0))
         data = self.b.gep(a.data, [self.b.mul(j, a.strides[dim])])
         shape = a.shape[:dim] + a.shape[dim + 1:]
         strides = a.strides[:dim] + a.strides[dim + 1:]
