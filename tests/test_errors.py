@@ -44,8 +44,6 @@ CASES = [
      "broadcasting an array of rank 2 cannot be written into the array of rank 1 in place", np.zeros(3),
      np.ones((2, 3))),
     ("def f(x: int) -> int:\n    for i in x:\n        pass\n    return x\n", 5, 14, "for loops over an int"),
-    ("def f(x: int) -> int:\n    while x > 0:\n        x -= 1\n    else:\n        x = 2\n    return x\n", 5, 5,
-     "'while ... else' is not supported"),
     ("def f(x: np.ndarray) -> float:\n    if x:\n        return 1.0\n    return 0.0\n", 5, 8,
      "truth value of an array is ambiguous"),
     ("def f(x: str) -> int:\n    return 1\n", 4, 10, "unsupported annotation 'str'"),

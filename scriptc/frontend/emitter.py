@@ -107,6 +107,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         self.first_return: tuple[Type, ast.AST] | None = None
         self.locals = set(stores(fn.tree.body)) | {a.arg for a in fn.tree.args.args}
         self.function_loads = load_counts(fn.tree.body)
+        self.else_flags: list[str | None] = []     # per enclosing loop: the flag its break sets, if it has an else
 
     # -- entry ------------------------------------------------------------------------------------------
     def build(self) -> Graph:
@@ -381,17 +382,40 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
 
     def visit_Break(self, node):
         self.env.vars[BRK] = True
+        if self.else_flags and self.else_flags[-1] is not None:
+            self.env.vars[self.else_flags[-1]] = True
+
+    def loop_with_else(self, node, emit) -> None:
+        """``emit(extra carried names)`` a loop; then its ``else`` body, which runs when the loop ended without
+        a break (a flag its breaks set, carried by the loop), unless it returned."""
+        flag = f"$else{len(self.else_flags)}" if node.orelse else None
+        if flag is not None:
+            self.env.vars[flag] = False
+        self.else_flags.append(flag)
+        try:
+            emit(() if flag is None else (flag,))
+        finally:
+            self.else_flags.pop()
+        if flag is not None:
+            self.emit_body([_LoopElse(flag=flag, body=node.orelse)])    # (not reached when the loop returned)
+            self.env.vars.pop(flag, None)
+
+    def visit__LoopElse(self, node):
+        broke = self.env.vars.pop(node.flag)
+        if broke is False:
+            return self.emit_body(node.body)
+        if broke is not True:
+            self.emit_if(self.op("aten::__not__", [broke]), lambda: self.emit_body(node.body), lambda: None, None)
 
     def visit_Continue(self, node):
         self.env.vars[CONT] = True
 
     def visit_While(self, node):
-        if node.orelse:
-            raise self.fn.error("'while ... else' is not supported", node)
-        first = self.truth(self.expr(node.test), node.test)
-        trips = self.const(INT64_MAX)
-        self.emit_loop(node, trips, first, prefix=None,
-                       next_cond=lambda: self.truth(self.expr(node.test), node.test), hint="i")
+        def emit(extra):
+            first = self.truth(self.expr(node.test), node.test)
+            self.emit_loop(node, self.const(INT64_MAX), first, prefix=None,
+                           next_cond=lambda: self.truth(self.expr(node.test), node.test), hint="i", extra=extra)
+        self.loop_with_else(node, emit)
         endless = isinstance(node.test, ast.Constant) and node.test.value is True
         if endless and not contains(node.body, ast.Break, stop_at_loops=True) and \
                 contains(node.body, (ast.Return, ast.Raise)):
@@ -400,15 +424,16 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def visit_For(self, node):
         if self.is_prange(node.iter):
             return self.emit_prange(node)
-        if node.orelse:
-            raise self.fn.error("'for ... else' is not supported", node)
+        self.loop_with_else(node, lambda extra: self.emit_for(node, extra))
+
+    def emit_for(self, node, extra) -> None:
         seq = self.expr(node.iter) if self.iteration_builtin(node.iter) is None else None
         steps = self.tuple_steps(node.iter, seq)
         if steps is not None:
             return self.emit_unrolled(node, steps)
         trips, prefix, hint, *conds = self.for_iteration(node, seq)
         first, next_cond = conds or (self.const(True), None)   # lists: while the index is below the length
-        self.emit_loop(node, trips, first, prefix=prefix, next_cond=next_cond, hint=hint)
+        self.emit_loop(node, trips, first, prefix=prefix, next_cond=next_cond, hint=hint, extra=extra)
 
     def for_iteration(self, node, seq: Value | None = None):
         """Trip count and per-iteration prefix of ``for target in iterable`` (see ``iteration_plan``); ``seq``:
@@ -489,14 +514,16 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         return node.add_output(t, self.graph.fresh_name(name.lstrip("$") or None))
 
     def emit_loop(self, loop: ast.For | ast.While, trips: Value, first_cond: Value, prefix, next_cond, hint,
-                  names=None, attrs=None):
+                  names=None, attrs=None, extra=()):
         """Emit ``prim::Loop``. Loop-carried types come from the body itself: the body is emitted again when
         a carried int becomes a float in it, or when a variable first bound in the loop must be carried.
-        ``names``: the carried variables when the caller decided them (prange); ``attrs``: of the loop node."""
+        ``names``: the carried variables when the caller decided them (prange); ``attrs``: of the loop node;
+        ``extra``: internal names carried besides (a loop's else flag)."""
         if names is None:
             names = carried_names(loop, self.function_loads, lambda n: n in self.env.vars)
             if contains(loop.body, (ast.Return, ast.Raise)):
                 names += [RET, RETV]
+            names += list(extra)
         before, parent = self.env, self.block
         mark, namer = len(parent.nodes), self.graph.namer_state()
         types = {n: binding_type(before.vars[n]) for n in names if n in before.vars}
@@ -798,3 +825,8 @@ def describe(t: Type) -> str:
 def _partly_known_arrays(a, b) -> bool:
     """Two array types at least one of which lacks its dtype or rank (the generic, unspecialized graph)."""
     return isinstance(a, TensorType) and isinstance(b, TensorType) and not (a.known and b.known)
+
+
+class _LoopElse(ast.stmt):
+    """A loop's ``else`` body, emitted after the loop as a statement (so that a return in the loop skips it)."""
+    _fields = ("flag", "body")

@@ -556,3 +556,36 @@ case(first_of_a_huge_range, lambda: (-2 ** 63, 2 ** 63 - 1, 1))
 case(first_of_a_huge_range, lambda: (2 ** 63 - 1, -2 ** 63, -1))
 case(first_of_a_huge_range, lambda: (-2 ** 63, 2 ** 63 - 1, 2 ** 62))
 case(first_of_a_huge_range, lambda: (0, 3, 3))
+
+
+@scriptc.script
+def loops_with_else(n: int, t: tuple[int, int, int], m: int) -> int:
+    count = 0
+    k = 2
+    while k < n:
+        for d in range(2, k):
+            if k % d == 0:
+                break
+        else:
+            count += 1          # no divisor: the inner loop ended without a break
+        k += 1
+    else:
+        count += 1000
+    for v in t:                 # (unrolled over a tuple)
+        if v < 0:
+            break
+        count += v
+    else:
+        count *= 2
+    while m > 0:
+        if m % 7 == 0:
+            return -count       # a return skips the else
+        m -= 1
+    else:
+        print("else", count)
+    return count
+
+
+case(loops_with_else, lambda: (30, (1, 2, 3), 5))
+case(loops_with_else, lambda: (2, (1, -2, 3), 0))
+case(loops_with_else, lambda: (12, (5, 5, 5), 9))
