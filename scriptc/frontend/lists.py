@@ -216,11 +216,26 @@ class ListsMixin:
                             f"and {self.describe_list(right.type)}", node)
 
     def list_in(self, node):
-        lst, v = self.expr(node.comparators[0]), self.expr(node.left)
-        if not isinstance(lst.type, ListType):
-            raise self.fn.error("'in' is supported on lists only", node)
-        found = self.op("aten::list_contains", [lst, v], at=node)
+        v, seq = self.expr(node.left), self.expr(node.comparators[0])     # (CPython's order)
+        if isinstance(seq.type, TupleType):
+            found = self.tuple_contains(seq, v, node)
+        elif isinstance(seq.type, ListType):
+            found = self.op("aten::list_contains", [seq, v], at=node)
+        else:
+            raise self.fn.error("'in' is supported on lists and tuples only", node)
         return self.op("aten::__not__", [found], at=node) if isinstance(node.ops[0], ast.NotIn) else found
+
+    def tuple_contains(self, t, v, node):
+        """``v in (a, b, c)`` of numbers: ``v == a or v == b or v == c`` (CPython's identity test first only
+        differs for a NaN, which scripted code does not tell apart from another NaN)."""
+        numbers = (INT, FLOAT, BOOL)
+        if v.type not in numbers or not all(e in numbers for e in t.type.elems):
+            raise self.fn.error("'in' a tuple is supported for numbers in a tuple of numbers", node)
+        found = self.const(False)
+        for k in range(len(t.type.elems)):
+            same = self.op("aten::eq", [v, self.tuple_element(t, k, node)], at=node)
+            found = same if k == 0 else self.op("aten::__or__", [found, same], at=node)
+        return found
 
     # -- methods, indexing -----------------------------------------------------------------------------------
     def list_method(self, base, name, node):

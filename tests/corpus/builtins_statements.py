@@ -244,3 +244,13 @@ def empty_constructors(n: int):
 
 
 case(empty_constructors, lambda: (3,))
+
+
+@scriptc.script
+def membership_in_tuples(x: int, y: float, t: tuple[int, float]):
+    return x in (1, 2, 3), y not in (0.5, 2), x in t, y in (), True in (1, 2), 2.0 in (1, 2)
+
+
+case(membership_in_tuples, lambda: (2, 0.5, (2, 3.5)))
+case(membership_in_tuples, lambda: (5, 3.0, (1, 5.0)))
+case(membership_in_tuples, lambda: (0, float("nan"), (0, 0.0)))
