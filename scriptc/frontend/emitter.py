@@ -770,6 +770,10 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             if isinstance(part, ast.Constant):
                 fmt.append(part.value.replace("{", "{{").replace("}", "}}"))
                 continue
+            text = self.static_text(part)
+            if text is not None:        # f"{x.dtype}": known when compiling, formatted now
+                fmt.append(text.replace("{", "{{").replace("}", "}}"))
+                continue
             values.append(self.expr(part.value))
             piece = "{"
             if part.conversion != -1:
@@ -778,6 +782,22 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
                 piece += ":" + "".join(self.constant_spec_part(p, part) for p in part.format_spec.values)
             fmt.append(piece + "}")
         return self.op("aten::format", values, {"fmt": "".join(fmt)}, at=node)
+
+    def static_text(self, part) -> str | None:
+        """The text of an f-string field whose value is a dtype or a str known when compiling (``x.dtype``,
+        ``x.dtype.name``: constant per signature), else None."""
+        if not isinstance(part.value, ast.Attribute) or part.format_spec is not None and \
+                not all(isinstance(p, ast.Constant) for p in part.format_spec.values):
+            return None
+        try:
+            r = self.visit(part.value)
+        except CompileError:
+            return None
+        if not isinstance(r, Static) or not isinstance(r.obj, (np.dtype, str)):
+            return None
+        value = {-1: r.obj, ord("s"): str(r.obj), ord("r"): repr(r.obj), ord("a"): ascii(r.obj)}[part.conversion]
+        spec = "".join(p.value for p in part.format_spec.values) if part.format_spec is not None else ""
+        return format(value, spec)
 
     def constant_spec_part(self, p, part) -> str:
         """A piece of an f-string's format spec: text, or a constant field in it (``f"{n:>{4}}"``)."""

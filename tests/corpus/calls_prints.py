@@ -389,3 +389,14 @@ def str_format_calls(n: int, x: float, b: bool):
 
 case(str_format_calls, lambda: (42, 3.14159, True))
 case(str_format_calls, lambda: (-7, -0.0, False))
+
+
+@scriptc.script
+def dtype_in_messages(x: np.ndarray) -> int:
+    print(f"dtype {x.dtype} {x.dtype.name!r} [{x.dtype.name:>9}]")     # constant per signature
+    if x.shape[0] > 5:
+        raise ValueError(f"bad dtype {x.dtype} for {x.shape[0]}")
+    return x.shape[0]
+
+
+case(dtype_in_messages, lambda: (np.ones(3, np.float32),))

@@ -346,3 +346,13 @@ def err_unpack_too_few(x: np.ndarray) -> float:
 
 
 raises(err_unpack_too_few, ValueError, lambda: (np.arange(2.0),))
+
+
+@scriptc.script
+def err_dtype_in_message(x: np.ndarray) -> int:
+    if x.shape[0] > 5:
+        raise ValueError(f"bad dtype {x.dtype} for {x.shape[0]}")
+    return 0
+
+
+raises(err_dtype_in_message, ValueError, lambda: (np.ones(7, np.int16),))
