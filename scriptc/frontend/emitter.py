@@ -762,6 +762,10 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         if isinstance(v.type, TensorType):
             raise self.fn.error("the truth value of an array is ambiguous", at,
                                 "use .any() or .all(); for element-wise logic use & | ~ or np.where")
+        if isinstance(v.type, TupleType):     # true when not empty: known when compiling
+            return self.const(bool(v.type.elems))
+        if isinstance(v.type, ListType):
+            return self.op("aten::ne", [self.op("aten::list_len", [v], at=at), self.const(0)], at=at)
         raise self.fn.error(f"{describe(v.type)} cannot be used as a condition", at)
 
     def visit_JoinedStr(self, node):

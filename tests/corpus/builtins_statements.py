@@ -254,3 +254,23 @@ def membership_in_tuples(x: int, y: float, t: tuple[int, float]):
 case(membership_in_tuples, lambda: (2, 0.5, (2, 3.5)))
 case(membership_in_tuples, lambda: (5, 3.0, (1, 5.0)))
 case(membership_in_tuples, lambda: (0, float("nan"), (0, 0.0)))
+
+
+@scriptc.script
+def truth_of_tuples_and_lists(x: int, xs: list[int]):
+    t = (x,)
+    r = 0
+    if t:           # a tuple is true when not empty (known when compiling)
+        r += 1
+    if ():
+        r += 10
+    if xs:          # a list when not empty
+        r += 100
+    while xs:
+        xs.pop()
+        r += 1000
+    return r, not xs
+
+
+case(truth_of_tuples_and_lists, lambda: (1, [1, 2]))
+case(truth_of_tuples_and_lists, lambda: (0, []))
