@@ -37,7 +37,7 @@ def _ident(name: str) -> str:
 def _annotation(t) -> str:
     """The IR type as an annotation: quoted where it is not Python (``"Double(*, 3)"``)."""
     text = str(t)
-    return f'"{text}"' if "(" in text or "*" in text else text
+    return f'"{text}"' if any(c in text for c in "(*[") else text
 
 
 class PyCode:
