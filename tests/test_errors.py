@@ -79,6 +79,7 @@ CASES = [
     ("def f(x: int) -> int:\n    return min(x, 2, key=abs)\n", 5, 12, "min() with key= is not supported"),
     ("def f(x: float) -> float:\n    return math.hypot(x, x, x)\n", 5, 12, "math.hypot() of 3 arguments"),
     ("def f(x: float) -> float:\n    return math.hypot(x)\n", 5, 12, "math.hypot() of 1 argument is not"),
+    ("def f(x: int) -> int:\n    return pow(x, 2, 7)\n", 5, 12, "a modulus is not supported"),
     ("def f(x: int) -> int:\n    raise SystemExit(x)\n", 5, 11,
      "raising SystemExit (a BaseException that is not an Exception) is not supported"),
     ("def f(x: np.ndarray) -> float:\n    i = np.where(x > 0)\n    return 1.0\n", 5, 9,

@@ -37,7 +37,8 @@ ARITHMETIC_UFUNCS = {np.add: "aten::add", np.subtract: "aten::sub", np.multiply:
                      np.true_divide: "aten::div", np.floor_divide: "aten::floordiv", np.remainder: "aten::remainder"}
 # Callables call_object handles itself (the rest map onto registry operators through OpDef.py)
 SPECIAL_CALLS = {builtins.print, builtins.range, prange, builtins.min, builtins.max, builtins.len, np.full, np.full_like,
-                 np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS, *ARITHMETIC_UFUNCS}
+                 np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS, *ARITHMETIC_UFUNCS,
+                 builtins.str, builtins.repr, builtins.format, builtins.pow}
 
 
 class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
@@ -123,6 +124,12 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return self.call_builtin(obj, node)
         if obj is builtins.len:
             return self.call_len(node)
+        if obj in (builtins.str, builtins.repr, builtins.format):
+            return self.call_text(obj, node)
+        if obj is builtins.pow:
+            if node.keywords or len(node.args) != 2:
+                raise self.fn.error("pow() takes two positional arguments here (a modulus is not supported)", node)
+            return self.visit(ast.copy_location(ast.BinOp(node.args[0], ast.Pow(), node.args[1]), node))
         if obj in (builtins.int, builtins.float, builtins.bool) and not node.args and not node.keywords:
             return self.const(obj())        # int() is 0, float() 0.0, bool() False
         if obj in (builtins.int, builtins.float) and len(node.args) == 1 and not node.keywords \
@@ -259,6 +266,22 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             raise self.fn.error(f"{what}() missing argument '{op.params[len(args)]}'", node)
         emitted = self.emit(op.name, args, attrs, at=node)
         return emitted.output if emitted.outputs else self.const(None)  # x.fill(v) is None, as in Python
+
+    def call_text(self, obj, node):
+        """``str(x)``, ``repr(x)``, ``format(x, spec)`` (a constant spec): the f-string each stands for."""
+        name = obj.__name__
+        if node.keywords or len(node.args) > (2 if obj is builtins.format else 1) or \
+                (obj is not builtins.str and not node.args):
+            raise self.fn.error(f"{name}() takes {'a value and a constant spec' if name == 'format' else 'one value'} "
+                                f"here", node)
+        if not node.args:
+            return self.const("")
+        spec = self.const_eval(node.args[1]) if len(node.args) == 2 else ""
+        if not isinstance(spec, str):
+            raise self.fn.error("format() spec must be a constant str", node.args[1])
+        piece = {"str": "{}", "repr": "{!r}", "format": "{:" + spec.replace("{", "{{").replace("}", "}}") + "}"}[name]
+        return self.op("aten::format", [self.expr(node.args[0])], {"fmt": piece if spec or name != "format" else "{}"},
+                       at=node)
 
     def str_format(self, node):
         """``"{} is {:.3f}".format(a, b)`` on a literal: the f-string it stands for (positional fields, ``{}``

@@ -400,3 +400,14 @@ def dtype_in_messages(x: np.ndarray) -> int:
 
 
 case(dtype_in_messages, lambda: (np.ones(3, np.float32),))
+
+
+@scriptc.script
+def text_and_pow_builtins(n: int, x: float, b: bool, a: np.ndarray) -> float:
+    print(str(n), repr(x), str(b), format(x, ".3f"), format(n, ">5"), str(), str(a))
+    print(pow(n, 2), pow(x, 0.5), pow(2, 10), pow(b, 3))
+    return pow(x, n)
+
+
+case(text_and_pow_builtins, lambda: (3, 2.5, True, np.arange(3.0)))
+case(text_and_pow_builtins, lambda: (-2, 1e20, False, np.ones(2)))
