@@ -349,3 +349,20 @@ def test_ufuncs_of_python_scalars_give_numpys_kind(a, b):
         kinds = [type(g) for g in got]
         assert kinds[:6] == [type(w) for w in want][:6], (kinds, want)
         assert got[:6] == tuple(want[:6]) and all(type(g) is float for g in got[6:])
+
+
+@scriptc.script
+def clip_numbers(x, lo, hi):
+    return np.clip(x, lo, hi)
+
+
+def test_clip_of_numbers_is_numpys():
+    """np.clip of three numbers, natively a LoweringError: NumPy's loop on one element (its kind, NaN anywhere
+    wins, a -0.0/0.0 tie keeps x, unlike np.minimum's)."""
+    import itertools
+    values = [3, -2, 2.5, -0.0, 0.0, math.nan, True, False]
+    for x, lo, hi in itertools.product(values, repeat=3):
+        want = np.clip(x, lo, hi).item()
+        for got in (clip_numbers(x, lo, hi), clip_numbers.interpret(x, lo, hi)):
+            assert type(got) is type(want) and (got == want or got != got and want != want), (x, lo, hi)
+            assert not isinstance(want, float) or math.copysign(1, got) == math.copysign(1, want), (x, lo, hi)

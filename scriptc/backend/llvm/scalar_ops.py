@@ -357,6 +357,11 @@ class ScalarOps:
             r = B.select(self.isnan(a), a, r)
         return [[r]]
 
+    @handles("aten::clip")
+    def lower_scalar_clip(self, node):
+        """np.clip of numbers: one element of NumPy's clip loop (its dtype, its NaN and tie rules)."""
+        return self.zero_d_elementwise(node, "clip")
+
     # -- ranges --------------------------------------------------------------------------------------------
     @handles("aten::__range_length")
     def lower_range_length(self, node):
