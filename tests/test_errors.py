@@ -80,6 +80,8 @@ CASES = [
     ("def f(x: float) -> float:\n    return math.hypot(x, x, x)\n", 5, 12, "math.hypot() of 3 arguments"),
     ("def f(x: float) -> float:\n    return math.hypot(x)\n", 5, 12, "math.hypot() of 1 argument is not"),
     ("def f(x: int) -> int:\n    return pow(x, 2, 7)\n", 5, 12, "a modulus is not supported"),
+    ("def f(x: int) -> tuple:\n    return x, x\n", 4, 18, "a bare 'tuple' annotation does not say what it holds"),
+    ("def f(xs: list) -> int:\n    return 1\n", 4, 11, "a bare 'list' annotation does not say what it holds"),
     ("def f(x: int) -> int:\n    raise SystemExit(x)\n", 5, 11,
      "raising SystemExit (a BaseException that is not an Exception) is not supported"),
     ("def f(x: np.ndarray) -> float:\n    i = np.where(x > 0)\n    return 1.0\n", 5, 9,

@@ -136,6 +136,10 @@ class Resolver:
             except Exception as e:  # noqa: BLE001 - any failure to evaluate is the user's annotation error
                 raise fn.error(f"cannot evaluate annotation '{ast.unparse(node)}': {e}", node) from None
         t = annotation_type(obj)
+        if t is None and obj in (tuple, list):
+            what = "tuple[float, float]" if obj is tuple else "list[float] (or list[int], list[bool], list[np.ndarray])"
+            raise fn.error(f"a bare '{obj.__name__}' annotation does not say what it holds", node,
+                           f"write {what}, or leave it unannotated: it then takes what is passed (or returned)")
         if t is None:
             raise fn.error(f"unsupported annotation '{ast.unparse(node)}'", node,
                            "annotate with int, float, bool, np.ndarray, tuple[...] of those, a typing.NamedTuple "
