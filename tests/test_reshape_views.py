@@ -97,3 +97,25 @@ def test_copy_method_is_c_ordered():
     want = write_through_reshaped_copy.py_func(x)
     for run in (write_through_reshaped_copy, write_through_reshaped_copy.interpret):
         np.testing.assert_array_equal(run(x), want)
+
+
+@scriptc.script
+def flatten_and_transpose(x: np.ndarray):
+    a = x.flatten()         # always a copy, C order
+    a[0] = -1.0
+    b = x.transpose()       # a view, as x.T
+    b[0, 1] = 50.0
+    return a, np.transpose(x)
+
+
+@pytest.mark.parametrize("layout", ["C", "strided", "F"])
+def test_flatten_copies_and_transpose_is_a_view(layout):
+    base = np.arange(12.0).reshape(3, 4)
+    x = {"C": base[:2], "strided": base[:, ::2], "F": base[:2, :3].T}[layout]
+    want_x, got_x, interp_x = x.copy(order="K"), x.copy(order="K"), x.copy(order="K")
+    want = flatten_and_transpose.py_func(want_x)
+    for run, arg in ((flatten_and_transpose, got_x), (flatten_and_transpose.interpret, interp_x)):
+        got = run(arg)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(arg, want_x)      # the write through the transpose reached x

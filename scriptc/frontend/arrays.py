@@ -189,6 +189,20 @@ class ArrayFrontend:
             raise self.fn.error(f"{name} must be True or False", kw[name])
         return value
 
+    def flatten(self, base, node):
+        """``x.flatten()``: always a new C-ordered 1-D array (a copy, reshaped: a view of the copy)."""
+        if node.args or node.keywords:
+            raise self.fn.error("flatten() takes no arguments here (C order)", node)
+        copy = self.op("aten::clone", [base], at=node)
+        return self.op("aten::reshape", [copy, self.const(-1)], at=node)
+
+    def transpose(self, base, node, given=0):
+        """``x.transpose()``, ``np.transpose(x)``: the axes reversed, as ``x.T`` (a view); explicit axes are
+        refused."""
+        if base is None or len(node.args) > given or node.keywords:
+            raise self.fn.error("transpose() with axes is not supported", node, "write x.T (all axes reversed)")
+        return self.op("aten::numpy_T", [base], at=node)
+
     def call_var(self, node, base=None, root=False):
         x, kw = self.stat_arguments(node, base, {"axis", "ddof", "keepdims"})
         t = _known(x, "np.var")
@@ -320,9 +334,13 @@ class ArrayFrontend:
         return self.op("aten::getitem", [self.op(kind, [one], at=node), self.const(0)], at=node)
 
 
-ARRAY_CALLS = {np.var: lambda self, node: self.call_var(node),
+ARRAY_CALLS = {np.transpose: lambda self, node: self.transpose(self.expr(node.args[0]) if node.args else None, node,
+                                                           given=1),
+               np.var: lambda self, node: self.call_var(node),
                np.std: lambda self, node: self.call_var(node, root=True),
                np.median: lambda self, node: self.call_median(node),
                np.linalg.norm: lambda self, node: self.call_norm(node)}
 ARRAY_METHODS = {"var": lambda self, base, node: self.call_var(node, base),
-                 "std": lambda self, base, node: self.call_var(node, base, root=True)}
+                 "std": lambda self, base, node: self.call_var(node, base, root=True),
+                 "flatten": lambda self, base, node: self.flatten(base, node),
+                 "transpose": lambda self, base, node: self.transpose(base, node)}
