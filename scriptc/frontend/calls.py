@@ -19,7 +19,7 @@ from ..ir.core import Node
 from ..parallel import prange
 from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_method
 from ..ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, STR, ListType, NamedTupleType, TensorType, TupleType,
-                        is_named_tuple_class)
+                        is_named_tuple_class, scalar_dtype)
 from .arrays import ARRAY_CALLS, ARRAY_METHODS, ArrayFrontend
 from .builtin_calls import BUILTIN_CALLS
 from .library_calls import LibraryCallsMixin
@@ -211,9 +211,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if lo is not None or hi is not None:
             other = self.expr(lo if lo is not None else hi)
             return self.bind_op(op_for_callable(np.maximum if lo is not None else np.minimum), [x, other], node)
-        dtype = x.type.dtype if isinstance(x.type, TensorType) else {FLOAT: "float64", INT: "int64"}.get(x.type)
-        if dtype is None and x.type == BOOL:
-            dtype = "bool"
+        dtype = x.type.dtype if isinstance(x.type, TensorType) else \
+            scalar_dtype(x.type) if x.type in (INT, FLOAT, BOOL) else None
         if dtype is None:
             raise NeedsSpecialization("np.clip(x, None, None)")
         if dtype == "bool":
@@ -279,9 +278,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         spec = self.const_eval(node.args[1]) if len(node.args) == 2 else ""
         if not isinstance(spec, str):
             raise self.fn.error("format() spec must be a constant str", node.args[1])
-        piece = {"str": "{}", "repr": "{!r}", "format": "{:" + spec.replace("{", "{{").replace("}", "}}") + "}"}[name]
-        return self.op("aten::format", [self.expr(node.args[0])], {"fmt": piece if spec or name != "format" else "{}"},
-                       at=node)
+        piece = "{!r}" if name == "repr" else "{:" + spec.replace("{", "{{").replace("}", "}}") + "}" if spec else "{}"
+        return self.op("aten::format", [self.expr(node.args[0])], {"fmt": piece}, at=node)
 
     def str_format(self, node):
         """``"{} is {:.3f}".format(a, b)`` on a literal: the f-string it stands for (positional fields, ``{}``
@@ -342,7 +340,7 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
 
     def scalar_dtype(self, v, node) -> str:
         if v.type in (INT, FLOAT, BOOL):
-            return {INT: "int64", FLOAT: "float64", BOOL: "bool"}[v.type]
+            return scalar_dtype(v.type)
         raise self.fn.error(f"fill value must be a number, got {describe_type(v.type)}", node)
 
     def call_like(self, obj, node):
@@ -616,17 +614,20 @@ def _positional_attributes(op: OpDef, args: list, node):
     names (by its signature, which its ndarray method shares) as attributes of the operator, passed as those
     keywords (each a compile-time constant). Anything else is left for ``bind_op`` to refuse."""
     extra = len(args) - len(op.params)
-    for fn in op.py:
-        try:
-            names = list(inspect.signature(fn).parameters)[len(op.params):len(op.params) + extra]
-        except (TypeError, ValueError):
-            continue
-        if len(names) == extra and all(name in op.attrs for name in names) and \
-                not any(k.arg in names for k in node.keywords):
-            node = copy.copy(node)
-            moved = node.args[len(node.args) - extra:]
-            node.args = node.args[:len(node.args) - extra]
-            node.keywords = [ast.keyword(arg=name, value=value) for name, value in zip(names, moved)] + node.keywords
-            return args[:len(op.params)], node
-        break
-    return args, node
+    names = next((_parameter_names(fn) for fn in op.py if _parameter_names(fn) is not None), [])
+    names = names[len(op.params):len(op.params) + extra]
+    if len(names) != extra or not all(name in op.attrs for name in names) or \
+            any(k.arg in names for k in node.keywords):
+        return args, node
+    node = copy.copy(node)
+    moved = node.args[len(node.args) - extra:]
+    node.args = node.args[:len(node.args) - extra]
+    node.keywords = [ast.keyword(arg=name, value=value) for name, value in zip(names, moved)] + node.keywords
+    return args[:len(op.params)], node
+
+
+def _parameter_names(fn) -> list[str] | None:
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return None

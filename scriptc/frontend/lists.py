@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ir.core import Node
 from ..ir.registry import NeedsSpecialization
-from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type
+from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type, scalar_dtype
 from .scopes import load_counts
 
 LIST_CALLS = {builtins.sorted, np.array, np.concatenate, np.stack}   # sum(list): builtin_calls
@@ -359,7 +359,7 @@ class ListsMixin:
         if isinstance(e, TensorType):
             dtype, rank = e.dtype, e.rank + 1
         else:
-            dtype, rank = {INT: "int64", FLOAT: "float64", BOOL: "bool"}[e], 1
+            dtype, rank = scalar_dtype(e), 1
         return self.op("aten::list_to_array", [v], {"dtype": dtype, "rank": rank}, at=node)
 
 

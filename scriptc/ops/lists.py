@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.registry import Batch, Effect, OpTypeError, register
-from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type, parse_type
+from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type, parse_type, scalar_dtype
 
 
 # -- batching rules (``OpDef.batch``) -----------------------------------------------------------------------
@@ -383,7 +383,6 @@ register("aten::insert(Any self, int index, Any value) -> ()", impl=lambda xs, i
 
 # -- arrays from lists -------------------------------------------------------------------------------------
 
-_SCALAR_DTYPES = {INT: "int64", FLOAT: "float64", BOOL: "bool"}
 
 
 def _to_array(xs, *, dtype, rank):
@@ -396,7 +395,7 @@ def _to_array_rule(t, *, dtype, rank):
     lt = _list(t, "np.array()")
     if isinstance(lt.elem, TensorType):
         return TensorType(lt.elem.dtype, None if lt.elem.rank is None else lt.elem.rank + 1)
-    return TensorType(_SCALAR_DTYPES[lt.elem], 1)
+    return TensorType(scalar_dtype(lt.elem), 1)
 
 
 def _to_array_vjp(e, g, out, xs, *, dtype, rank):

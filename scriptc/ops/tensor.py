@@ -11,7 +11,7 @@ import math
 
 from ..ir.registry import (ZERO_DERIVATIVE, Batch, Effect, NeedsSpecialization, OpTypeError, by_sample, const_dim,
                            no_outputs, numel, register, same_shape, scalar_result, shape_of)
-from ..ir.types import BOOL, FLOAT, INT, NONE, TensorType, TupleType, Type, element_type
+from ..ir.types import BOOL, INT, NONE, TensorType, TupleType, Type, element_type, scalar_dtype
 
 
 def _array(t: Type, what: str) -> TensorType:
@@ -348,7 +348,7 @@ def _getitem_batch(b, node, ins):
     if any(b.batched(i) for i in indices):
         return _lanes(b, node, ins)
     view = _element_view(b, x, indices)
-    want = {FLOAT: "float64", INT: "int64", BOOL: "bool"}[node.output.type]
+    want = scalar_dtype(node.output.type)
     # a scalar read is a copy: a later write into the array must not change it
     return [b.op("aten::clone", view) if view.type.dtype == want else b.op("aten::to", view, dtype=want)]
 

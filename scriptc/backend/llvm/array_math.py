@@ -14,7 +14,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...ir.registry import REGISTRY, lookup
-from ...ir.types import BOOL, FLOAT, INT, TensorType, result_dtype
+from ...ir.types import TensorType, result_dtype, scalar_dtype
 from .arrays import ELEM, F32, INT_RANGE, Arr, kind_of, shape_text
 from .common import F64, I1, I8P, I64, INT64_MIN, NO_VECTORIZE, f64, handles_array, i64
 from .symbols import LIBM_UNARY
@@ -46,9 +46,6 @@ def constant_number(y) -> float | None:
 # these ufuncs instead of np.power for these exponents: their results differ from libm's pow (sqrt(-0.0) is
 # -0.0 where pow gives 0.0; 1 / x and x * x are correctly rounded, pow is not)
 FAST_POWERS = (0.5, -1.0, 2.0, 1.0)
-
-
-SCALAR_DTYPES = {INT: "int64", FLOAT: "float64", BOOL: "bool"}
 
 
 class Operand:
@@ -121,7 +118,7 @@ class ArrayMath:
         scalar of that value, as reading ``x[()]`` gives), computed as one element of the loop."""
         as_1d = [TensorType(v.type.dtype, 1) if isinstance(v.type, TensorType) else v.type for v in node.inputs]
         out = lookup(node.kind).result_types(as_1d, node.attrs)[0]
-        out = out.dtype if isinstance(out, TensorType) else SCALAR_DTYPES[out]      # (numbers only: np.clip)
+        out = out.dtype if isinstance(out, TensorType) else scalar_dtype(out)      # (numbers only: np.clip)
         dtype = result_dtype(*as_1d) if op in COMPARE or op in PREDICATES else out
         scalars = {k: self.weak_scalar(op, k, *self.scalar_operand(v), dtype)
                    for k, v in enumerate(node.inputs) if not isinstance(v.type, TensorType)}
