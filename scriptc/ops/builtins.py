@@ -72,8 +72,9 @@ def _round_ndigits_rule(t, n):
 
 register("prim::round(Number self) -> int", impl=builtins.round, infer=_round_rule, effect=Effect.RAISES,
          batch=Batch.LANES)
+# calls_python: native code calls back into Python (CPython's float rounding), which needs the GIL
 register("prim::round_ndigits(Number self, int ndigits) -> Number", impl=builtins.round, batch=Batch.LANES,
-         infer=_round_ndigits_rule, effect=Effect.RAISES)
+         infer=_round_ndigits_rule, effect=Effect.RAISES, calls_python=True)
 
 
 # -- divmod ----------------------------------------------------------------------------------------------------

@@ -17,9 +17,9 @@ caller raises the error of the lowest failing chunk, which holds the lowest fail
 
 A parallel loop runs as the plain sequential loop (loop.py's lowering) when it is nested in another parallel
 loop's kernel, when its body calls another scripted function (callees count references non-atomically),
-touches strs or lists (Python objects and list headers are not thread-safe) or calls into Python (``round(x, n)``
-of a float: a worker would wait for the GIL that a caller holding it waits on), or when its reductions are not
-recognised (the ``reduce`` attribute does not match the carried values).
+touches strs or lists (Python objects and list headers are not thread-safe) or calls into Python (an operator
+registered ``calls_python``, ``round(x, n)``: a worker would wait for the GIL that a caller holding it waits on),
+or when its reductions are not recognised (the ``reduce`` attribute does not match the carried values).
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from llvmlite import ir
 
 from ...ir.clone import clone_nodes_into
 from ...ir.core import Graph, Node, Value
+from ...ir.registry import REGISTRY
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TupleType
 from .common import F64, I8P, I32, I64, i32, i64, out_struct, process_global, reg_type
 from .errors import PAYLOAD_SLOTS
@@ -50,8 +51,8 @@ def parallel_plan(node: Node) -> list[str] | None:
     if len(kinds) != len(params) or any((k, p.type) not in IDENTITY for k, p in zip(kinds, params)):
         return None
     for n in body.walk():
-        if n.kind == "prim::CallFunction" or n.kind == "prim::round_ndigits" and n.inputs[0].type == FLOAT:
-            return None     # (round(x, n) of a float is Python's: a worker waiting for the GIL the caller holds)
+        if n.kind == "prim::CallFunction" or REGISTRY.get(n.kind) and REGISTRY[n.kind].extra.get("calls_python"):
+            return None     # (a worker calling into Python would wait for the GIL that the caller holds)
         for v in list(n.inputs) + list(n.outputs):
             if _python_object(v.type):
                 return None
