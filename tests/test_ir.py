@@ -143,3 +143,22 @@ def test_names_are_unique_and_stable():
     assert [g.fresh_name("x") for _ in range(3)] == ["x", "x.1", "x.2"]
     assert [g.fresh_name() for _ in range(2)] == ["0", "1"]
     assert g.fresh_name("x.1") == "x.3"
+
+
+def test_anonymous_printing_numbers_values_and_subgraphs():
+    # the outlined-function key (backend/llvm/outline.py): graphs equal but for names print alike
+    def text(x, y, helper):
+        return f"""graph(%{x} : float,
+      %{y} : float):
+  %s.{x} : float = aten::mul(%{x}, %{y})
+  %t : float = prim::CallFunction[fn={helper}](%s.{x})
+  return (%t)
+with {helper} = graph(%{y} : float):
+  return (%{y})
+"""
+    a, b = parse(text("a", "b", "f")), parse(text("p", "q", "g"))
+    assert print_graph(a, anonymous=True) == print_graph(b, anonymous=True)
+    assert print_graph(a) != print_graph(b)
+    swapped = parse(text("a", "b", "f").replace("aten::mul(%a, %b)", "aten::mul(%b, %a)"))
+    assert print_graph(swapped, anonymous=True) != print_graph(a, anonymous=True)
+    assert "%1 : float" in print_graph(a, anonymous=True) and "with graph.0 = graph(" in print_graph(a, anonymous=True)

@@ -157,6 +157,31 @@ def test_equal_nodes_share_one_outlined_function(outline_everything):
                                             f"return np.maximum(x @ w, 0.0)")
 
 
+@scriptc.script
+def momentum(p: np.ndarray, g: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    m = 0.9 * m + 0.1 * g
+    return p - 0.01 * m / (np.sqrt(m * m) + 1e-8), m
+
+
+def update_three(w: np.ndarray, v: np.ndarray, u: np.ndarray, gw: np.ndarray, gv: np.ndarray, gu: np.ndarray,
+                 m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    w1, mw = momentum(w, gw, m)
+    v1, mv = momentum(v, gv, m)
+    u1, mu = momentum(u, gu, m)
+    return w1, v1, u1, mw + mv + mu
+
+
+def test_groups_equal_but_for_their_values_names_share_a_function(outline_everything):
+    # an optimizer's update inlined once per parameter: each call's groups name their values after its
+    # arguments, which must not make them different code
+    args = [np.random.default_rng(k).random((3, 4)) for k in range(7)]
+    f = scriptc.script(update_three)
+    groups = [n for n in defined_functions(f, *args) if re.search(r"\.FusionGroup(\.\d+)?$", n)]
+    assert len(groups) == 3, groups     # the moment's update, the parameter's, the sum: not one per call
+    for got, want in zip(f(*args), f.interpret(*args)):
+        np.testing.assert_array_equal(got, want)
+
+
 def on_two_lines(x: np.ndarray, w: np.ndarray, v: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
     a = np.maximum(x @ w, 0.0) + np.exp(y + z)
     b = np.maximum(x @ v, 0.0) + np.exp(y + x)

@@ -55,28 +55,33 @@ def _attrs(node: Node, names) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-def _values(vs) -> str:
-    return ", ".join(f"%{v.name}" for v in vs)
-
-
-def _typed(vs) -> str:
-    return ", ".join(f"%{v.name} : {v.type}" for v in vs)
-
-
 class Printer:
-    def __init__(self, graph: Graph, sources: bool = True):
+    def __init__(self, graph: Graph, sources: bool = True, anonymous: bool = False):
         self.sources = sources
         self.lines: list[str] = []
         self.names: dict[int, str] = {id(graph): graph.name}   # a recursive graph calls itself by name
         taken: set[str] = {graph.name}
-        for g in graph.subgraphs():
-            name, k = g.name, 0
+        for k, g in enumerate(graph.subgraphs()):
+            name, n = (f"graph.{k}", 0) if anonymous else (g.name, 0)
             while name in taken:
-                k += 1
-                name = f"{g.name}.{k}"
+                n += 1
+                name = f"{g.name}.{n}"
             taken.add(name)
             self.names[id(g)] = name
         self.graph = graph
+        # anonymous: values numbered in printing order, so that graphs equal but for names print alike
+        self.value_names: dict[int, str] | None = {} if anonymous else None
+
+    def _name(self, v) -> str:
+        if self.value_names is None:
+            return v.name
+        return self.value_names.setdefault(id(v), str(len(self.value_names)))
+
+    def _values(self, vs) -> str:
+        return ", ".join(f"%{self._name(v)}" for v in vs)
+
+    def _typed(self, vs) -> str:
+        return ", ".join(f"%{self._name(v)} : {v.type}" for v in vs)
 
     def print(self) -> str:
         self.print_graph(self.graph, "graph")
@@ -86,10 +91,10 @@ class Printer:
 
     def print_graph(self, g: Graph, head: str) -> None:
         pad = " " * (len(head) + 1)
-        params = [f"%{v.name} : {v.type}" for v in g.inputs]
+        params = [f"%{self._name(v)} : {v.type}" for v in g.inputs]
         self.lines.append(head + "(" + f",\n{pad}".join(params) + "):")
         self.print_nodes(g.block, 1)
-        self.lines.append(f"  return ({_values(g.outputs)})")
+        self.lines.append(f"  return ({self._values(g.outputs)})")
 
     def print_nodes(self, block: Block, depth: int) -> None:
         for n in block.nodes:
@@ -97,17 +102,18 @@ class Printer:
 
     def print_node(self, n: Node, depth: int) -> None:
         ind = "  " * depth
-        lhs = _typed(n.outputs)
-        line = f"{ind}{lhs} = {n.kind}{_attrs(n, self.names)}({_values(n.inputs)})"
+        inputs = self._values(n.inputs)
+        line = f"{ind}{self._typed(n.outputs)} = {n.kind}{_attrs(n, self.names)}({inputs})"
         if n.source is not None and self.sources:
             line += f"  # {n.source.short()}"
         self.lines.append(line)
         for i, b in enumerate(n.blocks):
-            self.lines.append(f"{ind}  block{i}({_typed(b.params)}):")
+            self.lines.append(f"{ind}  block{i}({self._typed(b.params)}):")
             self.print_nodes(b, depth + 2)
-            self.lines.append(f"{ind}    -> ({_values(b.returns)})")
+            self.lines.append(f"{ind}    -> ({self._values(b.returns)})")
 
 
-def print_graph(graph: Graph, sources: bool = True) -> str:
-    """The graph as text; ``sources``: each node's source position as a trailing comment."""
-    return Printer(graph, sources).print()
+def print_graph(graph: Graph, sources: bool = True, anonymous: bool = False) -> str:
+    """The graph as text; ``sources``: each node's source position as a trailing comment; ``anonymous``: values
+    and subgraphs numbered instead of named (graphs that differ only in names print alike)."""
+    return Printer(graph, sources, anonymous).print()
