@@ -104,3 +104,24 @@ def test_a_child_forked_during_a_compile_collects_again():
             os._exit(0 if gc.isenabled() else 1)
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0 and gc.isenabled()
+
+
+def test_the_printed_llvm_module_is_freed_without_the_collector():
+    """The lowering's llvmlite module is a web of cycles (parents, operands); taken apart once printed, it is
+    freed at once, so the collection that follows a compile, holding the GIL the code generation threads need,
+    has little left to walk (the MLP training step: 110,000 objects before, 65-85 ms)."""
+    from scriptc.backend.llvm import compile as native_compile
+    kernel = fresh()
+    kernel(np.arange(4.0), 1)
+    graph = kernel.graph_for(np.arange(4.0, dtype=np.float32), 3)
+    scriptc.wait_optimized()    # (the optimizer's thread makes garbage of its own)
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        native_compile.Lowered(graph, "scriptc.gc_test", False, False, True, set())
+        left = gc.collect()
+    finally:
+        if was:
+            gc.enable()
+    assert left < 500, left     # 3,600 without taking the module apart
