@@ -362,6 +362,11 @@ def test_long_unoptimized_functions_are_a_module_of_their_own(monkeypatch):
     (first, fast, exports), (second, slow, _) = first_tier.first_tier_modules(
         glob + helper + refcount + kernel + shared + straight + entry, None, ["m.quick.entry"], "m.quick.")
     assert (fast, slow) == (False, True)
+    monkeypatch.setattr(first_tier, "FAST_CODEGEN_LINES", 10)     # many kernels: none optimized by the generator
+    assert [unoptimized for _, unoptimized, _ in first_tier.first_tier_modules(
+        glob + helper + refcount + kernel + shared + straight + entry, None, ["m.quick.entry"], "m.quick.")] == \
+        [True, True]
+    monkeypatch.setattr(first_tier, "FAST_CODEGEN_LINES", 3000)
     assert exports == ["m.quick.kernel", "m.quick.split.scriptc.rt.alloc", "m.quick.split.scriptc.rt.retain"]
     filecheck(first, """
         CHECK: @"scriptc.allocations" = external global i64
@@ -448,8 +453,9 @@ def test_unoptimized_training_step_matches_o3():
     finally:
         compiling.first_tier_text = real
         compiled.first_tier_modules = real_modules
-    # its body and CPython entry point: a module of their own, after the kernels' (one, or several on threads)
-    assert len(modules) == 1 and [unoptimized for _, unoptimized, _ in modules[0]][-2:] == [False, True]
+    # its body and CPython entry point: a module of their own, after the kernels' (one, or several on threads);
+    # the kernels, 3,000 lines and more, by the unoptimizing code generator too (FAST_CODEGEN_LINES)
+    assert len(modules) == 1 and len(modules[0]) >= 2 and all(unoptimized for _, unoptimized, _ in modules[0])
     assert any('.quick.train_step"(' in line and "optnone" in line for t in texts for line in t.splitlines()
                if line.startswith("define"))      # the body, not only the CPython entry point
     assert step.wait_optimized(timeout=120) and tiers_of(step) == {"optimized"}

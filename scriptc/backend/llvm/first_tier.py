@@ -10,6 +10,11 @@ passes, and every function of a module, generated or not, goes through the code 
 training step's first tier (18,400 lines, 6,600 of them its body) spent 200 of its 640 ms of code generation on
 that body. The second module declares what it calls in the first, which defines it under a name of its own, and
 is linked after it.
+
+A large program's kernels (``FAST_CODEGEN_LINES`` in all) get the unoptimizing code generator too, after the
+short IR pipeline: the MLP training step's two kernel modules of ~4,800 lines took 150 ms each to generate
+optimized, 20 ms not, for code that runs about 2x slower (0.57 against 0.27 ms a step) until O3's replaces it,
+which for programs that size takes seconds.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ _REFERENCE = re.compile(r'@"([^"]+)"')
 _GLOBAL = re.compile(r'^@"[^"]+" = (external global|(private |internal )?(unnamed_addr )?constant)', re.M)
 STRAIGHT_LINE_UNOPTIMIZED = 300     # lines: a loop-free function this long is code generated without optimization
 SPLIT_LINES = 1000                  # lines of unoptimized functions from which they are a module of their own
+FAST_CODEGEN_LINES = 3000           # lines of kernels from which they too get the unoptimizing code generator
 
 
 class _Function:
@@ -98,9 +104,10 @@ def first_tier_modules(text: str, python_entry: str | None, entries: list[str], 
     that is not a constant (it would be two)."""
     text = first_tier_text(text, python_entry)
     functions, rest = _functions(text)
+    fast = sum(fn.lines for fn in functions if not fn.unoptimized) >= FAST_CODEGEN_LINES
     shared = "".join(rest)
     if not all(_GLOBAL.match(line) for line in shared.split("\n") if line.startswith('@"')):
-        return [(text, False, [])]
+        return [(text, fast, [])]
     by_name = {fn.name: fn for fn in functions}
     calls = {fn.name: set(_REFERENCE.findall(fn.body)) & by_name.keys() for fn in functions}
     inlined = {fn.name for fn in functions if "alwaysinline" in fn.header}
@@ -112,12 +119,12 @@ def first_tier_modules(text: str, python_entry: str | None, entries: list[str], 
     if late:
         groups.append(sorted(late))
     if len(groups) == 1:
-        return [(text, False, [])]
+        return [(text, fast, [])]
     home = {name: k for k, group in enumerate(groups) for name in group}
     local = {k: {n for name in group for n in _closure(name, calls, home)} for k, group in enumerate(groups)}
     needs = {k: set().union(*(calls[n] for n in local[k] | inlined)) - local[k] - inlined for k in local}
     if any(home.get(name, k) >= k for k in needs for name in needs[k]):
-        return [(text, False, [])]      # a module would call one linked after it (an inlined function's call)
+        return [(text, fast, [])]       # a module would call one linked after it (an inlined function's call)
     exported = sorted(set().union(*needs.values()))
     renamed = {name: name if name.startswith(prefix) else f"{prefix}split.{name}" for name in exported}
     others = re.compile("|".join(re.escape(f'@"{name}"') for name in exported if not name.startswith(prefix)))
@@ -133,7 +140,7 @@ def first_tier_modules(text: str, python_entry: str | None, entries: list[str], 
                    else by_name[name].header) + rename(by_name[name].body)
             for name in (fn.name for fn in functions) if name in local[k] or name in inlined)
         declared = "".join(rename(by_name[name].declaration()) for name in sorted(needs[k]))
-        modules.append((shared + declared + defined, bool(late) and k == len(groups) - 1,
+        modules.append((shared + declared + defined, fast or (bool(late) and k == len(groups) - 1),
                         [renamed[name] for name in exported if name in own]))
     return modules
 
