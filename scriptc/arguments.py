@@ -2,6 +2,8 @@
 parameter's annotation accepts it, and the widenings tried when the kind passed does not compile."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .interop import as_array, is_array_like
@@ -116,7 +118,8 @@ def unsupported_layout(a: np.ndarray) -> str | None:
 def _refused_subclass(arg) -> str | None:
     """What is wrong with an ndarray subclass whose meaning scripted code would drop (other subclasses, such as
     np.memmap, are taken as the array they are)."""
-    if isinstance(arg, np.ma.MaskedArray):
+    masked = sys.modules.get("numpy.ma")    # (a process with a masked array has imported it: importing it is 20 ms)
+    if masked is not None and isinstance(arg, masked.MaskedArray):
         return "numpy.ma.MaskedArray, whose mask scripted code would ignore: pass x.filled(value) or np.asarray(x)"
     if isinstance(arg, np.matrix):
         return "numpy.matrix, whose * is a matrix product: pass np.asarray(x) (and write @ for products)"

@@ -78,3 +78,13 @@ def test_import_loads_no_compiler():
     code = ("import sys, scriptc\nprint(sorted(m for m in sys.modules if m.startswith('scriptc')))\n"
             "print(scriptc.ScriptFunction.__name__, 'scriptc.ops' in sys.modules)")
     assert run(code) == "['scriptc', 'scriptc.errors', 'scriptc.parallel']\nScriptFunction True\n"
+
+
+def test_a_first_call_imports_no_optional_numpy_module(tmp_path):
+    # numpy.ma (20 ms) and the like: an argument check that names them must not import them (a masked array
+    # passed was made by a process that imported numpy.ma)
+    (tmp_path / "kernels.py").write_text(KERNELS)
+    code = ("import sys\nsys.path.insert(0, {where!r})\nimport numpy as np\nbefore = set(sys.modules)\n"
+            "import kernels\nkernels.poly(np.arange(4.0), 3)\n"
+            "print(sorted(m for m in set(sys.modules) - before if m.startswith('numpy')))")
+    assert run(code.format(where=str(tmp_path))) == "[]\n"
