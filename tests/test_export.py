@@ -175,6 +175,9 @@ int main(void) {
     CHECK(corpus_count_positive(&iv, false, &n)); printf("count %lld\n", (long long)n);
     x.dtype = SCRIPTC_INT32;
     CHECK(corpus_norm(&x, &r));
+    x.dtype = SCRIPTC_FLOAT64;
+    CHECK(corpus_saxpy(&x, &y, 2.0, NULL));     /* no out pointer: an error, before anything runs */
+    CHECK(corpus_stats(&x, &r, NULL, &n));
     fflush(stdout);
     return 0;
 }
@@ -204,6 +207,7 @@ def expected_main_output(mod) -> str:
     lines += [f"count {mod.count_positive.py_func(ints, True)}", f"count {mod.count_positive.py_func(ints, False)}"]
     lines.append("error 1 TypeError: norm(): argument 'x': expected a float64 array of rank 1, got a int32 array of "
                  "rank 1")
+    lines += ["error 1 TypeError: saxpy(): out pointer 'out' is NULL", "error 1 TypeError: stats(): out pointer 'out1' is NULL"]
     return "\n".join(lines) + "\n"
 
 
@@ -574,3 +578,35 @@ def test_load_refuses_foreign_and_damaged_libraries(built, tmp_path):
     (tmp_path / "othercpu.so").write_bytes(data[:at] + b"Q" + data[at + 1:])
     with pytest.raises(LoadError, match="lacks Q"):
         scriptc.load(tmp_path / "othercpu.so")
+
+
+def test_code_with_lists_and_random_keys_links_and_loads(tmp_path):
+    """Lists count their buffers apart (``scriptc.list.allocations``), which the library's runtime defines; a
+    symbol it did not define made a library that reported success and then failed to link or load."""
+    source = '''import numpy as np
+import scriptc
+
+
+@scriptc.script
+def listed(n: int) -> int:
+    xs = [n, 2]
+    xs.append(3)
+    return len(xs) + xs[0]
+
+
+@scriptc.script
+def stacked(x: np.ndarray) -> np.ndarray:
+    return np.concatenate((x, x)) + np.array([x[0], 1.0, 2.0, 3.0])
+
+
+@scriptc.script
+def draws(key: np.ndarray) -> np.ndarray:
+    return scriptc.random.uniform(scriptc.random.split(key)[1], (3,))
+'''
+    mod = export_module(tmp_path, "withlists", source, [("listed", ["int"]), ("stacked", ["float64[*]"]),
+                                                        ("draws", ["uint32[*]"])], "build/libwithlists.so")
+    lib = scriptc.load(tmp_path / "build" / "libwithlists.so")
+    x, key = np.array([0.5, 1.5]), scriptc.random.key(3)
+    assert lib.listed(5) == mod.listed.py_func(5) == 8
+    np.testing.assert_array_equal(lib.stacked(x), mod.stacked.py_func(x))
+    np.testing.assert_array_equal(lib.draws(key), mod.draws(key))

@@ -36,7 +36,7 @@ def describe(i: int, x: float, b: bool):
            f"{i:_b}|{i: d}|{i:=+9}|{i:.2f}|{i!r:>5}|{i:#_o}|{i:#X}|{i:0=8}|{i:g}|\\n" \\
            f"{x}|{x!r}|{x:.3f}|{x:10.4e}|{x:g}|{x:.3g}|{x:+.2%}|{x:,.2f}|{x:*^12.1f}|{x:.2}|{x:z.1f}|{x:E}|" \\
            f"{x:G}|{x:#g}|{x:#.0f}|{x:_}|{x:.0e}|{x:020.3f}|{x:-^+15,.1f}|{x: .4}|{x:.12g}|{x:%}|{x:F}|{x:.0%}|" \\
-           f"{x:.1f}{{}}{x!s:>10}|\\n" \\
+           f"{x:.1f}{{}}{x!s:>10}|{x:.1}|{x:.0}|{x:+.1}|\\n" \\
            f"{b}|{b:>6}|{b!r}|{b:d}|{b:x}|{b:.1f}|{s}|{s!r}|{s:>8}|{s:.2}|{s:*<6}|{s:^9}|{s!r:>9}|{s:05}|{s:\\u00e9^7}|"
 
 @scriptc.script
@@ -276,7 +276,7 @@ def test_loaded_library_formats_returns_and_raises_as_cpython(built):
     where, mod, _ = built
     import scriptc
     lib = scriptc.load(where / "build" / "libprints.so")
-    for i, x in ((5, 2.5), (-3, -0.0), (1234567, 1e22)):
+    for i, x in ((5, 2.5), (-3, -0.0), (1234567, 1e22), (0, 0.0), (7, 1e-7)):
         assert lib.describe(i, x, True) == mod.describe.py_func(i, x, True)
     for n, x in ((-2, 0.125), (0, 1.0), (1, 2.0), (2, float("nan")), (3, 0.0)):
         with pytest.raises(Exception) as ours:

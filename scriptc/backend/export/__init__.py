@@ -236,7 +236,7 @@ def link(tmp: Path, objects: list[str], sources: list[str], output: Path, emit: 
     # a library with the pool is never unloaded: its workers (which never exit) run its code
     keep = ["-Wl,-z,nodelete"] if "pool.o" in objects else []
     run([cc, *flags, "-shared", "-o", str(output), *(str(tmp / o) for o in objects), *(str(tmp / s) for s in sources),
-         *libs, "-lm", "-pthread", "-Wl,-Bsymbolic", *keep])
+         *libs, "-lm", "-pthread", "-Wl,-Bsymbolic", "-Wl,--no-undefined", *keep])
 
 
 def run(cmd: list[str]) -> None:

@@ -96,6 +96,9 @@ class Exported:
                 args.append(f"(int8_t){name}")
             else:
                 args.append(f"(void *){name}" if t == STR else name)
+        for k in range(len(self.results)):
+            out = "out" if len(self.results) == 1 else f"out{k}"
+            lines.append(f"    if (scriptc_check_out(\"{self.fname}\", \"{out}\", {out})) return -1;")
         fields = " ".join(f"{C_LEAF[t]} f{k};" for k, t in enumerate(out_leaves)) or "char unused;"
         lines += [f"    struct {{ {fields} }} r;",
                   f"    int32_t status = {symbol(self.entry)}({', '.join(args + ['&r'])});",

@@ -74,8 +74,10 @@ static void scriptc_format_float(scriptc_text *t, double x, const scriptc_spec *
         int exp = atoi(e + 1);
         if (exp < -4 || exp >= p - 1) {
             char *end = e;
-            while (end > body && end[-1] == '0') end--;
-            if (end[-1] == '.') end--;
+            if (memchr(body, '.', (size_t)(e - body))) {    /* a fraction's zeros go ("0e+00" keeps its 0) */
+                while (end[-1] == '0') end--;
+                if (end[-1] == '.') end--;
+            }
             memmove(end, e, strlen(e) + 1);
         } else {
             snprintf(body, sizeof body, "%.*f", p - 1 - exp, v);

@@ -20,6 +20,8 @@
 /* -- what native code refers to by name ------------------------------------------------------------------ */
 int64_t scriptc_allocations __asm__("scriptc.allocations") = 0;
 int64_t scriptc_frees __asm__("scriptc.frees") = 0;
+int64_t scriptc_list_allocations __asm__("scriptc.list.allocations") = 0;    /* lists' buffers, counted apart */
+int64_t scriptc_list_frees __asm__("scriptc.list.frees") = 0;
 pthread_key_t scriptc_payload_key __asm__("scriptc.payload_key");
 int64_t scriptc_payload_fallback[SCRIPTC_PAYLOAD_SLOTS] __asm__("scriptc.payload_fallback");
 
@@ -149,6 +151,14 @@ static int scriptc_fail(int32_t code) {
 static int scriptc_argument_error(const char *message) {
     snprintf(scriptc_error_text, sizeof scriptc_error_text, "TypeError: %s", message);
     return -1;
+}
+
+/* A NULL out pointer: nothing is run (its result would have nowhere to go). */
+static int scriptc_check_out(const char *fname, const char *oname, const void *out) {
+    char message[256];
+    if (out != NULL) return 0;
+    snprintf(message, sizeof message, "%s(): out pointer '%s' is NULL", fname, oname);
+    return scriptc_argument_error(message);
 }
 
 static const char *scriptc_dtype_names[] = {"float64", "float32", "float16", "int64", "int32", "int16", "int8",
