@@ -86,14 +86,9 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
             if view is None:
                 raise TypeError(f"{fname}() argument '{pname}' must be a numpy.ndarray, not {type(arg).__name__}")
             arg = view
-        refused = _refused_subclass(arg)
-        if refused is not None:
-            raise TypeError(f"{fname}() argument '{pname}' is a {refused}")
+        check_array_kind(fname, pname, arg, layout=arg.dtype.name in DTYPE_NAMES)
         if arg.dtype.name not in DTYPE_NAMES:
             raise TypeError(f"{fname}() argument '{pname}' has unsupported dtype {arg.dtype}")
-        layout = unsupported_layout(arg)
-        if layout is not None:
-            raise TypeError(f"{fname}() argument '{pname}' {layout}")
         if dtype is not None and arg.dtype.name != dtype:   # npt.NDArray[np.float64]
             raise TypeError(f"{fname}() argument '{pname}' must be an array of {dtype}, not {arg.dtype}")
         return TensorType(arg.dtype.name, arg.ndim), arg
@@ -103,6 +98,18 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
         raise TypeError(f"{fname}() argument '{pname}' must be {want}, not {type(arg).__name__}")
     # NumPy scalars are taken as the Python scalar they convert to (a float32 as its exact float64 value)
     return t, _SCALAR_OF[t](arg)
+
+
+def check_array_kind(fname: str, pname: str, arg: np.ndarray, layout: bool = True) -> None:
+    """TypeError for an array native code would misread: a subclass whose meaning it would drop (a mask), and
+    with ``layout``, a byte order or alignment it cannot read. Scripted and loaded (``scriptc.load``) functions
+    both check."""
+    refused = _refused_subclass(arg)
+    if refused is not None:
+        raise TypeError(f"{fname}() argument '{pname}' is a {refused}")
+    problem = unsupported_layout(arg) if layout else None
+    if problem is not None:
+        raise TypeError(f"{fname}() argument '{pname}' {problem}")
 
 
 def unsupported_layout(a: np.ndarray) -> str | None:

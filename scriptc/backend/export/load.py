@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType
+from ...arguments import check_array_kind
 from ...signatures import parse_arg_type
 from . import FORMAT, SECTION
 from ..llvm import threads
@@ -209,6 +210,9 @@ class LoadedFunction:
     def _dispatch(self, *args, **kwargs):
         if kwargs or len(args) != len(self._params):
             args = self._bind(args, kwargs)
+        for name, a in zip(self._params, args):
+            if isinstance(a, np.ndarray) and (type(a) is not np.ndarray or not (a.dtype.isnative and a.flags.aligned)):
+                check_array_kind(self.__name__, name, a)     # a masked array, a byte-swapped one: as scripted
         for sig in self._signatures:
             if sig.accepts(args):
                 return sig.call(args)
