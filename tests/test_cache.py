@@ -345,3 +345,16 @@ def test_entry_header_is_plain_json(project):
     assert header["function"] == "add_loop" and len(header["key"]) == 64
     raw = entry.read_bytes()[len(disk_cache.MAGIC) + 8:header["_end"]]
     assert json.loads(raw)["sha256"] == header["sha256"]
+
+
+def test_code_drawing_normal_numbers_is_stored(tmp_path):
+    # scriptc.random.normal's polynomial coefficients are constants of the code, not arrays referred to by
+    # address: a function drawing from it is cached (and exported) like any other
+    @scriptc.script(cache=tmp_path)
+    def noisy(key: np.ndarray, x: np.ndarray) -> np.ndarray:
+        return x + scriptc.random.normal(key, (x.shape[0],)) + scriptc.random.normal(key, (2,), dtype=np.float32)[0]
+
+    key, x = scriptc.random.key(5), np.arange(4.0)
+    np.testing.assert_array_equal(noisy(key, x), noisy.interpret(key, x))
+    scriptc.wait_optimized()
+    assert len(list(tmp_path.glob("noisy-*.scc"))) == 1
