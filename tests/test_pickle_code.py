@@ -72,6 +72,33 @@ def test_process_pool_executor():
 
 
 @scriptc.script
+def cube(x: float) -> float:
+    return x * x * x
+
+
+cube_slope = scriptc.grad(cube)
+cube_both = scriptc.value_and_grad(cube, argnums=(0,))
+cubes = scriptc.vmap(cube)
+slopes = scriptc.vmap(scriptc.grad(cube))
+
+
+def test_transformed_functions_pickle_as_what_they_were_made_of():
+    # grad, value_and_grad and vmap of a module-level function, called or not: the transform and the function's
+    # reference travel, the compiled code stays in its process
+    xs = np.array([0.5, -2.0, 3.0])
+    before = [pickle.loads(pickle.dumps(f)) for f in (cube_slope, cube_both, cubes, slopes)]
+    expected = [cube_slope(1.5), cube_both(1.5), cubes(xs), slopes(xs)]
+    after = [pickle.loads(pickle.dumps(f)) for f in (cube_slope, cube_both, cubes, slopes)]
+    for copies in (before, after):
+        assert copies[0](1.5) == expected[0] == 6.75
+        assert copies[1](1.5) == expected[1] == (3.375, (6.75,))
+        np.testing.assert_array_equal(copies[2](xs), expected[2])
+        np.testing.assert_array_equal(copies[3](xs), expected[3])
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as ex:
+        assert list(ex.map(cube_slope, [1.0, 2.0])) == [3.0, 12.0]
+
+
+@scriptc.script
 def loops(x: np.ndarray, n: int) -> np.ndarray:
     i = 0
     while i < n:

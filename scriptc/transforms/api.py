@@ -76,6 +76,10 @@ class GradFunction(TransformedGraphs):
     def __repr__(self):
         return f"<scriptc.{self.__name__}>"
 
+    def __reduce__(self):
+        # as what it was made of (the function pickles by reference): compiled code stays in its process
+        return GradFunction, (self.fn, self.argnums[0] if self.single else self.argnums, self.with_value)
+
     def _bind(self, args, kwargs):
         return self.fn._bind(args, kwargs)
 

@@ -55,6 +55,10 @@ class VmapFunction(TransformedGraphs):
     def __repr__(self):
         return f"<scriptc.{self.__name__}>"
 
+    def __reduce__(self):
+        # as what it was made of (the function pickles by reference): compiled code stays in its process
+        return VmapFunction, (self.fn, self.in_axes, self.out_axes)
+
     @property
     def source(self):
         return self.fn.source
