@@ -592,6 +592,15 @@ def test_load_refuses_foreign_and_damaged_libraries(built, tmp_path):
     (tmp_path / "othercpu.so").write_bytes(data[:at] + b"Q" + data[at + 1:])
     with pytest.raises(LoadError, match="lacks Q"):
         scriptc.load(tmp_path / "othercpu.so")
+    # a manifest whose keys or types were edited, a symbol renamed: LoadError, not the KeyError inside
+    for k, (old, new) in enumerate([(b'"signature"', b'"signaturX"'), (b'"float64[*]"', b'"floatX4[*]"'),
+                                    (b"corpus_last_error\0", b"corpus_last_errox\0")]):
+        assert old in data
+        (tmp_path / f"edited{k}.so").write_bytes(data.replace(old, new, 1))
+        with pytest.raises(LoadError, match="damaged library or manifest"):
+            scriptc.load(tmp_path / f"edited{k}.so")
+    with pytest.raises(LoadError, match="is not a file"):
+        scriptc.load("/dev/zero")       # (read to the end, it was a MemoryError)
 
 
 def test_code_with_lists_and_random_keys_links_and_loads(tmp_path):

@@ -55,12 +55,15 @@ C_TYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_bool, STR
 def read_manifest(path: Path) -> dict:
     """The manifest of an exported library, read from its ELF section headers (the library is not loaded)."""
     try:
+        if not path.is_file():      # (a device or a pipe would be read without end)
+            raise LoadError(f"{path} is not a file")
+        with open(path, "rb") as f:
+            if f.read(6)[:6] not in (b"\x7fELF\x02\x01",):
+                raise LoadError(f"{path} is not a 64-bit little-endian ELF shared library")
         data = path.read_bytes()
     except OSError as e:
         raise LoadError(f"cannot read {path}: {e.strerror}") from None
     try:
-        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-            raise LoadError(f"{path} is not a 64-bit little-endian ELF shared library")
         shoff, = struct.unpack_from("<Q", data, 0x28)
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
         sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + k * shentsize) for k in range(shnum)]
@@ -397,7 +400,10 @@ def load(path) -> Library:
         count = None
     if count is not None:
         threads.follow(count)
-    return Library(path, manifest, lib)
+    try:
+        return Library(path, manifest, lib)
+    except (KeyError, ValueError, TypeError, AttributeError) as e:  # the manifest and the library disagree
+        raise LoadError(f"{path}: damaged library or manifest ({type(e).__name__}: {e})") from None
 
 
 _OPENED: dict[str, tuple] = {}      # path -> the file's identity when this process loaded it
