@@ -86,6 +86,16 @@ TABLE = np.array([1.0, 2.0, 3.0])
 def uses_table(i: int) -> float:
     return TABLE[i]
 
+from typing import NamedTuple
+
+class Pair(NamedTuple):
+    a: float
+    b: float
+
+@scriptc.script
+def gives_pair(a: float) -> Pair:
+    return Pair(a, 2.0 * a)
+
 
 @scriptc.script
 def bump(x: np.ndarray) -> None:
@@ -359,6 +369,8 @@ def test_unsupported_code_is_a_clear_export_error(built):
     assert result.returncode == 1 and "round(x, ndigits)" in result.stderr
     result = export(where, ["corpus_kernels.py:uses_table", "--types", "int", "-o", "bad/libbad.so"])
     assert result.returncode == 1 and "array constant" in result.stderr
+    result = export(where, ["corpus_kernels.py:gives_pair", "--types", "float", "-o", "bad/libbad.so"])
+    assert result.returncode == 1 and "is a Pair (a NamedTuple)" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_names_that_would_clash_in_c_are_export_errors(tmp_path):

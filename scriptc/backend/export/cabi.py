@@ -62,6 +62,9 @@ class Exported:
         self.written = written_inputs(graph)    # {argument it may write: NumPy's message for a read-only one}
         for name, t in self.params:
             check_exportable(t, f"argument '{name}' of {fname}")
+        if isinstance(result, NamedTupleType):     # (its class is Python's: a loaded library has no source)
+            raise ExportError(f"the result of {fname} is a {result.cls.__name__} (a NamedTuple): exported functions "
+                              f"return a plain tuple (return tuple(...))")
         for t in self.results:
             check_exportable(t, f"the result of {fname}")
 
