@@ -47,6 +47,8 @@ def _counters(n: int) -> np.ndarray:
 
 @script
 def _split(key: np.ndarray, num: int) -> np.ndarray:
+    if num < 0:     # (np.arange(-1) is empty: it would give no keys where the shape (num, 2) cannot be)
+        raise ValueError("negative dimensions are not allowed")
     return threefry2x32(key, _counters(num))
 
 

@@ -323,7 +323,8 @@ def test_a_negative_dimension_is_numpys_value_error():
         np.zeros((2, -3))
     key = scriptc.random.key(0)
     for call in (lambda: scriptc.random.uniform(key, (-1,)), lambda: scriptc.random.bits(key, (2, -3)),
-                 lambda: draw_rows(key, -3), lambda: draw_rows.interpret(key, -3)):
+                 lambda: draw_rows(key, -3), lambda: draw_rows.interpret(key, -3),
+                 lambda: scriptc.random.split(key, -1)):     # (gave a (0, 2) array: np.arange(-1) is empty)
         with pytest.raises(ValueError) as ours:
             call()
         assert str(ours.value) == str(numpy_error.value)
