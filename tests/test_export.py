@@ -645,3 +645,15 @@ def draws(key: np.ndarray) -> np.ndarray:
     assert lib.listed(5) == mod.listed.py_func(5) == 8
     np.testing.assert_array_equal(lib.stacked(x), mod.stacked.py_func(x))
     np.testing.assert_array_equal(lib.draws(key), mod.draws(key))
+
+
+def test_a_long_error_message_comes_back_whole(tmp_path):
+    source = ("import scriptc\n\n\n@scriptc.script\ndef long_error(n: int) -> int:\n"
+              "    if n > 0:\n        raise ValueError(f\"{n} " + "0123456789" * 150 + "\")\n    return n\n")
+    mod = export_module(tmp_path, "longerror", source, [("long_error", ["int"])], "build/liblongerror.so")
+    lib = scriptc.load(tmp_path / "build" / "liblongerror.so")
+    with pytest.raises(ValueError) as ours:
+        lib.long_error(5)
+    with pytest.raises(ValueError) as theirs:
+        mod.long_error.py_func(5)
+    assert str(ours.value) == str(theirs.value) and len(str(ours.value)) == 1502

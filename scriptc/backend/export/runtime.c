@@ -101,7 +101,9 @@ static void scriptc_init(void) { pthread_once(&scriptc_once, scriptc_make_key); 
 /* When the library is loaded: the CPython entry points (scriptc.load) call the kernels without the C wrappers. */
 __attribute__((constructor)) static void scriptc_on_load(void) { scriptc_init(); }
 
-static __thread char scriptc_error_text[1024];
+/* CPython's messages have no limit; 1 KB cut a long f-string message (1,502 characters) to 1,011. Thread-local
+   storage of a loaded library is allocated per thread, when first used. */
+static __thread char scriptc_error_text[16384];
 
 static void scriptc_append(size_t *at, const char *s, size_t n) {
     size_t room = sizeof scriptc_error_text - 1 - *at;
