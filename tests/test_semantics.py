@@ -354,6 +354,35 @@ def test_ufuncs_of_python_scalars_give_numpys_kind(a, b):
 
 
 @scriptc.script
+def roundings(x: float) -> tuple[float, float, float]:
+    return np.floor(x), np.ceil(x), np.trunc(x)
+
+
+def test_numpy_rounding_of_a_float_is_numpys_float():
+    """np.floor/ceil/trunc of a float went through math's int: 1e300 gave 0.0, 1e20 7.8e18, -0.3's ceiling
+    0.0, and NaN and inf raised. NumPy's are floats, whatever the value."""
+    for x in (1e300, 1e20, -1e20, 2.0 ** 63, -0.3, 0.3, -0.0, 0.0, 2.5, -2.5, math.nan, math.inf, -math.inf):
+        want = tuple(float(f(x)) for f in (np.floor, np.ceil, np.trunc))
+        for got in (roundings(x), roundings.interpret(x)):
+            assert [g.hex() for g in got] == [w.hex() for w in want], (x, got, want)
+
+
+@scriptc.script
+def rounded_integers(x: np.ndarray):
+    return np.floor(x), np.ceil(x + x), np.trunc(x)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "int8", "uint8", "uint32", "bool"])
+def test_numpy_rounding_of_integer_arrays_is_the_array(dtype):
+    # NumPy 2 keeps integers (and bools) as they are: natively a LoweringError, where the interpreter ran it
+    x = np.arange(-3, 4).astype(dtype)
+    want = rounded_integers.py_func(x)
+    for got in (rounded_integers(x), rounded_integers.interpret(x)):
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and np.array_equal(g, w)
+
+
+@scriptc.script
 def clip_numbers(x, lo, hi):
     return np.clip(x, lo, hi)
 

@@ -181,7 +181,10 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if op is None:
             raise self.fn.error(f"'{name}' is not supported in scripted functions", node.func,
                                 self.resolver.unsupported_hint(obj))
-        result = self.bind_op(op, [self.expr(a) for a in node.args], node)
+        args = [self.expr(a) for a in node.args]
+        if obj in (np.floor, np.ceil, np.trunc) and len(args) == 1 and args[0].type == FLOAT and not node.keywords:
+            return self.op(f"aten::{obj.__name__}_float", args, at=node)     # not math's int
+        result = self.bind_op(op, args, node)
         if isinstance(obj, np.ufunc) and all(a.type.is_scalar for a in result.node.inputs):
             result = self.ufunc_scalar_kind(obj, result, node)
         return result

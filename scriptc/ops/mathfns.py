@@ -86,6 +86,14 @@ for _name, _scalar, _ufunc, _more in UNARY:
              scalar=_scalar, vjp=_chain(D[_name]) if _name in D else ZERO_DERIVATIVE)
 
 
+# np.floor, np.ceil and np.trunc of a Python float: NumPy's float (inf, nan and -0.0 as they are), where math's
+# functions, the ops above, give an int (raising for inf and nan)
+for _name, _ufunc in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
+    _impl = (lambda u: lambda x: float(u(x)))(_ufunc)
+    register(f"aten::{_name}_float(float self) -> float", impl=_impl, infer=by_sample(_impl), effect=Effect.PURE,
+             batch=Batch.LANES, vjp=ZERO_DERIVATIVE)
+
+
 def _binary(scalar_fn, array_fn):
     def impl(a, b):
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

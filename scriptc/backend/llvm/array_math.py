@@ -394,7 +394,7 @@ class ArrayMath:
                  "minimum": b.and_, "__xor__": b.xor}
         if op in table:
             return table[op](*args)
-        if op == "abs":
+        if op in ("abs", "floor", "ceil", "trunc"):
             return args[0]
         if op == "bitwise_not":
             return b.not_(args[0])
@@ -517,6 +517,8 @@ class ArrayMath:
             return b.select(b.icmp_signed(pred, x, args[1]), x, args[1])
         if op == "where":
             return b.select(*args)
+        if op in ("floor", "ceil", "trunc"):    # NumPy 2: integers (and bools) are their own floor
+            return x
         raise LoweringError(f"aten::{op}", "not supported on integer arrays", self.node.source)
 
     # -- in place: x += y -------------------------------------------------------------------------------

@@ -423,12 +423,12 @@ class ScalarOps:
         a = self.to_i64(a, ta)
         return [[self.b.select(self.b.icmp_signed("<", a, i64(0)), self.b.sub(i64(0), a), a)]]
 
-    @handles("aten::floor", "aten::ceil", "aten::trunc")
+    @handles("aten::floor", "aten::ceil", "aten::trunc", "aten::floor_float", "aten::ceil_float", "aten::trunc_float")
     def lower_rounding(self, node):
         a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
         if ta != FLOAT:
             return [[self.to_i64(a, ta)]]
-        name = node.kind.split("::")[1]
+        name = node.kind.split("::")[1].removesuffix("_float")
         r = self.b.call(self.mod.intrinsic(name), [a])
         if node.output.type == FLOAT:
             return [[r]]
