@@ -221,6 +221,47 @@ def test_deep_recursion_raises_recursion_error_not_a_crash(mod):
     assert mod.depth(300) == 300   # the depth counter is back to 0 after the error
 
 
+DEEP = """
+import sys, threading
+import scriptc
+
+@scriptc.script
+def depth(n: int) -> int:
+    if n == 0:
+        return 0
+    return 1 + depth(n - 1)
+
+sys.setrecursionlimit(10 ** 7)
+results = []
+
+def run(n):
+    try:
+        results.append(depth(n))
+    except RecursionError:
+        results.append("RecursionError")
+
+run(1000)
+run(5 * 10 ** 6)
+run(2000)
+threading.stack_size(1 << 20)       # a thread with a smaller stack than the one the code was compiled on
+thread = threading.Thread(target=run, args=(10 ** 6,))
+thread.start()
+thread.join()
+print(results)
+"""
+
+
+def test_recursion_past_the_c_stack_raises_even_with_a_raised_limit(tmp_path):
+    """CPython's frames are not on the C stack, so sys.setrecursionlimit(10**7) let native frames overflow it:
+    a segfault at depth 200,000. The thread's own stack bounds it too (run in a child: a crash is a failure,
+    not the end of the suite)."""
+    (tmp_path / "deep.py").write_text(DEEP)
+    run = subprocess.run([sys.executable, str(tmp_path / "deep.py")], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "[1000, 'RecursionError', 2000, 'RecursionError']"
+
+
 def test_recursion_without_a_findable_type_asks_for_an_annotation(tmp_path):
     m = load_module(tmp_path, "@scriptc.script\ndef f(x: int, n: int):\n    if n == 0:\n"
                               "        return x, x\n    a, b = f(x, n - 1)\n    return b, a\n")

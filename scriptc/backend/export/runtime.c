@@ -23,7 +23,7 @@ int64_t scriptc_frees __asm__("scriptc.frees") = 0;
 int64_t scriptc_list_allocations __asm__("scriptc.list.allocations") = 0;    /* lists' buffers, counted apart */
 int64_t scriptc_list_frees __asm__("scriptc.list.frees") = 0;
 pthread_key_t scriptc_payload_key __asm__("scriptc.payload_key");
-int64_t scriptc_payload_fallback[SCRIPTC_PAYLOAD_SLOTS] __asm__("scriptc.payload_fallback");
+int64_t scriptc_payload_fallback[SCRIPTC_PAYLOAD_SLOTS + 1] __asm__("scriptc.payload_fallback");   /* + stack floor */
 
 void *scriptc_getspecific(pthread_key_t k) __asm__("scriptc.pthread_getspecific");
 void *scriptc_getspecific(pthread_key_t k) { return pthread_getspecific(k); }

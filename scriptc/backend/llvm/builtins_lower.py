@@ -8,23 +8,82 @@
   the exact binary value with David Gay's correctly rounded dtoa, which no short native formula reproduces.
 - Recursion: every call of a compiled function counts a per-module depth; past the recursion limit in force
   when the code was compiled (``sys.getrecursionlimit()``) it raises RecursionError as CPython does, instead of
-  overflowing the C stack. The counter is not per thread (see the README on nogil).
+  overflowing the C stack. The counter is not per thread (see the README on nogil). CPython 3.11's frames are
+  not on the C stack, so a limit raised for deep recursion (``sys.setrecursionlimit(10**6)``) let native frames
+  overflow it (a segfault at depth 200,000): every ``STACK_CHECK_EVERY`` levels the frame's address is also
+  checked against this thread's floor, set at its first check to that address less ``stack_budget()`` and kept
+  in its payload buffer (``errors.STACK_FLOOR_SLOT``).
 """
 from __future__ import annotations
 
 import math
+import resource
 import sys
+import threading
 
 from llvmlite import ir
 
 from ...ir.types import FLOAT
 from ...ops.builtins import FACTORIAL_MAX, exception_class
-from .common import F64, I1, I32, I64, f64, handles, i1, i32, i64
+from .common import F64, I1, I8, I8P, I32, I64, f64, handles, i1, i32, i64
 from .callbacks import ROUND_SYMBOL
+from .errors import STACK_FLOOR_SLOT
 from .strings import plan_id
 
 DEPTH_GLOBAL = "scriptc.call_depth"
 RECURSION_MESSAGE = "maximum recursion depth exceeded"
+STACK_CHECK_EVERY = 64      # levels of calls between two checks of the C stack's room (a power of 2)
+
+
+STACK_MARGIN = 1 << 20      # bytes kept free below the floor (at most a quarter of the stack): STACK_CHECK_EVERY
+#                             frames, and the error's way out
+PTHREAD_ATTR_BYTES = 64     # sizeof(pthread_attr_t) is 56 on x86-64 and aarch64 glibc
+
+
+def build_stack_floor_function(mod) -> ir.Function:
+    """``i64 stack_floor(i64 here)``: this thread's lowest safe stack address, found on its first call (its stack's
+    start, ``pthread_getattr_np``, plus ``STACK_MARGIN`` or a quarter of its size; ``here - mod.stack_budget`` where that fails) and then
+    kept in its payload buffer."""
+    fn = ir.Function(mod.module, ir.FunctionType(I64, [I64]), mod.unique("stack_floor"))
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("cold")
+    here, = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    slot = b.gep(b.call(mod.helper("payload"), []), [i64(STACK_FLOOR_SLOT)])
+    known = b.load(slot)
+    with b.if_then(b.icmp_unsigned("!=", known, i64(0))):
+        b.ret(known)
+
+    def libc(name, ret, args):
+        return mod._decls.get(name) or mod._decls.setdefault(name, ir.Function(mod.module, ir.FunctionType(ret, args),
+                                                                                name))
+    attr = b.bitcast(b.alloca(ir.ArrayType(I64, PTHREAD_ATTR_BYTES // 8)), I8P)
+    start, size = b.alloca(I8P), b.alloca(I64)
+    b.store(ir.Constant(I8P, None), start)
+    b.store(i64(0), size)
+    got = b.call(libc("pthread_getattr_np", I32, [I64, I8P]), [b.call(libc("pthread_self", I64, []), []), attr])
+    floor = b.sub(here, i64(mod.stack_budget))
+    with b.if_then(b.icmp_signed("==", got, i32(0))):
+        b.call(libc("pthread_attr_getstack", I32, [I8P, I8P.as_pointer(), I64.as_pointer()]), [attr, start, size])
+        b.call(libc("pthread_attr_destroy", I32, [I8P]), [attr])
+    quarter = b.lshr(b.load(size), i64(2))     # (a small thread's stack keeps a quarter of it)
+    margin = b.select(b.icmp_unsigned("<", quarter, i64(STACK_MARGIN)), quarter, i64(STACK_MARGIN))
+    bottom = b.add(b.ptrtoint(b.load(start), I64), margin)
+    floor = b.select(b.and_(b.icmp_signed("==", got, i32(0)), b.icmp_unsigned("<", bottom, here)), bottom, floor)
+    b.store(floor, slot)
+    b.ret(floor)
+    return fn
+
+
+def stack_budget() -> int:
+    """Bytes of C stack compiled calls may take on a thread: its stack's size (``threading.stack_size()``, else
+    the stack limit, else glibc's 8 MB), less 1 MB for what the thread used before and between two checks."""
+    size = threading.stack_size()
+    if not size:
+        soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
+        size = soft if 0 < soft != resource.RLIM_INFINITY else 8 << 20
+    return max(size - (1 << 20), 256 << 10)
 
 
 class BuiltinOps:
@@ -53,6 +112,14 @@ class BuiltinOps:
         deeper = b.add(b.load(depth), i64(1))
         self.raise_if(b.icmp_signed(">", deeper, i64(sys.getrecursionlimit())), RecursionError,
                       RECURSION_MESSAGE)
+        if self.mod.stack_budget is not None:
+            checks = b.icmp_unsigned("==", b.and_(deeper, i64(STACK_CHECK_EVERY - 1)), i64(0))
+            with b.if_then(checks, likely=False):
+                frame = self.mod._decls.get("frameaddress") or self.mod._decls.setdefault("frameaddress", ir.Function(
+                    self.mod.module, ir.FunctionType(I8P, [I32]), "llvm.frameaddress.p0i8"))
+                here = b.ptrtoint(b.call(frame, [i32(0)]), I64)     # this frame's address
+                floor = b.call(self.mod.helper("stack_floor"), [here])
+                self.raise_if(b.icmp_unsigned("<", here, floor), RecursionError, RECURSION_MESSAGE)
         b.store(deeper, depth)
         status = b.call(fn, args)
         b.store(b.sub(deeper, i64(1)), depth)

@@ -45,7 +45,8 @@ PAYLOAD_SLOTS = 64     # numbers one message carries: every dimension of 8 rank-
 _LIBC = ctypes.CDLL(None)
 PTHREAD_KEY_T = ctypes.c_uint if sys.platform.startswith("linux") else ctypes.c_ulong
 PAYLOAD_SYMBOLS = {name: f"scriptc.{name}" for name in ("pthread_getspecific", "pthread_setspecific", "calloc")}
-FALLBACK_PAYLOAD = (ctypes.c_int64 * PAYLOAD_SLOTS)()
+STACK_FLOOR_SLOT = PAYLOAD_SLOTS    # after them: the thread's lowest safe stack address (builtins_lower.py)
+FALLBACK_PAYLOAD = (ctypes.c_int64 * (PAYLOAD_SLOTS + 1))()
 FALLBACK_PAYLOAD_ADDRESS = ctypes.addressof(FALLBACK_PAYLOAD)
 
 

@@ -37,7 +37,7 @@ from .constants import ArrayConstants
 from .masks import MaskOps
 from .random_lower import RandomOps
 from .matmul import MatmulOps
-from .builtins_lower import BuiltinOps
+from .builtins_lower import BuiltinOps, build_stack_floor_function, stack_budget
 from .fused_loop import FusedLoopOps
 from .fused_multi import FusedMultiOps
 from .fused_parallel import FusedParallelOps
@@ -102,6 +102,7 @@ class ModuleLowering:
         self.prefix = prefix
         self.nogil = nogil          # the code runs without the GIL: Python refcounts must take it
         self.standalone = standalone    # for an exported library: shared helpers are built into the module
+        self.stack_budget = stack_budget()     # C stack calls may take (None: no check, as on a GPU)
         # large fusion groups run on a thread pool (prange loops always call one): the process's (JIT), or, for
         # an exported library, the library's own copy of it (export includes pool.py's module); GPU kernels: none
         self.parallel = not standalone
@@ -189,6 +190,9 @@ class ModuleLowering:
 
     def _build_payload(self) -> ir.Function:
         return build_payload_function(self)
+
+    def _build_stack_floor(self) -> ir.Function:
+        return build_stack_floor_function(self)
 
     def _build_ipow(self) -> ir.Function:
         """i64 ipow(i64 base, i64 exp), exp >= 0: square and multiply, wrapping at 64 bits."""

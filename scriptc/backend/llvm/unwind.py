@@ -251,7 +251,7 @@ def build_payload_function(mod) -> ir.Function:
     have = b.icmp_unsigned("!=", found, NULL)
     with b.if_then(have):
         b.ret(b.bitcast(found, I64.as_pointer()))
-    fresh = b.call(calloc, [i64(PAYLOAD_SLOTS), i64(8)])
+    fresh = b.call(calloc, [i64(PAYLOAD_SLOTS + 1), i64(8)])     # (and the stack floor: STACK_FLOOR_SLOT)
     fallback = process_global(module, "scriptc.payload_fallback", FALLBACK_PAYLOAD_ADDRESS, I64)
     with b.if_then(b.icmp_unsigned("==", fresh, NULL), likely=False):
         b.ret(fallback)

@@ -98,6 +98,7 @@ class KernelModule:
         with _COUNTER_LOCK:
             self.prefix = f"scriptc_gpu{next(_COUNTER)}_{name}"
         self.mod = ModuleLowering(self.prefix, standalone=True)
+        self.mod.stack_budget = None    # (its payload has no stack floor slot; a thread's stack is the device's)
         self.mod.module.triple = TRIPLE
         self.mod.module.data_layout = DATA_LAYOUT
         self.mod.single_precision_math = True
