@@ -397,3 +397,22 @@ def test_clip_of_numbers_is_numpys():
         for got in (clip_numbers(x, lo, hi), clip_numbers.interpret(x, lo, hi)):
             assert type(got) is type(want) and (got == want or got != got and want != want), (x, lo, hi)
             assert not isinstance(want, float) or math.copysign(1, got) == math.copysign(1, want), (x, lo, hi)
+
+
+@scriptc.script
+def truth_chains(n: int, x: float) -> int:
+    k = 0
+    if n and x > 0:         # as a value, an int on one path and a bool on the other: a CompileError
+        k += 1
+    if n or x:
+        k += 10
+    while n and k < 100:
+        k += abs(n)
+    assert n or x or k >= 0, "never"
+    return k + (5 if x and n else 7)
+
+
+def test_and_or_of_mixed_kinds_as_a_condition():
+    for n in (0, 1, 3, -2):
+        for x in (0.0, -1.5, 2.0):
+            assert truth_chains(n, x) == truth_chains.interpret(n, x) == truth_chains.py_func(n, x), (n, x)

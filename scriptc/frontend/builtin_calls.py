@@ -338,7 +338,7 @@ class BuiltinCallsMixin:
         self.env.vars[RET] = True   # nothing after a raise runs: its path returns no value
 
     def visit_Assert(self, node):
-        cond = self.truth(self.expr(node.test), node.test)
+        cond = self.condition(node.test)
         failed = self.op("aten::__not__", [cond], at=node)
 
         def raise_it():

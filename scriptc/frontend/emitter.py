@@ -362,7 +362,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             raise self.fn.error("this augmented assignment target is not supported", target)
 
     def visit_If(self, node):
-        cond = self.truth(self.expr(node.test), node.test)
+        cond = self.condition(node.test)
         self.emit_if(cond, lambda: self.emit_body(node.body), lambda: self.emit_body(node.orelse), node)
 
     def visit_Return(self, node):
@@ -412,9 +412,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
 
     def visit_While(self, node):
         def emit(extra):
-            first = self.truth(self.expr(node.test), node.test)
+            first = self.condition(node.test)
             self.emit_loop(node, self.const(INT64_MAX), first, prefix=None,
-                           next_cond=lambda: self.truth(self.expr(node.test), node.test), hint="i", extra=extra)
+                           next_cond=lambda: self.condition(node.test), hint="i", extra=extra)
         self.loop_with_else(node, emit)
         endless = isinstance(node.test, ast.Constant) and node.test.value is True
         if endless and not contains(node.body, ast.Break, stop_at_loops=True) and \
@@ -750,8 +750,24 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         keep = lambda: first  # noqa: E731
         return self.emit_if(cond, rest, keep, node) if is_and else self.emit_if(cond, keep, rest, node)
 
+    def condition(self, node) -> Value:
+        """The truth of an expression used only for it (an if's, a while's, a conditional expression's test): an
+        and/or chain is the chain of its operands' truths, so that ``n and x > 0`` with an int ``n`` is a bool,
+        where as a value it is an int on one path and a bool on the other."""
+        if isinstance(node, ast.BoolOp):
+            return self.truth_chain(node.values, isinstance(node.op, ast.And), node)
+        return self.truth(self.expr(node), node)
+
+    def truth_chain(self, values, is_and, node):
+        first = self.condition(values[0])
+        if len(values) == 1:
+            return first
+        rest = lambda: self.truth_chain(values[1:], is_and, node)  # noqa: E731
+        keep = lambda: first  # noqa: E731
+        return self.emit_if(first, rest, keep, node) if is_and else self.emit_if(first, keep, rest, node)
+
     def visit_IfExp(self, node):
-        cond = self.truth(self.expr(node.test), node.test)
+        cond = self.condition(node.test)
         return self.emit_if(cond, lambda: self.expr(node.body), lambda: self.expr(node.orelse), node)
 
     def truth(self, v: Value, at) -> Value:
