@@ -388,7 +388,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def loop_with_else(self, node, emit) -> None:
         """``emit(extra carried names)`` a loop; then its ``else`` body, which runs when the loop ended without
         a break (a flag its breaks set, carried by the loop), unless it returned."""
-        flag = f"$else{len(self.else_flags)}" if node.orelse else None
+        breaks = contains(node.body, ast.Break, stop_at_loops=True)
+        flag = f"$else{len(self.else_flags)}" if node.orelse and breaks else None
         if flag is not None:
             self.env.vars[flag] = False
         self.else_flags.append(flag)
@@ -399,6 +400,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         if flag is not None:
             self.emit_body([_LoopElse(flag=flag, body=node.orelse)])    # (not reached when the loop returned)
             self.env.vars.pop(flag, None)
+        elif node.orelse:       # no break: the else always runs (so a return there ends every path)
+            self.emit_body(node.orelse)
 
     def visit__LoopElse(self, node):
         broke = self.env.vars.pop(node.flag)

@@ -3,7 +3,7 @@ while loops, integer algorithms, floor division / modulo semantics."""
 
 import math
 
-import numpy as np  # noqa: F401  (annotations only)
+import numpy as np
 import scriptc
 
 from . import case
@@ -589,3 +589,33 @@ def loops_with_else(n: int, t: tuple[int, int, int], m: int) -> int:
 case(loops_with_else, lambda: (30, (1, 2, 3), 5))
 case(loops_with_else, lambda: (2, (1, -2, 3), 0))
 case(loops_with_else, lambda: (12, (5, 5, 5), 9))
+
+
+@scriptc.script
+def binary_search(x: np.ndarray, v: float) -> int:
+    lo, hi = 0, x.shape[0] - 1
+    while lo <= hi:             # no break: its else always runs, so every path returns
+        mid = (lo + hi) // 2
+        if x[mid] == v:
+            return mid
+        if x[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    else:
+        return -(lo + 1)
+
+
+@scriptc.script
+def first_multiple(n: int, d: int) -> int:
+    for i in range(1, n):
+        if i % d == 0:
+            return i
+    else:
+        return -1
+
+
+for _v in (0.0, 1.0, 4.0, 7.0, 9.0):
+    case(binary_search, lambda v=_v: (np.array([1.0, 3.0, 5.0, 7.0]), v))
+case(first_multiple, lambda: (10, 4))
+case(first_multiple, lambda: (3, 5))
