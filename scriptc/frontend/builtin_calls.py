@@ -76,7 +76,10 @@ class BuiltinCallsMixin:
     def iteration_builtin(self, it):
         """range, enumerate, zip or reversed when the iterable is a call to one of them, else None."""
         if isinstance(it, ast.Call) and isinstance(it.func, (ast.Name, ast.Attribute)):
-            obj = getattr(self.visit(it.func), "obj", None)
+            try:
+                obj = getattr(self.visit(it.func), "obj", None)
+            except CompileError:    # a method of a value (x.copy()): not a builtin, an iterable to evaluate
+                return None
             if obj in (builtins.range, builtins.enumerate, builtins.zip, builtins.reversed):
                 return obj
         return None

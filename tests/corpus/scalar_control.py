@@ -619,3 +619,18 @@ for _v in (0.0, 1.0, 4.0, 7.0, 9.0):
     case(binary_search, lambda v=_v: (np.array([1.0, 3.0, 5.0, 7.0]), v))
 case(first_multiple, lambda: (10, 4))
 case(first_multiple, lambda: (3, 5))
+
+
+@scriptc.script
+def over_method_results(x: np.ndarray) -> float:
+    s = 0.0
+    for v in x.copy():          # a method's result as the iterable (was "array attribute 'copy'")
+        s += v
+    for k, row in enumerate(x.reshape(2, -1)):
+        s += row[0] * k
+    for v in x.astype(np.int64):
+        s += v
+    return s
+
+
+case(over_method_results, lambda: (np.arange(6.0),))
