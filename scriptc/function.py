@@ -191,8 +191,12 @@ class ScriptFunction(DeviceCalls):
         raise _WrongGuess(None)
 
     def _unknown_recursive_type(self) -> CompileError:
+        hint = "annotate its return type: def f(...) -> int:"
+        if isinstance(self.return_type, TensorType) and self.return_type.dtype is None:
+            hint = "annotate the array's dtype and rank: -> npt.NDArray[np.float64] (numpy.typing), or the " \
+                   "result of a return that does not recurse must have the type of an array argument"
         return CompileError(f"cannot find the return type of recursive function '{self.__name__}'",
-                            self.source.loc(self.source.tree), "annotate its return type: def f(...) -> int:")
+                            self.source.loc(self.source.tree), hint)
 
     def _compile_assuming(self, types: tuple, assumed: Type):
         key = (self, types)
@@ -203,6 +207,10 @@ class ScriptFunction(DeviceCalls):
         except CompileError as e:
             if _in_progress[key][2]:   # maybe only because of the result type assumed for a recursive call
                 raise _WrongGuess(e) from None
+            raise
+        except NeedsSpecialization:     # a recursive call's result typed as the bare annotation (any array)
+            if _in_progress[key][2]:
+                raise _WrongGuess(None) from None
             raise
         finally:
             used = _in_progress.pop(key)[2]

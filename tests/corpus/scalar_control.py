@@ -634,3 +634,27 @@ def over_method_results(x: np.ndarray) -> float:
 
 
 case(over_method_results, lambda: (np.arange(6.0),))
+
+
+@scriptc.script
+def merge_sort(a: np.ndarray) -> np.ndarray:
+    # annotated with the bare np.ndarray: the recursive calls' results are typed as the array argument
+    n = a.shape[0]
+    if n <= 1:
+        return a.copy()
+    m = n // 2
+    left, right = merge_sort(a[:m]), merge_sort(a[m:])
+    out = np.empty(n)
+    i = j = 0
+    for k in range(n):
+        if j >= right.shape[0] or i < left.shape[0] and left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+case(merge_sort, lambda: (np.random.default_rng(3).random(37),))
+case(merge_sort, lambda: (np.array([2.0, -0.0, 0.0, 1.0]),))
