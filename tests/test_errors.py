@@ -93,6 +93,8 @@ CASES = [
     ("def f(x: int) -> int:\n    print('{n}'.format(n=x))\n    return x\n", 5, 11, "takes positional arguments here"),
     ("def f(x: int) -> int:\n    print(f'{x:>{x}}')\n    return x\n", 5, 11,
      "format specs computed at run time are not supported"),
+    ("def f(a: int, b: int) -> bool:\n    return [a, b] == [a, b]\n", 5, 12,
+     "operators on lists (int[]) are not supported: index, iterate or compare their elements"),
 ]
 
 

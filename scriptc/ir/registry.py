@@ -24,8 +24,8 @@ from typing import Callable
 import numpy as np
 
 from .records import record, field
-from .types import (BOOL, FLOAT, INT, NAMED_TUPLES, NONE, STR, TENSOR, NamedTupleType, TensorType, TupleType, Type,
-                    element_type)
+from .types import (BOOL, FLOAT, INT, NAMED_TUPLES, NONE, STR, TENSOR, ListType, NamedTupleType, TensorType,
+                    TupleType, Type, element_type)
 
 
 class OpTypeError(TypeError):
@@ -238,6 +238,8 @@ def sample(t: Type):
         return np.ones((1,) * t.rank, dtype=t.dtype)
     if isinstance(t, TupleType):
         return tuple(sample(e) for e in t.elems)
+    if isinstance(t, ListType):     # (list ==, <, + and the like: an operator with a list operand)
+        raise OpTypeError(f"operators on lists ({t}) are not supported: index, iterate or compare their elements")
     raise OpTypeError(f"no sample value for {t}")
 
 
