@@ -54,8 +54,8 @@ def get_num_threads() -> int:
     return threads.get_num_threads()
 
 
-__all__ = ["CompileError", "ScriptFunction", "get_num_threads", "grad", "load", "prange", "script", "set_num_threads",
-           "value_and_grad", "vmap", "wait_optimized"]
+__all__ = ["CompileError", "ExportError", "LoadError", "ScriptFunction", "get_num_threads", "grad", "load", "prange",
+           "script", "set_num_threads", "value_and_grad", "vmap", "wait_optimized"]
 __version__ = "0.1.0"
 
 
@@ -67,6 +67,9 @@ def __getattr__(name):
         return ScriptFunction
     if name == "random":
         return importlib.import_module(".random", __name__)
+    if name in ("LoadError", "ExportError"):    # what scriptc.load and scriptc export raise
+        module = ".backend.export.load" if name == "LoadError" else ".backend.export.cabi"
+        return getattr(importlib.import_module(module, __name__), name)
     if name in ("grad", "value_and_grad", "vmap"):
         module = ".transforms.vmap_api" if name == "vmap" else ".transforms"
         value = getattr(importlib.import_module(module, __name__), name)

@@ -333,6 +333,13 @@ def test_cli_clears_only_the_caches_files(project):
     subprocess.run([sys.executable, "-m", "scriptc", "cache", "--clear"], cwd=project, env=env, check=True,
                    capture_output=True)
     assert not list((project / "__pycache__").glob("*.sc[cm]")) and all(p.read_text() == "(the user's)" for p in users)
+    # a directory named on the command line: its own files too are the cache's only when scriptc wrote them
+    named = [project / "scheme" / "lib-0123456789abcdef0123456789abcdef.scm", project / "scheme" / "vssver.scc"]
+    for path in named:
+        path.write_text("(the user's)")
+    subprocess.run([sys.executable, "-m", "scriptc", "cache", "--clear", str(project / "scheme")], cwd=project,
+                   env=env, check=True, capture_output=True)
+    assert all(p.read_text() == "(the user's)" for p in users + named)
     missing = subprocess.run([sys.executable, "-m", "scriptc", "cache", "--list", str(project / "nowhere")],
                              cwd=project, env=env, capture_output=True, text=True)
     assert missing.returncode == 2 and "no such directory" in missing.stderr

@@ -611,7 +611,7 @@ def test_load_refuses_foreign_and_damaged_libraries(built, tmp_path):
         (tmp_path / f"edited{k}.so").write_bytes(data.replace(old, new, 1))
         with pytest.raises(LoadError, match="damaged library or manifest"):
             scriptc.load(tmp_path / f"edited{k}.so")
-    with pytest.raises(LoadError, match="is not a file"):
+    with pytest.raises(scriptc.LoadError, match="is not a file"):
         scriptc.load("/dev/zero")       # (read to the end, it was a MemoryError)
 
 

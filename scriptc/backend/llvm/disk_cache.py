@@ -268,6 +268,28 @@ def cache_directories(directories=None) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in found))
 
 
+_OUR_NAMES = re.compile(rf"(.+-[0-9a-f]{{32}}({re.escape(SUFFIX)}|{re.escape(MANIFEST_SUFFIX)})"
+                        rf"|runtime-[0-9a-f]{{40}}{re.escape(RUNTIME_SUFFIX)}|host-[0-9a-f]{{1,32}}\.json)")
+
+
+def written_by_scriptc(path: Path) -> bool:
+    """Whether a file in a cache directory is one scriptc wrote, by its name and its first bytes: ``--clear`` of
+    a directory named on the command line leaves a Scheme source (``.scm``), a Visual SourceSafe ``.scc`` or any
+    other JSON alone."""
+    if not _OUR_NAMES.fullmatch(path.name):
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(MAGIC))
+    except OSError:
+        return False
+    if path.suffix == SUFFIX:
+        return MAGIC.startswith(head)     # (an entry cut short is still ours, to rewrite or remove)
+    if path.suffix == RUNTIME_SUFFIX:
+        return head.startswith(b"\x7fELF")
+    return head.startswith(b"{")      # a manifest's or host description's JSON (names matched above)
+
+
 def side_files(directories=None) -> list[Path]:
     """The runtime object files, host descriptions and source-key manifests in the cache's directories
     (``scriptc cache --clear``)."""
@@ -275,7 +297,7 @@ def side_files(directories=None) -> list[Path]:
     for d in cache_directories(directories):
         found += sorted(d.glob(f"runtime-*{RUNTIME_SUFFIX}")) + sorted(d.glob("host-*.json")) + \
             sorted(d.glob(f"*{MANIFEST_SUFFIX}"))
-    return found
+    return [path for path in found if written_by_scriptc(path)]
 
 
 def entries(directories=None) -> list[tuple[Path, dict | None]]:
@@ -284,6 +306,8 @@ def entries(directories=None) -> list[tuple[Path, dict | None]]:
     found = []
     for d in cache_directories(directories):
         for path in sorted(d.glob(f"*{SUFFIX}")):
+            if not written_by_scriptc(path):
+                continue
             try:
                 header = read_header(path.read_bytes())
             except OSError:
