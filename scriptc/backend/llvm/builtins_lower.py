@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import math
-import resource
 import sys
 import threading
 
@@ -81,6 +80,7 @@ def stack_budget() -> int:
     the stack limit, else glibc's 8 MB), less 1 MB for what the thread used before and between two checks."""
     size = threading.stack_size()
     if not size:
+        import resource     # (here: not on every process's import path)
         soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
         size = soft if 0 < soft != resource.RLIM_INFINITY else 8 << 20
     return max(size - (1 << 20), 256 << 10)
