@@ -28,7 +28,8 @@ from .scopes import load_counts
 LIST_CALLS = {builtins.sorted, np.array, np.concatenate, np.stack}   # sum(list): builtin_calls
 INT64_MAX = 2 ** 63 - 1
 _TOWER = {BOOL: 0, INT: 1, FLOAT: 2}
-_HINT = "annotate it where it is created, e.g. xs: list[int] = []"
+_HINT = ("annotate it where it is created, e.g. xs: list[int] = []; a list of arrays takes its dtype and rank "
+         "from its first append (append before passing it on)")
 
 
 def list_annotation(obj, annotation_type):
