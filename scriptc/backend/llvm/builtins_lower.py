@@ -24,7 +24,7 @@ from llvmlite import ir
 
 from ...ir.types import FLOAT
 from ...ops.builtins import FACTORIAL_MAX, exception_class
-from .common import F64, I1, I8, I8P, I32, I64, f64, handles, i1, i32, i64
+from .common import F64, I1, I8P, I32, I64, f64, handles, i1, i32, i64
 from .callbacks import ROUND_SYMBOL
 from .errors import STACK_FLOOR_SLOT
 from .strings import plan_id
@@ -32,17 +32,15 @@ from .strings import plan_id
 DEPTH_GLOBAL = "scriptc.call_depth"
 RECURSION_MESSAGE = "maximum recursion depth exceeded"
 STACK_CHECK_EVERY = 64      # levels of calls between two checks of the C stack's room (a power of 2)
-
-
-STACK_MARGIN = 1 << 20      # bytes kept free below the floor (at most a quarter of the stack): STACK_CHECK_EVERY
+STACK_MARGIN = 1 << 20      # bytes kept free above the stack's end (at most a quarter of it): STACK_CHECK_EVERY
 #                             frames, and the error's way out
 PTHREAD_ATTR_BYTES = 64     # sizeof(pthread_attr_t) is 56 on x86-64 and aarch64 glibc
 
 
 def build_stack_floor_function(mod) -> ir.Function:
-    """``i64 stack_floor(i64 here)``: this thread's lowest safe stack address, found on its first call (its stack's
-    start, ``pthread_getattr_np``, plus ``STACK_MARGIN`` or a quarter of its size; ``here - mod.stack_budget`` where that fails) and then
-    kept in its payload buffer."""
+    """``i64 stack_floor(i64 here)``: this thread's lowest safe stack address, found on its first call and kept
+    in its payload buffer: the stack's end (``pthread_getattr_np``) plus ``STACK_MARGIN`` or a quarter of its
+    size; where that fails, ``here - mod.stack_budget``."""
     fn = ir.Function(mod.module, ir.FunctionType(I64, [I64]), mod.unique("stack_floor"))
     fn.linkage = "internal"
     fn.attributes.add("noinline")
@@ -115,8 +113,8 @@ class BuiltinOps:
         if self.mod.stack_budget is not None:
             checks = b.icmp_unsigned("==", b.and_(deeper, i64(STACK_CHECK_EVERY - 1)), i64(0))
             with b.if_then(checks, likely=False):
-                frame = self.mod._decls.get("frameaddress") or self.mod._decls.setdefault("frameaddress", ir.Function(
-                    self.mod.module, ir.FunctionType(I8P, [I32]), "llvm.frameaddress.p0i8"))
+                frame = self.mod._decls.get("frameaddress") or self.mod._decls.setdefault(
+                    "frameaddress", ir.Function(self.mod.module, ir.FunctionType(I8P, [I32]), "llvm.frameaddress.p0i8"))
                 here = b.ptrtoint(b.call(frame, [i32(0)]), I64)     # this frame's address
                 floor = b.call(self.mod.helper("stack_floor"), [here])
                 self.raise_if(b.icmp_unsigned("<", here, floor), RecursionError, RECURSION_MESSAGE)
