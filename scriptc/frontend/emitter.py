@@ -744,12 +744,14 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def visit_BoolOp(self, node):
         return self.bool_chain(node.values, isinstance(node.op, ast.And), node)
 
-    def bool_chain(self, values, is_and, node):
-        first = self.expr(values[0])
+    def bool_chain(self, values, is_and, node, truths: bool = False):
+        """``a and b ...`` / ``a or b ...``: the operand that decides, evaluated left to right as far as needed;
+        ``truths``: the operands' truths instead (``condition``)."""
+        first = self.condition(values[0]) if truths else self.expr(values[0])
         if len(values) == 1:
             return first
-        cond = self.truth(first, values[0])
-        rest = lambda: self.bool_chain(values[1:], is_and, node)  # noqa: E731
+        cond = first if truths else self.truth(first, values[0])
+        rest = lambda: self.bool_chain(values[1:], is_and, node, truths)  # noqa: E731
         keep = lambda: first  # noqa: E731
         return self.emit_if(cond, rest, keep, node) if is_and else self.emit_if(cond, keep, rest, node)
 
@@ -758,16 +760,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         and/or chain is the chain of its operands' truths, so that ``n and x > 0`` with an int ``n`` is a bool,
         where as a value it is an int on one path and a bool on the other."""
         if isinstance(node, ast.BoolOp):
-            return self.truth_chain(node.values, isinstance(node.op, ast.And), node)
+            return self.bool_chain(node.values, isinstance(node.op, ast.And), node, truths=True)
         return self.truth(self.expr(node), node)
-
-    def truth_chain(self, values, is_and, node):
-        first = self.condition(values[0])
-        if len(values) == 1:
-            return first
-        rest = lambda: self.truth_chain(values[1:], is_and, node)  # noqa: E731
-        keep = lambda: first  # noqa: E731
-        return self.emit_if(first, rest, keep, node) if is_and else self.emit_if(first, keep, rest, node)
 
     def visit_IfExp(self, node):
         cond = self.condition(node.test)

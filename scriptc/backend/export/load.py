@@ -58,7 +58,7 @@ def read_manifest(path: Path) -> dict:
         if not path.is_file():      # (a device or a pipe would be read without end)
             raise LoadError(f"{path} is not a file")
         with open(path, "rb") as f:
-            if f.read(6)[:6] not in (b"\x7fELF\x02\x01",):
+            if f.read(6) != b"\x7fELF\x02\x01":
                 raise LoadError(f"{path} is not a 64-bit little-endian ELF shared library")
         data = path.read_bytes()
     except OSError as e:
