@@ -657,3 +657,25 @@ def test_a_long_error_message_comes_back_whole(tmp_path):
     with pytest.raises(ValueError) as theirs:
         mod.long_error.py_func(5)
     assert str(ours.value) == str(theirs.value) and len(str(ours.value)) == 1502
+
+
+SIZES = [10 ** 12, 2 ** 40, 1023 * 2 ** 40 + 2 ** 39, 5 * 10 ** 17, 123456789012345]
+
+
+def test_an_array_too_big_to_allocate_is_numpys_memory_error(tmp_path):
+    """NumPy's message, size in binary units included ("Unable to allocate 7.28 TiB for an array with shape
+    (1000000000000, 1) and data type float64"), from the JIT and from an exported library (runtime.c writes
+    the size); it was "out of memory"."""
+    source = ("import numpy as np\nimport scriptc\n\n\n@scriptc.script\ndef big(n: int) -> np.ndarray:\n"
+              "    return np.ones((n, 1))\n\n\n@scriptc.script\ndef big1(n: int) -> np.ndarray:\n"
+              "    return np.zeros(n, dtype=np.float32)\n")
+    mod = export_module(tmp_path, "toobig", source, [("big", ["int"]), ("big1", ["int"])], "build/libtoobig.so")
+    lib = scriptc.load(tmp_path / "build" / "libtoobig.so")
+    for n in SIZES:
+        for name in ("big", "big1"):
+            with pytest.raises(MemoryError) as numpy_error:
+                getattr(mod, name).py_func(n)
+            for fn in (getattr(mod, name), getattr(lib, name)):
+                with pytest.raises(MemoryError) as ours:
+                    fn(n)
+                assert str(ours.value) == str(numpy_error.value), (name, n)

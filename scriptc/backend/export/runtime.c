@@ -113,6 +113,22 @@ static void scriptc_append(size_t *at, const char *s, size_t n) {
     scriptc_error_text[*at] = 0;
 }
 
+/* A size in bytes as NumPy's MemoryError for an array writes it: in the binary unit its bit length picks (the
+   next one when it rounds to 1024 of it), three significant digits below 1000 of a unit, none for bytes. */
+static int scriptc_size_text(char *out, size_t room, int64_t nbytes) {
+    static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int bits = 0;
+    for (uint64_t v = (uint64_t)nbytes; v; v >>= 1) bits++;
+    int unit = (bits - 1 > 1 ? bits - 1 : 1) / 10;
+    double n = (double)nbytes / (double)((uint64_t)1 << (10 * unit));
+    if (nearbyint(n) == 1024 && unit < 6) {
+        unit++;
+        n /= 1024;
+    }
+    if (unit == 0) return snprintf(out, room, "%.0f bytes", n);
+    return snprintf(out, room, nearbyint(n) < 1000 ? "%#.3g %s" : "%#.0f %s", n, units[unit]);
+}
+
 /* Set this thread's error text for `code` (the payload numbers native code stored formatted into its
    template's {0}, {1}, ...); returns `code`. */
 static int scriptc_fail(int32_t code) {
@@ -134,11 +150,13 @@ static int scriptc_fail(int32_t code) {
         if (e->payload && p[0] == '{' && p[1] >= '0' && p[1] <= '9') {
             char *end;
             long k = strtol(p + 1, &end, 10);
-            if (*end == '}' && k < SCRIPTC_PAYLOAD_SLOTS) {
-                char num[32];
-                int n = snprintf(num, sizeof num, "%lld", (long long)payload[k]);
+            int as_size = end[0] == '!' && end[1] == 'B' && end[2] == '}';     /* {k!B}: a size in bytes */
+            if ((*end == '}' || as_size) && k < SCRIPTC_PAYLOAD_SLOTS) {
+                char num[48];
+                int n = as_size ? scriptc_size_text(num, sizeof num, payload[k])
+                                : snprintf(num, sizeof num, "%lld", (long long)payload[k]);
                 scriptc_append(&at, num, (size_t)n);
-                p = end;
+                p = end + (as_size ? 2 : 0);
                 continue;
             }
         }

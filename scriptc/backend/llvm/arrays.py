@@ -185,7 +185,10 @@ class ArrayOps:
             self.raise_if(b.extract_value(product, 1), ValueError, TOO_BIG)
             nbytes, zero = b.extract_value(product, 0), b.or_(zero, is_zero)
         mi = b.call(self.runtime("alloc"), [b.select(zero, i64(0), nbytes)])
-        self.raise_if(b.icmp_unsigned("==", mi, ir.Constant(I8P, None)), MemoryError, "out of memory")
+        dims = ", ".join(f"{{{k + 1}}}" for k in range(len(shape))) + ("," if len(shape) == 1 else "")
+        self.raise_with(b.icmp_unsigned("==", mi, ir.Constant(I8P, None)), MemoryError,   # NumPy's message
+                        f"Unable to allocate {{0!B}} for an array with shape ({dims}) and data type {t.dtype}",
+                        [nbytes, *shape])
         return Arr(t, [mi, b.gep(mi, [i64(HEADER)]), *shape, *self.c_strides(shape, itemsize)])
 
     def c_strides(self, shape: list, itemsize: int) -> list:

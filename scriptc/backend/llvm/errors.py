@@ -20,6 +20,7 @@ import builtins
 import contextlib
 import ctypes
 import linecache
+import string
 import sys
 import threading
 
@@ -75,6 +76,25 @@ def payload(n: int) -> list[int]:
     return list((ctypes.c_int64 * n).from_address(address))
 
 
+def size_text(nbytes: int) -> str:
+    """A size in bytes as NumPy's MemoryError for an array it cannot allocate writes it ("7.28 TiB")."""
+    try:
+        from numpy._core._exceptions import _ArrayMemoryError    # NumPy's own rule, whatever its version
+        return _ArrayMemoryError._size_to_string(nbytes)
+    except (ImportError, AttributeError):
+        return f"{nbytes} bytes"
+
+
+class _PayloadFormatter(string.Formatter):
+    """``str.format`` of a payload template, and ``{k!B}``: the number as a size in bytes (``size_text``)."""
+
+    def convert_field(self, value, conversion):
+        return size_text(value) if conversion == "B" else super().convert_field(value, conversion)
+
+
+_PAYLOAD_FORMAT = _PayloadFormatter()
+
+
 @record(frozen=True)
 class RuntimeErrorEntry:
     """What native code means by one error code. With ``payload`` > 0, ``args[0]`` is a template whose
@@ -88,7 +108,8 @@ class RuntimeErrorEntry:
     def make(self, values: list[int] | None = None) -> BaseException:
         """The exception; ``values``: the payload numbers (default: this thread's payload)."""
         if self.payload:
-            exc = self.exc_type(self.args[0].format(*(values if values is not None else payload(self.payload))))
+            exc = self.exc_type(_PAYLOAD_FORMAT.format(self.args[0], *(values if values is not None else
+                                                                     payload(self.payload))))
         else:
             exc = self.exc_type(*self.args)
         if self.source is not None:
