@@ -2,6 +2,8 @@
 dtypes, at the first call), naming file:line:col, showing the line with a caret, and giving a reason."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import scriptc
 from tests.modules import load_module
@@ -234,3 +236,13 @@ def test_a_compile_error_pickles_as_it_reads(tmp_path):
     again = pickle.loads(pickle.dumps(e))
     assert type(again) is type(e) and str(again) == str(e)
     assert (again.reason, again.lineno, again.col, again.hint) == (e.reason, e.lineno, e.col, e.hint)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 2 ** 63 - 1) | st.sampled_from([0, 1, 1023, 1024, 1023 * 1024 + 512, 1024 ** 2 - 1,
+                                                      999.5 * 1024 ** 3, 2 ** 63 - 1]).map(int))
+def test_the_size_in_a_memory_error_is_written_as_numpy_writes_it(nbytes):
+    from numpy._core._exceptions import _ArrayMemoryError     # NumPy's message: the oracle
+    from scriptc.backend.llvm.errors import size_text
+    want = str(_ArrayMemoryError((nbytes,), np.dtype(np.uint8)))
+    assert want == f"Unable to allocate {size_text(nbytes)} for an array with shape ({nbytes},) and data type uint8"

@@ -76,13 +76,20 @@ def payload(n: int) -> list[int]:
     return list((ctypes.c_int64 * n).from_address(address))
 
 
+_SIZE_UNITS = ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
 def size_text(nbytes: int) -> str:
-    """A size in bytes as NumPy's MemoryError for an array it cannot allocate writes it ("7.28 TiB")."""
-    try:
-        from numpy._core._exceptions import _ArrayMemoryError    # NumPy's own rule, whatever its version
-        return _ArrayMemoryError._size_to_string(nbytes)
-    except (ImportError, AttributeError):
-        return f"{nbytes} bytes"
+    """A size in bytes as NumPy's MemoryError for an array it cannot allocate writes it ("7.28 TiB"): the binary
+    unit its bit length picks (the next one when it rounds to 1024 of it), three significant digits below 1000
+    of a unit, none for bytes. Exported libraries write it by the same rule (runtime.c)."""
+    unit = max(nbytes.bit_length() - 1, 1) // 10
+    n = nbytes / (1 << 10 * unit)
+    if round(n) == 1024 and unit < len(_SIZE_UNITS) - 1:
+        unit, n = unit + 1, n / 1024
+    if unit == 0:
+        return f"{n:.0f} bytes"
+    return f"{n:#.3g} {_SIZE_UNITS[unit]}" if round(n) < 1000 else f"{n:#.0f} {_SIZE_UNITS[unit]}"
 
 
 class _PayloadFormatter(string.Formatter):
