@@ -325,9 +325,6 @@ class ScriptFunction(DeviceCalls):
         native = self._load_by_source_key(types) if self.cache else None
         if native is None:
             from .backend.gil import releases_gil
-            if not self.cache:     # LLVM will compile: load it while the frontend and the passes run
-                from .backend.llvm import warmup
-                warmup.start()
             graph = self.graph_for_types(types)
             nogil = self.nogil or releases_gil(graph)    # prange loops run with the GIL released
             cache = self._cache_directory()

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 from ...ir.core import Graph
 from ...ir.types import Type
-from . import disk_cache, objload, runtimes, warmup
+from . import disk_cache, objload, runtimes
 from .callbacks import restore_plan, restore_str
 from .errors import ERROR_TABLE
 from .native import NativeFunction
@@ -40,10 +40,7 @@ def load_cached(graph: Graph, fastmath: bool, nogil: bool, cache, python_entry: 
     if key is None:     # no host description kept for this machine yet: ask LLVM (and keep its answer)
         key = disk_cache.cache_key(text, files, options, cache.directory, llvm=True)
     signature = (graph.name, [v.type for v in graph.inputs], graph.outputs[0].type)
-    native = load_entry(key, signature, graph, cache, python_entry, fastmath, nogil)
-    if native is None:
-        warmup.start()      # a miss: LLVM will compile, load it while the lowering runs
-    return native, key
+    return load_entry(key, signature, graph, cache, python_entry, fastmath, nogil), key
 
 
 def load_entry(key: str, signature: tuple, graph, cache, python_entry: bool, fastmath: bool, nogil: bool,

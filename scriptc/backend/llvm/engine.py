@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 import threading
 
-from . import symbols, warmup
+from . import symbols
 from .objload import ObjectLoadError
 from .native import make_caller  # noqa: F401  (the ctypes path's caller, long imported from here)
 from .symbols import LIBC, LIBM_BINARY, LIBM_OTHER, LIBM_PREFIX, LIBM_UNARY, VECTOR_MATH  # noqa: F401
@@ -28,8 +28,10 @@ QUICK_MODULE_PASSES = ("always_inliner", "global_dead_code_eliminate")
 QUICK_FUNCTION_PASSES = ("sroa", "instruction_combine", "simplify_cfg")
 
 
-llvm = None     # llvmlite.binding, imported by the first Engine: importing the lowering (which imports this
-#                module) never waits for LLVM to load, which warmup.py starts on another thread
+# llvmlite.binding, imported by the first Engine: importing the lowering (which imports this module) does not load
+# LLVM. (Loading it on a background thread while the first compile does its Python work was slower: the two
+# threads took turns holding the GIL; median of 25 cold first calls of mandelbrot, 110 against 95 ms.)
+llvm = None
 
 
 class Engine:
@@ -37,7 +39,6 @@ class Engine:
 
     def __init__(self):
         global llvm
-        warmup.wait()       # a background load of LLVM (warmup.py) finishes first
         import llvmlite.binding as llvm
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()

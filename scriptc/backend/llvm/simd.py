@@ -36,7 +36,7 @@ class SimdOps:
     def simd_width(self, sub, stop=None) -> int | None:
         """Lanes for this group (its nodes before ``stop``, a reduction ending it), or None when it must stay
         scalar."""
-        from .engine import engine     # LLVM is loading meanwhile (warmup.py): wait for it here
+        from .engine import engine
         vm = engine().vector_math
         if "exp" not in vm:
             return None

@@ -1,34 +1,11 @@
-"""warmup.py: LLVM loaded on a background thread while a first compile does its Python work. A compile right
-after gives the same results, and a fork while the load is under way neither deadlocks the child nor the
-parent (the fork waits for it)."""
+"""What importing scriptc, decorating a function and a first call import: only what they need (each module a
+cold process reads costs it time)."""
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-
-FORK = '''
-import os, sys
-from scriptc.backend.llvm import warmup
-warmup.start()
-pid = os.fork()
-if pid == 0:
-    import llvmlite.binding
-    from scriptc.backend.llvm.engine import engine
-    engine()
-    os._exit(0)
-_, status = os.waitpid(pid, 0)
-print("child", os.waitstatus_to_exitcode(status))
-'''
-
-COMPILE = '''
-import sys
-sys.path.insert(0, {where!r})
-import numpy as np
-import kernels
-print(kernels.poly(np.arange(4.0), 3).tolist(), "llvmlite.binding" in sys.modules)
-'''
 
 KERNELS = '''
 import numpy as np
@@ -47,20 +24,6 @@ def run(code: str) -> str:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
-
-
-def test_fork_during_the_background_load():
-    if not hasattr(os, "fork"):
-        return
-    assert run(FORK).strip() == "child 0"
-
-
-def test_a_cold_compile_with_the_background_load(tmp_path):
-    (tmp_path / "kernels.py").write_text(KERNELS)
-    x = [float(v) for v in range(4)]
-    for _ in range(3):
-        x = [v * 0.5 + 1.0 for v in x]
-    assert run(COMPILE.format(where=str(tmp_path))).strip() == f"{x} True"
 
 
 def test_import_and_decoration_load_no_pass_and_no_backend(tmp_path):
