@@ -52,8 +52,8 @@ class Pool:
         """The object file of each ``(text, unoptimized)``, generated on up to ``THREADS`` threads (this one
         included); an error in any is raised here."""
         results: list = [None] * len(modules)
-        pending = list(enumerate(modules))
-        pending.reverse()
+        # the longest first: a program's body after its two halves of kernels made the threads wait on it alone
+        pending = sorted(enumerate(modules), key=lambda m: len(m[1][0]))
 
         def run() -> None:
             worker = self._worker()
