@@ -100,7 +100,7 @@ class Pool:
             with llvm.ffi.OutputString() as error:
                 if _raw("LLVMPY_VerifyModule")(mod, error):
                     raise RuntimeError(str(error))
-            module_passes, function_passes, builder = self._quick_passes(worker.machines[False])
+            module_passes, function_passes, builder = self._quick_passes(worker.machines[False], unoptimized)
             _raw("LLVMPY_RunNewModulePassManager")(module_passes, mod, builder)
             for fn in mod.functions:
                 if not fn.is_declaration:

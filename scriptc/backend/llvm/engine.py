@@ -26,6 +26,9 @@ PIPELINE = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": T
 # on the bench kernels: compiles in a third to a fifth of O3's time, runs within 2x of O3's code
 QUICK_MODULE_PASSES = ("always_inliner", "global_dead_code_eliminate")
 QUICK_FUNCTION_PASSES = ("sroa", "instruction_combine", "simplify_cfg")
+# ... for a module the unoptimizing code generator takes (first_tier.py): without instcombine, 90% of the passes'
+# time (the MLP step's kernel halves: 30 -> 3.5 ms of passes each, against 15 ms of code generation)
+UNOPTIMIZED_FUNCTION_PASSES = ("sroa", "simplify_cfg")
 
 
 # llvmlite.binding, imported by the first Engine: importing the lowering (which imports this module) does not load
@@ -84,7 +87,7 @@ class Engine:
         by the unoptimizing code generator (FastISel, the fast register allocator: first_tier.py)."""
         with self._lock:
             mod = self._parse(ir_text)
-            module_passes, function_passes, builder = self.quick_passes(self.target_machine)
+            module_passes, function_passes, builder = self.quick_passes(self.target_machine, unoptimized)
             module_passes.run(mod, builder)
             for fn in mod.functions:
                 if not fn.is_declaration:
@@ -110,14 +113,15 @@ class Engine:
             return self._codegen_pool.objects(modules, self.triple, self.data_layout)
 
     @staticmethod
-    def quick_passes(machine):
-        """The first tier's (module pass manager, function pass manager, pass builder) for a target machine."""
+    def quick_passes(machine, unoptimized: bool = False):
+        """The first tier's (module pass manager, function pass manager, pass builder) for a target machine;
+        ``unoptimized``: for the unoptimizing code generator."""
         builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(0))
         module_passes = llvm.create_new_module_pass_manager()
         for name in QUICK_MODULE_PASSES:
             getattr(module_passes, f"add_{name}_pass")()
         function_passes = llvm.create_new_function_pass_manager()
-        for name in QUICK_FUNCTION_PASSES:
+        for name in UNOPTIMIZED_FUNCTION_PASSES if unoptimized else QUICK_FUNCTION_PASSES:
             getattr(function_passes, f"add_{name}_pass")()
         return module_passes, function_passes, builder
 
