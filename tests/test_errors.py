@@ -97,6 +97,9 @@ CASES = [
      "format specs computed at run time are not supported"),
     ("def f(a: int, b: int) -> bool:\n    return [a, b] == [a, b]\n", 5, 12,
      "operators on lists (int[]) are not supported: index, iterate or compare their elements"),
+    # the schema calls NumPy's array 'self' (TorchScript's name), which the user never wrote
+    ("def f(x: np.ndarray) -> float:\n    return np.sum()\n", 5, 12, "np.sum() missing its array argument"),
+    ("def f(x: np.ndarray) -> np.ndarray:\n    return np.clip(x, 0.0)\n", 5, 12, "np.clip() missing argument"),
 ]
 
 

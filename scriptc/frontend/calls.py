@@ -265,7 +265,9 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         while op.variadic is None and len(args) < len(op.params) and op.params[len(args)] in defaults:
             args = args + [self.const(defaults[op.params[len(args)]])]
         if op.variadic is None and len(args) < len(op.params):
-            raise self.fn.error(f"{what}() missing argument '{op.params[len(args)]}'", node)
+            missing = op.params[len(args)]     # 'self' is the schema's name (TorchScript's) for NumPy's array
+            raise self.fn.error(f"{what}() missing " + ("its array argument" if missing == "self" else
+                                                        f"argument '{missing}'"), node)
         emitted = self.emit(op.name, args, attrs, at=node)
         return emitted.output if emitted.outputs else self.const(None)  # x.fill(v) is None, as in Python
 
