@@ -363,6 +363,22 @@ def test_emit_obj_links_statically(built):
     assert subprocess.run([str(exe)], capture_output=True, text=True).stdout == f"0 {-9 // 4}\n"
 
 
+def test_the_objects_of_two_libraries_link_into_one_program(tmp_path):
+    # each object defines the runtime (scriptc_init, the pool...): only the library's own C names stay global
+    (tmp_path / "k.py").write_text("import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n"
+                                   "    return x + 1.0\n\n\n@scriptc.script\ndef g(x: float) -> float:\n"
+                                   "    return x * 3.0\n")
+    for lib, fn in (("one", "f"), ("two", "g")):
+        result = export(tmp_path, [f"k.py:{fn}", "--types", "float", "-o", f"static/lib{lib}.o", "--emit=obj"])
+        assert result.returncode == 0, result.stderr
+    (tmp_path / "main.c").write_text(
+        '#include <stdio.h>\n#include "one.h"\n#include "two.h"\nint main(void){double a, b;'
+        ' int rc = one_f(2.0, &a) | two_g(2.0, &b); printf("%d %g %g\\n", rc, a, b); return 0;}\n')
+    subprocess.run([CC, "-Istatic", "-o", "main", "main.c", "static/libone.o", "static/libtwo.o", "-lm", "-pthread"],
+                   cwd=tmp_path, check=True)
+    assert subprocess.run([str(tmp_path / "main")], capture_output=True, text=True).stdout == "0 3 6\n"
+
+
 def test_unsupported_code_is_a_clear_export_error(built):
     where, _ = built
     result = export(where, ["corpus_kernels.py:uses_round", "--types", "float", "-o", "bad/libbad.so"])
@@ -375,10 +391,11 @@ def test_unsupported_code_is_a_clear_export_error(built):
 
 def test_names_that_would_clash_in_c_are_export_errors(tmp_path):
     """Two functions named alike (from two files: the first ran under both names), a function whose C name
-    is the library's own (a C compiler's error) or another signature's (an internal error)."""
+    is the library's own or the runtime's (a C compiler's error) or another signature's (an internal error)."""
     (tmp_path / "one.py").write_text("import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n"
                                      "    return x + 1.0\n\n\n@scriptc.script\ndef f_1(x: float) -> float:\n"
                                      "    return x\n\n\n@scriptc.script\ndef release(x: float) -> float:\n"
+                                     "    return x\n\n\n@scriptc.script\ndef init(x: float) -> float:\n"
                                      "    return x\n")
     (tmp_path / "two.py").write_text("import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n"
                                      "    return x * 2.0\n")
@@ -388,8 +405,10 @@ def test_names_that_would_clash_in_c_are_export_errors(tmp_path):
             (["one.py:release", "--types", "float"], "would be both the library's own lib_release and release"),
             (["one.py:f", "--types", "float", "--types", "int", "one.py:f_1", "--types", "float"],
              "lib_f_1 would be both f(int) and f_1(float)"),
-            (["one.py:f", "--types", "float", "--types", "float"], "f is exported twice for (float)")):
-        result = export(tmp_path, argv + ["-o", "build/lib.so"])
+            (["one.py:f", "--types", "float", "--types", "float"], "f is exported twice for (float)"),
+            (["one.py:init", "--types", "float", "-o", "build/libscriptc.so"],
+             "the C function scriptc_init (init(float)) would redefine a name of scriptc's runtime")):
+        result = export(tmp_path, argv + ["-o", "build/lib.so"] * ("-o" not in argv))
         assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr, \
             result.stderr
 

@@ -38,6 +38,7 @@ from ..llvm.engine import engine
 from ..llvm.entry import PythonTable, lower_python_entry
 from ..llvm.errors import ERROR_TABLE
 from ..llvm.lower import ModuleLowering, check_graph
+from . import cabi
 from .cabi import ExportError, Exported, header, plan_supported, source
 
 FORMAT = 2     # 2: the manifest says which arguments each signature may write
@@ -60,6 +61,13 @@ def library_name(output: Path) -> str:
 LIBRARY_SYMBOLS = ("last_error", "release", "release_str", "python_table", "_python_error")
 
 
+def runtime_names() -> set[str]:
+    """The C names the library's runtime and generated code use (``scriptc_init``, ``scriptc_array``...): a
+    library named ``scriptc`` must not define them again."""
+    texts = [f.read_text() for f in Path(__file__).parent.iterdir() if f.suffix == ".c"]
+    return set(re.findall(r"\b(?:scriptc|SCRIPTC)_\w+", "".join(texts) + Path(cabi.__file__).read_text()))
+
+
 def _where(fn) -> str:
     code = getattr(getattr(fn, "py_func", None), "__code__", None)
     return f"{Path(code.co_filename).name}:{code.co_firstlineno}" if code is not None else repr(fn)
@@ -76,6 +84,7 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
     exported: list[Exported] = []
     seen: dict[str, int] = {}
     taken = {f"{lib}_{what}": f"the library's own {lib}_{what}" for what in LIBRARY_SYMBOLS}
+    runtime = runtime_names()
     owners: dict[str, object] = {}
     with ERROR_TABLE.record() as codes:
         for fn, signatures in functions:
@@ -91,6 +100,9 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
                 check_graph(graph)
                 k = seen[fn.__name__] = seen.get(fn.__name__, -1) + 1
                 c_name = f"{lib}_{fn.__name__}" + (f"_{k}" if k else "")
+                if c_name in runtime:
+                    raise ExportError(f"the C function {c_name} ({fn.__name__}({format_signature(types)})) would "
+                                      f"redefine a name of scriptc's runtime: name the library otherwise")
                 clash = taken.setdefault(c_name, f"{fn.__name__}({format_signature(types)})")
                 if clash != f"{fn.__name__}({format_signature(types)})":
                     raise ExportError(f"the C function {c_name} would be both {clash} and {fn.__name__}"
@@ -130,7 +142,8 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
         (tmp / f"{lib}.h").write_text(header_path.read_text())
         (tmp / "exported.c").write_text(source(lib, exported, {c: ERROR_TABLE[c] for c in codes}, plans, strs,
                                                manifest))
-        link(tmp, list(objects), sources, output, emit, needs_mvec="_ZGV" in text)
+        public = [e.c_name for e in exported] + [f"{lib}_{what}" for what in LIBRARY_SYMBOLS]
+        link(tmp, list(objects), sources, output, emit, needs_mvec="_ZGV" in text, public=public)
     return [output, header_path]
 
 
@@ -218,8 +231,10 @@ def compile_object(text: str) -> bytes:
     return tm.emit_object(mod)
 
 
-def link(tmp: Path, objects: list[str], sources: list[str], output: Path, emit: str, needs_mvec: bool) -> None:
-    """Link the compiled ``objects`` and the C ``sources`` (files in ``tmp``) into ``output``."""
+def link(tmp: Path, objects: list[str], sources: list[str], output: Path, emit: str, needs_mvec: bool,
+         public: list[str]) -> None:
+    """Link the compiled ``objects`` and the C ``sources`` (files in ``tmp``) into ``output``; of an object, only
+    the ``public`` names stay global (objcopy), so that a program links the objects of several libraries."""
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
         raise ExportError("no C compiler found (cc, gcc or clang): exporting links the library with one")
@@ -231,6 +246,10 @@ def link(tmp: Path, objects: list[str], sources: list[str], output: Path, emit: 
             run([cc, *flags, "-c", str(tmp / src), "-o", str(compiled[-1])])
         ld = shutil.which("ld")
         run([ld or cc, "-r", *(str(tmp / o) for o in objects), *map(str, compiled), "-o", str(output)])
+        objcopy = shutil.which("objcopy")
+        if objcopy is not None:     # (without binutils' objcopy: one library's object per program)
+            (tmp / "public.txt").write_text("".join(f"{name}\n" for name in public))
+            run([objcopy, f"--keep-global-symbols={tmp / 'public.txt'}", str(output)])
         return
     libs = ["-lmvec"] if needs_mvec else []
     # a library with the pool is never unloaded: its workers (which never exit) run its code
