@@ -468,3 +468,35 @@ def test_broadcast_error_of_many_operands():
     assert str(got.value).startswith("operands could not be broadcast together with shapes")
     assert allocation_count() - allocated == free_count() - freed
     assert "(2,4)" in str(got.value) and "(2,4)" in str(want.value)
+
+
+# -- arrays an exception carries ------------------------------------------------------------------------------
+
+@scriptc.script
+def raises_its_array(x: np.ndarray, n: int):
+    y = x * 2.0
+    if n > 0:
+        raise ValueError("bad", (y, n))
+    assert n < 0, y
+    return 0
+
+
+@scriptc.script
+def fills(n: int) -> np.ndarray:
+    return np.zeros(n) + 7.0
+
+
+@pytest.mark.parametrize("n", [1, 0])
+def test_an_exception_keeps_its_arrays_after_native_code_freed_theirs(n):
+    # the exception's array is a copy: the native array it was read from is freed as the error returns, and later
+    # calls reuse that memory
+    x = np.arange(1.0, 2001.0)
+    expected = python_error(raises_its_array.py_func, (x, n))
+    got = python_error(raises_its_array, (x, n))
+    for _ in range(20):
+        fills(2000)
+    assert type(got) is type(expected)
+    if n:       # (pytest rewrites the assert statement of this module's Python function: its message differs)
+        assert str(got) == str(expected)
+    got_array = got.args[1][0] if n else got.args[0]
+    assert np.array_equal(got_array, x * 2.0) and got_array.flags.owndata

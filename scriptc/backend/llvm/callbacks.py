@@ -117,6 +117,17 @@ def _decoder(t: Type):
     raise TypeError(f"cannot pass {t} to a callback")
 
 
+def _detached(value):
+    """``value`` with its arrays copied: a decoded array views native memory, which the code frees once the
+    callback returns (print and format use it before; an exception keeps it)."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, tuple):
+        items = [_detached(v) for v in value]
+        return value._make(items) if hasattr(value, "_make") else tuple(items)
+    return value
+
+
 class Plan:
     """What one print or format node does at run time with its record."""
 
@@ -139,7 +150,7 @@ class Plan:
     def run(self, address: int) -> None:
         values = self.values(address)
         if self.kind == "raise":      # ``raise`` with values known at run time: fmt names the builtin exception
-            raise getattr(builtins, self.fmt)(*values)
+            raise getattr(builtins, self.fmt)(*map(_detached, values))
         if self.kind == "print":
             print(*values, sep=self.sep, end=self.end)
             return
