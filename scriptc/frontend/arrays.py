@@ -92,11 +92,12 @@ class ArrayFrontend:
     def mask_store(self, base, mask, value, node):
         self.emit("aten::masked_put_", [base, mask, value], at=node)
 
-    def mask_augassign(self, base, mask, kind, rhs, node):
-        # NumPy's x[m] += v: the selected copy is updated in place (with its casting rule: a float into an int
-        # array is an error), then written back
+    def mask_augassign(self, base, mask, kind, value_node, node):
+        # NumPy's x[m] += v: the selected copy (made, and the mask checked, before v is evaluated, as CPython
+        # reads x[m] first) is updated in place (with its casting rule: a float into an int array is an error),
+        # then written back
         selected = self.op("aten::masked_select", [base, mask], at=node)
-        self.emit(f"aten::{kind}_", [selected, rhs], at=node)
+        self.emit(f"aten::{kind}_", [selected, self.expr(value_node)], at=node)
         self.emit("aten::masked_put_", [base, mask, selected], at=node)
 
     # -- x.dtype ----------------------------------------------------------------------------------------------

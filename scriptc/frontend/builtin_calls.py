@@ -119,8 +119,8 @@ class BuiltinCallsMixin:
 
     def range_plan(self, it):
         lo, hi, step = self.range_arguments(it)
-        if lo is None:  # range(n): the trip count is n (a negative n runs no iteration)
-            return hi, lambda i: i
+        if lo is None:  # range(n): the trip count is n (a negative n runs no iteration; range(True) runs one)
+            return (self.op("aten::Int", [hi], at=it) if hi.type == BOOL else hi), lambda i: i
         trips = self.op("aten::__range_length", [lo, hi, step], at=it)
         return trips, lambda i: self.op("aten::__derive_index", [i, lo, step], at=it)
 

@@ -86,11 +86,14 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
     def shape_values(self, node) -> list:
         """Dimensions given as an int, a tuple display, or a tuple value such as ``x.shape``."""
         if isinstance(node, ast.Tuple):
-            return [self.expr(e) for e in node.elts]
-        v = self.expr(node)
-        if isinstance(v.type, TupleType):
-            return self.emit("prim::TupleUnpack", [v], at=node).outputs
-        return [v]
+            dims = [self.expr(e) for e in node.elts]
+        else:
+            v = self.expr(node)
+            dims = self.emit("prim::TupleUnpack", [v], at=node).outputs if isinstance(v.type, TupleType) else [v]
+        for d in dims:
+            if d.type == BOOL:      # NumPy: TypeError (an integer is required)
+                raise self.fn.error("an array's dimensions must be ints, not bools", node, "write int(b)")
+        return dims
 
     # -- calls ----------------------------------------------------------------------------------------
     def visit_Call(self, node):
@@ -598,15 +601,15 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if not isinstance(base.type, TensorType):
             raise self.fn.error(f"{describe_type(base.type)} does not support item assignment", target.value)
         plan, index = self.index_plan(base, self.index_parts(target), target)
-        rhs = self.expr(node.value)
+        # CPython reads x[i] (its IndexError first) before it evaluates the right-hand side
         if plan == "mask":
-            self.mask_augassign(base, index, kind, rhs, node)
+            self.mask_augassign(base, index, kind, node.value, node)
         elif plan == "element":
             old = self.op("aten::getitem", [base] + index, at=target)
-            new = self.op(f"aten::{kind}", [old, rhs], at=node)
+            new = self.op(f"aten::{kind}", [old, self.expr(node.value)], at=node)
             self.emit("aten::setitem", [base] + index + [new], at=node)
         else:
-            self.emit(f"aten::{kind}_", [index, rhs], at=node)
+            self.emit(f"aten::{kind}_", [index, self.expr(node.value)], at=node)
 
 
 def describe_type(t) -> str:

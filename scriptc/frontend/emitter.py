@@ -703,6 +703,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         if isinstance(node.op, ast.USub):
             return self.op("aten::neg", [v], at=node)
         if isinstance(node.op, ast.UAdd):
+            if isinstance(v.type, TensorType) and v.type.dtype == "bool":
+                raise self.fn.error("+ of a bool array: NumPy's ufunc 'positive' has no loop for bool", node)
             return self.op("aten::Int", [v], at=node) if v.type == BOOL else v
         if isinstance(node.op, ast.Not):
             truth = self.truth(v, node.operand)

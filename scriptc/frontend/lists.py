@@ -417,7 +417,9 @@ def list_argument(fname: str, pname: str, want: ListType, arg) -> tuple:
         return ListType(TensorType(dtype, rank)), arg
     allowed = {BOOL: (bool, np.bool_), INT: (int, np.integer), FLOAT: (int, float, np.integer, np.floating)}[elem]
     for k, v in enumerate(arg):
-        if not isinstance(v, allowed) or (elem == INT and isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63):
+        if elem == INT and isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63:     # as an int argument
+            raise OverflowError("int too large to convert to a 64-bit int")
+        if not isinstance(v, allowed):
             raise TypeError(f"{fname}() argument '{pname}' must be a list of {elem}, but element {k} is "
                             f"{type(v).__name__}")
     return want, arg
