@@ -39,6 +39,11 @@ def mask_then_value(x: np.ndarray, m: np.ndarray, b: float):
 @scriptc.script
 def first(xs: list[int]) -> int:
     return xs[0]
+
+
+@scriptc.script
+def extremes(x: np.ndarray):
+    return np.min(x, axis=1), np.max(x, axis=0), np.max(x * 1, axis=1), np.min(x)
 '''
 
 
@@ -78,3 +83,12 @@ def test_what_numpy_refuses_is_a_compile_error(tmp_path, source, message):
     m = load_module(tmp_path, source)
     with pytest.raises(scriptc.CompileError, match=message):
         scriptc.script(m.f)(*([True] if "b: bool" in source else [np.ones(2)]))
+
+
+def test_float16_min_and_max_keep_the_first_of_equal_zeros(mod):
+    # NumPy's float16 loops keep the first of equals (-0.0 against 0.0); its float32/64 ones the second
+    rng = np.random.default_rng(3)
+    for n in (2, 5, 33):
+        x = rng.choice(np.array([0.0, -0.0, 1.0], np.float16), size=(n, 4))
+        for got, expected in zip(mod.extremes(x), mod.extremes.py_func(x)):
+            assert np.array_equal(got, expected) and np.array_equal(np.signbit(got), np.signbit(expected)), (x, got)

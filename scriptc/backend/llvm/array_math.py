@@ -660,8 +660,9 @@ class ArrayMath:
         greater = name in ("max", "argmax")
         if k == "f":
             # NaN wins and stays; otherwise better values replace: for argmax/argmin strictly (the first index of
-            # equals), for max/min also equal ones, as NumPy's maximum(acc, x) returns x on a tie (-0.0 vs 0.0)
-            strict = name.startswith("arg")
+            # equals), for max/min also equal ones, as NumPy's maximum(acc, x) returns x on a tie (-0.0 vs 0.0);
+            # its float16 loop keeps the first
+            strict = name.startswith("arg") or res == "float16"
             better = b.or_(b.fcmp_ordered((">" if greater else "<") + ("" if strict else "="), x, acc),
                            b.and_(self.isnan(x), b.not_(self.isnan(acc))))
         elif k == "b":
