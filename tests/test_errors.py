@@ -100,6 +100,9 @@ CASES = [
     # the schema calls NumPy's array 'self' (TorchScript's name), which the user never wrote
     ("def f(x: np.ndarray) -> float:\n    return np.sum()\n", 5, 12, "np.sum() missing its array argument"),
     ("def f(x: np.ndarray) -> np.ndarray:\n    return np.clip(x, 0.0)\n", 5, 12, "np.clip() missing argument"),
+    ("def f(x: int) -> int:\n    e = ValueError('x')\n    raise e\n", 5, 9,
+     "an exception is made only where it is raised"),
+    ("def f(x: int) -> int:\n    return int('ff', 16)\n", 5, 12, "int() with a base is not supported"),
 ]
 
 

@@ -204,6 +204,9 @@ def validate(fn: FunctionSource, resolver: Resolver) -> None:
             raise fn.error(reason, node, hint)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in local_names:
             obj = resolver.lookup_global(fn, node.func.id)
+            if isinstance(obj, type) and issubclass(obj, BaseException) and resolver.supported_callable(obj) is False:
+                raise fn.error("an exception is made only where it is raised", node.func,
+                               f"write: raise {node.func.id}(...)")
             if obj is not _MISSING and not resolver.supported_callable(obj):
                 raise fn.error(f"'{node.func.id}' is not supported in scripted functions", node.func,
                                resolver.unsupported_hint(obj))

@@ -184,6 +184,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if op is None:
             raise self.fn.error(f"'{name}' is not supported in scripted functions", node.func,
                                 self.resolver.unsupported_hint(obj))
+        if obj is int and len(node.args) == 2:
+            raise self.fn.error("int() with a base is not supported", node, "parse the text outside")
         args = [self.expr(a) for a in node.args]
         if obj in (np.floor, np.ceil, np.trunc) and len(args) == 1 and args[0].type == FLOAT and not node.keywords:
             return self.op(f"aten::{obj.__name__}_float", args, at=node)     # not math's int
