@@ -103,6 +103,8 @@ CASES = [
     ("def f(x: int) -> int:\n    e = ValueError('x')\n    raise e\n", 5, 9,
      "an exception is made only where it is raised"),
     ("def f(x: int) -> int:\n    return int('ff', 16)\n", 5, 12, "int() with a base is not supported"),
+    ("def f(x: np.ndarray) -> float:\n    return np.std(x, ddof=1)\n", 5, 12,
+     "np.std() of a 0-d array is not supported", np.array(2.5)),
 ]
 
 

@@ -207,6 +207,9 @@ class ArrayFrontend:
     def call_var(self, node, base=None, root=False):
         x, kw = self.stat_arguments(node, base, {"axis", "ddof", "keepdims"})
         t = _known(x, "np.var")
+        if t.rank == 0:
+            raise self.fn.error(f"np.{'std' if root else 'var'}() of a 0-d array is not supported", node,
+                                "pass x.reshape(1)")
         axis, keepdims = self.axis_of(kw, t, node), self.flag(kw, "keepdims")
         ddof = self.expr(kw["ddof"]) if "ddof" in kw else self.const(0)
         if ddof.type not in (INT, BOOL):
