@@ -50,25 +50,21 @@ def writes_memory(node: Node) -> bool:
 
 
 def _grow(block_nodes: list[Node], root: Node) -> list[Node]:
-    """The nodes fused with ``root`` (root last), in block order."""
-    members = {id(root)}
+    """The nodes fused with ``root`` (root last), in block order: a worklist from root (a producer is looked at
+    again when another of its users joins)."""
     position = {id(n): i for i, n in enumerate(block_nodes)}
-    changed = True
-    while changed:
-        changed = False
-        for node in [n for n in block_nodes if id(n) in members]:
-            for v in node.inputs:
-                p = v.node
-                if p is None or id(p) in members or p.block is not root.block or not fusible(p):
-                    continue
-                if not all(id(u.user) in members for u in p.output.uses):
-                    continue
-                # p moves down to root: nothing in between may write what p reads
-                between = block_nodes[position[id(p)] + 1:position[id(root)]]
-                if any(writes_memory(n) and id(n) not in members for n in between):
-                    continue
-                members.add(id(p))
-                changed = True
+    # p moves down to root: nothing in between may write what p reads (a writer is never fusible, so never a
+    # member: only producers after the last writer before root can join)
+    last_writer = max((i for i, n in enumerate(block_nodes[:position[id(root)]]) if writes_memory(n)), default=-1)
+    members, work = {id(root)}, [root]
+    while work:
+        for v in work.pop().inputs:
+            p = v.node
+            if p is None or id(p) in members or p.block is not root.block or position[id(p)] < last_writer \
+                    or not fusible(p) or not all(id(u.user) in members for u in p.output.uses):
+                continue
+            members.add(id(p))
+            work.append(p)
     return [n for n in block_nodes if id(n) in members]
 
 
