@@ -105,6 +105,10 @@ CASES = [
     ("def f(x: int) -> int:\n    return int('ff', 16)\n", 5, 12, "int() with a base is not supported"),
     ("def f(x: np.ndarray) -> float:\n    return np.std(x, ddof=1)\n", 5, 12,
      "np.std() of a 0-d array is not supported", np.array(2.5)),
+    ("def f(x: np.ndarray) -> int:\n    print(x.dtype)\n    return 1\n", 5, 11, "'x.dtype' is a dtype", np.ones(2)),
+    ("def f(x: np.ndarray, a: np.ndarray) -> np.ndarray:\n    for _ in range(3):\n        x = x * 0.5 + a\n"
+     "    return x\n", 5, 5, "an array (Double(*)) before the loop and an array (Double(*, *))", np.ones(3),
+     np.ones((2, 1))),
 ]
 
 
@@ -254,3 +258,12 @@ def test_the_size_in_a_memory_error_is_written_as_numpy_writes_it(nbytes):
     from scriptc.backend.llvm.errors import size_text
     want = str(_ArrayMemoryError((nbytes,), np.dtype(np.uint8)))
     assert want == f"Unable to allocate {size_text(nbytes)} for an array with shape ({nbytes},) and data type uint8"
+
+
+def test_a_rank_change_in_a_loop_is_not_told_to_change_dtype(tmp_path):
+    source = ("def f(x: np.ndarray, a: np.ndarray) -> np.ndarray:\n    for _ in range(3):\n        x = x * 0.5 + a\n"
+              "    return x\n")
+    e = compile_error(tmp_path, source, np.ones(3), np.ones((2, 1)))
+    assert "keeps its rank" in str(e) and "astype" not in str(e)
+    e = compile_error(tmp_path, source.replace("0.5", "1"), np.ones(3, np.int64), np.ones(3))
+    assert "x = x.astype(np.float64)" in str(e)

@@ -556,7 +556,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             if t is None:
                 before = types[n]
                 hint = "give a variable one type throughout the loop"
-                if isinstance(before, TensorType) and isinstance(t_end, TensorType) and t_end.dtype:
+                if isinstance(before, TensorType) and isinstance(t_end, TensorType) and before.rank != t_end.rank:
+                    hint = "an array keeps its rank through a loop: broadcast or reshape it before the loop"
+                elif isinstance(before, TensorType) and isinstance(t_end, TensorType) and t_end.dtype:
                     hint = f"convert it before the loop: {n} = {n}.astype(np.{t_end.dtype})"
                 raise self.fn.error(f"'{n}' is {describe(before)} before the loop and {describe(t_end)} "
                                     f"after an iteration", loop, hint)
@@ -645,6 +647,10 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             return self.op("prim::TupleConstruct", [self.static_value(Static(e, s.path), node) for e in v], at=node)
         if isinstance(v, int):
             raise self.fn.error(f"'{ast.unparse(node)}' is {v}, which does not fit in a 64-bit int", node)
+        if isinstance(v, np.dtype):
+            raise self.fn.error(f"'{ast.unparse(node)}' is a dtype: scripted code compares dtypes "
+                                f"(x.dtype == np.float64) but does not hold one as a value", node,
+                                "print it outside the scripted function")
         raise self.fn.error(f"'{ast.unparse(node)}' ({type(v).__name__}) cannot be used as a value here", node,
                             "module-level int, float, bool, tuples of them and NumPy arrays can be read")
 
