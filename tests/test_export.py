@@ -379,6 +379,21 @@ def test_the_objects_of_two_libraries_link_into_one_program(tmp_path):
     assert subprocess.run([str(tmp_path / "main")], capture_output=True, text=True).stdout == "0 3 6\n"
 
 
+def test_an_object_without_objcopy_is_an_export_error(tmp_path, monkeypatch):
+    # without objcopy the object would keep the runtime's names global: a second library's object would clash
+    from scriptc.backend import export as exporting
+    from scriptc.ir.types import FLOAT
+    (tmp_path / "k1.py").write_text("import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n"
+                                    "    return x + 1.0\n")
+    spec = importlib.util.spec_from_file_location("k1", tmp_path / "k1.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    which = shutil.which
+    monkeypatch.setattr(exporting.shutil, "which", lambda name: None if "objcopy" in name else which(name))
+    with pytest.raises(exporting.ExportError, match="--emit=obj needs objcopy"):
+        exporting.export_library([(mod.f, [(FLOAT,)])], tmp_path / "libk1.o", emit="obj")
+
+
 def test_unsupported_code_is_a_clear_export_error(built):
     where, _ = built
     result = export(where, ["corpus_kernels.py:uses_round", "--types", "float", "-o", "bad/libbad.so"])

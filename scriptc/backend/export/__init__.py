@@ -246,10 +246,12 @@ def link(tmp: Path, objects: list[str], sources: list[str], output: Path, emit: 
             run([cc, *flags, "-c", str(tmp / src), "-o", str(compiled[-1])])
         ld = shutil.which("ld")
         run([ld or cc, "-r", *(str(tmp / o) for o in objects), *map(str, compiled), "-o", str(output)])
-        objcopy = shutil.which("objcopy")
-        if objcopy is not None:     # (without binutils' objcopy: one library's object per program)
-            (tmp / "public.txt").write_text("".join(f"{name}\n" for name in public))
-            run([objcopy, f"--keep-global-symbols={tmp / 'public.txt'}", str(output)])
+        objcopy = shutil.which("objcopy") or shutil.which("llvm-objcopy")
+        if objcopy is None:
+            raise ExportError("--emit=obj needs objcopy (binutils or LLVM) to keep only the library's names "
+                              "global; install binutils, or export a shared library")
+        (tmp / "public.txt").write_text("".join(f"{name}\n" for name in public))
+        run([objcopy, f"--keep-global-symbols={tmp / 'public.txt'}", str(output)])
         return
     libs = ["-lmvec"] if needs_mvec else []
     # a library with the pool is never unloaded: its workers (which never exit) run its code
