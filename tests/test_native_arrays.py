@@ -1,6 +1,7 @@
 """Arrays in native code: every layout NumPy produces, NumPy's dtype rules, views and mutation, errors, and
 memory that stays flat over many calls."""
 import gc
+import math
 
 import numpy as np
 import pytest
@@ -216,3 +217,43 @@ def test_shape_messages_are_numpys(fn, args):
     with pytest.raises(ValueError) as got:
         fn(*[a.copy() for a in args])
     assert str(got.value) == str(want.value)
+
+
+@scriptc.script
+def zeros2(a: int, b: int) -> np.ndarray:
+    return np.zeros((a, b), dtype=np.int8)
+
+
+@scriptc.script
+def ones3(a: int, b: int, c: int) -> np.ndarray:
+    return np.ones((a, b, c))
+
+
+DIMS = [0, 3, -1, 2 ** 31, 2 ** 40, 2 ** 62, 2 ** 63 - 1]
+
+
+@pytest.mark.parametrize("tier", ["first", "optimized"])
+def test_allocation_errors_are_numpys_in_both_tiers(tier):
+    """The allocator (one call per allocation, inlined at O3): a negative dimension, a size beyond int64, and a
+    size no memory holds raise NumPy's exception with its message, dimension by dimension in NumPy's order."""
+    cases = [(zeros2, (a, b)) for a in DIMS for b in DIMS] + \
+        [(ones3, (a, b, c)) for a in DIMS[2:] for b in DIMS[:4] for c in DIMS[1:]]
+    for fn in (zeros2, ones3):
+        fn(*[1] * (2 if fn is zeros2 else 3))
+        if tier == "optimized":
+            assert fn.wait_optimized(timeout=120)
+    checked = 0
+    for fn, dims in cases:
+        itemsize = 1 if fn is zeros2 else 8
+        if min(dims) >= 0 and 0 not in dims and math.prod(dims) * itemsize < 2 ** 45:
+            continue        # it could allocate (32 TiB is beyond any machine's memory: a MemoryError)
+        try:
+            expected = fn.py_func(*dims)
+        except (ValueError, MemoryError) as e:
+            with pytest.raises(MemoryError if isinstance(e, MemoryError) else ValueError) as got:
+                fn(*dims)       # (NumPy's MemoryError is a subclass of its own)
+            assert str(got.value) == str(e), (fn.__name__, dims)
+        else:       # an empty array (a zero dimension)
+            assert fn(*dims).shape == expected.shape == dims
+        checked += 1
+    assert checked > 40

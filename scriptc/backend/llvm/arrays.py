@@ -18,6 +18,7 @@ from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, INT, TensorType, element_type
 from . import symbols
+from .errors import PAYLOAD_SLOTS
 from .common import (F64, I1, I8, I8P, I32, I64, handles_array, i32, i64, leaves, loop_hints, process_global,
                      reg_type)
 
@@ -174,22 +175,62 @@ class ArrayOps:
 
     def alloc(self, t: TensorType, shape: list) -> Arr:
         """A new C-contiguous array of this type and shape; NumPy's ValueErrors for a negative dimension and for
-        a size in bytes beyond int64 (the product of the dimensions other than 0, checked as it is made)."""
+        a size in bytes beyond int64 (the product of the dimensions other than 0, checked as it is made), and its
+        MemoryError. One call to the module's allocator for the rank and item size, which stores the meminfo in
+        ``allocation_slot()`` (where the error path finds it) and returns 0 or the error code it was given."""
         b = self.b
         itemsize = np.dtype(t.dtype).itemsize
+        dims = ", ".join(f"{{{k + 1}}}" for k in range(len(shape))) + ("," if len(shape) == 1 else "")
+        codes = [self.error_code(ValueError, "negative dimensions are not allowed"),
+                 self.error_code(ValueError, TOO_BIG),
+                 self.error_code(MemoryError,       # NumPy's message
+                                 f"Unable to allocate {{0!B}} for an array with shape ({dims}) and data type {t.dtype}",
+                                 values=1 + len(shape))]
+        slot = self.allocation_slot()
+        status = b.call(self._allocator(len(shape), itemsize), [slot, *shape, *map(i32, codes)])
+        with b.if_then(b.icmp_unsigned("!=", status, i32(0)), likely=False):
+            self.fail(status)
+        mi = b.load(slot)
+        return Arr(t, [mi, b.gep(mi, [i64(HEADER)]), *shape, *self.c_strides(shape, itemsize)])
+
+    def allocation_slot(self):
+        """Where ``alloc`` has the allocator store the new meminfo (unwind.py: where the error path sees it)."""
+        return self.alloca(I8P)
+
+    def _allocator(self, rank: int, itemsize: int) -> ir.Function:
+        """``i32 alloc_array(i8** slot, i64 dims..., i32 negative, i32 too_big, i32 no_memory)``: ``alloc``'s
+        checks and allocation, once per module, rank and item size (inlined at O3; a call in the first tier: inline,
+        they were ~40 lines of IR per allocation, the MLP training step's 33 in its body)."""
+        atomic = getattr(self, "atomic_refcounts", False)
+        key = f"scriptc.rt.alloc_array.{rank}.{itemsize}" + (".atomic" if atomic else "")
+        fn = self.mod._decls.get(key)
+        if fn is not None:
+            return fn
+        fn = self.mod._decls[key] = ir.Function(self.mod.module, ir.FunctionType(I32, [I8P.as_pointer(), *[I64] * rank,
+                                                                                      I32, I32, I32]), key)
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        slot, dims, (negative, too_big, no_memory) = fn.args[0], fn.args[1:1 + rank], fn.args[1 + rank:]
+        b = ir.IRBuilder(fn.append_basic_block())
         nbytes, zero = i64(itemsize), ir.Constant(I1, 0)
-        for d in shape:
-            self.raise_if(b.icmp_signed("<", d, i64(0)), ValueError, "negative dimensions are not allowed")
+        for d in dims:
+            with b.if_then(b.icmp_signed("<", d, i64(0)), likely=False):
+                b.ret(negative)
             is_zero = b.icmp_signed("==", d, i64(0))
             product = b.smul_with_overflow(nbytes, b.select(is_zero, i64(1), d))
-            self.raise_if(b.extract_value(product, 1), ValueError, TOO_BIG)
+            with b.if_then(b.extract_value(product, 1), likely=False):
+                b.ret(too_big)
             nbytes, zero = b.extract_value(product, 0), b.or_(zero, is_zero)
         mi = b.call(self.runtime("alloc"), [b.select(zero, i64(0), nbytes)])
-        dims = ", ".join(f"{{{k + 1}}}" for k in range(len(shape))) + ("," if len(shape) == 1 else "")
-        self.raise_with(b.icmp_unsigned("==", mi, ir.Constant(I8P, None)), MemoryError,   # NumPy's message
-                        f"Unable to allocate {{0!B}} for an array with shape ({dims}) and data type {t.dtype}",
-                        [nbytes, *shape])
-        return Arr(t, [mi, b.gep(mi, [i64(HEADER)]), *shape, *self.c_strides(shape, itemsize)])
+        with b.if_then(b.icmp_unsigned("==", mi, ir.Constant(I8P, None)), likely=False):
+            if 1 + rank <= PAYLOAD_SLOTS:       # (else the message was made without its numbers: error_code)
+                payload = b.call(self.mod.helper("payload"), [])
+                for k, v in enumerate([nbytes, *dims]):
+                    b.store(v, b.gep(payload, [i64(k)]))
+            b.ret(no_memory)
+        b.store(mi, slot)
+        b.ret(i32(0))
+        return fn
 
     def c_strides(self, shape: list, itemsize: int) -> list:
         """Byte strides of a C-contiguous (row-major) array of this shape."""

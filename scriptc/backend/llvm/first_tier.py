@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import re
 
-# Reference counts: calls in the first tier (inlined, they were most of a large function's code: the MLP training
-# step's 12,600 lines after inlining, ~600 counts), inlined by O3's pipeline
-_REFCOUNT_INLINE = [(f'@"scriptc.rt.{name}"(i8* %".1") alwaysinline', f'@"scriptc.rt.{name}"(i8* %".1") noinline')
-                    for name in ("retain", "release")]
+# Reference counts and allocations: calls in the first tier (inlined, they were most of a large function's code:
+# the MLP training step's 12,600 lines after inlining, ~600 counts), inlined by O3's pipeline
+_RUNTIME_INLINE = re.compile(r'(@"scriptc\.rt\.(?:retain|release|alloc_array\.[^"]+)"\([^\n]*\)) alwaysinline\n')
 _BRANCH_TARGET = re.compile(r'label %"?([^",\s\]]+)')
 _LABEL = re.compile(r'\n([^ \n][^\n]*):(?=\n)')      # a block's label (a line not indented)
 _REFERENCE = re.compile(r'@"([^"]+)"')
@@ -75,8 +74,7 @@ def first_tier_text(text: str, python_entry: str | None) -> str:
     """The first tier's module: reference counting as calls, and without optimization (FastISel, 3-5x faster
     to generate) the CPython entry point (argument conversion) and each long loop-free function (a large
     program's body between its kernels): code that runs once per call."""
-    for inlined, called in _REFCOUNT_INLINE:
-        text = text.replace(inlined, called)
+    text = _RUNTIME_INLINE.sub(r"\1 noinline\n", text)
     functions, rest = _functions(text)
     out = []
     for fn, before in zip(functions, rest):

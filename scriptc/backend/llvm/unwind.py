@@ -94,10 +94,13 @@ class Unwinding:
         for slot in self.in_flight or []:
             self.b.store(NULL, slot)
 
-    def alloc(self, t, shape):
-        a = super().alloc(t, shape)
-        self._hold_in_flight(a.mi)
-        return a
+    def allocation_slot(self):
+        """Inside an operator, an in-flight slot (the allocator stores the new array's meminfo in it)."""
+        if self.in_flight is None:
+            return super().allocation_slot()
+        slot = self._new_slot(True)
+        self.in_flight.append(slot)
+        return slot
 
     def array_retain(self, vals) -> None:
         super().array_retain(vals)
@@ -190,11 +193,18 @@ class Unwinding:
         with self.b.if_then(cond, likely=False):
             self.fail(code)
 
+    def error_code(self, exc_type: type, template: str, values: int = 0) -> int:
+        """The code of ``exc_type(template.format(*payload))`` raised by the current node, where code that raises
+        it writes ``values`` numbers to the payload."""
+        if values > PAYLOAD_SLOTS:    # more numbers than a payload carries: the message without them
+            template, values = re.sub(r"\{\d+\}", "?", template), 0
+        return ERROR_TABLE.code(exc_type, (template,), self.node, payload=values)
+
     def raise_with(self, cond, exc_type: type, template: str, values: list) -> None:
         """If ``cond`` holds, raise ``exc_type(template.format(*values))`` with run-time i64 ``values``."""
-        if len(values) > PAYLOAD_SLOTS:    # more numbers than a payload carries: the message without them
-            template, values = re.sub(r"\{\d+\}", "?", template), []
-        code = ERROR_TABLE.code(exc_type, (template,), self.node, payload=len(values))
+        code = self.error_code(exc_type, template, len(values))
+        if len(values) > PAYLOAD_SLOTS:
+            values = []
         with self.b.if_then(cond, likely=False):
             base = self.b.call(self.mod.helper("payload"), [])
             for k, v in enumerate(values):
