@@ -68,6 +68,7 @@ from .entry_runtime import (ARR_DATA, ARR_DESCR, ARR_DIMS, ARR_FLAGS, ARR_ND, AR
                             holds_str as _holds_str, make_state, named_tuple_symbol, needs_rebuild as _needs_rebuild,
                             object_symbol,
                             out_reader, rebind, release_capsule_address)
+from .folding import FoldingBuilder
 
 # -- the C API, as the generated code declares it ----------------------------------------------------------
 
@@ -166,7 +167,7 @@ class EntryLowering:
             a.name = n
         self.entry_block = self.fn.append_basic_block("entry")
         self.slow = self.fn.append_basic_block("fallback")
-        self.b = ir.IRBuilder(self.entry_block)
+        self.b = FoldingBuilder(self.entry_block)
 
     def capi(self, name: str) -> ir.Value:
         full = "scriptc." + name if name in NUMPY_API else name

@@ -49,6 +49,7 @@ from .strings import StringOps
 from .unwind import Unwinding, build_payload_function
 from .outline import Outlining
 from .sum_reductions import SumReductions
+from .folding import FoldingBuilder
 
 
 def check_graph(graph: Graph, seen=None) -> None:
@@ -284,7 +285,7 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conv
         self.function.attributes.add("nounwind")
         self.env: dict[int, list] = {}
         self.entry_block = self.function.append_basic_block("entry")
-        self.b = ir.IRBuilder(self.entry_block)
+        self.b = FoldingBuilder(self.entry_block)
         self.node: Node | None = None
         self.init_unwind()
 

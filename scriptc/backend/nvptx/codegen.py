@@ -50,6 +50,7 @@ from .groups import (REDUCE, STORE, GpuUnsupported, axis_reduction, gpu_groups, 
                      matrix_product)
 from .intrinsics import grid_stride_loop, i32, special
 from .ptx import DATA_LAYOUT, DEFAULT_ARCH, TRIPLE, compile_ptx
+from ..llvm.folding import FoldingBuilder
 
 SCALAR_PARAM = {INT: I64, FLOAT: F64, BOOL: I8}
 PARAM_CTYPE = {"i8*": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32, "double": ctypes.c_double,
@@ -187,7 +188,7 @@ class KernelModule:
         low.nogil = True
         low.init_unwind()
         low.entry_block = fn.append_basic_block("entry")
-        low.b = ir.IRBuilder(low.entry_block)
+        low.b = FoldingBuilder(low.entry_block)
         return low
 
     def _body(self, fn: ir.Function, kernel: Kernel, sub: Graph, rank: int) -> bool:
