@@ -202,14 +202,20 @@ class Unwinding:
 
     def raise_with(self, cond, exc_type: type, template: str, values: list) -> None:
         """If ``cond`` holds, raise ``exc_type(template.format(*values))`` with run-time i64 ``values``."""
+        if isinstance(cond, ir.Constant) and cond.constant == 0:
+            return
         code = self.error_code(exc_type, template, len(values))
-        if len(values) > PAYLOAD_SLOTS:
-            values = []
         with self.b.if_then(cond, likely=False):
+            self.fail_with(code, values)
+
+    def fail_with(self, code, values: list) -> None:
+        """``fail(code)`` with run-time i64 ``values`` in the payload (none where more than it holds: the code's
+        message was made without them, ``error_code``)."""
+        if len(values) <= PAYLOAD_SLOTS:
             base = self.b.call(self.mod.helper("payload"), [])
             for k, v in enumerate(values):
                 self.b.store(v, self.b.gep(base, [i64(k)]))
-            self.fail(code)
+        self.fail(code)
 
 
 def _build_release_slots(mod, release: ir.Function) -> ir.Function:

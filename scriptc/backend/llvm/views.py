@@ -7,7 +7,7 @@ from llvmlite import ir
 
 from ...ir.types import NONE, TensorType
 from .arrays import Arr, index_checked
-from .common import I1, I64, handles_array, i64
+from .common import I1, I64, handles_array, i32, i64
 
 
 class ViewOps:
@@ -92,29 +92,32 @@ class ViewOps:
 
     @handles_array("aten::reshape")
     def lower_reshape(self, node):
+        """NumPy's reshape: a view where strides can express the new shape, else a C-contiguous copy (which of
+        the two, and the view's strides, one call decides: ``view_strides``)."""
         b = self.b
         a = self.arr(node.inputs[0])
         dims = self.reshape_dims(a, [self.scalar(v) for v in node.inputs[1:]])
-        total = self.size(a.shape)
-        out_t = node.output.type
-        result = self.alloca_leaves(out_t)
         strides = self.alloca(ir.ArrayType(I64, len(dims)))
-        for k, s in enumerate(self.c_strides(dims, a.itemsize)):
-            b.store(s, b.gep(strides, [i64(0), i64(k)]))
-        # NumPy's view where its strides can express the new shape (always for a C-contiguous array), else a copy
-        view = self.alloca(I1)
-        b.store(self.is_c_contiguous(a), view)
-        with b.if_then(b.and_(b.not_(b.load(view)), b.icmp_signed("!=", total, i64(0)))):
-            b.store(self.nocopy_strides(a, dims, strides), view)
-        with b.if_else(b.load(view)) as (then, otherwise):
+        with b.if_else(self.view_strides(a, dims, strides)) as (then, otherwise):
             with then:
-                self.store_leaves(result, self.view(a, out_t, a.data, dims,
-                                                    [b.load(b.gep(strides, [i64(0), i64(k)])) for k in range(len(dims))]))
+                viewed = self.view(a, node.output.type, a.data, dims,
+                                   [b.load(b.gep(strides, [i64(0), i64(k)])) for k in range(len(dims))])
+                from_view = b.block
             with otherwise:
                 copy = self.alloc(TensorType(a.t.dtype, a.t.rank), a.shape)
                 self.copy_into(copy, a)
-                self.store_leaves(result, [copy.mi, copy.data, *dims, *self.c_strides(dims, a.itemsize)])
-        return [self.load_leaves(result)]
+                copied = [copy.mi, copy.data, *dims, *self.c_strides(dims, a.itemsize)]
+                from_copy = b.block
+        out = []
+        for x, y in zip(viewed, copied):
+            if x is y:
+                out.append(x)
+            else:
+                phi = b.phi(x.type)
+                phi.add_incoming(x, from_view)
+                phi.add_incoming(y, from_copy)
+                out.append(phi)
+        return [out]
 
     def reshape_dims(self, a: Arr, dims: list) -> list:
         """NumPy's ``_fix_unknown_dimension``: a negative dimension (any) is the unknown one, at most one, the
@@ -122,7 +125,7 @@ class ViewOps:
         whose shape shows the unknown as "newaxis" (dropped when it leads)."""
         b, n = self.b, len(dims)
         total = self.size(a.shape)
-        negative = [b.icmp_signed("<", d, i64(0)) for d in dims]
+        negative = [b.icmp_signed("<", d, i64(0)) for d in dims]     # (a constant for a constant dimension)
         count = i64(0)
         for neg in negative:
             count = b.add(count, b.zext(neg, I64))
@@ -130,36 +133,65 @@ class ViewOps:
         known, unknown, overflow = i64(1), i64(-1), ir.Constant(I1, 0)
         for k, (d, neg) in enumerate(zip(dims, negative)):
             unknown = b.select(neg, i64(k), unknown)
-            product = b.smul_with_overflow(known, b.select(neg, i64(1), d))
-            known, overflow = b.extract_value(product, 0), b.or_(overflow, b.extract_value(product, 1))
+            factor = b.select(neg, i64(1), d)
+            if isinstance(known, ir.Constant) and known.constant == 1:
+                known = factor
+            else:
+                product = b.smul_with_overflow(known, factor)
+                known, overflow = b.extract_value(product, 0), b.or_(overflow, b.extract_value(product, 1))
         safe = b.select(b.icmp_signed("==", known, i64(0)), i64(1), known)
         has_unknown = b.icmp_signed(">=", unknown, i64(0))
         bad = b.or_(overflow, b.select(has_unknown,
                                        b.or_(b.icmp_signed("==", known, i64(0)), b.icmp_signed("!=", b.srem(total, safe),
                                                                                              i64(0))),
                                        b.icmp_signed("!=", total, known)))
-        for k in range(-1, n):      # the message of each place the unknown may be in (-1: none)
-            texts = ["newaxis" if j == k else f"{{{j + 1}}}" for j in range(n)][1 if k == 0 else 0:]
-            message = f"cannot reshape array of size {{0}} into shape ({','.join(texts)}{',' if n == 1 else ''})"
-            self.raise_with(b.and_(bad, b.icmp_signed("==", unknown, i64(k))), ValueError, message, [total, *dims])
+        with b.if_then(bad, likely=False):      # the message of the place the unknown is in (-1: none)
+            places = [-1] + [k for k, neg in enumerate(negative) if not isinstance(neg, ir.Constant)
+                             or neg.constant]
+            code = i32(self.error_code(ValueError, _reshape_message(n, -1), 1 + n))
+            for k in places[1:]:
+                code = b.select(b.icmp_signed("==", unknown, i64(k)),
+                                i32(self.error_code(ValueError, _reshape_message(n, k), 1 + n)), code)
+            self.fail_with(code, [total, *dims])
         free = b.sdiv(total, safe)
         return [b.select(neg, free, d) for d, neg in zip(dims, negative)]
 
-    def nocopy_strides(self, a: Arr, dims: list, strides):
-        """An i1: whether NumPy reshapes ``a`` (not C-contiguous, not empty) to ``dims`` without a copy
-        (``_attempt_nocopy_reshape`` in C order); if so, the strides are stored in ``strides`` (an [n x i64]).
-        Compiled once per process and pair of ranks."""
+    def view_strides(self, a: Arr, dims: list, strides):
+        """An i1: whether NumPy reshapes ``a`` to ``dims`` as a view (C-contiguous: C strides; else, not empty,
+        ``_attempt_nocopy_reshape`` in C order); if so, the view's strides are stored in ``strides`` (an
+        [n x i64]). Compiled once per process and pair of ranks."""
         rank, new_rank = a.t.rank, len(dims)
         fnty = ir.FunctionType(I1, [I64] * (2 * rank + new_rank) + [I64.as_pointer(), I64])
 
         def build(lowering, fn):
-            lowering.nocopy_reshape_body(rank, new_rank, fn.args)
-        callee = self.call_compiled_once(("nocopy_reshape", rank, new_rank), fnty, build)
+            lowering.view_strides_body(rank, new_rank, fn.args)
+        callee = self.call_compiled_once(("reshape_view", rank, new_rank), fnty, build)
         return self.b.call(callee, [*a.shape, *a.strides, *dims, self.b.gep(strides, [i64(0), i64(0)]),
                                     i64(a.itemsize)])
 
+    def view_strides_body(self, rank: int, new_rank: int, args) -> None:
+        """The body of ``view_strides``: C strides for a C-contiguous array (NumPy's contiguity: strides of a
+        row-major layout, ignoring dimensions of length 1), no view of an empty one that is not, else
+        ``nocopy_reshape_body``."""
+        b = self.b
+        old_dims, old_strides, new_dims = args[:rank], args[rank:2 * rank], args[2 * rank:2 * rank + new_rank]
+        out, itemsize = args[-2], args[-1]
+        contiguous, expect, total = ir.Constant(I1, 1), itemsize, i64(1)
+        for d, s in zip(reversed(old_dims), reversed(old_strides)):
+            contiguous = b.and_(contiguous, b.or_(b.icmp_signed("==", d, i64(1)), b.icmp_signed("==", s, expect)))
+            expect, total = b.mul(expect, d), b.mul(total, d)
+        with b.if_then(contiguous):
+            stride = itemsize
+            for k in reversed(range(new_rank)):
+                b.store(stride, b.gep(out, [i64(k)]))
+                stride = b.mul(stride, new_dims[k])
+            b.ret(ir.Constant(I1, 1))
+        with b.if_then(b.icmp_signed("==", total, i64(0))):
+            b.ret(ir.Constant(I1, 0))
+        self.nocopy_reshape_body(rank, new_rank, args)
+
     def nocopy_reshape_body(self, rank: int, new_rank: int, args) -> None:
-        """The body of ``nocopy_strides``: the old axes of length 1 dropped, runs of old and new axes of equal
+        """NumPy's ``_attempt_nocopy_reshape``: the old axes of length 1 dropped, runs of old and new axes of equal
         product are matched; each run of old axes must be contiguous, its new axes get the strides of a
         row-major layout ending at the run's last old stride; new axes left over (ones) get the last stride."""
         b = self.b
@@ -243,3 +275,9 @@ class ViewOps:
             ok = b.and_(ok, b.or_(b.icmp_signed("==", d, i64(1)), b.icmp_signed("==", s, expect)))
             expect = b.mul(expect, d)
         return ok
+
+
+def _reshape_message(n: int, unknown: int) -> str:
+    """NumPy's message for a reshape to ``n`` dimensions, the unknown one at ``unknown`` (-1: none)."""
+    texts = ["newaxis" if j == unknown else f"{{{j + 1}}}" for j in range(n)][1 if unknown == 0 else 0:]
+    return f"cannot reshape array of size {{0}} into shape ({','.join(texts)}{',' if n == 1 else ''})"
