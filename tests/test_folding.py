@@ -60,9 +60,10 @@ def compiled():
             result, t = _apply(b, op, args, width)
             b.ret(result if t == I64 else (b.zext(result, I64) if t.width == 1 else b.sext(result, I64)))
             names[op, width] = fn.name
-    eng = engine()
+    engine()        # (LLVM initialized)
     mod = llvm.parse_assembly(str(module))
-    jit = llvm.create_mcjit_compiler(mod, eng.target_machine)
+    # a target machine of its own: the JIT owns it, and frees it with itself
+    jit = llvm.create_mcjit_compiler(mod, llvm.Target.from_default_triple().create_target_machine())
     jit.finalize_object()
     yield {key: ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_int64] * len(_arg_types(key[0], key[1])))(
         jit.get_function_address(name)) for key, name in names.items()}, jit
