@@ -99,16 +99,24 @@ def many_live_arrays(x: np.ndarray, i: int) -> float:
     return t + float(np.sum(c0 + c1 + c2 + c3 + c4 + e0 + e1 + e2 + e3 + e4)) + float(np.sum(d0 + d1 + d2 + d3 + d4))
 
 
+@pytest.mark.parametrize("slots", ["array", "table"])
 @pytest.mark.parametrize("everything", [False, True])
-def test_many_held_arrays_are_freed_when_raising(everything, monkeypatch):
+def test_many_held_arrays_are_freed_when_raising(everything, slots, monkeypatch):
+    """The unwind block releases many arrays by one call: their slots are one stack array where the function
+    was expected to hold many, else a table of the slots' addresses (unwind.py)."""
     from tests.test_raise_memory import check_frees_on_raise
-    from scriptc.backend.llvm import unwind
+    from scriptc.backend.llvm import lower, unwind
     if everything:
         monkeypatch.setattr(outline, "OUTLINE_MIN", 1)
+    # the function expected to hold many arrays, or none (a slot each, then a table of more than 16)
+    monkeypatch.setattr(lower, "_arrays_in", (lambda t: 100) if slots == "array" else (lambda t: 0))
     x = np.random.default_rng(2).random((3, 3))
     f = scriptc.script(many_live_arrays)
     assert f(x, 1) == pytest.approx(many_live_arrays(x, 1), rel=1e-12)
-    assert f.inspect_llvm(x, 1).count("release_slots") >= 2      # the table path is the one taken
+    assert f.inspect_llvm(x, 1).count("release_slots") >= 2      # one call, not a release per slot
+    text = f.native_for_types(f._bind((x, 1), {})[0]).unoptimized_ir
+    assert bool(re.search(r"alloca i8\*, i64 (1\d|[2-9]\d)", text)) == (slots == "array")
+    assert bool(re.search(r"alloca \[\d+ x i8\*\*\]", text)) == (slots == "table")
     assert unwind.UNWIND_INLINE_SLOTS < 20
     check_frees_on_raise(f, many_live_arrays, x, 7, min_allocations=12)
 

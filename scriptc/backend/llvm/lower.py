@@ -269,6 +269,13 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
+def _arrays_in(t: Type) -> int:
+    """How many arrays a value of type ``t`` holds (tuples looked into)."""
+    if isinstance(t, TupleType):
+        return sum(map(_arrays_in, t.elems))
+    return int(isinstance(t, TensorType))
+
+
 class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conversions, ArrayMath, ArrayFns,
                        MatmulOps, FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions,
                        MaskOps, ArrayConstants, ParallelOps, FusedParallelOps, RandomOps, Outlining):
@@ -287,7 +294,8 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conv
         self.entry_block = self.function.append_basic_block("entry")
         self.b = FoldingBuilder(self.entry_block)
         self.node: Node | None = None
-        self.init_unwind()
+        # each array a node makes has a slot while its operator runs, and one while it is held
+        self.init_unwind(arrays=2 * sum(_arrays_in(v.type) for n in graph.walk() for v in n.outputs))
 
     # -- values ------------------------------------------------------------------------------------------
     def get(self, v: Value) -> list:

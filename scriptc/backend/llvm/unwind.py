@@ -53,18 +53,40 @@ class Unwinding:
     _unwind_bb = None
     _status = None
 
-    def init_unwind(self) -> None:
+    def init_unwind(self, arrays: int = 0) -> None:
+        """``arrays``: about how many array references the function will hold; above ``UNWIND_INLINE_SLOTS``
+        their slots are one stack array (``_array_slot``)."""
         self._slots, self._held, self.in_flight = [], {}, None
         self._unwind_bb = self._status = None
+        self._slot_array = self._slot_count = None
+        self._array_slots = 0 if arrays > UNWIND_INLINE_SLOTS else None
 
     def _new_slot(self, is_array):
         """A stack slot for one reference, null from the function's entry on; ``is_array``: True for an array's
         meminfo, False for a str, a ListType for a list."""
+        if is_array is True and self._array_slots is not None:
+            return self._array_slot()
         with self.b.goto_block(self.entry_block):
             self.b.position_at_start(self.entry_block)
             slot = self.b.alloca(I8P)
             self.b.store(NULL, slot)
         self._slots.append((slot, is_array))
+        return slot
+
+    def _array_slot(self):
+        """An array's slot in a function holding many: an element of one stack array (its length set, and the
+        array zeroed and released by one call each, in ``finish_unwind``). A slot of its own would be two
+        lines of IR at the function's entry and two more where the unwind block takes its address
+        (``_release_through_table``): the MLP training step's body held 381."""
+        b = self.b
+        with b.goto_block(self.entry_block):
+            if self._slot_array is None:
+                b.position_at_start(self.entry_block)
+                self._slot_count = ir.Constant(I64, 0)
+                self._slot_array = b.alloca(I8P, size=self._slot_count)
+            b.position_after(self._slot_array)
+            slot = b.gep(self._slot_array, [i64(self._array_slots)], inbounds=True)
+        self._array_slots += 1
         return slot
 
     # -- held values ---------------------------------------------------------------------------------------
@@ -145,10 +167,19 @@ class Unwinding:
     def finish_unwind(self) -> None:
         """Fill the unwind block: release every slot, return the status (after the whole function is lowered,
         when all slots are known)."""
+        b = self.b
+        if self._slot_array is not None:
+            self._slot_count.constant = self._array_slots
         if self._unwind_bb is None:
             return
-        b = self.b
         b.position_at_end(self._unwind_bb)
+        if self._slot_array is not None:
+            with b.goto_block(self.entry_block):
+                b.position_after(self._slot_array)
+                memset = self.mod.module.declare_intrinsic("llvm.memset", [I8P, I64])
+                b.call(memset, [b.bitcast(self._slot_array, I8P), ir.Constant(ir.IntType(8), 0),
+                                i64(8 * self._array_slots), ir.Constant(ir.IntType(1), 0)])
+            b.call(self._release_slots(indirect=False), [self._slot_array, i64(self._array_slots)])
         arrays = [slot for slot, is_array in self._slots if is_array is True]
         out_of_line = len(arrays) > UNWIND_INLINE_SLOTS
         if out_of_line:
@@ -178,12 +209,16 @@ class Unwinding:
             table = b.alloca(ir.ArrayType(I8P.as_pointer(), len(slots)))
         for k, slot in enumerate(slots):
             b.store(slot, b.gep(table, [i32(0), i32(k)], inbounds=True))
+        b.call(self._release_slots(indirect=True), [b.bitcast(table, I8P.as_pointer().as_pointer()),
+                                                     i64(len(slots))])
+
+    def _release_slots(self, indirect: bool) -> ir.Function:
         release = self.runtime("release")
-        key = f"release_slots.{release.name}"
+        key = f"release_slots.{release.name}.{indirect}"
         fn = self.mod._decls.get(key)
         if fn is None:
-            fn = self.mod._decls[key] = _build_release_slots(self.mod, release)
-        b.call(fn, [b.bitcast(table, I8P.as_pointer().as_pointer()), i64(len(slots))])
+            fn = self.mod._decls[key] = _build_release_slots(self.mod, release, indirect)
+        return fn
 
     def raise_if(self, cond, exc_type: type, *args) -> None:
         """If ``cond`` (i1) holds, raise ``exc_type(*args)`` for the current node."""
@@ -218,10 +253,11 @@ class Unwinding:
         self.fail(code)
 
 
-def _build_release_slots(mod, release: ir.Function) -> ir.Function:
-    """``void release_slots(i8*** table, i64 n)``: release ``*table[k]`` for k < n (null: nothing)."""
-    fn = ir.Function(mod.module, ir.FunctionType(ir.VoidType(), [I8P.as_pointer().as_pointer(), I64]),
-                     mod.unique("release_slots"))
+def _build_release_slots(mod, release: ir.Function, indirect: bool) -> ir.Function:
+    """``void release_slots(i8*** table, i64 n)``: release ``*table[k]`` for k < n (null: nothing); not
+    ``indirect``: ``void release_slots(i8** slots, i64 n)`` releases ``slots[k]``."""
+    table_t = I8P.as_pointer().as_pointer() if indirect else I8P.as_pointer()
+    fn = ir.Function(mod.module, ir.FunctionType(ir.VoidType(), [table_t, I64]), mod.unique("release_slots"))
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     fn.attributes.add("cold")
@@ -234,7 +270,8 @@ def _build_release_slots(mod, release: ir.Function) -> ir.Function:
     k.add_incoming(i64(0), entry)
     b.cbranch(b.icmp_signed("<", k, n), body, done)
     b.position_at_end(body)
-    b.call(release, [b.load(b.load(b.gep(table, [k])))])
+    slot = b.gep(table, [k])
+    b.call(release, [b.load(b.load(slot) if indirect else slot)])
     k.add_incoming(b.add(k, i64(1)), body)
     b.branch(loop)
     b.position_at_end(done)
