@@ -256,6 +256,9 @@ class ArrayMath:
             pad = rank - len(dims)
             for k, d in enumerate(dims):
                 cur = shape[pad + k]
+                if isinstance(cur, ir.Constant) and cur.constant == 1:
+                    shape[pad + k] = d      # the first operand with this axis: no clash, its length
+                    continue
                 clash = b.and_(b.icmp_signed("!=", d, cur),
                                b.and_(b.icmp_signed("!=", d, i64(1)), b.icmp_signed("!=", cur, i64(1))))
                 bad = b.or_(bad, clash)

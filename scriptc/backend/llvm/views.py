@@ -126,10 +126,11 @@ class ViewOps:
         b, n = self.b, len(dims)
         total = self.size(a.shape)
         negative = [b.icmp_signed("<", d, i64(0)) for d in dims]     # (a constant for a constant dimension)
-        count = i64(0)
-        for neg in negative:
-            count = b.add(count, b.zext(neg, I64))
-        self.raise_if(b.icmp_signed(">", count, i64(1)), ValueError, "can only specify one unknown dimension")
+        if sum(not isinstance(neg, ir.Constant) or neg.constant for neg in negative) > 1:
+            count = i64(0)
+            for neg in negative:
+                count = b.add(count, b.zext(neg, I64))
+            self.raise_if(b.icmp_signed(">", count, i64(1)), ValueError, "can only specify one unknown dimension")
         known, unknown, overflow = i64(1), i64(-1), ir.Constant(I1, 0)
         for k, (d, neg) in enumerate(zip(dims, negative)):
             unknown = b.select(neg, i64(k), unknown)
