@@ -49,7 +49,7 @@ class Unwinding:
     # set per function by ``init_unwind``
     _slots: list            # (slot, is_array) for every slot of this function
     _held: dict             # id(Value) -> its slots
-    in_flight: list | None  # slots of the operator being lowered; None outside an operator
+    in_flight: list | None = None  # slots of the operator being lowered; None outside an operator
     _unwind_bb = None
     _status = None
 
