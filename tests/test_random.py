@@ -212,8 +212,10 @@ def test_threefry_errors_match_the_reference():
 
 def test_threefry_strided_counts():
     k = jr.key(9)
-    counts = np.arange(40, dtype=np.uint32).reshape(10, 4)[::2, 1:3]
-    same(run_threefry(k, counts), threefry2x32(k, np.ascontiguousarray(counts)), np.uint32)
+    words = np.arange(40, dtype=np.uint32)
+    for counts in (words.reshape(10, 4)[::2, 1:3], words.reshape(10, 4)[::2, ::3], words.reshape(2, 20).T,
+                   words.reshape(10, 4)[::-3, 2:0:-1]):
+        same(run_threefry(k, counts), threefry2x32(k, np.ascontiguousarray(counts)), np.uint32)
 
 
 @scriptc.script

@@ -1,13 +1,14 @@
 """Native lowering of ``random::threefry2x32`` (declared in ``scriptc/ops/random.py``): one loop over the
 counter rows, the 20 rounds unrolled in 32-bit registers (adds wrap modulo 2**32, rotations are two shifts and
-an or), as the reference implementation computes them in NumPy ``uint32``."""
+an or), as the reference implementation computes them in NumPy ``uint32``; the loop is compiled once per process
+(``threefry_rows``), the shape checks and the allocation where the node is."""
 from __future__ import annotations
 
 from llvmlite import ir
 
 from ...ops.random import KEY_PARITY, ROTATIONS
 from .arrays import ELEM
-from .common import handles_array, i64
+from .common import I8P, I64, handles_array, i64
 
 I32 = ir.IntType(32)
 
@@ -30,11 +31,26 @@ class RandomOps:
                         "threefry2x32: counts must have shape (n, 2), got ({0}, {1})", [n, width])
         k0 = b.load(self.element_ptr(key, [i64(0)]))
         k1 = b.load(self.element_ptr(key, [i64(1)]))
-        ks = [k0, k1, b.xor(b.xor(k0, k1), u32(KEY_PARITY))]
         out = self.alloc(node.output.type, [n, i64(2)])
+        fnty = ir.FunctionType(ir.VoidType(), [I8P, I64, I64, I64, I32, I32, I8P])
+        rows = self.call_compiled_once(("threefry2x32",), fnty, lambda lowering, fn: lowering.threefry_rows(fn.args))
+        b.call(rows, [counts.data, n, *counts.strides, k0, k1, out.data])
+        return [out.leaves]
+
+    def threefry_rows(self, args) -> None:
+        """The body of ``void rows(i8* counts, i64 n, i64 stride0, i64 stride1, i32 k0, i32 k1, i8* out)``: the
+        20 rounds of each of the n counter rows (strided) into ``out`` (C-contiguous (n, 2)); compiled once per
+        process."""
+        b = self.b
+        counts, n, s0, s1, k0, k1, out = args
+        ks = [k0, k1, b.xor(b.xor(k0, k1), u32(KEY_PARITY))]
+
+        def element(base, offset):
+            return b.bitcast(b.gep(base, [offset]), I32.as_pointer())
         with self.for_range(n) as i:
-            x0 = b.add(b.load(self.element_ptr(counts, [i, i64(0)])), ks[0])
-            x1 = b.add(b.load(self.element_ptr(counts, [i, i64(1)])), ks[1])
+            row = b.mul(i, s0)
+            x0 = b.add(b.load(element(counts, row)), ks[0])
+            x1 = b.add(b.load(element(counts, b.add(row, s1))), ks[1])
             for block in range(5):
                 for r in ROTATIONS[block % 2]:
                     x0 = b.add(x0, x1)
@@ -42,9 +58,9 @@ class RandomOps:
                     x1 = b.xor(x0, x1)
                 x0 = b.add(x0, ks[(block + 1) % 3])
                 x1 = b.add(b.add(x1, ks[(block + 2) % 3]), u32(block + 1))
-            b.store(x0, self.element_ptr(out, [i, i64(0)]))
-            b.store(x1, self.element_ptr(out, [i, i64(1)]))
-        return [out.leaves]
+            b.store(x0, element(out, b.mul(i, i64(8))))
+            b.store(x1, element(out, b.add(b.mul(i, i64(8)), i64(4))))
+        b.ret_void()
 
     @handles_array("random::fma")
     def lower_random_fma(self, node):
