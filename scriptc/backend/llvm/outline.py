@@ -26,6 +26,7 @@ from ...ir.printer import print_graph
 from ...ir.types import BOOL, TensorType, TupleType
 from .common import I1, i32, leaves, out_struct
 from .errors import ERROR_TABLE
+from .summation import pairwise_reducible
 
 OUTLINED_KINDS = frozenset({"prim::FusionGroup", "prim::FusedLoop", "aten::matmul"})
 REDUCTIONS = frozenset({"aten::sum", "aten::mean", "aten::prod", "aten::max", "aten::min"})
@@ -35,9 +36,10 @@ OUTLINE_MIN = int(os.environ.get("SCRIPTC_OUTLINE_MIN", "6"))
 
 def outlinable(node: Node) -> bool:
     """A node lowered to loop nests of its own: fusion groups, fused loops, matrix products, reductions of an
-    array along an axis."""
-    if node.kind in REDUCTIONS:
-        return "axis" in node.attrs and isinstance(node.inputs[0].type, TensorType)
+    array along an axis (but sums and means, whose loops are compiled once per process)."""
+    if node.kind in REDUCTIONS:     # (a float sum or any mean along an axis is a call already: sum_reductions.py)
+        return ("axis" in node.attrs and isinstance(node.inputs[0].type, TensorType)
+                and not pairwise_reducible(node.kind.split("::")[1], node.inputs[0].type.dtype))
     return node.kind in OUTLINED_KINDS
 
 

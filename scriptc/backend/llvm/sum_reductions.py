@@ -20,8 +20,9 @@ the pairwise loop (summation.py), called as NumPy's reduction machinery calls it
 - a fused group ending in a full sum or mean sums the elements as NumPy sums the materialized, C-contiguous
   result, computing each block of them with the routines the element-wise loop would use.
 
-The loop over a run and the full-reduction driver are compiled once per process (per dtype, and rank) and
-called from every function that sums; a fused group's loop is inlined, as its elements are computed in it.
+The loop over a run, the full-reduction driver and the loop over an axis reduction's output are compiled once per
+process (per dtype, and rank; and axis) and called from every function that sums (allocating the output where the
+node is); a fused group's loop is inlined, as its elements are computed in it.
 """
 from __future__ import annotations
 
@@ -52,12 +53,29 @@ class SumReductions(Summation):
                 self.widen(total)
             return [self.scalar_result(self.round_result(value, res), "f", node.output.type)]
         axis %= a.t.rank
-        keep = [d for d in range(a.t.rank) if d != axis]
         out_t = node.output.type
-        out = self.alloc(out_t, [a.shape[d] for d in keep])
+        out = self.alloc(out_t, [a.shape[d] for d in range(a.t.rank) if d != axis])
+        rank, i8p = a.t.rank, I8.as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p] + [I64] * (2 * rank) + [i8p] + [I64] * (rank - 1))
+
+        def build(lowering, fn):
+            data, *dims = fn.args[:1 + 2 * rank]
+            into, *strides = fn.args[1 + 2 * rank:]
+            shape = [dims[d] for d in range(rank) if d != axis]
+            lowering.axis_reduction(name, Arr(a.t, [ir.Constant(i8p, None), data, *dims]), axis, res, sum_dtype,
+                                    chunk, Arr(out_t, [ir.Constant(i8p, None), into, *shape, *strides]))
+            lowering.b.ret_void()
+        reduce = self.call_compiled_once(("axis", name, a.t.dtype, rank, axis, res, out_t.dtype), fnty, build)
+        b.call(reduce, [a.data, *a.shape, *a.strides, out.data, *out.strides])
+        return [out.leaves]
+
+    def axis_reduction(self, name: str, a: Arr, axis: int, res: str, sum_dtype: str, chunk, out: Arr) -> None:
+        """``out`` (allocated) = np.sum/np.mean of ``a`` along ``axis``: each output element one line's sum, pairwise
+        when NumPy's iterator puts the axis innermost, else in order (the body of a function compiled once per
+        process, operator, dtypes, rank and axis)."""
+        b = self.b
         innermost = self.reduced_axis_is_innermost(a, axis)
         n = a.shape[axis]
-
         line_sum = self.shared_line_sum(a.t.dtype, sum_dtype, chunk)
 
         def reduce_at(out_index):
@@ -66,10 +84,9 @@ class SumReductions(Summation):
             base = b.bitcast(self.element_ptr(a, index), I8.as_pointer())
             total = b.call(line_sum, [base, a.strides[axis], n, b.zext(innermost, I8)])
             value = self.finish_mean(total, n, res, array=True) if name == "mean" else self.widen(total)
-            self.store_element(self.element_ptr(out, out_index), value, "f", out_t.dtype)
+            self.store_element(self.element_ptr(out, out_index), value, "f", out.t.dtype)
 
         self.loop_nest(out.shape, reduce_at)
-        return [out.leaves]
 
     def shared_line_sum(self, dtype: str, sum_dtype: str, chunk):
         """The sum of one line of an axis reduction (``n`` elements ``stride`` bytes apart), compiled once per
