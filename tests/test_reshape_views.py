@@ -119,3 +119,37 @@ def test_flatten_copies_and_transpose_is_a_view(layout):
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
         np.testing.assert_array_equal(arg, want_x)      # the write through the transpose reached x
+
+
+@scriptc.script
+def as_shape(x: np.ndarray, a: int, b: int) -> np.ndarray:
+    return x.reshape(a, b)
+
+
+@scriptc.script
+def as_one(x: np.ndarray) -> np.ndarray:
+    return x.reshape(1)
+
+
+@scriptc.script
+def as_rows(x: np.ndarray) -> np.ndarray:
+    return x.reshape(12, -1)
+
+
+@pytest.mark.parametrize("tier", ["first", "optimized"])
+def test_a_reshape_to_its_own_shape_keeps_its_strides(tier):
+    """NumPy's first check: the shape the array has (given without -1) is a plain view with its strides, not
+    the contiguous or no-copy strides (which differ on length-1 axes and negative steps)."""
+    cases = [(as_shape, np.arange(36.).reshape(12, 3)[:, :1], 12, 1),
+             (as_shape, np.arange(12.).reshape(3, 4)[:1, :3], 1, 3),
+             (as_shape, np.arange(12.).reshape(1, 12).T, 12, 1), (as_shape, np.ones((3, 4)), 4, 3),
+             (as_one, np.arange(1.)[::-1]), (as_one, np.arange(5.)[::3][::2]),
+             (as_rows, np.arange(36.).reshape(12, 3)[:, :1])]
+    for fn in (as_shape, as_one, as_rows):
+        fn(*next(args for f, *args in cases if f is fn))
+        if tier == "optimized":
+            assert fn.wait_optimized(timeout=120)
+    for fn, *args in cases:
+        got, want = fn(*args), fn.py_func(*args)
+        assert got.strides == want.strides and np.array_equal(got, want), (fn.__name__, args[0].strides, args[1:])
+        assert np.shares_memory(got, args[0]) == np.shares_memory(want, args[0])

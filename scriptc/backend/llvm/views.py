@@ -96,9 +96,13 @@ class ViewOps:
         the two, and the view's strides, one call decides: ``view_strides``)."""
         b = self.b
         a = self.arr(node.inputs[0])
-        dims = self.reshape_dims(a, [self.scalar(v) for v in node.inputs[1:]])
+        given = [self.scalar(v) for v in node.inputs[1:]]
+        same = ir.Constant(I1, len(given) == a.t.rank)     # NumPy's first check: the same shape is a plain view
+        for d, n in zip(given, a.shape) if len(given) == a.t.rank else ():
+            same = b.and_(same, b.icmp_signed("==", d, n))
+        dims = self.reshape_dims(a, given)
         strides = self.alloca(ir.ArrayType(I64, len(dims)))
-        with b.if_else(self.view_strides(a, dims, strides)) as (then, otherwise):
+        with b.if_else(self.view_strides(a, dims, strides, same)) as (then, otherwise):
             with then:
                 viewed = self.view(a, node.output.type, a.data, dims,
                                    [b.load(b.gep(strides, [i64(0), i64(k)])) for k in range(len(dims))])
@@ -157,26 +161,31 @@ class ViewOps:
         free = b.sdiv(total, safe)
         return [b.select(neg, free, d) for d, neg in zip(dims, negative)]
 
-    def view_strides(self, a: Arr, dims: list, strides):
-        """An i1: whether NumPy reshapes ``a`` to ``dims`` as a view (C-contiguous: C strides; else, not empty,
-        ``_attempt_nocopy_reshape`` in C order); if so, the view's strides are stored in ``strides`` (an
-        [n x i64]). Compiled once per process and pair of ranks."""
+    def view_strides(self, a: Arr, dims: list, strides, same):
+        """An i1: whether NumPy reshapes ``a`` to ``dims`` as a view (the shape it has, ``same``: its strides;
+        C-contiguous: C strides; else, not empty, ``_attempt_nocopy_reshape`` in C order); if so, the view's
+        strides are stored in ``strides`` (an [n x i64]). Compiled once per process and pair of ranks."""
         rank, new_rank = a.t.rank, len(dims)
-        fnty = ir.FunctionType(I1, [I64] * (2 * rank + new_rank) + [I64.as_pointer(), I64])
+        fnty = ir.FunctionType(I1, [I64] * (2 * rank + new_rank) + [I64.as_pointer(), I64, I1])
 
         def build(lowering, fn):
             lowering.view_strides_body(rank, new_rank, fn.args)
         callee = self.call_compiled_once(("reshape_view", rank, new_rank), fnty, build)
         return self.b.call(callee, [*a.shape, *a.strides, *dims, self.b.gep(strides, [i64(0), i64(0)]),
-                                    i64(a.itemsize)])
+                                    i64(a.itemsize), same])
 
     def view_strides_body(self, rank: int, new_rank: int, args) -> None:
-        """The body of ``view_strides``: C strides for a C-contiguous array (NumPy's contiguity: strides of a
-        row-major layout, ignoring dimensions of length 1), no view of an empty one that is not, else
-        ``nocopy_reshape_body``."""
+        """The body of ``view_strides``: the array's own strides for its own shape, C strides for a
+        C-contiguous array (NumPy's contiguity: strides of a row-major layout, ignoring dimensions of length 1),
+        no view of an empty one that is not, else ``nocopy_reshape_body``."""
         b = self.b
         old_dims, old_strides, new_dims = args[:rank], args[rank:2 * rank], args[2 * rank:2 * rank + new_rank]
-        out, itemsize = args[-2], args[-1]
+        out, itemsize, same = args[-3], args[-2], args[-1]
+        if rank == new_rank:
+            with b.if_then(same):
+                for k, s in enumerate(old_strides):
+                    b.store(s, b.gep(out, [i64(k)]))
+                b.ret(ir.Constant(I1, 1))
         contiguous, expect, total = ir.Constant(I1, 1), itemsize, i64(1)
         for d, s in zip(reversed(old_dims), reversed(old_strides)):
             contiguous = b.and_(contiguous, b.or_(b.icmp_signed("==", d, i64(1)), b.icmp_signed("==", s, expect)))
@@ -189,7 +198,7 @@ class ViewOps:
             b.ret(ir.Constant(I1, 1))
         with b.if_then(b.icmp_signed("==", total, i64(0))):
             b.ret(ir.Constant(I1, 0))
-        self.nocopy_reshape_body(rank, new_rank, args)
+        self.nocopy_reshape_body(rank, new_rank, args[:-1])
 
     def nocopy_reshape_body(self, rank: int, new_rank: int, args) -> None:
         """NumPy's ``_attempt_nocopy_reshape``: the old axes of length 1 dropped, runs of old and new axes of equal
