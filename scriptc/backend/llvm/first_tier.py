@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import re
 
-# Reference counts and allocations: calls in the first tier (inlined, they were most of a large function's code:
-# the MLP training step's 12,600 lines after inlining, ~600 counts), inlined by O3's pipeline
-_RUNTIME_INLINE = re.compile(r'(@"scriptc\.rt\.(?:retain|release|alloc_array\.[^"]+)"\([^\n]*\)) alwaysinline\n')
+# Reference counts, allocations and the entry's array arguments: calls in the first tier (inlined, they were most
+# of a large function's code: the MLP training step's 12,600 lines after inlining, ~600 counts), inlined at O3
+_RUNTIME_INLINE = re.compile(r'(@"scriptc\.rt\.(?:retain|release|alloc_array\.[^"]+|unbox_array\.[^"]+)"\([^\n]*\))'
+                             r' alwaysinline\n')
 _BRANCH_TARGET = re.compile(r'label %"?([^",\s\]]+)')
 _LABEL = re.compile(r'\n([^ \n][^\n]*):(?=\n)')      # a block's label (a line not indented)
 _REFERENCE = re.compile(r'@"([^"]+)"')
