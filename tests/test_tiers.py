@@ -299,13 +299,15 @@ def _function(name: str, blocks: list[tuple[str, str]], attributes: str = "") ->
 def test_first_tier_text_marks_long_loop_free_functions_and_calls_refcounts():
     """The first tier's module: long loop-free functions (ordered so that a branch goes back in the text without
     a loop) and the CPython entry point unoptimized; a loop (its back edge forward in the text) is not; reference
-    counts and allocations are called, not inlined."""
+    counts, allocations and the entry's array arguments are called, not inlined."""
     from scriptc.backend.llvm.first_tier import first_tier_text
     from util import filecheck
     refcounts = "".join(f'define internal void @"scriptc.rt.{n}"(i8* %".1") alwaysinline\n{{\n.2:\n  ret void\n}}\n'
                         for n in ("retain", "release"))
     refcounts += ('define internal i32 @"scriptc.rt.alloc_array.2.8"(i8** %".1", i64 %".2", i64 %".3", i32 %".4", '
-                  'i32 %".5", i32 %".6") alwaysinline\n{\n.2:\n  ret i32 0\n}\n')
+                  'i32 %".5", i32 %".6") alwaysinline\n{\n.2:\n  ret i32 0\n}\n'
+                  'define internal i1 @"scriptc.rt.unbox_array.2.float64.1"(i8* %".1", i64* %".2") alwaysinline\n'
+                  '{\n.3:\n  ret i1 1\n}\n')
     diamond = _function("m.straight", [("entry", 'br i1 1, label %"left", label %"right"'), ("join", "ret void"),
                                        ("right", 'br label %"join"'), ("left", 'br label %"join"')])
     loop = _function("m.loop", [("entry", 'br label %"body"'), ("latch", 'br i1 1, label %"body", label %"exit"'),
@@ -316,6 +318,7 @@ def test_first_tier_text_marks_long_loop_free_functions_and_calls_refcounts():
         CHECK: define internal void @"scriptc.rt.retain"(i8* %".1") noinline
         CHECK: define internal void @"scriptc.rt.release"(i8* %".1") noinline
         CHECK: define internal i32 @"scriptc.rt.alloc_array.2.8"(i8** %".1", i64 %".2", i64 %".3", i32 %".4", i32 %".5", i32 %".6") noinline
+        CHECK: define internal i1 @"scriptc.rt.unbox_array.2.float64.1"(i8* %".1", i64* %".2") noinline
         CHECK: define internal void @"m.straight"() optnone noinline
         CHECK: define internal void @"m.loop"() noinline{{$}}
         CHECK: define internal void @"m.short"(){{$}}
