@@ -246,11 +246,28 @@ class Unwinding:
     def fail_with(self, code, values: list) -> None:
         """``fail(code)`` with run-time i64 ``values`` in the payload (none where more than it holds: the code's
         message was made without them, ``error_code``)."""
-        if len(values) <= PAYLOAD_SLOTS:
-            base = self.b.call(self.mod.helper("payload"), [])
-            for k, v in enumerate(values):
-                self.b.store(v, self.b.gep(base, [i64(k)]))
+        if values and len(values) <= PAYLOAD_SLOTS:
+            self.b.call(self._payload_writer(len(values)), values)
         self.fail(code)
+
+    def _payload_writer(self, n: int) -> ir.Function:
+        """``void write(i64 v0, ..., i64 v{n-1})``: the values into this thread's payload; one per module and
+        count, called where an error is raised (inline, a raise with 3 numbers was 8 lines of IR, the MLP
+        training step has ~90)."""
+        key = f"payload_writer.{n}"
+        fn = self.mod._decls.get(key)
+        if fn is None:
+            fn = self.mod._decls[key] = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [I64] * n),
+                                                    self.mod.unique(f"payload_writer.{n}"))
+            fn.linkage = "internal"
+            fn.attributes.add("noinline")
+            fn.attributes.add("cold")
+            b = ir.IRBuilder(fn.append_basic_block())
+            base = b.call(self.mod.helper("payload"), [])
+            for k, v in enumerate(fn.args):
+                b.store(v, b.gep(base, [i64(k)]))
+            b.ret_void()
+        return fn
 
 
 def _build_release_slots(mod, release: ir.Function, indirect: bool) -> ir.Function:
