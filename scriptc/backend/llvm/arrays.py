@@ -18,7 +18,6 @@ from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, INT, TensorType, element_type
 from . import symbols
-from .errors import PAYLOAD_SLOTS
 from .common import (F64, I1, I8, I8P, I32, I64, handles_array, i32, i64, leaves, loop_hints, process_global,
                      reg_type)
 
@@ -223,10 +222,7 @@ class ArrayOps:
             nbytes, zero = b.extract_value(product, 0), b.or_(zero, is_zero)
         mi = b.call(self.runtime("alloc"), [b.select(zero, i64(0), nbytes)])
         with b.if_then(b.icmp_unsigned("==", mi, ir.Constant(I8P, None)), likely=False):
-            if 1 + rank <= PAYLOAD_SLOTS:       # (else the message was made without its numbers: error_code)
-                payload = b.call(self.mod.helper("payload"), [])
-                for k, v in enumerate([nbytes, *dims]):
-                    b.store(v, b.gep(payload, [i64(k)]))
+            self.write_payload(b, [nbytes, *dims])
             b.ret(no_memory)
         b.store(mi, slot)
         b.ret(i32(0))

@@ -261,7 +261,8 @@ class EntryLowering:
         leaves_ = self.alloca(ir.ArrayType(I64, 1 + 2 * t.rank), f"{what}.leaves")
         self.require(b.call(self._unboxer(t, written), [obj, b.gep(leaves_, [_i64(0), _i64(0)], inbounds=True)]),
                      f"{what}.array")
-        data, *dims_strides = [b.load(b.gep(leaves_, [_i64(0), _i64(k)], inbounds=True)) for k in range(1 + 2 * t.rank)]
+        data, *dims_strides = [b.load(b.gep(leaves_, [_i64(0), _i64(k)], inbounds=True))
+                               for k in range(1 + 2 * t.rank)]
         dims = dims_strides[:t.rank]
         for k, (d, want) in enumerate(zip(dims, t.shape)):
             if want is not None:
@@ -303,7 +304,8 @@ class EntryLowering:
             for base, offset in ((1, ARR_DIMS), (1 + t.rank, ARR_STRIDES)):
                 p = self.field(obj, offset, I64.as_pointer())
                 for k in range(t.rank):
-                    b.store(b.load(b.gep(p, [_i64(k)], inbounds=True)), b.gep(leaves_, [_i64(base + k)], inbounds=True))
+                    b.store(b.load(b.gep(p, [_i64(k)], inbounds=True)),
+                            b.gep(leaves_, [_i64(base + k)], inbounds=True))
             b.ret(ir.Constant(ir.IntType(1), 1))
         finally:
             self.b = saved

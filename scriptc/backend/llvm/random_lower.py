@@ -7,7 +7,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ops.random import KEY_PARITY, ROTATIONS
-from .arrays import ELEM
+from ...ir.types import TensorType
+from .arrays import ELEM, Arr
 from .common import I8P, I64, handles_array, i64
 
 I32 = ir.IntType(32)
@@ -42,15 +43,14 @@ class RandomOps:
         20 rounds of each of the n counter rows (strided) into ``out`` (C-contiguous (n, 2)); compiled once per
         process."""
         b = self.b
-        counts, n, s0, s1, k0, k1, out = args
+        data, n, s0, s1, k0, k1, into = args
+        words = TensorType("uint32", 2)
+        counts = Arr(words, [ir.Constant(I8P, None), data, n, i64(2), s0, s1])
+        out = Arr(words, [ir.Constant(I8P, None), into, n, i64(2), i64(8), i64(4)])
         ks = [k0, k1, b.xor(b.xor(k0, k1), u32(KEY_PARITY))]
-
-        def element(base, offset):
-            return b.bitcast(b.gep(base, [offset]), I32.as_pointer())
         with self.for_range(n) as i:
-            row = b.mul(i, s0)
-            x0 = b.add(b.load(element(counts, row)), ks[0])
-            x1 = b.add(b.load(element(counts, b.add(row, s1))), ks[1])
+            x0 = b.add(b.load(self.element_ptr(counts, [i, i64(0)])), ks[0])
+            x1 = b.add(b.load(self.element_ptr(counts, [i, i64(1)])), ks[1])
             for block in range(5):
                 for r in ROTATIONS[block % 2]:
                     x0 = b.add(x0, x1)
@@ -58,8 +58,8 @@ class RandomOps:
                     x1 = b.xor(x0, x1)
                 x0 = b.add(x0, ks[(block + 1) % 3])
                 x1 = b.add(b.add(x1, ks[(block + 2) % 3]), u32(block + 1))
-            b.store(x0, element(out, b.mul(i, i64(8))))
-            b.store(x1, element(out, b.add(b.mul(i, i64(8)), i64(4))))
+            b.store(x0, self.element_ptr(out, [i, i64(0)]))
+            b.store(x1, self.element_ptr(out, [i, i64(1)]))
         b.ret_void()
 
     @handles_array("random::fma")

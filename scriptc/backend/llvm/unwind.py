@@ -246,9 +246,14 @@ class Unwinding:
     def fail_with(self, code, values: list) -> None:
         """``fail(code)`` with run-time i64 ``values`` in the payload (none where more than it holds: the code's
         message was made without them, ``error_code``)."""
-        if values and len(values) <= PAYLOAD_SLOTS:
-            self.b.call(self._payload_writer(len(values)), values)
+        self.write_payload(self.b, values)
         self.fail(code)
+
+    def write_payload(self, b: ir.IRBuilder, values: list) -> None:
+        """Run-time i64 ``values`` into this thread's payload, by ``b`` (nothing where there are more than it
+        holds: the message's code was made without them, ``error_code``)."""
+        if values and len(values) <= PAYLOAD_SLOTS:
+            b.call(self._payload_writer(len(values)), values)
 
     def _payload_writer(self, n: int) -> ir.Function:
         """``void write(i64 v0, ..., i64 v{n-1})``: the values into this thread's payload; one per module and
