@@ -32,10 +32,13 @@ _RAISING: set = set()     # element-wise kernels whose element code raises: lowe
 INTRINSIC = {"sqrt", "floor", "ceil", "trunc", "fabs"}
 
 
+_CASTS = ("sitofp", "uitofp", "fpext", "fptrunc", "fptosi", "fptoui", "zext", "sext", "trunc", "bitcast")
+
+
 def constant_number(y) -> float | None:
     """The value of a register holding a constant number (a float constant, or an int constant converted to
     float); None otherwise."""
-    if isinstance(y, ir.CastInstr) and y.opname == "sitofp":
+    if getattr(y, "opname", None) == "sitofp":
         y = y.operands[0]
     if isinstance(y, ir.Constant) and isinstance(y.constant, (int, float)) and not isinstance(y.constant, bool):
         return float(y.constant)
@@ -59,7 +62,7 @@ class Operand:
 def folded(x):
     """A register value made of constants by casts (``x ** 2`` on floats: sitofp(2)) as the constant it is,
     so that a kernel compiled for it sees a constant (``x * x`` for ``x ** 2``, as NumPy's square); else ``x``."""
-    if isinstance(x, ir.CastInstr):
+    if getattr(x, "opname", None) in _CASTS:
         inner = folded(x.operands[0])
         if isinstance(inner, ir.Constant) and isinstance(inner.constant, (int, float)) and \
                 not isinstance(inner.constant, bool):

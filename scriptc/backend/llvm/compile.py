@@ -87,7 +87,8 @@ def _dismantle(module) -> None:
     for fn in module.functions:
         for block in fn.blocks:
             for instruction in block.instructions:
-                instruction.__dict__.clear()
+                if hasattr(instruction, "__dict__"):     # (a Register, text_builder.py, refers to no other)
+                    instruction.__dict__.clear()
             block.__dict__.clear()
         fn.__dict__.clear()
     module.globals.clear()

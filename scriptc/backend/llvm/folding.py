@@ -15,6 +15,8 @@ import operator
 
 from llvmlite import ir
 
+from .text_builder import TextBuilder
+
 _SIGNED = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
            ">=": operator.ge}
 _BOOL = ir.IntType(1)
@@ -43,8 +45,8 @@ def _is(v, value: int) -> bool:
     return _int(v) and _unsigned(v) == value & ((1 << v.type.width) - 1)
 
 
-class FoldingBuilder(ir.IRBuilder):
-    """``ir.IRBuilder`` folding integer constants (module docstring)."""
+class FoldingBuilder(TextBuilder):
+    """``TextBuilder`` folding integer constants (module docstring)."""
 
     def icmp_signed(self, cmpop, lhs, rhs, name=""):
         if _int(lhs) and _int(rhs):

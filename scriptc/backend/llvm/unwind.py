@@ -58,7 +58,7 @@ class Unwinding:
         their slots are one stack array (``_array_slot``)."""
         self._slots, self._held, self.in_flight = [], {}, None
         self._unwind_bb = self._status = None
-        self._slot_array = self._slot_count = None
+        self._slot_array = None
         self._array_slots = 0 if arrays > UNWIND_INLINE_SLOTS else None
 
     def _new_slot(self, is_array):
@@ -82,8 +82,7 @@ class Unwinding:
         with b.goto_block(self.entry_block):
             if self._slot_array is None:
                 b.position_at_start(self.entry_block)
-                self._slot_count = ir.Constant(I64, 0)
-                self._slot_array = b.alloca(I8P, size=self._slot_count)
+                self._slot_array = b.alloca(I8P, size=i64(0))      # its count: set_count in finish_unwind
             b.position_after(self._slot_array)
             slot = b.gep(self._slot_array, [i64(self._array_slots)], inbounds=True)
         self._array_slots += 1
@@ -169,7 +168,7 @@ class Unwinding:
         when all slots are known)."""
         b = self.b
         if self._slot_array is not None:
-            self._slot_count.constant = self._array_slots
+            self._slot_array.set_count(self._array_slots)
         if self._unwind_bb is None:
             return
         b.position_at_end(self._unwind_bb)
