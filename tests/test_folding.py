@@ -1,6 +1,7 @@
 """The lowering's constant folding (backend/llvm/folding.py) gives what LLVM computes: each operation folded in
 Python on constants against the same operation compiled and run by LLVM on arguments."""
 import ctypes
+import itertools
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -117,3 +118,21 @@ def test_identities_return_the_operand_without_an_instruction():
     assert b.select(c, x, x) is x and b.select(true, x, zero) is x and b.select(false, x, zero) is zero
     assert not fn.blocks[0].instructions
     assert b.sub(zero, x) is not x and len(fn.blocks[0].instructions) == 1     # 0 - x is not x
+
+
+def test_boolean_select_is_logic():
+    """A select of booleans is written as and/or (FastISel has no i1 select) and chooses as select does."""
+    module = ir.Module("select")
+    fn = ir.Function(module, ir.FunctionType(I64, [I64] * 3), "select_bool")
+    b = FoldingBuilder(fn.append_basic_block())
+    cond, x, y = (b.trunc(a, ir.IntType(1)) for a in fn.args)
+    b.ret(b.zext(b.select(cond, x, y), I64))
+    assert " select " not in str(module)
+    engine()
+    jit = llvm.create_mcjit_compiler(llvm.parse_assembly(str(module)),
+                                     llvm.Target.from_default_triple().create_target_machine())
+    jit.finalize_object()
+    f = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(
+        jit.get_function_address("select_bool"))
+    for c, u, v in itertools.product((0, 1), repeat=3):
+        assert f(c, u, v) == (u if c else v), (c, u, v)

@@ -87,7 +87,7 @@ def _dismantle(module) -> None:
     for fn in module.functions:
         for block in fn.blocks:
             for instruction in block.instructions:
-                if hasattr(instruction, "__dict__"):     # (a Register, text_builder.py, refers to no other)
+                if hasattr(instruction, "__dict__"):     # (a Register, text_builder.py, has no links to clear)
                     instruction.__dict__.clear()
             block.__dict__.clear()
         fn.__dict__.clear()
