@@ -116,8 +116,13 @@ def test_identities_return_the_operand_without_an_instruction():
     assert b.and_(c, true) is c and b.or_(c, false) is c and b.xor(false, c) is c
     assert b.and_(c, false) is false and b.or_(true, c) is true
     assert b.select(c, x, x) is x and b.select(true, x, zero) is x and b.select(false, x, zero) is zero
+    assert b.and_(c, c) is c and b.or_(c, c) is c
+    for op in PREDICATES:       # x compared with itself: true where the predicate holds for equal operands
+        for compare in (b.icmp_signed, b.icmp_unsigned):
+            assert compare(op, x, x).constant == (op in ("==", "<=", ">=")), op
     assert not fn.blocks[0].instructions
     assert b.sub(zero, x) is not x and len(fn.blocks[0].instructions) == 1     # 0 - x is not x
+    assert b.xor(c, c) is not c
 
 
 def test_boolean_select_is_logic():

@@ -8,7 +8,7 @@ import pytest
 from llvmlite import ir
 
 from scriptc.backend.llvm.common import loop_hints, NO_UNROLL
-from scriptc.backend.llvm.text_builder import Register, TextBuilder
+from scriptc.backend.llvm.text_builder import Register, TextBuilder, module_text
 
 I1, I8, I32, I64, F32, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.FloatType(), \
     ir.DoubleType()
@@ -16,10 +16,10 @@ PAIR = ir.LiteralStructType([I64, F64])
 V4 = ir.VectorType(F64, 4)
 
 
-def _program(builder_class) -> str:
+def _program(builder_class, printer=str) -> str:
     """One function using every instruction TextBuilder writes (and a phi and vector ops it leaves to llvmlite,
     taking its registers as operands)."""
-    m = ir.Module("m")
+    m = ir.Module("m", context=ir.Context())
     callee = ir.Function(m, ir.FunctionType(F64, [F64, I64]), "callee")
     sink = ir.Function(m, ir.FunctionType(ir.VoidType(), [I8.as_pointer()]), "sink")
     variadic = ir.Function(m, ir.FunctionType(I32, [I8.as_pointer()], var_arg=True), "printf")
@@ -75,7 +75,12 @@ def _program(builder_class) -> str:
     b.ret_void()
     fn3 = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "h")
     builder_class(fn3.append_basic_block()).unreachable()
-    return str(m)
+    ir.Function(m, ir.FunctionType(I64, [I64]), "declared")
+    ir.GlobalVariable(m, I64, "counter")
+    named = m.context.get_identified_type("named")
+    named.set_body(I64, F64)
+    ir.GlobalVariable(m, named, "holder")
+    return printer(m)
 
 
 def _numbered(text: str) -> str:
@@ -92,6 +97,11 @@ def test_same_text_as_llvmlite():
     ours, theirs = _program(TextBuilder), _program(ir.IRBuilder)
     assert ours.count("\n") > 100 and ":1\"" in ours
     assert _numbered(ours).replace("select  ", "select ") == _numbered(theirs).replace("select  ", "select ")
+
+
+def test_module_text_is_str():
+    assert module_text.__name__ and _program(TextBuilder, module_text) == _program(TextBuilder)
+    assert _program(ir.IRBuilder, module_text) == _program(ir.IRBuilder)
 
 
 def test_llvm_verifies_it():

@@ -31,6 +31,7 @@ from .native import NativeFunction
 from .objload import link
 from .runtimes import objects as runtime_objects, runtime_dependencies
 from .symbols import bind
+from .text_builder import module_text
 
 _COUNTER = itertools.count()
 _COUNTER_LOCK = threading.Lock()
@@ -62,7 +63,7 @@ class Lowered:
                                    [v.type for v in graph.inputs], graph.outputs[0].type, written, nogil)
                 self.release = release_symbol(mod.module)
         self.codes = codes
-        text = str(mod.module)
+        text = module_text(mod.module)
         _dismantle(mod.module)
         if fastmath:  # every float instruction may be reassociated, contracted (FMA), vectorized as a reduction
             text = FAST_MATH.sub(r"\1 fast", text)

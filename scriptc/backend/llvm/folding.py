@@ -6,8 +6,9 @@ one item, a shape check against a literal). Unfolded, each is an instruction tha
 LLVM parses and folds back: ~5% of a large program's IR (the MLP training step), all of it in the first tier's
 compile time. Folded here: integer ``icmp``, ``add``/``sub``/``mul`` and the bitwise operators of two constants,
 ``select`` of a constant condition or of two equal operands, ``zext``/``sext``/``trunc`` of a constant, and the
-identities ``x + 0``, ``x - 0``, ``x * 1``, ``x & true``, ``x | false`` (and their absorbing constants). Every
-fold gives the value LLVM computes (two's complement at the operand's width), so the IR means the same.
+identities ``x + 0``, ``x - 0``, ``x * 1``, ``x & true``, ``x | false`` (and their absorbing constants), ``x & x``,
+``x | x`` and a value compared with itself. Every fold gives the value LLVM computes (two's complement at the
+operand's width), so the IR means the same.
 
 A select of booleans is written as and/or: FastISel, the first tier's code generator, has no i1 select and hands
 the rest of its block to the SelectionDAG (the MLP training step's body had 19: 33 -> 25 ms of code generation).
@@ -54,11 +55,15 @@ class FoldingBuilder(TextBuilder):
     def icmp_signed(self, cmpop, lhs, rhs, name=""):
         if _int(lhs) and _int(rhs):
             return _make(_BOOL, _SIGNED[cmpop](_signed(lhs), _signed(rhs)))
+        if lhs is rhs and not isinstance(lhs.type, ir.VectorType):
+            return _make(_BOOL, cmpop in ("==", "<=", ">="))
         return super().icmp_signed(cmpop, lhs, rhs, name)
 
     def icmp_unsigned(self, cmpop, lhs, rhs, name=""):
         if _int(lhs) and _int(rhs):
             return _make(_BOOL, _SIGNED[cmpop](_unsigned(lhs), _unsigned(rhs)))
+        if lhs is rhs and not isinstance(lhs.type, ir.VectorType):
+            return _make(_BOOL, cmpop in ("==", "<=", ">="))
         return super().icmp_unsigned(cmpop, lhs, rhs, name)
 
     def add(self, lhs, rhs, name="", flags=()):
@@ -93,6 +98,8 @@ class FoldingBuilder(TextBuilder):
             return _make(lhs.type, op(_unsigned(lhs), _unsigned(rhs)))
         if lhs.type != rhs.type:
             return None
+        if lhs is rhs and op is not operator.xor:
+            return lhs
         for const, other in ((lhs, rhs), (rhs, lhs)):
             if absorbing is not None and _is(const, absorbing):
                 return const
