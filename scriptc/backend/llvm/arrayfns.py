@@ -16,6 +16,7 @@ from ...ir.types import TensorType
 from .arrays import Arr, kind_of
 from .arrays import scalar_kind
 from .common import F64, I1, I64, f64, handles, handles_array, i64
+from .text_builder import TextBuilder
 
 
 def power_of_ten(n: int) -> float:
@@ -244,7 +245,7 @@ class ArrayFns:
         fn.linkage = "internal"
         decls[name] = fn
         keys, idx, work, n = fn.args
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b = TextBuilder(fn.append_basic_block("entry"))
         src_slot, dst_slot, width_slot = b.alloca(i64p), b.alloca(i64p), b.alloca(I64)
         lo_slot, i_slot, j_slot, o_slot = (b.alloca(I64) for _ in range(4))
         b.store(idx, src_slot)

@@ -20,6 +20,7 @@ from ...ir.types import BOOL, FLOAT, INT, TensorType, element_type
 from . import symbols
 from .common import (F64, I1, I8, I8P, I32, I64, handles_array, i32, i64, leaves, loop_hints, process_global,
                      reg_type)
+from .text_builder import TextBuilder
 
 HEADER = 64
 HUGE_PAGE_MIN = 1 << 22      # NumPy's threshold for madvise(MADV_HUGEPAGE)
@@ -116,7 +117,7 @@ class ArrayOps:
         """i8* alloc(i64 nbytes): a meminfo with one reference and room for the data; null when out of memory."""
         fn = ir.Function(self.mod.module, ir.FunctionType(I8P, [I64]), key)
         fn.linkage = "internal"
-        b = ir.IRBuilder(fn.append_basic_block())
+        b = TextBuilder(fn.append_basic_block())
         size = b.and_(b.add(fn.args[0], i64(HEADER + 63)), i64(-64))
         p = b.call(self._libc("aligned_alloc", I8P, [I64, I64]), [i64(64), size])
         ok, fail = fn.append_basic_block("ok"), fn.append_basic_block("fail")
@@ -140,7 +141,7 @@ class ArrayOps:
         fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [I8P]), key)
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        b = ir.IRBuilder(fn.append_basic_block())
+        b = TextBuilder(fn.append_basic_block())
         with b.if_then(b.icmp_unsigned("!=", fn.args[0], ir.Constant(I8P, None))):
             rc = b.bitcast(fn.args[0], I64.as_pointer())
             b.store(b.add(b.load(rc), i64(1)), rc)
@@ -151,7 +152,7 @@ class ArrayOps:
         fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [I8P]), key)
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        b = ir.IRBuilder(fn.append_basic_block())
+        b = TextBuilder(fn.append_basic_block())
         with b.if_then(b.icmp_unsigned("!=", fn.args[0], ir.Constant(I8P, None))):
             rc = b.bitcast(fn.args[0], I64.as_pointer())
             n = b.sub(b.load(rc), i64(1))
@@ -210,7 +211,7 @@ class ArrayOps:
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
         slot, dims, (negative, too_big, no_memory) = fn.args[0], fn.args[1:1 + rank], fn.args[1 + rank:]
-        b = ir.IRBuilder(fn.append_basic_block())
+        b = TextBuilder(fn.append_basic_block())
         nbytes, zero = i64(itemsize), ir.Constant(I1, 0)
         for d in dims:
             with b.if_then(b.icmp_signed("<", d, i64(0)), likely=False):

@@ -28,6 +28,7 @@ from .common import F64, I1, I8P, I32, I64, f64, handles, i1, i32, i64
 from .callbacks import ROUND_SYMBOL
 from .errors import STACK_FLOOR_SLOT
 from .strings import plan_id
+from .text_builder import TextBuilder
 
 DEPTH_GLOBAL = "scriptc.call_depth"
 RECURSION_MESSAGE = "maximum recursion depth exceeded"
@@ -46,7 +47,7 @@ def build_stack_floor_function(mod) -> ir.Function:
     fn.attributes.add("noinline")
     fn.attributes.add("cold")
     here, = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b = TextBuilder(fn.append_basic_block("entry"))
     slot = b.gep(b.call(mod.helper("payload"), []), [i64(STACK_FLOOR_SLOT)])
     known = b.load(slot)
     with b.if_then(b.icmp_unsigned("!=", known, i64(0))):
@@ -217,7 +218,7 @@ class BuiltinOps:
         fn = ir.Function(self.mod.module, ir.FunctionType(I64, [I64, I64]), name)
         fn.linkage = "internal"
         entry, loop, body, done = (fn.append_basic_block(n) for n in ("entry", "loop", "body", "done"))
-        b = ir.IRBuilder(entry)
+        b = TextBuilder(entry)
         mags = [b.select(b.icmp_signed("<", v, i64(0)), b.sub(i64(0), v), v) for v in fn.args]
         b.branch(loop)
         b.position_at_end(loop)

@@ -10,6 +10,7 @@ from llvmlite import ir
 
 from .arrays import ELEM, F32, I16, kind_of
 from .common import F64, I8, I64, i64
+from .text_builder import TextBuilder
 
 
 class Conversions:
@@ -78,7 +79,7 @@ class Conversions:
         fn = ir.Function(self.mod.module, ir.FunctionType(I16, [F64]), key)
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        b = ir.IRBuilder(fn.append_basic_block())
+        b = TextBuilder(fn.append_basic_block())
         x = fn.args[0]
         bits = b.bitcast(x, I64)
         sign = b.and_(b.lshr(bits, i64(48)), i64(0x8000))
@@ -114,7 +115,7 @@ class Conversions:
         fn = ir.Function(self.mod.module, ir.FunctionType(F64, [I16]), key)
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        b = ir.IRBuilder(fn.append_basic_block())
+        b = TextBuilder(fn.append_basic_block())
         h = b.zext(fn.args[0], I64)
         sign = b.shl(b.and_(h, i64(0x8000)), i64(48))
         exp = b.and_(b.lshr(h, i64(10)), i64(0x1F))

@@ -69,6 +69,7 @@ from .entry_runtime import (ARR_DATA, ARR_DESCR, ARR_DIMS, ARR_FLAGS, ARR_ND, AR
                             object_symbol,
                             out_reader, rebind, release_capsule_address)
 from .folding import FoldingBuilder
+from .text_builder import TextBuilder
 
 # -- the C API, as the generated code declares it ----------------------------------------------------------
 
@@ -493,7 +494,7 @@ def define_release_capsule(module: ir.Module, table: PythonTable | None = None) 
         return name
     fn = ir.Function(module, RELEASE_TYPE, name)
     free = module.globals.get("free") or ir.Function(module, ir.FunctionType(VOID, [I8P]), "free")
-    b = ir.IRBuilder(fn.append_basic_block())
+    b = TextBuilder(fn.append_basic_block())
     if table is not None:
         get = b.bitcast(table.load(b, "PyCapsule_GetPointer"), CAPI["PyCapsule_GetPointer"].as_pointer())
     else:

@@ -19,6 +19,7 @@ from .arrays import ELEM, Arr, kind_of
 from .common import I8P, I64, i32, i64, leaves
 from .pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runtime
 from .folding import FoldingBuilder
+from .text_builder import TextBuilder
 
 PARALLEL_MIN = 1 << 18     # elements; below this a region's wake-up costs more than it saves
 CHUNK_ALIGN = 64           # a multiple of every SIMD width, so chunk boundaries never split a vector
@@ -77,7 +78,7 @@ class FusedParallelOps:
         low.init_unwind()
         low.entry_block = fn.append_basic_block("entry")
         body = fn.append_basic_block("body")
-        ir.IRBuilder(low.entry_block).branch(body)
+        TextBuilder(low.entry_block).branch(body)
         b = low.b = FoldingBuilder(body)
         ctx = b.bitcast(fn.args[0], ctx_t.as_pointer())
         fields = itertools.count()

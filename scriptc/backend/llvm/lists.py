@@ -21,6 +21,7 @@ from ...ir.types import BOOL, FLOAT, INT, NONE, ListType, TensorType
 from .arrays import Arr, kind_of
 from . import symbols
 from .common import F64, I1, I8, I8P, I32, I64, handles, i32, i64, leaves, mem_type, process_global, reg_type
+from .text_builder import TextBuilder
 
 LEN, CAP, DATA = 1, 2, 3
 HEADER_T = ir.LiteralStructType([I64, I64, I64, I8P])
@@ -60,7 +61,7 @@ class ListOps:
         if key not in decls:
             fn = decls[key] = ir.Function(self.mod.module, fnty, key)
             fn.linkage = "internal"
-            build(fn, ir.IRBuilder(fn.append_basic_block()))
+            build(fn, TextBuilder(fn.append_basic_block()))
         return decls[key]
 
     def _header(self, b, p):

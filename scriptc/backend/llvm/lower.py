@@ -50,6 +50,7 @@ from .unwind import Unwinding, build_payload_function
 from .outline import Outlining
 from .sum_reductions import SumReductions
 from .folding import FoldingBuilder
+from .text_builder import TextBuilder
 
 
 def check_graph(graph: Graph, seen=None) -> None:
@@ -156,7 +157,7 @@ class ModuleLowering:
         out_t = out_struct(graph.outputs[0].type, self.module)
         fnty = ir.FunctionType(I32, [mem_type(t) for t in in_types] + [out_t.as_pointer()])
         fn = ir.Function(self.module, fnty, self.unique(f"entry.{graph.name}"))
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b = TextBuilder(fn.append_basic_block("entry"))
         args = [b.icmp_unsigned("!=", a, ir.Constant(I8, 0)) if t == BOOL else a
                 for a, t in zip(fn.args[:-1], in_types)]
         b.ret(b.call(inner, args + [fn.args[-1]]))
@@ -201,7 +202,7 @@ class ModuleLowering:
         fn.linkage = "internal"
         base, exp = fn.args
         entry, loop, body, done = (fn.append_basic_block(n) for n in ("entry", "loop", "body", "done"))
-        b = ir.IRBuilder(entry)
+        b = TextBuilder(entry)
         b.branch(loop)
         b.position_at_end(loop)
         acc, p, e = b.phi(I64, "acc"), b.phi(I64, "p"), b.phi(I64, "e")
@@ -230,7 +231,7 @@ class ModuleLowering:
         a, bb = fn.args
         entry, fast, slow, loop, body, done = (fn.append_basic_block(n) for n in
                                                ("entry", "fast", "slow", "loop", "body", "done"))
-        b = ir.IRBuilder(entry)
+        b = TextBuilder(entry)
         zero = i64(0)
         a_neg, b_neg = b.icmp_signed("<", a, zero), b.icmp_signed("<", bb, zero)
         ua = b.select(a_neg, b.sub(zero, a), a)

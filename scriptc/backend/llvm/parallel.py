@@ -32,6 +32,7 @@ from ...ir.core import Graph, Node, Value
 from ...ir.registry import REGISTRY
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TupleType
 from .common import F64, I8P, I32, I64, i32, i64, out_struct, process_global, reg_type
+from .text_builder import TextBuilder
 from .errors import PAYLOAD_SLOTS
 from ..gil import releases_gil  # noqa: F401  (where it lived)
 from .pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runtime
@@ -236,7 +237,7 @@ class ParallelOps:
         (on error) this thread's payload in slot ``c``."""
         fn = ir.Function(self.mod.module, CHUNK_FN, self.mod.unique("prange.chunk"))
         fn.linkage = "internal"
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b = TextBuilder(fn.append_basic_block("entry"))
         ctx = b.bitcast(fn.args[0], ctx_t.as_pointer())
         c = fn.args[1]
 
@@ -268,7 +269,7 @@ class ParallelOps:
         fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [I8P]), key)
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        b = ir.IRBuilder(fn.append_basic_block())
+        b = TextBuilder(fn.append_basic_block())
         with b.if_then(b.icmp_unsigned("!=", fn.args[0], ir.Constant(I8P, None))):
             b.atomic_rmw("add", b.bitcast(fn.args[0], I64.as_pointer()), i64(1), "monotonic")
         b.ret_void()
@@ -279,7 +280,7 @@ class ParallelOps:
         fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [I8P]), key)
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        b = ir.IRBuilder(fn.append_basic_block())
+        b = TextBuilder(fn.append_basic_block())
         with b.if_then(b.icmp_unsigned("!=", fn.args[0], ir.Constant(I8P, None))):
             old = b.atomic_rmw("sub", b.bitcast(fn.args[0], I64.as_pointer()), i64(1), "acq_rel")
             with b.if_then(b.icmp_signed("==", old, i64(1))):
@@ -294,7 +295,7 @@ class ParallelOps:
         from .arrays import ALLOCATIONS_ADDRESS, HEADER
         fn = ir.Function(self.mod.module, ir.FunctionType(I8P, [I64]), key)
         fn.linkage = "internal"
-        b = ir.IRBuilder(fn.append_basic_block())
+        b = TextBuilder(fn.append_basic_block())
         size = b.and_(b.add(fn.args[0], i64(HEADER + 63)), i64(-64))
         p = b.call(self._libc("aligned_alloc", I8P, [I64, I64]), [i64(64), size])
         with b.if_then(b.icmp_unsigned("!=", p, ir.Constant(I8P, None))):

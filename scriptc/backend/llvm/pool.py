@@ -39,6 +39,7 @@ from llvmlite import ir
 from . import runtimes, symbols
 from .common import I8P, I32, I64, i32, i64
 from .threads import THREADS, THREADS_SYMBOL, default_threads, get_threads, set_threads  # noqa: F401
+from .text_builder import TextBuilder
 
 MAX_THREADS = 64          # chunks (and threads) one region uses at most
 SPIN = 20000              # loads of the generation a worker makes before sleeping (about 10-40 us)
@@ -170,7 +171,7 @@ class _Builder:
     def build_worker(self):
         fn = ir.Function(self.m, ir.FunctionType(I8P, [I8P]), "scriptc.pool.worker")
         fn.linkage = "internal"
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b = TextBuilder(fn.append_basic_block("entry"))
         seen_slot = b.alloca(I64)
         b.store(i64(0), seen_slot)
         loop = fn.append_basic_block("wait")
@@ -199,7 +200,7 @@ class _Builder:
     def build_run(self, worker, name: str = "scriptc.pool.run.impl"):
         fn = ir.Function(self.m, ir.FunctionType(VOID, [I8P, I8P, I64]), name)
         job_fn, ctx, n = fn.args
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b = TextBuilder(fn.append_basic_block("entry"))
         serial, parallel = fn.append_basic_block("serial"), fn.append_basic_block("parallel")
         few = b.icmp_signed("<=", n, i64(1))
         with b.if_else(few) as (then, otherwise):
@@ -269,7 +270,7 @@ class _Builder:
 
     def build_reset(self):
         fn = ir.Function(self.m, ir.FunctionType(VOID, []), "scriptc.pool.reset")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b = TextBuilder(fn.append_basic_block("entry"))
         null = ir.Constant(I8P, None)
         self.call(b, "pthread_mutex_init", self.ptr(b, self.mutex), null)
         self.call(b, "pthread_cond_init", self.ptr(b, self.work), null)

@@ -33,6 +33,7 @@ from ...ir.types import BOOL
 from .callbacks import (CALLBACK_SYMBOL, PY_SYMBOLS, PendingException, Plan, keep_str, plan_id,  # noqa: F401
                         str_symbol, take_str, _CONSTANTS, _PLANS)
 from .common import I8, I8P, I32, I64, handles, i32, i64, leaves, mem_type, process_global
+from .text_builder import TextBuilder
 
 VOID = ir.VoidType()
 
@@ -66,7 +67,7 @@ class StringOps:
             fn = ir.Function(self.mod.module, ir.FunctionType(VOID, [I8P]), name)
             fn.linkage = "internal"
             fn.attributes.add("nounwind")
-            b = ir.IRBuilder(fn.append_basic_block("entry"))
+            b = TextBuilder(fn.append_basic_block("entry"))
             state = b.call(ensure, [])
             b.call(direct, [fn.args[0]])
             b.call(release, [state])

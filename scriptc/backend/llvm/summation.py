@@ -25,6 +25,7 @@ from .arrays import ELEM, kind_of
 from . import runtimes, symbols
 from .common import F64, I1, I8P, I64, i64
 from .folding import FoldingBuilder
+from .text_builder import TextBuilder
 
 PW_BLOCKSIZE = 128
 UNROLL = 8
@@ -413,7 +414,7 @@ def build_function(mod, name: str, fnty: ir.FunctionType, build) -> ir.Function:
     lowering.compiled_once = True
     lowering.entry_block = fn.append_basic_block("entry")
     body = fn.append_basic_block("body")
-    ir.IRBuilder(lowering.entry_block).branch(body)
+    TextBuilder(lowering.entry_block).branch(body)
     lowering.b = FoldingBuilder(body)
     build(lowering, fn)
     return fn

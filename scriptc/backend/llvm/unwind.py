@@ -31,6 +31,7 @@ from llvmlite import ir
 from ...ir.core import Value
 from ...ir.types import ListType, TensorType
 from .common import I8P, I32, I64, i32, i64, process_global, ref_parts
+from .text_builder import TextBuilder
 from .errors import (ERROR_TABLE, FALLBACK_PAYLOAD_ADDRESS, PAYLOAD_KEY_ADDRESS, PAYLOAD_SLOTS, PAYLOAD_SYMBOLS,
                      PTHREAD_KEY_T)
 
@@ -266,7 +267,7 @@ class Unwinding:
             fn.linkage = "internal"
             fn.attributes.add("noinline")
             fn.attributes.add("cold")
-            b = ir.IRBuilder(fn.append_basic_block())
+            b = TextBuilder(fn.append_basic_block())
             base = b.call(self.mod.helper("payload"), [])
             for k, v in enumerate(fn.args):
                 b.store(v, b.gep(base, [i64(k)]))
@@ -284,7 +285,7 @@ def _build_release_slots(mod, release: ir.Function, indirect: bool) -> ir.Functi
     fn.attributes.add("cold")
     table, n = fn.args
     entry, loop, body, done = (fn.append_basic_block(name) for name in ("entry", "loop", "body", "done"))
-    b = ir.IRBuilder(entry)
+    b = TextBuilder(entry)
     b.branch(loop)
     b.position_at_end(loop)
     k = b.phi(I64, "k")
@@ -319,7 +320,7 @@ def build_payload_function(mod) -> ir.Function:
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     fn.attributes.add("cold")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b = TextBuilder(fn.append_basic_block("entry"))
     key = b.load(process_global(module, "scriptc.payload_key", PAYLOAD_KEY_ADDRESS, key_t))
     found = b.call(get, [key])
     have = b.icmp_unsigned("!=", found, NULL)

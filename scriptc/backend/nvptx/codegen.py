@@ -51,6 +51,7 @@ from .groups import (REDUCE, STORE, GpuUnsupported, axis_reduction, gpu_groups, 
 from .intrinsics import grid_stride_loop, i32, special
 from .ptx import DATA_LAYOUT, DEFAULT_ARCH, TRIPLE, compile_ptx
 from ..llvm.folding import FoldingBuilder
+from ..llvm.text_builder import TextBuilder
 
 SCALAR_PARAM = {INT: I64, FLOAT: F64, BOOL: I8}
 PARAM_CTYPE = {"i8*": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32, "double": ctypes.c_double,
@@ -116,7 +117,7 @@ class KernelModule:
         self.payload.initializer = ir.Constant(slots, None)
         payload_fn = ir.Function(module, ir.FunctionType(I64.as_pointer(), []), self.mod.unique("payload"))
         payload_fn.linkage = "internal"
-        pb = ir.IRBuilder(payload_fn.append_basic_block())
+        pb = TextBuilder(payload_fn.append_basic_block())
         pb.ret(pb.gep(self.payload, [i64(0), i64(0)], inbounds=True))
         self.mod._decls["payload"] = payload_fn
         self._shared = {}
