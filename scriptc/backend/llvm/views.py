@@ -281,9 +281,10 @@ class ViewOps:
         """NumPy's C-contiguity: strides of a row-major layout, ignoring dimensions of length 1."""
         b = self.b
         ok, expect = ir.Constant(I1, 1), i64(a.itemsize)
-        for d, s in zip(reversed(a.shape), reversed(a.strides)):
+        for k, (d, s) in enumerate(zip(reversed(a.shape), reversed(a.strides))):
             ok = b.and_(ok, b.or_(b.icmp_signed("==", d, i64(1)), b.icmp_signed("==", s, expect)))
-            expect = b.mul(expect, d)
+            if k + 1 < len(a.shape):        # (the outermost dimension's length scales nothing)
+                expect = b.mul(expect, d)
         return ok
 
 
