@@ -15,8 +15,24 @@ INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 TWO63 = 9223372036854775808.0
 
 
+_INT_CONSTANTS: dict[tuple[int, int], ir.Constant] = {}
+
+
+def _int_constant(t: ir.IntType, v: int) -> ir.Constant:
+    """One constant object per width and value (llvmlite caches a constant's text on the object: a lowering
+    asks for ~5,000, mostly the same few)."""
+    if type(v) is not int:
+        return ir.Constant(t, v)
+    c = _INT_CONSTANTS.get((t.width, v))
+    if c is None:
+        if len(_INT_CONSTANTS) > 4096:
+            _INT_CONSTANTS.clear()
+        c = _INT_CONSTANTS[t.width, v] = ir.Constant(t, v)
+    return c
+
+
 def i64(v: int) -> ir.Constant:
-    return ir.Constant(I64, v)
+    return _int_constant(I64, v)
 
 
 def f64(v: float) -> ir.Constant:
@@ -28,7 +44,7 @@ def i1(v: bool) -> ir.Constant:
 
 
 def i32(v: int) -> ir.Constant:
-    return ir.Constant(I32, v)
+    return _int_constant(I32, v)
 
 
 # -- types -----------------------------------------------------------------------------------------------
