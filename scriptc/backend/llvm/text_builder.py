@@ -88,8 +88,8 @@ class TextBuilder(ir.IRBuilder):
         r = cls()
         r.type, r.opname, r.operands = typ, opname, operands
         fn = self._block.parent
-        n = fn.__dict__.get("registers", 0) + 1
-        fn.registers = n
+        n = fn.__dict__.get("scriptc_registers", 0) + 1      # (a name llvmlite's Function will not take)
+        fn.scriptc_registers = n
         if '"' in name or "\\" in name:
             name = name.replace("\\", "\\5c").replace('"', "\\22")
         r.ref = ref = f'%"{name}:{n}"'
