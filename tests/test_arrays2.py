@@ -501,6 +501,12 @@ def dtype_flags(x: np.ndarray) -> int:
         r += 16
     if x.dtype == np.uint8:
         r += 32
+    if x.dtype.kind in "iu":
+        r += 64
+    if x.dtype in (np.float32, np.float64):
+        r += 128
+    if x.dtype.name not in ["int8", "bool"]:
+        r += 256
     return r
 
 
@@ -528,6 +534,10 @@ def compile_error(tmp_path, source, *args) -> scriptc.CompileError:
 
 ERRORS = [
     # (source of f after the 3 header lines, args, line, col, message fragment, hint fragment)
+    ("def f(x: np.ndarray) -> bool:\n    return x.dtype in 'iu'\n", (np.zeros(3),), 5, 12,
+     "TypeError: 'in <string>' requires string as left operand", None),
+    ("def f(x: np.ndarray):\n    k = x.dtype.kind\n    return k\n", (np.zeros(3),), 5, 9,
+     "'x.dtype.kind' is the str 'f', known when compiling", "x.dtype.kind == 'f'"),
     ("def f(x: np.ndarray, i: np.ndarray) -> np.ndarray:\n    return x[i]\n",
      (np.zeros(3), np.zeros(2, np.int64)), 5, 14, "integer array indices are not supported", "boolean mask"),
     ("def f(x: np.ndarray, m: np.ndarray) -> np.ndarray:\n    return x[m, 0]\n",

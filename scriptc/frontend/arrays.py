@@ -108,15 +108,25 @@ class ArrayFrontend:
         return Static(np.dtype(base.type.dtype))
 
     def fold_dtype_compare(self, node):
-        """``x.dtype == np.float64``, ``x.dtype.kind != "f"``: a bool constant for this signature (None when
-        ``node`` is not such a comparison)."""
-        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+        """``x.dtype == np.float64``, ``x.dtype.kind != "f"``, ``x.dtype.kind in "iu"``,
+        ``x.dtype in (np.float32, np.float64)``: a bool constant for this signature, as Python computes it (None
+        when ``node`` is not such a comparison)."""
+        if len(node.ops) != 1:
             return None
-        if not any(self.mentions_dtype(n) for n in (node.left, node.comparators[0])):
+        op, left, right = node.ops[0], node.left, node.comparators[0]
+        if isinstance(op, (ast.In, ast.NotIn)) and self.mentions_dtype(left):
+            a = self.static_operand(left)
+            within = [self.static_operand(e) for e in right.elts] if isinstance(right, (ast.Tuple, ast.List)) \
+                else self.static_operand(right)
+            try:
+                found = a in within
+            except TypeError as e:      # (a dtype in a str)
+                raise self.fn.error(f"{ast.unparse(node)}: TypeError: {e}", node) from None
+            return self.const(found if isinstance(op, ast.In) else not found)
+        if not isinstance(op, (ast.Eq, ast.NotEq)) or not any(self.mentions_dtype(n) for n in (left, right)):
             return None
-        a, b = self.static_operand(node.left), self.static_operand(node.comparators[0])
-        equal = bool(a == b)
-        return self.const(equal if isinstance(node.ops[0], ast.Eq) else not equal)
+        equal = bool(self.static_operand(left) == self.static_operand(right))
+        return self.const(equal if isinstance(op, ast.Eq) else not equal)
 
     @staticmethod
     def mentions_dtype(n) -> bool:

@@ -651,6 +651,11 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             raise self.fn.error(f"'{ast.unparse(node)}' is a dtype: scripted code compares dtypes "
                                 f"(x.dtype == np.float64) but does not hold one as a value", node,
                                 "print it outside the scripted function")
+        if isinstance(v, str) and s.path is None:      # x.dtype.kind, x.dtype.name: known per signature
+            raise self.fn.error(f"'{ast.unparse(node)}' is the str {v!r}, known when compiling: scripted code "
+                                f"compares it but does not hold it as a value", node,
+                                f"compare it where it is used: {ast.unparse(node)} == {v!r} (or with in, "
+                                f"against a str or a tuple)")
         raise self.fn.error(f"'{ast.unparse(node)}' ({type(v).__name__}) cannot be used as a value here", node,
                             "module-level int, float, bool, tuples of them and NumPy arrays can be read")
 
@@ -720,14 +725,14 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         return self.op("aten::bitwise_not", [v], at=node)
 
     def visit_Compare(self, node):
+        folded = self.fold_dtype_compare(node)   # x.dtype == np.float64: a constant per signature
+        if folded is not None:
+            return folded
         if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             return self.list_in(node)
         for op in node.ops:
             if type(op) not in CMPOPS:
                 raise self.fn.error(f"'{ast.unparse(node)}': only == != < <= > >= comparisons are supported", node)
-        folded = self.fold_dtype_compare(node)   # x.dtype == np.float64: a constant per signature
-        if folded is not None:
-            return folded
         left = self.expr(node.left)
         return self.compare_chain(left, node.ops, node.comparators, node)
 
