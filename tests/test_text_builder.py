@@ -100,7 +100,7 @@ def test_same_text_as_llvmlite():
 
 
 def test_module_text_is_str():
-    assert module_text.__name__ and _program(TextBuilder, module_text) == _program(TextBuilder)
+    assert _program(TextBuilder, module_text) == _program(TextBuilder)
     assert _program(ir.IRBuilder, module_text) == _program(ir.IRBuilder)
 
 

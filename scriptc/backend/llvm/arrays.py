@@ -231,11 +231,12 @@ class ArrayOps:
 
     def c_strides(self, shape: list, itemsize: int) -> list:
         """Byte strides of a C-contiguous (row-major) array of this shape."""
-        strides, s = [i64(itemsize)], i64(itemsize)
+        if not shape:
+            return []
+        strides = [i64(itemsize)]
         for d in reversed(shape[1:]):       # (the outermost dimension's length scales nothing)
-            s = self.b.mul(s, d)
-            strides.insert(0, s)
-        return strides[-len(shape):] if shape else []
+            strides.insert(0, self.b.mul(strides[0], d))
+        return strides
 
     def size(self, shape: list):
         n = i64(1)

@@ -98,8 +98,9 @@ class ViewOps:
         a = self.arr(node.inputs[0])
         given = [self.scalar(v) for v in node.inputs[1:]]
         same = ir.Constant(I1, len(given) == a.t.rank)     # NumPy's first check: the same shape is a plain view
-        for d, n in zip(given, a.shape) if len(given) == a.t.rank else ():
-            same = b.and_(same, b.icmp_signed("==", d, n))
+        if len(given) == a.t.rank:
+            for d, n in zip(given, a.shape):
+                same = b.and_(same, b.icmp_signed("==", d, n))
         dims = self.reshape_dims(a, given)
         strides = self.alloca(ir.ArrayType(I64, len(dims)))
         with b.if_else(self.view_strides(a, dims, strides, same)) as (then, otherwise):
