@@ -12,8 +12,10 @@ type holds an array (an array, or a tuple with one inside):
 - an owned value drops its reference right after its last use in the block that defines it (a use inside a
   nested block counts as a use by the node that holds the block), or at once if it is never used.
 
-Graph inputs are borrowed from the caller for the whole call and never dropped. This pass computes the drop
-points; the lowering emits the increments and decrements.
+Graph inputs are borrowed from the caller for the whole call and never dropped, and so is an element taken out of
+one (the caller's tuple holds it): neither takes a reference nor drops one. A consuming use that is also the
+value's last use takes over the value's reference (a *move*): no increment there, no decrement after it. This pass
+computes the drop points, the borrowed values and the moves; the lowering emits the increments and decrements.
 
 The same rules say what a raise must release: at a raising node, the owned values defined so far in the
 enclosing blocks and not yet dropped, plus what the raising operator itself has taken for its outputs. The
@@ -28,6 +30,8 @@ from ..ir.core import Block, Graph, Node, Value
 from ..ir.types import STR, ListType, TensorType, TupleType, Type
 
 CONSUMING_NODES = {"prim::TupleConstruct"}
+MOVING_NODES = {"prim::TupleConstruct", "prim::Return"}     # consuming uses that cannot raise
+PROJECTIONS = {"prim::TupleIndex", "prim::TupleUnpack"}
 
 
 def holds_array(t: Type) -> bool:
@@ -51,9 +55,14 @@ class Ownership:
     drop_after: dict[int, list[Value]] = field(default_factory=dict)   # id(node) -> values to drop after it
     drop_at_entry: dict[int, list[Value]] = field(default_factory=dict)  # id(block) -> unused block params
     drop_unused: dict[int, list[Value]] = field(default_factory=dict)   # id(node) -> its outputs never used
+    moved_into: dict[int, list[Value]] = field(default_factory=dict)    # id(node) -> inputs it takes over
+    borrowed: set[int] = field(default_factory=set)                     # ids of values that hold no reference
 
     def after(self, node: Node) -> list[Value]:
         return self.drop_after.get(id(node), []) + self.drop_unused.get(id(node), [])
+
+    def moves(self, node: Node, v: Value) -> bool:
+        return any(m is v for m in self.moved_into.get(id(node), ()))
 
 
 def _top_user(user: Node, block: Block) -> Node | None:
@@ -67,33 +76,41 @@ def _top_user(user: Node, block: Block) -> Node | None:
 
 
 def analyze(graph: Graph) -> Ownership:
-    own = Ownership()
-    _block(graph.block, own, borrowed=set(map(id, graph.inputs)))
+    own = Ownership(borrowed=set(map(id, graph.inputs)))
+    _block(graph.block, own)
     return own
 
 
-def _block(block: Block, own: Ownership, borrowed: set = frozenset()) -> None:
+def _block(block: Block, own: Ownership) -> None:
     position = {id(n): i for i, n in enumerate(block.nodes)}
 
     def place(v: Value, unused):
-        """Drop ``v`` after its last user in this block (the block's end if it flows out), or via ``unused``."""
-        last, rank = None, -1
+        """Drop ``v`` after its last user in this block (the block's end if it flows out), or via ``unused``;
+        or move it into that user when the user consumes it, once."""
+        last, rank, uses_by_last = None, -1, 0
         for use in v.uses:
             top = _top_user(use.user, block)
-            r = len(block.nodes) if top is None or top is block.return_node else position[id(top)]
+            top = block.return_node if top is None else top
+            r = len(block.nodes) if top is block.return_node else position[id(top)]
             if r > rank:
-                last, rank = (block.return_node if r == len(block.nodes) else top), r
+                last, rank, uses_by_last = top, r, 0
+            uses_by_last += top is last
         if last is None:
             unused(v)
+        elif last.kind in MOVING_NODES and uses_by_last == 1:
+            own.moved_into.setdefault(id(last), []).append(v)
         else:
             own.drop_after.setdefault(id(last), []).append(v)
 
     for p in block.params:
-        if holds_array(p.type) and id(p) not in borrowed:
+        if holds_array(p.type) and id(p) not in own.borrowed:
             place(p, lambda v: own.drop_at_entry.setdefault(id(block), []).append(v))
     for node in block.nodes:
         for b in node.blocks:
             _block(b, own)
+        if node.kind in PROJECTIONS and id(node.inputs[0]) in own.borrowed:
+            own.borrowed.update(id(o) for o in node.outputs)
+            continue
         for o in node.outputs:
             if holds_array(o.type):
                 place(o, lambda v, n=node: own.drop_unused.setdefault(id(n), []).append(v))

@@ -341,28 +341,33 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conv
             self.release(v)
         for node in block.nodes:
             self.node = node
-            for i, v in enumerate(node.inputs):
-                if holds_ref(v.type) and consumes(node, i):
-                    self.retain(v)
+            self.retain_consumed(node)
             self.in_flight = []
             outs = self.lower_outlined(node) if self.outlines(node) else getattr(self, handler_for(node))(node)
             self.node = node      # nested blocks moved it
             for v, vals in zip(node.outputs, outs):
                 self.bind(v, vals)
-                if holds_ref(v.type):
+                if holds_ref(v.type) and id(v) not in self.own.borrowed:
                     self.hold(v)
             self.land_in_flight()
             self.in_flight = None
-            for v in self.own.after(node):
-                self.release(v)
+            self.drop_after(node)
         self.node, self.in_flight = outer, outer_in_flight
         results = [self.get(v) for v in block.returns]
-        for v in block.returns:
-            if holds_ref(v.type):
-                self.retain(v)
-        for v in self.own.drop_after.get(id(block.return_node), []):
-            self.release(v)
+        self.retain_consumed(block.return_node)
+        self.drop_after(block.return_node)
         return results
+
+    def retain_consumed(self, node: Node) -> None:
+        for i, v in enumerate(node.inputs):
+            if holds_ref(v.type) and consumes(node, i) and not self.own.moves(node, v):
+                self.retain(v)
+
+    def drop_after(self, node: Node) -> None:
+        for v in self.own.after(node):
+            self.release(v)
+        for v in self.own.moved_into.get(id(node), ()):
+            self.unhold(v)     # its reference now belongs to the consumer's result
 
     def retain(self, v: Value) -> None:
         """A consuming use's own reference to ``v`` (held by the consumer's result)."""
@@ -510,7 +515,7 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conv
         vals, outs = self.get(node.inputs[0]), []
         for v in node.outputs:
             n = len(leaves(v.type))
-            outs.append(self.projected(v.type, vals[:n]))
+            outs.append(self.projected(v, vals[:n]))
             vals = vals[n:]
         return outs
 
@@ -520,13 +525,14 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conv
         index = node.attrs["index"] % len(t.elems)
         start = sum(len(leaves(e)) for e in t.elems[:index])
         n = len(leaves(t.elems[index]))
-        return [self.projected(node.output.type, self.get(node.inputs[0])[start:start + n])]
+        return [self.projected(node.output, self.get(node.inputs[0])[start:start + n])]
 
-    def projected(self, t: Type, vals: list) -> list:
+    def projected(self, v: Value, vals: list) -> list:
         """An element taken out of a tuple: like every node's output it owns its references (the tuple keeps
-        its own until it is dropped)."""
-        for part_t, part in ref_parts(t, vals):
-            self.take_ref(part_t, part)
+        its own until it is dropped), unless it is borrowed, as an element of a graph input is."""
+        if id(v) not in self.own.borrowed:
+            for part_t, part in ref_parts(v.type, vals):
+                self.take_ref(part_t, part)
         return vals
 
     def _phis(self, types: list[Type], block, name: str):
