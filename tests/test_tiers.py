@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.llvm import optimizer
+from scriptc.backend.llvm import codegen_threads, optimizer
 from tests.test_corpus import check, check_raises, corpus
 
 
@@ -162,7 +162,7 @@ def test_cached_code_is_the_optimized_tier(tmp_path):
         import sys, numpy as np
         sys.path.insert(0, sys.argv[1])
         from kern import norm2
-        from scriptc.backend.llvm import optimizer
+        from scriptc.backend.llvm import codegen_threads, optimizer
         with optimizer.held():      # O3 starts at exit, which waits for it: the cache is filled
             print(norm2(np.arange(4.0)), {n.tier for n in norm2._native.values()})
     """)
@@ -427,47 +427,93 @@ def test_a_long_loop_free_function_alone_is_one_unoptimized_module(tmp_path, cap
     assert printed == "".join(f"{k}\n" for k in range(1, 58)) * 2
 
 
-def test_unoptimized_training_step_matches_o3():
-    """A training step (value_and_grad, Adam, nested NamedTuples): its long loop-free body is compiled
-    unoptimized in the first tier; both tiers give identical results."""
-    from scriptc.backend.llvm import compile as compiled, first_tier as compiling
+def _training_step():
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples"))
     import mlp_digits as m
-    texts = []
-    real = compiling.first_tier_text
+    state = m.init_state(scriptc.random.key(1), [8, 6, 5, 3])
+    x, onehot = np.random.default_rng(0).random((4, 8)), np.eye(3)[[0, 2, 1, 2]]
+    return scriptc.script(m.train_step.py_func), (state, x, onehot, 1e-2)
+
+
+def _same_as_o3(step, args, first) -> None:
+    assert step.wait_optimized(timeout=120) and tiers_of(step) == {"optimized"}
+    second = step(*args)
+    for a, b in zip(_leaves(first), _leaves(second), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_unoptimized_training_step_matches_o3(monkeypatch):
+    """A training step (value_and_grad, Adam, nested NamedTuples): its long loop-free body is compiled
+    unoptimized in the first tier; both tiers give identical results. (Its kernels not streamed: below.)"""
+    from scriptc.backend.llvm import compile as compiled, first_tier as compiling, streaming
+    step, args = _training_step()
+    monkeypatch.setattr(streaming, "MIN_OUTLINED", 10 ** 9)
+    texts, modules = [], []
+    real, real_modules = compiling.first_tier_text, compiling.first_tier_modules
 
     def spy(text, python_entry):
         texts.append(real(text, python_entry))
         return texts[-1]
 
-    step = scriptc.script(m.train_step.py_func)
-    state = m.init_state(scriptc.random.key(1), [8, 6, 5, 3])
-    x, onehot = np.random.default_rng(0).random((4, 8)), np.eye(3)[[0, 2, 1, 2]]
-    modules = []
-    real_modules = compiling.first_tier_modules
-
     def spy_modules(*args, **kwargs):
         modules.append(real_modules(*args, **kwargs))
         return modules[-1]
 
-    compiling.first_tier_text = spy
-    compiled.first_tier_modules = spy_modules
-    try:
-        with optimizer.held():
-            first = step(state, x, onehot, 1e-2)
-            assert tiers_of(step) == {"first"}
-    finally:
-        compiling.first_tier_text = real
-        compiled.first_tier_modules = real_modules
+    monkeypatch.setattr(compiling, "first_tier_text", spy)
+    monkeypatch.setattr(compiled, "first_tier_modules", spy_modules)
+    with optimizer.held():
+        first = step(*args)
+        assert tiers_of(step) == {"first"}
+    monkeypatch.undo()
     # its body and CPython entry point: a module of their own, after the kernels' (one, or several on threads);
     # the kernels, 3,000 lines and more, by the unoptimizing code generator too (FAST_CODEGEN_LINES)
     assert len(modules) == 1 and len(modules[0]) >= 2 and all(unoptimized for _, unoptimized, _ in modules[0])
     assert any('.quick.train_step"(' in line and "optnone" in line for t in texts for line in t.splitlines()
                if line.startswith("define"))      # the body, not only the CPython entry point
-    assert step.wait_optimized(timeout=120) and tiers_of(step) == {"optimized"}
-    second = step(state, x, onehot, 1e-2)
-    for a, b in zip(_leaves(first), _leaves(second), strict=True):
-        np.testing.assert_array_equal(a, b)
+    _same_as_o3(step, args, first)
+
+
+@pytest.mark.skipif(codegen_threads.THREADS == 1, reason="one code generation thread: nothing streams")
+def test_streamed_training_step_matches_o3(monkeypatch):
+    """The same step with its kernels generated while its body is lowered (streaming.py): batches of finished
+    functions, each module defining its batch and declaring what it calls in earlier ones, the body in a batch
+    of its own once finished, the entry points last; all unoptimized; both tiers give identical results."""
+    from scriptc.backend.llvm import streaming
+    submitted, streams = [], []
+    real_submit, real_stream = codegen_threads.Stream.submit, streaming.KernelStream.__init__
+
+    def submit(self, text, unoptimized):
+        submitted.append((text, unoptimized))
+        return real_submit(self, text, unoptimized)
+
+    def init(self, *a):
+        real_stream(self, *a)
+        streams.append(self)
+
+    step, args = _training_step()
+    monkeypatch.setattr(codegen_threads.Stream, "submit", submit)
+    monkeypatch.setattr(streaming.KernelStream, "__init__", init)
+    monkeypatch.setattr(streaming, "BATCH_LINES", 300)
+    with optimizer.held():
+        first = step(*args)
+        assert tiers_of(step) == {"first"}
+    monkeypatch.undo()
+    assert len(submitted) >= 4 and all(unoptimized for _, unoptimized in submitted)
+    defined = [[line for line in text.splitlines() if line.startswith("define")] for text, _ in submitted]
+    body = [k for k, lines in enumerate(defined) if any('.quick.train_step"(' in line for line in lines)]
+    assert body and "optnone" in next(line for line in defined[body[0]] if '.quick.train_step"(' in line)
+    assert any(".quick.pyentry." in line for line in defined[-1])      # the entry points: the last module
+    seen = set()
+    for text, _ in submitted:   # each module calls only what it defines or an earlier one exported
+        names = set(re.findall(r'^define [^@]*@"([^"]+)"', text, re.M))
+        declared = set(re.findall(r'^declare [^@]*@"([^"]+)"', text, re.M))
+        assert not names & seen
+        assert {n for n in declared if ".quick." in n} <= seen, "calls a function no module before it defines"
+        seen |= names
+    (stream,) = streams
+    for name, text in stream.printed.items():      # what was shipped is what the module holds in the end
+        assert f'@"{name}"(' in text
+    _same_as_o3(step, args, first)
 
 
 def _leaves(value) -> list:

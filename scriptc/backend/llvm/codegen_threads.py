@@ -13,9 +13,11 @@ modules.
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import os
 import queue
+import sys
 import threading
 
 # at most this many modules are generated at once (SCRIPTC_CODEGEN_THREADS=1: one after the other): the cores
@@ -100,11 +102,8 @@ class Pool:
             with llvm.ffi.OutputString() as error:
                 if _raw("LLVMPY_VerifyModule")(mod, error):
                     raise RuntimeError(str(error))
-            module_passes, function_passes, builder = self._quick_passes(worker.machines[False], unoptimized)
-            _raw("LLVMPY_RunNewModulePassManager")(module_passes, mod, builder)
-            for fn in mod.functions:
-                if not fn.is_declaration:
-                    _raw("LLVMPY_RunNewFunctionPassManager")(function_passes, fn, builder)
+            passes, builder = self._quick_passes(worker.machines[False], unoptimized)
+            _raw("LLVMPY_RunNewModulePassManager")(passes, mod, builder)
             with llvm.ffi.OutputString() as error:
                 buffer = _raw("LLVMPY_TargetMachineEmitToMemory")(worker.machines[unoptimized], mod, 1, error)
                 if not buffer:
@@ -115,3 +114,91 @@ class Pool:
                 _raw("LLVMPY_DisposeMemoryBuffer")(buffer)
         finally:
             mod.close()
+
+
+# While a stream's thread works next to the lowering (Python, holding the GIL), each of its LLVM calls waits for
+# the GIL when it returns, up to the switch interval (5 ms by default): the MLP training step's first batch of
+# kernels took 88 ms for 5 ms of LLVM work. Shorter while a stream runs.
+STREAM_SWITCH_INTERVAL = 0.0002
+_SWITCHING_LOCK = threading.Lock()
+_SWITCHING = [0, 0.0]       # streams running, the switch interval before the first
+
+
+def _quick_switching(start: bool) -> None:
+    with _SWITCHING_LOCK:
+        if start:
+            if _SWITCHING[0] == 0:
+                _SWITCHING[1] = sys.getswitchinterval()
+                sys.setswitchinterval(min(_SWITCHING[1], STREAM_SWITCH_INTERVAL))
+            _SWITCHING[0] += 1
+        else:
+            _SWITCHING[0] -= 1
+            if _SWITCHING[0] == 0:
+                sys.setswitchinterval(_SWITCHING[1])
+
+
+class Stream:
+    """Modules generated on a thread of their own as they are submitted (``streaming.py``: a program's kernels
+    while the rest of it is lowered); ``finish`` submits the last ones, generates them on the caller's thread
+    too, and returns every object file in the order submitted."""
+
+    def __init__(self, pool: Pool, triple: str, data_layout: str):
+        self._pool, self._target = pool, (triple, data_layout)
+        self._pending: collections.deque = collections.deque()
+        self._results: list = []
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def submit(self, text: str, unoptimized: bool) -> None:
+        with self._cond:
+            self._pending.append((len(self._results), text, unoptimized))
+            self._results.append(None)
+            self._cond.notify()
+        if self._thread is None:
+            _quick_switching(True)
+            self._thread = threading.Thread(target=self._run, args=(False,), name="scriptc-codegen", daemon=True)
+            self._thread.start()
+
+    def finish(self, modules: list[tuple[str, bool]]) -> list[bytes]:
+        for text, unoptimized in modules:
+            self.submit(text, unoptimized)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        try:
+            self._run(True)     # the last submitted (the program's body, the longest) first
+        finally:
+            self._thread.join()
+            _quick_switching(False)
+        for r in self._results:
+            if isinstance(r, BaseException):
+                raise r
+        return self._results
+
+    def cancel(self) -> None:
+        """Nothing more will be submitted nor finished (the lowering failed): the thread ends."""
+        with self._cond:
+            self._closed = True
+            self._pending.clear()
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            _quick_switching(False)
+
+    def _run(self, newest_first: bool) -> None:
+        worker = self._pool._worker()
+        try:
+            while True:
+                with self._cond:
+                    while not self._pending and not self._closed:
+                        self._cond.wait()
+                    if not self._pending:
+                        return
+                    k, text, unoptimized = self._pending.pop() if newest_first else self._pending.popleft()
+                try:
+                    self._results[k] = self._pool._object(worker, text, unoptimized, *self._target)
+                except BaseException as e:  # noqa: BLE001 - raised on the caller's thread by finish
+                    self._results[k] = e
+        finally:
+            self._pool._idle.put(worker)

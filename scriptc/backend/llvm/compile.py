@@ -25,10 +25,11 @@ from .entry import lower_python_entry, release_symbol
 from .entry_runtime import entry_unsupported_reason
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph
-from . import codegen_threads
+from . import codegen_threads, streaming
 from .first_tier import first_tier_modules
 from .native import NativeFunction
 from .objload import link
+from .outline import outlinable_count
 from .runtimes import objects as runtime_objects, runtime_dependencies
 from .symbols import bind
 from .text_builder import module_text
@@ -52,18 +53,30 @@ class Lowered:
     """A graph lowered to one module's LLVM IR text, with the symbols of its entry points and the error codes
     its code returns."""
 
-    def __init__(self, graph: Graph, prefix: str, nogil: bool, fastmath: bool, python_entry: bool, written):
+    def __init__(self, graph: Graph, prefix: str, nogil: bool, fastmath: bool, python_entry: bool, written,
+                 stream=None):
         mod = ModuleLowering(prefix, nogil=nogil)
+        mod.stream = stream
         with ERROR_TABLE.record() as codes:
-            self.entry = mod.entry(graph)   # also binds, in this process, what the code refers to by name
+            try:
+                self.entry = mod.entry(graph)   # also binds, in this process, what the code refers to by name
+            except BaseException:
+                if stream is not None:
+                    stream.codegen.cancel()
+                raise
             self.python_entry = self.release = None
             if python_entry and entry_unsupported_reason(_Signature(graph), rebuild=True) is None:
                 self.python_entry = f"{prefix}.pyentry.{graph.name}"
                 lower_python_entry(mod.module, self.python_entry, mod.module.globals[self.entry],
                                    [v.type for v in graph.inputs], graph.outputs[0].type, written, nogil)
                 self.release = release_symbol(mod.module)
+        if stream is not None:
+            if stream.shipped:
+                stream.ship_rest(mod.module, self.python_entry)
+            else:
+                stream.codegen.cancel()
         self.codes = codes
-        text = module_text(mod.module)
+        text = module_text(mod.module, stream.printed if stream is not None else None)
         _dismantle(mod.module)
         if fastmath:  # every float instruction may be reassociated, contracted (FMA), vectorized as a reduction
             text = FAST_MATH.sub(r"\1 fast", text)
@@ -117,9 +130,12 @@ def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cac
         with _COUNTER_LOCK:
             prefix = f"scriptc{next(_COUNTER)}"
     written = written_inputs(graph)
-    lowered = Lowered(graph, prefix, nogil, fastmath, python_entry, written)
+    stream = None
+    if optimized is not None and codegen_threads.THREADS > 1 and outlinable_count(graph) >= streaming.MIN_OUTLINED:
+        stream = streaming.KernelStream(prefix, f"{prefix}.quick.", engine().stream())
+    lowered = Lowered(graph, prefix, nogil, fastmath, python_entry, written, stream)
     if optimized is not None:
-        return _first_tier(graph, lowered, prefix, cache, key, written, optimized)
+        return _first_tier(graph, lowered, prefix, cache, key, written, optimized, stream)
     eng = engine()
     with collecting_meanwhile() as collect:
         llmod = eng.optimize(lowered.text)
@@ -157,22 +173,30 @@ def _linked(graph: Graph, lowered: Lowered, obj: bytes, cache, key: str | None, 
 
 
 def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | None, written,
-                optimized) -> NativeFunction:
-    """The first tier's code, its symbols renamed (both tiers' objects live in one process); O3 queued."""
+                optimized, stream=None) -> NativeFunction:
+    """The first tier's code, its symbols renamed (both tiers' objects live in one process); O3 queued.
+    ``stream``: the ``streaming.KernelStream`` that generated some of its functions meanwhile."""
     quick = f"{prefix}.quick."
 
     def rename(symbol: str) -> str:
         return symbol.replace(f"{prefix}.", quick, 1)
 
-    entries = [rename(s) for s in (lowered.entry, lowered.python_entry, lowered.release) if s]
-    modules = first_tier_modules(lowered.text.replace(f'"{prefix}.', f'"{quick}'),
-                                 lowered.python_entry and rename(lowered.python_entry), entries, quick,
-                                 parts=codegen_threads.THREADS)
-    eng = engine()
-    with collecting_meanwhile() as collect:
-        objects = eng.quick_objects([(text, unoptimized) for text, unoptimized, _ in modules], before_codegen=collect)
-    for obj, (_, _, exports) in zip(objects[:-1], modules):     # what the next module calls in this one
-        for name, address in link(obj, exports).items():
+    if stream is not None and stream.shipped:
+        with collecting_meanwhile() as collect:
+            collect()
+            objects = stream.codegen.finish([])
+        exports = stream.exports
+    else:
+        entries = [rename(s) for s in (lowered.entry, lowered.python_entry, lowered.release) if s]
+        modules = first_tier_modules(lowered.text.replace(f'"{prefix}.', f'"{quick}'),
+                                     lowered.python_entry and rename(lowered.python_entry), entries, quick,
+                                     parts=codegen_threads.THREADS)
+        with collecting_meanwhile() as collect:
+            objects = engine().quick_objects([(text, unoptimized) for text, unoptimized, _ in modules],
+                                             before_codegen=collect)
+        exports = [exports for _, _, exports in modules]
+    for obj, names in zip(objects[:-1], exports):     # what the modules after it call in this one
+        for name, address in link(obj, names).items():
             bind(name, address)
     native = _linked(graph, lowered, objects[-1], None, None, written, rename=rename)
     native.tier = "first"

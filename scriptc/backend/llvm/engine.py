@@ -87,11 +87,8 @@ class Engine:
         by the unoptimizing code generator (FastISel, the fast register allocator: first_tier.py)."""
         with self._lock:
             mod = self._parse(ir_text)
-            module_passes, function_passes, builder = self.quick_passes(self.target_machine, unoptimized)
-            module_passes.run(mod, builder)
-            for fn in mod.functions:
-                if not fn.is_declaration:
-                    function_passes.run(fn, builder)
+            passes, builder = self.quick_passes(self.target_machine, unoptimized)
+            passes.run(mod, builder)
             before_codegen()
             if not unoptimized:
                 return self.target_machine.emit_object(mod)
@@ -112,18 +109,24 @@ class Engine:
             before_codegen()
             return self._codegen_pool.objects(modules, self.triple, self.data_layout)
 
+    def stream(self):
+        """A ``codegen_threads.Stream`` of first-tier modules (generated as ``quick_objects`` generates them)."""
+        from . import codegen_threads
+        with self._lock:
+            if self._codegen_pool is None:
+                self._codegen_pool = codegen_threads.Pool(self._machine, self.quick_passes)
+        return codegen_threads.Stream(self._codegen_pool, self.triple, self.data_layout)
+
     @staticmethod
     def quick_passes(machine, unoptimized: bool = False):
-        """The first tier's (module pass manager, function pass manager, pass builder) for a target machine;
-        ``unoptimized``: for the unoptimizing code generator."""
+        """The first tier's (module pass manager, pass builder) for a target machine: the module passes, then each
+        function pass over every function; ``unoptimized``: for the unoptimizing code generator. (One pass
+        manager, run by one call: a code generation thread takes the GIL back after each call it makes.)"""
         builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(0))
-        module_passes = llvm.create_new_module_pass_manager()
-        for name in QUICK_MODULE_PASSES:
-            getattr(module_passes, f"add_{name}_pass")()
-        function_passes = llvm.create_new_function_pass_manager()
-        for name in UNOPTIMIZED_FUNCTION_PASSES if unoptimized else QUICK_FUNCTION_PASSES:
-            getattr(function_passes, f"add_{name}_pass")()
-        return module_passes, function_passes, builder
+        passes = llvm.create_new_module_pass_manager()
+        for name in QUICK_MODULE_PASSES + (UNOPTIMIZED_FUNCTION_PASSES if unoptimized else QUICK_FUNCTION_PASSES):
+            getattr(passes, f"add_{name}_pass")()
+        return passes, builder
 
     def _machine(self, opt: int):
         """A target machine for the host, its code generator at optimization level ``opt``.

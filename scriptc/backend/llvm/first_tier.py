@@ -46,15 +46,20 @@ class _Function:
 
     def declaration(self) -> str:
         """``declare`` with this function's signature (as another module calls it)."""
-        name_at = self.header.index(f'@"{self.name}"(')
-        result = self.header[len("define "):name_at].replace("internal ", "").strip()
-        k = self.header.rindex(")")      # the parameters' end, unless a function attribute has parentheses
-        if "(" in self.header[k:]:
-            depth, k = 0, name_at + len(self.name) + 4
-            while self.header[k] != ")" or depth:
-                depth += {"(": 1, ")": -1}.get(self.header[k], 0)
-                k += 1
-        return f'declare {result} {self.header[name_at:k + 1]}\n'
+        return declaration(self.header, self.name)
+
+
+def declaration(header: str, name: str) -> str:
+    """``declare`` with the signature of the function ``name`` whose ``define`` line is ``header``."""
+    name_at = header.index(f'@"{name}"(')
+    result = header[len("define "):name_at].replace("internal ", "").strip()
+    k = header.rindex(")")      # the parameters' end, unless a function attribute has parentheses
+    if "(" in header[k:]:
+        depth, k = 0, name_at + len(name) + 4
+        while header[k] != ")" or depth:
+            depth += {"(": 1, ")": -1}.get(header[k], 0)
+            k += 1
+    return f'declare {result} {header[name_at:k + 1]}\n'
 
 
 def _functions(text: str) -> tuple[list[_Function], list[str]]:
@@ -125,11 +130,8 @@ def first_tier_modules(text: str, python_entry: str | None, entries: list[str], 
     if any(home.get(name, k) >= k for k in needs for name in needs[k]):
         return [(text, fast, [])]       # a module would call one linked after it (an inlined function's call)
     exported = sorted(set().union(*needs.values()))
-    renamed = {name: name if name.startswith(prefix) else f"{prefix}split.{name}" for name in exported}
-    others = re.compile("|".join(re.escape(f'@"{name}"') for name in exported if not name.startswith(prefix)))
-
-    def rename(piece: str) -> str:
-        return others.sub(lambda m: f'@"{prefix}split.{m.group(0)[2:]}', piece) if others.pattern else piece
+    renamed = {name: exported_name(name, prefix) for name in exported}
+    rename = renaming(exported, prefix)
 
     modules = []
     for k in range(len(groups)):
@@ -142,6 +144,20 @@ def first_tier_modules(text: str, python_entry: str | None, entries: list[str], 
         modules.append((shared + declared + defined, fast or (bool(late) and k == len(groups) - 1),
                         [renamed[name] for name in exported if name in own]))
     return modules
+
+
+def exported_name(name: str, prefix: str) -> str:
+    """The name under which a module exports one of its functions to those linked after it: the compile's own
+    (``prefix``), since the process binds it."""
+    return name if name.startswith(prefix) else f"{prefix}split.{name}"
+
+
+def renaming(names, prefix: str):
+    """``rename(text)``: references to ``names`` that are not the compile's own, under their exported names."""
+    others = re.compile("|".join(re.escape(f'@"{name}"') for name in sorted(names) if not name.startswith(prefix)))
+    if not others.pattern:
+        return lambda piece: piece
+    return lambda piece: others.sub(lambda m: f'@"{prefix}split.{m.group(0)[2:]}', piece)
 
 
 SHARED_LINES = 60       # a function this short, called from several modules, is in each of them

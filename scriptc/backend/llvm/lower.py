@@ -124,6 +124,8 @@ class ModuleLowering:
         self._names: set[str] = set()
         self._decls: dict[str, ir.Function] = {}
         self._outlined: dict = {}       # structure key -> outline.Shared
+        self._lowering: list[ir.Function] = []     # the functions being lowered (a caller waits on its callees)
+        self.stream = None      # a streaming.KernelStream: finished functions are generated meanwhile
 
     def unique(self, base: str) -> str:
         name, k = f"{self.prefix}.{base}", 0
@@ -147,12 +149,20 @@ class ModuleLowering:
         lowering = FunctionLowering(self, graph)
         lowering.nogil = self.nogil
         self._functions[id(graph)] = graph, lowering.function
+        self._lowering.append(lowering.function)
         lowering.lower()
+        self._lowering.pop()
         return lowering.function
+
+    def finished(self) -> None:
+        """A function is finished (its text will not change): the stream may ship it."""
+        if self.stream is not None:
+            self.stream.functions_finished(self.module, self._lowering)
 
     def entry(self, graph: Graph) -> str:
         """An external ``i32 name(<args, bools as i8>, out*)`` calling the graph's function."""
         inner = self.function_for(graph)
+        self.finished()
         in_types = [t for v in graph.inputs for t in leaves(v.type)]
         out_t = out_struct(graph.outputs[0].type, self.module)
         fnty = ir.FunctionType(I32, [mem_type(t) for t in in_types] + [out_t.as_pointer()])

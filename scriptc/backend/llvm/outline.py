@@ -130,6 +130,7 @@ class Outlining:
                     fn = self.mod.function_for(g)
                 fn.attributes.add("noinline")
                 shared = self.mod._outlined[key] = Shared(fn, sources, codes)
+                self.mod.finished()
             relocation = {}
         args = [x for v, p in zip(node.inputs, node_params(node)) if p for x in self.get(v)]
         result_t = g.outputs[0].type
