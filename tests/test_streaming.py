@@ -42,8 +42,8 @@ def streams(monkeypatch):
     made = []
     real = streaming.KernelStream.__init__
 
-    def init(self, *args):
-        real(self, *args)
+    def init(self, *args, **kwargs):
+        real(self, *args, **kwargs)
         made.append(self)
 
     monkeypatch.setattr(streaming.KernelStream, "__init__", init)

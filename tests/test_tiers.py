@@ -486,8 +486,8 @@ def test_streamed_training_step_matches_o3(monkeypatch):
         submitted.append((text, unoptimized))
         return real_submit(self, text, unoptimized)
 
-    def init(self, *a):
-        real_stream(self, *a)
+    def init(self, *a, **kw):
+        real_stream(self, *a, **kw)
         streams.append(self)
 
     step, args = _training_step()

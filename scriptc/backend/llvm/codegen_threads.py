@@ -139,8 +139,8 @@ def _quick_switching(start: bool) -> None:
 
 class Stream:
     """Modules generated on a thread of their own as they are submitted (``streaming.py``: a program's kernels
-    while the rest of it is lowered); ``finish`` submits the last ones, generates them on the caller's thread
-    too, and returns every object file in the order submitted."""
+    while the rest of it is lowered); after ``finish`` the caller's thread helps, then ``results`` returns every
+    object file in the order submitted."""
 
     def __init__(self, pool: Pool, triple: str, data_layout: str):
         self._pool, self._target = pool, (triple, data_layout)
@@ -160,17 +160,17 @@ class Stream:
             self._thread = threading.Thread(target=self._run, args=(False,), name="scriptc-codegen", daemon=True)
             self._thread.start()
 
-    def finish(self, modules: list[tuple[str, bool]]) -> list[bytes]:
-        for text, unoptimized in modules:
-            self.submit(text, unoptimized)
+    def finish(self) -> None:
+        """Nothing more comes: generate what is pending on this thread too, the last submitted (the entry points,
+        then the program's body) first."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        try:
-            self._run(True)     # the last submitted (the program's body, the longest) first
-        finally:
-            self._thread.join()
-            _quick_switching(False)
+        self._run(True)
+
+    def results(self) -> list[bytes]:
+        """Every module's object file once all are generated (after ``finish``), in the order submitted."""
+        self._stop_thread()
         for r in self._results:
             if isinstance(r, BaseException):
                 raise r
@@ -182,8 +182,12 @@ class Stream:
             self._closed = True
             self._pending.clear()
             self._cond.notify_all()
+        self._stop_thread()
+
+    def _stop_thread(self) -> None:
         if self._thread is not None:
             self._thread.join()
+            self._thread = None
             _quick_switching(False)
 
     def _run(self, newest_first: bool) -> None:

@@ -55,32 +55,39 @@ class Lowered:
 
     def __init__(self, graph: Graph, prefix: str, nogil: bool, fastmath: bool, python_entry: bool, written,
                  stream=None):
+        """``stream``: a ``streaming.KernelStream`` that generates the first tier's code as functions are done."""
+        try:
+            text = self._lower(graph, prefix, nogil, python_entry, written, stream)
+        except BaseException:
+            if stream is not None:
+                stream.codegen.cancel()
+            raise
+        if fastmath:  # every float instruction may be reassociated, contracted (FMA), vectorized as a reduction
+            text = FAST_MATH.sub(r"\1 fast", text)
+        self.text = text
+
+    def _lower(self, graph: Graph, prefix: str, nogil: bool, python_entry: bool, written, stream) -> str:
         mod = ModuleLowering(prefix, nogil=nogil)
         mod.stream = stream
         with ERROR_TABLE.record() as codes:
-            try:
-                self.entry = mod.entry(graph)   # also binds, in this process, what the code refers to by name
-            except BaseException:
-                if stream is not None:
-                    stream.codegen.cancel()
-                raise
+            self.entry = mod.entry(graph)   # also binds, in this process, what the code refers to by name
             self.python_entry = self.release = None
             if python_entry and entry_unsupported_reason(_Signature(graph), rebuild=True) is None:
                 self.python_entry = f"{prefix}.pyentry.{graph.name}"
                 lower_python_entry(mod.module, self.python_entry, mod.module.globals[self.entry],
                                    [v.type for v in graph.inputs], graph.outputs[0].type, written, nogil)
                 self.release = release_symbol(mod.module)
-        if stream is not None:
-            if stream.shipped:
-                stream.ship_rest(mod.module, self.python_entry)
-            else:
-                stream.codegen.cancel()
         self.codes = codes
+        if stream is not None and stream.shipped:
+            stream.ship_rest(mod.module, self.python_entry)
+        elif stream is not None:
+            stream.codegen.cancel()
         text = module_text(mod.module, stream.printed if stream is not None else None)
         _dismantle(mod.module)
-        if fastmath:  # every float instruction may be reassociated, contracted (FMA), vectorized as a reduction
-            text = FAST_MATH.sub(r"\1 fast", text)
-        self.text = text
+        if stream is not None and stream.shipped:   # this thread generates code too, the collector meanwhile
+            stream.before_finish()
+            stream.codegen.finish()
+        return text
 
     def references(self) -> dict | None:
         """What the code refers to in this process by content, as plain JSON for a cache entry (error codes,
@@ -130,12 +137,14 @@ def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cac
         with _COUNTER_LOCK:
             prefix = f"scriptc{next(_COUNTER)}"
     written = written_inputs(graph)
-    stream = None
     if optimized is not None and codegen_threads.THREADS > 1 and outlinable_count(graph) >= streaming.MIN_OUTLINED:
-        stream = streaming.KernelStream(prefix, f"{prefix}.quick.", engine().stream())
-    lowered = Lowered(graph, prefix, nogil, fastmath, python_entry, written, stream)
-    if optimized is not None:
+        with collecting_meanwhile() as collect:
+            stream = streaming.KernelStream(prefix, f"{prefix}.quick.", engine().stream(), before_finish=collect)
+            lowered = Lowered(graph, prefix, nogil, fastmath, python_entry, written, stream)
         return _first_tier(graph, lowered, prefix, cache, key, written, optimized, stream)
+    lowered = Lowered(graph, prefix, nogil, fastmath, python_entry, written)
+    if optimized is not None:
+        return _first_tier(graph, lowered, prefix, cache, key, written, optimized)
     eng = engine()
     with collecting_meanwhile() as collect:
         llmod = eng.optimize(lowered.text)
@@ -182,9 +191,7 @@ def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | N
         return symbol.replace(f"{prefix}.", quick, 1)
 
     if stream is not None and stream.shipped:
-        with collecting_meanwhile() as collect:
-            collect()
-            objects = stream.codegen.finish([])
+        objects = stream.codegen.results()
         exports = stream.exports
     else:
         entries = [rename(s) for s in (lowered.entry, lowered.python_entry, lowered.release) if s]

@@ -271,6 +271,8 @@ def _callees_first(units: list[str], calls: dict) -> list[set[str]]:
 
 def _loop_free(body: str) -> bool:
     """Whether a function's control-flow graph (its text's blocks and branches) has no cycle."""
+    if ", !llvm.loop !" in body:
+        return False        # a loop's back-edge (common.loop_hints): the loops the lowering makes have one
     pieces = _LABEL.split(body)     # code before the first label, then (label, its block's code) pairs
     successors: dict[str, list[str]] = {"": _BRANCH_TARGET.findall(pieces[0])}
     for label, code in zip(pieces[1::2], pieces[2::2]):

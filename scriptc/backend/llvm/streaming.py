@@ -29,8 +29,9 @@ class KernelStream:
     """Ships the finished functions of a module being lowered (its symbols under ``prefix``) to ``codegen`` (a
     ``codegen_threads.Stream``) as first-tier modules, their symbols under ``quick`` as the first tier's are."""
 
-    def __init__(self, prefix: str, quick: str, codegen):
+    def __init__(self, prefix: str, quick: str, codegen, before_finish=lambda: None):
         self.prefix, self.quick, self.codegen = prefix, quick, codegen
+        self.before_finish = before_finish      # called before this thread generates code too (gc_pause.py)
         self.shipped: set[str] = set()          # names in the module
         self.printed: dict[str, str] = {}       # the text of each function shipped, by its name
         self.exports: list[list[str]] = []      # each batch's exported names, in the first tier's text
@@ -95,9 +96,12 @@ class KernelStream:
         made = self._declarations.get(fn.name)
         if made is None:
             if fn.blocks:
-                header: list[str] = []
-                fn.descr_prototype(header)
-                made = declaration(header[0].rstrip("\n"), fn.name)
+                printed = self.printed.get(fn.name)
+                if printed is None:
+                    header: list[str] = []
+                    fn.descr_prototype(header)
+                    printed = header[0]
+                made = declaration(printed[:printed.index("\n")], fn.name)
             else:
                 made = str(fn)
             self._declarations[fn.name] = made
