@@ -52,20 +52,23 @@ def writes_memory(node: Node) -> bool:
 def _grow(block_nodes: list[Node], root: Node) -> list[Node]:
     """The nodes fused with ``root`` (root last), in block order: a worklist from root (a producer is looked at
     again when another of its users joins)."""
-    position = {id(n): i for i, n in enumerate(block_nodes)}
     # p moves down to root: nothing in between may write what p reads (a writer is never fusible, so never a
     # member: only producers after the last writer before root can join)
-    last_writer = max((i for i, n in enumerate(block_nodes[:position[id(root)]]) if writes_memory(n)), default=-1)
+    start = block_nodes.index(root)
+    while start > 0 and not writes_memory(block_nodes[start - 1]):
+        start -= 1
+    candidates = block_nodes[start:block_nodes.index(root, start) + 1]
+    after_writer = {id(n) for n in candidates}
     members, work = {id(root)}, [root]
     while work:
         for v in work.pop().inputs:
             p = v.node
-            if p is None or id(p) in members or p.block is not root.block or position[id(p)] < last_writer \
+            if p is None or id(p) in members or id(p) not in after_writer \
                     or not fusible(p) or not all(id(u.user) in members for u in p.output.uses):
                 continue
             members.add(id(p))
             work.append(p)
-    return [n for n in block_nodes if id(n) in members]
+    return [n for n in candidates if id(n) in members]
 
 
 def outline(nodes: list[Node], counter: list[int]) -> Node:
