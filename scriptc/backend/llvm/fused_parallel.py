@@ -37,7 +37,8 @@ class FusedParallelOps:
         if not self.mod.parallel:
             return None
         b = self.b
-        values = [out.data] + [x for v in node.inputs for x in self.get(v)]
+        values = [out.data] + [x for v in _operands(node)
+                               for x in ([self.arr(v).data] if isinstance(v.type, TensorType) else self.get(v))]
         scalar_keys = list(scalars)
         values += [scalars[k][1] for k in scalar_keys]
         ctx_t = self.mod.struct_type("fused.ctx.t", [I64, I64] + [x.type for x in values])
@@ -86,8 +87,10 @@ class FusedParallelOps:
         def field():
             return b.load(b.gep(ctx, [i32(0), i32(next(fields))], inbounds=True))
         n, chunks, out_data = field(), field(), field()
-        for v in node.inputs:
-            low.env[id(v)] = [field() for _ in leaves(v.type)]
+        # of a flat array only its data is read (its shape is the result's, its strides C-contiguous)
+        for v in _operands(node):
+            low.env[id(v)] = ([ir.Constant(I8P, None), field()] + [i64(0)] * (2 * v.type.rank)
+                              if isinstance(v.type, TensorType) else [field() for _ in leaves(v.type)])
         scalars = {k: (scalar_kinds[k], field()) for k in scalar_keys}
         c = fn.args[1]
         # one chunk (a small group, called directly) is everything: no division on that path
@@ -134,3 +137,8 @@ class FusedParallelOps:
 
     def smax(self, x, y):
         return self.b.select(self.b.icmp_signed(">", x, y), x, y)
+
+
+def _operands(node) -> list:
+    """A group's distinct operands, in order: the context holds an array's data pointer, a scalar's leaves."""
+    return list({id(v): v for v in node.inputs}.values())
