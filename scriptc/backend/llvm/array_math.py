@@ -316,16 +316,17 @@ class ArrayMath:
         return same
 
     def broadcast_loops(self, shape: list, inputs, arrays: list[Arr], element, sink, out: Arr | None = None,
-                        flat_start=None, flat: bool = True, broadcast: bool = True):
+                        flat_start=None, flat: bool = True, broadcast: bool = True, checked: bool = False):
         """Run ``sink(kind, x, flat_index | None, index | None)`` with ``(kind, x) = element(load)`` for every
         index of ``shape``: one flat loop when every array is C-contiguous with exactly this shape (and so is
         ``out``), else a loop nest reading broadcast operands (only that with ``flat=False``: the caller has
-        handled the flat case)."""
+        handled the flat case). ``checked``: the arrays are known to broadcast to ``shape`` (it is theirs)."""
         b = self.b
         by_value = {id(v): a for v, a in zip([v for v in inputs if isinstance(v.type, TensorType)], arrays)}
 
         def nested():
-            strides = {id(a): self.broadcast_to(a, shape, "") if broadcast else a.strides for a in arrays}
+            strides = {id(a): self.broadcast_to(a, shape, None if checked else "") if broadcast else a.strides
+                       for a in arrays}
 
             def body(index):
                 def load(v):

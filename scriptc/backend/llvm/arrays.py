@@ -559,16 +559,19 @@ class ArrayOps:
         with b.if_then(b.icmp_unsigned("!=", a.mi, original.mi)):
             self.array_release([a.mi])
 
-    def broadcast_to(self, src: Arr, shape: list, what: str):
-        """Strides that read ``src`` broadcast to ``shape`` (0 where src has length 1), or NumPy's ValueError."""
+    def broadcast_to(self, src: Arr, shape: list, what: str | None):
+        """Strides that read ``src`` broadcast to ``shape`` (0 where src has length 1), or NumPy's ValueError
+        (``what`` None: the caller knows that src broadcasts to shape)."""
         b = self.b
         pad = len(shape) - src.t.rank
+        strides = [b.select(b.icmp_signed("==", d, shape[pad + k]), s, i64(0))
+                   for k, (d, s) in enumerate(zip(src.shape, src.strides))]
+        if what is None:
+            return strides
         bad = ir.Constant(I1, 0)
-        strides = []
-        for k, (d, s) in enumerate(zip(src.shape, src.strides)):
+        for k, d in enumerate(src.shape):
             out = shape[pad + k]
             bad = b.or_(bad, b.and_(b.icmp_signed("!=", d, out), b.icmp_signed("!=", d, i64(1))))
-            strides.append(b.select(b.icmp_signed("==", d, out), s, i64(0)))
         if what == "in place" and src.t.rank:     # x += y: NumPy's two messages, the output operand named
             self.inplace_broadcast_errors(src, shape, bad)
             return strides

@@ -44,19 +44,19 @@ class FusedOps:
                     self.fused_element_node(n, env, scalars)
             return env[id(value)]
 
-        if reduction is None:
+        if reduction is None:   # (the operands broadcast to the shape: group_shapes or broadcast_shape said so)
             out = self.output_buffer(node, shape)
             def sequential():
                 start = self.simd_loop(node, sub, out, arrays, shape)
                 self.broadcast_loops(out.shape, node.inputs, arrays, element, self.store_sink(out), out=out,
-                                     flat_start=start)
+                                     flat_start=start, checked=True)
             in_chunks = self.parallel_flat_group(node, sub, out, arrays, shape, scalars)
             if in_chunks is None:
                 sequential()
             else:       # the flat case ran as chunks: what is left is strided or broadcast
                 with self.b.if_then(self.b.not_(in_chunks)):
                     self.broadcast_loops(out.shape, node.inputs, arrays, element, self.store_sink(out), out=out,
-                                         flat=False)
+                                         flat=False, checked=True)
             return [out.leaves]
         return [self.fused_reduction(reduction, node, shape, arrays, element)]
 
