@@ -180,7 +180,9 @@ class Block:
 
     def walk(self) -> Iterator[Node]:
         for n in self.nodes:
-            yield from n.walk()
+            yield n      # (not n.walk(): a generator per node, for the few that hold blocks)
+            for b in n.blocks:
+                yield from b.walk()
 
 
 class Graph:

@@ -158,6 +158,8 @@ def maybe_unbound(graph) -> set[int]:
     marker raises TypeError, so such nodes must not be moved above (or removed from below) their
     prim::AssertBound check."""
     tainted: set[int] = set()
+    if not any(node.kind == "prim::Uninitialized" for node in graph.walk()):
+        return tainted      # (most graphs: one quick walk, not the fixpoint's)
     changed = True
     while changed:
         changed = False

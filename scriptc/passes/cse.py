@@ -35,14 +35,10 @@ def _attr_key(v):
 
 
 def node_key(node: Node):
+    attrs = node.attrs
     return (node.kind, tuple(id(v) for v in node.inputs),
-            tuple(sorted((k, _attr_key(a)) for k, a in node.attrs.items())),
+            tuple(sorted((k, _attr_key(a)) for k, a in attrs.items())) if attrs else (),
             tuple(o.type for o in node.outputs))
-
-
-def _candidate(node: Node) -> bool:
-    return (node.kind not in STRUCTURAL and not node.blocks and effect(node) <= Effect.RAISES
-            and not makes_array(node))
 
 
 class _CSE:
@@ -59,7 +55,7 @@ class _CSE:
                 if has_side_effects(node):
                     memory.clear()
                 continue
-            if not _candidate(node):
+            if makes_array(node):
                 continue
             t = memory if reads_arrays(node) else table
             key = node_key(node)
