@@ -22,8 +22,8 @@ import re
 
 # Reference counts, allocations and the entry's array arguments: calls in the first tier (inlined, they were most
 # of a large function's code: the MLP training step's 12,600 lines after inlining, ~600 counts), inlined at O3
-_RUNTIME_INLINE = re.compile(r'(@"scriptc\.rt\.(?:retain|release|alloc_array\.[^"]+|unbox_array\.[^"]+)"\([^\n]*\))'
-                             r' alwaysinline\n')
+_RUNTIME_INLINE = re.compile(r'(@"scriptc\.rt\.(?:retain|release|(?:alloc_array|unbox_array|reshape_dims)\.[^"]+)"'
+                             r'\([^\n]*\)) alwaysinline\n')
 _BRANCH_TARGET = re.compile(r'label %"?([^",\s\]]+)')
 _LABEL = re.compile(r'\n([^ \n][^\n]*):(?=\n)')      # a block's label (a line not indented)
 _REFERENCE = re.compile(r'@"([^"]+)"')
