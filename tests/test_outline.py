@@ -88,7 +88,7 @@ def test_an_error_in_an_outlined_node_is_raised_with_its_line_and_leaks_nothing(
 
 
 def many_live_arrays(x: np.ndarray, i: int) -> float:
-    # twenty arrays held at once, then an IndexError: the unwind block releases them through one call
+    # twenty-one arrays held at once, then an IndexError: the unwind block releases them through one call
     a = x + 0.5
     b0, b1, b2, b3, b4 = np.sin(x), np.cos(x), np.exp(x), np.sqrt(x), np.tanh(x)
     c0, c1, c2, c3, c4 = b0 @ x, b1 @ x, b2 @ x, b3 @ x, b4 @ x
@@ -96,7 +96,8 @@ def many_live_arrays(x: np.ndarray, i: int) -> float:
         np.sum(b4, axis=1)
     e0, e1, e2, e3, e4 = c0 * 2.0, c1 * 3.0, c2 * 4.0, c3 * 5.0, c4 * 6.0
     t = a[i, 0]
-    return t + float(np.sum(c0 + c1 + c2 + c3 + c4 + e0 + e1 + e2 + e3 + e4)) + float(np.sum(d0 + d1 + d2 + d3 + d4))
+    return t + float(np.sum(c0 + c1 + c2 + c3 + c4 + e0 + e1 + e2 + e3 + e4)) + float(np.sum(d0 + d1 + d2 + d3 + d4)) \
+        + float(np.sum(b0 + b1 + b2 + b3 + b4))
 
 
 @pytest.mark.parametrize("slots", ["array", "table"])

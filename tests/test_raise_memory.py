@@ -395,6 +395,30 @@ def test_returned_nested_tuples_keep_exactly_their_arrays(flag):
         np.testing.assert_array_equal(got, want)
 
 
+@scriptc.script
+def chain_of_temporaries(x: np.ndarray, i: int) -> float:
+    y = np.sin(x)           # each array dies as the next one is made
+    y = np.cos(y) + 1.0
+    y = np.sqrt(y) * 2.0
+    y = np.tanh(y) - 0.5
+    y = np.cos(y) + 1.0
+    y = np.sqrt(y) * 2.0
+    y = np.tanh(y) - 0.5
+    return y[i]
+
+
+def test_a_slot_is_reused_once_its_array_is_dropped():
+    """Each array the function holds has a slot for the error path; a slot is free again when its array is
+    dropped, so a chain of thirteen temporaries needs a few slots, not thirteen, and raising still frees all."""
+    import re
+    nf = compile_graph(chain_of_temporaries.frontend_graph_for(X, 1))     # (not fused: an array per operator)
+    slots = len(re.findall(r"= alloca i8\*$", nf.unoptimized_ir, re.M)) + \
+        sum(map(int, re.findall(r"= alloca i8\*, i64 (\d+)$", nf.unoptimized_ir, re.M)))
+    assert 1 <= slots <= 3
+    check_frees_on_raise(nf, chain_of_temporaries.py_func, X, 10, min_allocations=13)
+    assert nf(X, 2) == chain_of_temporaries.py_func(X, 2)
+
+
 # -- strs --------------------------------------------------------------------------------------------------
 
 @scriptc.script

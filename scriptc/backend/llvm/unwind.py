@@ -58,6 +58,7 @@ class Unwinding:
         """``arrays``: about how many array references the function will hold; above ``UNWIND_INLINE_SLOTS``
         their slots are one stack array (``_array_slot``)."""
         self._slots, self._held, self.in_flight = [], {}, None
+        self._free_array_slots: list = []      # array slots null again, for the next array to take
         self._unwind_bb = self._status = None
         self._slot_array = None
         self._array_slots = 0 if arrays > UNWIND_INLINE_SLOTS else None
@@ -65,6 +66,8 @@ class Unwinding:
     def _new_slot(self, is_array):
         """A stack slot for one reference, null from the function's entry on; ``is_array``: True for an array's
         meminfo, False for a str, a ListType for a list."""
+        if is_array is True and self._free_array_slots:
+            return self._free_array_slots.pop()
         if is_array is True and self._array_slots is not None:
             return self._array_slot()
         with self.b.goto_block(self.entry_block):
@@ -93,16 +96,21 @@ class Unwinding:
     def hold(self, v: Value) -> None:
         """``v`` (bound) now owns its references: the error path releases them until ``unhold``."""
         parts = list(ref_parts(v.type, self.get(v)))
-        slots = self._held.get(id(v))
-        if slots is None:
-            slots = self._held[id(v)] = [self._new_slot(t if isinstance(t, ListType) else isinstance(t, TensorType))
-                                         for t, _ in parts]
-        for slot, (_, vals) in zip(slots, parts):
+        held = self._held.get(id(v))
+        if held is None:
+            kinds = [t if isinstance(t, ListType) else isinstance(t, TensorType) for t, _ in parts]
+            held = self._held[id(v)] = [(self._new_slot(kind), kind) for kind in kinds]
+        for (slot, _), (_, vals) in zip(held, parts):
             self.b.store(vals[0], slot)
 
     def unhold(self, v: Value) -> None:
-        for slot in self._held.get(id(v), []):
+        """``v`` no longer owns its references: its slots are null, an array's free for the next array held.
+        (Reused in lowering order, a slot never holds two values at once: a value is dropped in the block
+        that defines it, so code lowered after the drop runs after it or on another branch.)"""
+        for slot, kind in self._held.pop(id(v), ()):
             self.b.store(NULL, slot)
+            if kind is True:
+                self._free_array_slots.append(slot)
 
     # -- in-flight references --------------------------------------------------------------------------
     def _hold_in_flight(self, ref) -> None:
@@ -115,6 +123,7 @@ class Unwinding:
         """The operator has finished: its outputs hold what it took."""
         for slot in self.in_flight or []:
             self.b.store(NULL, slot)
+            self._free_array_slots.append(slot)
 
     def allocation_slot(self):
         """Inside an operator, an in-flight slot (the allocator stores the new array's meminfo in it)."""
