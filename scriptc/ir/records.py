@@ -60,6 +60,8 @@ def _make(cls, frozen: bool):
         cls.__init__ = _initializer(cls, names, defaults, frozen)
 
     def __eq__(self, other):
+        if other is self:
+            return True
         if other.__class__ is not self.__class__:
             return NotImplemented
         return key(self) == key(other)
