@@ -471,9 +471,9 @@ def test_loops_the_lowering_makes_are_not_runtime_unrolled_but_the_users_are():
     np.testing.assert_array_equal(got, want)
     assert s == sum(want[i % 37] for i in range(50))
     native = time_loop_and_user_loop.native_for_types(time_loop_and_user_loop._bind((x, 50), {})[0])
-    hinted = re.findall(r"^  br label %\"(\w+)[\".].*!llvm\.loop", native.unoptimized_ir, re.M)
+    hinted = re.findall(r"^  br label %\"(\w+)[\".:].*!llvm\.loop", native.unoptimized_ir, re.M)
     assert "time" in hinted and "for" in hinted
-    user_back_edges = re.findall(r"^  br label %\"loop\.header[\w.]*\"(.*)$", native.unoptimized_ir, re.M)
+    user_back_edges = re.findall(r"^  br label %\"loop\.header[\w.:]*\"(.*)$", native.unoptimized_ir, re.M)
     assert user_back_edges and not any("llvm.loop" in rest for rest in user_back_edges)
     assert '!"llvm.loop.unroll.runtime.disable"' in native.unoptimized_ir
     optimized = native.llvm_ir

@@ -84,12 +84,14 @@ def _program(builder_class, printer=str) -> str:
 
 
 def _numbered(text: str) -> str:
-    """Local names replaced by their order of appearance in each function (llvmlite's and TextBuilder's differ)."""
+    """Local names replaced by their order of appearance in each function (llvmlite's and TextBuilder's differ),
+    blocks' labels too."""
     out = []
+    text = re.sub(r'^("(?:[^"\\]|\\.)*"|[-a-zA-Z$._][-a-zA-Z$._0-9]*):$', r"%\1:", text, flags=re.M)
     for part in re.split(r"(?=^define )", text, flags=re.M):
         names: dict = {}
         out.append(re.sub(r'%"(?:[^"\\]|\\.)*"|%[-a-zA-Z$._][-a-zA-Z$._0-9]*|%\d+',
-                          lambda m: names.setdefault(m.group(0), f"%v{len(names)}"), part))
+                          lambda m: names.setdefault(m.group(0).replace('"', ""), f"%v{len(names)}"), part))
     return "".join(out)
 
 
