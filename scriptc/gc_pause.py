@@ -36,21 +36,30 @@ def gc_paused():
 
 @contextlib.contextmanager
 def collecting_meanwhile():
-    """Yields ``start``: called right before native code that releases the GIL for a while (LLVM's code
-    generation), it has another thread collect the young generation meanwhile. The compile's garbage so far (the
-    lowering's llvmlite.ir module is all reference cycles) is then gone by the time the collector resumes,
-    instead of a 5-10 ms collection ending the first call. (Collecting from the block's start would hold the GIL
-    the block needs until it reaches native code.)"""
+    """Yields ``start(before=None)``: called right before native code that releases the GIL for a while (LLVM's
+    code generation), it has another thread collect the young generation meanwhile (after ``before()``, other
+    Python work that may run then). The compile's garbage so far (the lowering's llvmlite.ir module is all
+    reference cycles) is then gone by the time the collector resumes, instead of a 5-10 ms collection ending the
+    first call. (Collecting from the block's start would hold the GIL the block needs until it reaches native
+    code.)"""
     go = threading.Event()
+    work = []
 
     def collect():
         go.wait()
+        for before in work:
+            before()
         gc.collect(0)
+
+    def start(before=None):
+        if before is not None:
+            work.append(before)
+        go.set()
 
     thread = threading.Thread(target=collect, name="scriptc-collect", daemon=True)
     thread.start()
     try:
-        yield go.set
+        yield start
     finally:
         go.set()
         thread.join()

@@ -125,3 +125,23 @@ def test_the_printed_llvm_module_is_freed_without_the_collector():
         if was:
             gc.enable()
     assert left < 500, left     # 3,600 without taking the module apart
+
+
+def test_work_given_to_the_collecting_thread_runs_there_before_it_collects():
+    """``start(before)``: the streaming first tier takes its printed module apart on that thread while this one
+    generates code (compile.py)."""
+    from scriptc.gc_pause import collecting_meanwhile
+    order = []
+    real_collect = gc.collect
+
+    def collect(generation=2):
+        order.append(("collect", threading.current_thread().name))
+        return real_collect(generation)
+
+    gc.collect = collect
+    try:
+        with collecting_meanwhile() as start:
+            start(lambda: order.append(("before", threading.current_thread().name)))
+    finally:
+        gc.collect = real_collect
+    assert order == [("before", "scriptc-collect"), ("collect", "scriptc-collect")]

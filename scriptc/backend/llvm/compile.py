@@ -83,10 +83,12 @@ class Lowered:
         elif stream is not None:
             stream.codegen.cancel()
         text = module_text(mod.module, stream.printed if stream is not None else None)
-        _dismantle(mod.module)
-        if stream is not None and stream.shipped:   # this thread generates code too, the collector meanwhile
-            stream.before_finish()
+        if stream is not None and stream.shipped:
+            # this thread generates code too; meanwhile another takes the module apart and collects
+            stream.before_finish(lambda module=mod.module: _dismantle(module))
             stream.codegen.finish()
+        else:
+            _dismantle(mod.module)
         return text
 
     def references(self) -> dict | None:

@@ -29,9 +29,10 @@ class KernelStream:
     """Ships the finished functions of a module being lowered (its symbols under ``prefix``) to ``codegen`` (a
     ``codegen_threads.Stream``) as first-tier modules, their symbols under ``quick`` as the first tier's are."""
 
-    def __init__(self, prefix: str, quick: str, codegen, before_finish=lambda: None):
+    def __init__(self, prefix: str, quick: str, codegen, before_finish=lambda before=None: None):
         self.prefix, self.quick, self.codegen = prefix, quick, codegen
-        self.before_finish = before_finish      # called before this thread generates code too (gc_pause.py)
+        # called before this thread generates code too: gc_pause.collecting_meanwhile's start(before)
+        self.before_finish = before_finish
         self.shipped: set[str] = set()          # names in the module
         self.printed: dict[str, str] = {}       # the text of each function shipped, by its name
         self.exports: list[list[str]] = []      # each batch's exported names, in the first tier's text
