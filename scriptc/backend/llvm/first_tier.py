@@ -26,8 +26,8 @@ _RUNTIME_INLINE = re.compile(r'(@"scriptc\.rt\.(?:retain|release|(?:alloc_array|
                              r'\([^\n]*\)) alwaysinline\n')
 _BRANCH_TARGET = re.compile(r'label %"?([^",\s\]]+)')
 _LABEL = re.compile(r'\n([^ \n][^\n]*):(?=\n)')      # a block's label (a line not indented)
-_REFERENCE = re.compile(r'@"([^"]+)"')
-_GLOBAL = re.compile(r'^@"[^"]+" = (external global|(private |internal )?(unnamed_addr )?constant)', re.M)
+REFERENCE = re.compile(r'@"([^"]+)"')
+CONSTANT_GLOBAL = re.compile(r'^@"[^"]+" = (external global|(private |internal )?(unnamed_addr )?constant)', re.M)
 STRAIGHT_LINE_UNOPTIMIZED = 300     # lines: a loop-free function this long is code generated without optimization
 SPLIT_LINES = 1000                  # lines of unoptimized functions from which they are a module of their own
 FAST_CODEGEN_LINES = 3000           # lines of kernels from which they too get the unoptimizing code generator
@@ -110,10 +110,10 @@ def first_tier_modules(text: str, python_entry: str | None, entries: list[str], 
     functions, rest = _functions(text)
     fast = sum(fn.lines for fn in functions if not fn.unoptimized) >= FAST_CODEGEN_LINES
     shared = "".join(rest)
-    if not all(_GLOBAL.match(line) for line in shared.split("\n") if line.startswith('@"')):
+    if not all(CONSTANT_GLOBAL.match(line) for line in shared.split("\n") if line.startswith('@"')):
         return [(text, fast, [])]
     by_name = {fn.name: fn for fn in functions}
-    calls = {fn.name: set(_REFERENCE.findall(fn.body)) & by_name.keys() for fn in functions}
+    calls = {fn.name: set(REFERENCE.findall(fn.body)) & by_name.keys() for fn in functions}
     inlined = {fn.name for fn in functions if "alwaysinline" in fn.header}
     late = _late(functions, calls, inlined, entries)
     if late and all(fn.name in late or fn.name in inlined for fn in functions):

@@ -5,20 +5,21 @@ Why: a large program's first call lowered all of its functions (Python, one core
 kernels and a 5,000-line body and CPython entry. But each outlined function (outline.py) is finished as soon as
 its node is lowered, long before the body is. ``KernelStream`` ships finished functions in batches of
 ``BATCH_LINES`` instructions to a code generation thread (``codegen_threads.Stream``), which works on the other
-core while this one goes on lowering; what is left at the end is the last module
-(``first_tier.first_tier_modules(shipped=...)``), generated on both threads and linked after the batches.
+core while this one goes on lowering. The body is a batch once it is finished, and what is lowered after it (the
+entry points) the last one (``ship_rest``), which this thread generates while the other finishes the body. The
+objects are linked in the order shipped (the MLP step: passes 25, lowering and shipping ~67, then ~25 ms).
 
 A batch holds every function the module defines that is finished (not being lowered, calling none that is) and
 not yet shipped. It defines them exported, under the compile's names (``first_tier.exported_name``), and declares
-every other function, so that later modules call them. Batches and the last module are generated without
+the functions they call, so that a later module calls an earlier one. Every batch is generated without
 optimization, as a large program's kernels are in the first tier (first_tier.py); O3 gets the whole module as
-before. Only the first tier streams: the cache and O3 see one module.
+before. Only the first tier streams: the cache and O3 see one module, printed from the batches' texts.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from .first_tier import _GLOBAL, _REFERENCE, declaration, exported_name, first_tier_text, renaming
+from .first_tier import CONSTANT_GLOBAL, REFERENCE, declaration, exported_name, first_tier_text, renaming
 from .text_builder import function_text, module_head
 
 MIN_OUTLINED = 16       # outlined nodes from which a program's kernels stream (the MLP step: 40, train_state: 21)
@@ -49,13 +50,13 @@ class KernelStream:
         if sum(len(block.instructions) for fn in batch.values() for block in fn.blocks) < BATCH_LINES:
             return
         globals_ = [str(v) for v in module.globals.values() if not isinstance(v, ir.Function)]
-        if not all(_GLOBAL.match(line) for text in globals_ for line in text.split("\n") if line.startswith('@"')):
+        if not all(CONSTANT_GLOBAL.match(line) for text in globals_ for line in text.split("\n") if line.startswith('@"')):
             self.stopped = True     # a global that is not a constant would be defined by two modules
             return
         texts = {name: function_text(fn) for name, fn in batch.items()}
         waiting = busy
         while True:     # a function calling one that is not finished waits with it
-            late = {name for name, text in texts.items() if waiting & set(_REFERENCE.findall(text))}
+            late = {name for name, text in texts.items() if waiting & set(REFERENCE.findall(text))}
             if not late:
                 break
             waiting |= late
@@ -75,7 +76,7 @@ class KernelStream:
 
     def _ship(self, module: ir.Module, texts: dict[str, str], globals_: list[str], python_entry: str | None) -> None:
         """A module defining ``texts`` (exported) with the globals, and declaring the functions they refer to."""
-        referenced = set(_REFERENCE.findall("".join(texts.values()) + "".join(globals_)))
+        referenced = set(REFERENCE.findall("".join(texts.values()) + "".join(globals_)))
         lines = module_head(module) + globals_
         for v in module.globals.values():
             if v.name in texts:
