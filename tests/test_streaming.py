@@ -91,3 +91,27 @@ def test_lowering_error_after_batches_ends_the_stream(streams, monkeypatch):
     g = scriptc.script(layers)      # the next compile streams as usual
     assert g(X, W, 2) == pytest.approx(layers(X, W, 2), rel=1e-12)
     assert len(streams) == 2 and streams[1].exports
+
+
+def test_two_threads_compiling_at_once(streams):
+    """Two threads each compile a large program (each may stream): both results right, no thread left behind, the
+    switch interval restored once both are done."""
+    interval = sys.getswitchinterval()
+    results, errors = {}, []
+
+    def run(k):
+        try:
+            results[k] = scriptc.script(layers)(X, W, k)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert results == {k: pytest.approx(layers(X, W, k), rel=1e-12) for k in (1, 2)}
+    assert len(streams) == 2
+    assert sys.getswitchinterval() == interval
+    assert not [t for t in threading.enumerate() if t.name == "scriptc-codegen"]
