@@ -355,9 +355,14 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conv
             self.in_flight = []
             outs = self.lower_outlined(node) if self.outlines(node) else getattr(self, handler_for(node))(node)
             self.node = node      # nested blocks moved it
+            moved = self.own.moved_into.get(id(node))
             for v, vals in zip(node.outputs, outs):
                 self.bind(v, vals)
-                if holds_ref(v.type) and id(v) not in self.own.borrowed:
+                if not holds_ref(v.type) or id(v) in self.own.borrowed:
+                    continue
+                if moved and node.kind == "prim::TupleConstruct":
+                    self.hold_taking_over(v, node.inputs, moved)    # (the moved elements' slots: no stores)
+                else:
                     self.hold(v)
             self.land_in_flight()
             self.in_flight = None

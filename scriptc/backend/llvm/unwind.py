@@ -103,6 +103,21 @@ class Unwinding:
         for (slot, _), (_, vals) in zip(held, parts):
             self.b.store(vals[0], slot)
 
+    def hold_taking_over(self, v: Value, inputs: list[Value], moved: list[Value]) -> None:
+        """``v``, the tuple of ``inputs``, holds their references: those ``moved`` into it keep their slots, set
+        already (no store); the others' parts take slots as ``hold`` gives them."""
+        held = []
+        for x in inputs:
+            taken = self._held.pop(id(x), None) if any(m is x for m in moved) else None
+            if taken is not None:
+                held += taken
+                continue
+            for t, vals in ref_parts(x.type, self.get(x)):
+                kind = t if isinstance(t, ListType) else isinstance(t, TensorType)
+                held.append((self._new_slot(kind), kind))
+                self.b.store(vals[0], held[-1][0])
+        self._held[id(v)] = held
+
     def unhold(self, v: Value) -> None:
         """``v`` no longer owns its references: its slots are null, an array's free for the next array held.
         (Reused in lowering order, a slot never holds two values at once: a value is dropped in the block
