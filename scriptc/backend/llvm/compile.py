@@ -26,7 +26,7 @@ from .entry_runtime import entry_unsupported_reason
 from .errors import ERROR_TABLE
 from .lower import ModuleLowering, check_graph
 from . import codegen_threads, streaming
-from .first_tier import first_tier_modules
+from .first_tier import first_tier_modules, first_tier_symbol
 from .native import NativeFunction
 from .objload import link
 from .outline import outlinable_count
@@ -190,7 +190,7 @@ def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | N
     quick = f"{prefix}.quick."
 
     def rename(symbol: str) -> str:
-        return symbol.replace(f"{prefix}.", quick, 1)
+        return first_tier_symbol(symbol, prefix, quick)
 
     if stream is not None and stream.shipped:
         objects = stream.codegen.results()

@@ -157,7 +157,13 @@ def renaming(names, prefix: str):
     others = re.compile("|".join(re.escape(f'@"{name}"') for name in sorted(names) if not name.startswith(prefix)))
     if not others.pattern:
         return lambda piece: piece
-    return lambda piece: others.sub(lambda m: f'@"{prefix}split.{m.group(0)[2:]}', piece)
+    return lambda piece: others.sub(lambda m: f'@"{exported_name(m.group(0)[2:-1], prefix)}"', piece)
+
+
+def first_tier_symbol(name: str, prefix: str, quick: str) -> str:
+    """A symbol of the compile (``prefix``) under the first tier's own prefix ``quick`` (both tiers' objects live
+    in one process); another symbol as it is."""
+    return quick + name[len(prefix) + 1:] if name.startswith(prefix + ".") else name
 
 
 SHARED_LINES = 60       # a function this short, called from several modules, is in each of them

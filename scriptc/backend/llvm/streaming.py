@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .first_tier import CONSTANT_GLOBAL, REFERENCE, declaration, exported_name, first_tier_text, renaming
+from .first_tier import (CONSTANT_GLOBAL, REFERENCE, declaration, exported_name, first_tier_symbol, first_tier_text,
+                         renaming)
 from .text_builder import function_text, module_head
 
 MIN_OUTLINED = 16       # outlined nodes from which a program's kernels stream (the MLP step: 40, train_state: 21)
@@ -87,8 +88,7 @@ class KernelStream:
         self.printed.update(texts)
         self.shipped.update(texts)
         text = first_tier_text("\n".join(lines), python_entry).replace(f'"{self.prefix}.', f'"{self.quick}')
-        names = [self.quick + name[len(self.prefix) + 1:] if name.startswith(self.prefix + ".") else name
-                 for name in texts]
+        names = [first_tier_symbol(name, self.prefix, self.quick) for name in texts]
         self._first_tier_names.update(names)
         self.codegen.submit(renaming(self._first_tier_names, self.quick)(text), True)
         self.exports.append([exported_name(name, self.quick) for name in names])
