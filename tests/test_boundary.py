@@ -71,6 +71,20 @@ def through_callee(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @scriptc.script
+def swapped(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
+    if k == 0:
+        return a
+    return swapped(b, a, k - 1)
+
+
+@scriptc.script
+def through_recursion(a: np.ndarray, b: np.ndarray) -> float:
+    c = swapped(a, b, 1)
+    c[0] = 7.0
+    return c[1]
+
+
+@scriptc.script
 def through_branch(a: np.ndarray, b: np.ndarray, c: np.ndarray, flag: bool) -> float:
     v = a
     if flag:
@@ -263,6 +277,19 @@ def test_analysis_follows_calls_in_the_frontend_graph():
     g = through_callee.frontend_graph_for(*xs)
     assert any(n.kind == "prim::CallFunction" for n in g.walk())
     assert written_inputs(g) == {1: ASSIGNMENT_READ_ONLY}
+
+
+def test_analysis_follows_recursion_to_its_fixed_point():
+    """What a recursive callee returns is known after a second round: its first round guessed that the call
+    inside returns no argument, so only ``a`` seemed to come back (``b`` does, from the call with the two
+    swapped)."""
+    xs = [np.arange(4.0), np.arange(4.0)]
+    assert written_inputs(through_recursion.frontend_graph_for(*xs)) == {0: ASSIGNMENT_READ_ONLY,
+                                                                        1: ASSIGNMENT_READ_ONLY}
+    frozen = np.frombuffer(np.arange(4.0).tobytes())
+    with pytest.raises(ValueError, match="^assignment destination is read-only$"):
+        through_recursion(np.arange(4.0), frozen)
+    assert through_recursion.py_func(np.arange(4.0), np.arange(4.0)) == through_recursion(*xs) == 1.0
 
 
 def _node(graph, kind, inputs, out_types=(), **attrs):

@@ -364,3 +364,24 @@ def test_gil_released_and_concurrent_callers():
     assert results == [want] * 4
     from scriptc.backend.llvm.parallel import releases_gil
     assert releases_gil(spin_sum.graph_for(20000))
+
+
+@scriptc.script
+def labelled_spin_sum(n: int) -> float:
+    print("sum of", n)
+    return spin_sum(n)
+
+
+@scriptc.script
+def serial_sum(n: int) -> float:
+    s = 0.0
+    for i in range(n):
+        s += i
+    return s
+
+
+def test_only_a_parallel_graph_touching_no_str_releases_the_gil():
+    from scriptc.backend.gil import releases_gil
+    assert releases_gil(spin_sum.graph_for(10)) and not releases_gil(serial_sum.graph_for(10))
+    assert not releases_gil(labelled_spin_sum.graph_for(10))     # prints a str; its parallel loop is inlined
+    assert labelled_spin_sum(100) == spin_sum(100)

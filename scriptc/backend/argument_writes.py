@@ -61,17 +61,20 @@ def written_inputs(graph: Graph) -> dict[int, str]:
     while True:
         before = dict(memo)
         done: set[int] = set()
+        guessed = False
 
         def summary(g: Graph) -> _Summary:
+            nonlocal guessed
             key = id(g)
             if key in done:   # being computed (recursion) or computed this round: the latest value
+                guessed = guessed or key not in memo
                 return memo.get(key) or _Summary({}, (0,) * len(g.outputs))
             done.add(key)
             memo[key] = _flow(g, summary)
             return memo[key]
 
         top = summary(graph)
-        if memo == before:
+        if memo == before or not (guessed or before):   # (no recursion: one round is exact)
             return top.written
 
 
