@@ -26,9 +26,11 @@ PIPELINE = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": T
 # on the bench kernels: compiles in a third to a fifth of O3's time, runs within 2x of O3's code
 QUICK_MODULE_PASSES = ("always_inliner", "global_dead_code_eliminate")
 QUICK_FUNCTION_PASSES = ("sroa", "instruction_combine", "simplify_cfg")
-# ... for a module the unoptimizing code generator takes (first_tier.py): without instcombine, 90% of the passes'
-# time (the MLP step's kernel halves: 30 -> 3.5 ms of passes each, against 15 ms of code generation)
-UNOPTIMIZED_FUNCTION_PASSES = ("sroa", "simplify_cfg")
+# ... for a module the unoptimizing code generator takes (first_tier.py): none. Instcombine was 90% of the passes'
+# time (the MLP step's kernel halves: 30 -> 3.5 ms of passes each, against 15 ms of code generation); SROA and
+# simplifycfg then cost more than they saved the code generator (the MLP step's seven modules: 50.9 -> 48.6 ms
+# in all), and the code runs as fast without them (the MLP step 323 / 319 us, train_state's 31.4 / 31.1 us)
+UNOPTIMIZED_FUNCTION_PASSES: tuple[str, ...] = ()
 
 
 # llvmlite.binding, imported by the first Engine: importing the lowering (which imports this module) does not load
