@@ -1167,6 +1167,32 @@ def test_unswitch_leaves_ifs_on_conditions_computed_in_the_loop():
     assert not changed
 
 
+def test_canonicalize_makes_a_broadcast_shape_once_per_block():
+    """Two queries of one broadcast's shape share its expansion, and a third (of a broadcast of it) reuses the
+    operand's size and the comparison with 1: a gradient asks for the same shapes many times (the MLP training
+    step's first canonicalize made 1,007 nodes, 808 with this)."""
+    run_text("canonicalize", """
+    graph(%x : Double(*, *),
+          %y : Double(*)):
+      %q : Double(*, *) = aten::sub(%x, %y)
+      %s1 : (int, int) = aten::size(%q)
+      %w : Double(*, *) = aten::add(%q, %y)
+      %s2 : (int, int) = aten::size(%q)
+      %s3 : (int, int) = aten::size(%w)
+      %r : ((int, int), (int, int), (int, int)) = prim::TupleConstruct(%s1, %s2, %s3)
+      return (%r)
+    """, """
+        CHECK: aten::size(%x)
+        CHECK: aten::size(%y)
+        CHECK: %[[GROW:.*]] : int = aten::Int
+        CHECK: %[[S:.*]] : (int, int) = prim::TupleConstruct
+        CHECK-NOT: aten::size(%y)
+        CHECK: aten::mul(%{{.*}}, %[[GROW]])
+        CHECK-NOT: aten::size(%y)
+        CHECK: %r : ((int, int), (int, int), (int, int)) = prim::TupleConstruct(%[[S]], %[[S]], %{{.*}})
+    """, args_list=[(np.ones((2, 3)), np.ones(3)), (np.ones((2, 1)), np.ones(4)), (np.ones((0, 1)), np.ones(5))])
+
+
 def test_canonicalize_reads_an_element_wise_results_shape_from_its_operands():
     run_text("canonicalize", """
     graph(%x : Double(*, *),

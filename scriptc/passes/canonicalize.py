@@ -57,8 +57,9 @@ def _same_scalar(node: Node, x: Value) -> bool:
     return x.type in (INT, FLOAT) and node.outputs[0].type == x.type
 
 
-def simplify(node: Node) -> list[Value] | None:
-    """Values to replace ``node``'s outputs with, or None."""
+def simplify(node: Node, made: dict | None = None) -> list[Value] | None:
+    """Values to replace ``node``'s outputs with, or None. ``made``: the shape values this run has made so far
+    (``_broadcast_query``)."""
     k, ins = node.kind, node.inputs
     if k == "aten::mul":
         a, b = ins
@@ -116,7 +117,7 @@ def simplify(node: Node) -> list[Value] | None:
             return [_same_query(node, shaped)]
         operands = _broadcast_operands(ins[0])
         if operands is not None:
-            return [_broadcast_query(node, operands)]
+            return [_broadcast_query(node, operands, {} if made is None else made)]
     return None
 
 
@@ -133,18 +134,30 @@ def _broadcast_operands(v: Value) -> list[Value] | None:
     return arrays
 
 
-def _broadcast_query(node: Node, operands: list[Value]) -> Value:
+def _broadcast_query(node: Node, operands: list[Value], made: dict) -> Value:
     """``node`` (a shape query of a broadcast result) computed from the operands' dimensions: along each axis
     the result has an operand's length unless that is 1 (the operator ran, so they agree), so
-    ``d = a + (b - a) * int(b != 1)``, folded over the operands right-aligned."""
+    ``d = a + (b - a) * int(b != 1)``, folded over the operands right-aligned. What an earlier query of this
+    run made in the same block is used again (``made``: a gradient asks for the same shapes many times; made
+    again, they were most of the nodes cse then merged)."""
     block, at = node.block, node.block.nodes.index(node)
     rank = node.inputs[0].type.rank
+    expansions = made.setdefault("expansions", set())   # the nodes queries made
+    # a query an expansion made sits among that expansion's nodes, some after it: none is used again here
+    reused = {} if node in expansions else made
 
     def emit(kind, inputs, t, attrs=None):
+        key = (block, kind, *map(id, inputs), repr(attrs))     # (the block, not its id: it stays alive)
+        known = reused.get(key)
+        # still there, on the same inputs (not moved by an If's branch inlined, nor rewired to other values)
+        if known is not None and known.block is block and all(a is b for a, b in zip(known.inputs, inputs)):
+            return known
         nonlocal at
         n = Node(kind, inputs, [(x, None) for x in (t if isinstance(t, list) else [t])], attrs or {}, node.source)
         block.append(n, at)
         at += 1
+        reused[key] = n
+        expansions.add(n)
         return n
 
     def const(value, t=INT):
@@ -207,7 +220,7 @@ def simplify_control(node: Node) -> bool:
     return False
 
 
-def _run_block(block: Block) -> bool:
+def _run_block(block: Block, made: dict) -> bool:
     changed = False
     i = 0
     while i < len(block.nodes):
@@ -218,13 +231,13 @@ def _run_block(block: Block) -> bool:
         if node.kind == "prim::If":
             changed |= propagate_condition(node)
             changed |= simplify_if_outputs(node)
-        repl = simplify(node) if any(o.uses for o in node.outputs) else None
+        repl = simplify(node, made) if any(o.uses for o in node.outputs) else None
         if repl is not None and all(r.type == o.type for r, o in zip(repl, node.outputs)):
             for o, r in zip(list(node.outputs), repl):
                 o.replace_all_uses_with(r)
             changed = True
         for b in node.blocks:
-            changed |= _run_block(b)
+            changed |= _run_block(b, made)
         i += 1
     return changed
 
@@ -234,4 +247,4 @@ def run(graph: Graph) -> bool:
     """Peephole: exact scalar identities (x*1, int x+0, x-0, x/1.0, --x, not not b, redundant int/float/bool
     conversions, tuple construct/unpack pairs; never float x+0.0, never array ops), constant-condition If ->
     taken branch, zero-trip loops removed, loops with constant trip count 1 -> body. Leaves dead nodes to dce."""
-    return _run_block(graph.block)
+    return _run_block(graph.block, {})
