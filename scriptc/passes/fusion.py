@@ -156,15 +156,15 @@ def _top(node: Node, block) -> Node | None:
 def _siblings(block, producer: Node):
     """(consumers, other users) of the producer's result that can share one loop with it, or None."""
     out = producer.output
-    position = {id(n): i for i, n in enumerate(block.nodes)}
     reads = {id(v) for v in producer.inputs if isinstance(v.type, TensorType)} | {id(out)}
     users = list({id(u.user): u.user for u in out.uses}.values())
     consumers = [u for u in users if u.block is block and _sibling_consumer(u)
                  and all(not isinstance(v.type, TensorType) or id(v) in reads for v in u.inputs)]
-    consumers.sort(key=lambda n: position[id(n)])
     others = [u for u in users if all(u is not c for c in consumers)]
     if not consumers or len(consumers) + bool(others) < 2:
         return None
+    position = {id(n): i for i, n in enumerate(block.nodes)}     # (only now: most producers stop above)
+    consumers.sort(key=lambda n: position[id(n)])
     first, last = position[id(consumers[0])], position[id(consumers[-1])]
     for u in others:
         top = _top(u, block)
