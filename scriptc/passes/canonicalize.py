@@ -143,20 +143,22 @@ def _broadcast_query(node: Node, operands: list[Value], made: dict) -> Value:
     block, at = node.block, node.block.nodes.index(node)
     rank = node.inputs[0].type.rank
     expansions = made.setdefault("expansions", set())   # the nodes queries made
-    # a query an expansion made sits among that expansion's nodes, some after it: none is used again here
-    reused = {} if node in expansions else made
+    # a query an expansion made sits among that expansion's nodes, some of them after it: those it cannot use
+    # (any other query comes after every node made so far in its block)
+    among = node in expansions
 
     def emit(kind, inputs, t, attrs=None):
-        key = (block, kind, *map(id, inputs), repr(attrs))     # (the block, not its id: it stays alive)
-        known = reused.get(key)
-        # still there, on the same inputs (not moved by an If's branch inlined, nor rewired to other values)
-        if known is not None and known.block is block and all(a is b for a, b in zip(known.inputs, inputs)):
-            return known
         nonlocal at
+        key = (block, kind, *map(id, inputs), repr(attrs))     # (the block, not its id: it stays alive)
+        known = made.get(key)
+        # still there, on the same inputs (not moved by an If's branch inlined, nor rewired to other values)
+        if known is not None and known.block is block and all(a is b for a, b in zip(known.inputs, inputs)) \
+                and not (among and block.nodes.index(known) >= at):
+            return known
         n = Node(kind, inputs, [(x, None) for x in (t if isinstance(t, list) else [t])], attrs or {}, node.source)
         block.append(n, at)
         at += 1
-        reused[key] = n
+        made[key] = n
         expansions.add(n)
         return n
 
