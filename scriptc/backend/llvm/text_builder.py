@@ -310,7 +310,8 @@ def function_text(fn: ir.Function) -> str:
     fn.descr_prototype(buf)
     buf.append("{\n")
     for block in fn.blocks:
-        buf.append(f"{block._format_name()}:\n")
-        buf += [f"  {i.text}\n" if i.__class__ in _REGISTERS else f"  {i}\n" for i in block.instructions]
+        buf.append(f"{block._format_name()}:\n  ")
+        buf.append("\n  ".join([i.text if i.__class__ in _REGISTERS else str(i) for i in block.instructions]))
+        buf.append("\n")
     buf.append("}\n")
     return "".join(buf)
