@@ -17,7 +17,9 @@ if TYPE_CHECKING:       # `import scriptc` imports this module, not the IR
 
 
 class CompileError(Exception):
-    """Raised when a function uses Python outside the compiled subset or does not type-check."""
+    """Raised when a function uses Python outside the compiled subset or does not type-check.
+    ``python_raises``: CPython raises too for these types, whatever the values (NumPy has no such operation)."""
+    python_raises = False
 
     def __init__(self, reason: str, source: SourceRange | None = None, hint: str | None = None):
         self.reason, self.source, self.hint = reason, source, hint

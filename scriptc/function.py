@@ -282,6 +282,8 @@ class ScriptFunction(DeviceCalls):
             try:
                 self.graph_for_types(candidate, optimize=False)
             except CompileError as e:
+                if first_error is None and e.python_raises:
+                    raise   # Python raises for the kinds passed (a bool array minus a bool): widened, it would not
                 first_error = first_error or e
                 continue
             self._specialized[types] = candidate

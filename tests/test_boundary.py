@@ -459,6 +459,25 @@ def test_float_parameter_widens_where_the_passed_kind_does_not_compile(v):
     assert float_max(v) == max(_as_python(v, float), 0.5)
 
 
+@scriptc.script
+def scaled_difference(a: np.ndarray, s: float) -> np.ndarray:
+    c = a * s
+    return c - a
+
+
+def test_no_widening_where_python_raises_for_the_kind_passed():
+    """A bool array times True stays bool, and NumPy has no bool subtraction: Python raises TypeError. Widened
+    to an int, the code would compile and return an int array; it is the CompileError of the kind passed."""
+    a = np.array([True, False])
+    with pytest.raises(TypeError, match="numpy boolean subtract"):
+        scaled_difference.py_func(a, True)
+    with pytest.raises(scriptc.CompileError, match="numpy boolean subtract") as info:
+        scaled_difference(a, True)
+    assert info.value.python_raises and info.value.lineno == scaled_difference.py_func.__code__.co_firstlineno + 3
+    assert same_value(scaled_difference(a, 2), scaled_difference.py_func(a, 2))     # an int: an int array
+    assert same_value(scaled_difference(a, 0.5), scaled_difference.py_func(a, 0.5))
+
+
 @pytest.mark.parametrize("v", BOOLS, ids=repr)
 def test_bool_parameter_takes_numpy_bools(v):
     _check_against_cpython(bool_uses, v, bool)

@@ -152,7 +152,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         try:
             types = op.result_types([v.type for v in inputs], attrs)
         except OpTypeError as e:
-            raise self.fn.error(str(e), at) from None
+            error = self.fn.error(str(e), at)
+            error.python_raises = e.numpy_raises    # (then no widening of the arguments compiles it: function.py)
+            raise error from None
         node = Node(kind, inputs, [(t, hint) for t in types], attrs, source=self.fn.loc(at))
         self.block.append(node)
         return node

@@ -29,7 +29,9 @@ from .types import (BOOL, FLOAT, INT, NAMED_TUPLES, NONE, STR, TENSOR, ListType,
 
 
 class OpTypeError(TypeError):
-    """An operator does not accept these argument types; the message is for the user."""
+    """An operator does not accept these argument types; the message is for the user. ``numpy_raises``: NumPy
+    raises this TypeError for any values of these types (its ufunc finds no loop), so Python would too."""
+    numpy_raises = False
 
 
 class NeedsSpecialization(Exception):
@@ -277,7 +279,9 @@ def by_sample(impl: Callable) -> Callable:
                 warnings.simplefilter("ignore")
                 out = impl(*args, **attrs)
         except (TypeError, ValueError, IndexError, np.exceptions.AxisError) as e:
-            raise OpTypeError(_numpy_message(e)) from None
+            error = OpTypeError(_numpy_message(e))
+            error.numpy_raises = isinstance(e, TypeError)
+            raise error from None
         if isinstance(out, np.ndarray) and out.dtype.name not in _DTYPES_OK:
             hint = " (scriptc has no uint64: convert first, e.g. x.astype(np.int64))" if out.dtype == np.uint64 else ""
             raise OpTypeError(f"unsupported result dtype {out.dtype}{hint}")
