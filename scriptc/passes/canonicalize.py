@@ -57,8 +57,8 @@ def _same_scalar(node: Node, x: Value) -> bool:
     return x.type in (INT, FLOAT) and node.outputs[0].type == x.type
 
 
-def simplify(node: Node, made: dict | None = None) -> list[Value] | None:
-    """Values to replace ``node``'s outputs with, or None. ``made``: the shape values this run has made so far
+def simplify(node: Node, made: "_Made | None" = None) -> list[Value] | None:
+    """Values to replace ``node``'s outputs with, or None. ``made``: the shape nodes this run has made so far
     (``_broadcast_query``)."""
     k, ins = node.kind, node.inputs
     if k == "aten::mul":
@@ -117,7 +117,7 @@ def simplify(node: Node, made: dict | None = None) -> list[Value] | None:
             return [_same_query(node, shaped)]
         operands = _broadcast_operands(ins[0])
         if operands is not None:
-            return [_broadcast_query(node, operands, {} if made is None else made)]
+            return [_broadcast_query(node, operands, made or _Made())]
     return None
 
 
@@ -134,7 +134,15 @@ def _broadcast_operands(v: Value) -> list[Value] | None:
     return arrays
 
 
-def _broadcast_query(node: Node, operands: list[Value], made: dict) -> Value:
+class _Made:
+    """The nodes a run's shape queries made: by (block, kind, inputs, attributes), and all of them."""
+
+    def __init__(self):
+        self.by_key: dict = {}
+        self.nodes: set[Node] = set()
+
+
+def _broadcast_query(node: Node, operands: list[Value], made: _Made) -> Value:
     """``node`` (a shape query of a broadcast result) computed from the operands' dimensions: along each axis
     the result has an operand's length unless that is 1 (the operator ran, so they agree), so
     ``d = a + (b - a) * int(b != 1)``, folded over the operands right-aligned. What an earlier query of this
@@ -142,15 +150,14 @@ def _broadcast_query(node: Node, operands: list[Value], made: dict) -> Value:
     again, they were most of the nodes cse then merged)."""
     block, at = node.block, node.block.nodes.index(node)
     rank = node.inputs[0].type.rank
-    expansions = made.setdefault("expansions", set())   # the nodes queries made
     # a query an expansion made sits among that expansion's nodes, some of them after it: those it cannot use
     # (any other query comes after every node made so far in its block)
-    among = node in expansions
+    among = node in made.nodes
 
     def emit(kind, inputs, t, attrs=None):
         nonlocal at
         key = (block, kind, *map(id, inputs), repr(attrs))     # (the block, not its id: it stays alive)
-        known = made.get(key)
+        known = made.by_key.get(key)
         # still there, on the same inputs (not moved by an If's branch inlined, nor rewired to other values)
         if known is not None and known.block is block and all(a is b for a, b in zip(known.inputs, inputs)) \
                 and not (among and block.nodes.index(known) >= at):
@@ -158,8 +165,8 @@ def _broadcast_query(node: Node, operands: list[Value], made: dict) -> Value:
         n = Node(kind, inputs, [(x, None) for x in (t if isinstance(t, list) else [t])], attrs or {}, node.source)
         block.append(n, at)
         at += 1
-        made[key] = n
-        expansions.add(n)
+        made.by_key[key] = n
+        made.nodes.add(n)
         return n
 
     def const(value, t=INT):
@@ -222,7 +229,7 @@ def simplify_control(node: Node) -> bool:
     return False
 
 
-def _run_block(block: Block, made: dict) -> bool:
+def _run_block(block: Block, made: _Made) -> bool:
     changed = False
     i = 0
     while i < len(block.nodes):
@@ -249,4 +256,4 @@ def run(graph: Graph) -> bool:
     """Peephole: exact scalar identities (x*1, int x+0, x-0, x/1.0, --x, not not b, redundant int/float/bool
     conversions, tuple construct/unpack pairs; never float x+0.0, never array ops), constant-condition If ->
     taken branch, zero-trip loops removed, loops with constant trip count 1 -> body. Leaves dead nodes to dce."""
-    return _run_block(graph.block, {})
+    return _run_block(graph.block, _Made())
