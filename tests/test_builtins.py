@@ -113,6 +113,22 @@ def round_int(x: float) -> int:
 @scriptc.script
 def round_intn(k: int, n: int) -> int:
     return round(k, n)
+
+
+@scriptc.script
+def reversed_elements(lo: int, hi: int, step: int, k: int) -> tuple[int, int, int]:
+    """How many of the first k elements of reversed(range(lo, hi, step)) there are, the first and the k-th."""
+    c = 0
+    first = 0
+    last = 0
+    for i in reversed(range(lo, hi, step)):
+        if c == 0:
+            first = i
+        last = i
+        c += 1
+        if c == k:
+            break
+    return c, first, last
 '''
 
 
@@ -130,6 +146,26 @@ def test_enumerate_zip_reversed(mod):
     rng = np.random.default_rng(0)
     for nx, ny, n in [(5, 4, 6), (0, 3, 2), (3, 0, 0), (7, 7, 9), (1, 2, -1)]:
         both(mod.iterate, rng.random(nx), rng.random(ny), n)
+
+
+_EDGES = [-2 ** 63, -2 ** 63 + 1, -1, 0, 1, 2 ** 63 - 2, 2 ** 63 - 1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(-2 ** 63, 2 ** 63 - 1) | st.sampled_from(_EDGES), st.integers(-2 ** 63, 2 ** 63 - 1) |
+       st.sampled_from(_EDGES), st.sampled_from([1, -1, 2, -3, 7, 2 ** 62, -2 ** 63, 2 ** 63 - 1]) |
+       st.integers(-2 ** 63, 2 ** 63 - 1).filter(bool), st.integers(1, 5))
+def test_reversed_range_elements_at_any_length(mod, lo, hi, step, k):
+    """reversed(range(lo, hi, step)) starts at the range's last element even when the range has more elements
+    than an int64 counts (range(-2**63, 2**63 - 1): 2**64 - 1 of them, its trip count capped at 2**63 - 1)."""
+    both(mod.reversed_elements, lo, hi, step, k)
+
+
+def test_reversed_range_longer_than_int64_counts(mod):
+    for args in [(-2 ** 63, 2 ** 63 - 1, 1, 4), (2 ** 63 - 1, -2 ** 63, -1, 3), (-2 ** 63, 2 ** 63 - 1, 3, 2),
+                 (0, 5, True, 5), (5, 0, -1, 9)]:
+        both(mod.reversed_elements, *args)
+    assert mod.reversed_elements(-2 ** 63, 2 ** 63 - 1, 1, 4) == (4, 2 ** 63 - 2, 2 ** 63 - 5)
 
 
 def test_enumerate_zip_print_like_python(mod):

@@ -167,17 +167,19 @@ class BuiltinCallsMixin:
             if lo is None:
                 lo, step = self.const(0), self.const(1)
             trips = self.op("aten::__range_length", [lo, hi, step], at=arg)
-        else:
-            seq = self.expr(arg)
-            if not isinstance(seq.type, TensorType):
-                raise self.fn.error(f"reversed() of {self.describe(seq.type)} is not supported", arg,
-                                    "reverse a range(...) or an array")
-            trips = self.op("aten::len", [seq], at=arg)
+            # from the last element down (not lo + (trips - 1 - i) * step: trips is capped at 2**63 - 1 where
+            # a range is longer, reversed(range(-2**63, 2**63 - 1)))
+            last = self.op("aten::__range_last", [lo, hi, step], at=arg)
+            down = self.op("aten::neg", [step], at=arg)
+            return trips, lambda i: self.op("aten::__derive_index", [i, last, down], at=it)
+        seq = self.expr(arg)
+        if not isinstance(seq.type, TensorType):
+            raise self.fn.error(f"reversed() of {self.describe(seq.type)} is not supported", arg,
+                                "reverse a range(...) or an array")
+        trips = self.op("aten::len", [seq], at=arg)
 
         def element(i):
             last = self.op("aten::sub", [self.op("aten::sub", [trips, self.const(1)], at=it), i], at=it)
-            if isinstance(arg, ast.Call):
-                return self.op("aten::__derive_index", [last, lo, step], at=it)
             return self.index_value(seq, [last], it)
         return trips, element
 

@@ -115,6 +115,15 @@ def _range_length(lo, hi, step):
     return min(max(0, (lo - hi - step - 1) // -step), 2 ** 63 - 1)
 
 
+def _range_last(lo, hi, step):
+    """The last element of range(lo, hi, step), ``lo`` when it is empty (where reversed() starts): an int64
+    whatever the range's length, which may not be (range(-2**63, 2**63 - 1) has 2**64 - 1 elements)."""
+    n = _range_length(lo, hi, step)
+    if n == 2 ** 63 - 1:        # (its trip count is capped: the exact length is needed here)
+        n = (hi - lo + step - 1) // step if step > 0 else (lo - hi - step - 1) // -step
+    return lo + (n - 1) * step if n > 0 else lo
+
+
 def _ints_rule(*ts):
     for t in ts:
         if t not in (INT, BOOL):
@@ -128,6 +137,8 @@ def _derive_index_batch(b, node, ins):
 
 
 register("aten::__range_length(int lo, int hi, int step) -> int", impl=_range_length, infer=_ints_rule,
+         effect=Effect.RAISES, batch=Batch.LANES)
+register("aten::__range_last(int lo, int hi, int step) -> int", impl=_range_last, infer=_ints_rule,
          effect=Effect.RAISES, batch=Batch.LANES)
 register("aten::__derive_index(int index, int start, int step) -> int",
          impl=lambda i, start, step: start + i * step, infer=_ints_rule, batch=Batch.custom(_derive_index_batch))

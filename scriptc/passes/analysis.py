@@ -133,7 +133,7 @@ def may_raise(node: Node) -> bool:
         return not _nonzero_constant(ins[1])
     if kind in ("aten::Int", "aten::floor", "aten::ceil", "aten::trunc"):
         return any(t == FLOAT for t in types)
-    if kind == "aten::__range_length":
+    if kind in ("aten::__range_length", "aten::__range_last"):
         return not _nonzero_constant(ins[2])
     if kind == "prim::AssertBound":
         return not is_true_constant(ins[0])

@@ -366,8 +366,26 @@ class ScalarOps:
     @handles("aten::__range_length")
     def lower_range_length(self, node):
         """The trip count of range(lo, hi, step), as the interpreter computes it: its length, exact without
-        i128 (for step > 0 and lo < hi, (hi - lo - 1) // step + 1 with hi - lo < 2**64 as an unsigned), and
-        2**63 - 1 for a longer range (more steps than any loop runs: one that returns or breaks is right)."""
+        i128 (``_range_steps``), and 2**63 - 1 for a longer range (more steps than any loop runs: one that
+        returns or breaks is right)."""
+        B = self.b
+        nonempty, steps, _, _ = self._range_steps(node)
+        n = B.add(steps, i64(1))
+        n = B.select(B.icmp_signed("<", n, i64(0)), i64(2 ** 63 - 1), n)      # (beyond int64 as a signed)
+        return [[B.select(nonempty, n, i64(0))]]
+
+    @handles("aten::__range_last")
+    def lower_range_last(self, node):
+        """The last element of range(lo, hi, step), lo when it is empty: lo + steps * step modulo 2**64, which
+        is the element itself (in int64) whatever the range's length."""
+        B = self.b
+        nonempty, steps, lo, step = self._range_steps(node)
+        return [[B.select(nonempty, B.add(lo, B.mul(steps, step)), lo)]]
+
+    def _range_steps(self, node):
+        """(nonempty, steps, lo, step) of range(lo, hi, step): ``steps`` = (span - 1) // |step| with the span
+        |hi - lo| < 2**64 and |step| as unsigned (the number of steps from the first element to the last);
+        ValueError for a zero step."""
         B = self.b
         lo, hi, step = [self.to_i64(self.scalar(v), v.type) for v in node.inputs]
         self.raise_if(B.icmp_signed("==", step, i64(0)), ValueError, "range() arg 3 must not be zero")
@@ -376,9 +394,7 @@ class ScalarOps:
         span = B.select(pos, B.sub(hi, lo), B.sub(lo, hi))                   # unsigned, > 0 when nonempty
         mag = B.select(pos, step, B.sub(i64(0), step))                        # unsigned |step|
         safe_mag = B.select(nonempty, mag, i64(1))
-        n = B.add(B.udiv(B.sub(span, i64(1)), safe_mag), i64(1))
-        n = B.select(B.icmp_signed("<", n, i64(0)), i64(2 ** 63 - 1), n)      # (beyond int64 as a signed)
-        return [[B.select(nonempty, n, i64(0))]]
+        return nonempty, B.udiv(B.sub(span, i64(1)), safe_mag), lo, step
 
     @handles("aten::__derive_index")
     def lower_derive_index(self, node):
