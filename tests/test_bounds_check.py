@@ -82,6 +82,51 @@ def test_shape_bound_for_in_and_reverse_range_are_proven():
 
 
 @scriptc.script
+def suffix_sums(x: np.ndarray) -> np.ndarray:
+    n = len(x)
+    out = np.zeros(n)
+    t = 0.0
+    for i in reversed(range(n)):
+        t += x[i]
+        out[i] = t
+    for i in reversed(range(1, n, 2)):
+        t -= x[i]
+    return out * t
+
+
+def test_reversed_range_is_proven():
+    """reversed(range(lo, hi, k)), k > 0, runs down from its last element (below hi) to lo."""
+    check(suffix_sums, (np.arange(5.0),), """
+        CHECK: prim::Loop
+        CHECK: aten::getitem[checked=[0]](%x
+        CHECK: aten::setitem[checked=[0]](%out
+        CHECK: prim::Loop
+        CHECK: aten::getitem[checked=[0]](%x
+    """)
+    for n in (0, 1, 2, 6):
+        assert_matches_python(suffix_sums, np.arange(float(n)))
+
+
+@scriptc.script
+def reversed_past_the_end(x: np.ndarray, extra: int) -> float:
+    t = 0.0
+    for i in reversed(range(-1, len(x))):
+        t = t * 0.5 + x[i]     # -1 wraps: the last element
+    for i in reversed(range(len(x) + extra)):
+        t += x[i]
+    return t
+
+
+def test_reversed_range_past_the_array_still_raises():
+    """The upper end of a reversed range is its hi - 1: past the array, the first access raises IndexError as
+    in Python (where the access is proven, it is under a guard that fails here), and -1 keeps its wrap."""
+    assert "aten::getitem(%x" in ir_after_bce(reversed_past_the_end, np.arange(3.0), 1)
+    for extra in (0, 1, 3):
+        assert_matches_python(reversed_past_the_end, np.arange(4.0), extra)
+        assert_matches_python(reversed_past_the_end, np.arange(4.0), extra, runner=reversed_past_the_end.interpret)
+
+
+@scriptc.script
 def stencil(x: np.ndarray) -> np.ndarray:
     n = x.shape[0]
     m = x.shape[1]

@@ -4,7 +4,8 @@ An induction-variable range analysis bounds every int value the loops compute. A
 ``prim::Loop(T, ...)`` is in ``[0, T - 1]`` whenever its body runs (below every upper bound of T less one: ``range(n
 - 1 - i)`` with ``i >= 0`` runs below ``n - 1``); ``for i in range(lo, hi, step)`` derives ``i = __derive_index(p,
 lo, step)``, which lies in ``[lo, hi - 1]`` for a positive constant step (and in ``[hi + 1, lo]`` for a negative
-one). Bounds go through ``+``/``-`` of constants. A lower bound is a constant; an upper bound is *symbolic*: ``v <=
+one); ``reversed(range(lo, hi, k))``, k > 0, derives ``__derive_index(p, __range_last(lo, hi, k), -k)``, in ``[lo,
+hi - 1]`` too. Bounds go through ``+``/``-`` of constants. A lower bound is a constant; an upper bound is *symbolic*: ``v <=
 atom + c`` where the atom is a canonical int value. Dimensions are canonical too: ``len(x)``, ``x.shape[k]`` and the
 k-th name of ``n, m = x.shape`` name "dimension k of x"; a dimension of ``np.empty(n)`` / ``np.zeros((n, m))`` is
 the int value it was created with (``n``, ``m``: an array that exists has exactly those dimensions; so is
@@ -51,6 +52,15 @@ SMALL = 1 << 20
 INDEX_OPS = ("aten::getitem", "aten::setitem", "aten::select")
 CREATE_OPS = ("aten::zeros", "aten::ones", "aten::empty")
 SAME_SHAPE_OPS = ("aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like", "aten::clone")
+
+
+def _reversed_range_first(start: Value) -> Value | None:
+    """The ``lo`` of range(lo, hi, k), k a positive constant, when ``start`` is its last element (where
+    reversed() of it starts: ``aten::__range_last``)."""
+    n = start.node
+    if n is None or n.kind != "aten::__range_last" or (small_int(n.inputs[2]) or 0) <= 0:
+        return None
+    return n.inputs[0]
 
 
 def small_int(v: Value) -> int | None:
@@ -212,6 +222,9 @@ class RangeAnalysis:
             if s is not None and s > 0:
                 return self.lower(start)
             if s is not None and s < 0:
+                first = _reversed_range_first(start)
+                if first is not None:      # reversed(range(lo, hi, k)): down from its last element to lo
+                    return self.lower(first)
                 stop = self.range_stop(n)
                 ls = self.lower(stop) if stop is not None else None
                 return ls + 1 if ls is not None else None
@@ -250,6 +263,8 @@ class RangeAnalysis:
                 out |= {(atom, c - 1) for atom, c in self.upper(stop)}
             elif s is not None and s < 0:
                 out |= self.upper(start)
+        elif n.kind == "aten::__range_last" and (small_int(n.inputs[2]) or 0) > 0:
+            out |= {(atom, c - 1) for atom, c in self.upper(n.inputs[1])}     # below hi (read only when nonempty)
         return out
 
     @staticmethod
