@@ -5,12 +5,12 @@ An induction-variable range analysis bounds every int value the loops compute. A
 - 1 - i)`` with ``i >= 0`` runs below ``n - 1``); ``for i in range(lo, hi, step)`` derives ``i = __derive_index(p,
 lo, step)``, which lies in ``[lo, hi - 1]`` for a positive constant step (and in ``[hi + 1, lo]`` for a negative
 one); ``reversed(range(lo, hi, k))``, k > 0, derives ``__derive_index(p, __range_last(lo, hi, k), -k)``, in ``[lo,
-hi - 1]`` too. Bounds go through ``+``/``-`` of constants. A lower bound is a constant; an upper bound is *symbolic*: ``v <=
-atom + c`` where the atom is a canonical int value. Dimensions are canonical too: ``len(x)``, ``x.shape[k]`` and the
-k-th name of ``n, m = x.shape`` name "dimension k of x"; a dimension of ``np.empty(n)`` / ``np.zeros((n, m))`` is
-the int value it was created with (``n``, ``m``: an array that exists has exactly those dimensions; so is
-``np.linspace(a, b, n)``'s and ``np.arange(n)``'s, and ``x.size`` of a 1-d array is its dimension 0); of
-``*_like(y)``, ``y.copy()`` it is y's; of the row ``x[i]`` (``aten::select``) it is x's next dimension; a
+hi - 1]`` too. Bounds go through ``+``/``-`` of constants. A lower bound is a constant; an upper bound is
+*symbolic*: ``v <= atom + c`` where the atom is a canonical int value. Dimensions are canonical too: ``len(x)``,
+``x.shape[k]`` and the k-th name of ``n, m = x.shape`` name "dimension k of x"; a dimension of ``np.empty(n)`` /
+``np.zeros((n, m))`` is the int value it was created with (``n``, ``m``: an array that exists has exactly those
+dimensions; so is ``np.linspace(a, b, n)``'s and ``np.arange(n)``'s, and ``x.size`` of a 1-d array is its dimension
+0); of ``*_like(y)``, ``y.copy()`` it is y's; of the row ``x[i]`` (``aten::select``) it is x's next dimension; a
 loop-carried array (``a, b = b, a`` buffer swaps) has its initial value's dimensions when every iteration provably
 keeps them (an inductive invariant, see ``solve_carried_arrays``).
 
