@@ -10,7 +10,7 @@ from ..ir.types import STR, ListType, TupleType
 def releases_gil(graph: Graph) -> bool:
     """Whether a graph has a parallel loop and touches no Python object (no str anywhere, callees included):
     then it runs with the GIL released, like ``nogil=True``."""
-    graphs = _graphs(graph)
+    graphs = [graph, *graph.subgraphs()]
     if not any(n.attrs.get("parallel") for g in graphs for n in g.walk()):
         return False        # (most graphs: their types need no look)
     for g in graphs:
@@ -20,17 +20,6 @@ def releases_gil(graph: Graph) -> bool:
             if any(_holds_str(v.type) for v in list(n.inputs) + list(n.outputs)):
                 return False
     return True
-
-
-def _graphs(graph: Graph) -> list[Graph]:
-    """The graph and every graph it calls, transitively."""
-    found, todo = {}, [graph]
-    while todo:
-        g = todo.pop()
-        if id(g) not in found:
-            found[id(g)] = g
-            todo += [n.attrs["fn"] for n in g.walk() if n.kind == "prim::CallFunction"]
-    return list(found.values())
 
 
 def _holds_str(t) -> bool:

@@ -105,22 +105,24 @@ register("prim::TupleIndex(Tuple self, *, int index) -> Any",
          batch=Batch.TRANSFORM)
 
 
-def _range_length(lo, hi, step):
-    """A for loop's trip count over range(lo, hi, step): its length, at most 2**63 - 1 (more steps than any
-    loop runs: a loop that returns or breaks gives CPython's result)."""
+def _exact_range_length(lo, hi, step):
     if step == 0:
         raise ValueError("range() arg 3 must not be zero")
     if step > 0:
-        return min(max(0, (hi - lo + step - 1) // step), 2 ** 63 - 1)
-    return min(max(0, (lo - hi - step - 1) // -step), 2 ** 63 - 1)
+        return max(0, (hi - lo + step - 1) // step)
+    return max(0, (lo - hi - step - 1) // -step)
+
+
+def _range_length(lo, hi, step):
+    """A for loop's trip count over range(lo, hi, step): its length, at most 2**63 - 1 (more steps than any
+    loop runs: a loop that returns or breaks gives CPython's result)."""
+    return min(_exact_range_length(lo, hi, step), 2 ** 63 - 1)
 
 
 def _range_last(lo, hi, step):
     """The last element of range(lo, hi, step), ``lo`` when it is empty (where reversed() starts): an int64
     whatever the range's length, which may not be (range(-2**63, 2**63 - 1) has 2**64 - 1 elements)."""
-    n = _range_length(lo, hi, step)
-    if n == 2 ** 63 - 1:        # (its trip count is capped: the exact length is needed here)
-        n = (hi - lo + step - 1) // step if step > 0 else (lo - hi - step - 1) // -step
+    n = _exact_range_length(lo, hi, step)
     return lo + (n - 1) * step if n > 0 else lo
 
 

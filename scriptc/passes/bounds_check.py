@@ -261,10 +261,11 @@ class RangeAnalysis:
             stop = self.range_stop(n)
             if s is not None and s > 0 and stop is not None:
                 out |= {(atom, c - 1) for atom, c in self.upper(stop)}
+            elif s is not None and s < 0 and _reversed_range_first(start) is not None:
+                # reversed(range(lo, hi, k)): down from its last element, below hi (the body runs: not empty)
+                out |= {(atom, c - 1) for atom, c in self.upper(start.node.inputs[1])}
             elif s is not None and s < 0:
                 out |= self.upper(start)
-        elif n.kind == "aten::__range_last" and (small_int(n.inputs[2]) or 0) > 0:
-            out |= {(atom, c - 1) for atom, c in self.upper(n.inputs[1])}     # below hi (read only when nonempty)
         return out
 
     @staticmethod

@@ -172,8 +172,7 @@ class ShapeInference:
                 v.type = erase(v.type)
             return
         types = [v.type for v in node.inputs]
-        if all(t is INT or t is FLOAT or t is BOOL for t in types) and \
-                all(v.type is INT or v.type is FLOAT or v.type is BOOL for v in node.outputs):
+        if all(t in _FOLDABLE for t in types) and all(v.type in _FOLDABLE for v in node.outputs):
             self.fold(node, op)     # scalars in and out (a shape's arithmetic): no shape to find, no type to refine
             return
         consts = [self.const(v) for v in node.inputs]
