@@ -193,6 +193,11 @@ def test_compiled_raises_like_cpython(c, capfd):
     check_raises(c, c.fn, capfd)
 
 
+@pytest.mark.parametrize("c", corpus.ERROR_CASES, ids=lambda c: c.id)
+def test_interpreter_raises_like_cpython(c, capfd):
+    check_raises(c, c.fn.interpret, capfd)
+
+
 def check_raises(c, compiled, capfd):
     args = c.args_factory()
     a1 = copy.deepcopy(args)

@@ -869,6 +869,31 @@ def test_licm_must_not_hoist_ops_on_maybe_unbound_locals():
     """, args_list=[(2, False), (2, True), (0, False)])
 
 
+def test_licm_carried_value_returned_unchanged_is_the_initial_value():
+    # `for i in range(n): x = x` then `x += 1.0`: the write after the loop goes to the caller's array, so the
+    # loop's result must be %x itself (time-loop fusion would otherwise make it a new array)
+    run_text("licm", """
+    graph(%x : Double(*),
+          %n : int):
+      %t : bool = prim::Constant[value=1]()
+      %z : int = prim::Constant[value=0]()
+      %x.2 : Double(*), %s : int = prim::Loop(%n, %t, %x, %z)
+        block0(%i : int, %x.1 : Double(*), %acc : int):
+          %d : int = aten::add(%acc, %i)
+          %g : float = aten::getitem(%x.1, %z)
+          -> (%t, %x.1, %d)
+      %one : float = prim::Constant[value=1.0]()
+       = aten::add_(%x.2, %one)
+      return (%s)
+    """, """
+        CHECK: %s : int = prim::Loop(%n, %t, %z)
+        CHECK-NEXT: block0(%i : int, %acc : int):
+        CHECK: aten::getitem(%x, %z)
+        CHECK: -> (%t, %d)
+        CHECK: aten::add_(%x, %one)
+    """, args_list=[(np.zeros(2), 3), (np.ones(3), 0)])
+
+
 def test_licm_nested_loops_hoist_through_both():
     run_text("licm", """
     graph(%a : int,

@@ -374,6 +374,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         if self.first_return is not None:
             first_type, first_node = self.first_return
             if join(first_type, value.type) is None:
+                if _partly_known_arrays(first_type, value.type):
+                    raise NeedsSpecialization("return")     # the call's signature decides
                 raise self.fn.error(f"this return gives {describe(value.type)}, but the return at line "
                                     f"{self.fn.loc(first_node).line} gives {describe(first_type)}", node,
                                     "every return of a function must give the same type")
@@ -507,6 +509,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         conflict = next((v for v in values if isinstance(v, Conflict)), None)
         types = [binding_type(v) for v in values if v is not MISSING and not isinstance(v, Conflict)]
         t = None if conflict else types[0] if len(types) == 1 else join(*types)
+        if t is None and not conflict and _partly_known_arrays(*types):
+            raise NeedsSpecialization(name)     # the generic graph cannot tell; the call's signature decides
         if t is None:
             message = conflict.message if conflict else \
                 f"{repr(name) if name else self.value_name(at)} is {describe(types[0])} on one path and " \
@@ -875,8 +879,15 @@ def describe(t: Type) -> str:
 
 
 def _partly_known_arrays(a, b) -> bool:
-    """Two array types at least one of which lacks its dtype or rank (the generic, unspecialized graph)."""
-    return isinstance(a, TensorType) and isinstance(b, TensorType) and not (a.known and b.known)
+    """Two array types (or tuples or lists holding them, in the same places) at least one of which lacks its
+    dtype or rank (the generic, unspecialized graph): whether they agree depends on the call's signature."""
+    if isinstance(a, TensorType) and isinstance(b, TensorType):
+        return not (a.known and b.known)
+    if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a.elems) == len(b.elems):
+        return any(_partly_known_arrays(x, y) for x, y in zip(a.elems, b.elems))
+    if isinstance(a, ListType) and isinstance(b, ListType):
+        return _partly_known_arrays(a.elem, b.elem)
+    return False
 
 
 class _LoopElse(ast.stmt):

@@ -52,7 +52,9 @@ def reuse_buffers(graph: Graph) -> bool:
         elif fusible(node):
             k = _candidate(node)
             if k is not None:
+                reused = node.inputs[k]
                 group = outline([node], counter)
-                group.attrs["reuse"] = k
+                # the group's own index: outlining copies scalar constants in, so `3 * x` has one input, x
+                group.attrs["reuse"] = group.inputs.index(reused)
                 changed = True
     return changed

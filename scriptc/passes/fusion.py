@@ -8,7 +8,11 @@ operator. Backends evaluate a group as one loop nest with no intermediate arrays
 Assumes a verified graph whose array types know dtype and rank. Grows groups backwards from a consumer, as
 TorchScript's fuser does: a producer joins when it is element-wise, in the same block, used only by the group,
 and moving it down to the group crosses no node that could write memory (``Effect.WRITES``/``IO``, loops,
-ifs, calls) when it reads an array — so a fused read never sees a later write.
+ifs, calls) when it reads an array — so a fused read never sees a later write. Errors keep their order and
+happen: a producer that may raise (arrays of two shapes that may not broadcast; an integer power whose
+exponent may be negative) crosses no node that may raise, and an integer power that may raise is never a
+producer (its result may be broadcast to an empty array, so that no element of it would be computed, where
+NumPy computes it whole and raises).
 
 Multi-output groups (after the groups above are formed): an element-wise producer whose result is read by
 several sibling consumers (element-wise groups, or groups ending in a full reduction, e.g. ``err = a*x + b - y;
@@ -44,6 +48,24 @@ def full_reduction(node: Node) -> bool:
             and isinstance(node.inputs[0].type, TensorType) and node.inputs[0].type.known)
 
 
+def _element_error(node: Node) -> bool:
+    """An integer power of arrays whose exponent is not a non-negative constant (NumPy raises ValueError)."""
+    if node.kind != "aten::pow" or not all(isinstance(v.type, TensorType) and v.type.dtype.startswith(("int", "uint"))
+                                            or not isinstance(v.type, TensorType) for v in node.inputs):
+        return False
+    exponent = node.inputs[1]
+    value = exponent.node.attrs.get("value") if exponent.node is not None and exponent.node.kind == \
+        "prim::Constant" else None
+    return not (isinstance(value, int) and value >= 0)
+
+
+def _raises_in_group(node: Node) -> bool:
+    """The operator may raise inside a group: two different arrays (their shapes may not broadcast), or an
+    element error."""
+    arrays = {id(v) for v in node.inputs if isinstance(v.type, TensorType) and v.type.rank > 0}
+    return len(arrays) > 1 or _element_error(node)
+
+
 def writes_memory(node: Node) -> bool:
     op = REGISTRY.get(node.kind)
     return node.kind in BARRIERS or op is None or op.effect >= Effect.WRITES
@@ -59,12 +81,16 @@ def _grow(block_nodes: list[Node], root: Node) -> list[Node]:
         start -= 1
     candidates = block_nodes[start:block_nodes.index(root, start) + 1]
     after_writer = {id(n) for n in candidates}
+    position = {id(n): k for k, n in enumerate(candidates)}
     members, work = {id(root)}, [root]
     while work:
         for v in work.pop().inputs:
             p = v.node
             if p is None or id(p) in members or id(p) not in after_writer \
                     or not fusible(p) or not all(id(u.user) in members for u in p.output.uses):
+                continue
+            if _element_error(p) or _raises_in_group(p) and any(
+                    id(n) not in members and may_raise(n) for n in candidates[position[id(p)] + 1:-1]):
                 continue
             members.add(id(p))
             work.append(p)

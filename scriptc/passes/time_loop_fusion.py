@@ -17,8 +17,9 @@ Which loops (all must hold):
   no indexing (no read of another element), no call, no nested loop or if, no reduction;
 - every array operand is a carried array, a body result, or a value defined before the loop (loop-invariant)
   whose rank is not above the carried rank;
-- every carried array result is computed from some carried array (or is one), so its shape is the carried
-  shape.
+- every carried array result is computed in the body from some carried array, so its shape is the carried
+  shape and it is a new array (a carried array returned as it is, ``x, y = y, x``, is the same object after
+  the loop, which a FusedLoop's new arrays are not).
 
 Shapes: when the carried arrays share one shape S and every invariant array broadcasts into S without growing
 it, every element-wise result of a carried array has shape S, in every iteration. When that is not evident
@@ -87,12 +88,16 @@ def _invariants(loop: Node) -> list[Value] | None:
 
 
 def _carried_from_params(body: Block) -> bool:
-    """Every carried array result is a carried array or computed from one (so it has the carried shape)."""
+    """Every carried array result is computed in the body from a carried array (so it has the carried shape
+    and is a new array each iteration, as the FusedLoop's results are). A result that is a carried array
+    itself (``x, y = y, x``) is that very object after the loop in Python: not fused."""
     derived = {id(p) for p in body.params[1:] if isinstance(p.type, TensorType)}
+    computed = set()
     for node in body.nodes:
         if any(id(v) in derived for v in node.inputs):
             derived.update(id(o) for o in node.outputs)
-    return all(id(r) in derived for r in body.returns[1:] if isinstance(r.type, TensorType))
+            computed.update(id(o) for o in node.outputs)
+    return all(id(r) in computed for r in body.returns[1:] if isinstance(r.type, TensorType))
 
 
 def _same_scalar_type(p, init, r, out) -> bool:

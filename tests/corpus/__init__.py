@@ -41,6 +41,8 @@ MODULES = (
     "edge_arrays",
     "errors",
     "builtins_statements",
+    "loop_rebinding",
+    "error_order",
 )
 
 
