@@ -184,14 +184,16 @@ def _index(t: Type, what: str) -> None:
 
 # -- construction ------------------------------------------------------------------------------------------
 
-def _construct_rule(*types, elem):
+def _construct_rule(*types, elem, tape=False):
     lt = ListType(parse_type(elem))
     for t in types:
         _check_elem(lt, t, "list literal")
     return lt
 
 
-register("prim::ListConstruct(Any... elems, *, str elem) -> Any", impl=lambda *xs, elem: list(xs),
+# ``tape``: a list that reverse mode records a loop's values on (appended to, then read back); marked so that
+# differentiating a gradient graph again (``grad(grad(f))``) can tell it from a list of the user's
+register("prim::ListConstruct(Any... elems, *, str elem, bool tape) -> Any", impl=lambda *xs, elem, tape=False: list(xs),
          infer=_construct_rule, batch=Batch.custom(_construct_batch, fresh=True))
 
 

@@ -33,6 +33,11 @@ def _one_over_sqrt_one_minus_square(e, x):
     return e.ieee_div(e.const(1.0), e.op("aten::sqrt", e.sub(e.const(1.0), e.mul(x, x))))
 
 
+def _sign_at_or_above_zero(e, x):
+    """|x|' as JAX defines it: 1 where x >= 0 (-0.0 included), else -1 (NaN too)."""
+    return e.sub(e.mul(e.op("aten::ge", x, e.const(0.0)), e.const(2.0)), e.const(1.0))
+
+
 D = {
     "sqrt": lambda e, x, out: e.ieee_div(e.const(0.5), out),
     "exp": lambda e, x, out: out,
@@ -50,8 +55,8 @@ D = {
     "sinh": lambda e, x, out: e.op("aten::cosh", x),
     "cosh": lambda e, x, out: e.op("aten::sinh", x),
     "tanh": lambda e, x, out: e.sub(e.const(1.0), e.mul(out, out)),
-    "abs": lambda e, x, out: e.op("aten::copysign", e.const(1.0), x),
-    "fabs": lambda e, x, out: e.op("aten::copysign", e.const(1.0), x),
+    "abs": lambda e, x, out: _sign_at_or_above_zero(e, x),
+    "fabs": lambda e, x, out: _sign_at_or_above_zero(e, x),
 }
 
 # op name, math function (scalars), NumPy ufunc (arrays), other Python callables bound to it
@@ -139,10 +144,13 @@ for _name, _scalar, _ufunc, _vjp in BINARY_FNS:
              infer=by_sample(_impl), effect=Effect.RAISES, elementwise=True, py=(_scalar, _ufunc), vjp=_vjp)
 
 
-def _select_first_vjp(e, g, out, a, b):
-    """maximum/minimum/max/min: the adjoint goes to the operand the result came from (the first on ties)."""
-    first = e.op("aten::eq", out, a)
-    return e.mul(g, first), e.mul(g, e.op("aten::ne", out, a))
+def _balanced(e, g, out, a, b):
+    """The adjoints of ``a`` and ``b`` for a result ``out`` that is one of them (maximum, minimum, max, min), by
+    JAX's rule: all of ``g`` to the operand equal to the result, half to each when both are (a tie), none when
+    neither is (a NaN result)."""
+    at_a, at_b = e.op("aten::eq", out, a), e.op("aten::eq", out, b)
+    tie = e.mul(e.op("aten::__and__", at_a, at_b), e.const(0.5))
+    return e.mul(g, e.sub(at_a, tie)), e.mul(g, e.sub(at_b, tie))
 
 
 def _np_maximum(a, b):
@@ -154,9 +162,9 @@ def _np_minimum(a, b):
 
 
 register("aten::maximum(Number|Tensor self, Number|Tensor other) -> Number|Tensor", impl=_np_maximum,
-         infer=by_sample(_np_maximum), elementwise=True, py=(np.maximum,), vjp=_select_first_vjp)
+         infer=by_sample(_np_maximum), elementwise=True, py=(np.maximum,), vjp=_balanced)
 register("aten::minimum(Number|Tensor self, Number|Tensor other) -> Number|Tensor", impl=_np_minimum,
-         infer=by_sample(_np_minimum), elementwise=True, py=(np.minimum,), vjp=_select_first_vjp)
+         infer=by_sample(_np_minimum), elementwise=True, py=(np.minimum,), vjp=_balanced)
 
 
 def _where(c, a, b):
@@ -175,13 +183,12 @@ def _clip(x, lo, hi):
 
 
 def _clip_vjp(e, g, out, x, lo, hi):
-    """np.clip is np.minimum(np.maximum(x, lo), hi), each taking the first operand at a tie: an element is
-    ``x``'s where the result equals it, else ``lo``'s where it equals that, else ``hi``'s (a NaN nobody's)."""
-    kept, at_lo, zero = e.op("aten::eq", out, x), e.op("aten::eq", out, lo), e.const(0.0)
-    to_lo = e.op("aten::where", kept, zero, e.op("aten::where", at_lo, g, zero))
-    to_hi = e.op("aten::where", kept, zero, e.op("aten::where", at_lo, zero,
-                                                   e.op("aten::where", e.op("aten::eq", out, hi), g, zero)))
-    return e.mul(g, kept), to_lo, to_hi
+    """np.clip is np.minimum(np.maximum(x, lo), hi): the chain of the two rules (``_balanced``), as jnp.clip's
+    derivative is. At x == lo == hi, x and lo get a quarter each and hi half."""
+    low = e.op("aten::maximum", x, lo)
+    to_low, to_hi = _balanced(e, g, out, low, hi)
+    to_x, to_lo = _balanced(e, to_low, low, x, lo)
+    return to_x, to_lo, to_hi
 
 
 register("aten::clip(Tensor self, Number|Tensor min, Number|Tensor max) -> Tensor", impl=_clip,
@@ -212,7 +219,7 @@ def _python_extremum_batch(compare):
 # Python's min/max: the first of equal values wins and nan compares false, exactly as builtins do.
 register("prim::max(Number self, Number other) -> Number", impl=builtins.max, infer=_same_kind_scalars("max"),
          batch=_python_extremum_batch("aten::gt"),
-         vjp=_select_first_vjp)
+         vjp=_balanced)
 register("prim::min(Number self, Number other) -> Number", impl=builtins.min, infer=_same_kind_scalars("min"),
          batch=_python_extremum_batch("aten::lt"),
-         vjp=_select_first_vjp)
+         vjp=_balanced)

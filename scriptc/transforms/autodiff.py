@@ -31,6 +31,7 @@ from .adjoints import Adjoints, leaf_paths
 from .emitter import Emitter, differentiable
 from .inplace import InPlaceMixin
 from .memory import is_write
+from .lists import ListMixin, activate_list
 
 _SKIP_ON_RECOMPUTE = {"prim::Print"}    # printing happens once, in the forward
 _STRUCTURAL = {"prim::TupleConstruct", "prim::TupleIndex", "prim::TupleUnpack"}
@@ -44,6 +45,7 @@ def active_values(src: Graph, argnums: tuple, mem) -> set[int]:
     active value (the array and its views, all of it)."""
     active = {id(src.inputs[k]) for k in argnums}
     written = set()          # roots of arrays an active value was written into
+    lists = mem.lists
 
     def visit(block: Block) -> bool:
         changed = False
@@ -65,6 +67,7 @@ def active_values(src: Graph, argnums: tuple, mem) -> set[int]:
                 outs = [any(id(b.returns[k]) in active for b in node.blocks) for k in range(len(node.outputs))]
             else:
                 outs = [ins] * len(node.outputs)
+                changed |= activate_list(node, active, lists)
                 if ins and is_write(node) and mem.member(node.inputs[0]) and \
                         id(mem.root(node.inputs[0])) not in written:
                     written.add(id(mem.root(node.inputs[0])))
@@ -155,11 +158,14 @@ def _hint(v: Value) -> str | None:
     return None if v.name.isdigit() else v.name
 
 
-class Transform(InPlaceMixin):
+class Transform(InPlaceMixin, ListMixin):
     def __init__(self, graph: Graph, src: Graph, argnums: tuple):
         self.graph = graph
         self.tapes: list[Value] = []
+        self.list_shadows: dict[int, Value] = {}     # a written list of the source graph (by id) -> its adjoint
+        self.recomputing: Block | None = None        # the block whose forward the backward is recomputing
         self.plan_memory(src)
+        self.lists = self.mem.lists
         self.active_ids = active_values(src, argnums, self.mem)
 
     def active(self, v: Value) -> bool:
@@ -178,7 +184,12 @@ class Transform(InPlaceMixin):
         saved = {}
         depth = self.depth[id(src)]
         for node in src.nodes:
-            if recompute and (node.kind in _SKIP_ON_RECOMPUTE or self.skip_on_recompute(node)):
+            if recompute and self.skip_on_recompute(node):
+                # the write is not redone, but the backward of an in-place operator reads the operand's old
+                # value: replayed from its tape, here, where the recomputation can use it
+                self.copy_reads(node, dst, vmap, recompute, depth)
+                continue
+            if recompute and node.kind in _SKIP_ON_RECOMPUTE:
                 continue
             if self.copy_reads(node, dst, vmap, recompute, depth):
                 continue
@@ -242,6 +253,7 @@ class Transform(InPlaceMixin):
         """Emit ``src``'s forward into ``dst``, then its adjoint given ``seeds`` (one adjoint or None per
         return of ``src``), accumulating into ``adj`` (which may come holding the outer values' adjoints).
         Returns the adjoints of ``src``'s parameters and of the outer values it uses."""
+        self.recomputing = src
         saved = self.forward(src, dst, vmap, recompute, tape_loops=True)
         e = Emitter(dst)
         adj = adj or Adjoints(e)
@@ -249,16 +261,20 @@ class Transform(InPlaceMixin):
         adj.wanted = self.active
         adj.redirect = lambda v, c: self.redirect(v, c, e, vmap)
         self.make_shadows(src, e, vmap, inputs)
+        self.make_list_shadows(src, e, vmap, inputs)
         for r, s in zip(src.returns, seeds):
             adj.add(r, s, vmap.get(id(r), r))
         for node in reversed(src.nodes):
             e.source = node.source
             if node.kind in ("prim::If", "prim::Loop"):
-                if any(adj.get(o) is not None for o in node.outputs) or self.in_memory(node):
+                if any(adj.get(o) is not None for o in node.outputs) or self.in_memory(node) or \
+                        self.touches_lists(node):
                     if node.kind == "prim::If":
                         self.backward_if(node, dst, vmap, adj, saved.get(id(node)))
                     else:
                         self.backward_loop(node, dst, vmap, adj, *saved[id(node)])
+                continue
+            if self.backward_list(node, e, vmap, adj):
                 continue
             if is_write(node):
                 if self.in_memory(node):

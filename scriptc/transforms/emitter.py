@@ -115,7 +115,7 @@ class Emitter:
     def tape(self, t) -> Value:
         """A new empty list of ``t`` (``ListType(t)``) that the forward appends to and the backward reads."""
         from ..ir.types import ListType
-        return self.node("prim::ListConstruct", [], [ListType(t)], {"elem": str(t)}).output
+        return self.node("prim::ListConstruct", [], [ListType(t)], {"elem": str(t), "tape": True}).output
 
     def clone(self, v: Value) -> Value:
         return self.op("aten::clone", v)

@@ -61,17 +61,18 @@ class InPlaceMixin:
 
     # -- forward ---------------------------------------------------------------------------------------
     def skip_on_recompute(self, node: Node) -> bool:
-        return self.mem.active and is_write(node)
+        return (self.mem.active and is_write(node)) or self.skip_list_write(node)
 
     def copy_reads(self, node: Node, dst: Block, vmap: dict, recompute: bool, depth: int) -> bool:
         """Emit ``node``'s reads of written arrays; True when that was all of it (a scalar read)."""
-        if not self.mem.active:
+        if not (self.mem.active or self.mem.list_reads):
             return False
         e = Emitter(dst, node.source)
         if self.mem.is_scalar_read(node):
             inputs = [vmap.get(id(v), v) for v in node.inputs]
             vmap[id(node.output)] = self.read(e, node, -1, lambda: e.node(
-                node.kind, inputs, [node.output.type], dict(node.attrs)).output, recompute, depth)
+                node.kind, inputs, [node.output.type], dict(node.attrs)).output, recompute, depth,
+                replay=self.replays(node))
             return True
         ks = self.mem.reads(node)
         if ks:
@@ -81,13 +82,15 @@ class InPlaceMixin:
             self.node_inputs[id(node)] = inputs
         return False
 
-    def read(self, e: Emitter, node: Node, k: int, make, recompute: bool, depth: int) -> Value:
+    def read(self, e: Emitter, node: Node, k: int, make, recompute: bool, depth: int, replay: bool = True) -> Value:
+        """The value a read saw in the forward: made (and taped) in the forward, replayed from its tape in a
+        recomputation, or made again there when ``replay`` is False (a list the recomputation makes anew)."""
         if not depth:           # straight-line code of the function: never recomputed
             return make()
         key = (id(node), k)
         if key in self.local_tapes:
             if recompute:
-                return e.op("aten::list_getitem", self.local_tapes[key], self.local_index[key])
+                return e.op("aten::list_getitem", self.local_tapes[key], self.local_index[key]) if replay else make()
             v = make()
             e.node("aten::append", [self.local_tapes[key], v], [])
             return v
@@ -95,7 +98,7 @@ class InPlaceMixin:
         at = e.op("aten::getitem", self.cursors, e.const(r), checked=[0])
         e.node("aten::setitem", [self.cursors, e.const(r), e.add(at, e.const(1))], [], {"checked": [0]})
         if recompute:
-            return e.op("aten::list_getitem", self.read_tapes[r], at)
+            return e.op("aten::list_getitem", self.read_tapes[r], at) if replay else make()
         v = make()
         e.node("aten::append", [self.read_tapes[r], v], [])
         return v

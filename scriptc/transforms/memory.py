@@ -22,6 +22,7 @@ from ..errors import CompileError
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import REGISTRY
 from ..ir.types import TensorType
+from .lists import ListPlan
 
 VIEWS = {"aten::select", "aten::slice", "aten::numpy_T", "aten::unsqueeze", "aten::reshape"}
 ELEMENT_WRITES = {"aten::setitem"}
@@ -53,6 +54,8 @@ class MemoryPlan:
         self.active = bool(self.written)
         if self.active:
             self._check_merges()
+        self.lists = ListPlan(graph)
+        self.list_reads = bool(self.lists.written)     # reads of written lists are replayed in recomputations
 
     # -- classes ------------------------------------------------------------------------------------------
     def root(self, v: Value) -> Value:
@@ -125,7 +128,10 @@ class MemoryPlan:
         return [k for k in range(first, len(node.inputs)) if self.member(node.inputs[k])]
 
     def is_scalar_read(self, node: Node) -> bool:
-        return self.active and node.kind == "aten::getitem" and self.member(node.inputs[0])
+        """A read of one value from written memory: an element of a written array, or a value read from a
+        written list (``lists.py``: ``lst[i]``, ``len(lst)``, ``pop``'s result ...)."""
+        return (self.active and node.kind == "aten::getitem" and self.member(node.inputs[0])) or \
+            (self.list_reads and self.lists.read_list(node) is not None)
 
     def written_params(self, graph: Graph) -> list[int]:
         return [k for k, p in enumerate(graph.inputs) if self.member(p)]
