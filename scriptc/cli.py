@@ -84,7 +84,14 @@ def cmd_dump(args) -> int:
         from .backend.nvptx import ptx_for_graph
         graph = fn.gpu_graph_for_types(tuple(t.erase_shape() if isinstance(t, TensorType) else t
                                              for t in args.types))
-        print(graph if args.emit == "ir" else ptx_for_graph(graph, args.arch)[0], end="")
+        if args.emit == "ir":
+            print(graph, end="")
+        else:
+            ptx, kernels = ptx_for_graph(graph, args.arch)
+            if not kernels:     # a comment line saying nothing runs on the device, and a failing status
+                print(ptx, end="", file=sys.stderr)
+                return 1
+            print(ptx, end="")
     elif args.emit == "ir":
         print(fn.graph_for_types(types, optimize=not args.no_opt), end="")
     else:

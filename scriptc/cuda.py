@@ -21,6 +21,7 @@ import os
 import numpy as np
 
 from .backend.nvptx.codegen import GpuUnsupported
+from .interop import is_gpu_array
 
 _state = {"emulate": os.environ.get("SCRIPTC_CUDA") == "emulate", "block": int(os.environ.get(
     "SCRIPTC_CUDA_BLOCK", "256")), "max_blocks": 0, "cuda": None}
@@ -241,9 +242,7 @@ def _contiguous_strides(shape, itemsize: int) -> tuple:
 
 def is_device_array(a) -> bool:
     """A DeviceArray, or a GPU array of another library (``__cuda_array_interface__``: CuPy, torch.cuda)."""
-    t = type(a)
-    return getattr(t, "_scriptc_device", False) or (hasattr(t, "__cuda_array_interface__") and
-                                                     not isinstance(a, np.ndarray))
+    return is_gpu_array(a)
 
 
 def as_device_array(a) -> DeviceArray:

@@ -5,13 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import user_facing
+from .interop import is_gpu_array as _on_device
 from .ir.core import Graph
-
-
-def _on_device(a) -> bool:
-    """A scriptc DeviceArray, or another library's GPU array (``__cuda_array_interface__``: CuPy, torch.cuda)."""
-    t = type(a)
-    return getattr(t, "_scriptc_device", False) or (t is not np.ndarray and hasattr(t, "__cuda_array_interface__"))
 
 
 class DeviceCalls:

@@ -27,6 +27,31 @@ def is_array_like(arg) -> bool:
     return hasattr(t, "__dlpack__") or hasattr(arg, "__array_interface__") or hasattr(arg, "__array_struct__")
 
 
+_GPU_DLPACK_DEVICES = (2, 13)    # DLPack's kDLCUDA and kDLCUDAManaged (kDLCUDAHost, 3, is host memory)
+
+
+def is_gpu_array(arg) -> bool:
+    """A scriptc DeviceArray, or another library's array in GPU memory (CuPy, torch.cuda, JAX on a GPU).
+
+    torch.Tensor and jax.Array declare ``__cuda_array_interface__`` on the class and raise AttributeError for
+    an array on the CPU, so the class alone does not tell: the array's DLPack device does."""
+    t = type(arg)
+    if getattr(t, "_scriptc_device", False):
+        return True
+    if issubclass(t, np.ndarray) or not hasattr(t, "__cuda_array_interface__"):
+        return False
+    if hasattr(t, "__dlpack_device__"):
+        try:
+            return arg.__dlpack_device__()[0] in _GPU_DLPACK_DEVICES
+        except Exception:  # noqa: BLE001 - an exporter that cannot say: ask the array interface below
+            pass
+    try:
+        arg.__cuda_array_interface__
+    except AttributeError:
+        return False
+    return True
+
+
 def as_array(fname: str, pname: str, arg) -> np.ndarray | None:
     """A zero-copy NumPy view of ``arg`` (None: ``arg`` exposes no array protocol). A TypeError naming the
     parameter when it cannot be viewed without a copy (a GPU tensor, a tensor that requires grad)."""
@@ -46,4 +71,4 @@ def as_array(fname: str, pname: str, arg) -> np.ndarray | None:
     return None
 
 
-__all__ = ["as_array", "is_array_class", "is_array_like"]
+__all__ = ["as_array", "is_array_class", "is_array_like", "is_gpu_array"]

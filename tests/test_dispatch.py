@@ -2,6 +2,8 @@
 with ``signatures=``, numba's signature-string first argument, and arrays from other libraries (DLPack, the
 array interface, torch) viewed without copying. Each against CPython + NumPy 2, natively and in the reference
 interpreter."""
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -310,8 +312,64 @@ def test_foreign_array_that_cannot_be_viewed():
         double_in_place([1.0])
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_torch_cpu_tensors_in_and_out(dtype):
+    """CPU tensors through DLPack, contiguous and strided: the write reaches the tensor, results are NumPy's."""
+    import torch
+    t = torch.arange(6, dtype=getattr(torch, dtype)).reshape(2, 3)
+    column = t[:, 1]                                   # a strided view
+    out = bump(column, 1.0)
+    assert t.tolist() == [[0.0, 2.0, 2.0], [3.0, 5.0, 5.0]]
+    assert type(out) is np.ndarray and out.dtype == np.dtype(dtype) and out.tolist() == [2.0, 5.0]
+    assert total(t) == total(t.numpy()) == float(np.sum(t.numpy().astype(dtype) ** 2, dtype=dtype))
+    assert total.interpret(t) == total(t)
+
+
+def test_jax_cpu_arrays_are_read_only_inputs():
+    """In a child process: JAX starts threads, which later fork tests in this process must not inherit."""
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent("""
+        import numpy as np, jax.numpy as jnp
+        from tests.test_dispatch import total, double_in_place
+        x = jnp.arange(4.0)
+        assert total(x) == float(np.sum(np.arange(4.0) ** 2)), total(x)
+        try:
+            double_in_place(x)
+        except ValueError as e:
+            print(e)
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() in ("assignment destination is read-only", "output array is read-only"), run.stdout
+
+
+def test_gpu_array_check_asks_the_array_not_its_class():
+    """torch.Tensor's class declares __cuda_array_interface__ and a CPU tensor raises AttributeError for it:
+    the DLPack device decides (a stand-in class with the same behaviour, and torch itself)."""
+    import torch
+    from scriptc.interop import is_gpu_array
+
+    class CpuTensorLike:
+        def __dlpack_device__(self):
+            return (1, 0)
+
+        @property
+        def __cuda_array_interface__(self):
+            raise AttributeError("not on a GPU")
+
+    class GpuTensorLike(CpuTensorLike):
+        def __dlpack_device__(self):
+            return (2, 0)
+
+    assert not is_gpu_array(CpuTensorLike()) and is_gpu_array(GpuTensorLike())
+    assert not is_gpu_array(torch.zeros(2)) and not is_gpu_array(np.zeros(2))
+
+
 def test_torch_tensors():
-    torch = pytest.importorskip("torch")
+    import torch
     t = torch.arange(4, dtype=torch.float64)
     assert double_in_place(t) == 0.0 and t.tolist() == [0.0, 2.0, 4.0, 6.0]
     assert total(t) == float(np.sum(t.numpy() ** 2))

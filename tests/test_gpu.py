@@ -259,6 +259,45 @@ def test_reduction_kernels_assemble(tmp_path, arch):
     assert run.returncode == 0, run.stderr
 
 
+@scriptc.script
+def five_point(a: np.ndarray) -> np.ndarray:
+    h, w = a.shape
+    out = np.zeros((h, w))
+    for i in scriptc.prange(1, h - 1):
+        for j in range(1, w - 1):
+            out[i, j] = 0.25 * (a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
+    return out
+
+
+@scriptc.script
+def host_only(n: int) -> int:
+    return n * 2
+
+
+@pytest.mark.skipif(PTXAS is None, reason="ptxas not found")
+def test_inspect_ptx_and_dump_print_a_prange_nest(tmp_path):
+    """The kernels that run, prange loops included (both printed nothing for a prange nest), and a line saying
+    so where nothing runs on the device."""
+    a = np.ones((6, 5))
+    ptx = five_point.inspect_ptx(a, arch="sm_90")
+    assert ".visible .entry scriptc_gpu0_five_point_prange0(" in ptx and ".target sm_90" in ptx
+    (tmp_path / "p.ptx").write_text(ptx)
+    run = subprocess.run([PTXAS, "-arch=sm_90", str(tmp_path / "p.ptx"), "-o", str(tmp_path / "p.cubin")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert host_only.inspect_ptx(3) == ("// no kernels: nothing in host_only runs on the GPU for these argument "
+                                        "types (host code only)\n")
+    import sys
+    src = tmp_path / "stencil.py"
+    src.write_text("import numpy as np\nimport scriptc\n\n\n@scriptc.script\n" + five_point.source.text +
+                   "\n\n@scriptc.script\ndef host_only(n: int) -> int:\n    return n * 2\n")
+    dump = [sys.executable, "-m", "scriptc", "dump", "--target=cuda", "--emit=ptx"]
+    out = subprocess.run(dump + [f"{src}:five_point", "--types", "float64[*,*]"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.count(".entry") == 1 and "_prange0(" in out.stdout
+    out = subprocess.run(dump + [f"{src}:host_only", "--types", "int"], capture_output=True, text=True)
+    assert out.returncode == 1 and out.stdout == "" and "no kernels: nothing in host_only runs on the GPU" in out.stderr
+
+
 @pytest.mark.parametrize("block", [1, 32, 100])
 @pytest.mark.parametrize("n", [1, 5, 777])
 def test_emulated_reductions_match_numpy(emulator, block, n):

@@ -198,9 +198,10 @@ def test_a_group_without_a_kernel_is_refused_not_run_on_the_host(counting, monke
     """Were a group's kernel missing (a kind this version cannot compile), the call must raise GpuUnsupported
     naming the group's operators and line, without copying the operands to the host and running it there (as
     multi-output groups did before they were kernels)."""
-    from scriptc.backend.nvptx import executor
-    real = executor.runs_on_gpu
-    monkeypatch.setattr(executor, "runs_on_gpu", lambda n: real(n) and len(n.outputs) < 2)
+    from scriptc.backend.nvptx import executor, program
+    real = program.runs_on_gpu
+    for module in (executor, program):      # where groups are marked, and where kernels are made
+        monkeypatch.setattr(module, "runs_on_gpu", lambda n: real(n) and len(n.outputs) < 2)
     x = cuda.to_device(rng.standard_normal(20))
     with pytest.raises(GpuUnsupported, match=r"fusion group \(aten::mul.*aten::mean\) at test_gpu_multi.py:\d+"):
         sibling_means(x, x)

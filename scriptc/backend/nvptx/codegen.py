@@ -385,14 +385,3 @@ def _align(dtype: str) -> int:
 
 def _element_ptr(b: ir.IRBuilder, data, dtype: str, index):
     return b.gep(b.bitcast(data, ELEM[dtype].as_pointer()), [index])
-
-
-def ptx_for_graph(graph: Graph, arch: str = DEFAULT_ARCH) -> tuple[str, list[Kernel]]:
-    """PTX with one ``.entry`` per kernel group of an optimized graph (two for a group with reductions: the
-    per-block pass and ``_finish``), and the kernels."""
-    km = KernelModule(graph.name)
-    for node in gpu_groups(graph):
-        km.add(node)
-    if not km.kernels:
-        return "", []
-    return compile_ptx(km.llvm_ir(), arch), km.kernels

@@ -21,10 +21,11 @@ from ...ir.types import BOOL, FLOAT, TensorType
 from ..interpreter import Interpreter
 from ..llvm.errors import ERROR_TABLE
 from ..llvm.parallel import captured_values
-from .codegen import CONTIGUOUS, STRIDED, VECTORS, GpuUnsupported, KernelModule, _align
+from .codegen import CONTIGUOUS, STRIDED, VECTORS, GpuUnsupported, _align
 from .groups import describe, runs_on_gpu
 from .matmul import launch_product
-from .prange import add_parallel_loop, check_device_code, combine_on_host, gpu_parallel_loop
+from .prange import combine_on_host, gpu_parallel_loop
+from .program import Kernels
 
 HOST_SAFE = {"aten::size", "aten::len", "aten::dim", "aten::numel", "prim::TupleIndex", "prim::TupleConstruct",
              "prim::TupleUnpack", "prim::Constant"}
@@ -37,33 +38,17 @@ ON_THE_GPU = ("(element-wise expressions and multi-output groups, full and axis 
 
 
 class GpuProgram:
-    """The kernels of one optimized graph, compiled for the device (or the emulator)."""
+    """The kernels of one optimized graph (``program.py``), compiled for the device (or the emulator)."""
 
     def __init__(self, graph: Graph, device):
         self.graph = graph
         self.device = device
-        self.km = KernelModule(graph.name)
-        self.kernels = {id(n): self.km.add(n) for n in graph.walk()
-                        if n.kind == "prim::FusionGroup" and runs_on_gpu(n)}
-        self.loops = {id(n): add_parallel_loop(self.km, n) for n in outer_parallel_loops(graph.block)}
-        if self.loops:
-            check_device_code(self.km.llvm_ir())
-        self.module = device.load(self.km) if self.km.kernels else None
+        kernels = Kernels(graph)
+        self.km, self.kernels, self.loops = kernels.module, kernels.groups, kernels.loops
+        self.module = device.load(self.km) if kernels else None
 
     def run(self, args):
         return _Executor(self).run(self.graph, args)
-
-
-def outer_parallel_loops(block) -> list:
-    """The prange loops not nested in another one (a nested one runs inside its parent's kernel)."""
-    found = []
-    for node in block.nodes:
-        if gpu_parallel_loop(node):
-            found.append(node)
-        else:
-            for inner in node.blocks:
-                found += outer_parallel_loops(inner)
-    return found
 
 
 def mark_devices(graph: Graph, device_inputs: list[bool]) -> Graph:
