@@ -618,3 +618,19 @@ def test_a_recursive_call_is_named_as_what_grad_cannot_differentiate():
                                                    r"itself\) is not differentiable") as info:
         scriptc.grad(recursive_power)(1.5, 3)
     assert f":{recursive_power.py_func.__code__.co_firstlineno + 4}:" in str(info.value)
+
+
+@scriptc.script
+def stored_row(x: np.ndarray, w: np.ndarray) -> float:
+    out = np.zeros(3)
+    out[:] = w * x          # (1, 3) into (3,): the leading axis of length 1 is dropped
+    return np.sum(out * out)
+
+
+def test_gradient_through_a_store_that_drops_a_leading_axis():
+    x, w = np.array([0.5, 0.25, 2.0]), np.array([[1.0, 2.0, 3.0]])
+    grads = scriptc.grad(stored_row, (0, 1))
+    for gx, gw in (grads(x, w), grads.interpret(x, w)):
+        np.testing.assert_allclose(gx, 2 * (w * x)[0] * w[0], rtol=1e-15)
+        assert gw.shape == (1, 3)
+        np.testing.assert_allclose(gw, 2 * (w * x) * x, rtol=1e-15)

@@ -396,3 +396,18 @@ def test_a_namedtuple_result_stays_its_class():
         assert type(got) is Moments
         np.testing.assert_array_equal(got.mean, x.mean(axis=1))
         np.testing.assert_array_equal(got.count, [4, 4, 4])
+
+
+@scriptc.script
+def store_row(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    out = np.zeros(3)
+    out[:] = w * x          # each example's (1, 3) into (3,)
+    return out
+
+
+def test_a_store_that_drops_a_leading_axis_per_example():
+    xs, w = np.arange(6.0).reshape(2, 3), np.array([[1.0, 2.0, 3.0]])
+    want = np.stack([store_row.py_func(x, w) for x in xs])
+    assert_same_array(scriptc.vmap(store_row, in_axes=(0, None))(xs, w), want)
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2,3\) into shape \(3,\)"):
+        scriptc.vmap(store_row, in_axes=(0, None))(xs, np.ones((2, 3)))

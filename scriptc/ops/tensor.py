@@ -484,11 +484,11 @@ def _copy_(dst, src):
 
 
 def _copy_rule(dst, src):
+    """``dst[...] = src``: ``src`` broadcast to ``dst``'s shape; as NumPy's assignment, ``src`` may have more
+    dimensions when the extra leading ones have length 1 (checked at run time)."""
     _array(dst, "slice assignment")
     if isinstance(src, TensorType):
         _array(src, "slice assignment")
-        if src.rank > dst.rank:
-            raise OpTypeError(f"could not broadcast a {src.rank}-d array into a {dst.rank}-d slice")
     elif not src.is_scalar:
         raise OpTypeError(f"cannot assign {src} to an array slice")
     return []
@@ -506,6 +506,10 @@ def masked_write(b, x, value, rank):
 
 def _copy_batch(b, node, ins):
     dst, src = ins
+    if b.batched(src) and node.inputs[1].type.rank > node.inputs[0].type.rank:
+        # each example's source drops its leading length-1 axes (NumPy's assignment): one example at a time
+        from ..transforms.vmap_rules import lanes
+        return lanes(b, node, ins)
     if not masked_write(b, dst, src, node.inputs[0].type.rank):
         b.node(node.kind, ins, [])
     return []

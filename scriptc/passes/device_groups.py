@@ -56,6 +56,9 @@ def _write(node: Node) -> bool:
     op = REGISTRY.get(node.kind)
     if op is None or not (op.extra.get("inplace_of") or node.kind in ("aten::copy_", "aten::fill_")):
         return False
+    if node.kind == "aten::copy_" and isinstance(node.inputs[1].type, TensorType) and \
+            node.inputs[1].type.rank > node.inputs[0].type.rank:
+        return False        # a source with extra leading length-1 axes: no kernel yet (GpuUnsupported)
     return _known(node.inputs[0]) and all(_known(v) or v.type.is_scalar for v in node.inputs[1:])
 
 

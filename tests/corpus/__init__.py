@@ -43,6 +43,7 @@ MODULES = (
     "builtins_statements",
     "loop_rebinding",
     "error_order",
+    "stores",
 )
 
 

@@ -563,13 +563,16 @@ class ArrayOps:
         """Strides that read ``src`` broadcast to ``shape`` (0 where src has length 1), or NumPy's ValueError
         (``what`` None: the caller knows that src broadcasts to shape)."""
         b = self.b
-        pad = len(shape) - src.t.rank
+        lead = max(src.t.rank - len(shape), 0)     # a copy's source may have extra leading dimensions of length 1
+        pad = len(shape) - src.t.rank + lead
         strides = [b.select(b.icmp_signed("==", d, shape[pad + k]), s, i64(0))
-                   for k, (d, s) in enumerate(zip(src.shape, src.strides))]
+                   for k, (d, s) in enumerate(zip(src.shape[lead:], src.strides[lead:]))]
         if what is None:
             return strides
         bad = ir.Constant(I1, 0)
-        for k, d in enumerate(src.shape):
+        for d in src.shape[:lead]:
+            bad = b.or_(bad, b.icmp_signed("!=", d, i64(1)))
+        for k, d in enumerate(src.shape[lead:]):
             out = shape[pad + k]
             bad = b.or_(bad, b.and_(b.icmp_signed("!=", d, out), b.icmp_signed("!=", d, i64(1))))
         if what == "in place" and src.t.rank:     # x += y: NumPy's two messages, the output operand named
@@ -606,8 +609,6 @@ class ArrayOps:
             self.fill(dst, *self.element_from_python(src_v, dst.t.dtype))
             return []
         src = self.arr(src_v)
-        if src.t.rank > dst.t.rank:
-            raise AssertionError("rank checked by the type rule")
         source = self.unaliased(src, dst)
         self.copy_into(dst, source, self.broadcast_to(source, dst.shape, "copy"))
         self.release_temp(source, src)
