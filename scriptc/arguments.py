@@ -86,7 +86,8 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
             if view is None:
                 raise TypeError(f"{fname}() argument '{pname}' must be a numpy.ndarray, not {type(arg).__name__}")
             arg = view
-        check_array_kind(fname, pname, arg, layout=arg.dtype.name in DTYPE_NAMES)
+        # unaligned data is read through an aligned twin (realign.py, at the call)
+        check_array_kind(fname, pname, arg, layout=arg.dtype.name in DTYPE_NAMES, alignment=False)
         if arg.dtype.name not in DTYPE_NAMES:
             raise TypeError(f"{fname}() argument '{pname}' has unsupported dtype {arg.dtype}")
         if dtype is not None and arg.dtype.name != dtype:   # npt.NDArray[np.float64]
@@ -100,24 +101,24 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
     return t, _SCALAR_OF[t](arg)
 
 
-def check_array_kind(fname: str, pname: str, arg: np.ndarray, layout: bool = True) -> None:
+def check_array_kind(fname: str, pname: str, arg: np.ndarray, layout: bool = True, alignment: bool = True) -> None:
     """TypeError for an array native code would misread: a subclass whose meaning it would drop (a mask), and
-    with ``layout``, a byte order or alignment it cannot read. Scripted and loaded (``scriptc.load``) functions
-    both check."""
+    with ``layout``, a byte order it cannot read (and with ``alignment``, unaligned data). Scripted and loaded
+    (``scriptc.load``) functions both check."""
     refused = _refused_subclass(arg)
     if refused is not None:
         raise TypeError(f"{fname}() argument '{pname}' is a {refused}")
-    problem = unsupported_layout(arg) if layout else None
+    problem = unsupported_layout(arg, alignment) if layout else None
     if problem is not None:
         raise TypeError(f"{fname}() argument '{pname}' {problem}")
 
 
-def unsupported_layout(a: np.ndarray) -> str | None:
+def unsupported_layout(a: np.ndarray, alignment: bool = True) -> str | None:
     """What native code cannot read in an array of a supported dtype (None: nothing)."""
     if not a.dtype.isnative:
         return (f"has a non-native byte order ({a.dtype.str}): pass a.astype(a.dtype.newbyteorder('=')), a copy "
                 f"in this machine's order")
-    if not a.flags.aligned:
+    if alignment and not a.flags.aligned:
         return "has unaligned data: pass a copy (np.ascontiguousarray(a) aligns it)"
     return None
 

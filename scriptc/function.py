@@ -18,6 +18,7 @@ from .arguments import (_SCALAR_OF, UNANNOTATED, _accept, _check_argument, _kind
 from .errors import CompileError, user_facing
 from .frontend import FunctionEmitter, Resolver, get_source, validate
 from .device_calls import DeviceCalls, _on_device
+from .backend.realign import call_with_twins, needs_twins
 from .gc_pause import gc_paused
 from .installed import install_first, install_optimized, wait_optimized
 from .ir.core import Graph
@@ -309,7 +310,10 @@ class ScriptFunction(DeviceCalls):
         if any(_on_device(a) for a in (*args, *kwargs.values())):
             return self._run_on_device(args, kwargs)
         types, values = self._bind(args, kwargs)
-        return self.native_for_types(types)(*values)
+        native = self.native_for_types(types)
+        if needs_twins(values):
+            return call_with_twins(native, values, native.written_inputs)
+        return native(*values)
 
     __call__ = _dispatch
 

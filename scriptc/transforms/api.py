@@ -20,6 +20,7 @@ from ..ir.core import Graph
 from ..ir.types import FLOAT
 from .autodiff import differentiable, gradient_graph
 from .memory import MemoryPlan
+from ..backend.realign import call_with_twins, needs_twins
 
 _PREPARE = ["inline", "canonicalize", "constant-propagation", "cse", "dce"]
 
@@ -138,6 +139,8 @@ class GradFunction(TransformedGraphs):
         native = self.native_for_types(types)
         if self._written.get(types):
             _check_not_shared(self.param_names, values, self._written[types])
+        if needs_twins(values):
+            return call_with_twins(native, values, native.written_inputs)
         return native(*values)
 
     __call__ = _dispatch

@@ -12,6 +12,7 @@ import functools
 
 import numpy as np
 
+from ..backend.realign import call_with_twins, needs_twins
 from ..backend.interpreter import interpret
 from ..interop import as_array
 from ..ir.clone import clone_graph
@@ -165,7 +166,10 @@ class VmapFunction(TransformedGraphs):
 
     def _call(self, *args, **kwargs):
         types, values = self._bind(args, kwargs)
-        return self.native_for_types(types)(*values)
+        native = self.native_for_types(types)
+        if needs_twins(values):
+            return call_with_twins(native, values, native.written_inputs)
+        return native(*values)
 
     def _interpret(self, *args, **kwargs):
         """Run the batched graph (before the pass pipeline) through the reference interpreter."""

@@ -31,6 +31,7 @@ import numpy as np
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType
 from ...arguments import check_array_kind
+from ..realign import Twins, needs_twins
 from ...signatures import parse_arg_type
 from . import FORMAT, SECTION
 from ..llvm import threads
@@ -214,8 +215,17 @@ class LoadedFunction:
         if kwargs or len(args) != len(self._params):
             args = self._bind(args, kwargs)
         for name, a in zip(self._params, args):
-            if isinstance(a, np.ndarray) and (type(a) is not np.ndarray or not (a.dtype.isnative and a.flags.aligned)):
-                check_array_kind(self.__name__, name, a)     # a masked array, a byte-swapped one: as scripted
+            if isinstance(a, np.ndarray) and (type(a) is not np.ndarray or not a.dtype.isnative):
+                check_array_kind(self.__name__, name, a, alignment=False)   # a mask, a byte order: as scripted
+        if needs_twins(args):       # unaligned arrays: through aligned twins, as scripted functions take them
+            twins = Twins(args)
+            sig = next((sig for sig in self._signatures if sig.accepts(twins.args)), None)
+            if sig is not None:
+                try:
+                    result = sig.call(twins.args)
+                finally:
+                    twins.write_back(sig.written)
+                return twins.result(result)
         for sig in self._signatures:
             if sig.accepts(args):
                 return sig.call(args)
