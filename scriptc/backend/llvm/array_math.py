@@ -539,6 +539,8 @@ class ArrayMath:
                                          for v in node.inputs], {})[0].dtype
         compute = kind_of(dtype)
         name = op.split("::")[1]
+        if name == "pow" and compute == "i":   # an element may raise: NumPy's order and temporaries matter
+            return self.lower_raising_inplace(node, dst, dtype)
         if isinstance(other.type, TensorType):
             src0 = self.arr(other)
             src = self.unaliased(src0, dst)
@@ -562,6 +564,56 @@ class ArrayMath:
         self.loop_nest(dst.shape, body)
         if src is not None:
             self.release_temp(src, src0)
+        return []
+
+    def lower_raising_inplace(self, node, dst: Arr, dtype: str):
+        """``x **= y`` on integers, which raises at a negative exponent, leaving the elements written before it
+        as NumPy leaves them. NumPy walks the target in memory order (``in_memory_order``); where the operand
+        shares memory with the target without being the very same view, it computes into a temporary written
+        back only when every element succeeded: so nothing is written when any exponent is negative, which is
+        checked first here (then no element raises, and the operand is read from a copy as usual)."""
+        b = self.b
+        other = node.inputs[1]
+        compute = kind_of(dtype)
+        message = "Integers to negative integer powers are not allowed."
+        if isinstance(other.type, TensorType):
+            src = self.arr(other)
+            strides = self.broadcast_to(src, dst.shape, "in place")
+            apart = b.or_(b.not_(self.overlaps(src, dst)), self.same_view(src, dst))
+            slots = self.alloca_leaves(src.t)
+            self.store_leaves(slots, src.leaves)
+            with b.if_then(b.not_(apart), likely=False):
+                def check(index):
+                    y = self.load_element(self.element_ptr(Arr(src.t, [src.mi, src.data, *src.shape, *strides]),
+                                                           index[len(index) - src.t.rank:]), src.t.dtype)
+                    self.raise_if(b.icmp_signed("<", self.cast(y, kind_of(src.t.dtype), "i"), i64(0)),
+                                  ValueError, message)
+                self.loop_nest(dst.shape, check)
+                copy = self.alloc(TensorType(src.t.dtype, src.t.rank), src.shape)
+                self.copy_into(copy, src)
+                self.store_leaves(slots, copy.leaves)
+            source = Arr(src.t, self.load_leaves(slots))
+            pad = dst.t.rank - src.t.rank
+            full = Arr(TensorType(src.t.dtype, dst.t.rank),
+                       [source.mi, source.data, *dst.shape, *[i64(0)] * pad, *strides])
+            target, operand = self.in_memory_order(dst, [full])
+        else:
+            src = source = None
+            scalar = self.weak_scalar("pow", 1, *self.scalar_operand(other), dtype)
+            (target,) = self.in_memory_order(dst, [])
+
+        def body(index):
+            x = self.load_element(self.element_ptr(target, index), dst.t.dtype)
+            if src is not None:
+                ky, y = kind_of(src.t.dtype), self.load_element(self.element_ptr(operand, index), src.t.dtype)
+            else:
+                ky, y = scalar
+            args = [self.cast(x, kind_of(dst.t.dtype), compute), self.cast(y, ky, compute)]
+            kind, r = self.in_loop_precision(*self.element_op("pow", args, compute, dtype), dtype)
+            self.store_element(self.element_ptr(target, index), r, kind, dst.t.dtype)
+        self.loop_nest(target.shape, body)
+        if src is not None:
+            self.release_temp(source, src)
         return []
 
     # -- reductions -----------------------------------------------------------------------------------

@@ -305,6 +305,27 @@ class ArrayOps:
                 level(k + 1, index + [i])
         level(0, [])
 
+    def in_memory_order(self, target: Arr, others: list) -> tuple:
+        """``target`` and ``others`` (of its rank, indexed alike) with their axes reordered the same way, so
+        that ``loop_nest`` over the result's shape walks ``target`` as NumPy's ufunc loops walk an output (its
+        iterator's order 'K': the axis of largest absolute stride outermost, ties in C order; a negative stride
+        is walked as it is), which decides the elements written before an element raises."""
+        b, rank = self.b, target.t.rank
+        arrays = [target, *others]
+        shape = list(target.shape)
+        strides = [list(a.strides) for a in arrays]
+        magnitude = [self.abs_int(s) for s in strides[0]]
+        for end in range(rank - 1, 0, -1):      # a stable sorting network of selects
+            for k in range(end):
+                swap = b.icmp_signed("<", magnitude[k], magnitude[k + 1])
+                for row in (shape, magnitude, *strides):
+                    row[k], row[k + 1] = b.select(swap, row[k + 1], row[k]), b.select(swap, row[k], row[k + 1])
+        return tuple(Arr(a.t, [a.mi, a.data, *shape, *st]) for a, st in zip(arrays, strides))
+
+    def abs_int(self, v):
+        b = self.b
+        return b.select(b.icmp_signed("<", v, i64(0)), b.neg(v), v)
+
     # -- shape queries ------------------------------------------------------------------------------------
     @handles_array("aten::size")
     def lower_size(self, node):
@@ -535,6 +556,16 @@ class ArrayOps:
             hi = b.add(hi, b.select(neg, i64(0), span))
         hi = b.add(hi, i64(a.itemsize))
         return lo, b.select(empty, lo, hi)
+
+    def same_view(self, a: Arr, c: Arr):
+        """i1: ``a`` and ``c`` are the very same elements (data, shape and strides), as NumPy's exact alias."""
+        b = self.b
+        if a.t.rank != c.t.rank:
+            return ir.Constant(I1, 0)
+        same = b.icmp_unsigned("==", b.ptrtoint(a.data, I64), b.ptrtoint(c.data, I64))
+        for x, y in zip(a.shape + a.strides, c.shape + c.strides):
+            same = b.and_(same, b.icmp_signed("==", x, y))
+        return same
 
     def overlaps(self, a: Arr, c: Arr):
         b = self.b
