@@ -54,8 +54,16 @@ def get_num_threads() -> int:
     return threads.get_num_threads()
 
 
+def watch_interrupts() -> bool:
+    """Let Ctrl-C stop native loops again after ``signal.signal(signal.SIGINT, ...)`` replaced the handler
+    scriptc puts in front of Python's (loops then see SIGINT when they return only). True where native loops see
+    it (Linux, with a Python handler for SIGINT). Python's handler runs as it would between two bytecodes."""
+    from .backend.llvm.interrupts import watch_interrupts as watch
+    return watch()
+
+
 __all__ = ["CompileError", "ExportError", "LoadError", "ScriptFunction", "get_num_threads", "grad", "load", "prange",
-           "script", "set_num_threads", "value_and_grad", "vmap", "wait_optimized"]
+           "script", "set_num_threads", "value_and_grad", "vmap", "wait_optimized", "watch_interrupts"]
 __version__ = "0.1.0"
 
 

@@ -18,7 +18,7 @@ from .arguments import (_SCALAR_OF, UNANNOTATED, _accept, _check_argument, _kind
 from .errors import CompileError, user_facing
 from .frontend import FunctionEmitter, Resolver, get_source, validate
 from .device_calls import DeviceCalls, _on_device
-from .backend.realign import call_with_twins, needs_twins
+from .realign import call_with_twins, needs_twins
 from .gc_pause import gc_paused
 from .installed import install_first, install_optimized, wait_optimized
 from .ir.core import Graph

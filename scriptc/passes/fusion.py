@@ -81,20 +81,24 @@ def _grow(block_nodes: list[Node], root: Node) -> list[Node]:
         start -= 1
     candidates = block_nodes[start:block_nodes.index(root, start) + 1]
     after_writer = {id(n) for n in candidates}
-    position = {id(n): k for k, n in enumerate(candidates)}
-    members, work = {id(root)}, [root]
-    while work:
-        for v in work.pop().inputs:
-            p = v.node
-            if p is None or id(p) in members or id(p) not in after_writer \
-                    or not fusible(p) or not all(id(u.user) in members for u in p.output.uses):
-                continue
-            if _element_error(p) or _raises_in_group(p) and any(
-                    id(n) not in members and may_raise(n) for n in candidates[position[id(p)] + 1:-1]):
-                continue
-            members.add(id(p))
-            work.append(p)
-    return [n for n in candidates if id(n) in members]
+    excluded: set[int] = set()
+    while True:
+        members, work = {id(root)}, [root]
+        while work:
+            for v in work.pop().inputs:
+                p = v.node
+                if p is None or id(p) in members or id(p) not in after_writer or id(p) in excluded \
+                        or not fusible(p) or _element_error(p) \
+                        or not all(id(u.user) in members for u in p.output.uses):
+                    continue
+                members.add(id(p))
+                work.append(p)
+        # a member that may raise must cross no node left outside that may raise (its error would come later)
+        crossing = [n for n in candidates if id(n) in members and n is not root and _raises_in_group(n) and any(
+            id(m) not in members and may_raise(m) for m in candidates[candidates.index(n) + 1:-1])]
+        if not crossing:
+            return [n for n in candidates if id(n) in members]
+        excluded.update(id(n) for n in crossing)
 
 
 def outline(nodes: list[Node], counter: list[int]) -> Node:

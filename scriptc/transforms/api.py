@@ -20,7 +20,7 @@ from ..ir.core import Graph
 from ..ir.types import FLOAT
 from .autodiff import differentiable, gradient_graph
 from .memory import MemoryPlan
-from ..backend.realign import call_with_twins, needs_twins
+from ..realign import call_with_twins, needs_twins
 
 _PREPARE = ["inline", "canonicalize", "constant-propagation", "cse", "dce"]
 

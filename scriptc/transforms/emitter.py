@@ -194,8 +194,9 @@ class Emitter:
             return self.op("aten::sum", g)
         for _ in range(g.type.rank - like.type.rank):
             g = self.op("aten::sum", g, axis=0)
-        for _ in range(like.type.rank - g.type.rank):   # dst[...] = src with src's extra leading axes of length 1
-            g = self.unsqueeze(g, 0)
+        if isinstance(g.type, TensorType):
+            for _ in range(like.type.rank - g.type.rank):   # dst[...] = src, src's extra leading axes of length 1
+                g = self.unsqueeze(g, 0)
         if others is not None:
             return self._sum_broadcast_axes(g, like, [o for o in others if isinstance(o.type, TensorType)])
         return self._sum_size_one_axes(g, like)

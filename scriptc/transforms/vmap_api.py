@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from ..backend.realign import call_with_twins, needs_twins
+from ..realign import call_with_twins, needs_twins
 from ..backend.interpreter import interpret
 from ..interop import as_array
 from ..ir.clone import clone_graph

@@ -31,7 +31,7 @@ import numpy as np
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType
 from ...arguments import check_array_kind
-from ..realign import Twins, needs_twins
+from ...realign import Twins, needs_twins
 from ...signatures import parse_arg_type
 from . import FORMAT, SECTION
 from ..llvm import threads

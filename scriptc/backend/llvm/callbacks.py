@@ -23,7 +23,8 @@ from .layout import PTR, leaves
 CALLBACK_SYMBOL = "scriptc.py.callback"
 PY_SYMBOLS = {"incref": ("scriptc.py.incref", "Py_IncRef"), "decref": ("scriptc.py.decref", "Py_DecRef"),
               "gil_ensure": ("scriptc.py.gil_ensure", "PyGILState_Ensure"),
-              "gil_release": ("scriptc.py.gil_release", "PyGILState_Release")}
+              "gil_release": ("scriptc.py.gil_release", "PyGILState_Release"),
+              "check_signals": ("scriptc.py.check_signals", "PyErr_CheckSignals")}
 
 
 def _address(cfunc) -> int:

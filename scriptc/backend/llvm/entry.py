@@ -93,6 +93,7 @@ CAPI = {
     "PyEval_RestoreThread": ir.FunctionType(VOID, [I8P]),
     "PyCapsule_New": ir.FunctionType(I8P, [I8P, I8P, I8P]),
     "PyCapsule_GetPointer": ir.FunctionType(I8P, [I8P, I8P]),
+    "PyErr_Occurred": ir.FunctionType(I8P, []),
 }
 # NumPy's array API functions, called under ``scriptc.<name>`` (bound by entry_runtime)
 NUMPY_API = {"PyArray_DescrFromType": (NUMPY_SLOTS["PyArray_DescrFromType"], ir.FunctionType(I8P, [I32])),
@@ -446,6 +447,9 @@ class EntryLowering:
         else:
             status = b.call(kernel, kernel_args + [out])
         with b.if_then(b.icmp_unsigned("!=", status, ir.Constant(I32, 0)), likely=False):
+            # an exception set already (Python's SIGINT handler ran inside the kernel: interrupts.py) is the error
+            with b.if_then(b.icmp_unsigned("!=", self.call("PyErr_Occurred"), ir.Constant(I8P, None))):
+                b.ret(ir.Constant(I8P, None))
             code = self.call("PyLong_FromLongLong", b.sext(status, I64))
             self.fail_if_null(code, None)
             r = self.vectorcall(self.state_item(STATE_RAISE), [code])

@@ -24,6 +24,7 @@ from llvmlite import ir
 from ...ir.types import TensorType
 from .arrays import kind_of, scalar_kind
 from .common import F64, I1, I64, NO_UNROLL, NO_VECTORIZE, handler_for, handles, i64
+from .interrupts import CHUNK
 
 UNROLL_CHAINS = 8     # independent vector chains per tile: latency 4 x 2 FP ports on current x86
 
@@ -127,7 +128,54 @@ class FusedLoopOps:
 
     # -- the time loop --------------------------------------------------------------------------------------
     def time_loop(self, trips, inits: list, step) -> list:
-        """``for i in range(trips): vals = step(i, vals)`` on (kind, register) pairs; the final pairs."""
+        """``for i in range(trips): vals = step(i, vals)`` on (kind, register) pairs; the final pairs. A long
+        one runs in chunks, looking at the interrupt flag between two (interrupts.py)."""
+        if not self.interruptible:
+            return self._time_loop(i64(0), trips, inits, step)
+        # two copies: the plain loop for up to CHUNK trips (a time loop runs per element: no chunk bookkeeping
+        # there), the chunked one for more
+        b = self.b
+        slots = [self.alloca(x.type) for _, x in inits]
+        with b.if_else(b.icmp_signed(">", trips, i64(CHUNK)), likely=False) as (long, short):
+            with long:
+                out = self.chunked(trips, inits, lambda lo, hi, vals: self._time_loop(lo, hi, vals, step))
+                for slot, (_, x) in zip(slots, out):
+                    b.store(x, slot)
+            with short:
+                out = self._time_loop(i64(0), trips, inits, step)
+                for slot, (_, x) in zip(slots, out):
+                    b.store(x, slot)
+        return [(kind, b.load(slot)) for (kind, _), slot in zip(inits, slots)]
+
+    def chunked(self, trips, inits: list, run) -> list:
+        """``run(lo, hi, vals)`` over chunks of at most CHUNK of ``range(trips)``, the interrupt flag looked at
+        between two; (kind, register) pairs in and out."""
+        b = self.b
+        fn = b.function
+        pre = b.block
+        header, body, done = (fn.append_basic_block(n) for n in ("chunks", "chunk", "chunks.done"))
+        b.branch(header)
+        b.position_at_end(header)
+        lo = b.phi(I64, "chunk.start")
+        phis = [b.phi(x.type, "carried") for _, x in inits]
+        b.cbranch(b.icmp_signed("<", lo, trips), body, done)
+        b.position_at_end(body)
+        with b.if_then(b.icmp_signed("!=", lo, i64(0)), likely=True):
+            self.check_interrupt()
+        room = b.sub(trips, lo)
+        hi = b.add(lo, b.select(b.icmp_signed("<", room, i64(CHUNK)), room, i64(CHUNK)))
+        new = run(lo, hi, [(kind, phi) for (kind, _), phi in zip(inits, phis)])
+        latch = b.block
+        b.branch(header)
+        lo.add_incoming(i64(0), pre)
+        lo.add_incoming(hi, latch)
+        for phi, (_, x0), (_, x1) in zip(phis, inits, new):
+            phi.add_incoming(x0, pre)
+            phi.add_incoming(x1, latch)
+        b.position_at_end(done)
+        return [(kind, phi) for (kind, _), phi in zip(inits, phis)]
+
+    def _time_loop(self, start, trips, inits: list, step) -> list:
         b = self.b
         fn = b.function
         pre = b.block
@@ -140,7 +188,7 @@ class FusedLoopOps:
         b.position_at_end(body)
         new = step(i, [(kind, phi) for (kind, _), phi in zip(inits, phis)])
         latch = b.block
-        i.add_incoming(i64(0), pre)
+        i.add_incoming(start, pre)
         i.add_incoming(b.add(i, i64(1)), latch)
         for phi, (_, x0), (_, x1) in zip(phis, inits, new):
             phi.add_incoming(x0, pre)

@@ -39,6 +39,7 @@ from .random_lower import RandomOps
 from .matmul import MatmulOps
 from .builtins_lower import BuiltinOps, build_stack_floor_function, stack_budget
 from .fused_loop import FusedLoopOps
+from .interrupts import CHUNK, InterruptChecks
 from .fused_multi import FusedMultiOps
 from .fused_parallel import FusedParallelOps
 from .parallel import ParallelOps, parallel_plan
@@ -90,6 +91,21 @@ def check_graph(graph: Graph, seen=None) -> None:
 
 
 # -- module ----------------------------------------------------------------------------------------------
+
+def at_most_one_chunk(trips) -> bool:
+    """A trip count known to be at most ``interrupts.CHUNK``: a small constant, or the remainder of a division
+    by one (the loop ``unroll`` leaves after an unrolled one)."""
+    n = trips.node
+    if n is None:
+        return False
+    if n.kind == "prim::Constant":
+        return isinstance(n.attrs.get("value"), int) and n.attrs["value"] <= CHUNK
+    if n.kind == "aten::remainder":
+        d = n.inputs[1].node
+        return d is not None and d.kind == "prim::Constant" and isinstance(d.attrs.get("value"), int) and \
+            0 < d.attrs["value"] <= CHUNK
+    return False
+
 
 def is_unbounded_while(max_trips) -> bool:
     """The trip count the frontend gives ``while`` loops: the constant 2**63 - 1."""
@@ -287,7 +303,7 @@ def _arrays_in(t: Type) -> int:
     return int(isinstance(t, TensorType))
 
 
-class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conversions, ArrayMath, ArrayFns,
+class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conversions, ArrayMath, ArrayFns,
                        MatmulOps, FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions,
                        MaskOps, ArrayConstants, ParallelOps, FusedParallelOps, RandomOps, Outlining):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
@@ -588,7 +604,8 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conv
 
     @handles("prim::Loop")
     def lower_loop(self, node):
-        """header: i, cond, carried = phi; run the body while cond and i < max_trips."""
+        """header: i, cond, carried = phi; run the body while cond and i < max_trips. Where loops look at the
+        interrupt flag (interrupts.py), the loop runs in chunks (``lower_chunked_loop``)."""
         kinds = None if self.in_parallel_kernel else parallel_plan(node)
         if kinds is not None:
             return self.lower_parallel_loop(node, kinds)
@@ -597,6 +614,32 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conv
         body = node.blocks[0]
         init = [x for v, p in zip(carried, body.params[1:]) for x in self.convert(self.get(v), v.type, p.type)]
         types = [t for p in body.params[1:] for t in leaves(p.type)]
+        unbounded = is_unbounded_while(max_trips) and not body.params[0].uses
+        if self.interruptible and not at_most_one_chunk(max_trips) and not unbounded:
+            if any(n.kind == "prim::Loop" for n in body.walk()):
+                return self.lower_chunked_loop(node, init, types)
+            return self.lower_versioned_loop(node, init, types)
+        return self.lower_plain_loop(node, init, types)
+
+    def lower_versioned_loop(self, node, init, types):
+        """An innermost counted loop twice: in chunks when it has more than CHUNK trips, else plain (paying
+        nothing into the budget: its parent loop pays one per iteration, so a nest of short loops still looks
+        at the flag every CHUNK iterations of the parent, and a short loop costs one comparison more)."""
+        b = self.b
+        slots = [self.alloca(reg_type(t)) for t in types]
+        with b.if_else(b.icmp_signed(">", self.scalar(node.inputs[0]), i64(CHUNK)), likely=False) as (long, short):
+            for version, lower in ((long, self.lower_chunked_loop), (short, self.lower_plain_loop)):
+                with version:
+                    out = lower(node, init, types)
+                    for slot, x in zip(slots, [x for vals in out for x in vals]):
+                        b.store(x, slot)
+        return self._split([b.load(slot) for slot in slots], node.outputs)
+
+    def lower_plain_loop(self, node, init, types):
+        b = self.b
+        max_trips, cond0 = node.inputs[:2]
+        body = node.blocks[0]
+        unbounded = is_unbounded_while(max_trips) and not body.params[0].uses
         pre = b.block
         header = b.append_basic_block("loop.header")
         body_bb = b.append_basic_block("loop.body")
@@ -606,17 +649,22 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conv
         i = b.phi(I64, "trip")
         cond = b.phi(I1, "cond")
         phis = [b.phi(reg_type(t), "carried") for t in types]
-        if is_unbounded_while(max_trips) and not body.params[0].uses:
+        if unbounded:
             go = cond  # a `while` loop: no counter to keep (2**63 - 1 trips are never reached)
         else:
             go = b.select(cond, b.icmp_signed("<", i, self.scalar(max_trips)), i1(False))
         b.cbranch(go, body_bb, exit_bb)
         b.position_at_end(body_bb)
-        self.bind(body.params[0], [i])
-        for p, vals in zip(body.params[1:], self._split(phis, body.params[1:])):
-            self.bind(p, vals)
-        cond1, *carried1 = self.lower_block(body)
-        carried1 = [self.convert(r, v.type, p.type) for r, v, p in zip(carried1, body.returns[1:], body.params[1:])]
+        cond1, carried1 = self.lower_loop_body(body, i, phis)
+        if unbounded and self.interruptible and not self.inside_loop(node):
+            # an outermost `while`: each iteration paid into the budget (a nested one's parent pays: a counter
+            # in a tight inner `while` costs it a third, as in an insertion sort)
+            budget = self.interrupt_budget()
+            left = b.sub(b.load(budget), i64(1))
+            b.store(left, budget)
+            with b.if_then(b.icmp_signed("<=", left, i64(0)), likely=False):
+                b.store(i64(CHUNK), budget)
+                self.check_interrupt()
         latch = b.block
         i_next = b.add(i, i64(1))
         b.branch(header)
@@ -627,6 +675,78 @@ class FunctionLowering(Unwinding, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conv
             phi.add_incoming(x1, latch)
         b.position_at_end(exit_bb)
         return self._split(phis, node.outputs)
+
+    @staticmethod
+    def inside_loop(node) -> bool:
+        block = node.block
+        while block is not None and block.owner is not None:
+            if block.owner.kind == "prim::Loop":
+                return True
+            block = block.owner.block
+        return False
+
+    def lower_loop_body(self, body, i, phis):
+        """The body for iteration ``i`` with carried values ``phis``: (its condition, its carried results)."""
+        self.bind(body.params[0], [i])
+        for p, vals in zip(body.params[1:], self._split(phis, body.params[1:])):
+            self.bind(p, vals)
+        cond1, *carried1 = self.lower_block(body)
+        carried1 = [self.convert(r, v.type, p.type) for r, v, p in zip(carried1, body.returns[1:], body.params[1:])]
+        return cond1, carried1
+
+    def lower_chunked_loop(self, node, init, types):
+        """The loop as chunks: the inner loop is the plain loop (what LLVM vectorizes: no call, no atomic load in
+        it), run up to the function's remaining budget of iterations (interrupts.py); between two chunks the
+        budget is paid and, where it ran out, the interrupt flag looked at. Every loop of the function draws on
+        one budget, so that a nest of short loops looks at the flag as often as one long loop."""
+        b = self.b
+        max_trips, cond0 = node.inputs[:2]
+        body = node.blocks[0]
+        trips = self.scalar(max_trips)
+        budget = self.interrupt_budget()
+        pre = b.block
+        outer, chunk, inner, body_bb, chunk_end, exit_bb = (b.append_basic_block(f"loop.{x}") for x in (
+            "chunks", "chunk", "header", "body", "chunk.end", "exit"))
+        b.branch(outer)
+        b.position_at_end(outer)
+        start = b.phi(I64, "chunk.start")
+        cond_o = b.phi(I1, "cond")
+        phis_o = [b.phi(reg_type(t), "carried") for t in types]
+        b.cbranch(b.select(cond_o, b.icmp_signed("<", start, trips), i1(False)), chunk, exit_bb)
+        b.position_at_end(chunk)
+        with b.if_then(b.icmp_signed("<=", b.load(budget), i64(0)), likely=False):
+            b.store(i64(CHUNK), budget)
+            self.check_interrupt()
+        room = b.sub(trips, start)
+        left = b.load(budget)
+        limit = b.add(start, b.select(b.icmp_signed("<", room, left), room, left))
+        chunk_entry = b.block
+        b.branch(inner)
+        b.position_at_end(inner)
+        i = b.phi(I64, "trip")
+        cond = b.phi(I1, "cond")
+        phis = [b.phi(reg_type(t), "carried") for t in types]
+        b.cbranch(b.select(cond, b.icmp_signed("<", i, limit), i1(False)), body_bb, chunk_end)
+        b.position_at_end(body_bb)
+        cond1, carried1 = self.lower_loop_body(body, i, phis)
+        i_next = b.add(i, i64(1))
+        latch = b.block
+        b.branch(inner)
+        i.add_incoming(start, chunk_entry), i.add_incoming(i_next, latch)
+        cond.add_incoming(cond_o, chunk_entry), cond.add_incoming(cond1[0], latch)
+        for phi, outer_phi, x1 in zip(phis, phis_o, [x for r in carried1 for x in r]):
+            phi.add_incoming(outer_phi, chunk_entry)
+            phi.add_incoming(x1, latch)
+        b.position_at_end(chunk_end)
+        b.store(b.sub(b.load(budget), b.sub(i, start)), budget)
+        b.branch(outer)
+        start.add_incoming(i64(0), pre), start.add_incoming(i, chunk_end)
+        cond_o.add_incoming(self.scalar(cond0), pre), cond_o.add_incoming(cond, chunk_end)
+        for phi_o, x0, phi in zip(phis_o, init, phis):
+            phi_o.add_incoming(x0, pre)
+            phi_o.add_incoming(phi, chunk_end)
+        b.position_at_end(exit_bb)
+        return self._split(phis_o, node.outputs)
 
     @handles("prim::CallFunction")
     def lower_call(self, node):

@@ -169,6 +169,9 @@ class ParallelOps:
             theirs = b.gep(payloads, [i32(0), b.mul(c, i64(PAYLOAD_SLOTS))])
             for k in range(PAYLOAD_SLOTS):
                 b.store(b.load(b.gep(theirs, [i64(k)])), b.gep(mine, [i64(k)]))
+            if self.interruptible:      # chunks stopped at Ctrl-C: Python's handler runs here, once
+                with b.if_then(b.icmp_signed("==", code, i32(self.interrupt_code())), likely=False):
+                    self.run_interrupt_check()
             self.fail(code)
         part = b.gep(parts, [i32(0), c])
         first = b.icmp_signed("==", c, i64(0))

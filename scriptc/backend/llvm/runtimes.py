@@ -64,7 +64,7 @@ def runtime_dependencies(obj: bytes) -> list | None:
     return [[d["sha256"], d["provides"], d["init"]] for d in order]
 
 
-RUNTIME_PREFIXES = ("scriptc.pool.run", "scriptc.shared.")
+RUNTIME_PREFIXES = ("scriptc.pool.run", "scriptc.shared.", "scriptc.interrupt.")
 
 
 def objects(dependencies: list) -> list[tuple[str, bytes]]:
