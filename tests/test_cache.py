@@ -111,7 +111,7 @@ def test_second_process_hits_and_gives_the_same_results(project):
     assert len(list((project / "__pycache__").glob("*.scc"))) == 2
     second = run(project)
     check(second)      # results, the printed text and the IndexError's message all come from cached code
-    assert second["stats"] == {"hits": 2, "misses": 0, "stores": 0, "rejected": 0}
+    assert second["stats"] == {"hits": 2, "misses": 0, "stores": 0, "rejected": 0, "untrusted": 0}
 
 
 def test_a_hit_does_not_load_llvm(project):
@@ -365,3 +365,57 @@ def test_code_drawing_normal_numbers_is_stored(tmp_path):
     np.testing.assert_array_equal(noisy(key, x), noisy.interpret(key, x))
     scriptc.wait_optimized()
     assert len(list(tmp_path.glob("noisy-*.scc"))) == 1
+
+
+# -- trust: nothing another user could have written is run ----------------------------------------------------
+
+def body_for_trust(x: np.ndarray, k: int) -> np.ndarray:
+    return x * k + 1.0
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o775])
+def test_a_directory_others_can_write_is_not_used(tmp_path, mode):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(mode)
+    stores = disk_cache.stats["stores"]
+    with pytest.warns(disk_cache.CacheWarning, match=rf"not using the cache directory .*shared: it is writable by "
+                                                     rf"other users \(mode {mode:04o}\); chmod go-w it"):
+        f = scriptc.script(cache=shared)(body_for_trust)
+        np.testing.assert_array_equal(f(np.arange(3.0), 2), np.arange(3.0) * 2 + 1.0)
+    assert disk_cache.stats["stores"] == stores and list(shared.iterdir()) == []
+
+
+def test_an_entry_others_can_write_or_another_user_owns_is_not_run(project):
+    check(run(project))                                               # stores the entries
+    entries = list((project / "__pycache__").glob("*.scc"))
+    assert entries
+    for entry in entries:
+        entry.chmod(0o666)
+    result = run(project)
+    check(result)
+    assert result["stats"]["hits"] == 0 and result["stats"]["untrusted"] >= len(entries)
+    for entry in entries:
+        entry.chmod(0o600)
+    assert run(project)["stats"]["hits"] == len(entries)            # ours again: used
+    if os.getuid() == 0:        # root's files are trusted (as ssh trusts them): give them to another user
+        for entry in entries:
+            os.chown(entry, 12345, 12345)
+        before = ""
+    else:                       # the child takes itself for another user
+        before = "import os; os.getuid = lambda: 12345"
+    result = run(project, before=before)
+    check(result)
+    assert result["stats"]["hits"] == 0 and result["stats"]["untrusted"] >= len(entries)
+
+
+def test_the_warning_is_one_line_naming_the_file_and_the_fix(tmp_path):
+    path = tmp_path / "entry.scc"
+    path.write_bytes(b"x")
+    path.chmod(0o646)
+    with pytest.warns(disk_cache.CacheWarning) as record:
+        assert disk_cache.read_trusted(path) is None
+        assert disk_cache.read_trusted(path) is None                 # once per path
+    (warning,) = record
+    assert str(warning.message) == (f"scriptc: not using the cache file {path}: it is writable by other users (mode "
+                                    f"0646); chmod go-w it, or set SCRIPTC_CACHE_DIR to a directory of your own")

@@ -8,6 +8,7 @@ import contextlib
 import importlib.util
 import io
 import multiprocessing
+import json
 import os
 import pickle
 import shutil
@@ -641,19 +642,50 @@ def test_load_refuses_foreign_and_damaged_libraries(built, tmp_path):
     (tmp_path / "newer.so").write_bytes(data.replace(f'"format": {FORMAT}'.encode(), b'"format": 9'))
     with pytest.raises(LoadError, match="format 9"):
         scriptc.load(tmp_path / "newer.so")
+    from scriptc.backend.export import SECTION
+    from scriptc.backend.export.integrity import reseal
     at = data.index(b'"features": ["+') + len(b'"features": ["+')
     (tmp_path / "othercpu.so").write_bytes(data[:at] + b"Q" + data[at + 1:])
+    with pytest.raises(LoadError, match="damaged library: its manifest was changed after export"):
+        scriptc.load(tmp_path / "othercpu.so")
+    reseal(tmp_path / "othercpu.so", SECTION)     # as exported for a CPU with feature Q
     with pytest.raises(LoadError, match="lacks Q"):
         scriptc.load(tmp_path / "othercpu.so")
-    # a manifest whose keys or types were edited, a symbol renamed: LoadError, not the KeyError inside
+    # a manifest whose keys or types were edited, a symbol renamed, with their digests made again: LoadError,
+    # not the KeyError inside
     for k, (old, new) in enumerate([(b'"signature"', b'"signaturX"'), (b'"float64[*]"', b'"floatX4[*]"'),
                                     (b"corpus_last_error\0", b"corpus_last_errox\0")]):
         assert old in data
         (tmp_path / f"edited{k}.so").write_bytes(data.replace(old, new, 1))
+        reseal(tmp_path / f"edited{k}.so", SECTION)
         with pytest.raises(LoadError, match="damaged library or manifest"):
             scriptc.load(tmp_path / f"edited{k}.so")
-    with pytest.raises(scriptc.LoadError, match="is not a file"):
-        scriptc.load("/dev/zero")       # (read to the end, it was a MemoryError)
+
+
+def test_load_refuses_changed_code_and_a_consistently_rewritten_manifest(built, tmp_path):
+    """Two flipped bytes of machine code ran (SIGSEGV on a call); a manifest with two functions' C names
+    swapped, still valid, ran the wrong function: both are LoadError now, before anything is loaded."""
+    from scriptc.backend.export import SECTION
+    from scriptc.backend.export.integrity import section_span
+    where, _ = built
+    path = where / "build" / "libcorpus.so"
+    data = path.read_bytes()
+    text_at, text_size = section_span(data, ".text")
+    flipped = bytearray(data)
+    for k in (text_at + text_size // 2, text_at + text_size // 2 + 1):
+        flipped[k] ^= 0xFF
+    (tmp_path / "flipped.so").write_bytes(bytes(flipped))
+    with pytest.raises(LoadError, match="damaged library: its code does not match the digest its manifest records"):
+        scriptc.load(tmp_path / "flipped.so")
+    offset, size = section_span(data, SECTION)
+    section = data[offset:offset + size]
+    assert b'"corpus_norm"' in section and b'"corpus_pick"' in section
+    swapped = section.replace(b'"corpus_norm"', b'"corpus_tmp_"').replace(b'"corpus_pick"', b'"corpus_norm"') \
+        .replace(b'"corpus_tmp_"', b'"corpus_pick"')
+    (tmp_path / "swapped.so").write_bytes(data[:offset] + swapped + data[offset + size:])
+    with pytest.raises(LoadError, match="damaged library: its manifest was changed after export"):
+        scriptc.load(tmp_path / "swapped.so")
+    assert scriptc.load(path).norm(np.array([3.0, 4.0])) == 5.0
 
 
 def test_code_with_lists_and_random_keys_links_and_loads(tmp_path):

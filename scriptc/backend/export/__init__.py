@@ -40,8 +40,9 @@ from ..llvm.errors import ERROR_TABLE
 from ..llvm.lower import ModuleLowering, check_graph
 from . import cabi
 from .cabi import ExportError, Exported, header, plan_supported, source
+from .integrity import PLACEHOLDER, seal
 
-FORMAT = 2     # 2: the manifest says which arguments each signature may write
+FORMAT = 3     # 2: the manifest says which arguments each signature may write; 3: digests (integrity.py)
 POOL_C = Path(__file__).with_name("pool.c")
 SECTION = ".scriptc_manifest"
 UNSUPPORTED = {"scriptc.blas.": "the code calls OpenBLAS, which exported libraries do not link",
@@ -119,7 +120,7 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
     manifest = {"format": FORMAT, "library": lib, **{k: v for k, v in disk_cache.target_description().items()
                                                      if k in ("scriptc", "triple", "cpu")},
                 "features": [f for f in eng.features.split(",") if f.startswith("+")],
-                "functions": {}, **python_entries(mod.module, lib, exported)}
+                "functions": {}, **python_entries(mod.module, lib, exported), "digests": dict(PLACEHOLDER)}
     for e in exported:
         manifest["functions"].setdefault(e.fname, []).append(e.manifest())
     manifest["errors"] = exact_errors(codes)
@@ -144,6 +145,8 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
                                                manifest))
         public = [e.c_name for e in exported] + [f"{lib}_{what}" for what in LIBRARY_SYMBOLS]
         link(tmp, list(objects), sources, output, emit, needs_mvec="_ZGV" in text, public=public)
+    if emit != "obj":
+        seal(output, SECTION)
     return [output, header_path]
 
 

@@ -34,6 +34,7 @@ from ...arguments import check_array_kind
 from ...realign import Twins, needs_twins
 from ...signatures import parse_arg_type
 from . import FORMAT, SECTION
+from .integrity import damage, section_span
 from ..llvm import threads
 from ..llvm.threads import THREADS_SYMBOL
 from .cabi import DTYPE_CODES
@@ -65,22 +66,19 @@ def read_manifest(path: Path) -> dict:
     except OSError as e:
         raise LoadError(f"cannot read {path}: {e.strerror}") from None
     try:
-        shoff, = struct.unpack_from("<Q", data, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-        sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + k * shentsize) for k in range(shnum)]
-        names_at = sections[shstrndx][4]
-        for name_at, _, _, _, offset, size, *_ in sections:
-            end = data.index(b"\0", names_at + name_at)
-            if data[names_at + name_at:end].decode() == SECTION:
-                manifest = json.loads(data[offset:offset + size].rstrip(b"\0"))
-                break
-        else:
+        span = section_span(data, SECTION)
+        if span is None:
             raise LoadError(f"{path} was not made by scriptc export (no {SECTION} section)")
+        offset, size = span
+        manifest = json.loads(data[offset:offset + size].rstrip(b"\0"))
     except (struct.error, ValueError, IndexError, UnicodeDecodeError) as e:
         raise LoadError(f"{path}: damaged library or manifest ({e})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise LoadError(f"{path}: manifest format {manifest.get('format') if isinstance(manifest, dict) else '?'}, "
                         f"this scriptc reads format {FORMAT}: export it again")
+    why = damage(data, SECTION, manifest)
+    if why is not None:
+        raise LoadError(f"{path}: damaged library: {why}; export it again")
     return manifest
 
 

@@ -28,6 +28,13 @@ manifest (``source_key.py``): it lets a hit skip the frontend and the passes. Wr
 the same directory and are renamed into place, so that concurrent processes never read a torn entry.
 
 Code that embeds a process address (module-level array constants) is not cached.
+
+Trust. Cached machine code is run: a file another user could have written is never used, as ssh refuses such
+key files. A cache directory owned by another user (root excepted) or writable by group or others (777, even
+1777) is not used at all, and an entry, manifest or runtime file owned by another user or writable by group or
+others is not read: each gives a one-line ``CacheWarning`` (once per path), and the code is compiled instead.
+Directories scriptc creates are 0755 (less under the umask), files 0600. This guards against other users of the
+machine, not against the user's own processes (nor on Windows, which has no such modes).
 """
 from __future__ import annotations
 
@@ -45,7 +52,60 @@ SUFFIX = ".scc"
 RUNTIME_SUFFIX = ".sco"
 MANIFEST_SUFFIX = ".scm"
 ABSOLUTE_ADDRESS = re.compile(r"inttoptr \(?i64 -?\d{4,}")    # an address as an instruction or a constant
-stats = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0}   # observable by tests and `scriptc cache`
+stats = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0, "untrusted": 0}   # tests and `scriptc cache` read it
+CHECKS_OWNERS = hasattr(os, "getuid")
+
+
+class CacheWarning(UserWarning):
+    """A cache directory or file another user could have written: not used."""
+
+
+_WARNED: set[str] = set()
+
+
+def _untrusted(st) -> str | None:
+    """Why a directory or file with stat result ``st`` must not be trusted, or None."""
+    if not CHECKS_OWNERS:
+        return None
+    if st.st_uid not in (os.getuid(), 0):
+        return f"it is owned by another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"it is writable by other users (mode {st.st_mode & 0o7777:04o})"
+    return None
+
+
+def _refuse(path: Path, why: str, what: str) -> None:
+    import warnings
+    stats["untrusted"] += 1
+    if str(path) not in _WARNED:
+        _WARNED.add(str(path))
+        fix = "chmod go-w it" if "writable" in why else "remove it"
+        warnings.warn(f"scriptc: not using the cache {what} {path}: {why}; {fix}, or set SCRIPTC_CACHE_DIR to a "
+                      f"directory of your own", CacheWarning, stacklevel=3)
+
+
+def usable_directory(directory) -> bool:
+    """The directory is absent (it will be made) or trusted; else a warning, and nothing is read or written."""
+    try:
+        why = _untrusted(os.stat(directory))
+    except OSError:
+        return True
+    if why is not None:
+        _refuse(Path(directory), why, "directory")
+    return why is None
+
+
+def read_trusted(path: Path) -> bytes | None:
+    """The bytes of a cache file, or None when it is absent, unreadable or untrusted."""
+    try:
+        with open(path, "rb") as f:
+            why = _untrusted(os.fstat(f.fileno()))
+            if why is None:
+                return f.read()
+    except OSError:
+        return None
+    _refuse(path, why, "file")
+    return None
 
 
 def default_directory(source_file: str | None) -> Path:
@@ -85,13 +145,15 @@ def host_description(directory=None, llvm: bool = True) -> dict | None:
     """The LLVM half of the target description: from LLVM when it is loaded (or ``llvm`` allows loading it),
     else from the host file LLVM's answer was kept in on this machine."""
     fingerprint = host_fingerprint()
-    path = Path(directory) / f"host-{fingerprint[:32]}.json" if directory is not None and fingerprint else None
+    path = Path(directory) / f"host-{fingerprint[:32]}.json" if directory is not None and fingerprint and \
+        usable_directory(directory) else None
     if path is not None and not engine_loaded():
+        raw = read_trusted(path)
         try:
-            kept = json.loads(path.read_text())
+            kept = json.loads(raw) if raw is not None else None
             if isinstance(kept, dict) and kept.get("fingerprint") == fingerprint and isinstance(kept.get("host"), dict):
                 return kept["host"]
-        except (OSError, ValueError):
+        except ValueError:
             pass
     if not (llvm or engine_loaded()):
         return None
@@ -161,7 +223,7 @@ def write_atomically(path: Path, data: bytes) -> bool:
     full disk: a cache write failing costs a recompile next time, nothing else)."""
     import tempfile     # here: a hit, which writes nothing, need not import it
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
         try:
             with os.fdopen(fd, "wb") as f:
@@ -181,15 +243,17 @@ class DiskCache:
     def __init__(self, directory: str | os.PathLike):
         self.directory = Path(directory)
 
+    def usable(self) -> bool:
+        return usable_directory(self.directory)
+
     def path(self, name: str, key: str) -> Path:
         return self.directory / f"{re.sub(r'[^A-Za-z0-9_.]', '_', name)}-{key[:32]}{SUFFIX}"
 
     def load(self, name: str, key: str) -> tuple[dict, bytes] | None:
         """The header and object file of a valid entry for ``key``, or None (absent, unreadable, or not what it
         claims)."""
-        try:
-            data = self.path(name, key).read_bytes()
-        except OSError:
+        data = read_trusted(self.path(name, key)) if self.usable() else None
+        if data is None:
             return None
         header = read_header(data)
         if header is None or header.get("key") != key:
@@ -204,6 +268,8 @@ class DiskCache:
     def store(self, name: str, key: str, obj: bytes, info: dict, runtimes=()) -> None:
         """Store an entry, and the runtime object files it needs that the directory lacks (``runtimes``:
         (sha256, object file) pairs)."""
+        if not self.usable():
+            return
         for sha, code in runtimes:
             if self.load_runtime(sha) is None:      # absent or damaged
                 write_atomically(self.runtime_path(sha), code)
@@ -217,26 +283,25 @@ class DiskCache:
 
     def load_manifest(self, name: str, source_key: str) -> dict | None:
         """The manifest of a source key (``source_key.py``): JSON, None if absent or not one."""
+        raw = read_trusted(self.manifest_path(name, source_key)) if self.usable() else None
         try:
-            data = json.loads(self.manifest_path(name, source_key).read_bytes())
-        except (OSError, ValueError):
+            data = json.loads(raw) if raw is not None else None
+        except ValueError:
             return None
         return data if isinstance(data, dict) and data.get("source_key") == source_key else None
 
     def store_manifest(self, name: str, source_key: str, manifest: dict) -> None:
-        write_atomically(self.manifest_path(name, source_key),
-                         json.dumps({"source_key": source_key, **manifest}, sort_keys=True).encode())
+        if self.usable():
+            write_atomically(self.manifest_path(name, source_key),
+                             json.dumps({"source_key": source_key, **manifest}, sort_keys=True).encode())
 
     def runtime_path(self, sha: str) -> Path:
         return self.directory / f"runtime-{sha[:40]}{RUNTIME_SUFFIX}"
 
     def load_runtime(self, sha: str) -> bytes | None:
         """A runtime object file whose SHA-256 is ``sha`` (None if absent or not that)."""
-        try:
-            data = self.runtime_path(sha).read_bytes()
-        except OSError:
-            return None
-        return data if sha256(data).hexdigest() == sha else None
+        data = read_trusted(self.runtime_path(sha)) if self.usable() else None
+        return data if data is not None and sha256(data).hexdigest() == sha else None
 
 
 def read_header(data: bytes) -> dict | None:
