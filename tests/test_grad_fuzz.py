@@ -4,6 +4,9 @@ float parameters, by native code and by the interpreter, and compared with centr
 running the same source, where the program is smooth at the drawn point: the point and its neighbours run the
 same lines, the one-sided slopes agree, and two step sizes agree.
 
+Second derivatives (``grad(grad(loss))``, through the first derivative's own tapes) are compared with central
+differences of the first derivative, where the program is smooth around the point.
+
 SCRIPTC_GRAD_FUZZ_EXAMPLES sets the bounded CI count; ``pytest -m slow`` runs many more."""
 from __future__ import annotations
 
@@ -121,6 +124,58 @@ def _central_difference(loss, args, k: int, value: float, path) -> tuple[float, 
 _SETTINGS = dict(deadline=None, database=None, phases=[Phase.generate],
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                         HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+
+
+def check_second(case, tmp_path_factory):
+    """grad(grad(loss)) in the first float parameter against central differences of grad(loss)."""
+    prog, args = case
+    source = _with_loss(prog)
+    assume(source is not None and fuzzgen.in_range(prog, args))
+    directory = tmp_path_factory.mktemp("gradfuzz2")
+    plain = _module(source, directory)
+    k = next(k for k, (_, t) in enumerate(prog.params) if t == "float")
+    try:
+        value, path = _at(plain.loss, args, k, 0)
+    except Exception:  # noqa: BLE001 - the program raises at this point: nothing to differentiate
+        assume(False)
+    assume(math.isfinite(value) and abs(value) < 1e8)
+    scripted = _module(source, directory)
+    scripted.fn = scriptc.script(scripted.fn)
+    loss = scriptc.script(scripted.loss)
+    first = scriptc.grad(loss, argnums=k)
+    second = scriptc.grad(first, argnums=k)
+    h = 1e-4 * max(1.0, abs(args[k]))
+    for step in (h, -h, h / 16, -h / 16):        # the same path everywhere the difference looks
+        assume(_at(plain.loss, args, k, step)[1] == path)
+    at = [list(args) for _ in range(4)]
+    for moved, step in zip(at, (h, -h, h / 16, -h / 16)):
+        moved[k] += step
+    slopes = [first(*moved) for moved in at]
+    g = first(*args)
+    assume(all(math.isfinite(v) and abs(v) < 1e8 for v in slopes + [g]))
+    fine = (slopes[0] - slopes[1]) / (2 * h)
+    finer = (slopes[2] - slopes[3]) / (h / 8)
+    noise = 64 * 2.0 ** -52 * max(1.0, abs(g), *map(abs, slopes)) / h
+    assume(abs(fine - finer) <= 1e-3 * max(1.0, abs(fine)) + 20 * noise)     # smooth enough to tell
+    # and the first derivative has no kink here (x / (|x| + 1) at 0): the one-sided slopes agree
+    assume(abs((slopes[0] - g) / h - (g - slopes[1]) / h) <= 1e-3 * max(1.0, abs(fine)) + 20 * noise)
+    got = second(*args)
+    assume(math.isfinite(got))
+    assert abs(got - fine) <= 1e-3 * max(1.0, abs(fine)) + 20 * noise, (source, args, k, got, fine)
+    assert second.interpret(*args) == pytest.approx(got, rel=1e-12, abs=1e-12)
+
+
+@settings(max_examples=CI_EXAMPLES, **_SETTINGS)
+@given(case=fuzzgen.cases(prints=False))
+def test_second_derivatives_of_random_programs(case, tmp_path_factory):
+    check_second(case, tmp_path_factory)
+
+
+@pytest.mark.slow
+@settings(max_examples=SLOW_EXAMPLES, **_SETTINGS)
+@given(case=fuzzgen.cases(prints=False))
+def test_second_derivatives_of_random_programs_slow(case, tmp_path_factory):
+    check_second(case, tmp_path_factory)
 
 
 @settings(max_examples=CI_EXAMPLES, **_SETTINGS)

@@ -46,8 +46,9 @@ def _mul_vjp(e, g, out, a, b):
     return e.mul(g, b), e.mul(g, a)
 
 
-def _div_vjp(e, g, out, a, b):
-    return e.div(g, b), e.neg(e.div(e.mul(g, out), b))
+def _div_vjp(e, g, out, a, b, ieee: bool = False):
+    div = e.ieee_div if ieee else e.div     # a derivative rule's IEEE division differentiates as one (grad of grad)
+    return div(g, b), e.neg(div(e.mul(g, out), b))
 
 
 def _remainder_vjp(e, g, out, a, b):   # a % b = a - floor(a / b) * b: the floor is piecewise constant
