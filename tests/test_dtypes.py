@@ -50,7 +50,7 @@ def samples(dtype: str) -> np.ndarray:
 
 def within_ulps(actual, expected, ulps: int = 4) -> bool:
     """``same`` but for finite values within ``ulps`` units in the last place: array powers other than NumPy's
-    fast ones call libm's pow, where NumPy (2.4, AVX-512) runs its own SIMD pow: the README's few ulp."""
+    fast ones call libm's pow, where NumPy (2.4, AVX-512) runs its own SIMD pow: docs/language.md: a few ulp."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.dtype != expected.dtype or actual.shape != expected.shape or actual.dtype.kind != "f":
         return same(actual, expected)
@@ -491,7 +491,7 @@ def test_scalar_powers_are_numpys_fast_powers(tmp_path, dtype):
     else:
         x = np.concatenate([[-0.0, 0.0, -np.inf, np.inf, np.nan, -4.0, 5e-324], rng.random(2000) * 1e3]).astype(dtype)
     calls = [("half", (x,)), ("constants_fused", (x,))]
-    if dtype in ("float64", "int64"):   # (float32's powf and float16's differ from pow by an ulp: README)
+    if dtype in ("float64", "int64"):   # (float32's powf and float16's differ from pow by an ulp: docs/language.md)
         calls.append(("array_exponent", (np.abs(x), np.full(x.shape, 0.5))))
     for p in (0.5, -1.0, 2.0, 1.0, 0.0) + ((3.0, -0.5) if dtype == "float64" else ()):
         calls += [("variable", (x, p)), ("variable_fused", (x, p))] + ([("in_place", (x, p))] if dtype != "int64" else [])

@@ -249,7 +249,7 @@ def test_property_raising_or_not_frees_all_but_the_result(f, size, i, n):
     allocated, freed = allocation_count() - allocated, free_count() - freed
     if isinstance(want, Exception):
         assert type(got) is type(want) and str(got) == str(want)
-    else:   # exp calls the C library (SIMD), which may differ from NumPy's by an ulp (README)
+    else:   # exp calls the C library (SIMD), which may differ from NumPy's by an ulp (docs/language.md)
         np.testing.assert_allclose(got, want, rtol=1e-14)
     assert freed == allocated, f"{allocated} arrays allocated, {freed} freed"
 

@@ -37,7 +37,7 @@ def stack(results, out_axes):
     if isinstance(results[0], tuple):
         axes = out_axes if isinstance(out_axes, tuple) else (out_axes,) * len(results[0])
         return tuple(stack([r[k] for r in results], axes[k]) for k in range(len(results[0])))
-    # a NumPy scalar from CPython counts as the Python scalar scriptc returns (the README's documented difference)
+    # a NumPy scalar from CPython counts as the Python scalar scriptc returns (docs/language.md's documented difference)
     return np.stack([np.asarray(r.item() if isinstance(r, np.generic) else r) for r in results], axis=out_axes)
 
 

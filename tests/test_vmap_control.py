@@ -231,7 +231,7 @@ def prange_sum(x: np.ndarray) -> float:
 
 def test_prange_loops():
     """A prange writing rows stays parallel; one carrying a batched reduction runs sequentially, in CPython's
-    order (the per-example native prange adds in chunks, README "Parallel loops")."""
+    order (the per-example native prange adds in chunks, docs/parallel-and-gpu.md)."""
     check(prange_rows, rng.random((4, 50, 3)), rng.random(4))
     v = scriptc.vmap(prange_rows, in_axes=(None, 0))
     check(prange_rows, rng.random((50, 3)), rng.random(4), in_axes=(None, 0))
