@@ -3,23 +3,25 @@ x86-64 relocatable object.
 
 Why: code from the on-disk cache must run without importing llvmlite (loading LLVM costs a warm first call
 30-45 ms, more than everything else together). The object is what the JIT would link: its sections are copied
-into memory of our own (one ``mmap``, never unmapped, like the JIT's), its relocations applied, its undefined
-symbols resolved by a function the caller gives (``symbols.address_of``: what scriptc binds by name, then the
-process's libraries), and its defined symbols returned by name.
+into memory of our own (pages from code_memory.py, never unmapped, like the JIT's), its relocations applied,
+its undefined symbols resolved by a function the caller gives (``symbols.address_of``: what scriptc binds by
+name, then the process's libraries), and its defined symbols returned by name.
 
 Handled: allocated sections (code, read-only data, writable data, zeroed data; ``.eh_frame`` is skipped: nothing
 unwinds through generated code), the relocations LLVM's large code model emits (``R_X86_64_64``, ``PC64``) and
 those of the small one (``PC32``/``PLT32``, through a stub when the target is more than 2 GiB away, and the
-``GOTPCREL`` family, through slots of our own). Anything else (TLS, constructors, other relocations, another
-machine or format) raises ``ObjectLoadError``, and the caller links through the JIT instead. Code is mapped
-read+execute and data read-only or read+write once relocated, never writable and executable at once.
+``GOTPCREL`` family, through slots of our own, for undefined and defined symbols alike). Anything else (TLS,
+constructors, other relocations, another machine or format) raises ``ObjectLoadError``, and the caller links
+through the JIT instead. Code is read+execute and data read-only or read+write once relocated, never writable
+and executable at once.
 """
 from __future__ import annotations
 
 import ctypes
 import struct
 import sys
-import threading
+
+from . import code_memory
 
 SHT_PROGBITS, SHT_SYMTAB, SHT_NOBITS, SHT_RELA, SHT_REL = 1, 2, 8, 4, 9
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR, SHF_TLS = 0x1, 0x2, 0x4, 0x400
@@ -31,9 +33,6 @@ R_X86_64_NONE, R_X86_64_64, R_X86_64_PC32, R_X86_64_PLT32 = 0, 1, 2, 4
 R_X86_64_GOTPCREL, R_X86_64_PC64, R_X86_64_GOTPCRELX, R_X86_64_REX_GOTPCRELX = 9, 24, 41, 42
 GOT_RELOCATIONS = (R_X86_64_GOTPCREL, R_X86_64_GOTPCRELX, R_X86_64_REX_GOTPCRELX)
 
-PAGE = 4096
-PROT_READ, PROT_WRITE, PROT_EXEC = 1, 2, 4
-MAP_PRIVATE, MAP_ANONYMOUS = 0x02, 0x20
 STUB = b"\xff\x25\x00\x00\x00\x00"       # jmp *0(%rip), followed by the 8-byte target
 
 
@@ -41,13 +40,6 @@ class ObjectLoadError(Exception):
     """The object cannot be loaded by this linker (another format, or something it does not handle)."""
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_mmap = _libc.mmap
-_mmap.restype, _mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                                                  ctypes.c_int, ctypes.c_long]
-_mprotect = _libc.mprotect
-_mprotect.restype, _mprotect.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-_LOCK = threading.Lock()
 SUPPORTED = sys.platform.startswith("linux") and sys.byteorder == "little" and ctypes.sizeof(ctypes.c_void_p) == 8
 
 
@@ -130,6 +122,8 @@ def _load(obj: bytes, resolve) -> dict[str, int]:
     symbols = _symbols(obj, symtabs[0], sections)
 
     external: dict[str, int] = {}
+    got_defined: list[int] = []     # symbols the object defines and reads through the GOT (position-independent
+    # code reaches what it exports that way: a first-tier module's functions, whose names another module may bind)
     for rel, _ in relocations:
         for off in range(rel.offset, rel.offset + rel.size, rel.entsize):
             _, info, _ = struct.unpack_from("<QQq", obj, off)
@@ -141,9 +135,11 @@ def _load(obj: bytes, resolve) -> dict[str, int]:
                 if not address:
                     raise ObjectLoadError(f"undefined symbol {name}")
                 external[name] = address
+            elif shndx != SHN_UNDEF and info & 0xFFFFFFFF in GOT_RELOCATIONS and info >> 32 not in got_defined:
+                got_defined.append(info >> 32)
     names = sorted(external)
     # layout: code (with one stub per external symbol), read-only data, writable data (with one GOT slot per
-    # external symbol), each region on its own pages
+    # external symbol, then one per defined symbol read through the GOT), each region on its own pages
     offsets, sizes = {}, [0, 0, 0]
     for s in loaded:
         r = s.region
@@ -153,24 +149,18 @@ def _load(obj: bytes, resolve) -> dict[str, int]:
     stubs_at = sizes[0] = _round(sizes[0], 16)
     sizes[0] += 16 * len(names)
     got_at = sizes[2] = _round(sizes[2], 8)
-    sizes[2] += 8 * len(names)
-    starts = [0, _round(sizes[0], PAGE), 0]
-    starts[2] = starts[1] + _round(sizes[1], PAGE)
-    total = starts[2] + _round(sizes[2], PAGE)
-    with _LOCK:
-        base = _mmap(None, max(total, PAGE), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)  # (an
-        # object with no code or data still maps: mmap refuses 0 bytes)
-    if base is None or base == ctypes.c_void_p(-1).value:
-        raise MemoryError(f"mmap of {total} bytes for native code failed (errno {ctypes.get_errno()})")
+    sizes[2] += 8 * (len(names) + len(got_defined))
+    starts = code_memory.allocate((sizes[0], sizes[1], sizes[2]))
     for s in loaded:
-        s.address = base + starts[s.region] + offsets[s.index]
+        s.address = starts[s.region] + offsets[s.index]
         if s.kind == SHT_PROGBITS:
             ctypes.memmove(s.address, obj[s.offset:s.offset + s.size], s.size)
-    stub = {n: base + stubs_at + 16 * k for k, n in enumerate(names)}
-    got = {n: base + starts[2] + got_at + 8 * k for k, n in enumerate(names)}
+    stub = {n: starts[0] + stubs_at + 16 * k for k, n in enumerate(names)}
+    got = {n: starts[2] + got_at + 8 * k for k, n in enumerate(names)}
     for n in names:
         ctypes.memmove(stub[n], STUB + struct.pack("<Q", external[n]), len(STUB) + 8)
         ctypes.c_uint64.from_address(got[n]).value = external[n]
+    got_of_defined = {index: starts[2] + got_at + 8 * (len(names) + k) for k, index in enumerate(got_defined)}
 
     def value_of(index: int) -> int:
         name, _, shndx, value = symbols[index]
@@ -183,6 +173,8 @@ def _load(obj: bytes, resolve) -> dict[str, int]:
             raise ObjectLoadError(f"symbol {name or index} is in a section that is not loaded")
         return target.address + value
 
+    for index, slot in got_of_defined.items():
+        ctypes.c_uint64.from_address(slot).value = value_of(index)
     for rel, target in relocations:
         for off in range(rel.offset, rel.offset + rel.size, rel.entsize):
             where, info, addend = struct.unpack_from("<QQq", obj, off)
@@ -204,15 +196,10 @@ def _load(obj: bytes, resolve) -> dict[str, int]:
                 _put32(p, s + addend - p)
             elif kind in GOT_RELOCATIONS:
                 name, _, shndx, _ = symbols[index]
-                if shndx != SHN_UNDEF:
-                    raise ObjectLoadError("GOT relocation against a defined symbol is not supported")
-                _put32(p, got[name] + addend - p)
+                _put32(p, (got[name] if shndx == SHN_UNDEF else got_of_defined[index]) + addend - p)
             else:
                 raise ObjectLoadError(f"relocation type {kind} is not supported")
-    for region, prot in ((0, PROT_READ | PROT_EXEC), (1, PROT_READ)):
-        size = (starts[1] if region == 0 else starts[2] - starts[1])
-        if size and _mprotect(base + starts[region], size, prot) != 0:
-            raise OSError(ctypes.get_errno(), "mprotect of native code failed")
+    code_memory.seal(starts, (sizes[0], sizes[1], sizes[2]))
     return {name: value_of(k) for k, (name, bind, shndx, _) in enumerate(symbols)
             if bind != STB_LOCAL and name and shndx != SHN_UNDEF}
 
