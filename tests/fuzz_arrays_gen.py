@@ -8,8 +8,9 @@ drawn from the constructs that have given wrong results before:
 - scalars on the left of array operators in loops (``x = 3 * x``, ``z = False * z``);
 - loops of zero, one and more trips (literal and ``n``) around lists (``lst = [...]``, ``append``, reads);
 - stores whose value has extra leading axes of length 1 (``x[0] = x[None] * 2``...);
-- element reads and writes with Python ints that stay in range (Python int arithmetic on elements of narrow
-  integer arrays differs from NumPy's until issue 31 item 10 lands: values that overflow are not drawn);
+- element arithmetic with Python scalars, which NumPy does in the array's dtype (NEP 50): ``x[0] = y[0] * 200``
+  wraps in uint8 and int16, ``y[0] - 7`` raises OverflowError for uint8, and accumulators started from a Python
+  constant (``acc = 0`` then ``acc += x[0]``) become the dtype's NumPy scalar;
 - arguments passed contiguous, reversed, strided, transposed and unaligned.
 
 ``cases()`` draws (source, argument factory). Every program runs under CPython; the test compares scriptc's
@@ -49,7 +50,7 @@ class _Program:
 
     def statement(self, indent: str, names: list[str], depth: int) -> None:
         kinds = ["rebind", "alias", "view", "update", "inplace", "element", "slice_store", "list", "swap",
-                 "unit_store"] + (["loop"] * 4 if depth < 2 else [])
+                 "unit_store", "element_arith", "accumulate"] + (["loop"] * 4 if depth < 2 else [])
         kind = self.pick(kinds)
         out = self.lines
         tgt = self.pick(names)
@@ -74,6 +75,18 @@ class _Program:
         elif kind == "element":
             index = "0" if self.rank == 1 else "0, 0"
             out.append(f"{indent}{tgt}[{index}] = {self.scalar()}")
+        elif kind == "element_arith":
+            index = "0" if self.rank == 1 else "0, 0"
+            k = self.pick(["200", "1000", "3", "-7"] if self.integer else ["0.1", "3", "1e30"])
+            op = self.pick(["+", "-", "*"])
+            out.append(f"{indent}{tgt}[{index}] = {self.pick(names)}[{index}] {op} {k}")
+        elif kind == "accumulate":
+            index = "-1" if self.rank == 1 else "-1, 0"
+            src = self.pick(names)
+            out.append(f"{indent}acc = {'0' if self.integer else self.pick(['0.0', '0'])}")
+            out.append(f"{indent}for v in range(3):")
+            out.append(f"{indent}    acc += {src}[{index}] * {self.scalar()}")
+            out.append(f"{indent}{tgt}[{index}] = acc")
         elif kind == "slice_store":
             out.append(f"{indent}{tgt}[1:] = {self.scalar()}")
         elif kind == "unit_store":

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import scriptc
 from scriptc.backend.llvm import blas, compile_graph
 from scriptc.backend.llvm.arrays import allocation_count
-from tests.util import filecheck
+from tests.util import filecheck, returned_type
 
 pytestmark = pytest.mark.skipif(not blas.available(), reason="scipy-openblas64 is not installed")
 
@@ -156,7 +156,7 @@ def test_inner_products(dtype):
             expected = x @ y
             for fn in (inner, dot_inner):
                 got = fn(x, y)
-                assert type(got) is float
+                assert type(got) is returned_type(expected)     # np.float32 for float32 vectors, as NumPy
                 assert got == pytest.approx(float(expected), rel=RTOL[dtype], abs=0), (xn, yn, n)
     x, y = vectors(9, dtype, integral=True)["strided"], vectors(9, dtype, integral=True)["negative"]
     assert inner(x, y) == float(x @ y)

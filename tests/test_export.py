@@ -752,3 +752,37 @@ def test_an_array_too_big_to_allocate_is_numpys_memory_error(tmp_path):
                 with pytest.raises(MemoryError) as ours:
                     fn(n)
                 assert str(ours.value) == str(numpy_error.value), (name, n)
+
+
+NARROW = """
+import numpy as np
+
+
+def total(x: np.ndarray):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+    return s, x[0] * 2
+
+
+def wrap(a: np.ndarray) -> None:
+    for i in range(a.shape[0]):
+        a[i] = a[i] + 200
+"""
+
+
+def test_narrow_element_arithmetic_is_numpys_in_a_library(tmp_path):
+    """An np.float32 result leaves the library as the double holding it (C has no NumPy scalars); the float32
+    accumulation and the uint8 wrap inside are NumPy's."""
+    mod = export_module(tmp_path, "narrow", NARROW, [("total", ["float32[*]"]), ("wrap", ["uint8[*]"])],
+                        "build/libnarrow.so")
+    assert "int narrow_total(const scriptc_array *x, double *out0, double *out1);" in \
+        (tmp_path / "build" / "narrow.h").read_text()
+    lib = scriptc.load(str(tmp_path / "build" / "libnarrow.so"))
+    x = np.random.default_rng(5).standard_normal(1001).astype(np.float32)
+    assert lib.total(x) == tuple(float(v) for v in mod.total(x))
+    a, b = np.array([100, 3, 255], np.uint8), np.array([100, 3, 255], np.uint8)
+    lib.wrap(a)
+    with np.errstate(over="ignore"):
+        mod.wrap(b)
+    np.testing.assert_array_equal(a, b)

@@ -18,6 +18,7 @@ import scriptc
 import scriptc.cuda as cuda
 from scriptc.backend.nvptx import GpuUnsupported, ptxas_path
 from tests.gpu_support import counting, to_device, to_host  # noqa: F401  (counting: a fixture)
+from tests.util import returned_type
 
 PTXAS = ptxas_path()
 rng = np.random.default_rng(21)
@@ -95,8 +96,8 @@ def _same(got, want, float32: bool):
         else:
             np.testing.assert_array_equal(got, want)
         return
+    assert type(got) is returned_type(want)
     want = want.item() if isinstance(want, np.generic) else want
-    assert type(got) is type(want)
     assert got == pytest.approx(want, rel=1e-5 if float32 else 1e-12, abs=1e-6 if float32 else 1e-12)
 
 

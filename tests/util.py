@@ -9,6 +9,8 @@ import tempfile
 
 import numpy as np
 
+from scriptc.ir.types import NARROW_SCALARS
+
 
 def filecheck(text: str, checks: str) -> None:
     """Match ``text`` against FileCheck directives (CHECK:, CHECK-NEXT:, CHECK-NOT: ...), as LLVM tests do."""
@@ -31,8 +33,11 @@ def run_captured(fn, *args):
 
 
 def same_value(a, b, rtol=0.0) -> bool:
-    """Equal values of the same type; a NumPy scalar from CPython counts as the Python scalar scriptc returns
-    (documented: scalars read from arrays or reductions are Python scalars)."""
+    """Equal values of the same type. A NumPy scalar of a narrow dtype (int32, float32 ...) must come back as
+    one of the same dtype; one of float64, int64 or bool counts as the Python scalar scriptc returns
+    (docs/language.md: NumPy scalars)."""
+    if isinstance(a, np.generic) and a.dtype.name in NARROW_SCALARS:
+        return type(a) is type(b) and (a == b or a != a and b != b)
     if isinstance(a, np.generic):
         a = a.item()
     if isinstance(a, tuple):
@@ -91,3 +96,11 @@ def run_threads_interleaved(threads, interval: float = 1e-6) -> None:
             t.join()
     finally:
         sys.setswitchinterval(before)
+
+
+def returned_type(value) -> type:
+    """The type scriptc returns for CPython's ``value``: a NumPy scalar of a narrow dtype as it is, one of
+    float64, int64 or bool as the Python scalar (docs/language.md: NumPy scalars)."""
+    if isinstance(value, np.generic) and value.dtype.name not in NARROW_SCALARS:
+        return type(value.item())
+    return type(value)

@@ -20,9 +20,10 @@ import math
 import numpy as np
 
 from ..errors import CompileError
-from ..ir.core import Node, Value
+from ..ir.core import Node, Value, constant_value, is_constant
 from ..ir.registry import NeedsSpecialization
-from ..ir.types import BOOL, FLOAT, INT, NONE, ListType, TensorType, TupleType
+from ..ir.types import (BOOL, FLOAT, INT, NARROW_SCALARS, NONE, ListType, TensorType, TupleType, exact_numpy_join,
+                        scalar_type)
 
 ITERATORS = (builtins.enumerate, builtins.zip, builtins.reversed)
 REDUCTIONS = (builtins.sum, builtins.any, builtins.all)
@@ -302,6 +303,9 @@ class BuiltinCallsMixin:
         if start.type not in (INT, FLOAT, BOOL):
             raise self.fn.error(f"sum() start must be a number, got {self.describe(start.type)}", at)
         acc_type = FLOAT if FLOAT in (element, start.type) else INT
+        if seq.type.dtype in NARROW_SCALARS and is_constant(start) and \
+                exact_numpy_join(constant_value(start), scalar_type(seq.type.dtype)):
+            acc_type = scalar_type(seq.type.dtype)    # 0 + np.float32 is an np.float32: it sums in float32
         return self.array_loop(seq, start, acc_type, lambda acc, x: (None, self.op("aten::add", [acc, x], at=at)),
                                at, "sum")
 

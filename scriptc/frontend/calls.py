@@ -18,8 +18,8 @@ import numpy as np
 from ..ir.core import Node
 from ..parallel import prange
 from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_method
-from ..ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, STR, ListType, NamedTupleType, TensorType, TupleType,
-                        is_named_tuple_class, scalar_dtype)
+from ..ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, STR, ListType, NamedTupleType, NumpyScalarType, TensorType,
+                        TupleType, is_named_tuple_class, scalar_dtype)
 from .arrays import ARRAY_CALLS, ARRAY_METHODS, ArrayFrontend
 from .builtin_calls import BUILTIN_CALLS
 from .library_calls import LibraryCallsMixin
@@ -173,7 +173,7 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             raise self.fn.error("np.where(condition) with one argument (the indices, np.nonzero) is not supported",
                                 node, "use a boolean mask, x[condition], or np.where(condition, a, b)")
         if obj is math.log and len(node.args) == 2 and not node.keywords:   # CPython: log(x) / log(base)
-            x, base = (self.expr(a) for a in node.args)
+            x, base = (self.decay(self.expr(a), node) for a in node.args)
             logs = [self.bind_op(op_for_callable(math.log), [v], node) for v in (x, base)]
             return self.op("aten::div", logs, at=node)
         if obj in ARITHMETIC_UFUNCS:
@@ -187,6 +187,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if obj is int and len(node.args) == 2:
             raise self.fn.error("int() with a base is not supported", node, "parse the text outside")
         args = [self.expr(a) for a in node.args]
+        if getattr(obj, "__module__", None) == "math":     # math.sqrt(x[i]) is a float, as in Python
+            args = [self.decay(a, node) for a in args]
         if obj in (np.floor, np.ceil, np.trunc) and len(args) == 1 and args[0].type == FLOAT and not node.keywords:
             return self.op(f"aten::{obj.__name__}_float", args, at=node)     # not math's int
         result = self.bind_op(op, args, node)
@@ -288,8 +290,11 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         spec = self.const_eval(node.args[1]) if len(node.args) == 2 else ""
         if not isinstance(spec, str):
             raise self.fn.error("format() spec must be a constant str", node.args[1])
-        piece = "{!r}" if name == "repr" else "{:" + spec.replace("{", "{{").replace("}", "}}") + "}" if spec else "{}"
-        return self.op("aten::format", [self.expr(node.args[0])], {"fmt": piece}, at=node)
+        value = self.expr(node.args[0])
+        plain = "{!s}" if isinstance(value.type, NumpyScalarType) else "{}"    # (str(np.float32(0.1)) is 0.1, its
+        # format(x, "") the double's digits)
+        piece = "{!r}" if name == "repr" else "{:" + spec.replace("{", "{{").replace("}", "}}") + "}" if spec else plain
+        return self.op("aten::format", [value], {"fmt": piece}, at=node)
 
     def str_format(self, node):
         """``"{} is {:.3f}".format(a, b)`` on a literal: the f-string it stands for (positional fields, ``{}``

@@ -17,7 +17,8 @@ import numpy as np
 from ..errors import CompileError
 from ..ir.core import Block, Graph, Node, Value, constant_value, is_constant
 from ..ir.registry import Effect, NeedsSpecialization, OpTypeError, lookup
-from ..ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NamedTupleType, TensorType, TupleType, Type, join
+from ..ir.types import (BOOL, FLOAT, INT, NONE, STR, ListType, NamedTupleType, NumpyScalarType, TensorType,
+                        TupleType, Type, decayed, exact_numpy_join, join)
 from .builtin_calls import BuiltinCallsMixin
 from .calls import CallsMixin
 from .lists import ListsMixin
@@ -147,6 +148,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def emit(self, kind: str, inputs, attrs=None, at=None, hint=None) -> Node:
         op = lookup(kind)
         attrs = dict(attrs or {})
+        strong = op.elementwise and any(_from_array(v) for v in inputs)
+        inputs = [self.decay(v, at) if isinstance(v.type, NumpyScalarType) and
+                  (strong or not op.takes_numpy_scalar(k, len(inputs))) else v for k, v in enumerate(inputs)]
         if op.effect == Effect.WRITES:
             self.check_writable(inputs, at)   # module-level arrays are read-only constants
         try:
@@ -186,9 +190,19 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             return self.const(v)
         return self.convert(v, type, at)
 
+    def decay(self, v: Value, at=None) -> Value:
+        """A NumPy scalar as the Python scalar holding its value (what ``int(v)`` or ``float(v)`` gives)."""
+        if not isinstance(v.type, NumpyScalarType):
+            return v
+        return self.op("aten::Float" if v.type.decayed == FLOAT else "aten::Int", [v], at=at)
+
     def convert(self, v: Value, type: Type, at=None) -> Value:
         if v.type == type:
             return v
+        if isinstance(type, NumpyScalarType) and v.type.is_scalar:     # a merge typed by NumPy's promotion
+            return self.op("aten::numpy_scalar", [v], {"dtype": type.dtype}, at=at)
+        if isinstance(v.type, NumpyScalarType) and type in (INT, FLOAT):
+            return self.convert(self.decay(v, at), type, at)
         if type == FLOAT and v.type in (INT, BOOL):
             return self.op("aten::Float", [v], at=at)
         if type == INT and v.type == BOOL:   # a bool passed for an int parameter (function._accept)
@@ -206,8 +220,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def check_annotation(self, t: Type, declared: Type, at) -> None:
         """Annotations are checked, not converted: as in Python, an int is a valid ``float``."""
         tower = {BOOL: 0, INT: 1, FLOAT: 2}
-        if t in tower and declared in tower and tower[t] <= tower[declared]:
-            return
+        if decayed(t) in tower and declared in tower and tower[decayed(t)] <= tower[declared]:
+            return      # (np.int32 passes for an int, np.float32 for a float: Python does not check them)
         if isinstance(t, TupleType) and isinstance(declared, TupleType) and len(t.elems) == len(declared.elems):
             for a, b in zip(t.elems, declared.elems):
                 self.check_annotation(a, b, at)
@@ -507,8 +521,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         """The If's output merging a variable's (or an expression's) values on its branches; for a variable
         whose types do not join, a Conflict: an error where it is read (Python runs code that never reads it)."""
         conflict = next((v for v in values if isinstance(v, Conflict)), None)
-        types = [binding_type(v) for v in values if v is not MISSING and not isinstance(v, Conflict)]
-        t = None if conflict else types[0] if len(types) == 1 else join(*types)
+        bound = [v for v in values if v is not MISSING and not isinstance(v, Conflict)]
+        types = [binding_type(v) for v in bound]
+        t = None if conflict else types[0] if len(types) == 1 else join_bindings(bound)
         if t is None and not conflict and _partly_known_arrays(*types):
             raise NeedsSpecialization(name)     # the generic graph cannot tell; the call's signature decides
         if t is None:
@@ -536,10 +551,13 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         before, parent = self.env, self.block
         mark, namer = len(parent.nodes), self.graph.namer_state()
         types = {n: binding_type(before.vars[n]) for n in names if n in before.vars}
+        # A NumPy scalar carried from Python constants keeps its type (``s = 0.0; s += x[i]``: float32), except
+        # in a prange loop, whose reductions are Python ints and floats as numba types them
+        initial = {} if (attrs or {}).get("parallel") else {n: before.vars[n] for n in types}
         while True:
             carried = [n for n in names if n in types]
             end_env = self.emit_loop_once(loop, trips, first_cond, prefix, next_cond, carried, types, hint,
-                                          lambda end: self.widen(loop, names, types, end), attrs)
+                                          lambda end: self.widen(loop, names, types, end, initial), attrs)
             if end_env is None:
                 return
             for old in reversed(parent.nodes[mark:]):
@@ -547,8 +565,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             self.graph.restore_namer(namer)
             self.env = before.copy()
 
-    def widen(self, loop, names, types, end: Env) -> bool:
-        """Update the carried types from the end of an iteration; True if the body must be emitted again."""
+    def widen(self, loop, names, types, end: Env, initial: dict) -> bool:
+        """Update the carried types from the end of an iteration; True if the body must be emitted again.
+        ``initial``: the values the variables had before the loop."""
         changed = False
         for n in names:
             if n not in end.vars:
@@ -556,7 +575,12 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             if isinstance(end.vars[n], Conflict):      # carried: read in the loop or after it
                 raise self.fn.error(end.vars[n].message, loop, CONFLICT_HINT)
             t_end = binding_type(end.vars[n])
-            t = t_end if n not in types else join(types[n], t_end)
+            if n not in types:
+                t = t_end
+            elif n in initial and types[n] == binding_type(initial[n]):
+                t = join_bindings([initial[n], end.vars[n]])
+            else:
+                t = join(types[n], t_end)
             if t is None and _partly_known_arrays(types[n], t_end):
                 raise NeedsSpecialization(n)   # the generic graph cannot tell; the call's signature decides
             if t is None:
@@ -789,7 +813,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def truth(self, v: Value, at) -> Value:
         if v.type == BOOL:
             return v
-        if v.type in (INT, FLOAT):
+        if v.type in (INT, FLOAT) or isinstance(v.type, NumpyScalarType):
             return self.op("aten::Bool", [v], at=at)
         if isinstance(v.type, TensorType):
             raise self.fn.error("the truth value of an array is ambiguous", at,
@@ -868,6 +892,39 @@ def binding_type(v) -> Type | None:
     return BOOL if isinstance(v, bool) else None if isinstance(v, Conflict) else v.type
 
 
+def _from_array(v: Value) -> bool:
+    """Whether ``v`` is an int or float read out of an array (an element of an int64 or float64 array, a
+    reduction): a NumPy scalar in NumPy, strong in its promotion (NEP 50), which scriptc holds as the Python
+    scalar. A narrow NumPy scalar meeting it is converted to the Python scalar (np.float32 * np.float64 is
+    float64), where a Python value (weak) would be converted to the NumPy scalar's dtype."""
+    return v.type in (INT, FLOAT) and v.node is not None and "-> Number" in lookup(v.node.kind).schema and \
+        any(isinstance(i.type, TensorType) for i in v.node.inputs)     # (not len(x), x.size: Python ints)
+
+
+def join_bindings(values: list) -> Type | None:
+    """The type of a variable bound to ``values`` (Values, or a Python bool for a static flag) on paths that
+    merge: their types' join, except that a NumPy scalar merging with Python constants it holds exactly keeps
+    its type, as NumPy gives it after the first operation (``s = 0.0`` then ``s += x[i]`` with float32 ``x``:
+    ``s`` is float32; after ``best = -1`` then ``best = x[i]`` with uint8 ``x``, ``best`` is an int)."""
+    types = [binding_type(v) for v in values]
+    t = types[0]
+    for other in types[1:]:
+        t = join(t, other) if t is not None else None
+    numpy = [x for x in types if isinstance(x, NumpyScalarType)]
+    if t is None or isinstance(t, NumpyScalarType) or not numpy:
+        return t
+    n = numpy[0]
+    for other in numpy[1:]:
+        n = join(n, other)
+    if not isinstance(n, NumpyScalarType):
+        return t
+    for v, x in zip(values, types):
+        if not isinstance(x, NumpyScalarType) and not (isinstance(v, Value) and is_constant(v) and
+                                                       exact_numpy_join(constant_value(v), n)):
+            return t
+    return n
+
+
 def describe(t: Type) -> str:
     if isinstance(t, TensorType):
         return f"an array ({t})"
@@ -875,6 +932,8 @@ def describe(t: Type) -> str:
         return "a str"
     if isinstance(t, ListType):
         return f"a list ({t})"
+    if isinstance(t, NumpyScalarType):
+        return f"a NumPy {t.dtype} scalar"
     return {INT: "an int", FLOAT: "a float", BOOL: "a bool", NONE: "None"}.get(t, str(t))
 
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from ..ir.core import Node
 from ..ir.registry import NeedsSpecialization
-from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type, scalar_dtype
+from ..ir.types import (BOOL, FLOAT, INT, ListType, NumpyScalarType, TensorType, TupleType, Type, decayed,
+                        scalar_dtype)
 from .scopes import load_counts
 
 LIST_CALLS = {builtins.sorted, np.array, np.concatenate, np.stack}   # sum(list): builtin_calls
@@ -53,8 +54,10 @@ class ListsMixin:
         return describe(t)
 
     def list_elem(self, lt: ListType, v, at):
-        """``v`` as an element of a list of ``lt.elem`` (ints widen to a float list's floats)."""
+        """``v`` as an element of a list of ``lt.elem`` (ints widen to a float list's floats; a NumPy scalar is
+        stored as the Python scalar holding it: docs/language.md)."""
         e = lt.elem
+        v = self.decay(v, at)
         if v.type == e:
             return v
         if e == FLOAT and v.type in (INT, BOOL):
@@ -70,7 +73,7 @@ class ListsMixin:
                             "a list holds one type: annotate it, e.g. xs: list[float] = [...]")
 
     def common_elem(self, values, at) -> Type:
-        types = [v.type for v in values]
+        types = [decayed(v.type) for v in values]
         if all(t in _TOWER for t in types):
             return max(types, key=_TOWER.__getitem__)
         if all(isinstance(t, TensorType) for t in types):
@@ -143,7 +146,9 @@ class ListsMixin:
     def visit_List(self, node):
         if not isinstance(node.ctx, ast.Load):
             raise self.fn.error("cannot assign to a list display; use a tuple target", node)
-        values = [self.expr(e) for e in node.elts]
+        return self.list_of([self.expr(e) for e in node.elts], node)
+
+    def list_of(self, values, node):
         if not values:
             return self.new_list(None, [], node)
         lt = ListType(self.common_elem(values, node))
@@ -344,9 +349,15 @@ class ListsMixin:
         arg = node.args[0]
         if isinstance(arg, (ast.List, ast.Tuple)) and any(isinstance(e, (ast.List, ast.Tuple)) for e in arg.elts):
             return self.nested_array_literal(arg, node)
-        if isinstance(arg, ast.Tuple):
-            arg = ast.copy_location(ast.List(arg.elts, ast.Load()), arg)
-        v = self.expr(arg)
+        numpy_dtype = None
+        if isinstance(arg, (ast.List, ast.Tuple)):
+            values = [self.expr(e) for e in arg.elts]
+            if values and all(isinstance(v.type, NumpyScalarType) for v in values):
+                # np.array([x[0], x[1]]) of float32 elements is float32 (the list holds their Python values)
+                numpy_dtype = np.result_type(*[v.type.dtype for v in values]).name
+            v = self.list_of(values, arg)
+        else:
+            v = self.expr(arg)
         if isinstance(v.type, TensorType):
             return self.op("aten::clone", [v], at=node)
         if isinstance(v.type, TupleType):
@@ -360,7 +371,7 @@ class ListsMixin:
         if isinstance(e, TensorType):
             dtype, rank = e.dtype, e.rank + 1
         else:
-            dtype, rank = scalar_dtype(e), 1
+            dtype, rank = numpy_dtype or scalar_dtype(e), 1
         return self.op("aten::list_to_array", [v], {"dtype": dtype, "rank": rank}, at=node)
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 import ast
 import re
 
+import numpy as np
+
 from .arrayconst import parse_array
 from .core import Graph, Node, SourceRange, Value
-from .types import (BOOL, FLOAT, INT, NAME_DTYPES, NONE, STR, ListType, NamedTupleType, TENSOR, TensorType,
-                    TupleType, Type)
+from .types import (BOOL, FLOAT, INT, NAME_DTYPES, NARROW_SCALARS, NONE, STR, ListType, NamedTupleType,
+                    NumpyScalarType, TENSOR, TensorType, TupleType, Type)
 
 
 class ParseError(ValueError):
@@ -77,6 +79,8 @@ class TypeParser:
         word = m.group()
         if word in _SCALARS:
             return _SCALARS[word]
+        if word in NARROW_SCALARS:
+            return NumpyScalarType(word)
         if word not in NAME_DTYPES or re.compile(r"\(\s*\w+:").match(self.s, self.i):
             return self.named_tuple(word)
         if not self.eat("("):
@@ -257,6 +261,8 @@ class GraphParser:
                 self.refs.append((node, k, str(v)))
         if node.kind == "prim::Constant" and "value" in attrs and outs and outs[0][1] == BOOL:
             node.attrs["value"] = bool(attrs["value"])
+        elif node.kind == "prim::Constant" and "value" in attrs and outs and isinstance(outs[0][1], NumpyScalarType):
+            node.attrs["value"] = np.dtype(outs[0][1].dtype).type(attrs["value"])
         self.i += 1
         ind = "  " * (depth + 1)
         while self.i < len(self.lines) and self.lines[self.i].startswith(ind + "block"):

@@ -28,6 +28,8 @@ def format_attr(value, names: dict[int, str]) -> str:
         return names[id(value)]
     if isinstance(value, (np.ndarray, UnrestoredArray)):
         return format_array(value)   # a module-level array frozen into the graph
+    if isinstance(value, np.generic) and not isinstance(value, np.bool_):
+        value = value.item()    # a NumPy scalar constant: its value (the output's type says which dtype)
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, float):

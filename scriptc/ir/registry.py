@@ -24,8 +24,8 @@ from typing import Callable
 import numpy as np
 
 from .records import record, field
-from .types import (BOOL, FLOAT, INT, NAMED_TUPLES, NONE, STR, TENSOR, ListType, NamedTupleType, TensorType,
-                    TupleType, Type, element_type)
+from .types import (BOOL, FLOAT, INT, NAMED_TUPLES, NARROW_SCALARS, NONE, STR, TENSOR, ListType, NamedTupleType,
+                    NumpyScalarType, TensorType, TupleType, Type, element_type)
 
 
 class OpTypeError(TypeError):
@@ -82,6 +82,15 @@ class OpDef:
         self.infer, self.impl, self.effect, self.elementwise, self.py = infer, impl, effect, elementwise, py
         self.methods, self.lower, self.extra = methods, lower, {} if extra is None else extra
         self.shape, self.vjp, self.batch = shape, vjp, batch
+
+    def takes_numpy_scalar(self, position: int, count: int) -> bool:
+        """Whether a NumPy scalar operand at ``position`` (of ``count``) reaches the operator as it is:
+        element-wise operators (NumPy's own arithmetic on them) and those declared with ``numpy_scalars=True``
+        (conversions, tuples, in-place arithmetic) or ``"last"`` (a store's value, converted as NumPy converts
+        it). Any other operand is the Python scalar holding the value (the frontend converts it first:
+        ``math.sqrt(x[i])`` and ``range(x[i])`` see a float and an int, as in Python)."""
+        takes = self.elementwise or self.extra.get("numpy_scalars", False)
+        return takes is True or takes == "last" and position == count - 1
 
     def result_types(self, types: list[Type], attrs: dict) -> list[Type]:
         """Output types for these input types, or OpTypeError / NeedsSpecialization."""
@@ -234,6 +243,8 @@ def sample(t: Type):
         return None
     if t == STR:
         return "s"
+    if isinstance(t, NumpyScalarType):
+        return np.dtype(t.dtype).type(1)
     if isinstance(t, TensorType):
         if not t.known:
             raise NeedsSpecialization(str(t))
@@ -246,7 +257,10 @@ def sample(t: Type):
 
 
 def type_of(v) -> Type:
-    """The IR type of a Python/NumPy value; NumPy scalars count as the Python scalars they convert to."""
+    """The IR type of a Python/NumPy value; a NumPy scalar of a narrow dtype is that NumPy scalar, one of
+    float64, int64 or bool the Python scalar it converts to."""
+    if isinstance(v, np.generic) and v.dtype.name in NARROW_SCALARS:
+        return NumpyScalarType(v.dtype.name)
     if isinstance(v, (bool, np.bool_)):
         return BOOL
     if isinstance(v, (int, np.integer)):

@@ -1,8 +1,11 @@
 """IR types, printed as TorchScript prints them.
 
 Scalars are Python's: ``int`` (64-bit, wraps on overflow), ``float`` (IEEE double), ``bool``; ``str`` exists
-for printing only. ``TensorType`` is a NumPy array whose dtype and rank may be unknown (the generic graph prints
-``Tensor``) and whose shape, once inferred, prints per dimension (``Double(2, 3)``, ``Float(*, 3)``).
+for printing only. An element read from an array of a narrow dtype is a NumPy scalar of that dtype (``int32``,
+``uint8``, ``float32``, ...: ``NumpyScalarType``), whose arithmetic is NumPy's (NEP 50: it wraps in its dtype,
+and a Python scalar meeting it is converted to it); a float64, int64 or bool element is the Python scalar.
+``TensorType`` is a NumPy array whose dtype and rank may be unknown (the generic graph prints ``Tensor``) and
+whose shape, once inferred, prints per dimension (``Double(2, 3)``, ``Float(*, 3)``).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ class Type:
 
     @property
     def is_scalar(self) -> bool:
-        return isinstance(self, (IntType, FloatType, BoolType))
+        return isinstance(self, (IntType, FloatType, BoolType, NumpyScalarType))
 
     @property
     def is_number(self) -> bool:
@@ -40,6 +43,25 @@ class FloatType(Type):
 class BoolType(Type):
     def __str__(self):
         return "bool"
+
+
+@record(frozen=True)
+class NumpyScalarType(Type):
+    """A NumPy scalar of a dtype narrower than Python's numbers (``NARROW_SCALARS``): what ``x[i]`` is when
+    ``x`` is an int32 or float32 array. Printed as its dtype's name. Held in the registers of the Python scalar
+    it converts to exactly (``decayed``): an int in an i64, a float in a double, rounded to the dtype."""
+    dtype: str
+
+    def __str__(self):
+        return self.dtype
+
+    @property
+    def decayed(self) -> Type:
+        """The Python scalar type holding every value of this one exactly."""
+        return FLOAT if np.dtype(self.dtype).kind == "f" else INT
+
+
+NARROW_SCALARS = ("int8", "int16", "int32", "uint8", "uint32", "float16", "float32")
 
 
 @record(frozen=True)
@@ -197,23 +219,49 @@ TENSOR = TensorType()
 
 
 def element_type(dtype: str) -> Type:
-    """The Python scalar type that an element read from an array of this dtype becomes."""
+    """The scalar type of an element read from an array of this dtype: a NumPy scalar for a narrow dtype, else
+    the Python scalar (np.float64 is a float; np.int64 computes as scriptc's 64-bit int)."""
+    if dtype in NARROW_SCALARS:
+        return NumpyScalarType(dtype)
     kind = np.dtype(dtype).kind
     return BOOL if kind == "b" else INT if kind in "iu" else FLOAT
 
 
+def scalar_type(dtype: str) -> Type:
+    """The scalar type of a NumPy scalar of ``dtype`` (``element_type``: the same rule)."""
+    return element_type(dtype)
+
+
+def is_numpy_scalar(value) -> bool:
+    """Whether a value is a NumPy scalar of a narrow dtype (the values of a ``NumpyScalarType``)."""
+    return isinstance(value, np.generic) and value.dtype.name in NARROW_SCALARS
+
+
+def decayed(t: Type) -> Type:
+    """``t``, a NumPy scalar as the Python scalar holding its value."""
+    return t.decayed if isinstance(t, NumpyScalarType) else t
+
+
 def scalar_dtype(t: Type) -> str:
-    """The dtype NumPy gives an array made from a Python scalar of this type."""
+    """The dtype NumPy gives an array made from a scalar of this type."""
+    if isinstance(t, NumpyScalarType):
+        return t.dtype
     return {BOOL: "bool", INT: "int64", FLOAT: "float64"}[t]
 
 
 def python_sample(t: Type):
-    """A Python value of scalar type ``t``; NumPy 2 treats these as 'weak' in promotion."""
+    """A value of scalar type ``t``: a Python scalar, which NumPy 2 treats as 'weak' in promotion, or a NumPy
+    scalar (strong)."""
+    if isinstance(t, NumpyScalarType):
+        return np.dtype(t.dtype).type(0)
     return {BOOL: False, INT: 0, FLOAT: 0.0}[t]
 
 
 def promote_scalars(a: Type, b: Type) -> Type:
-    """Python's arithmetic result type for two scalars (bool behaves as int)."""
+    """The arithmetic result type of two scalars: Python's (bool behaves as int), NumPy's (NEP 50) where a
+    NumPy scalar takes part."""
+    if isinstance(a, NumpyScalarType) or isinstance(b, NumpyScalarType):
+        return scalar_type(np.result_type(python_sample(a), python_sample(b)).name)
     return FLOAT if FLOAT in (a, b) else INT
 
 
@@ -232,6 +280,8 @@ def join(a: Type, b: Type) -> Type | None:
         return a
     if {a, b} == {INT, FLOAT}:
         return FLOAT
+    if isinstance(a, NumpyScalarType) or isinstance(b, NumpyScalarType):
+        return _join_numpy_scalars(a, b)
     if isinstance(a, TensorType) and isinstance(b, TensorType):
         if a.dtype != b.dtype or a.rank != b.rank:
             return None
@@ -249,6 +299,37 @@ def join(a: Type, b: Type) -> Type | None:
         elems = [join(x, y) for x, y in zip(a.elems, b.elems)]
         return None if None in elems else a.with_elems(elems)
     return None
+
+
+def _join_numpy_scalars(a: Type, b: Type) -> Type | None:
+    """A NumPy scalar merging with another scalar. Two NumPy scalars: NumPy's promotion of the two where it
+    holds both exactly (int8 and int16: int16), else the Python scalar that does (int32 and uint32: int). A
+    NumPy scalar and a Python scalar: the Python scalar holding both (int32 and int: int; float32 and int:
+    float), as a Python value converted to the NumPy scalar could raise or round where Python just binds it.
+    (The emitter gives a variable the NumPy scalar's type where the Python value is a constant it holds
+    exactly, such as ``s = 0.0`` before ``s += x[i]``: ``exact_numpy_join``.)"""
+    if not (a.is_scalar and b.is_scalar):
+        return None
+    if isinstance(a, NumpyScalarType) and isinstance(b, NumpyScalarType):
+        return scalar_type(np.result_type(a.dtype, b.dtype).name)
+    return join(decayed(a), decayed(b)) or (INT if BOOL in (a, b) and INT in (decayed(a), decayed(b)) else None)
+
+
+def exact_numpy_join(python_value, t: Type) -> bool:
+    """Whether the Python scalar ``python_value`` (a constant) converts to the NumPy scalar type ``t`` exactly,
+    so that a variable holding either can have ``t``'s type, as NumPy gives it after its first operation."""
+    if not isinstance(t, NumpyScalarType) or isinstance(python_value, bool) or \
+            not isinstance(python_value, (int, float)):
+        return False
+    if isinstance(python_value, float) and np.dtype(t.dtype).kind != "f":
+        return False
+    try:
+        with np.errstate(all="ignore"):
+            converted = np.dtype(t.dtype).type(python_value)
+    except (OverflowError, ValueError):
+        return False
+    back = float(converted) if isinstance(python_value, float) else int(converted)   # (== would compare as NEP 50:
+    return back == python_value or python_value != python_value                     # in the NumPy dtype)
 
 
 def parse_type(text: str) -> Type:

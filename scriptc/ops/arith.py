@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ir.registry import (ZERO_DERIVATIVE, Batch, Effect, OpTypeError, broadcast_shapes, by_sample, no_outputs,
                            register, shape_of)
-from ..ir.types import BOOL, FLOAT, INT, STR, TensorType, result_dtype
+from ..ir.types import BOOL, FLOAT, INT, STR, TensorType, result_dtype, scalar_type
 
 
 COMPLEX_POWER = ("a negative number raised to a fractional power is complex, which scriptc does not support")
@@ -147,7 +147,7 @@ for _name, _fn, _ufunc, _vjp in BINARY:
 
     register(f"aten::{_name}_(Tensor self, Number|Tensor other) -> ()",
              impl=_inplace, infer=_inplace_rule, effect=Effect.WRITES, inplace_of=f"aten::{_name}",
-             shape=no_outputs, batch=Batch.custom(_inplace_batch))
+             shape=no_outputs, batch=Batch.custom(_inplace_batch), numpy_scalars=True)
 
 for _name, _fn in COMPARE:
     register(f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> bool|Tensor",
@@ -282,9 +282,32 @@ def _cast_batch(dtype):
 
 
 register("aten::Int(Number self) -> int", impl=_to_int, infer=_scalar_only("int()", None, INT), py=(int,),
-         batch=_cast_batch("int64"), effect=Effect.RAISES)   # int(nan), int(inf), int(1e300)
+         batch=_cast_batch("int64"), effect=Effect.RAISES, numpy_scalars=True)   # int(nan), int(inf), int(1e300)
 register("aten::Float(Number self) -> float", impl=float, infer=_scalar_only("float()", None, FLOAT),
-         batch=_cast_batch("float64"),
+         batch=_cast_batch("float64"), numpy_scalars=True,
          py=(float,), vjp=lambda e, g, out, a: (g,))
 register("aten::Bool(Number self) -> bool", impl=bool, infer=_scalar_only("bool()", None, BOOL), py=(bool,),
-         batch=Batch.custom(lambda b, node, ins: [b.op("aten::ne", ins[0], b.const(0))]))
+         batch=Batch.custom(lambda b, node, ins: [b.op("aten::ne", ins[0], b.const(0))]), numpy_scalars=True)
+
+
+def _numpy_scalar(x, *, dtype):
+    """``np.int32(x)``: a Python int out of the dtype's range is NumPy's OverflowError; a NumPy scalar or a float
+    converts as NumPy casts it (wrapping, rounding, truncating)."""
+    with np.errstate(all="ignore"):
+        return np.dtype(dtype).type(x)
+
+
+def _numpy_scalar_rule(t, *, dtype):
+    if not t.is_scalar:
+        raise OpTypeError(f"np.{dtype}() of {t} is not a scalar conversion")
+    return scalar_type(dtype)
+
+
+def _numpy_scalar_batch(b, node, ins):
+    """The examples' scalars cast to the dtype (an out-of-range Python int is then wrapped, as astype does)."""
+    return [b.mark(b.op("aten::to", ins[0], dtype=node.attrs["dtype"]), node.outputs[0].type)]
+
+
+register("aten::numpy_scalar(Number self, *, str dtype) -> Number", impl=_numpy_scalar, infer=_numpy_scalar_rule,
+         effect=Effect.RAISES, numpy_scalars=True, vjp=lambda e, g, out, a, dtype: (g,),
+         batch=Batch.custom(_numpy_scalar_batch))

@@ -109,4 +109,4 @@ def _masked_put_rule(t, m, v):
 
 
 register("aten::masked_put_(Tensor self, Tensor mask, Number|Tensor values) -> ()", impl=_masked_put_,
-         infer=_masked_put_rule, effect=Effect.WRITES, shape=no_outputs, batch=Batch.LANES)
+         infer=_masked_put_rule, effect=Effect.WRITES, shape=no_outputs, batch=Batch.LANES, numpy_scalars="last")

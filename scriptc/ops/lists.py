@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.registry import Batch, Effect, OpTypeError, register
-from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type, parse_type, scalar_dtype
+from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type, parse_type
 
 
 # -- batching rules (``OpDef.batch``) -----------------------------------------------------------------------
@@ -390,14 +390,14 @@ register("aten::insert(Any self, int index, Any value) -> ()", impl=lambda xs, i
 def _to_array(xs, *, dtype, rank):
     if not xs:
         return np.zeros((0,) * rank, dtype)
-    return np.array(xs)
+    return np.array(xs) if rank > 1 else np.array(xs, dtype)    # (a list of float32 elements' values: float32)
 
 
 def _to_array_rule(t, *, dtype, rank):
     lt = _list(t, "np.array()")
     if isinstance(lt.elem, TensorType):
         return TensorType(lt.elem.dtype, None if lt.elem.rank is None else lt.elem.rank + 1)
-    return TensorType(scalar_dtype(lt.elem), 1)
+    return TensorType(dtype, 1)
 
 
 def _to_array_vjp(e, g, out, xs, *, dtype, rank):

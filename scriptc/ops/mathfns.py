@@ -1,5 +1,5 @@
 """Elementary functions. On a Python scalar they follow ``math`` (a domain error raises ValueError); on arrays
-they follow the NumPy ufunc. The table below is the only place a function is named: the op, the ``math``
+and NumPy scalars they follow the NumPy ufunc. The table below is the only place a function is named: the op, the ``math``
 function and the NumPy ufunc the frontend maps onto it."""
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import math
 import numpy as np
 
 from ..ir.registry import ZERO_DERIVATIVE, Batch, Effect, OpTypeError, by_sample, register
-from ..ir.types import INT, FLOAT, TensorType
+from ..ir.types import INT, FLOAT, TensorType, is_numpy_scalar
 
 
 def _unary(scalar_fn, array_fn):
     def impl(x):
-        if isinstance(x, np.ndarray):
+        if isinstance(x, np.ndarray) or is_numpy_scalar(x):    # (math.sqrt(x[i]) is given the float: calls.py)
             return array_fn(x)
         return scalar_fn(x)
     return impl

@@ -51,7 +51,7 @@ def _print_rule(*types, sep=" ", end="\n"):
 
 
 register("prim::Print(Any... values, *, str sep, str end) -> ()", impl=_print, infer=_print_rule,
-         effect=Effect.IO, py=(print,), batch=Batch.TRANSFORM)
+         effect=Effect.IO, py=(print,), batch=Batch.TRANSFORM, numpy_scalars=True)   # printed as NumPy prints them
 
 
 def _format(*values, fmt):
@@ -59,7 +59,7 @@ def _format(*values, fmt):
 
 
 register("aten::format(Any... values, *, str fmt) -> str", impl=_format, infer=lambda *t, fmt: STR,
-         effect=Effect.RAISES, batch=Batch.TRANSFORM)
+         effect=Effect.RAISES, batch=Batch.TRANSFORM, numpy_scalars=True)
 
 def _tuple_construct(*xs, named=None):
     """A tuple, or with ``named`` (a NamedTuple class's ``module.qualname``) an instance of that class."""
@@ -77,7 +77,7 @@ def _tuple_construct_rule(*ts, named=None):
 
 
 register("prim::TupleConstruct(Any... elems, *, str? named) -> Tuple", impl=_tuple_construct,
-         infer=_tuple_construct_rule, batch=Batch.TRANSFORM)
+         infer=_tuple_construct_rule, batch=Batch.TRANSFORM, numpy_scalars=True)
 
 
 def _unpack_rule(t):

@@ -11,7 +11,7 @@ import math
 
 from ..ir.registry import (ZERO_DERIVATIVE, Batch, Effect, NeedsSpecialization, OpTypeError, by_sample, const_dim,
                            no_outputs, numel, register, same_shape, scalar_result, shape_of)
-from ..ir.types import BOOL, INT, NONE, TensorType, TupleType, Type, element_type, scalar_dtype
+from ..ir.types import BOOL, INT, NARROW_SCALARS, NONE, TensorType, TupleType, Type, element_type, scalar_dtype
 
 
 def _array(t: Type, what: str) -> TensorType:
@@ -320,7 +320,9 @@ register("aten::linspace(Number start, Number stop, int num) -> Tensor", impl=_l
 
 
 def _getitem(x, *index, checked=None):
-    return x[index].item()
+    """An element: a NumPy scalar of a narrow dtype as it is, else the Python scalar (``element_type``)."""
+    value = x[index]
+    return value if x.dtype.name in NARROW_SCALARS else value.item()
 
 
 def _getitem_rule(t, *index, checked=None):
@@ -384,7 +386,7 @@ def _setitem_rule(t, *rest, checked=None):
 
 
 register("aten::setitem(Tensor self, int... indices_and_value, *, int[] checked) -> ()", impl=_setitem,
-         batch=Batch.custom(_setitem_batch),
+         batch=Batch.custom(_setitem_batch), numpy_scalars="last",
          infer=_setitem_rule, effect=Effect.WRITES, shape=no_outputs)
 
 
@@ -531,6 +533,7 @@ def _fill_rule(dst, value):
 
 
 register("aten::fill_(Tensor self, Number value) -> ()", impl=_fill_, infer=_fill_rule, effect=Effect.WRITES,
+         numpy_scalars="last",
          methods=("fill",), shape=no_outputs, batch=Batch.custom(_copy_batch))
 
 # -- reductions: np.sum(x), x.sum(), np.sum(x, axis=1) ------------------------------------------------------

@@ -17,7 +17,7 @@ from ..backend.interpreter import interpret
 from ..errors import CompileError
 from ..ir.clone import clone_graph
 from ..ir.core import Graph
-from ..ir.types import FLOAT
+from ..ir.types import FLOAT, decayed
 from .autodiff import differentiable, gradient_graph
 from .memory import MemoryPlan
 from ..realign import call_with_twins, needs_twins
@@ -97,7 +97,7 @@ class GradFunction(TransformedGraphs):
                 raise CompileError(f"grad: parameter '{self.param_names[k]}' (argnums {k}) is {p.type}, not a "
                                    f"float or a float array", where,
                                    "only float scalars and float arrays have gradients")
-        if graph.outputs[0].type != FLOAT:
+        if decayed(graph.outputs[0].type) != FLOAT:      # (a float32 result too: its gradients are float32)
             raise CompileError(f"grad: '{self.fn.__name__}' returns {graph.outputs[0].type}, not a float", where,
                                "grad differentiates functions that return one float")
 

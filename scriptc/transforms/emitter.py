@@ -6,7 +6,7 @@ import math
 
 from ..ir.core import Block, Node, Value
 from ..ir.registry import lookup, type_of
-from ..ir.types import BOOL, FLOAT, INT, NamedTupleType, TensorType, TupleType
+from ..ir.types import BOOL, FLOAT, INT, NamedTupleType, TensorType, TupleType, decayed
 
 FLOAT_DTYPES = ("float64", "float32", "float16")
 
@@ -16,7 +16,7 @@ def differentiable(v_or_type) -> bool:
     t = getattr(v_or_type, "type", v_or_type)
     if isinstance(t, TupleType):
         return any(differentiable(e) for e in t.elems)
-    return t == FLOAT or (isinstance(t, TensorType) and t.dtype in FLOAT_DTYPES)
+    return decayed(t) == FLOAT or (isinstance(t, TensorType) and t.dtype in FLOAT_DTYPES)
 
 
 def _holds_array(t) -> bool:

@@ -26,10 +26,25 @@ from __future__ import annotations
 from ..errors import CompileError
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import Effect, lookup, type_of
-from ..ir.types import BOOL, FLOAT, INT, ListType, NamedTupleType, TensorType, TupleType
+from ..ir.types import (BOOL, FLOAT, INT, ListType, NamedTupleType, NumpyScalarType, TensorType, TupleType,
+                        python_sample)
 from .batching import BatchAnalysis, any_batched, batched_like, is_uninitialized
 
-CANONICAL = {FLOAT: "float64", INT: "int64", BOOL: "bool"}
+class _Canonical(dict):
+    """The dtype of the 1-D array holding a per-example scalar: a Python scalar's (float64, int64, bool), a NumPy
+    scalar's own (np.sum of a float32 example is an np.float32: the batch is a float32 array)."""
+
+    def __contains__(self, t):
+        return isinstance(t, NumpyScalarType) or dict.__contains__(self, t)
+
+    def __getitem__(self, t):
+        return t.dtype if isinstance(t, NumpyScalarType) else dict.__getitem__(self, t)
+
+    def get(self, t, default=None):
+        return self[t] if t in self else default
+
+
+CANONICAL = _Canonical({FLOAT: "float64", INT: "int64", BOOL: "bool"})
 INT64_MAX = 2 ** 63 - 1
 _FLATTEN = object()   # an axis attribute of None: the operator works on the flattened example
 
@@ -223,7 +238,7 @@ class Batcher:
         if isinstance(example, TensorType):
             v = self.op("aten::zeros", *[self.const(1)] * example.rank, dtype=example.dtype)
         elif example in CANONICAL:
-            v = self.const({FLOAT: 0.0, INT: 0, BOOL: False}[example])
+            v = self.const(python_sample(example))
         else:
             v = self.node("prim::Uninitialized", [], [example]).output
         return self.coerce(v, example, kind)

@@ -12,7 +12,8 @@ import re
 import string
 from pathlib import Path
 
-from ...ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, NONE, STR, NamedTupleType, TensorType, TupleType, Type
+from ...ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, NONE, STR, NamedTupleType, TensorType, TupleType, Type,
+                        decayed)
 from ..llvm.callbacks import PendingException
 from ..llvm.common import PTR, leaves
 from ..llvm.strings import Plan
@@ -55,8 +56,10 @@ class Exported:
         self.fname, self.c_name, self.entry, self.graph, self.signature = fname, c_name, entry, graph, signature
         self.params = [(name, v.type) for name, v in zip(param_names, graph.inputs)]
         result = graph.outputs[0].type
-        self.results = list(result.elems) if isinstance(result, TupleType) else ([] if result == NONE else [result])
-        self.result_type = result
+        results = list(result.elems) if isinstance(result, TupleType) else ([] if result == NONE else [result])
+        self.results = [decayed(t) for t in results]    # an np.float32 result: the double holding it, exactly
+        self.result_type = result if isinstance(result, NamedTupleType) else \
+            TupleType(tuple(self.results)) if isinstance(result, TupleType) else decayed(result)
         self.python_entry = None      # the CPython entry's symbol, when the library has one (export.python_entries)
         from ..argument_writes import written_inputs
         self.written = written_inputs(graph)    # {argument it may write: NumPy's message for a read-only one}

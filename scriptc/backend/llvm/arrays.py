@@ -16,7 +16,7 @@ import ctypes
 import numpy as np
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT, TensorType, element_type
+from ...ir.types import BOOL, FLOAT, INT, NumpyScalarType, TensorType, element_type
 from . import symbols
 from .common import (F64, I1, I8, I8P, I32, I64, handles_array, i32, i64, leaves, loop_hints, process_global,
                      reg_type)
@@ -57,6 +57,9 @@ def kind_of(dtype: str) -> str:
 
 
 def scalar_kind(t) -> str:
+    """The register kind of a scalar: a NumPy scalar's is its dtype's (u: an unsigned one, zero-extended)."""
+    if isinstance(t, NumpyScalarType):
+        return kind_of(t.dtype)
     return {FLOAT: "f", INT: "i", BOOL: "b"}[t]
 
 

@@ -12,7 +12,8 @@ import threading
 
 import numpy as np
 
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NamedTupleType, TensorType, TupleType, Type, parse_type
+from ...ir.types import (BOOL, FLOAT, INT, NONE, STR, ListType, NamedTupleType, NumpyScalarType, TensorType, TupleType,
+                         Type, parse_type)
 from . import symbols
 from .digests import blake2b
 from .errors import TRAVELLING_EXCEPTIONS
@@ -84,6 +85,9 @@ def _decoder(t: Type):
     """A function taking an iterator over a record's leaves to the Python value of type ``t``."""
     if t == INT or t == FLOAT:
         return next
+    if isinstance(t, NumpyScalarType):     # printed and formatted as NumPy does (float32's 0.1)
+        make = np.dtype(t.dtype).type
+        return lambda it: make(next(it))
     if t == BOOL:
         return lambda it: bool(next(it))
     if t == NONE:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT, TensorType, Type
+from ...ir.registry import lookup
+from ...ir.types import BOOL, FLOAT, INT, NumpyScalarType, TensorType, Type, decayed
 from . import symbols
 from .layout import PTR, holds_ref, is_lowerable, leaves, ref_parts  # noqa: F401  (the lowering's vocabulary)
 
@@ -53,11 +54,11 @@ I8P = I8.as_pointer()
 
 
 def reg_type(t: Type) -> ir.Type:
-    return I8P if t is PTR else {INT: I64, FLOAT: F64, BOOL: I1}[t]
+    return I8P if t is PTR else {INT: I64, FLOAT: F64, BOOL: I1}[decayed(t)]
 
 
 def mem_type(t: Type) -> ir.Type:
-    return I8P if t is PTR else {INT: I64, FLOAT: F64, BOOL: I8}[t]
+    return I8P if t is PTR else {INT: I64, FLOAT: F64, BOOL: I8}[decayed(t)]
 
 
 def out_struct(t: Type, module: ir.Module | None = None) -> ir.Type:
@@ -99,10 +100,14 @@ def handles_array(*kinds):
 
 
 def handler_for(node) -> str | None:
-    """The lowering method for this node: the array one when an array is involved."""
-    if node.kind in _ARRAY_HANDLERS and any(isinstance(v.type, TensorType)
-                                            for v in list(node.inputs) + list(node.outputs)):
+    """The lowering method for this node: the array one when an array is involved, the NumPy scalar one for an
+    element-wise operator on scalars one of which is a NumPy scalar (numpy_scalars.py)."""
+    values = list(node.inputs) + list(node.outputs)
+    if node.kind in _ARRAY_HANDLERS and any(isinstance(v.type, TensorType) for v in values):
         return _ARRAY_HANDLERS[node.kind]
+    if any(isinstance(v.type, NumpyScalarType) for v in values) and node.kind != "aten::numpy_scalar" and \
+            lookup(node.kind).elementwise:
+        return "lower_numpy_scalar_op"
     return _HANDLERS.get(node.kind)
 
 

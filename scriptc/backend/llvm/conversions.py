@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
+from ...ir.types import NumpyScalarType
 from .arrays import ELEM, F32, I16, kind_of
 from .common import F64, I8, I64, i64
 from .text_builder import TextBuilder
@@ -154,7 +155,9 @@ class Conversions:
     def element_from_python(self, v, dtype: str):
         """(kind, x) of a Python scalar written into elements of an array of ``dtype`` (``x[i] = v``,
         ``x[::2] = v``, ``x[mask] = v``, ``x.fill(v)``): for an integer array NumPy 2 takes ``int(v)`` (NaN and
-        inf raise), which must fit the dtype."""
+        inf raise), which must fit the dtype. A NumPy scalar is stored as NumPy stores it (numpy_scalars.py)."""
+        if isinstance(v.type, NumpyScalarType):
+            return self.numpy_scalar_stored(v, dtype)
         kind, x = self.stored_scalar(v, dtype)
         if kind_of(dtype) in "iu" and kind != "b":
             kind, x = "i", self.python_int_for(dtype, kind, x)

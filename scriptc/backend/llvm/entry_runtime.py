@@ -265,13 +265,14 @@ def _raise_native_error(status: int):
 
 
 def needs_rebuild(t: Type) -> bool:
-    return holds_ref(t)
+    return holds_ref(t) or holds_str(t)
 
 
 def holds_str(t: Type) -> bool:
-    """Strs, and lists (listbox.py), are boxed by ``rebuild`` in Python."""
-    from ...ir.types import ListType
-    return t == STR or isinstance(t, ListType) or isinstance(t, TupleType) and any(map(holds_str, t.elems))
+    """Strs, lists (listbox.py) and NumPy scalars are boxed by ``rebuild`` in Python."""
+    from ...ir.types import ListType, NumpyScalarType
+    return t == STR or isinstance(t, (ListType, NumpyScalarType)) or \
+        isinstance(t, TupleType) and any(map(holds_str, t.elems))
 
 
 def entry_unsupported_reason(native, rebuild=None) -> str | None:

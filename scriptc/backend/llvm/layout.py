@@ -3,7 +3,7 @@ and by the Python side of compiled code (``native.py``, the entry points), which
 machine code comes from the on-disk cache."""
 from __future__ import annotations
 
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NumpyScalarType, TensorType, TupleType, Type
 
 
 # -- leaves ------------------------------------------------------------------------------------------------
@@ -32,6 +32,8 @@ def leaves(t: Type) -> list[Type]:
         return [x for e in t.elems for x in leaves(e)]
     if t == INT or t == FLOAT or t == BOOL:
         return [t]
+    if isinstance(t, NumpyScalarType):     # held as the Python scalar holding its value (an i64, a double)
+        return [t.decayed]
     if t == NONE:
         return []
     if t == STR:

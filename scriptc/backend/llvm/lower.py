@@ -20,7 +20,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir.core import Block, Graph, Node, Value
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NumpyScalarType, TensorType, TupleType, Type
 from .. import ownership
 from ..ownership import consumes
 from .common import (F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, handles,
@@ -29,7 +29,7 @@ from .symbols import LIBM_PREFIX
 from .errors import LoweringError
 from .array_math import ArrayMath
 from .arrayfns import ArrayFns
-from .arrays import ArrayOps
+from .arrays import ArrayOps, scalar_kind
 from .views import ViewOps
 from .conversions import Conversions
 from .fused import FusedOps
@@ -43,6 +43,7 @@ from .interrupts import CHUNK, InterruptChecks
 from .fused_multi import FusedMultiOps
 from .fused_parallel import FusedParallelOps
 from .parallel import ParallelOps, parallel_plan
+from .numpy_scalars import NumpyScalarOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
 from .lists import ListOps
@@ -305,7 +306,7 @@ def _arrays_in(t: Type) -> int:
 
 class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conversions, ArrayMath, ArrayFns,
                        MatmulOps, FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions,
-                       MaskOps, ArrayConstants, ParallelOps, FusedParallelOps, RandomOps, Outlining):
+                       MaskOps, ArrayConstants, ParallelOps, FusedParallelOps, RandomOps, Outlining, NumpyScalarOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
@@ -426,6 +427,8 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
 
     # -- conversions -------------------------------------------------------------------------------------
     def to_f64(self, x, t: Type):
+        if isinstance(t, NumpyScalarType):
+            return self.cast(x, scalar_kind(t), "f")
         if t == FLOAT:
             return x
         if t == INT:
@@ -435,6 +438,8 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
         raise AssertionError(t)
 
     def to_i64(self, x, t: Type):
+        if isinstance(t, NumpyScalarType) and t.decayed == INT:
+            return x
         if t == INT:
             return x
         if t == BOOL:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...ir.core import Graph
 from ..argument_writes import written_inputs
-from ...ir.types import BOOL, FLOAT, INT, STR, ListType, NamedTupleType, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, STR, ListType, NamedTupleType, NumpyScalarType, TensorType, TupleType, Type
 from .callbacks import take_str
 from .errors import ERROR_TABLE
 from .layout import PTR, leaves
@@ -176,6 +176,8 @@ def _rebuild(t: Type, vals, args=()):
         return tuple(_rebuild(e, vals, args) for e in t.elems)
     if t in (INT, FLOAT, BOOL):
         return next(vals)
+    if isinstance(t, NumpyScalarType):
+        return np.dtype(t.dtype).type(next(vals))      # (the value fits: it was computed in the dtype)
     if isinstance(t, TensorType):
         return _array(t, vals, args)
     if isinstance(t, ListType):

@@ -5,7 +5,7 @@ import math
 
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT
+from ...ir.types import BOOL, FLOAT, INT, decayed
 from ...ops.arith import COMPLEX_POWER
 from .common import ARITH, BITWISE, COMPARE, F64, I32, I64, MATH1, TWO63, f64, handles, i1, i32, i64
 
@@ -311,7 +311,7 @@ class ScalarOps:
     @handles("aten::Int")
     def lower_int(self, node):
         a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
-        if ta != FLOAT:
+        if decayed(ta) != FLOAT:
             return [[self.to_i64(a, ta)]]
         B = self.b
         # one test on the common path (false for NaN too); the slow path tells the errors apart
@@ -330,7 +330,7 @@ class ScalarOps:
         a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
         if ta == BOOL:
             return [[a]]
-        if ta == INT:
+        if decayed(ta) == INT:
             return [[self.b.icmp_signed("!=", a, i64(0))]]
         return [[self.b.fcmp_unordered("!=", a, f64(0.0))]]
 

@@ -15,7 +15,7 @@ from llvmlite import ir
 from ..llvm.array_math import reduction_dtype
 from ..llvm.arrays import kind_of
 from ..llvm.common import F64, I1, I8, I32, I64
-from ...ir.types import BOOL, FLOAT
+from ...ir.types import BOOL, FLOAT, decayed
 from .intrinsics import barrier, i32, special
 
 MAX_THREADS = 1024
@@ -108,7 +108,7 @@ class BlockReduction:
             x = b.fdiv(total, b.sitofp(n, F64)) if self.name == "mean" else total
             kind, x = low.round_to(x, self.kind, self.result_dtype)
             leaf = low.scalar_result(x, kind, out_type)[0]
-            memory = {FLOAT: F64, BOOL: I8}.get(out_type, I64)
+            memory = {FLOAT: F64, BOOL: I8}.get(decayed(out_type), I64)
             value = b.zext(leaf, I8) if out_type == BOOL else leaf
             b.store(value, b.bitcast(out, memory.as_pointer()))
         self._in_thread_zero(emit)

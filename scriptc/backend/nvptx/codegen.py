@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from llvmlite import ir
 
 from ...ir.core import Graph, Node
-from ...ir.types import BOOL, FLOAT, INT, TensorType
+from ...ir.types import BOOL, FLOAT, INT, TensorType, decayed
 from ..llvm.arrays import ELEM, kind_of, scalar_kind
 from ..llvm.common import F64, I8, I8P, I32, I64, i64
 from ..llvm.engine import LIBM_PREFIX
@@ -162,9 +162,9 @@ class KernelModule:
             if isinstance(v.type, TensorType):
                 kernel.arrays.append(k)
                 params += [I8P] + [I64] * rank
-            elif v.type in SCALAR_PARAM:
+            elif decayed(v.type) in SCALAR_PARAM:     # (a NumPy scalar in its Python scalar's register)
                 kernel.scalars.append(k)
-                params.append(SCALAR_PARAM[v.type])
+                params.append(SCALAR_PARAM[decayed(v.type)])
             else:
                 raise GpuUnsupported(f"a fusion group operand of type {v.type}")
         kernel.params = [PARAM_CTYPE[str(t)] for t in params]

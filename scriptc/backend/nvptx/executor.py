@@ -17,7 +17,7 @@ import numpy as np
 
 from ...ir.core import Graph
 from ...ir.registry import lookup
-from ...ir.types import BOOL, FLOAT, TensorType
+from ...ir.types import BOOL, FLOAT, NumpyScalarType, TensorType
 from ..interpreter import Interpreter
 from ..llvm.errors import ERROR_TABLE
 from ..llvm.parallel import captured_values
@@ -385,7 +385,10 @@ def _mode(kernel, inputs, strides, shape, outs, last_index) -> int:
 
 
 def _scalar(slot: np.ndarray, t):
-    """The Python scalar of type ``t`` a finishing kernel stored in a 64-bit slot (a bool in its first byte)."""
+    """The scalar of type ``t`` a finishing kernel stored in a 64-bit slot (a bool in its first byte; a NumPy
+    scalar in its Python scalar's slot)."""
+    if isinstance(t, NumpyScalarType):
+        return np.dtype(t.dtype).type(_scalar(slot, t.decayed))
     if t == FLOAT:
         return float(slot.view(np.float64)[0])
     if t == BOOL:

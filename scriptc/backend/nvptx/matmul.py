@@ -29,7 +29,7 @@ import math
 import numpy as np
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, TensorType, result_dtype
+from ...ir.types import BOOL, FLOAT, NumpyScalarType, TensorType, result_dtype
 from ..llvm.arrays import ELEM, kind_of
 from ..llvm.common import F64, I8P, I64, i64
 from .groups import GpuUnsupported
@@ -250,4 +250,6 @@ def launch_product(program, kernel, node, inputs):
     host = np.empty((), res)
     device.copy_to_host(host, out.pointer)        # the one element, synchronously
     t = node.output.type
+    if isinstance(t, NumpyScalarType):
+        return host[()]                             # (np.dot of float32 vectors is an np.float32)
     return float(host) if t == FLOAT else bool(host) if t == BOOL else int(host)
