@@ -14,8 +14,10 @@ $(STAMP): setup.cfg pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python samples/loops_and_prints.py
 
-# one worker per core, a test file per worker (its module-level functions compile once)
+# lint (pyproject.toml's [tool.ruff]), then one worker per core, a test file per worker (its module-level
+# functions compile once)
 test: $(STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 # the seed articles' programs (scikit-learn, for the digits, is in the test extras)

@@ -490,7 +490,8 @@ def plot(rows: list[Row], opts: Options, path: Path, title: str):
             label = {"timeout": f">{opts.timeout:g} s", "failed": "FAILED " + fmt_time(r.median)}.get(r.status,
                                                                                               fmt_time(r.median))
             ax.text(xpos, h * 1.15, label, rotation=90, ha="center", va="bottom", fontsize=6.5,
-                    color="red" if r.status == "failed" else "black", fontweight="bold" if r.status == "failed" else None)
+                    color="red" if r.status == "failed" else "black",
+                    fontweight="bold" if r.status == "failed" else None)
     ax.set_yscale("log")
     ax.set_ylim(lo / 3, max(heights) * 40)
     ax.set_xticks(range(len(kernels)))

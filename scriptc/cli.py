@@ -148,8 +148,8 @@ def cmd_cache(args) -> int:
     return 0
 
 
-EXPORT_USAGE = """usage: scriptc export FILE.py:FUNCTION --types TYPE... [--types TYPE...] [FILE.py:FUNCTION --types ...]
-                      -o build/libNAME.so [--emit=so|obj]"""
+EXPORT_USAGE = """usage: scriptc export FILE.py:FUNCTION --types TYPE... [--types TYPE...]
+                      [FILE.py:FUNCTION --types ...] -o build/libNAME.so [--emit=so|obj]"""
 
 
 def parse_export(argv: list[str]):

@@ -19,6 +19,8 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("SCRIPTC_HYPOTHESIS", "repeatable"))
 
 import scriptc.function  # noqa: E402
+
+pytest_plugins = ["tests.gpu_support"]    # its fixtures (emulator, counting) for every test file
 from scriptc.ir import parse, print_graph, verify  # noqa: E402
 
 ROUND_TRIPS = {"count": 0}

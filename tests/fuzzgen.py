@@ -117,25 +117,25 @@ class _Gen:
         d = depth - 1
         if kind == "arith":
             op = self.choice(("+", "-", "*"))
-            (l, bl), (r, br) = self.int_expr(scope, d), self.int_expr(scope, d)
+            (left, bl), (r, br) = self.int_expr(scope, d), self.int_expr(scope, d)
             if op == "*":
                 if bl * br > INT_LIMIT // 4:
                     m = self.choice(WRAP_MODULI[2:])
                     r, br = f"({r}) % {m}", m
                     if bl * br > INT_LIMIT // 4:
-                        l, bl = f"({l}) % {m}", m
-                return f"({l} * {r})", bl * br
-            return f"({l} {op} {r})", bl + br
+                        left, bl = f"({left}) % {m}", m
+                return f"({left} * {r})", bl * br
+            return f"({left} {op} {r})", bl + br
         if kind == "floordiv":
-            (l, bl), (r, _) = self.int_expr(scope, d), self.int_expr(scope, d)
+            (left, bl), (r, _) = self.int_expr(scope, d), self.int_expr(scope, d)
             if self.chance(0.3):
-                return f"(({l}) // (-1 - abs({r})))", bl + 1
-            return f"(({l}) // (abs({r}) + 1))", bl + 1
+                return f"(({left}) // (-1 - abs({r})))", bl + 1
+            return f"(({left}) // (abs({r}) + 1))", bl + 1
         if kind == "mod":
-            (l, _), (r, br) = self.int_expr(scope, d), self.int_expr(scope, d)
+            (left, _), (r, br) = self.int_expr(scope, d), self.int_expr(scope, d)
             if self.chance(0.3):
-                return f"(({l}) % (-1 - abs({r})))", br + 1
-            return f"(({l}) % (abs({r}) + 1))", br + 1
+                return f"(({left}) % (-1 - abs({r})))", br + 1
+            return f"(({left}) % (abs({r}) + 1))", br + 1
         if kind == "pow":
             e, b = self.int_expr(scope, d)
             k = self.integers(0, 3)
@@ -144,18 +144,18 @@ class _Gen:
             return f"(({e}) ** {k})", b ** k
         if kind == "bit":
             op = self.choice(("&", "|", "^", "<<", ">>"))
-            (l, bl), (r, br) = self.int_expr(scope, d), self.int_expr(scope, d)
+            (left, bl), (r, br) = self.int_expr(scope, d), self.int_expr(scope, d)
             if op in ("<<", ">>"):
                 k = self.integers(0, 9)
                 if op == "<<" and bl > 2 ** 40:
-                    l, bl = f"({l}) % 65537", 65537
-                return f"(({l}) {op} {k})", (bl << k if op == "<<" else bl)
-            return f"(({l}) {op} ({r}))", 2 * max(bl, br)
+                    left, bl = f"({left}) % 65537", 65537
+                return f"(({left}) {op} {k})", (bl << k if op == "<<" else bl)
+            return f"(({left}) {op} ({r}))", 2 * max(bl, br)
         if kind == "litdiv":
-            l, bl = self.int_expr(scope, d)
+            left, bl = self.int_expr(scope, d)
             k = self.choice((2, 3, 7, 10, -2, -3, -7, 1000003))
             op = self.choice(("//", "%"))
-            return f"(({l}) {op} {k})" if k > 0 else f"(({l}) {op} ({k}))", (
+            return f"(({left}) {op} {k})" if k > 0 else f"(({left}) {op} ({k}))", (
                 bl if op == "//" else abs(k))
         if kind == "neg":
             e, b = self.int_expr(scope, d)
@@ -170,8 +170,8 @@ class _Gen:
             return f"{fn}({', '.join(p for p, _ in parts)})", max(b for _, b in parts)
         if kind == "cond":
             c = self.bool_expr(scope, d)
-            (l, bl), (r, br) = self.int_expr(scope, d), self.int_expr(scope, d)
-            return f"({l} if {c} else {r})", max(bl, br)
+            (left, bl), (r, br) = self.int_expr(scope, d), self.int_expr(scope, d)
+            return f"({left} if {c} else {r})", max(bl, br)
         if kind == "int_of_float":
             e, b = self.float_expr(scope, d)
             if b > 2.0 ** 52:
@@ -209,30 +209,30 @@ class _Gen:
         d = depth - 1
         if kind == "arith":
             op = self.choice(("+", "-", "*"))
-            (l, bl), (r, br) = self.float_expr(scope, d), self.float_expr(scope, d)
+            (left, bl), (r, br) = self.float_expr(scope, d), self.float_expr(scope, d)
             if op == "*":
                 if bl * br > 2.0 ** 100:
                     r, br = f"(({r}) % 100.0)", 100.0
-                return f"({l} * {r})", bl * br
-            return f"({l} {op} {r})", bl + br
+                return f"({left} * {r})", bl * br
+            return f"({left} {op} {r})", bl + br
         if kind == "div":
-            (l, bl), (r, _) = self.float_expr(scope, d), self.float_expr(scope, d)
+            (left, bl), (r, _) = self.float_expr(scope, d), self.float_expr(scope, d)
             if self.chance(0.3):
-                return f"(({l}) / {self.choice(('3.0', '0.1', '-7.0', '2.0'))})", bl * 10
-            return f"(({l}) / (abs({r}) + 1.0))", bl
+                return f"(({left}) / {self.choice(('3.0', '0.1', '-7.0', '2.0'))})", bl * 10
+            return f"(({left}) / (abs({r}) + 1.0))", bl
         if kind == "floordiv":
-            (l, bl), (r, _) = self.float_expr(scope, d), self.float_expr(scope, d)
+            (left, bl), (r, _) = self.float_expr(scope, d), self.float_expr(scope, d)
             if self.chance(0.3):
-                return f"(({l}) // {self.choice(('0.1', '-0.5', '3.0', '2.5'))})", bl * 10 + 1
-            return f"(({l}) // (abs({r}) + 1.0))", bl + 1
+                return f"(({left}) // {self.choice(('0.1', '-0.5', '3.0', '2.5'))})", bl * 10 + 1
+            return f"(({left}) // (abs({r}) + 1.0))", bl + 1
         if kind == "mod":
-            (l, _), (r, br) = self.float_expr(scope, d), self.float_expr(scope, d)
+            (left, _), (r, br) = self.float_expr(scope, d), self.float_expr(scope, d)
             if self.chance(0.3):
                 k = self.choice(("0.1", "-0.5", "3.0", "2.5", "-1.0"))
-                return f"(({l}) % ({k}))", 3.0
+                return f"(({left}) % ({k}))", 3.0
             if self.chance(0.3):
-                return f"(({l}) % (-1.0 - abs({r})))", br + 1
-            return f"(({l}) % (abs({r}) + 1.0))", br + 1
+                return f"(({left}) % (-1.0 - abs({r})))", br + 1
+            return f"(({left}) % (abs({r}) + 1.0))", br + 1
         if kind == "neg":
             e, b = self.float_expr(scope, d)
             return f"-({e})", b
@@ -241,12 +241,12 @@ class _Gen:
             return f"abs({e})", b
         if kind == "minmax":
             fn = self.choice(("min", "max"))
-            (l, bl), (r, br) = self.float_expr(scope, d), self.float_expr(scope, d)
-            return f"{fn}({l}, {r})", max(bl, br)
+            (left, bl), (r, br) = self.float_expr(scope, d), self.float_expr(scope, d)
+            return f"{fn}({left}, {r})", max(bl, br)
         if kind == "cond":
             c = self.bool_expr(scope, d)
-            (l, bl), (r, br) = self.float_expr(scope, d), self.float_expr(scope, d)
-            return f"({l} if {c} else {r})", max(bl, br)
+            (left, bl), (r, br) = self.float_expr(scope, d), self.float_expr(scope, d)
+            return f"({left} if {c} else {r})", max(bl, br)
         if kind == "of_int":
             e, b = self.int_expr(scope, d)
             return f"float({e})", float(b)
@@ -255,20 +255,20 @@ class _Gen:
             return f"math.sqrt(abs({e}))", math.sqrt(b) + 1
         if kind == "mixed":  # int operand promoted to float
             op = self.choice(("+", "-", "*"))
-            (l, bl), (r, br) = self.float_expr(scope, d), self.int_expr(scope, d)
+            (left, bl), (r, br) = self.float_expr(scope, d), self.int_expr(scope, d)
             if op == "*" and bl * br > 2.0 ** 100:
                 r, br = f"({r}) % 101", 101
             if self.chance(0.5):
-                l, r = r, l
-            return f"({l} {op} {r})", (bl * br if op == "*" else bl + br)
+                left, r = r, left
+            return f"({left} {op} {r})", (bl * br if op == "*" else bl + br)
         if kind == "pow":
             e, b = self.float_expr(scope, d)
             if self.chance(0.5):
                 return f"(abs({e}) ** {self.choice(('0.5', '1.5', '0.25'))})", b ** 1.5 + 1
             return f"((({e}) % 100.0) ** {self.integers(0, 3)})", 1e6
         if kind == "intdiv":  # int / int -> float
-            (l, bl), (r, _) = self.int_expr(scope, d), self.int_expr(scope, d)
-            return f"(({l}) / (abs({r}) + 1))", float(bl)
+            (left, bl), (r, _) = self.int_expr(scope, d), self.int_expr(scope, d)
+            return f"(({left}) / (abs({r}) + 1))", float(bl)
         raise AssertionError(kind)
 
     def float_leaf(self, scope):
@@ -295,13 +295,13 @@ class _Gen:
             a, b, c = (self.int_expr(scope, min(d, 1))[0] for _ in range(3))
             return f"({a} {op2} {b} {op} {c})"
         if kind == "cmp_mixed":
-            l, r = self.int_expr(scope, min(d, 1))[0], self.float_expr(scope, min(d, 1))[0]
-            return f"({l} {op} {r})"
+            left, r = self.int_expr(scope, min(d, 1))[0], self.float_expr(scope, min(d, 1))[0]
+            return f"({left} {op} {r})"
         if self.chance(0.6):
-            l, r = self.int_expr(scope, min(d, 2))[0], self.int_expr(scope, min(d, 2))[0]
+            left, r = self.int_expr(scope, min(d, 2))[0], self.int_expr(scope, min(d, 2))[0]
         else:
-            l, r = self.float_expr(scope, min(d, 2))[0], self.float_expr(scope, min(d, 2))[0]
-        return f"({l} {op} {r})"
+            left, r = self.float_expr(scope, min(d, 2))[0], self.float_expr(scope, min(d, 2))[0]
+        return f"({left} {op} {r})"
 
     # -- assignments ------------------------------------------------------------
     def wrap_int(self, e, b):

@@ -628,7 +628,8 @@ FLAGS = np.array([[True, False], [False, True]])
 
 @scriptc.script
 def read_tables(x: np.ndarray, i: int):
-    return TABLE[i] + np.sum(WEIGHTS[i]) + TABLE.shape[0] + FLAGS.T.sum(), x * TABLE + WEIGHTS[1, :3].sum(), FLAGS[1], x[FLAGS[0, 1:] | (x > 0)]
+    return (TABLE[i] + np.sum(WEIGHTS[i]) + TABLE.shape[0] + FLAGS.T.sum(), x * TABLE + WEIGHTS[1, :3].sum(),
+            FLAGS[1], x[FLAGS[0, 1:] | (x > 0)])
 
 
 @scriptc.script

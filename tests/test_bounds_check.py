@@ -345,6 +345,8 @@ def off_by_one(x: np.ndarray) -> float:
 def test_indices_that_can_leave_the_range_keep_their_check(fn):
     check(fn, (np.arange(4.0),), """
         CHECK-NOT: checked=
+        CHECK: aten::getitem(%x
+        CHECK-NOT: checked=
     """)
     assert_matches_python(fn, np.arange(5.0))
 
@@ -417,6 +419,8 @@ def test_len_minus_one_minus_i_is_not_proven_but_break_keeps_the_rest():
     # is proven, and an empty array still raises for x[len(x) - 1] -- not reached here, the loop runs no time.
     check(break_and_len_minus_one, (np.arange(30.0),), """
         CHECK-NOT: checked=
+        CHECK: aten::getitem(%x
+        CHECK-NOT: checked=
     """)
     assert_matches_python(break_and_len_minus_one, np.zeros(0))
 
@@ -431,6 +435,8 @@ def wraps(x: np.ndarray) -> float:
 
 def test_unproven_negative_index_still_wraps_natively():
     check(wraps, (np.arange(1.0, 5.0),), """
+        CHECK-NOT: checked=
+        CHECK: aten::getitem(%x
         CHECK-NOT: checked=
     """)
     assert wraps(np.arange(1.0, 5.0)) == wraps.py_func(np.arange(1.0, 5.0)) == 4.0 * 8 + 1 * 4 + 2 * 2 + 3
@@ -579,6 +585,8 @@ def guard_too_weak(x: np.ndarray) -> float:
 ])
 def test_guards_that_do_not_cover_the_index_keep_its_check(fn, args):
     check(fn, args, """
+        CHECK-NOT: checked=
+        CHECK: aten::getitem(%x
         CHECK-NOT: checked=
     """)
 

@@ -164,7 +164,8 @@ import numpy as np
 import parallel_kernels
 from scriptc.backend.llvm import disk_cache
 x = np.arange(1000.0)
-print(json.dumps({"total": parallel_kernels.total(x), "stats": disk_cache.stats, "llvmlite": "llvmlite" in sys.modules}))
+print(json.dumps({"total": parallel_kernels.total(x), "stats": disk_cache.stats,
+                  "llvmlite": "llvmlite" in sys.modules}))
 '''
 
 

@@ -167,7 +167,8 @@ def test_no_source_is_a_compile_error():
 
 
 def test_array_changing_dtype_in_a_loop_hints_the_conversion(tmp_path):
-    source = "def f(x: np.ndarray, n: int) -> np.ndarray:\n    for _ in range(n):\n        x = x * 0.5 + 1\n    return x\n"
+    source = ("def f(x: np.ndarray, n: int) -> np.ndarray:\n    for _ in range(n):\n        x = x * 0.5 + 1\n"
+              "    return x\n")
     e = compile_error(tmp_path, source, np.arange(4), 3)
     assert "'x' is an array (Long(*)) before the loop and an array (Double(*)) after an iteration" in str(e)
     assert "hint: convert it before the loop: x = x.astype(np.float64)" in str(e)

@@ -8,7 +8,6 @@ import contextlib
 import importlib.util
 import io
 import multiprocessing
-import json
 import os
 import pickle
 import shutil
@@ -218,7 +217,8 @@ def expected_main_output(mod) -> str:
     lines += [f"count {mod.count_positive.py_func(ints, True)}", f"count {mod.count_positive.py_func(ints, False)}"]
     lines.append("error 1 TypeError: norm(): argument 'x': expected a float64 array of rank 1, got a int32 array of "
                  "rank 1")
-    lines += ["error 1 TypeError: saxpy(): out pointer 'out' is NULL", "error 1 TypeError: stats(): out pointer 'out1' is NULL"]
+    lines += ["error 1 TypeError: saxpy(): out pointer 'out' is NULL",
+              "error 1 TypeError: stats(): out pointer 'out1' is NULL"]
     return "\n".join(lines) + "\n"
 
 

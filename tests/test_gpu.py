@@ -10,7 +10,6 @@ import pytest
 
 import scriptc
 import scriptc.cuda as cuda
-from tests.gpu_support import emulator  # noqa: F401  (a fixture)
 from scriptc.backend.nvptx import GpuUnsupported, libdevice_path, ptxas_path
 
 PTXAS = ptxas_path()
@@ -377,7 +376,7 @@ def test_prange_kernels_assemble(tmp_path):
     try:
         for fn, args in ((pairwise, (np.ones((3, 2)),)), (dot_and_extremes, (np.ones(3), np.ones(3)))):
             program = GpuProgram(fn.gpu_graph_for_types(fn._bind(args, {})[0]), cuda.current_device())
-            from scriptc.backend.nvptx.codegen import compile_ptx
+            from scriptc.backend.nvptx.ptx import compile_ptx
             ptx = compile_ptx(program.km.llvm_ir(), "sm_90")
             (tmp_path / "p.ptx").write_text(ptx)
             run = subprocess.run([PTXAS, "-arch=sm_90", str(tmp_path / "p.ptx"), "-o", str(tmp_path / "p.cubin")],

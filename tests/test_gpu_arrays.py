@@ -11,7 +11,6 @@ import pytest
 
 import scriptc
 import scriptc.cuda as cuda
-from tests.gpu_support import emulator  # noqa: F401  (a fixture)
 from scriptc.backend.nvptx import GpuUnsupported, ptxas_path
 
 PTXAS = ptxas_path()

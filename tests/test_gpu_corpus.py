@@ -14,7 +14,7 @@ import pytest
 
 import scriptc.cuda as cuda
 from scriptc.backend.nvptx import GpuUnsupported
-from tests.gpu_support import emulator, to_host  # noqa: F401  (emulator: a fixture)
+from tests.gpu_support import to_host
 from tests.test_corpus import _run, assert_same, corpus, pure_python
 
 ARRAY_CASES = [c for c in corpus.CASES if any(isinstance(a, np.ndarray) for a in c.args_factory())]

@@ -13,7 +13,7 @@ import pytest
 import scriptc
 import scriptc.cuda as cuda
 from scriptc.backend.nvptx import GpuUnsupported, ptxas_path
-from tests.gpu_support import counting, to_device, to_host  # noqa: F401  (counting: a fixture)
+from tests.gpu_support import to_device, to_host
 from tests.util import returned_type
 
 PTXAS = ptxas_path()

@@ -318,21 +318,6 @@ def test_array_record_decodes_to_a_view():
     assert e.shape == (0,) and e.dtype == np.int32
 
 
-@scriptc.script
-def _probe(x: np.ndarray) -> int:
-    return 1
-
-
-def _arrays_supported() -> bool:
-    try:
-        return compile_graph(_probe.graph_for(np.zeros((2, 2))))(np.zeros((2, 2))) == 1
-    except Exception:
-        return False
-
-
-ARRAYS = _arrays_supported()
-needs_arrays = pytest.mark.skipif(not ARRAYS, reason="arrays land in native.py")
-
 
 @scriptc.script
 def print_array(x: np.ndarray) -> int:
@@ -342,7 +327,6 @@ def print_array(x: np.ndarray) -> int:
     return 1
 
 
-@needs_arrays
 @pytest.mark.parametrize("x", [
     np.arange(12, dtype=np.float64).reshape(3, 4) / 7,
     np.array([1, -2, 2 ** 31 - 1], dtype=np.int32),
@@ -362,7 +346,6 @@ def print_native_arrays(x: np.ndarray, n: int) -> int:
     return n
 
 
-@needs_arrays
 def test_print_arrays_made_in_native_code(capsys):
     """Arrays native code allocated (a meminfo), views it made, and a tuple holding one."""
     check(capsys, print_native_arrays, np.arange(6.0).reshape(3, 2), 4)

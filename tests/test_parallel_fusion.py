@@ -89,6 +89,6 @@ def test_a_chunks_context_is_a_named_struct_type():
     filecheck(scaled.native_for_types(scaled._bind((x, x, 1.5), {})[0]).unoptimized_ir, """
         CHECK: %"[[CTX:[^"]*fused.ctx.t]]" = type {i64, i64, i8*,
         CHECK: define internal void @"{{[^"]*}}fused.chunk"(i8* %".1", i64 %".2")
-        CHECK: getelementptr inbounds %"[[CTX]]", %"[[CTX]]"* 
+        CHECK: getelementptr inbounds %"[[CTX]]", %"[[CTX]]"*
         """)
 

@@ -362,7 +362,7 @@ def test_gil_released_and_concurrent_callers():
     for t in threads:
         t.join()
     assert results == [want] * 4
-    from scriptc.backend.llvm.parallel import releases_gil
+    from scriptc.backend.gil import releases_gil
     assert releases_gil(spin_sum.graph_for(20000))
 
 

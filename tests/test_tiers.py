@@ -357,8 +357,8 @@ def test_long_unoptimized_functions_are_a_module_of_their_own(monkeypatch):
     monkeypatch.setattr(first_tier, "SPLIT_LINES", 200)
     helper = 'define internal void @"m.quick.inlined"() alwaysinline\n{\n.2:\n  ret void\n}\n'
     refcount = 'define internal void @"scriptc.rt.retain"(i8* %".1") alwaysinline\n{\n.2:\n  ret void\n}\n'
-    kernel = _function("m.quick.kernel", [("entry", 'br label %"body"'), ("body", 'br i1 1, label %"body", '
-                                                                                  'label %"exit"'), ("exit", "ret void")])
+    kernel = _function("m.quick.kernel", [("entry", 'br label %"body"'),
+                                          ("body", 'br i1 1, label %"body", label %"exit"'), ("exit", "ret void")])
     shared = 'define internal void @"scriptc.rt.alloc"()\n{\nentry:\n  ret void\n}\n'
     straight = _function("m.quick.body", [("entry", 'br label %"b"'), ("b", 'br label %"c"'), (
         "c", 'call void @"m.quick.kernel"()\n  call void @"scriptc.rt.alloc"()\n  call void @"scriptc.rt.retain"(i8* '

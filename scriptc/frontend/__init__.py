@@ -1,4 +1,5 @@
-"""Python source -> IR. ``compile_function`` builds the SSA graph of one function for given parameter types."""
+"""Python source -> IR: ``FunctionEmitter(...).build()`` makes the SSA graph of one function for given parameter
+types."""
 from __future__ import annotations
 
 import ast
@@ -19,7 +20,7 @@ from .emitter import UNSUPPORTED, FunctionEmitter
 from .lists import list_annotation
 from .source import FunctionSource, get_source
 
-__all__ = ["CompileError", "FunctionEmitter", "FunctionSource", "Resolver", "compile_function", "get_source",
+__all__ = ["CompileError", "FunctionEmitter", "FunctionSource", "Resolver", "get_source",
            "validate",
            "annotation_type"]
 
@@ -214,10 +215,6 @@ def validate(fn: FunctionSource, resolver: Resolver) -> None:
             for op in node.ops:
                 if isinstance(op, (ast.Is, ast.IsNot)):
                     raise fn.error("'is' comparisons are not supported", node)
-
-
-def compile_function(fn: FunctionSource, param_types, return_type, resolver: Resolver) -> Graph:
-    return FunctionEmitter(fn, list(param_types), return_type, resolver).build()
 
 
 def _evaluated_annotation(fn: FunctionSource, node: ast.AST):

@@ -36,8 +36,8 @@ LIKE = {np.zeros_like: "aten::zeros_like", np.ones_like: "aten::ones_like", np.e
 ARITHMETIC_UFUNCS = {np.add: "aten::add", np.subtract: "aten::sub", np.multiply: "aten::mul",
                      np.true_divide: "aten::div", np.floor_divide: "aten::floordiv", np.remainder: "aten::remainder"}
 # Callables call_object handles itself (the rest map onto registry operators through OpDef.py)
-SPECIAL_CALLS = {builtins.print, builtins.range, prange, builtins.min, builtins.max, builtins.len, np.full, np.full_like,
-                 np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS, *ARITHMETIC_UFUNCS,
+SPECIAL_CALLS = {builtins.print, builtins.range, prange, builtins.min, builtins.max, builtins.len, np.full,
+                 np.full_like, np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS, *ARITHMETIC_UFUNCS,
                  builtins.str, builtins.repr, builtins.format, builtins.pow}
 
 

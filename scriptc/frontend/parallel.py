@@ -82,8 +82,9 @@ class ParallelMixin:
     def bind_last_iteration(self, node: ast.For, trips, element) -> None:
         """As after a range loop: the target holds the last iteration's value (unchanged when none ran)."""
         ran = self.op("aten::gt", [trips, self.const(0)], at=node)
-        last = lambda: self.assign(node.target, element(self.op("aten::sub", [trips, self.const(1)], at=node)),
-                                   node)
+
+        def last():
+            self.assign(node.target, element(self.op("aten::sub", [trips, self.const(1)], at=node)), node)
         self.emit_if(ran, last, lambda: None, node)
 
     def check_prange_statements(self, body: list) -> None:

@@ -58,7 +58,6 @@ class OpDef:
     elementwise: bool = False
     py: tuple = ()
     methods: tuple[str, ...] = ()
-    lower: Callable | None = None
     extra: dict = field(default_factory=dict)
     # Shape rule: ``shape(types, consts, **attrs) -> list`` with one entry per output, a tuple of int|None per
     # dimension for an array output and None for a scalar output (or when nothing is known). ``types`` are the
@@ -76,11 +75,11 @@ class OpDef:
     batch: "BatchRule | None" = None
 
     def __init__(self, name, schema, params, attrs, variadic, infer, impl, effect, elementwise=False, py=(),
-                 methods=(), lower=None, extra=None, shape=None, vjp=None, batch=None):
+                 methods=(), extra=None, shape=None, vjp=None, batch=None):
         # written out (not the record's generic one): 161 operators are made by ``import scriptc``
         self.name, self.schema, self.params, self.attrs, self.variadic = name, schema, params, attrs, variadic
         self.infer, self.impl, self.effect, self.elementwise, self.py = infer, impl, effect, elementwise, py
-        self.methods, self.lower, self.extra = methods, lower, {} if extra is None else extra
+        self.methods, self.extra = methods, {} if extra is None else extra
         self.shape, self.vjp, self.batch = shape, vjp, batch
 
     def takes_numpy_scalar(self, position: int, count: int) -> bool:

@@ -22,10 +22,6 @@ class Type:
     def is_scalar(self) -> bool:
         return isinstance(self, (IntType, FloatType, BoolType, NumpyScalarType))
 
-    @property
-    def is_number(self) -> bool:
-        return self.is_scalar
-
 
 @record(frozen=True)
 class IntType(Type):
@@ -199,9 +195,6 @@ class TensorType(Type):
     def np_dtype(self):
         return np.dtype(self.dtype)
 
-    def with_shape(self, shape) -> "TensorType":
-        return TensorType(self.dtype, None, tuple(shape))
-
     def erase_shape(self) -> "TensorType":
         return TensorType(self.dtype, self.rank)
 
@@ -255,14 +248,6 @@ def python_sample(t: Type):
     if isinstance(t, NumpyScalarType):
         return np.dtype(t.dtype).type(0)
     return {BOOL: False, INT: 0, FLOAT: 0.0}[t]
-
-
-def promote_scalars(a: Type, b: Type) -> Type:
-    """The arithmetic result type of two scalars: Python's (bool behaves as int), NumPy's (NEP 50) where a
-    NumPy scalar takes part."""
-    if isinstance(a, NumpyScalarType) or isinstance(b, NumpyScalarType):
-        return scalar_type(np.result_type(python_sample(a), python_sample(b)).name)
-    return FLOAT if FLOAT in (a, b) else INT
 
 
 def result_dtype(*operands: Type) -> str:

@@ -55,7 +55,7 @@ def _extremum_batch(compare):
         (xs,) = ins
         empty = b.op("aten::eq", b.op("aten::list_len", xs), b.const(0))
         check = b.node("prim::If", [empty], [])
-        fail, ok = check.add_block(), check.add_block()
+        fail, _ = check.add_block(), check.add_block()     # (the else block does nothing)
         b.in_block(fail, None, lambda: b.node("prim::RaiseException", [b.const(
             MIN_EMPTY if compare == "aten::lt" else MAX_EMPTY)], [], {"exc": "ValueError"}))
         first = b.op("aten::list_getitem", xs, b.const(0))
@@ -193,8 +193,9 @@ def _construct_rule(*types, elem, tape=False):
 
 # ``tape``: a list that reverse mode records a loop's values on (appended to, then read back); marked so that
 # differentiating a gradient graph again (``grad(grad(f))``) can tell it from a list of the user's
-register("prim::ListConstruct(Any... elems, *, str elem, bool tape) -> Any", impl=lambda *xs, elem, tape=False: list(xs),
-         infer=_construct_rule, batch=Batch.custom(_construct_batch, fresh=True))
+register("prim::ListConstruct(Any... elems, *, str elem, bool tape) -> Any",
+         impl=lambda *xs, elem, tape=False: list(xs), infer=_construct_rule,
+         batch=Batch.custom(_construct_batch, fresh=True))
 
 
 # -- reading -----------------------------------------------------------------------------------------------

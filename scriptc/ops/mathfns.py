@@ -1,5 +1,6 @@
 """Elementary functions. On a Python scalar they follow ``math`` (a domain error raises ValueError); on arrays
-and NumPy scalars they follow the NumPy ufunc. The table below is the only place a function is named: the op, the ``math``
+and NumPy scalars they follow the NumPy ufunc. The table below is the only place a function is named: the op, the
+``math``
 function and the NumPy ufunc the frontend maps onto it."""
 from __future__ import annotations
 

@@ -21,7 +21,6 @@ from ..ir.types import TensorType
 
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 KEY_PARITY = 0x1BD11BDA
-MASK32 = 0xFFFFFFFF
 
 
 def key_schedule(k0: int, k1: int) -> tuple[int, int, int]:

@@ -142,7 +142,8 @@ register("aten::permute(Tensor self, *, int[] dims) -> Tensor", impl=_permute, i
 # -- copies and casts -----------------------------------------------------------------------------------
 # a C-ordered copy, as ndarray.copy() makes and native code makes for np.copy too (NumPy's np.copy keeps an
 # F-ordered array's order: README)
-register("aten::clone(Tensor self) -> Tensor", impl=lambda x: np.array(x, order="C"), infer=lambda t: _array_keep(t, "copy()"),
+register("aten::clone(Tensor self) -> Tensor", impl=lambda x: np.array(x, order="C"),
+         infer=lambda t: _array_keep(t, "copy()"),
          batch=Batch.SAME,
          methods=("copy",), py=(np.copy,), shape=same_shape, vjp=lambda e, g, out, x: (g,))
 

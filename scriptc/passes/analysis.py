@@ -311,16 +311,6 @@ def inline_loop_once(node: Node) -> None:
     node.destroy()
 
 
-def blocks_of(graph_or_block) -> list[Block]:
-    """Every block, outer before inner (pre-order)."""
-    top = graph_or_block.block if hasattr(graph_or_block, "block") and not isinstance(graph_or_block, Block) \
-        else graph_or_block
-    out = [top]
-    for n in top.walk():
-        out.extend(n.blocks)
-    return out
-
-
 def loops_post_order(block: Block) -> list[Node]:
     """The loops nested in ``block``, inner loops before the loops containing them."""
     out: list[Node] = []

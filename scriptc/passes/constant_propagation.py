@@ -6,7 +6,8 @@ implementation (``OpDef.impl``, the one the interpreter runs: no operator is re-
   prim::Uninitialized are never folded.
 - Only results that are scalars (int, float, bool), str or None become constants; arrays never, and tuples
   neither (a tuple constant has no text form the parser reads back; tuple construct/index pairs are
-  simplified by canonicalize instead). Nodes reading an array constant are not folded either. Results are normalized exactly as the interpreter does (ints wrap to
+  simplified by canonicalize instead). Nodes reading an array constant are not folded either. Results are normalized
+  exactly as the interpreter does (ints wrap to
   64 bits) and must have the node's declared type.
 - A RAISES node without outputs (prim::AssertBound) whose evaluation succeeds is removed.
 - ``prim::If`` with a constant condition is replaced by its taken block; ``prim::Loop`` whose initial condition

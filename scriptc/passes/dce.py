@@ -4,7 +4,8 @@ Removes, in every block (innermost first, last node first, until nothing changes
 
 - nodes whose outputs are all unused and that are removable (``analysis.is_removable``: no side effect and
   provably no exception: PURE ops on scalars, RAISES ops in the proven-safe cases such as ``+`` on scalars or
-  ``//`` by a nonzero constant), and not reading a possibly unbound local. RAISES nodes that may raise, WRITES and IO nodes always stay;
+  ``//`` by a nonzero constant), and not reading a possibly unbound local. RAISES nodes that may raise, WRITES and IO
+  nodes always stay;
 - outputs of ``prim::If`` that are unused (with the matching returns of both blocks);
 - a ``prim::If`` with no outputs left whose blocks contain nothing but removable nodes;
 - a ``prim::Loop`` whose outputs are all unused and whose body has only removable nodes, when it surely

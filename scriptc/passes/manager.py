@@ -42,8 +42,8 @@ def register(name: str):
 # The default pipeline, in order; names not registered (yet) are skipped.
 DEFAULT_PIPELINE = [
     "inline", "canonicalize", "constant-propagation", "cse", "licm", "unswitch", "time-loop-fusion", "bounds-check",
-    "unroll",
-    "dead-loop-carried", "canonicalize", "constant-propagation", "cse", "dce", "shape-inference", "fusion", "buffer-reuse", "dce",
+    "unroll", "dead-loop-carried", "canonicalize", "constant-propagation", "cse", "dce", "shape-inference", "fusion",
+    "buffer-reuse", "dce",
 ]
 
 

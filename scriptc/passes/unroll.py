@@ -11,7 +11,8 @@ condition is true. Loops that may exit early (the body computes its condition) a
   copies of the body, copy k using index ``4 * i + k``; then an epilogue loop of ``m % 4`` iterations runs the
   original body with index ``(m // 4) * 4 + j``. Both loops get the original initial condition (the body never
   changes it), the epilogue carries on from the main loop's results, and both are marked ``unrolled=4``: this
-  pass leaves them alone when it runs again. By 4 rather than 8: bench kernels ran as fast (pairwise, stencil2d, kmeans_assign gain 3-40% from
+  pass leaves them alone when it runs again. By 4 rather than 8: bench kernels ran as fast (pairwise, stencil2d,
+  kmeans_assign gain 3-40% from
   unrolling at all, none more from 8 than from 4) and compiled 20-50% faster.
 
 Bodies larger than ``MAX_BODY`` nodes (nested nodes counted) are not unrolled; loops are processed innermost

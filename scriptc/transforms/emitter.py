@@ -135,12 +135,6 @@ class Emitter:
         """``view += g`` in place (``view`` a view of an adjoint buffer)."""
         self.node("aten::add_", [view, g], [])
 
-    def swap_last_axes(self, x: Value) -> Value:
-        """``x`` with its last two axes exchanged (a transpose for a matrix)."""
-        if x.type.rank == 2:
-            return self.op("aten::numpy_T", x)
-        raise NotImplementedError("batched transposes")
-
     def unsqueeze(self, x: Value, dim: int) -> Value:
         return self.op("aten::unsqueeze", x, dim=dim)
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import REGISTRY
-from ..ir.types import ListType
-from .emitter import Emitter, Scatter, differentiable
+from .emitter import Emitter, Scatter
 from .memory import ELEMENT_WRITES, MemoryPlan, is_write
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from ..ir.core import Block, Graph, Node, Value
-from ..ir.types import FLOAT, INT, ListType, TensorType, TupleType
+from ..ir.types import FLOAT, INT, ListType, TupleType
 from .emitter import Emitter, differentiable
 
 LIST_WRITES = {"aten::append": 1, "aten::list_setitem": 2, "aten::insert": 2, "aten::pop": None}  # -> value input

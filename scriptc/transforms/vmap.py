@@ -46,7 +46,6 @@ class _Canonical(dict):
 
 CANONICAL = _Canonical({FLOAT: "float64", INT: "int64", BOOL: "bool"})
 INT64_MAX = 2 ** 63 - 1
-_FLATTEN = object()   # an axis attribute of None: the operator works on the flattened example
 
 
 def example_rank(t) -> int:
@@ -522,7 +521,7 @@ def _check_size(b: Batcher, v: Value, name: str, axis: int, first) -> None:
     """JAX's ValueError for batch sizes that differ between the mapped arguments."""
     size = b.op("prim::TupleIndex", b.op("aten::size", v), index=0)
     check = b.node("prim::If", [b.op("aten::ne", size, b.size)], [])
-    fail, ok = check.add_block(), check.add_block()
+    fail, _ = check.add_block(), check.add_block()     # (the else block does nothing)
 
     def raise_it():
         text = (f"vmap got inconsistent sizes for array axes to be mapped: axis {first[2]} of argument "

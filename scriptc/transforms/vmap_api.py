@@ -153,7 +153,7 @@ class VmapFunction(TransformedGraphs):
         native = self._native.get(key)
         if native is None:
             from ..backend.llvm import compile_graph
-            from ..backend.llvm.parallel import releases_gil
+            from ..backend.gil import releases_gil
             from ..backend.llvm import optimizer
             from ..installed import install_first, install_optimized
             graph = self.graph_for_types(types)

@@ -163,7 +163,7 @@ def lanes(b: Batcher, node: Node, ins: list) -> list[Value]:
         k = i if source is None else b.op("aten::getitem", source, i)
         if writes and b.mask is not None:
             guard = b.node("prim::If", [b.op("aten::getitem", b.mask, i)], [])
-            then, other = guard.add_block(), guard.add_block()
+            then, _ = guard.add_block(), guard.add_block()     # (a masked-off lane does nothing)
             b.in_block(then, None, lambda: b.copy(node, [lane(b, v, k) if b.batched(v) else v for v in ins]))
             return
         results = b.copy(node, [lane(b, v, k) if b.batched(v) else v for v in ins]).outputs

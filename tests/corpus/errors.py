@@ -270,7 +270,7 @@ raises(err_list_too_long, MemoryError, lambda: (2 ** 62 + 8,))
 
 @scriptc.script
 def err_int_of_nan_unused(x: float) -> int:
-    y = int(x)      # (its result unused: the conversion still raises)
+    y = int(x)      # noqa: F841  (its result unused: the conversion still raises)
     return 1
 
 

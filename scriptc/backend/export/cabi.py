@@ -94,8 +94,9 @@ class Exported:
         args = []
         for name, t in self.params:
             if isinstance(t, TensorType):
-                lines.append(f"    if (scriptc_check_array(\"{self.fname}\", \"{name}\", {name}, {DTYPE_CODES[t.dtype]}, "
-                             f"{t.rank}, (const int64_t[]){{{', '.join(['-1'] * max(t.rank, 1))}}})) return -1;")
+                any_shape = ", ".join(["-1"] * max(t.rank, 1))
+                lines.append(f"    if (scriptc_check_array(\"{self.fname}\", \"{name}\", {name}, "
+                             f"{DTYPE_CODES[t.dtype]}, {t.rank}, (const int64_t[]){{{any_shape}}})) return -1;")
                 args += ["NULL", f"{name}->data"] + [f"{name}->shape[{k}]" for k in range(t.rank)] + \
                     [f"{name}->strides[{k}]" for k in range(t.rank)]
             elif t == BOOL:

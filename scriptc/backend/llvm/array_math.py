@@ -207,9 +207,6 @@ class ArrayMath:
         return [b.select(b.icmp_signed("==", d, shape[pad + k]), s, i64(0))
                 for k, (d, s) in enumerate(zip(a.shape, a.strides))]
 
-    def compute_kind(self, node) -> str:
-        return kind_of(self.loop_dtype(node))
-
     def loop_dtype(self, node) -> str:
         """The dtype NumPy's ufunc loop computes in: the operands' common dtype (Python scalars weak), which
         is the result's dtype except for comparisons."""

@@ -3,7 +3,8 @@ products follow the very kernels NumPy's run), else the ``scipy-openblas64`` pac
 
 That build exports CBLAS with prefixed, suffixed names (``scipy_cblas_dgemm64_``) and 64-bit integers (ILP64),
 so the package's coexists with NumPy's own OpenBLAS and any other BLAS in the process. (With a newer package
-than NumPy's bundled build, ``?dot`` kernels differed: np.dot of 3-d arrays lost NumPy's last bits.) Its functions are bound into the JIT
+than NumPy's bundled build, ``?dot`` kernels differed: np.dot of 3-d arrays lost NumPy's last bits.) Its functions
+are bound into the JIT
 under private names (``scriptc.blas.dgemm`` -> the library's ``scipy_cblas_dgemm64_``), the way engine.py binds
 libm, and native code calls them directly.
 

@@ -73,8 +73,9 @@ def load_entry(key: str, signature: tuple, graph, cache, python_entry: bool, fas
 
     if pyentry and not (python_entry and _entry_usable(arg_types, result_type)):
         pyentry = 0
-    return NativeFunction(graph, None, addresses["entry_symbol"], entry, None, remake, python_entry_address=pyentry or 0,
-                          release_address=release or 0, written=written, signature=signature)
+    return NativeFunction(graph, None, addresses["entry_symbol"], entry, None, remake,
+                          python_entry_address=pyentry or 0, release_address=release or 0, written=written,
+                          signature=signature)
 
 
 def _entry_usable(arg_types: list, result_type: Type) -> bool:

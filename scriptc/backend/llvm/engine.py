@@ -1,5 +1,5 @@
-"""One LLVM JIT per process: host target (real CPU name and features), O3 with the new pass manager, and the
-ctypes call wrapper (``make_caller``, the only place that knows how Python calls native code).
+"""One LLVM JIT per process: host target (real CPU name and features), O3 with the new pass manager (Python
+calls the code it makes through ``native.py``).
 
 Floating point is strict: the target machine keeps LLVM's default FP-contraction setting (fuse only what the
 IR marks ``contract``, and lowering never does), and no instruction carries fast-math flags.
@@ -17,8 +17,7 @@ import threading
 
 from . import symbols
 from .objload import ObjectLoadError
-from .native import make_caller  # noqa: F401  (the ctypes path's caller, long imported from here)
-from .symbols import LIBC, LIBM_BINARY, LIBM_OTHER, LIBM_PREFIX, LIBM_UNARY, VECTOR_MATH  # noqa: F401
+from .symbols import VECTOR_MATH
 
 # The optimization pipeline (llvmlite's PipelineTuningOptions), one place to change it
 PIPELINE = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": True, "loop_unrolling": True}

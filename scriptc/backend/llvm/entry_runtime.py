@@ -34,7 +34,8 @@ class EntryState(tuple):
 
     def __repr__(self):
         name = getattr(getattr(getattr(self, "native", None), "graph", None), "name", "?")
-        return f"<EntryState {name} -> {getattr(self, 'symbol', '?')}{' nogil' if getattr(self, 'nogil', False) else ''}>"
+        nogil = " nogil" if getattr(self, "nogil", False) else ""
+        return f"<EntryState {name} -> {getattr(self, 'symbol', '?')}{nogil}>"
 
 
 STATE_FALLBACK, STATE_REBUILD, STATE_RAISE = 0, 1, 2     # the items of an EntryState

@@ -5,7 +5,8 @@ installs a SIGINT handler chained in front of the one Python installed: it sets 
 calls Python's, which marks the signal pending as always. Native loops read the flag on their back-edges
 (``loop_check``: a plain load, taken every few thousand iterations of an innermost loop, which runs in chunks
 so that the vectorizer still sees a clean loop); when it is set, ``scriptc.interrupt.check`` runs, on Python's
-main thread only (where Python runs signal handlers: the thread whose id is the process's), ``PyErr_CheckSignals``, taking the GIL first if the code
+main thread only (where Python runs signal handlers: the thread whose id is the process's), ``PyErr_CheckSignals``,
+taking the GIL first if the code
 runs without it. Python's handler for SIGINT then runs as it would between two bytecodes: the default one
 raises KeyboardInterrupt, which native code unwinds with (freeing what it holds, as on any raise) and the
 caller's entry point leaves set; a handler that returns lets the loop go on.

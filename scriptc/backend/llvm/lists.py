@@ -325,9 +325,6 @@ class ListOps:
             self.list_copy_range(p, out, elem, i64(0), i64(1), n, b.mul(r, n))
         return [[out]]
 
-    def _as_f64(self, x, t):
-        return self.to_f64(x, t)
-
     def _equal(self, x, xt, y, yt):
         """``x == y`` for numbers as CPython compares them (an int and a float exactly)."""
         b = self.b

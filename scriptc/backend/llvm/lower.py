@@ -23,8 +23,8 @@ from ...ir.core import Block, Graph, Node, Value
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NumpyScalarType, TensorType, TupleType, Type
 from .. import ownership
 from ..ownership import consumes
-from .common import (F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, handles,
-                     handler_for, holds_ref, i1, i32, i64, is_lowerable, leaves, mem_type, out_struct, ref_parts, reg_type)
+from .common import (F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, handles, handler_for,
+                     holds_ref, i1, i32, i64, is_lowerable, leaves, mem_type, out_struct, ref_parts, reg_type)
 from .symbols import LIBM_PREFIX
 from .errors import LoweringError
 from .array_math import ArrayMath
@@ -304,9 +304,10 @@ def _arrays_in(t: Type) -> int:
     return int(isinstance(t, TensorType))
 
 
-class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conversions, ArrayMath, ArrayFns,
-                       MatmulOps, FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps, SumReductions,
-                       MaskOps, ArrayConstants, ParallelOps, FusedParallelOps, RandomOps, Outlining, NumpyScalarOps):
+class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conversions, ArrayMath,
+                       ArrayFns, MatmulOps, FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps,
+                       SumReductions, MaskOps, ArrayConstants, ParallelOps, FusedParallelOps, RandomOps, Outlining,
+                       NumpyScalarOps):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
@@ -571,10 +572,6 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
                 self.take_ref(part_t, part)
         return vals
 
-    def _phis(self, types: list[Type], block, name: str):
-        with self.b.goto_block(block):
-            return [self.b.phi(reg_type(t), name) for t in types]
-
     @handles("prim::If")
     def lower_if(self, node):
         b = self.b
@@ -614,7 +611,6 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
         kinds = None if self.in_parallel_kernel else parallel_plan(node)
         if kinds is not None:
             return self.lower_parallel_loop(node, kinds)
-        b = self.b
         max_trips, cond0, *carried = node.inputs
         body = node.blocks[0]
         init = [x for v, p in zip(carried, body.params[1:]) for x in self.convert(self.get(v), v.type, p.type)]

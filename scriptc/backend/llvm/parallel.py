@@ -34,7 +34,6 @@ from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TupleType
 from .common import F64, I8P, I32, I64, i32, i64, out_struct, process_global, reg_type
 from .text_builder import TextBuilder
 from .errors import PAYLOAD_SLOTS
-from ..gil import releases_gil  # noqa: F401  (where it lived)
 from .pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runtime
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -311,4 +310,3 @@ class ParallelOps:
 
 
 
-from .threads import get_num_threads, set_num_threads  # noqa: E402,F401  (where they lived)

@@ -51,7 +51,8 @@ class KernelStream:
         if sum(len(block.instructions) for fn in batch.values() for block in fn.blocks) < BATCH_LINES:
             return
         globals_ = [str(v) for v in module.globals.values() if not isinstance(v, ir.Function)]
-        if not all(CONSTANT_GLOBAL.match(line) for text in globals_ for line in text.split("\n") if line.startswith('@"')):
+        defined = [line for text in globals_ for line in text.split("\n") if line.startswith('@"')]
+        if not all(CONSTANT_GLOBAL.match(line) for line in defined):
             self.stopped = True     # a global that is not a constant would be defined by two modules
             return
         texts = {name: function_text(fn) for name, fn in batch.items()}

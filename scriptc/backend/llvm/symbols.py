@@ -117,8 +117,6 @@ VECTOR_MATH = {"exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "expm1": 1, "lo
                "hypot": 2}
 LIBM_UNARY = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "expm1", "log",
               "log2", "log10", "log1p")
-LIBM_BINARY = ("pow", "atan2", "fmod", "hypot")
-LIBM_OTHER = ("frexp", "ldexp")     # double frexp(double, int*), double ldexp(double, int)
 _LIBM = []
 
 

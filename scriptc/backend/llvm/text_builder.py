@@ -2,7 +2,8 @@
 
 Why: an llvmlite instruction is an object that registers its name in the function's scope when built and formats
 itself from its operands when the module is printed: ~10 us of Python per instruction in all, ~120 ms of the
-MLP training step's first call (13,000 instructions; 1.5 us each as text). A ``Register`` is the instruction's text, formatted once
+MLP training step's first call (13,000 instructions; 1.5 us each as text). A ``Register`` is the instruction's text,
+formatted once
 from operand references that are themselves strings, and its name is numbered per function
 (``%"name:N"``: no scope lookups; llvmlite's own names never contain ``:``). The text is what llvmlite prints for
 the same instruction.

@@ -175,8 +175,8 @@ class ViewOps:
         safe = b.select(b.icmp_signed("==", known, i64(0)), i64(1), known)
         has_unknown = b.icmp_signed(">=", unknown, i64(0))
         bad = b.or_(overflow, b.select(has_unknown,
-                                       b.or_(b.icmp_signed("==", known, i64(0)), b.icmp_signed("!=", b.srem(total, safe),
-                                                                                             i64(0))),
+                                       b.or_(b.icmp_signed("==", known, i64(0)),
+                                             b.icmp_signed("!=", b.srem(total, safe), i64(0))),
                                        b.icmp_signed("!=", total, known)))
         with b.if_then(bad, likely=False):      # the message of the place the unknown is in (-1: none)
             code = mismatch[0]

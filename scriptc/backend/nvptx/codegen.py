@@ -42,14 +42,14 @@ from ...ir.core import Graph, Node
 from ...ir.types import BOOL, FLOAT, INT, TensorType, decayed
 from ..llvm.arrays import ELEM, kind_of, scalar_kind
 from ..llvm.common import F64, I8, I8P, I32, I64, i64
-from ..llvm.engine import LIBM_PREFIX
+from ..llvm.symbols import LIBM_PREFIX
 from ..llvm.errors import PAYLOAD_SLOTS
 from ..llvm.lower import FunctionLowering, ModuleLowering
 from .block_reduce import BlockReduction, shared_slots
-from .groups import (REDUCE, STORE, GpuUnsupported, axis_reduction, gpu_groups, grid_rank, grid_results,
+from .groups import (REDUCE, STORE, GpuUnsupported, axis_reduction, grid_rank, grid_results,
                      matrix_product)
 from .intrinsics import grid_stride_loop, i32, special
-from .ptx import DATA_LAYOUT, DEFAULT_ARCH, TRIPLE, compile_ptx
+from .ptx import DATA_LAYOUT, TRIPLE
 from ..llvm.folding import FoldingBuilder
 from ..llvm.text_builder import TextBuilder
 

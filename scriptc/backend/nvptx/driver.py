@@ -19,7 +19,8 @@ from collections import defaultdict
 import numpy as np
 from cuda.bindings import driver as cu
 
-from .codegen import GpuUnsupported, Kernel, KernelModule, compile_ptx
+from .codegen import GpuUnsupported, Kernel, KernelModule
+from .ptx import compile_ptx
 from ..llvm.errors import PAYLOAD_SLOTS
 
 SMALL, LARGE = 512, 2 << 20

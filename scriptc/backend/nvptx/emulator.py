@@ -29,7 +29,8 @@ import threading
 
 import llvmlite.binding as llvm
 
-from ..llvm.engine import LIBM_PREFIX, engine
+from ..llvm.engine import engine
+from ..llvm.symbols import LIBM_PREFIX
 from ..llvm.errors import PAYLOAD_SLOTS
 from .codegen import KernelModule
 from .intrinsics import BARRIER_ASM
@@ -50,7 +51,8 @@ def host_ir(km: KernelModule) -> str:
     for name in names:
         registers = ", ".join(f'i32 %"emu.{reg}"' for reg in REGISTERS)
         text = text.replace(f'define void @"{name}"(', f'define void @"{name}"({registers}, ')
-    text = text.replace(f'call void asm sideeffect "{BARRIER_ASM}", "~{{memory}}"()', 'call void @"scriptc.emu.barrier"()')
+    text = text.replace(f'call void asm sideeffect "{BARRIER_ASM}", "~{{memory}}"()',
+                        'call void @"scriptc.emu.barrier"()')
     text = re.sub(r'call i32 @"llvm\.nvvm\.shfl\.sync\.down\.i32"\(i32 [^,]+, i32 ([^,]+), i32 ([^,]+), i32 [^)]+\)',
                   r'call i32 @"scriptc.emu.shfl_down"(i32 %"emu.tid.x", i32 %"emu.ntid.x", i32 \1, i32 \2)', text)
     text = re.sub(r'declare i32 @"llvm\.nvvm\.shfl\.sync\.down\.i32"\(.*\)', "", text)
