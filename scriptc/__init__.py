@@ -5,6 +5,7 @@
 """
 from .errors import CompileError, user_facing
 from .parallel import prange
+from .version import __version__  # noqa: F401  (scriptc.__version__)
 
 
 @user_facing
@@ -64,7 +65,6 @@ def watch_interrupts() -> bool:
 
 __all__ = ["CompileError", "ExportError", "LoadError", "ScriptFunction", "get_num_threads", "grad", "load", "prange",
            "script", "set_num_threads", "value_and_grad", "vmap", "wait_optimized", "watch_interrupts"]
-__version__ = "0.1.0"
 
 
 def __getattr__(name):
@@ -79,7 +79,7 @@ def __getattr__(name):
         module = ".backend.export.load" if name == "LoadError" else ".backend.export.cabi"
         return getattr(importlib.import_module(module, __name__), name)
     if name in ("grad", "value_and_grad", "vmap"):
-        module = ".transforms.vmap_api" if name == "vmap" else ".transforms"
+        module = ".transforms.vmap_api" if name == "vmap" else ".transforms.api"
         value = getattr(importlib.import_module(module, __name__), name)
         globals()[name] = value
         return value

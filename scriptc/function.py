@@ -431,7 +431,7 @@ class ScriptFunction(DeviceCalls):
     def interpret(self, *args, **kwargs):
         """Run through the reference interpreter (the oracle for passes and backends)."""
         types, values = self._bind(args, kwargs)
-        from .backend.interpreter import check_arguments, interpret
+        from .ops.interpreter import check_arguments, interpret
         check_arguments(values, types)
         return interpret(self.graph_for_types(types, optimize=False), values)
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import scriptc.cuda as cuda
+import scriptc.backend.nvptx.device as device_module
 
 
 class CountingEmulator(cuda.EmulatorDevice):
@@ -29,7 +30,7 @@ def counting(monkeypatch):
     restored after."""
     device = COUNTING
     device.to_host.clear()
-    monkeypatch.setattr(cuda, "_EMULATOR", device)
+    monkeypatch.setattr(device_module, "_EMULATOR", device)
     cuda.use_emulator()
     yield device
     cuda.use_emulator(False)

@@ -224,7 +224,7 @@ def test_changing_a_global_constant_is_a_miss(project):
 
 def test_another_scriptc_version_is_a_miss(project):
     run(project)
-    result = run(project, before="import scriptc; scriptc.__version__ = '99.0'")
+    result = run(project, before="import scriptc.version; scriptc.version.__version__ = '99.0'")
     check(result)
     assert result["stats"]["hits"] == 0 and result["stats"]["misses"] == 2
 

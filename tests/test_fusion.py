@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.interpreter import interpret
+from scriptc.ops.interpreter import interpret
 from scriptc.backend.llvm import compile_graph
 from scriptc.backend.llvm.arrays import allocation_count
 from scriptc.ir import parse, print_graph, verify

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import scriptc
-from scriptc.backend.interpreter import interpret
+from scriptc.ops.interpreter import interpret
 from scriptc.backend.llvm.arrays import allocation_count
 from scriptc.ir import parse, print_graph, verify
 from scriptc.passes.manager import PassManager

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import scriptc.cuda as cuda
+import scriptc.backend.nvptx.device as device_module
 from tests.gpu_support import COUNTING
 from tests.modules import load_module
 from tests.test_fuzz_arrays import close, program
@@ -95,7 +96,7 @@ def _run_case(tmp_path_factory, case):
 
 @pytest.fixture(autouse=True)
 def counting_device(monkeypatch):
-    monkeypatch.setattr(cuda, "_EMULATOR", COUNTING)
+    monkeypatch.setattr(device_module, "_EMULATOR", COUNTING)
 
 
 _SETTINGS = dict(deadline=None, derandomize=True,

@@ -40,7 +40,7 @@ def test_import_loads_no_compiler():
     # first decoration, which needs them (and `scriptc.ScriptFunction` on first use)
     code = ("import sys, scriptc\nprint(sorted(m for m in sys.modules if m.startswith('scriptc')))\n"
             "print(scriptc.ScriptFunction.__name__, 'scriptc.ops' in sys.modules)")
-    assert run(code) == "['scriptc', 'scriptc.errors', 'scriptc.parallel']\nScriptFunction True\n"
+    assert run(code) == "['scriptc', 'scriptc.errors', 'scriptc.parallel', 'scriptc.version']\nScriptFunction True\n"
 
 
 def test_a_first_call_imports_no_optional_numpy_module(tmp_path):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.interpreter import interpret
+from scriptc.ops.interpreter import interpret
 from scriptc.ir import FLOAT, parse, print_graph, verify
 from scriptc.ir.clone import clone_graph
 from scriptc.passes import PASSES

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.interpreter import Interpreter
+from scriptc.ops.interpreter import Interpreter
 from scriptc.ir import TensorType, TupleType, VerifyError, parse, print_graph, verify
 from scriptc.ir.registry import REGISTRY, broadcast_shapes
 from scriptc.ir.verifier import Verifier, compatible

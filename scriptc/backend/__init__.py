@@ -1,2 +1,3 @@
-"""Execution: the reference interpreter today; native code generation through llvmlite next."""
-from .interpreter import interpret  # noqa: F401
+"""Code generation: llvm/ (the CPU, its runtime and the JIT), nvptx/ (NVIDIA GPUs), export/ (C libraries), and
+the analyses they share (ownership of references, arguments a function writes, whether it may release the GIL)."""
+from .. import ops  # noqa: F401  (declares the operators this package finds in the registry)

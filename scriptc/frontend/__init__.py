@@ -8,6 +8,8 @@ import typing
 
 import numpy as np
 
+from .. import ops  # noqa: F401  (declares the operators this package finds in the registry)
+
 from ..errors import CompileError
 from ..ir.core import Graph
 from ..ir.registry import NeedsSpecialization, op_for_callable

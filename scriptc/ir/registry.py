@@ -213,11 +213,16 @@ def ZERO_DERIVATIVE(e, g, out, *inputs, **attrs):
     return (None,) * len(inputs)
 
 
+# The IR knows no operator of its own (as an MLIR context knows no dialect until one is loaded): importing
+# scriptc.ops declares them, and every package above ir does.
+UNDECLARED = " (no operator is declared: import scriptc.ops first)"
+
+
 def lookup(name: str) -> OpDef:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise KeyError(f"unknown operator {name}") from None
+        raise KeyError(f"unknown operator {name}{UNDECLARED if not REGISTRY else ''}") from None
 
 
 def op_for_callable(obj) -> OpDef | None:
@@ -380,6 +385,3 @@ def const_dim(t: Type, value) -> int | None:
     d = int(value)
     return d if d >= 0 else None
 
-
-# Every operator is declared in scriptc.ops: whoever can ask the registry finds them all there.
-from .. import ops  # noqa: E402,F401

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from .core import Block, Graph, Node
-from .registry import NeedsSpecialization, OpTypeError, REGISTRY
+from .registry import REGISTRY, UNDECLARED, NeedsSpecialization, OpTypeError
 from .types import BOOL, INT, TensorType, Type
 
 
@@ -75,7 +75,7 @@ class Verifier:
     def node(self, node: Node) -> None:
         op = REGISTRY.get(node.kind)
         if op is None:
-            self.fail(node, "unknown operator")
+            self.fail(node, "unknown operator" + (UNDECLARED if not REGISTRY else ""))
         ins = [v.type for v in node.inputs]
         outs = [v.type for v in node.outputs]
         if node.kind == "prim::If":

@@ -96,7 +96,6 @@ COMPARE = [("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt), ("le",
 # Batching rules (``OpDef.batch``): element-wise by default. Python's float ** on batched scalars is
 # np.float_power (libm's pow, as CPython calls), not np.power (whose x ** 2 is x * x).
 def _pow_batch(b, node, ins):
-    from ..transforms.vmap_rules import elementwise
     if node.outputs[0].type == FLOAT and not any(isinstance(v.type, TensorType) for v in node.inputs):
         args = [b.cast(v, "float64") if b.batched(v) else v for v in ins]
         return [b.op("aten::float_power", *args)]
@@ -105,7 +104,7 @@ def _pow_batch(b, node, ins):
         # integers to negative powers raise: examples that do not run this (inactive) get exponent 1
         rank = node.inputs[1].type.rank if isinstance(node.inputs[1].type, TensorType) else 0
         exponent = b.mark(b.masked(b.align(exponent, rank), b.const(1), rank), node.inputs[1].type)
-    return [elementwise(b, node, [base, exponent])]
+    return [b.elementwise(node, [base, exponent])]
 
 
 def _inplace_batch(b, node, ins):
@@ -225,8 +224,7 @@ def _matmul_batch(b, node, ins):
     a, c = ins
     ra, rc = node.inputs[0].type.rank, node.inputs[1].type.rank
     if ra == 0 or rc == 0:
-        from ..transforms.vmap_rules import lanes
-        return lanes(b, node, ins)
+        return b.lanes(node, ins)
     batched_a, batched_c = b.batched(a), b.batched(c)
     row = batched_a and ra == 1
     col = batched_c and rc == 1
@@ -253,8 +251,7 @@ def _dot_batch(b, node, ins):
     """np.dot is np.matmul for 1-D and 2-D operands; other ranks run per example."""
     if {node.inputs[0].type.rank, node.inputs[1].type.rank} <= {1, 2}:
         return _matmul_batch(b, node, ins)
-    from ..transforms.vmap_rules import lanes
-    return lanes(b, node, ins)
+    return b.lanes(node, ins)
 
 
 register("aten::matmul(Tensor self, Tensor other) -> Number|Tensor", impl=np.matmul,

@@ -26,14 +26,13 @@ _SORTED_PER_EXAMPLE = Batch.unbatchable("sorting each example's list (use np.sor
 def _fold(b, node, xs, start, step, first=0):
     """``acc = start; for v in xs[first:]: acc = step(acc, v)`` over a list (batched or not), as a loop whose
     accumulator is batched: Python's left-to-right order, element by element, for every example at once."""
-    from ..transforms.vmap import batched_type
     out_t = node.outputs[0].type
     acc = b.coerce(start, out_t, True)
     trips = b.op("aten::sub", b.op("aten::list_len", xs), b.const(first))
     loop = b.node("prim::Loop", [trips, b.const(True), acc], [])
     body = loop.add_block()
     i = body.add_param(INT, "k")
-    carried = b.mark(body.add_param(batched_type(out_t), "acc"), out_t)
+    carried = b.mark(body.add_param(b.batched_type(out_t), "acc"), out_t)
 
     def run():
         v = b.op("aten::list_getitem", xs, b.op("aten::add", i, b.const(first)))
@@ -91,16 +90,14 @@ def _same_index(b, node, ins):
 
 def _construct_batch(b, node, ins):
     elem = node.output.type.elem
-    from ..transforms.vmap import batched_type
-    t = batched_type(elem)
+    t = b.batched_type(elem)
     return [b.node(node.kind, [_element(b, node, v, elem) for v in ins], [ListType(t)], {"elem": str(t)}).output]
 
 
 def _getitem_batch(b, node, ins):
     xs, i = ins
     if not b.batched(xs):   # an unbatched list read at an index that differs: per example
-        from ..transforms.vmap_rules import lanes
-        return lanes(b, node, ins)
+        return b.lanes(node, ins)
     _same_index(b, node, ins)
     return [b.op(node.kind, xs, i)]
 

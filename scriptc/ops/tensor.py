@@ -186,7 +186,7 @@ def _create_batch(b, node, ins):
     between examples give arrays of different shapes: a loop over the examples, then np.stack (which raises, as
     stacking the per-example results would, unless the shapes agree)."""
     if any(b.batched(d) for d in ins):
-        return _lanes(b, node, ins)
+        return b.lanes(node, ins)
     return [b.op(node.kind, b.size, *ins, **node.attrs)]
 
 
@@ -199,11 +199,6 @@ register("aten::ones(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dty
 register("aten::empty(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.empty(s, dtype),
          infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape(),
          batch=Batch.custom(_create_batch, fresh=True))
-
-
-def _lanes(b, node, ins):
-    from ..transforms.vmap_rules import lanes
-    return lanes(b, node, ins)
 
 
 def _filled(b, like_or_dims, fill, rank, dtype):
@@ -219,7 +214,7 @@ def _filled(b, like_or_dims, fill, rank, dtype):
 def _full_batch(b, node, ins):
     fill, *dims = ins
     if any(b.batched(d) for d in dims):
-        return _lanes(b, node, ins)
+        return b.lanes(node, ins)
     if not b.batched(fill):
         return [b.op(node.kind, fill, b.size, *dims, **node.attrs)]
     return [_filled(b, dims, fill, len(dims), node.attrs["dtype"])]
@@ -349,7 +344,7 @@ def _element_view(b, x, indices):
 def _getitem_batch(b, node, ins):
     x, *indices = ins
     if any(b.batched(i) for i in indices):
-        return _lanes(b, node, ins)
+        return b.lanes(node, ins)
     view = _element_view(b, x, indices)
     want = scalar_dtype(node.output.type)
     # a scalar read is a copy: a later write into the array must not change it
@@ -359,7 +354,7 @@ def _getitem_batch(b, node, ins):
 def _setitem_batch(b, node, ins):
     x, *indices, value = ins
     if any(b.batched(i) for i in indices):
-        return _lanes(b, node, ins)
+        return b.lanes(node, ins)
     view = _element_view(b, x, indices)
     b.node("aten::copy_", [view, b.masked(value, view, 0)], [])
     return []
@@ -511,8 +506,7 @@ def _copy_batch(b, node, ins):
     dst, src = ins
     if b.batched(src) and node.inputs[1].type.rank > node.inputs[0].type.rank:
         # each example's source drops its leading length-1 axes (NumPy's assignment): one example at a time
-        from ..transforms.vmap_rules import lanes
-        return lanes(b, node, ins)
+        return b.lanes(node, ins)
     if not masked_write(b, dst, src, node.inputs[0].type.rank):
         b.node(node.kind, ins, [])
     return []

@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 
-from ..backend.interpreter import _normalize
+from ..ops.interpreter import normalize
 from ..ir.core import Block, Graph, Node
 from ..ir.registry import Effect, lookup, type_of
 from ..ir.types import BOOL, FLOAT, INT, NONE, STR
@@ -81,7 +81,7 @@ def fold(node: Node) -> bool:
         return False
     normalized = []
     for o, x in zip(node.outputs, values):
-        x = _normalize(x, o.type)
+        x = normalize(x, o.type)
         if not isinstance(x, (int, float, bool, str, type(None))) or type_of(x) != o.type:
             return False
         normalized.append(x)

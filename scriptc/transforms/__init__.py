@@ -1,6 +1,3 @@
-"""Function transforms on the IR: reverse-mode ``grad`` and ``value_and_grad``."""
-from .api import GradFunction, grad, value_and_grad
-from .vmap_api import VmapFunction   # scriptc.vmap is vmap_api.vmap (scriptc.transforms.vmap is the transform)
-
-__all__ = ["GradFunction", "grad", "value_and_grad"]
-__all__ += ["VmapFunction"]
+"""Function transforms on the IR: reverse mode (autodiff.py) and batching (vmap.py). The callables users get,
+``scriptc.grad``/``value_and_grad`` (api.py) and ``scriptc.vmap`` (vmap_api.py), sit a layer above: they compile."""
+from .. import ops  # noqa: F401  (declares the operators this package finds in the registry)

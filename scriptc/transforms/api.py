@@ -13,7 +13,7 @@ import functools
 
 import numpy as np
 
-from ..backend.interpreter import interpret
+from ..ops.interpreter import interpret
 from ..errors import CompileError
 from ..ir.clone import clone_graph
 from ..ir.core import Graph

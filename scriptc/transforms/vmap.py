@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..errors import CompileError
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import Effect, lookup, type_of
-from ..ir.types import (BOOL, FLOAT, INT, ListType, NamedTupleType, NumpyScalarType, TensorType, TupleType,
+from ..ir.types import (BOOL, FLOAT, INT, ListType, NamedTupleType, NumpyScalarType, TensorType, TupleType, Type,
                         python_sample)
 from .batching import BatchAnalysis, any_batched, batched_like, is_uninitialized
 
@@ -124,6 +124,22 @@ class Batcher:
 
     def copy(self, node: Node, inputs) -> Node:
         return self.node(node.kind, inputs, [erase(o.type) for o in node.outputs], dict(node.attrs))
+
+    # -- what operators' batching rules (scriptc/ops) build on: they see only this object, not this package --
+    @staticmethod
+    def batched_type(t: Type) -> Type:
+        """The type holding ``t`` for every example (a scalar's 1-D array, an array with a leading axis)."""
+        return batched_type(t)
+
+    def elementwise(self, node: Node, ins: list) -> Value:
+        """The operator on the whole batch at once, its operands broadcast against the batch axis."""
+        from .vmap_rules import elementwise      # (vmap_rules builds on this class: imported when used)
+        return elementwise(self, node, ins)
+
+    def lanes(self, node: Node, ins: list) -> list[Value]:
+        """The operator once per example, in a loop over the batch."""
+        from .vmap_rules import lanes            # (vmap_rules builds on this class: imported when used)
+        return lanes(self, node, ins)
 
     def error(self, node: Node | None, what: str, hint: str | None = None) -> CompileError:
         return CompileError(f"vmap: {what}", (node.source if node is not None else None) or self.source or self.region,

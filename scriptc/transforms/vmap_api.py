@@ -13,7 +13,7 @@ import functools
 import numpy as np
 
 from ..realign import call_with_twins, needs_twins
-from ..backend.interpreter import interpret
+from ..ops.interpreter import interpret
 from ..interop import as_array
 from ..ir.clone import clone_graph
 from ..ir.core import Graph

@@ -125,11 +125,11 @@ def target_description(directory=None, llvm: bool = True) -> dict | None:
     """What the machine code depends on besides the graph: versions and target. Without ``llvm``, None when
     the LLVM half cannot be had without loading LLVM (no host file for this machine in ``directory`` yet)."""
     import numpy as np
-    from ... import __version__
+    from ... import version     # (read when called: a test stands in another version)
     host = host_description(directory, llvm)
     if host is None:
         return None
-    return {"format": FORMAT, "scriptc": __version__, "python": sys.version, "numpy": np.__version__, **host}
+    return {"format": FORMAT, "scriptc": version.__version__, "python": sys.version, "numpy": np.__version__, **host}
 
 
 def _llvm_description() -> dict:

@@ -565,33 +565,3 @@ def make_entry(native, fallback, *, nogil: bool = False, rebuild=None, raise_err
 
 __all__ = ["ARRAY_LAYOUT_ERROR", "OBJECT_LAYOUT_ERROR", "EntryState", "EntryUnsupported", "bind_to_class",
            "entry_unsupported_reason", "make_entry", "out_reader", "rebind"]
-
-
-# -- benchmark ---------------------------------------------------------------------------------------------
-
-def bench_entry(n: int = 1_000_000, repeat: int = 7) -> dict[str, float]:
-    """ns per call of ``add(1.0, 2.0)``: Python, the entry, the entry through ``bind_to_class``, ctypes."""
-    import timeit
-
-    import scriptc
-    from . import compile_graph
-
-    def add(a: float, b: float) -> float:
-        return a + b
-
-    sf = scriptc.script(add)
-    native = compile_graph(sf.graph_for(1.0, 2.0))
-    entry = make_entry(native, native)
-    obj = bind_to_class(entry)()
-    assert entry(1.0, 2.0) == obj(1.0, 2.0) == native(1.0, 2.0) == add(1.0, 2.0) == 3.0
-    results = {}
-    for label, f in [("python def", add), ("entry", entry), ("entry via bind_to_class", obj),
-                     ("ctypes (NativeFunction)", native), ("ctypes raw caller", native._call)]:
-        t = min(timeit.Timer("f(1.0, 2.0)", globals={"f": f}).repeat(repeat, n)) / n
-        results[label] = t * 1e9
-        print(f"{label:28s} {t * 1e9:7.1f} ns/call")
-    return results
-
-
-if __name__ == "__main__":
-    bench_entry()

@@ -18,10 +18,11 @@ import numpy as np
 from ...ir.core import Graph
 from ...ir.registry import lookup
 from ...ir.types import BOOL, FLOAT, NumpyScalarType, TensorType
-from ..interpreter import Interpreter
+from ...ops.interpreter import Interpreter
 from ..llvm.errors import ERROR_TABLE
 from ..llvm.parallel import captured_values
 from .codegen import CONTIGUOUS, STRIDED, VECTORS, GpuUnsupported, _align
+from .device import DeviceArray, launch_config
 from .groups import describe, runs_on_gpu
 from .matmul import launch_product
 from .prange import combine_on_host, gpu_parallel_loop
@@ -105,7 +106,6 @@ class _Executor(Interpreter):
     def launch_loop(self, kernel, node, inputs, env):
         """A prange loop as a kernel, one iteration per thread; its reductions combined on the device, then with
         the values before the loop on the host."""
-        from ...cuda import launch_config
         trips, _, *before = inputs
         if trips <= 0:
             return list(before)
@@ -178,7 +178,6 @@ class _Executor(Interpreter):
     def launch(self, kernel, node, inputs) -> list:
         """A grid group: its arrays (new, or the destination operand of a write) element by element, and its
         reductions per block then by the finishing kernel, their scalars copied to the host at once."""
-        from ...cuda import DeviceArray, launch_config
         device, module = self.program.device, self.program.module
         if kernel.into is None:
             shape = np.broadcast_shapes(*[inputs[k].shape for k in kernel.arrays])
@@ -221,7 +220,6 @@ class _Executor(Interpreter):
     def on_empty(self, node, inputs) -> list:
         """A group over no elements, by the host on empty stand-ins (nothing to copy): NumPy's identities and
         errors; its arrays (empty) as device arrays."""
-        from ...cuda import DeviceArray
         stand_ins = [np.empty(x.shape, x.dtype) if _is_device(x) else x for x in inputs]
         results = super().run_fusion_group(node, stand_ins)
         return [DeviceArray._make(self.program.device, r.shape, r.dtype) if isinstance(r, np.ndarray) else r
@@ -250,7 +248,6 @@ class _Executor(Interpreter):
 
     def reduce_axis(self, kernel, node, inputs):
         """A reduction along an axis: one thread per result element (axis_reduce.py)."""
-        from ...cuda import DeviceArray, launch_config
         (x,) = [inputs[k] for k in kernel.arrays]
         axis = kernel.axis
         kept = [d for d in range(x.ndim) if d != axis]
@@ -306,7 +303,6 @@ class _DeviceImpls(dict):
         return impl
 
     def _creating(self, kind):
-        from ...cuda import DeviceArray
         base = lookup(kind).impl
         device = self.device
 
@@ -323,7 +319,6 @@ class _DeviceImpls(dict):
 def _viewing(kind):
     """A view of a device array (a row, a slice): NumPy's own indexing applied to an array object over the device
     address, which reads only shape and strides, never the data."""
-    from ...cuda import DeviceArray
     base = lookup(kind).impl
 
     def view(x, *args, **attrs):
@@ -361,7 +356,6 @@ def _host_only(kind):
 
 
 def _is_device(x) -> bool:
-    from ...cuda import DeviceArray
     return isinstance(x, DeviceArray)
 
 
@@ -417,7 +411,6 @@ def _overlaps(a, b) -> bool:
 
 def _device_copy(device, x):
     """A copy of the device memory a view spans, viewed with the same shape and strides."""
-    from ...cuda import DeviceArray
     lo, hi = _extent(x)
     block = device.allocate(hi - lo)
     device.copy_on_device(block.pointer, lo, hi - lo)

@@ -33,6 +33,7 @@ from ...ir.types import BOOL, FLOAT, NumpyScalarType, TensorType, result_dtype
 from ..llvm.arrays import ELEM, kind_of
 from ..llvm.common import F64, I8P, I64, i64
 from .groups import GpuUnsupported
+from .device import DeviceArray, launch_config
 from .intrinsics import barrier, grid_stride_loop, i32, special
 
 TILE_SLOTS = 2048       # 64-bit shared slots per tile (16 KiB): rows * depth and depth * cols fit
@@ -225,7 +226,6 @@ def product_layout(kind: str, a, b):
 
 def launch_product(program, kernel, node, inputs):
     """The product of two device arrays: a new device array, or (1-d by 1-d) a scalar copied to the host."""
-    from ...cuda import DeviceArray, launch_config
     product = kernel.product
     a, b = (inputs[k] for k in kernel.arrays)
     device = program.device

@@ -7,13 +7,13 @@ import sys
 from ..ir.core import Block, Graph
 from ..ir.registry import Effect, lookup
 from ..ir.types import BOOL, FLOAT, INT, TupleType
-from ..ops.prim import UNBOUND
+from .prim import UNBOUND
 
 _WRAP = 2 ** 64
 _HALF = 2 ** 63
 
 
-def _normalize(value, type):
+def normalize(value, type):
     """Keep scalars as Python scalars; ints wrap to 64 bits (two's complement) as native code does."""
     if value is UNBOUND:
         return value
@@ -27,7 +27,7 @@ def _normalize(value, type):
     if type == BOOL:
         return bool(value)
     if isinstance(type, TupleType) and value.__class__ is tuple:    # (divmod's ints wrap too)
-        return tuple(_normalize(v, t) for v, t in zip(value, type.elems))
+        return tuple(normalize(v, t) for v, t in zip(value, type.elems))
     return value
 
 
@@ -90,7 +90,7 @@ class Interpreter:
                 n = len(node.outputs)
                 outs = [] if n == 0 else [out] if n == 1 and kind != "prim::TupleUnpack" else list(out)
             for v, x in zip(node.outputs, outs):
-                env[id(v)] = _normalize(x, v.type)
+                env[id(v)] = normalize(x, v.type)
         return [env[id(v)] for v in block.returns]
 
     def run_fusion_group(self, node, inputs) -> list:
@@ -103,7 +103,7 @@ class Interpreter:
         trips, carried, invariants = inputs[0], inputs[1:1 + k], inputs[1 + k:]
         for i in range(trips):
             env = dict(zip(map(id, sub.inputs), [i, *carried, *invariants]))
-            carried = [_normalize(x, v.type) for x, v in zip(self.run_block(sub.block, env), sub.outputs)]
+            carried = [normalize(x, v.type) for x, v in zip(self.run_block(sub.block, env), sub.outputs)]
         return carried
 
     def run_loop(self, node, inputs, env) -> list:
