@@ -413,3 +413,14 @@ def test_a_store_that_drops_a_leading_axis_per_example():
     assert_same_array(scriptc.vmap(store_row, in_axes=(0, None))(xs, w), want)
     with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2,3\) into shape \(3,\)"):
         scriptc.vmap(store_row, in_axes=(0, None))(xs, np.ones((2, 3)))
+
+
+@scriptc.script
+def logical(x: np.ndarray, y: np.ndarray):
+    return np.logical_and(x > 0.5, y), np.logical_xor(x, y).sum(), np.logical_not(x[0])
+
+
+def test_logical_ufuncs():
+    x = rng.random((4, 5))
+    x[1, 2] = 0.0
+    check(logical, x, rng.random((4, 5)) > 0.5)

@@ -27,6 +27,15 @@ for _name, _scalar, _ufunc in PREDICATES:
     register(f"aten::{_name}(Number|Tensor self) -> bool|Tensor", impl=_impl, infer=by_sample(_impl),
              elementwise=True, py=(_scalar, _ufunc), predicate=True)
 
+# Truth values combined, element-wise (NumPy's logical ufuncs: a number is true when nonzero, NaN included); bool
+# results computed in the operands' common dtype, as a predicate's.
+LOGICAL = [("logical_and", np.logical_and, 2), ("logical_or", np.logical_or, 2), ("logical_xor", np.logical_xor, 2),
+           ("logical_not", np.logical_not, 1)]
+for _name, _ufunc, _arity in LOGICAL:
+    _params = "Number|Tensor self, Number|Tensor other" if _arity == 2 else "Number|Tensor self"
+    register(f"aten::{_name}({_params}) -> bool|Tensor", impl=_ufunc, infer=by_sample(_ufunc), elementwise=True,
+             py=(_ufunc,), predicate=True, vjp=ZERO_DERIVATIVE)
+
 
 def _array(t, what) -> TensorType:
     if not isinstance(t, TensorType):

@@ -376,3 +376,23 @@ def numpy_arithmetic_functions(x: np.ndarray, y: np.ndarray, k: float) -> np.nda
 
 
 case(numpy_arithmetic_functions, lambda: (rng(5).random(7) + 0.5, rng(6).random(7), 1.5))
+
+
+@scriptc.script
+def logical_ufuncs(x: np.ndarray, y: np.ndarray, k: int):
+    """NumPy's logical ufuncs: a number is true when nonzero (NaN too); bool results, fused with the rest."""
+    inside = np.logical_and(x > 0.25, np.logical_not(y < 0.5))
+    either = np.logical_or(x, y * 2.0)
+    one = np.logical_xor(np.isnan(x), k)
+    return inside, either, one, np.logical_and(x[0], k), np.logical_xor(x + 1.0, y).sum()
+
+
+def _logical_args():
+    x = rng(8).random(9)
+    x[[1, 4]] = [np.nan, 0.0]
+    return x, np.where(rng(9).random(9) > 0.5, rng(10).random(9), 0.0), 2
+
+
+case(logical_ufuncs, _logical_args)
+case(logical_ufuncs, lambda: (np.array([0, 3, -1, 0], np.int32), np.array([1, 0, 0, 2], np.int32), 0))
+case(logical_ufuncs, lambda: (np.array([True, False, True]), np.array([False, False, True]), 1))

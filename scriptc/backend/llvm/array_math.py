@@ -362,7 +362,7 @@ class ArrayMath:
         result)."""
         b = self.b
         if op in PREDICATES:
-            return "b", self.predicate_op(op, args[0], k)
+            return "b", self.predicate_op(op, args, k)
         if op in COMPARE:
             ipred, fpred = COMPARE[op]
             if k == "f":

@@ -33,8 +33,12 @@ class ArrayFns:
     """Mixin of FunctionLowering."""
 
     # -- predicates (called from element_op) -------------------------------------------------------------
-    def predicate_op(self, op: str, x, k: str):
+    def predicate_op(self, op: str, args: list, k: str):
+        """A predicate of one element (args of kind ``k``): isnan/isinf/isfinite, or NumPy's logical ufuncs."""
         b = self.b
+        if op.startswith("logical_"):
+            return self.logical_op(op, [self.truth(x, k) for x in args])
+        x = args[0]
         if k != "f":                                     # ints and bools are finite, never NaN
             return ir.Constant(I1, int(op == "isfinite"))
         if op == "isnan":
@@ -44,12 +48,32 @@ class ArrayFns:
             return b.fcmp_ordered("==", magnitude, f64(float("inf")))
         return b.fcmp_ordered("<", magnitude, f64(float("inf")))
 
+    def truth(self, x, k: str):
+        """An element as a bool, as NumPy's logical ufuncs see it: nonzero (NaN is true)."""
+        if k == "b":
+            return x
+        if k == "f":
+            return self.b.fcmp_unordered("!=", x, f64(0.0))
+        return self.b.icmp_signed("!=", x, ir.Constant(x.type, 0))
+
+    def logical_op(self, op: str, truths: list):
+        b = self.b
+        if op == "logical_not":
+            return b.not_(truths[0])
+        return {"logical_and": b.and_, "logical_or": b.or_, "logical_xor": b.xor}[op](*truths)
+
     @handles("aten::isnan", "aten::isinf", "aten::isfinite")
     def lower_scalar_predicate(self, node):
         v = node.inputs[0]
         k = scalar_kind(v.type)
         x = self.scalar(v)
-        return [[self.predicate_op(node.kind.split("::")[1], x, "f" if k == "f" else "i")]]
+        return [[self.predicate_op(node.kind.split("::")[1], [x], "f" if k == "f" else "i")]]
+
+    @handles("aten::logical_and", "aten::logical_or", "aten::logical_xor", "aten::logical_not")
+    def lower_scalar_logical(self, node):
+        """Of numbers: each operand's truth in its own kind (an int and a float are not converted first)."""
+        truths = [self.truth(self.scalar(v), scalar_kind(v.type)) for v in node.inputs]
+        return [[self.logical_op(node.kind.split("::")[1], truths)]]
 
     def round_dtype(self, x, dtype: str):
         """A double result of ``dtype``'s float loop as NumPy's loop leaves it (the element-wise rule: rounded
