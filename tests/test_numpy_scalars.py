@@ -229,3 +229,50 @@ def test_gradients_through_float32_elements_match_jax():
     for got in (scriptc.grad(squares)(x), scriptc.grad(squares).interpret(x)):
         assert got.dtype == np.float32
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+
+
+@scriptc.script
+def to_int32(a):
+    return np.int32(a)
+
+
+@scriptc.script
+def to_uint8(a):
+    return np.uint8(a)
+
+
+@scriptc.script
+def to_int64(a):
+    return np.int64(a)
+
+
+@scriptc.script
+def to_float32(a):
+    return np.float32(a) * 3
+
+
+@scriptc.script
+def to_float64_and_bool(a):
+    return np.float64(a) / 3, np.bool_(a)
+
+
+@scriptc.script
+def elements_converted(x: np.ndarray, i: int):
+    return np.int32(x[i]), np.uint8(x[i]), np.int64(x[i]), np.float32(x[i]), np.float16(x[i]), np.float64(x[i])
+
+
+@pytest.mark.parametrize("fn", [to_int32, to_uint8, to_int64, to_float32, to_float64_and_bool])
+@pytest.mark.parametrize("a", [2.7, -2.7, 0.0, float("nan"), float("inf"), 3e9, 1e30, 300, -1, 2 ** 40, 7, True])
+def test_numpy_scalar_types_convert_python_numbers_as_numpy(fn, a):
+    """A Python float to an integer type is int() first (ValueError for NaN, OverflowError for inf and
+    out-of-range values); a Python int out of the type's range is NumPy's OverflowError."""
+    check(fn, a)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32", "uint8", "float16"])
+def test_numpy_scalar_types_cast_array_elements(dtype):
+    """An element is a NumPy scalar, cast as astype casts it (wrapping, truncating), never range-checked."""
+    with np.errstate(all="ignore"):
+        x = np.array([3e9, -2.7, 300.5, 255, -1, 70000, 2.5], np.float64).astype(dtype)
+    for i in range(len(x)):
+        check(elements_converted, x, i)

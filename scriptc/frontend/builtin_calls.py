@@ -21,13 +21,23 @@ import numpy as np
 
 from ..errors import CompileError
 from ..ir.core import Node, Value, constant_value, is_constant
-from ..ir.registry import NeedsSpecialization
-from ..ir.types import (BOOL, FLOAT, INT, NARROW_SCALARS, NONE, ListType, TensorType, TupleType, exact_numpy_join,
-                        scalar_type)
+from ..ir.registry import NeedsSpecialization, lookup
+from ..ir.types import (BOOL, FLOAT, INT, NARROW_SCALARS, NONE, ListType, NumpyScalarType, TensorType, TupleType,
+                        exact_numpy_join, scalar_type)
 
 ITERATORS = (builtins.enumerate, builtins.zip, builtins.reversed)
 REDUCTIONS = (builtins.sum, builtins.any, builtins.all)
 BUILTIN_CALLS = {*ITERATORS, *REDUCTIONS, builtins.round, builtins.isinstance, math.isclose, math.gcd}
+# np.float32(x), np.int64(x), ...: NumPy's scalar types called as conversions
+NUMPY_SCALAR_TYPES = {np.dtype(name).type: name for name in (*NARROW_SCALARS, "float64", "int64", "bool")}
+
+
+def from_array(v: Value) -> bool:
+    """Whether ``v`` is an int or float read out of an array (an element of an int64 or float64 array, a
+    reduction): a NumPy scalar in NumPy, strong in its promotion (NEP 50) and cast (not range-checked) by
+    np.int32(v), which scriptc holds as the Python scalar."""
+    return v.type in (INT, FLOAT) and v.node is not None and "-> Number" in lookup(v.node.kind).schema and \
+        any(isinstance(i.type, TensorType) for i in v.node.inputs)     # (not len(x), x.size: Python ints)
 
 # Builtins outside the subset, and what does the job instead.
 UNSUPPORTED_BUILTINS = {
@@ -214,6 +224,27 @@ class BuiltinCallsMixin:
                 acc = self.op("prim::gcd", [acc, a], at=node)
             return acc
         raise AssertionError(obj)
+
+    def call_numpy_scalar(self, obj, node):
+        """``np.float32(x)``, ``np.int32(x)``, ``np.float64(x)``, ``np.bool_(x)``, as NumPy converts: a NumPy scalar
+        (an array's element) is cast (wrapping, truncating); a Python float to an integer type is ``int(x)``
+        first (ValueError for NaN, OverflowError for infinities), and a Python int out of the type's range is
+        NumPy's OverflowError."""
+        dtype = NUMPY_SCALAR_TYPES[obj]
+        if len(node.args) != 1 or node.keywords:
+            raise self.fn.error(f"np.{obj.__name__}() takes one number here", node)
+        v = self.expr(node.args[0])
+        if not v.type.is_scalar:
+            raise self.fn.error(f"np.{obj.__name__}() of {self.describe(v.type)} is not supported", node,
+                                f"for an array, use .astype(np.{obj.__name__})")
+        if dtype == "bool":
+            return self.truth(v, node)
+        python = not isinstance(v.type, NumpyScalarType) and not from_array(v)
+        if python and np.dtype(dtype).kind in "iu" and v.type == FLOAT:
+            v = self.op("aten::Int", [v], at=node)          # np.int32(2.7) is np.int32(int(2.7))
+        if dtype == "float64" and python:
+            return self.convert(v, FLOAT, node)
+        return self.op("aten::numpy_scalar", [v], {"dtype": dtype, **({} if python else {"cast": True})}, at=node)
 
     def call_round(self, node):
         kw = self.keywords(node, {"ndigits"})

@@ -21,7 +21,7 @@ from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_me
 from ..ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, STR, ListType, NamedTupleType, NumpyScalarType, TensorType,
                         TupleType, is_named_tuple_class, scalar_dtype)
 from .arrays import ARRAY_CALLS, ARRAY_METHODS, ArrayFrontend
-from .builtin_calls import BUILTIN_CALLS
+from .builtin_calls import BUILTIN_CALLS, NUMPY_SCALAR_TYPES
 from .library_calls import LibraryCallsMixin
 from .named_tuples import NamedTupleMixin
 from .scopes import literal_int
@@ -125,6 +125,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return self.call_minmax(obj, node)
         if obj in BUILTIN_CALLS:
             return self.call_builtin(obj, node)
+        if obj in NUMPY_SCALAR_TYPES:
+            return self.call_numpy_scalar(obj, node)
         if obj is builtins.len:
             return self.call_len(node)
         if obj in (builtins.str, builtins.repr, builtins.format):

@@ -19,7 +19,7 @@ from ..ir.core import Block, Graph, Node, Value, constant_value, is_constant
 from ..ir.registry import Effect, NeedsSpecialization, OpTypeError, lookup
 from ..ir.types import (BOOL, FLOAT, INT, NONE, STR, ListType, NamedTupleType, NumpyScalarType, TensorType,
                         TupleType, Type, decayed, exact_numpy_join, join)
-from .builtin_calls import BuiltinCallsMixin
+from .builtin_calls import BuiltinCallsMixin, from_array
 from .calls import CallsMixin
 from .lists import ListsMixin
 from .parallel import ParallelMixin
@@ -148,7 +148,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def emit(self, kind: str, inputs, attrs=None, at=None, hint=None) -> Node:
         op = lookup(kind)
         attrs = dict(attrs or {})
-        strong = op.elementwise and any(_from_array(v) for v in inputs)
+        strong = op.elementwise and any(from_array(v) for v in inputs)
         inputs = [self.decay(v, at) if isinstance(v.type, NumpyScalarType) and
                   (strong or not op.takes_numpy_scalar(k, len(inputs))) else v for k, v in enumerate(inputs)]
         if op.effect == Effect.WRITES:
@@ -890,15 +890,6 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
 
 def binding_type(v) -> Type | None:
     return BOOL if isinstance(v, bool) else None if isinstance(v, Conflict) else v.type
-
-
-def _from_array(v: Value) -> bool:
-    """Whether ``v`` is an int or float read out of an array (an element of an int64 or float64 array, a
-    reduction): a NumPy scalar in NumPy, strong in its promotion (NEP 50), which scriptc holds as the Python
-    scalar. A narrow NumPy scalar meeting it is converted to the Python scalar (np.float32 * np.float64 is
-    float64), where a Python value (weak) would be converted to the NumPy scalar's dtype."""
-    return v.type in (INT, FLOAT) and v.node is not None and "-> Number" in lookup(v.node.kind).schema and \
-        any(isinstance(i.type, TensorType) for i in v.node.inputs)     # (not len(x), x.size: Python ints)
 
 
 def join_bindings(values: list) -> Type | None:

@@ -287,14 +287,17 @@ register("aten::Bool(Number self) -> bool", impl=bool, infer=_scalar_only("bool(
          batch=Batch.custom(lambda b, node, ins: [b.op("aten::ne", ins[0], b.const(0))]), numpy_scalars=True)
 
 
-def _numpy_scalar(x, *, dtype):
+def _numpy_scalar(x, *, dtype, cast=False):
     """``np.int32(x)``: a Python int out of the dtype's range is NumPy's OverflowError; a NumPy scalar or a float
-    converts as NumPy casts it (wrapping, rounding, truncating)."""
+    converts as NumPy casts it (wrapping, rounding, truncating). ``cast``: ``x`` is an int64 or float64 NumPy
+    scalar (an array's element, held as the Python scalar), cast too."""
     with np.errstate(all="ignore"):
+        if cast and not isinstance(x, np.generic):
+            x = np.int64(x) if isinstance(x, int) else np.float64(x)
         return np.dtype(dtype).type(x)
 
 
-def _numpy_scalar_rule(t, *, dtype):
+def _numpy_scalar_rule(t, *, dtype, cast=False):
     if not t.is_scalar:
         raise OpTypeError(f"np.{dtype}() of {t} is not a scalar conversion")
     return scalar_type(dtype)
@@ -305,6 +308,6 @@ def _numpy_scalar_batch(b, node, ins):
     return [b.mark(b.op("aten::to", ins[0], dtype=node.attrs["dtype"]), node.outputs[0].type)]
 
 
-register("aten::numpy_scalar(Number self, *, str dtype) -> Number", impl=_numpy_scalar, infer=_numpy_scalar_rule,
-         effect=Effect.RAISES, numpy_scalars=True, vjp=lambda e, g, out, a, dtype: (g,),
+register("aten::numpy_scalar(Number self, *, str dtype, bool cast) -> Number", impl=_numpy_scalar,
+         infer=_numpy_scalar_rule, effect=Effect.RAISES, numpy_scalars=True, vjp=lambda e, g, out, a, **attrs: (g,),
          batch=Batch.custom(_numpy_scalar_batch))

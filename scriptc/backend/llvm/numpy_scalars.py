@@ -55,8 +55,8 @@ class NumpyScalarOps:
         NumPy casts it (wrapping, rounding, truncating)."""
         src, dst = node.inputs[0].type, node.outputs[0].type
         kind, x = scalar_kind(src), self.scalar(node.inputs[0])
-        dtype = dst.dtype
-        if not isinstance(src, NumpyScalarType) and kind == "i" and dtype in INT_RANGE:
+        dtype = node.attrs["dtype"]
+        if not isinstance(src, NumpyScalarType) and not node.attrs.get("cast") and kind == "i" and dtype in INT_RANGE:
             lo, hi = INT_RANGE[dtype]
             b = self.b
             bad = b.or_(b.icmp_signed("<", x, i64(lo)), b.icmp_signed(">", x, i64(hi)))
