@@ -7,7 +7,8 @@ same lines, the one-sided slopes agree, and two step sizes agree.
 Second derivatives (``grad(grad(loss))``, through the first derivative's own tapes) are compared with central
 differences of the first derivative, where the program is smooth around the point.
 
-SCRIPTC_GRAD_FUZZ_EXAMPLES sets the bounded CI count; ``pytest -m slow`` runs many more."""
+SCRIPTC_GRAD_FUZZ_EXAMPLES and SCRIPTC_GRAD_FUZZ_SECOND_EXAMPLES set the bounded CI counts (first and second
+derivatives); ``pytest -m slow`` runs many more."""
 from __future__ import annotations
 
 import importlib.util
@@ -23,6 +24,7 @@ import scriptc
 from tests import fuzzgen
 
 CI_EXAMPLES = int(os.environ.get("SCRIPTC_GRAD_FUZZ_EXAMPLES", "15"))
+CI_SECOND = int(os.environ.get("SCRIPTC_GRAD_FUZZ_SECOND_EXAMPLES", "5"))     # ~10 s each: grad(grad) compiles
 SLOW_EXAMPLES = int(os.environ.get("SCRIPTC_GRAD_FUZZ_SLOW_EXAMPLES", "400"))
 _counter = itertools.count()
 
@@ -165,7 +167,7 @@ def check_second(case, tmp_path_factory):
     assert second.interpret(*args) == pytest.approx(got, rel=1e-12, abs=1e-12)
 
 
-@settings(max_examples=CI_EXAMPLES, **_SETTINGS)
+@settings(max_examples=CI_SECOND, **_SETTINGS)
 @given(case=fuzzgen.cases(prints=False))
 def test_second_derivatives_of_random_programs(case, tmp_path_factory):
     check_second(case, tmp_path_factory)

@@ -129,7 +129,12 @@ def derivatives():
     return dict(zip(calls, values))
 
 
-@pytest.mark.parametrize("f, order", ORDERS, ids=[f"{f.__name__}-{k}" for f, k in ORDERS])
+# third derivatives whose graphs take 25-50 s to build and compile run with `make test-slow`
+SLOW_ORDERS = {(array_recurrence, 3), (branches_in_nested_loops, 3), (list_of_arrays, 3)}
+
+
+@pytest.mark.parametrize("f, order", [pytest.param(f, k, marks=[pytest.mark.slow] if (f, k) in SLOW_ORDERS else [],
+                                                   id=f"{f.__name__}-{k}") for f, k in ORDERS])
 def test_derivatives_of_every_order_match_jax(derivatives, f, order):
     ours = nth(scriptc.grad, f, order)
     for x in POINTS:
