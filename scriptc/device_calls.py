@@ -45,7 +45,7 @@ class DeviceCalls:
         every operator the device runs is a group (a kernel) of its own (``passes/device_groups.py``)."""
         from .passes.device_groups import outline_for_device
         self.graph_for_types(types, optimize=False)
-        from .function import pipeline
+        from .compiled import pipeline
         graph = pipeline(skip={"time-loop-fusion"}).run(self._compile(types))
         outline_for_device(graph)
         return graph

@@ -9,19 +9,18 @@ from __future__ import annotations
 import functools
 import os
 import pickle
-import threading
 import types
 
 import numpy as np
 
 from .arguments import (_SCALAR_OF, UNANNOTATED, _accept, _check_argument, _kind, _widenings, bind_by_name)
+from .compiled import COMPILING, CompiledFunction
 from .errors import CompileError, user_facing
 from .frontend import FunctionEmitter, Resolver, get_source, validate
 from .device_calls import DeviceCalls, _on_device
-from .realign import call_with_twins, needs_twins
 from .gc_pause import gc_paused
-from .installed import install_first, install_optimized, wait_optimized
 from .ir.core import Graph
+from .ir.pycode import python_code
 from .ir.registry import NeedsSpecialization
 from .ir.types import BOOL, TensorType, Type
 from .ir.verifier import verify
@@ -33,10 +32,8 @@ from .signatures import format_signature, from_numba, parse_signature
 _in_progress: dict[tuple, list] = {}
 _unverified: list[Graph] = []
 _cache_log: list[tuple] = []
-# One compile at a time in a process (as numba's compiler lock): the frontend's state above is the outermost
-# compile's, and two threads' first calls of one signature compile it once. Reentrant: a compile compiles its
-# callees.
-COMPILING = threading.RLock()
+
+
 class _WrongGuess(Exception):
     """Compiling with an assumed result type for recursive calls failed (``error``: the CompileError)."""
 
@@ -49,24 +46,18 @@ class GraphNeedsTypes(RuntimeError):
     """``f.graph`` of a function whose graph depends on its arguments' dtypes, before it was called."""
 
 
-class ScriptFunction(DeviceCalls):
+class ScriptFunction(DeviceCalls, CompiledFunction):
+    """A scripted function: its graph per signature comes from the frontend (``_compile``); binding follows the
+    parameters' annotations; calls with device arrays run on the GPU (``device_calls.py``)."""
     scriptc_callable = True      # callable from scripted code (frontend.Resolver.is_script_function)
 
     def __init__(self, fn, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False,
                  tiered: bool = True):
         functools.update_wrapper(self, fn)
         self.py_func = fn
-        self.fastmath, self.nogil = fastmath, nogil
-        self.tiered = tiered        # first calls run the short pipeline's code until O3's is in (optimizer.py)
-        self.cache = cache     # False, True (the default directory) or a directory
-        self._disk_cache = None
+        # tiered: first calls run the short pipeline's code until O3's is in (optimizer.py)
+        self._init_compiled(fn.__name__, fastmath=fastmath, nogil=nogil, tiered=tiered, cache=cache)
         self._gpu: dict[tuple, object] = {}        # (signature, device) -> GpuProgram
-        self._native: dict[tuple, object] = {}
-        # Each scripted function gets its own class so that calling it can go straight to a JIT-generated
-        # CPython entry point (``__call__`` on the class): one per compiled signature, each falling back to
-        # the previous one and the first to ``_dispatch``, the Python path that binds, converts and compiles.
-        self.__class__ = type(f"ScriptFunction[{fn.__name__}]", (ScriptFunction,), {})
-        self._entry = None
         self.source = get_source(fn)
         self.resolver = Resolver(self._callee_graph)
         validate(self.source, self.resolver)
@@ -79,8 +70,6 @@ class ScriptFunction(DeviceCalls):
         self.param_dtypes = [None if a.annotation is None else self.resolver.array_dtype(self.source, a.annotation)
                              for a in tree.args.args]
         self._graphs: dict[tuple, Graph] = {}      # the frontend's graph per signature
-        self._optimized: dict[tuple, Graph] = {}   # after the pass pipeline: what native code is made from
-        self._shaped: dict[tuple, Graph] = {}      # graph_for: the optimized graph with argument shapes
         self._specialized: dict[tuple, tuple] = {}  # the kinds passed -> the signature compiled for them
         self._generic: Graph | None = None
         self._generic_retried = False
@@ -224,20 +213,13 @@ class ScriptFunction(DeviceCalls):
             fn, types = _cache_log.pop()
             fn._graphs.pop(types, None)
 
-    def graph_for_types(self, types: tuple, optimize: bool = True) -> Graph:
-        """The graph for a signature: optimized (passes, fusion) by default, else as the frontend built it."""
-        if not optimize:
-            g = self._graphs.get(types)
-            if g is None:
-                g = self._graphs[types] = self._compile(types)
-                if _in_progress:
-                    _cache_log.append((self, types))
-            return g
-        g = self._optimized.get(types)
+    def _source_graph(self, types: tuple) -> Graph:
+        """The frontend's graph for a signature."""
+        g = self._graphs.get(types)
         if g is None:
-            # the passes rewrite a copy of the frontend's graph (same names: the same text as building it again)
-            from .ir.clone import clone_graph
-            g = self._optimized[types] = pipeline().run(clone_graph(self.graph_for_types(types, optimize=False)))
+            g = self._graphs[types] = self._compile(types)
+            if _in_progress:
+                _cache_log.append((self, types))
         return g
 
     def _callee_graph(self, callee: "ScriptFunction", arg_types, caller, node):
@@ -309,63 +291,9 @@ class ScriptFunction(DeviceCalls):
     def _dispatch(self, *args, **kwargs):
         if any(_on_device(a) for a in (*args, *kwargs.values())):
             return self._run_on_device(args, kwargs)
-        types, values = self._bind(args, kwargs)
-        native = self.native_for_types(types)
-        if needs_twins(values):
-            return call_with_twins(native, values, native.written_inputs)
-        return native(*values)
+        return self._run(args, kwargs)
 
     __call__ = _dispatch
-
-    def native_for_types(self, types: tuple):
-        """The machine code for one signature, compiled on first use."""
-        native = self._native.get(types)
-        if native is None:
-            with COMPILING, gc_paused():
-                native = self._native.get(types)        # (compiled by another thread meanwhile)
-                if native is None:
-                    native = self._compile_native(types)
-        return native
-
-    def _compile_native(self, types: tuple):
-        native = self._load_by_source_key(types) if self.cache else None
-        if native is None:
-            from .backend.gil import releases_gil
-            graph = self.graph_for_types(types)
-            nogil = self.nogil or releases_gil(graph)    # prange loops run with the GIL released
-            cache = self._cache_directory()
-            native = key = None
-            if cache is not None:      # a hit links cached machine code without loading LLVM
-                from .backend.llvm.cached import load_cached
-                native, key = load_cached(graph, self.fastmath, nogil, cache, python_entry=True)
-            if native is None:
-                from .backend.llvm import optimizer
-                from .backend.llvm.compile import compile_graph
-                native = compile_graph(graph, fastmath=self.fastmath, nogil=nogil, cache=cache, python_entry=True,
-                                       key=key, optimized=functools.partial(self._install_optimized, types, key,
-                                                                            nogil) if optimizer.applies(self) else None)
-            if native.tier == "optimized" and key is not None:
-                self._store_manifest_of(graph.name, types, native, key, nogil)
-            native.nogil = nogil
-            native = install_first(self, types, native, lambda _, each: self._install_entry(each))
-        return native
-
-    def _install_optimized(self, types: tuple, key: str | None, nogil: bool, native) -> None:
-        """Replace a signature's first-tier code with its O3 code (called on the optimizer's thread)."""
-        native.nogil = nogil
-        install_optimized(self, types, native, lambda _, each: self._install_entry(each))
-        if key is not None:
-            self._store_manifest_of(native.name, types, native, key, nogil)
-
-    def _store_manifest_of(self, name: str, types: tuple, native, key: str, nogil: bool) -> None:
-        if self._cache_directory().path(name, key).exists():
-            self._store_manifest(types, native, key, nogil)
-
-    def wait_optimized(self, timeout: float | None = None) -> bool:
-        """Wait until every signature compiled so far runs its O3 code: a first call runs code made by a short
-        pipeline while O3 compiles in another process (``backend/llvm/optimizer.py``). False if ``timeout``
-        seconds passed first."""
-        return wait_optimized(self._native.values(), timeout)
 
     def _load_by_source_key(self, types: tuple):
         """The cached machine code of a signature found by its source key, without the frontend and the passes
@@ -384,56 +312,16 @@ class ScriptFunction(DeviceCalls):
         if native is not None:
             self._native[types] = native
             native.nogil = nogil
-            self._install_entry(native)
+            self._install_entry(types, native)
         return native
 
-    def _store_manifest(self, types: tuple, native, key: str, nogil: bool) -> None:
+    def _remember_source_key(self, types: tuple, native, key: str, nogil: bool) -> None:
         from .source_key import manifest, source_key
         cache = self._cache_directory()
         skey = source_key(self, types, cache.directory)
         data = manifest(self, native, key, nogil) if skey is not None else None
         if data is not None:
             cache.store_manifest(self.__name__, skey, data)
-
-    def _cache_directory(self):
-        if not self.cache:
-            return None
-        if self._disk_cache is None:
-            from .backend.llvm.disk_cache import DiskCache, default_directory
-            where = default_directory(self.source.filename) if self.cache is True else self.cache
-            self._disk_cache = DiskCache(where)
-        return self._disk_cache
-
-    def _install_entry(self, native) -> None:
-        fallback = self._entry or self._dispatch
-        nogil = getattr(native, "nogil", self.nogil)
-        entry = native.python_entry(fallback, nogil)     # compiled into the signature's module
-        if entry is None:
-            from .backend.llvm.entry import EntryUnsupported, make_entry
-            try:
-                entry = make_entry(native, fallback, nogil=nogil)
-            except EntryUnsupported:
-                return  # this signature is called through _dispatch (ctypes)
-        self._entry = entry
-        type(self).__call__ = staticmethod(entry)
-
-    @user_facing
-    def inspect_llvm(self, *args, **kwargs) -> str:
-        """The optimized LLVM IR for these arguments' signature."""
-        return self.native_for_types(self._bind(args, kwargs)[0]).llvm_ir
-
-    @user_facing
-    def inspect_asm(self, *args, **kwargs) -> str:
-        """The host assembly for these arguments' signature."""
-        return self.native_for_types(self._bind(args, kwargs)[0]).asm
-
-    @user_facing
-    def interpret(self, *args, **kwargs):
-        """Run through the reference interpreter (the oracle for passes and backends)."""
-        types, values = self._bind(args, kwargs)
-        from .ops.interpreter import check_arguments, interpret
-        check_arguments(values, types)
-        return interpret(self.graph_for_types(types, optimize=False), values)
 
     # -- introspection --------------------------------------------------------------------------------
     @property
@@ -462,14 +350,8 @@ class ScriptFunction(DeviceCalls):
     def code(self) -> str:
         """The optimized graph as Python-like source (TorchScript's ``.code``): the first compiled signature's,
         or the frontend's graph before any call."""
-        from .ir.pycode import python_code
         graph = next(iter(self._optimized.values())) if self._optimized else self.graph
         return python_code(graph, self.__name__)
-
-    def code_for(self, *args, **kwargs) -> str:
-        """``code`` for these arguments' signature."""
-        from .ir.pycode import python_code
-        return python_code(self.graph_for_types(self._bind(args, kwargs)[0]), self.__name__)
 
     # -- pickling: by reference, as functions and numba's dispatchers pickle -------------------------------
     def __reduce__(self):
@@ -484,11 +366,6 @@ class ScriptFunction(DeviceCalls):
         return _restore, (self.__module__, self.__qualname__)
 
     @user_facing
-    def frontend_graph_for(self, *args, **kwargs) -> Graph:
-        """The graph for these arguments' types as the frontend built it, before any pass."""
-        return self.graph_for_types(self._bind(args, kwargs)[0], optimize=False)
-
-    @user_facing
     def graph_for(self, *args, **kwargs) -> Graph:
         """The graph native code is generated from for these arguments' types (specialized, optimized, fused),
         with these arguments' shapes propagated through it: ``Double(2, 3)`` where a dimension is known. Native
@@ -499,14 +376,7 @@ class ScriptFunction(DeviceCalls):
             types, values, _ = self._bind_device(args, kwargs)
             return mark_devices(self.gpu_graph_for_types(types),
                                 [_on_device(v) for v in values])
-        types, values = self._bind(args, kwargs)
-        shapes = tuple(v.shape if isinstance(v, np.ndarray) else None for v in values)
-        key = (types, shapes)
-        g = self._shaped.get(key)
-        if g is None:
-            from .passes.shape_inference import specialize_shapes
-            g = self._shaped[key] = specialize_shapes(self.graph_for_types(types), list(shapes))
-        return g
+        return CompiledFunction.graph_for(self, *args, **kwargs)
 
 
 def _restore(module: str, qualname: str) -> "ScriptFunction":
@@ -519,15 +389,6 @@ def _restore(module: str, qualname: str) -> "ScriptFunction":
     if not isinstance(obj, ScriptFunction):
         raise pickle.UnpicklingError(f"{module}.{qualname} is not a scripted function")
     return obj
-
-
-def pipeline(skip=()):
-    """The pass pipeline compiled functions go through (less the passes in ``skip``); SCRIPTC_VERIFY=1 verifies
-    after every pass (tests). The passes are imported here, at the first compile, not by ``import scriptc``."""
-    from .passes import PassManager
-    pm = PassManager(verify_each=os.environ.get("SCRIPTC_VERIFY") == "1")
-    pm.passes = [p for p in pm.passes if p not in skip]
-    return pm
 
 
 @user_facing

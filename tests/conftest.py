@@ -38,7 +38,7 @@ def verify_and_round_trip(graph):
 
 
 scriptc.function.verify = verify_and_round_trip
-_pipeline = scriptc.function.pipeline
+_pipeline = scriptc.compiled.pipeline
 
 
 class RoundTripPipeline:
@@ -51,4 +51,4 @@ class RoundTripPipeline:
         return verify_and_round_trip(self.inner.run(graph))
 
 
-scriptc.function.pipeline = RoundTripPipeline
+scriptc.compiled.pipeline = RoundTripPipeline

@@ -9,44 +9,23 @@ gradient graph.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from ..ops.interpreter import interpret
+from ..compiled import CompiledFunction
 from ..errors import CompileError
 from ..ir.clone import clone_graph
 from ..ir.core import Graph
 from ..ir.types import FLOAT, decayed
+from ..ir.verifier import verify
+from ..passes import PassManager
 from .autodiff import differentiable, gradient_graph
 from .memory import MemoryPlan
-from ..realign import call_with_twins, needs_twins
 
 _PREPARE = ["inline", "canonicalize", "constant-propagation", "cse", "dce"]
 
 
-class TransformedGraphs:
-    """``graph_for`` and ``frontend_graph_for`` of a transformed function (grad, vmap): what it has to give is
-    ``_bind(args, kwargs) -> (types, values)`` and ``graph_for_types(types, optimize)``."""
-
-    def graph_for(self, *args, **kwargs) -> Graph:
-        """The optimized transformed graph for these arguments, with their shapes propagated."""
-        from ..passes.shape_inference import specialize_shapes
-        types, values = self._bind(args, kwargs)
-        shapes = [v.shape if isinstance(v, np.ndarray) else None for v in values]
-        return specialize_shapes(self.graph_for_types(types), shapes)
-
-    def frontend_graph_for(self, *args, **kwargs) -> Graph:
-        """The transformed graph as the transform built it, before the pass pipeline."""
-        return self.graph_for_types(self._bind(args, kwargs)[0], optimize=False)
-
-    def wait_optimized(self, timeout: float | None = None) -> bool:
-        """As ``ScriptFunction.wait_optimized``: every signature compiled so far runs its O3 code."""
-        from ..installed import wait_optimized
-        return wait_optimized(self._native.values(), timeout)
-
-
-class GradFunction(TransformedGraphs):
+class GradFunction(CompiledFunction):
+    """``grad(f)``: its graph per signature is the reverse-mode transform of ``f``'s."""
     scriptc_callable = True      # callable from scripted code, like a scripted function
 
     def __init__(self, fn, argnums=0, with_value: bool = False):
@@ -56,22 +35,16 @@ class GradFunction(TransformedGraphs):
         if not (isinstance(argnums, int) or isinstance(argnums, tuple) and argnums
                 and all(isinstance(k, int) for k in argnums)):
             raise TypeError(f"argnums must be an int or a tuple of ints, not {argnums!r}")
-        # as scripted functions do: a class of its own, whose __call__ becomes the JIT-built entry point of the
-        # signatures compiled so far (``_install_entry``), falling back to ``_dispatch``
-        self.__class__ = type(f"GradFunction[{fn.__name__}]", (GradFunction,), {})
-        self._entry = None
         self.fn = fn
         self.single = isinstance(argnums, int)
         self.argnums = (argnums,) if self.single else tuple(argnums)
         self.with_value = with_value
         self.__name__ = f"{'value_and_grad' if with_value else 'grad'}({fn.__name__})"
-        self.fastmath, self.nogil, self.tiered = fn.fastmath, fn.nogil, getattr(fn, "tiered", True)
+        self._init_compiled(fn.__name__, fastmath=fn.fastmath, nogil=fn.nogil, tiered=fn.tiered, cache=fn.cache)
         # what calls from scripted code bind arguments with: the function's own parameters
         self.param_names, self.param_types, self.param_dtypes = fn.param_names, fn.param_types, fn.param_dtypes
         self.defaults = fn.defaults
         self._graphs: dict[tuple, Graph] = {}
-        self._optimized: dict[tuple, Graph] = {}
-        self._native: dict[tuple, object] = {}
         self._written: dict[tuple, list[int]] = {}     # parameters the function writes, per signature
 
     def __repr__(self):
@@ -101,71 +74,25 @@ class GradFunction(TransformedGraphs):
             raise CompileError(f"grad: '{self.fn.__name__}' returns {graph.outputs[0].type}, not a float", where,
                                "grad differentiates functions that return one float")
 
-    def graph_for_types(self, types: tuple, optimize: bool = True) -> Graph:
+    def _source_graph(self, types: tuple) -> Graph:
+        """The gradient graph of a signature, from the function's graph inlined and simplified."""
         g = self._graphs.get(types)
         if g is None:
-            from ..passes import PassManager
             src = clone_graph(self.fn.graph_for_types(types, optimize=False))
             PassManager(passes=list(_PREPARE)).run(src)
             self._check(types, src)
             argnums = tuple(k % len(types) for k in self.argnums)
-            g = self._graphs[types] = gradient_graph(src, argnums, self.with_value, self.single)
+            g = self._graphs[types] = verify(gradient_graph(src, argnums, self.with_value, self.single))
             self._written[types] = MemoryPlan(src).written_params(src)
-            from ..ir.verifier import verify
-            verify(g)
-        if not optimize:
-            return g
-        opt = self._optimized.get(types)
-        if opt is None:
-            from ..function import pipeline
-            opt = self._optimized[types] = pipeline().run(clone_graph(g))
-        return opt
+        return g
 
-    def native_for_types(self, types: tuple):
-        native = self._native.get(types)
-        if native is None:
-            from ..backend.llvm import compile_graph, optimizer
-            from ..installed import install_first, install_optimized
-            install = self._install_entry
-            optimized = functools.partial(install_optimized, self, types, install=install) \
-                if optimizer.applies(self) else None
-            native = compile_graph(self.graph_for_types(types), fastmath=self.fastmath, nogil=self.nogil,
-                                   python_entry=True, optimized=optimized)
-            native = install_first(self, types, native, install)
-        return native
-
-    def _dispatch(self, *args, **kwargs):
-        types, values = self._bind(args, kwargs)
-        native = self.native_for_types(types)
+    def _check_call(self, types: tuple, values: list) -> None:
         if self._written.get(types):
             _check_not_shared(self.param_names, values, self._written[types])
-        if needs_twins(values):
-            return call_with_twins(native, values, native.written_inputs)
-        return native(*values)
 
-    __call__ = _dispatch
-
-    def _install_entry(self, types, native) -> None:
-        """Calls with this signature skip Python (unless the function writes an argument: then the arguments
-        are checked for shared memory in Python first)."""
-        if self._written.get(types):
-            return
-        fallback = self._entry or self._dispatch
-        entry = native.python_entry(fallback, self.nogil)       # compiled into the signature's module
-        if entry is None:
-            from ..backend.llvm.entry import EntryUnsupported, make_entry
-            try:
-                entry = make_entry(native, fallback, nogil=self.nogil)
-            except EntryUnsupported:
-                return
-        self._entry = entry
-        type(self).__call__ = staticmethod(entry)
-
-    def interpret(self, *args, **kwargs):
-        """Run the (unoptimized) gradient graph through the reference interpreter."""
-        types, values = self._bind(args, kwargs)
-        return interpret(self.graph_for_types(types, optimize=False), values)
-
+    def _entry_allowed(self, types: tuple) -> bool:
+        # a function that writes an argument has its arguments checked for shared memory in Python first
+        return not self._written.get(types)
 
     @property
     def source(self):

@@ -8,17 +8,19 @@ batches a gradient graph.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from ..realign import call_with_twins, needs_twins
-from ..ops.interpreter import interpret
+from ..compiled import CompiledFunction
+from ..errors import user_facing
+from ..function import ScriptFunction
 from ..interop import as_array
 from ..ir.clone import clone_graph
 from ..ir.core import Graph
 from ..ir.types import TensorType, element_type
-from .api import TransformedGraphs
+from ..ir.verifier import verify
+from ..ops.interpreter import interpret
+from ..passes import PassManager
+from .api import GradFunction
 from .vmap import vmap_graph
 
 _PREPARE = ["inline", "canonicalize", "constant-propagation", "cse", "dce"]
@@ -32,10 +34,11 @@ def _axes_spec(value, what: str):
     raise TypeError(f"vmap {what} must be an int, None, or a tuple of them, not {type(value).__name__}")
 
 
-class VmapFunction(TransformedGraphs):
+class VmapFunction(CompiledFunction):
+    """``vmap(f)``: its graph per signature is the batching transform of ``f``'s for the per-example types; a
+    signature's caches are keyed by the batched types and the axes mapped."""
+
     def __init__(self, fn, in_axes=0, out_axes=0):
-        from ..function import ScriptFunction
-        from .api import GradFunction
         if not isinstance(fn, (ScriptFunction, GradFunction, VmapFunction)):
             raise TypeError(f"scriptc.vmap needs a scripted function (@scriptc.script), a scriptc.grad or another "
                             f"scriptc.vmap, not {type(fn).__name__}")
@@ -45,13 +48,11 @@ class VmapFunction(TransformedGraphs):
         if isinstance(self.in_axes, tuple) and any(isinstance(a, tuple) for a in self.in_axes):
             raise TypeError("vmap in_axes: one int or None per positional argument")
         self.__name__ = f"vmap({fn.__name__})"
-        self.fastmath, self.nogil, self.tiered = fn.fastmath, fn.nogil, getattr(fn, "tiered", True)
+        self._init_compiled(fn.__name__, fastmath=fn.fastmath, nogil=fn.nogil, tiered=fn.tiered, cache=fn.cache)
         self.param_names = fn.param_names
         self._examples: dict[tuple, tuple] = {}   # (types, axes) -> the per-example types
         self._axes: dict[tuple, tuple] = {}       # types -> the axes of the last call with them
         self._graphs: dict[tuple, Graph] = {}
-        self._optimized: dict[tuple, Graph] = {}
-        self._native: dict[tuple, object] = {}
 
     def __repr__(self):
         return f"<scriptc.{self.__name__}>"
@@ -129,67 +130,30 @@ class VmapFunction(TransformedGraphs):
                         for t, a in zip(types, axes))
         return axes, per
 
-    # -- graphs and code --------------------------------------------------------------------------------
-    def graph_for_types(self, types: tuple, optimize: bool = True) -> Graph:
+    # -- graphs -------------------------------------------------------------------------------------------------
+    def _key(self, types: tuple):
+        return types, self._signature(types)[0]
+
+    def _source_graph(self, types: tuple) -> Graph:
+        """The batched graph of a signature, from the wrapped function's per-example graph inlined and
+        simplified."""
         axes, per = self._signature(types)
         key = (types, axes)
         g = self._graphs.get(key)
         if g is None:
-            from ..ir.verifier import verify
-            from ..passes import PassManager
             src = clone_graph(self.fn.graph_for_types(per, optimize=False))
             PassManager(passes=list(_PREPARE)).run(src)
             g = self._graphs[key] = verify(vmap_graph(src, types, axes, self.out_axes, self.param_names))
-        if not optimize:
-            return g
-        opt = self._optimized.get(key)
-        if opt is None:
-            from ..function import pipeline
-            opt = self._optimized[key] = pipeline().run(clone_graph(g))
-        return opt
+        return g
 
-    def native_for_types(self, types: tuple):
-        key = (types, self._signature(types)[0])
-        native = self._native.get(key)
-        if native is None:
-            from ..backend.llvm import compile_graph
-            from ..backend.gil import releases_gil
-            from ..backend.llvm import optimizer
-            from ..installed import install_first, install_optimized
-            graph = self.graph_for_types(types)
-            nogil = self.nogil or releases_gil(graph)
-            optimized = functools.partial(install_optimized, self, key, install=None) \
-                if optimizer.applies(self) else None
-            native = install_first(self, key, compile_graph(graph, fastmath=self.fastmath, nogil=nogil,
-                                                            optimized=optimized), None)
-        return native
-
-    def _call(self, *args, **kwargs):
-        types, values = self._bind(args, kwargs)
-        native = self.native_for_types(types)
-        if needs_twins(values):
-            return call_with_twins(native, values, native.written_inputs)
-        return native(*values)
-
-    def _interpret(self, *args, **kwargs):
+    @user_facing
+    def interpret(self, *args, **kwargs):
         """Run the batched graph (before the pass pipeline) through the reference interpreter."""
         types, values = self._bind(args, kwargs)
         # both sides of a masked branch run for every example: NumPy would warn (divide by zero, invalid value)
         # for the examples whose results are not selected; native code never warns
         with np.errstate(all="ignore"):
             return interpret(self.graph_for_types(types, optimize=False), values)
-
-
-
-def _user_facing():
-    from ..function import user_facing
-    VmapFunction.__call__ = user_facing(VmapFunction._call)
-    VmapFunction.interpret = user_facing(VmapFunction._interpret)
-    VmapFunction.graph_for = user_facing(TransformedGraphs.graph_for)
-    VmapFunction.frontend_graph_for = user_facing(TransformedGraphs.frontend_graph_for)
-
-
-_user_facing()
 
 
 def vmap(fn, in_axes=0, out_axes=0) -> VmapFunction:
