@@ -109,18 +109,20 @@ class ScalarOps:
 
     def float_pow(self, x, y, y_const: float | None = None):
         """float_pow (Objects/floatobject.c), every special case in order, then libm pow. With a constant
-        exponent (``y_const``) the tests on y are decided here; ``x ** 2`` is ``x * x`` where ``square_is_pow``
-        proves it, and takes the whole path elsewhere."""
-        if y_const != 2.0:
+        exponent (``y_const``) the tests on y are decided here; ``x ** 2``, ``x ** 3``, ``x ** -1`` and
+        ``x ** 0.5`` are computed with multiplications, a division or a square root where ``pow_is`` proves
+        that libm's pow returns the same double, and take the whole path elsewhere."""
+        fast = self.FAST_POWERS.get(y_const)
+        if fast is None:
             return self.float_pow_cases(x, y, y_const)
         B = self.b
-        square, certain = self.square_is_pow(x)
+        candidate, certain = fast(self, x)
         before = B.block
         with B.if_then(B.not_(certain), likely=False):
             slow = self.float_pow_cases(x, y, y_const)
             slow_block = B.block
         result = B.phi(F64)
-        result.add_incoming(square, before)
+        result.add_incoming(candidate, before)
         result.add_incoming(slow, slow_block)
         return result
 
@@ -174,29 +176,83 @@ class ScalarOps:
         r = B.select(y_zero, one, r)
         return r
 
-    def square_is_pow(self, x):
-        """``(x * x, certain)``: certain where libm's pow(x, 2.0) is x * x for sure.
+    # -- x ** 2, x ** 3, x ** -1, x ** 0.5 without pow -----------------------------------------------------
+    #
+    # Each computes the correctly rounded power c and (nearly exactly) the residual e - c, e the exact power.
+    # glibc's pow is not correctly rounded (x ** 2.0 != x * x for about 1 random double in 1,300): its error is at
+    # most 0.509 ULP (its exp) plus |y log x| * 1.5 * 2**-15 ULP (its log), 0.54 ULP at worst
+    # (sysdeps/ieee754/dbl-64/e_pow.c). When |e - c| <= t ULP of c, and c is a normal double that is not a
+    # power of two (where the ULP below is half), c is the only double within 1 - t ULP of e: any pow with an
+    # error under 1 - t ULP returns c. t is 0.48 where |y log x| <= 64 (pow's error <= 0.514 ULP), else 0.45.
+    # Elsewhere (about 1 case in 25 with |y log x| <= 64, and every special value) CPython's path runs, libm's
+    # pow included.
 
-        ``p = x * x`` is the correctly rounded square; ``fma(x, x, -p)`` is its exact error ``e - p`` (no
-        underflow: p >= 2**-969). glibc's pow is not correctly rounded (worst case 0.54 ULP; x ** 2.0 !=
-        x * x for about 1 in 1,300 random doubles), but when ``|e - p| <= 0.4`` ULP of p and p is not a power of
-        two (where the ULP below is half), p is the only double within 0.6 ULP of e, so any pow with an error
-        under 0.6 ULP returns p. Not certain: about one square in five, and 0, inf, nan, overflow, tiny x."""
+    def pow_is(self, c, residual, tight, scale=None):
+        """Whether pow returns ``c``, given the residual ``e - c`` (``residual / scale`` if a scale is given) and
+        whether |y log x| <= 64 (see above)."""
         B = self.b
-        p = B.fmul(x, x)
-        fma = self.mod._decls.get("llvm.fma.f64")
-        if fma is None:
-            fma = self.mod._decls["llvm.fma.f64"] = self.mod.module.declare_intrinsic(
-                "llvm.fma", [F64], ir.FunctionType(F64, [F64] * 3))
-        error = B.call(fma, [x, x, B.fneg(p)])
-        bits = B.bitcast(p, I64)
+        margin = B.select(tight, f64(0.48), f64(0.45))
+        if scale is not None:
+            margin = B.fmul(margin, scale)
+        bits = B.bitcast(c, I64)
         exponent = B.and_(bits, i64(0x7FF0000000000000))
         ulp = B.bitcast(B.sub(exponent, i64(52 << 52)), F64)
-        certain = B.and_(B.and_(B.icmp_unsigned(">=", exponent, i64(53 << 52)),
-                                B.icmp_unsigned("<", exponent, i64(0x7FF0000000000000))),
-                         B.and_(B.icmp_unsigned("!=", B.and_(bits, i64((1 << 52) - 1)), i64(0)),
-                                B.fcmp_ordered("<=", self.fabs(error), B.fmul(ulp, f64(0.4)))))
-        return p, certain
+        return B.and_(B.and_(B.icmp_unsigned(">=", exponent, i64(53 << 52)),
+                             B.icmp_unsigned("<", exponent, i64(0x7FF0000000000000))),
+                      B.and_(B.icmp_unsigned("!=", B.and_(bits, i64((1 << 52) - 1)), i64(0)),
+                             B.fcmp_ordered("<=", self.fabs(residual), B.fmul(ulp, margin))))
+
+    def exponent_within(self, x, low: int, high: int):
+        """Whether |x| is finite, nonzero and 2**low <= |x| < 2**high: no residual below underflows."""
+        B = self.b
+        biased = B.and_(B.bitcast(x, I64), i64(0x7FF0000000000000))
+        return B.and_(B.icmp_unsigned(">=", biased, i64((1023 + low) << 52)),
+                      B.icmp_unsigned("<", biased, i64((1023 + high) << 52)))
+
+    def fma(self, a, b, c):
+        return self.b.call(self.mod.intrinsic("fma"), [a, b, c])
+
+    def square_is_pow(self, x):
+        """``(x * x, certain)``: ``fma(x, x, -p)`` is the square's exact error (no underflow: p >= 2**-969,
+        which ``pow_is``'s test of p's exponent implies)."""
+        p = self.b.fmul(x, x)
+        return p, self.pow_is(p, self.fma(x, x, self.b.fneg(p)), self.exponent_within(x, -46, 46))
+
+    def cube_is_pow(self, x):
+        """``(x ** 3 correctly rounded, certain)``: x * x = p + e1 and p * x = c + e2 exactly (fma), so
+        x ** 3 = c + e2 + e1 * x; the rounding of e1 * x and of the residual's sum is 2**-53 of the residual,
+        far inside the test's margin. |x| in [2**-300, 2**300): nothing underflows or overflows."""
+        B = self.b
+        p = B.fmul(x, x)
+        e1 = self.fma(x, x, B.fneg(p))
+        c = B.fmul(p, x)
+        residual = B.fadd(self.fma(p, x, B.fneg(c)), B.fmul(e1, x))
+        rounded = B.fadd(c, residual)                      # c or a neighbour of c: rounded - c is exact
+        residual = B.fsub(residual, B.fsub(rounded, c))
+        return rounded, B.and_(self.exponent_within(x, -300, 300),
+                               self.pow_is(rounded, residual, self.exponent_within(x, -30, 30)))
+
+    def reciprocal_is_pow(self, x):
+        """``(1 / x, certain)``: 1 - q * x is exact (fma), and e - q = (1 - q * x) / x, which (1 - q * x) * q
+        gives to 2**-52 of itself. |x| in [2**-1000, 2**1000): q is normal."""
+        B = self.b
+        q = B.fdiv(f64(1.0), x)
+        residual = B.fmul(self.fma(B.fneg(q), x, f64(1.0)), q)
+        return q, B.and_(self.exponent_within(x, -1000, 1000),
+                         self.pow_is(q, residual, self.exponent_within(x, -92, 92)))
+
+    def sqrt_is_pow(self, x):
+        """``(sqrt(x), certain)`` for x > 0 (CPython raises for x < 0, and pow(-0.0, 0.5) is 0.0): x - s * s is
+        exact (fma), and e - s = (x - s * s) / (e + s), which (x - s * s) / (2 s) gives to 2**-52 of itself:
+        ``pow_is`` compares x - s * s with its bound times 2 s (no division). x in [2**-900, 2**1024)."""
+        B = self.b
+        s = B.call(self.mod.intrinsic("sqrt"), [x])
+        positive = B.fcmp_ordered(">", x, f64(0.0))
+        return s, B.and_(B.and_(positive, self.exponent_within(x, -900, 1024)),
+                         self.pow_is(s, self.fma(B.fneg(s), s, x), self.exponent_within(x, -184, 184),
+                                     scale=B.fadd(s, s)))
+
+    FAST_POWERS = {2.0: square_is_pow, 3.0: cube_is_pow, -1.0: reciprocal_is_pow, 0.5: sqrt_is_pow}
 
     @handles("aten::float_power")
     def lower_math_pow(self, node):
