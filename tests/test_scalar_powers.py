@@ -77,9 +77,9 @@ def test_bit_identical_to_cpython_on_a_million_inputs(k):
     assert wrong.size == 0, [(x[i], got[i], want[i]) for i in wrong[:5]]
 
 
-SPECIALS = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, math.inf, -math.inf, math.nan, 5e-324, -5e-324, 2.2250738585072014e-308,
-            1.7976931348623157e308, -1.7976931348623157e308, 1e-160, 1e160, 1e-103, 1e103, 2.0 ** -300, 2.0 ** 300,
-            2.0 ** -1000, 2.0 ** 1000, 2.0 ** -900, math.pi, -math.pi]
+SPECIALS = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, math.inf, -math.inf, math.nan, 5e-324, -5e-324,
+            2.2250738585072014e-308, 1.7976931348623157e308, -1.7976931348623157e308, 1e-160, 1e160, 1e-103, 1e103,
+            2.0 ** -300, 2.0 ** 300, 2.0 ** -1000, 2.0 ** 1000, 2.0 ** -900, math.pi, -math.pi]
 
 
 @pytest.mark.parametrize("k", list(CASES))
