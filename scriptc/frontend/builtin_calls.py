@@ -20,7 +20,8 @@ import math
 import numpy as np
 
 from ..errors import CompileError
-from ..ir.core import Node, Value, constant_value, is_constant
+from ..ir.builder import Builder
+from ..ir.core import Value, constant_value, is_constant
 from ..ir.registry import NeedsSpecialization, lookup
 from ..ir.types import (BOOL, FLOAT, INT, NARROW_SCALARS, NONE, ListType, NumpyScalarType, TensorType, TupleType,
                         exact_numpy_join, scalar_type)
@@ -314,12 +315,11 @@ class BuiltinCallsMixin:
         """A prim::Loop over the elements of a 1-D array carrying one accumulator: ``step(acc, element)``
         returns (continue condition or None, new accumulator)."""
         trips = self.op("aten::len", [seq], at=at)
-        node = Node("prim::Loop", [trips, self.const(True), self.convert(init, acc_type, at)],
-                    source=self.fn.loc(at))
-        self.block.append(node)
-        body = node.add_block()
-        i = body.add_param(INT, "i")
-        acc = body.add_param(acc_type, name)
+        # no output yet: added once the body is emitted
+        node = Builder.at_end(self.block).op("prim::Loop", [trips, self.const(True), self.convert(init, acc_type, at)],
+                                             [], source=self.fn.loc(at))
+        body = Builder.add_block(node, [(INT, "i"), (acc_type, name)])
+        i, acc = body.params
 
         def inside():
             element = self.op("aten::getitem", [seq, i], at=at)
@@ -351,7 +351,7 @@ class BuiltinCallsMixin:
 
     # -- statements ---------------------------------------------------------------------------------------
     def visit_Raise(self, node):
-        from .emitter import RET
+        from .emitter import RET  # (cycle: emitter.py imports this module)
         if node.cause is not None:
             raise self.fn.error("'raise ... from ...' is not supported", node, "raise the exception alone")
         if node.exc is None:
@@ -388,5 +388,5 @@ class BuiltinCallsMixin:
 
     @staticmethod
     def describe(t):
-        from .emitter import describe
+        from .emitter import describe  # (cycle: emitter.py imports this module)
         return describe(t)

@@ -15,7 +15,7 @@ import string
 
 import numpy as np
 
-from ..ir.core import Node
+from ..ir.builder import Builder
 from ..parallel import prange
 from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_method
 from ..ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, STR, ListType, NamedTupleType, NumpyScalarType, TensorType,
@@ -58,7 +58,7 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return tuple(self.const_eval(e) for e in node.elts)
         if isinstance(node, (ast.Name, ast.Attribute)):
             r = self.visit(node)
-            from .emitter import Static
+            from .emitter import Static  # (cycle: emitter.py imports this module)
             if isinstance(r, Static):
                 return r.obj
         raise self.fn.error(f"'{ast.unparse(node)}' must be a constant here", node)
@@ -97,7 +97,7 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
 
     # -- calls ----------------------------------------------------------------------------------------
     def visit_Call(self, node):
-        from .emitter import Static
+        from .emitter import Static  # (cycle: emitter.py imports this module)
         if isinstance(node.func, ast.Attribute) and node.func.attr == "format" and \
                 isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str):
             return self.str_format(node)
@@ -443,7 +443,7 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
     def apply_transform(self, transform, node):
         """``scriptc.grad(f, ...)`` met in scripted code: made at compile time (its arguments are constants), a
         function the enclosing call then calls like any scripted function."""
-        from .emitter import Static
+        from .emitter import Static  # (cycle: emitter.py imports this module)
         args = [self.const_eval(a) for a in node.args]
         kwargs = {k.arg: self.const_eval(k.value) for k in node.keywords}
         try:
@@ -460,8 +460,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if returns is None:
             return self.op("prim::CallFunction", args, {"fn": graph}, at=node)
         # a recursive call: the callee's graph is still being built, its result type is the one assumed
-        call = Node("prim::CallFunction", args, [(returns, None)], {"fn": graph}, source=self.fn.loc(node))
-        return self.block.append(call).output
+        return Builder.at_end(self.block).op("prim::CallFunction", args, [returns], {"fn": graph},
+                                             source=self.fn.loc(node)).output
 
     def script_arguments(self, callee, node) -> list:
         """The values of a call's arguments in parameter order: positional, keyword, then the defaults
@@ -622,7 +622,7 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
 
 
 def describe_type(t) -> str:
-    from .emitter import describe
+    from .emitter import describe  # (cycle: emitter.py imports this module)
     return describe(t)
 
 

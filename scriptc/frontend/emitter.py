@@ -15,6 +15,7 @@ import ast
 import numpy as np
 
 from ..errors import CompileError
+from ..ir.builder import Builder
 from ..ir.core import Block, Graph, Node, Value, constant_value, is_constant
 from ..ir.registry import Effect, NeedsSpecialization, OpTypeError, lookup
 from ..ir.types import (BOOL, FLOAT, INT, NONE, STR, ListType, NamedTupleType, NumpyScalarType, TensorType,
@@ -159,18 +160,13 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             error = self.fn.error(str(e), at)
             error.python_raises = e.numpy_raises    # (then no widening of the arguments compiles it: function.py)
             raise error from None
-        node = Node(kind, inputs, [(t, hint) for t in types], attrs, source=self.fn.loc(at))
-        self.block.append(node)
-        return node
+        return Builder.at_end(self.block).op(kind, inputs, types, attrs, source=self.fn.loc(at), hints=hint)
 
     def op(self, kind, inputs, attrs=None, at=None) -> Value:
         return self.emit(kind, inputs, attrs, at).output
 
     def const(self, value, type: Type | None = None) -> Value:
-        attrs = {} if value is None else {"value": value}
-        node = Node("prim::Constant", [], [(type or lookup("prim::Constant").result_types([], attrs)[0], None)],
-                    attrs)
-        return self.block.append(node).output
+        return Builder.at_end(self.block).constant(value, type)
 
     def in_block(self, block: Block, fn):
         saved, self.block = self.block, block
@@ -182,8 +178,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def materialize(self, v, type: Type, at=None) -> Value:
         """A Value of ``type`` for a binding: a constant for a static flag, a conversion for int -> float."""
         if v is MISSING:
-            node = Node("prim::Uninitialized", [], [(type, None)])
-            return self.block.append(node).output
+            return Builder.at_end(self.block).op("prim::Uninitialized", [], [type]).output
         if isinstance(v, Conflict):
             raise self.fn.error(v.message, at, CONFLICT_HINT)
         if isinstance(v, bool):
@@ -480,8 +475,8 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         Python, the other is never run, so it need not type (``v + 1`` for an array ``v`` in an int branch)."""
         if is_constant(cond):
             return (then_fn if constant_value(cond) else else_fn)()
-        node = Node("prim::If", [cond], source=self.fn.loc(at))
-        self.block.append(node)
+        # no outputs yet: merging the branches adds them
+        node = Builder.at_end(self.block).op("prim::If", [cond], [], source=self.fn.loc(at))
         parent, before = self.block, self.env
         branches = []
         for fn in (then_fn, else_fn):
@@ -605,8 +600,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         inits += [before.bound.get(n, False) if n in before.vars else self.const(False) for n in flagged]
         inits = [self.const(v) if isinstance(v, bool) else v for v in inits]
         out_types = [types[n] for n in carried] + [BOOL] * len(flagged)
-        node = Node("prim::Loop", [trips, first_cond] + inits, attrs=dict(attrs or {}), source=self.fn.loc(loop))
-        self.block.append(node)
+        # no outputs yet: they are added once the body is emitted and its carried types are final
+        node = Builder.at_end(self.block).op("prim::Loop", [trips, first_cond] + inits, [], attrs,
+                                             source=self.fn.loc(loop))
         body = node.add_block()
         iteration = body.add_param(INT, hint)
         env = Env({k: v for k, v in before.vars.items()}, dict(before.bound))

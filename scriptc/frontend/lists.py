@@ -20,10 +20,10 @@ from collections import Counter
 
 import numpy as np
 
-from ..ir.core import Node
+from ..ir.builder import Builder
 from ..ir.registry import NeedsSpecialization
-from ..ir.types import (BOOL, FLOAT, INT, ListType, NumpyScalarType, TensorType, TupleType, Type, decayed,
-                        scalar_dtype)
+from ..ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, ListType, NumpyScalarType, TensorType, TupleType, Type,
+                        decayed, scalar_dtype)
 from .scopes import load_counts
 
 LIST_CALLS = {builtins.sorted, np.array, np.concatenate, np.stack}   # sum(list): builtin_calls
@@ -50,7 +50,7 @@ class ListsMixin:
 
     # -- element types ---------------------------------------------------------------------------------------
     def describe_list(self, t: Type) -> str:
-        from .emitter import describe
+        from .emitter import describe  # (cycle: emitter.py imports this module)
         return describe(t)
 
     def list_elem(self, lt: ListType, v, at):
@@ -86,8 +86,8 @@ class ListsMixin:
 
     def new_list(self, elem: Type | None, values, at) -> object:
         attrs = {"elem": str(elem)} if elem is not None else {}
-        node = Node("prim::ListConstruct", values, [(ListType(elem), "list")], attrs, source=self.fn.loc(at))
-        self.block.append(node)
+        node = Builder.at_end(self.block).op("prim::ListConstruct", values, [ListType(elem)], attrs,
+                                             source=self.fn.loc(at), hints="list")
         if elem is None:
             self.pending_lists().append((node, at))
         return node.output
@@ -418,8 +418,8 @@ def list_argument(fname: str, pname: str, want: ListType, arg) -> tuple:
         if None in kinds or len(kinds) != 1:
             raise TypeError(f"{fname}() argument '{pname}' must be a list of arrays of one dtype and rank")
         dtype, rank = kinds.pop()
+        # (an upward import, to the API layer: tests/test_import_graph.py lists it among those to remove)
         from ..arguments import unsupported_layout
-        from ..ir.types import DTYPE_NAMES
         if dtype not in DTYPE_NAMES:
             raise TypeError(f"{fname}() argument '{pname}' has arrays of unsupported dtype {dtype}")
         layout = next((unsupported_layout(a) for a in arg if unsupported_layout(a) is not None), None)

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import math
 
+from ..ir.builder import Builder
 from ..ir.core import Block, Node, Value, constant_value, is_constant  # noqa: F401  (passes import them here)
-from ..ir.registry import REGISTRY, Effect, lookup, type_of
+from ..ir.registry import REGISTRY, Effect, lookup
 from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type
 
 STRUCTURAL = ("prim::If", "prim::Loop", "prim::CallFunction")
@@ -57,20 +58,12 @@ def is_true_constant(v: Value) -> bool:
 
 def make_constant(block: Block, at: int, value, type: Type | None = None) -> Value:
     """Insert ``prim::Constant[value=...]`` into ``block`` at index ``at``; its type is the value's."""
-    t = type_of(value) if type is None else type
-    attrs = {} if value is None else {"value": value}
-    node = Node("prim::Constant", [], [(t, None)], attrs)
-    block.append(node, at)
-    return node.output
+    return Builder.at_index(block, at).constant(value, type)
 
 
 def insert_op(block: Block, at: int, kind: str, inputs, attrs=None, source=None, hint=None) -> Node:
     """Insert a node of ``kind`` typed by its operator's rule."""
-    attrs = dict(attrs or {})
-    types = lookup(kind).result_types([v.type for v in inputs], attrs)
-    node = Node(kind, inputs, [(t, hint) for t in types], attrs, source=source)
-    block.append(node, at)
-    return node
+    return Builder.at_index(block, at).op(kind, inputs, attrs=attrs, source=source, hints=hint)
 
 
 # -- effects ---------------------------------------------------------------------------------------------

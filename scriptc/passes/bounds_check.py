@@ -42,6 +42,7 @@ Why this is sound (what it assumes):
 """
 from __future__ import annotations
 
+from ..ir.builder import Builder
 from ..ir.clone import clone_node_before
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.types import BOOL, INT, TensorType, TupleType
@@ -469,36 +470,33 @@ def version_guards(analysis: RangeAnalysis, loop: Node) -> list[tuple[Value, tup
     return unique[:4]
 
 
-def _emit(block: Block, at: int, kind: str, inputs, out_type, attrs=None) -> Value:
-    return block.append(Node(kind, inputs, [(out_type, None)], attrs), at).output
-
-
 def version_loop(loop: Node, guards) -> None:
     """``if all guards: <loop, proven> else: <loop>``: the copy runs where the guards hold."""
     block = loop.block
-    at = block.nodes.index(loop)
+    before_loop = Builder.before(loop)
+
+    def emit(kind: str, inputs, out_type, attrs=None) -> Value:
+        return before_loop.op(kind, inputs, [out_type], attrs).output
+
     cond = None
     for atom, dim_atom, e in guards:
         values = []
         for a in (atom, dim_atom):
             if isinstance(a, tuple):
                 _, arr, k = a
-                sizes = _emit(block, at, "aten::size", [arr], TupleType((INT,) * arr.type.rank))
-                values.append(_emit(block, at + 1, "prim::TupleIndex", [sizes], INT, {"index": k}))
-                at += 2
+                sizes = emit("aten::size", [arr], TupleType((INT,) * arr.type.rank))
+                values.append(emit("prim::TupleIndex", [sizes], INT, {"index": k}))
             else:
                 values.append(a)
         atom, dim = values
-        const = _emit(block, at, "prim::Constant", [], INT, {"value": e})
-        bound = _emit(block, at + 1, "aten::add", [dim, const], INT)
-        ok = _emit(block, at + 2, "aten::lt", [atom, bound], BOOL)
-        at += 3
+        const = emit("prim::Constant", [], INT, {"value": e})
+        bound = emit("aten::add", [dim, const], INT)
+        ok = emit("aten::lt", [atom, bound], BOOL)
         if cond is not None:
-            ok = _emit(block, at, "aten::__and__", [cond, ok], BOOL)
-            at += 1
+            ok = emit("aten::__and__", [cond, ok], BOOL)
         cond = ok
-    branch = block.append(Node("prim::If", [cond], [(o.type, o.name) for o in loop.outputs], source=loop.source),
-                          at)
+    branch = before_loop.op("prim::If", [cond], [o.type for o in loop.outputs], source=loop.source,
+                            hints=[o.name for o in loop.outputs])
     proven, checked = branch.add_block(), branch.add_block()
     value_map: dict = {}
     copy = clone_node_before(loop, proven, None, value_map)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 
+from ..ir.builder import Builder
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import REGISTRY
 from ..ir.types import BOOL, FLOAT, INT, TensorType, TupleType
@@ -148,23 +149,20 @@ def _broadcast_query(node: Node, operands: list[Value], made: _Made) -> Value:
     ``d = a + (b - a) * int(b != 1)``, folded over the operands right-aligned. What an earlier query of this
     run made in the same block is used again (``made``: a gradient asks for the same shapes many times; made
     again, they were most of the nodes cse then merged)."""
-    block, at = node.block, node.block.nodes.index(node)
+    block, before_node = node.block, Builder.before(node)
     rank = node.inputs[0].type.rank
     # a query an expansion made sits among that expansion's nodes, some of them after it: those it cannot use
     # (any other query comes after every node made so far in its block)
     among = node in made.nodes
 
     def emit(kind, inputs, t, attrs=None):
-        nonlocal at
         key = (block, kind, *map(id, inputs), repr(attrs))     # (the block, not its id: it stays alive)
         known = made.by_key.get(key)
         # still there, on the same inputs (not moved by an If's branch inlined, nor rewired to other values)
         if known is not None and known.block is block and all(a is b for a, b in zip(known.inputs, inputs)) \
-                and not (among and block.nodes.index(known) >= at):
+                and not (among and block.nodes.index(known) >= block.nodes.index(node)):
             return known
-        n = Node(kind, inputs, [(x, None) for x in (t if isinstance(t, list) else [t])], attrs or {}, node.source)
-        block.append(n, at)
-        at += 1
+        n = before_node.op(kind, inputs, t if isinstance(t, list) else [t], attrs, source=node.source)
         made.by_key[key] = n
         made.nodes.add(n)
         return n
@@ -209,9 +207,7 @@ def _shape_operand(v: Value) -> Value | None:
 
 
 def _same_query(node: Node, x: Value) -> Value:
-    query = Node(node.kind, [x], [(node.output.type, None)], dict(node.attrs), node.source)
-    node.block.append(query, at=node.block.nodes.index(node))
-    return query.output
+    return Builder.before(node).op(node.kind, [x], [node.output.type], node.attrs, source=node.source).output
 
 
 def simplify_control(node: Node) -> bool:

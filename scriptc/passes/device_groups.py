@@ -16,6 +16,7 @@ these operators directly. Assumes array types of known dtype and rank.
 """
 from __future__ import annotations
 
+from ..ir.builder import Builder
 from ..ir.core import Graph, Node
 from ..ir.registry import REGISTRY
 from ..ir.types import TensorType
@@ -72,7 +73,7 @@ def _stored_value(node: Node, sub: Graph):
     if inplace_of is None:
         return sub.inputs[1]
     (t,) = REGISTRY[inplace_of].result_types([v.type for v in sub.inputs], {})
-    return sub.block.append(Node(inplace_of, list(sub.inputs), [(t, None)], {}, node.source)).output
+    return Builder.at_end(sub.block).op(inplace_of, sub.inputs, [t], source=node.source).output
 
 
 def _group(node: Node, counter: list[int], operands, body, result_type) -> Node:
@@ -84,9 +85,8 @@ def _group(node: Node, counter: list[int], operands, body, result_type) -> Node:
         sub.add_input(v.type, v.name.split(".")[0] if not v.name.isdigit() else None)
     sub.block.add_return(body(sub))
     attrs = {"subgraph": sub} if result_type is not None else {"subgraph": sub, "into": 0}
-    group = Node("prim::FusionGroup", list(operands), [(result_type, None)] if result_type is not None else [],
-                 attrs, node.source)
-    node.block.append(group, at=node.block.nodes.index(node))
+    group = Builder.before(node).op("prim::FusionGroup", operands, [result_type] if result_type is not None else [],
+                                    attrs, source=node.source)
     if result_type is not None:
         group.output.name, node.output.name = node.output.name, group.output.name
         node.output.replace_all_uses_with(group.output)

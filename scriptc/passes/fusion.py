@@ -26,6 +26,7 @@ move up to the first one).
 """
 from __future__ import annotations
 
+from ..ir.builder import Builder
 from ..ir.core import Graph, Node, Value
 from ..ir.registry import REGISTRY, Effect
 from ..ir.types import TensorType
@@ -104,29 +105,27 @@ def _grow(block_nodes: list[Node], root: Node) -> list[Node]:
 def outline(nodes: list[Node], counter: list[int]) -> Node:
     """Replace ``nodes`` (the last one's output is the result) by a prim::FusionGroup node."""
     root = nodes[-1]
-    block = root.block
     inside = {id(n) for n in nodes}
     sub = Graph(f"prim::FusionGroup_{counter[0]}")
     counter[0] += 1
+    in_sub = Builder.at_end(sub.block)
     mapping: dict[int, Value] = {}
     inputs: list[Value] = []
     for n in nodes:
         for v in n.inputs:
             if id(v) not in mapping and (v.node is None or id(v.node) not in inside):
                 if v.node is not None and v.node.kind == "prim::Constant" and not isinstance(v.type, TensorType):
-                    c = Node("prim::Constant", [], [(v.type, None)], dict(v.node.attrs))
-                    mapping[id(v)] = sub.block.append(c).output
+                    mapping[id(v)] = in_sub.op("prim::Constant", [], [v.type], v.node.attrs).output
                     continue
                 mapping[id(v)] = sub.add_input(v.type, v.name.split(".")[0] if not v.name.isdigit() else None)
                 inputs.append(v)
-        copy = Node(n.kind, [mapping[id(v)] for v in n.inputs], [(o.type, None) for o in n.outputs],
-                    dict(n.attrs), n.source)
-        sub.block.append(copy)
+        copy = in_sub.op(n.kind, [mapping[id(v)] for v in n.inputs], [o.type for o in n.outputs], n.attrs,
+                         source=n.source)
         for o, c in zip(n.outputs, copy.outputs):
             mapping[id(o)] = c
     sub.block.add_return(mapping[id(root.output)])
-    group = Node("prim::FusionGroup", inputs, [(root.output.type, None)], {"subgraph": sub}, root.source)
-    block.append(group, at=block.nodes.index(root))
+    group = Builder.before(root).op("prim::FusionGroup", inputs, [root.output.type], {"subgraph": sub},
+                                    source=root.source)
     group.output.name, root.output.name = root.output.name, group.output.name
     root.output.replace_all_uses_with(group.output)
     for n in reversed(nodes):
@@ -214,26 +213,25 @@ def _siblings(block, producer: Node):
 
 def _copy_into(sub: Graph, node: Node, mapping: dict, inputs: list) -> Value:
     """Copy ``node`` (a group: its body) into ``sub``; outer values it reads become group inputs; its result."""
+    in_sub = Builder.at_end(sub.block)
+
     def value(v):
         if id(v) not in mapping:
             if v.node is not None and v.node.kind == "prim::Constant" and not isinstance(v.type, TensorType):
-                c = Node("prim::Constant", [], [(v.type, None)], dict(v.node.attrs))
-                mapping[id(v)] = sub.block.append(c).output
+                mapping[id(v)] = in_sub.op("prim::Constant", [], [v.type], v.node.attrs).output
             else:
                 mapping[id(v)] = sub.add_input(v.type, v.name.split(".")[0] if not v.name.isdigit() else None)
                 inputs.append(v)
         return mapping[id(v)]
 
     if node.kind != "prim::FusionGroup":
-        copy = Node(node.kind, [value(v) for v in node.inputs], [(node.output.type, None)], dict(node.attrs),
-                    node.source)
-        return sub.block.append(copy).output
+        return in_sub.op(node.kind, [value(v) for v in node.inputs], [node.output.type], node.attrs,
+                         source=node.source).output
     body = node.attrs["subgraph"]
     local = {id(p): value(v) for p, v in zip(body.inputs, node.inputs)}
     for n in body.nodes:
-        copy = Node(n.kind, [local[id(v)] for v in n.inputs], [(o.type, None) for o in n.outputs],
-                    dict(n.attrs), n.source)
-        sub.block.append(copy)
+        copy = in_sub.op(n.kind, [local[id(v)] for v in n.inputs], [o.type for o in n.outputs], n.attrs,
+                         source=n.source)
         for o, c in zip(n.outputs, copy.outputs):
             local[id(o)] = c
     return local[id(body.outputs[0])]
@@ -258,9 +256,8 @@ def merge_siblings(block, counter: list[int]) -> bool:
             results.append(mapping[id(producer.output)])
         for r in results:
             sub.block.add_return(r)
-        group = Node("prim::FusionGroup", inputs, [(n.output.type, None) for n in kept], {"subgraph": sub},
-                     consumers[0].source)
-        block.append(group, at=block.nodes.index(consumers[0]))
+        group = Builder.before(consumers[0]).op("prim::FusionGroup", inputs, [n.output.type for n in kept],
+                                                {"subgraph": sub}, source=consumers[0].source)
         for n, g in zip(kept, group.outputs):
             g.name, n.output.name = n.output.name, g.name
             n.output.replace_all_uses_with(g)

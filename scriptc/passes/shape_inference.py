@@ -13,6 +13,7 @@ analyzes a copy of the callee specialized to the argument types (the original ca
 """
 from __future__ import annotations
 
+from ..ir.builder import Builder
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import REGISTRY, Effect, NeedsSpecialization, OpTypeError, shape_of
 from ..ir.types import BOOL, FLOAT, INT, NONE, TensorType, TupleType, Type, join
@@ -88,8 +89,8 @@ def clone_graph(graph: Graph) -> Graph:
             dst.params.append(v)
             vmap[id(p)] = v
         for n in src.nodes:
-            m = Node(n.kind, [vmap[id(v)] for v in n.inputs], attrs=dict(n.attrs), source=n.source)
-            dst.append(m)
+            # (types=[]: the copy keeps the old output names, added below)
+            m = Builder.at_end(dst).op(n.kind, [vmap[id(v)] for v in n.inputs], [], n.attrs, source=n.source)
             for o in n.outputs:
                 vmap[id(o)] = Value(o.type, o.name, node=m)
                 m.outputs.append(vmap[id(o)])

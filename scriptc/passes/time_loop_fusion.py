@@ -30,6 +30,7 @@ not a ``prim::Loop``, so unroll and buffer-reuse leave it alone.
 """
 from __future__ import annotations
 
+from ..ir.builder import Builder
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import REGISTRY
 from ..ir.types import BOOL, FLOAT, INT, TensorType
@@ -134,19 +135,18 @@ def fused_subgraph(loop: Node, invariants: list[Value], name: str) -> Graph:
         mapping[id(p)] = sub.add_input(p.type, p.name.split(".")[0])
     for v in invariants:
         mapping[id(v)] = sub.add_input(v.type, v.name.split(".")[0] if not v.name.isdigit() else None)
+    in_sub = Builder.at_end(sub.block)
     for n in body.nodes:
         for v in n.inputs:
             if id(v) not in mapping and _scalar_constant(v):
-                c = Node("prim::Constant", [], [(v.type, None)], dict(v.node.attrs))
-                mapping[id(v)] = sub.block.append(c).output
-        copy = Node(n.kind, [mapping[id(v)] for v in n.inputs], [(o.type, None) for o in n.outputs],
-                    dict(n.attrs), n.source)
-        sub.block.append(copy)
+                mapping[id(v)] = in_sub.op("prim::Constant", [], [v.type], v.node.attrs).output
+        copy = in_sub.op(n.kind, [mapping[id(v)] for v in n.inputs], [o.type for o in n.outputs], n.attrs,
+                         source=n.source)
         for o, c in zip(n.outputs, copy.outputs):
             mapping[id(o)] = c
     for r in body.returns[1:]:
         if id(r) not in mapping:     # a scalar constant
-            mapping[id(r)] = sub.block.append(Node("prim::Constant", [], [(r.type, None)], dict(r.node.attrs))).output
+            mapping[id(r)] = in_sub.op("prim::Constant", [], [r.type], r.node.attrs).output
         sub.block.add_return(mapping[id(r)])
     return sub
 
@@ -162,13 +162,11 @@ def _needs_check(loop: Node, invariants: list[Value]) -> bool:
 def fuse_loop(loop: Node, invariants: list[Value], name: str) -> Node:
     """Replace ``loop`` by a prim::FusedLoop (guarded by prim::ShapesFit when needed); the FusedLoop node."""
     block = loop.block
-    at = block.nodes.index(loop)
-    k = len(loop.outputs)
     inputs = [loop.inputs[0], *loop.inputs[2:], *invariants]
-    fused = Node("prim::FusedLoop", inputs, [(o.type, None) for o in loop.outputs],
-                 {"subgraph": fused_subgraph(loop, invariants, name), "carried": k}, loop.source)
+    types = [o.type for o in loop.outputs]
+    attrs = {"subgraph": fused_subgraph(loop, invariants, name), "carried": len(loop.outputs)}
     if not _needs_check(loop, invariants):
-        block.append(fused, at)
+        fused = Builder.before(loop).op("prim::FusedLoop", inputs, types, attrs, source=loop.source)
         for o, f in zip(loop.outputs, fused.outputs):
             f.name, o.name = o.name, f.name
             o.replace_all_uses_with(f)
@@ -176,15 +174,15 @@ def fuse_loop(loop: Node, invariants: list[Value], name: str) -> Node:
         return fused
     carried_arrays = _carried_arrays(loop)
     arrays = [*carried_arrays, *(v for v in invariants if isinstance(v.type, TensorType))]
-    check = block.append(Node("prim::ShapesFit", arrays, [(BOOL, "fits")], {"carried": len(carried_arrays)},
-                              loop.source), at)
-    guard = block.append(Node("prim::If", [check.output], [(o.type, None) for o in loop.outputs],
-                              source=loop.source), at + 1)
+    before_loop = Builder.before(loop)
+    check = before_loop.op("prim::ShapesFit", arrays, [BOOL], {"carried": len(carried_arrays)}, source=loop.source,
+                           hints="fits")
+    guard = before_loop.op("prim::If", [check.output], types, source=loop.source)
     then, other = guard.add_block(), guard.add_block()
     for o, g in zip(loop.outputs, guard.outputs):
         g.name, o.name = o.name, g.name
         o.replace_all_uses_with(g)
-    then.append(fused)
+    fused = Builder.at_end(then).op("prim::FusedLoop", inputs, types, attrs, source=loop.source)
     for f in fused.outputs:
         then.add_return(f)
     block.nodes.remove(loop)

@@ -27,11 +27,11 @@ constant-propagation folds them when n is a constant.
 """
 from __future__ import annotations
 
+from ..ir.builder import Builder
 from ..ir.clone import clone_nodes_into
 from ..ir.core import Graph, Node
 from ..ir.types import TensorType
-from .analysis import (count_nodes, insert_op, is_true_constant, loops_post_order,
-                       make_constant, trip_count)
+from .analysis import count_nodes, is_true_constant, loops_post_order, make_constant, trip_count
 from .manager import register
 
 FULL_MAX_TRIPS = 8
@@ -68,32 +68,16 @@ def full_unroll(loop: Node, n: int) -> None:
     loop.destroy()
 
 
-def _new_loop(block, at, trips, cond, inits, body_types, source) -> Node:
-    loop = Node("prim::Loop", [trips, cond] + list(inits), [(t, None) for t in body_types], source=source)
-    block.append(loop, at)
-    return loop
-
-
 def partial_unroll(loop: Node) -> None:
-    block = loop.block
     body = loop.blocks[0]
-    at = block.nodes.index(loop)
     src = loop.source
+    before_loop = Builder.before(loop)    # the new counts and the main loop go before the loop, in order
 
     def op(kind, *inputs):
-        nonlocal at
-        node = insert_op(block, at, kind, list(inputs), source=src)
-        at += 1
-        return node.output
-
-    def const(v):
-        nonlocal at
-        c = make_constant(block, at, v)
-        at += 1
-        return c
+        return before_loop.op(kind, inputs, source=src).output
 
     n, cond = loop.inputs[0], loop.inputs[1]
-    factor, zero = const(FACTOR), const(0)
+    factor, zero = before_loop.constant(FACTOR), before_loop.constant(0)
     m = op("prim::max", n, zero)
     main_trips = op("aten::floordiv", m, factor)
     rest_trips = op("aten::remainder", m, factor)
@@ -101,20 +85,18 @@ def partial_unroll(loop: Node) -> None:
     out_types = [o.type for o in loop.outputs]
 
     # main loop: FACTOR copies of the body per iteration
-    main = _new_loop(block, at, main_trips, cond, loop.inputs[2:], out_types, src)
+    main = before_loop.op("prim::Loop", [main_trips, cond, *loop.inputs[2:]], out_types, source=src)
     main.attrs["unrolled"] = loop.attrs["unrolled"] = FACTOR
-    at += 1
-    mb = main.add_block()
-    i = mb.add_param(body.params[0].type, body.params[0].name)
-    carried = [mb.add_param(p.type, p.name) for p in body.params[1:]]
+    mb = Builder.add_block(main, [(p.type, p.name) for p in body.params])
+    i, carried = mb.params[0], mb.params[1:]
+    in_main = Builder.at_end(mb)
     true = None
     for k in range(FACTOR):
         if k == 0:
-            first = insert_op(mb, len(mb.nodes), "aten::mul", [i, factor]).output
+            first = in_main.op("aten::mul", [i, factor]).output
             index = first
         else:
-            kc = make_constant(mb, len(mb.nodes), k)
-            index = insert_op(mb, len(mb.nodes), "aten::add", [first, kc]).output
+            index = in_main.op("aten::add", [first, in_main.constant(k)]).output
         vmap = {id(body.params[0]): index}
         vmap.update({id(p): c for p, c in zip(body.params[1:], carried)})
         rets = clone_nodes_into(body, mb, None, vmap)
@@ -129,7 +111,7 @@ def partial_unroll(loop: Node) -> None:
         loop.set_input(2 + j, o)
     j_param = body.params[0]
     uses = list(j_param.uses)
-    shifted = insert_op(body, 0, "aten::add", [j_param, base]).output
+    shifted = Builder.at_index(body, 0).op("aten::add", [j_param, base]).output
     for u in uses:
         u.user.set_input(u.index, shifted)
 

@@ -17,6 +17,7 @@ has more than ``MAX_BODY`` nodes are left alone, and at most ``MAX_UNSWITCH`` co
 """
 from __future__ import annotations
 
+from ..ir.builder import Builder
 from ..ir.clone import clone_nodes_into
 from ..ir.core import Block, Graph, Node
 from .analysis import count_nodes, inline_if_branch, is_removable, loops_post_order, maybe_unbound
@@ -51,11 +52,8 @@ def _copy_loop_into(loop: Node, dst: Block) -> Node:
 
 
 def unswitch(loop: Node, condition_if: Node) -> list[Node]:
-    block = loop.block
-    at = block.nodes.index(loop)
-    switch = Node("prim::If", [condition_if.inputs[0]], [(o.type, None) for o in loop.outputs],
-                  source=condition_if.source)
-    block.append(switch, at)
+    switch = Builder.before(loop).op("prim::If", [condition_if.inputs[0]], [o.type for o in loop.outputs],
+                                     source=condition_if.source)
     then, other = switch.add_block(), switch.add_block()
     copies = []
     for taken, branch in ((0, then), (1, other)):

@@ -24,9 +24,11 @@ broadcast axes back to its shape.
 from __future__ import annotations
 
 from ..errors import CompileError
+from ..ir.builder import Builder
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import lookup
 from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType
+from ..passes import PassManager
 from .adjoints import Adjoints, leaf_paths
 from .emitter import Emitter, differentiable
 from .inplace import InPlaceMixin
@@ -205,9 +207,8 @@ class Transform(InPlaceMixin, ListMixin):
         inputs = list(self.node_inputs.get(id(node)) or [vmap.get(id(v), v) for v in node.inputs])
         if is_write(node):      # the write itself goes to memory, not to the snapshot of its old value
             inputs[0] = vmap.get(id(node.inputs[0]), node.inputs[0])
-        new = Node(node.kind, inputs, [(o.type, _hint(o)) for o in node.outputs], dict(node.attrs),
-                   source=node.source)
-        dst.append(new)
+        new = Builder.at_end(dst).op(node.kind, inputs, [o.type for o in node.outputs], node.attrs, source=node.source,
+                                     hints=[_hint(o) for o in node.outputs])
         for o, n in zip(node.outputs, new.outputs):
             vmap[id(o)] = n
         for b in node.blocks:
@@ -230,9 +231,9 @@ class Transform(InPlaceMixin, ListMixin):
         if id(node) in self.has_reads:
             t = self.cursors.type.erase_shape()
             starts = self.new_tape(e, t)
-        new = Node("prim::Loop", [vmap.get(id(v), v) for v in node.inputs],
-                   [(o.type, _hint(o)) for o in node.outputs], source=node.source)
-        dst.append(new)
+        new = Builder.at_end(dst).op("prim::Loop", [vmap.get(id(v), v) for v in node.inputs],
+                                     [o.type for o in node.outputs], source=node.source,
+                                     hints=[_hint(o) for o in node.outputs])
         nb = new.add_block()
         for p, tape in zip(body.params, tapes):
             vmap[id(p)] = q = nb.add_param(p.type, _hint(p))
@@ -499,7 +500,6 @@ def _prune_tapes(graph: Graph, tapes: list[Value]) -> None:
     """Drop what the backward does not use: a tape none of whose entries is read back by a value in use (a
     loop's carried float that no derivative needs), and the recomputation made only to be taped. The index
     tape of a loop also gives the backward its trip count, so it stays."""
-    from ..passes import PassManager
     changed = bool(tapes)
     while changed:
         PassManager(passes=["dce"]).run(graph)

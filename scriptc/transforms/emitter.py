@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+from ..ir.builder import Builder
 from ..ir.core import Block, Node, Value
-from ..ir.registry import lookup, type_of
-from ..ir.types import BOOL, FLOAT, INT, NamedTupleType, TensorType, TupleType, decayed
+from ..ir.registry import type_of
+from ..ir.types import BOOL, FLOAT, INT, ListType, NamedTupleType, TensorType, TupleType, decayed
 
 FLOAT_DTYPES = ("float64", "float32", "float16")
 
@@ -37,14 +38,11 @@ class Emitter:
         self.block, self.source = block, source
 
     def op(self, kind: str, *inputs: Value, **attrs) -> Value:
-        types = lookup(kind).result_types([v.type for v in inputs], attrs)
-        node = Node(kind, inputs, [(t, None) for t in types], attrs, source=self.source)
-        self.block.append(node)
+        node = Builder.at_end(self.block).op(kind, inputs, attrs=attrs, source=self.source)
         return node.outputs[0] if node.outputs else None
 
     def node(self, kind, inputs, types, attrs=None) -> Node:
-        node = Node(kind, inputs, [(t, None) for t in types], attrs or {}, source=self.source)
-        return self.block.append(node)
+        return Builder.at_end(self.block).op(kind, inputs, types, attrs, source=self.source)
 
     def const(self, value) -> Value:
         return self.node("prim::Constant", [], [type_of(value)], {"value": value}).output
@@ -114,7 +112,6 @@ class Emitter:
 
     def tape(self, t) -> Value:
         """A new empty list of ``t`` (``ListType(t)``) that the forward appends to and the backward reads."""
-        from ..ir.types import ListType
         return self.node("prim::ListConstruct", [], [ListType(t)], {"elem": str(t), "tape": True}).output
 
     def clone(self, v: Value) -> Value:

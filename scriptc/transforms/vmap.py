@@ -24,6 +24,7 @@ The rule kinds (``BatchRule``) and what each does are described in ``scriptc/ir/
 from __future__ import annotations
 
 from ..errors import CompileError
+from ..ir.builder import Builder
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import Effect, lookup, type_of
 from ..ir.types import (BOOL, FLOAT, INT, ListType, NamedTupleType, NumpyScalarType, TensorType, TupleType, Type,
@@ -111,8 +112,7 @@ class Batcher:
 
     # -- emitting nodes -------------------------------------------------------------------------------------
     def node(self, kind: str, inputs, types, attrs=None) -> Node:
-        return self.block.append(Node(kind, list(inputs), [(t, None) for t in types], attrs or {},
-                                      source=self.source))
+        return Builder.at_end(self.block).op(kind, list(inputs), types, attrs, source=self.source)
 
     def op(self, kind: str, *inputs: Value, **attrs) -> Value | None:
         types = lookup(kind).result_types([v.type for v in inputs], attrs)
@@ -314,7 +314,7 @@ class Batcher:
             self.block, self.mask = saved
 
     def emit_op(self, node: Node) -> None:
-        from .vmap_rules import emit_rule, emit_structural
+        from .vmap_rules import emit_rule, emit_structural   # (vmap_rules builds on this class: imported when used)
         ins = [self.value(v) for v in node.inputs]
         if emit_structural(self, node, ins):
             return

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 
+from ...ir.builder import Builder
 from ...ir.core import Graph, Node
 from ...ir.printer import print_graph
 from ...ir.types import BOOL, TensorType, TupleType
@@ -54,21 +55,20 @@ class NodeGraph(Graph):
 def node_graph(node: Node, name: str) -> NodeGraph:
     """A graph computing ``node`` alone: non-constant inputs become parameters, constants are copied."""
     g = NodeGraph(name)
+    body = Builder.at_end(g.block)
     inputs = []
     for v, is_param in zip(node.inputs, node_params(node)):
         if is_param:
             inputs.append(g.add_input(v.type))     # unnamed: equal nodes print (and key) alike
         else:
             src = v.node
-            const = g.block.append(Node("prim::Constant", (), [(v.type, None)], attrs=src.attrs, source=src.source))
-            inputs.append(const.output)
-    copy = g.block.append(Node(node.kind, inputs, [(o.type, None) for o in node.outputs], attrs=node.attrs,
-                               source=node.source))
+            inputs.append(body.op("prim::Constant", (), [v.type], src.attrs, source=src.source).output)
+    copy = body.op(node.kind, inputs, [o.type for o in node.outputs], node.attrs, source=node.source)
     if len(copy.outputs) == 1:
         g.block.add_return(copy.output)
     else:
         result_t = TupleType(tuple(o.type for o in copy.outputs))
-        pack = g.block.append(Node("prim::TupleConstruct", copy.outputs, [(result_t, None)]))
+        pack = body.op("prim::TupleConstruct", copy.outputs, [result_t])
         g.block.add_return(pack.output)
     return g
 

@@ -27,10 +27,12 @@ import math
 
 from llvmlite import ir
 
+from ...ir.builder import Builder
 from ...ir.clone import clone_nodes_into
 from ...ir.core import Graph, Node, Value
 from ...ir.registry import REGISTRY
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TupleType
+from ...ir.types import FLOAT, INT, NONE, STR, ListType, TupleType
+from .arrays import ALLOCATIONS_ADDRESS, FREES_ADDRESS, HEADER
 from .common import F64, I8P, I32, I64, i32, i64, out_struct, process_global, reg_type
 from .text_builder import TextBuilder
 from .errors import PAYLOAD_SLOTS
@@ -92,25 +94,25 @@ def kernel_graph(node: Node, captured: list[Value], name: str) -> Graph:
     lo, hi = g.add_input(INT, "lo"), g.add_input(INT, "hi")
     value_map = {id(v): g.add_input(v.type, v.name) for v in captured}
     accs = [g.add_input(p.type, p.name) for p in body.params[1:]]
-    trips = g.block.append(Node("aten::sub", [hi, lo], [(INT, "trips")])).output
-    true = g.block.append(Node("prim::Constant", [], [(BOOL, None)], {"value": True})).output
-    loop = g.block.append(Node("prim::Loop", [trips, true] + accs, [(p.type, p.name) for p in body.params[1:]],
-                               source=node.source))
-    inner = loop.add_block()
-    j = inner.add_param(INT, "j")
-    value_map[id(body.params[0])] = inner.append(Node("aten::add", [lo, j], [(INT, "i")])).output
+    top = Builder.at_end(g.block)
+    trips = top.op("aten::sub", [hi, lo], [INT], hints="trips").output
+    true = top.constant(True)
+    loop = top.op("prim::Loop", [trips, true] + accs, [p.type for p in body.params[1:]], source=node.source,
+                  hints=[p.name for p in body.params[1:]])
+    inner = Builder.add_block(loop, [(INT, "j")])
+    j = inner.params[0]
+    value_map[id(body.params[0])] = Builder.at_end(inner).op("aten::add", [lo, j], [INT], hints="i").output
     for p in body.params[1:]:
         value_map[id(p)] = inner.add_param(p.type, p.name)
     for r in clone_nodes_into(body, inner, None, value_map):
         inner.add_return(r)
     outs = loop.outputs
     if not outs:
-        result = g.block.append(Node("prim::Constant", [], [(NONE, None)], {"value": None})).output
+        result = top.op("prim::Constant", [], [NONE], {"value": None}).output
     elif len(outs) == 1:
         result = outs[0]
     else:
-        result = g.block.append(Node("prim::TupleConstruct", outs, [(TupleType([v.type for v in outs]), None)]))
-        result = result.output
+        result = top.op("prim::TupleConstruct", outs, [TupleType([v.type for v in outs])]).output
     g.block.add_return(result)
     return g
 
@@ -278,7 +280,6 @@ class ParallelOps:
         return fn
 
     def _build_rt_release_atomic(self, key):
-        from .arrays import FREES_ADDRESS
         fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [I8P]), key)
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
@@ -294,7 +295,6 @@ class ParallelOps:
 
     def _build_rt_alloc_atomic(self, key):
         """``alloc`` (arrays.py) with the allocation counter updated atomically."""
-        from .arrays import ALLOCATIONS_ADDRESS, HEADER
         fn = ir.Function(self.mod.module, ir.FunctionType(I8P, [I64]), key)
         fn.linkage = "internal"
         b = TextBuilder(fn.append_basic_block())

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir
 
+from ...ir.builder import Builder
 from ...ir.clone import clone_node_before, clone_nodes_into
 from ...ir.core import Graph, Node
 from ...ir.registry import REGISTRY, Effect
@@ -90,27 +91,28 @@ def nest_kernel_graph(nest: list[Node], captured: list, name: str) -> Graph:
     g = Graph(name)
     lo, hi = g.add_input(INT, "lo"), g.add_input(INT, "hi")
     value_map = {id(v): g.add_input(v.type, v.name) for v in captured}
-    trips = g.block.append(Node("aten::sub", [hi, lo], [(INT, "trips")])).output
-    true = g.block.append(Node("prim::Constant", [], [(BOOL, None)], {"value": True})).output
-    loop = g.block.append(Node("prim::Loop", [trips, true], [], source=nest[0].source))
-    inner = loop.add_block()
-    t = inner.add_param(INT, "t")
-    flat = inner.append(Node("aten::add", [lo, t], [(INT, "k")])).output
+    top = Builder.at_end(g.block)
+    trips = top.op("aten::sub", [hi, lo], [INT], hints="trips").output
+    true = top.constant(True)
+    loop = top.op("prim::Loop", [trips, true], [], source=nest[0].source)
+    inner = Builder.add_block(loop, [(INT, "t")])
+    in_loop = Builder.at_end(inner)
+    flat = in_loop.op("aten::add", [lo, inner.params[0]], [INT], hints="k").output
     for level in reversed(nest):
         n = value_map.get(id(level.inputs[0]))
         if level is nest[0]:
             value_map[id(level.blocks[0].params[0])] = flat
             break
-        index = inner.append(Node("aten::remainder", [flat, n], [(INT, None)], source=level.source)).output
+        index = in_loop.op("aten::remainder", [flat, n], [INT], source=level.source).output
         value_map[id(level.blocks[0].params[0])] = index
-        flat = inner.append(Node("aten::floordiv", [flat, n], [(INT, None)], source=level.source)).output
+        flat = in_loop.op("aten::floordiv", [flat, n], [INT], source=level.source).output
     for level, deeper in zip(nest, nest[1:]):        # the outer bodies' scalar code, before each inner loop
         for c in level.blocks[0].nodes:
             if c is not deeper:
                 clone_node_before(c, inner, None, value_map)
     clone_nodes_into(nest[-1].blocks[0], inner, None, value_map)
     inner.add_return(true)
-    none = g.block.append(Node("prim::Constant", [], [(NONE, None)], {"value": None})).output
+    none = top.op("prim::Constant", [], [NONE], {"value": None}).output
     g.block.add_return(none)
     return g
 
