@@ -21,13 +21,13 @@ def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(
     once with long work: by default a first call runs code of a short LLVM pipeline while O3's is made).
     Annotated parameters are checked at each call; unannotated ones specialise on the kinds passed.
     The compiler (frontend, IR, operator registry) is imported by the first decoration, not by ``import scriptc``."""
-    from .function import script as decorate
+    from .function import script as decorate  # at the first decoration: `import scriptc` loads no compiler
     return decorate(fn, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache, tiered=tiered)
 
 
 def load(path):
     """A library made by ``scriptc export``, as a module of callables (no source, no compilation)."""
-    from .backend.export.load import load as load_library
+    from .backend.export.load import load as load_library  # on use: `import scriptc` loads no backend
     return load_library(path)
 
 
@@ -35,7 +35,7 @@ def wait_optimized(timeout: float | None = None) -> bool:
     """Wait until every signature compiled so far runs its optimized code. A signature's first call runs code
     made by a short LLVM pipeline while O3 compiles in another process and replaces it (``SCRIPTC_TIERS=0``:
     O3 before the first call). For timing steady-state speed; False if ``timeout`` seconds passed first."""
-    from .backend.llvm.optimizer import wait_all
+    from .backend.llvm.optimizer import wait_all  # on use: `import scriptc` loads no backend
     return wait_all(timeout)
 
 
@@ -43,7 +43,7 @@ def set_num_threads(n: int) -> None:
     """Use ``n`` threads, for the whole process: in prange loops and large element-wise fusion groups
     (scriptc's thread pool) and in matrix products (OpenBLAS's thread count, when OpenBLAS is available).
     By default scriptc uses ``SCRIPTC_NUM_THREADS`` or one thread per available core."""
-    from .backend.llvm import blas, threads
+    from .backend.llvm import blas, threads  # on use: `import scriptc` loads no backend
     threads.set_num_threads(n)
     if blas.available():
         blas.set_num_threads(n)
@@ -51,7 +51,7 @@ def set_num_threads(n: int) -> None:
 
 def get_num_threads() -> int:
     """The number of threads prange loops (and matrix products, after ``set_num_threads``) use."""
-    from .backend.llvm import threads
+    from .backend.llvm import threads  # on use: `import scriptc` loads no backend
     return threads.get_num_threads()
 
 
@@ -59,6 +59,7 @@ def watch_interrupts() -> bool:
     """Let Ctrl-C stop native loops again after ``signal.signal(signal.SIGINT, ...)`` replaced the handler
     scriptc puts in front of Python's (loops then see SIGINT when they return only). True where native loops see
     it (Linux, with a Python handler for SIGINT). Python's handler runs as it would between two bytecodes."""
+    # on use: `import scriptc` loads no backend (and this module loads llvmlite)
     from .backend.llvm.interrupts import watch_interrupts as watch
     return watch()
 
@@ -71,7 +72,7 @@ def __getattr__(name):
     # scriptc.random (functional random keys) and the transforms (grad) are imported on first use: import time
     import importlib
     if name == "ScriptFunction":
-        from .function import ScriptFunction
+        from .function import ScriptFunction  # on first use: `import scriptc` loads no compiler
         return ScriptFunction
     if name == "random":
         return importlib.import_module(".random", __name__)

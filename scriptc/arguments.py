@@ -35,7 +35,7 @@ def _accept(want: Type, got: Type) -> Type | None:
     if isinstance(want, TupleType) and isinstance(got, TupleType):
         return _accept_tuple(want, got)
     if isinstance(want, ListType) and isinstance(got, ListType):
-        from .frontend.lists import accept_list
+        from .frontend.lists import accept_list  # the frontend: scriptc.load (which checks arguments here) loads none
         return accept_list(want, got)
     return None
 
@@ -76,7 +76,7 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
     if want is UNANNOTATED:
         want = _unannotated_kind(fname, pname, arg)
     if isinstance(want, ListType):
-        from .frontend.lists import list_argument
+        from .frontend.lists import list_argument  # the frontend: scriptc.load (which checks arguments here) loads none
         return list_argument(fname, pname, want, arg)
     if isinstance(want, TupleType):
         return _tuple_argument(fname, pname, want, arg)
@@ -159,7 +159,7 @@ def _unannotated_kind(fname, pname, arg) -> Type:
     if isinstance(arg, np.ndarray) or is_array_like(arg):
         return TENSOR
     if isinstance(arg, tuple):
-        from .frontend import annotation_type
+        from .frontend import annotation_type  # the frontend: scriptc.load (which checks arguments here) loads none
         declared = annotation_type(type(arg)) if type(arg) is not tuple else None
         if declared is not None:
             return declared

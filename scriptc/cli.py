@@ -14,6 +14,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from .backend.llvm.disk_cache import entries, side_files
 from .errors import CompileError
 from .function import GraphNeedsTypes, ScriptFunction, script
 from .ir.types import TensorType, Type
@@ -81,7 +82,7 @@ def cmd_dump(args) -> int:
     if args.device == "cuda" or args.emit == "ptx":
         if args.emit not in ("ir", "ptx"):
             raise SystemExit("scriptc: --target=cuda prints --emit=ir (the GPU signature's graph) or --emit=ptx")
-        from .backend.nvptx import ptx_for_graph
+        from .backend.nvptx import ptx_for_graph  # cuda only: loads the nvptx backend (and llvmlite)
         graph = fn.gpu_graph_for_types(tuple(t.erase_shape() if isinstance(t, TensorType) else t
                                              for t in args.types))
         if args.emit == "ir":
@@ -102,7 +103,7 @@ def cmd_dump(args) -> int:
 
 def dump_passes(fn, args) -> int:
     """Run the pass pipeline (or --passes) on the frontend graph with LLVM-style instrumentation."""
-    from .passes import PASSES, PassManager
+    from .passes import PASSES, PassManager  # dump only: `scriptc cache` loads no pass
     if len(args.types) != len(fn.param_types):
         raise SystemExit(f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, "
                          f"--types gives {len(args.types)}")
@@ -124,7 +125,6 @@ def cmd_cache(args) -> int:
     """List or clear on-disk cache entries under the given directories (default: ``SCRIPTC_CACHE_DIR`` if set,
     else every ``__pycache__`` below the current directory)."""
     import os
-    from .backend.llvm.disk_cache import entries, side_files
     dirs = args.dirs or ([os.environ["SCRIPTC_CACHE_DIR"]] if os.environ.get("SCRIPTC_CACHE_DIR") else None)
     missing = [d for d in dirs or () if not os.path.isdir(d)]
     if missing:
@@ -189,7 +189,7 @@ def _is_target(arg: str) -> bool:
 
 
 def cmd_export(argv: list[str]) -> int:
-    from .backend.export import ExportError, export_library
+    from .backend.export import ExportError, export_library  # export only: loads llvmlite (`scriptc cache` loads none)
     try:
         targets, output, emit = parse_export(argv)
     except argparse.ArgumentTypeError as e:

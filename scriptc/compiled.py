@@ -109,7 +109,6 @@ class CompiledFunction:
         # the backend is imported by the first compile: decorating loads none of it (test_import_cost), and a
         # disk-cache hit loads no llvmlite (backend/llvm/cached.py)
         from .backend.gil import releases_gil
-        from .backend.llvm.cached import load_cached
         native = self._load_by_source_key(types) if self.cache else None
         if native is not None:
             return native
@@ -118,6 +117,7 @@ class CompiledFunction:
         cache = self._cache_directory()
         native = cache_key = None
         if cache is not None:      # a hit links cached machine code without loading LLVM
+            from .backend.llvm.cached import load_cached     # (on-disk cache only: without it, no disk_cache)
             native, cache_key = load_cached(graph, self.fastmath, nogil, cache, python_entry=True)
         if native is None:
             from .backend.llvm import compile_graph, optimizer     # (LLVM: on a miss only)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .compiled import pipeline
 from .errors import user_facing
 from .interop import is_gpu_array as _on_device
 from .ir.core import Graph
@@ -14,6 +15,7 @@ class DeviceCalls:
 
     def _run_on_device(self, args, kwargs):
         """A call with device arrays (``scriptc.cuda``): host code on the CPU, array operators as kernels."""
+        # device arrays only: decorating loads no backend (test_import_cost)
         from .backend.nvptx.executor import GpuProgram
         types, values, devices = self._bind_device(args, kwargs)
         device = devices[0]._device
@@ -26,7 +28,7 @@ class DeviceCalls:
     def _bind_device(self, args, kwargs):
         """Bind arguments some of which are device arrays: binding sees an empty host array of each one's dtype and
         rank. (types, values with the device arrays, the device arrays)."""
-        from .cuda import as_device_array
+        from .cuda import as_device_array  # device arrays only: cuda loads the nvptx backend (and llvmlite)
         devices = {}
 
         def stand_in(a):
@@ -43,9 +45,9 @@ class DeviceCalls:
         """The optimized graph of a GPU signature: as for the CPU, except that a time loop over whole arrays
         stays a host loop (its body's fusion groups are the kernels) instead of becoming one fused CPU loop, and
         every operator the device runs is a group (a kernel) of its own (``passes/device_groups.py``)."""
+        # at the first GPU compile: decorating loads no pass (test_import_cost)
         from .passes.device_groups import outline_for_device
         self.graph_for_types(types, optimize=False)
-        from .compiled import pipeline
         graph = pipeline(skip={"time-loop-fusion"}).run(self._compile(types))
         outline_for_device(graph)
         return graph
@@ -54,5 +56,6 @@ class DeviceCalls:
     def inspect_ptx(self, *args, arch: str = "sm_80", **kwargs) -> str:
         """The PTX of these arguments' signature (host arrays describe the types: no GPU needed): one
         ``.entry`` per kernel (two for a group with reductions)."""
+        # loads the nvptx backend and llvmlite: decorating loads none (test_import_cost)
         from .backend.nvptx import ptx_for_graph
         return ptx_for_graph(self.gpu_graph_for_types(self._bind(args, kwargs)[0]), arch)[0]

@@ -298,14 +298,14 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
     def _load_by_source_key(self, types: tuple):
         """The cached machine code of a signature found by its source key, without the frontend and the passes
         (``source_key.py``); installed as the signature's code. None on a miss."""
-        from .source_key import read_manifest, source_key
+        from .source_key import read_manifest, source_key  # on-disk cache only: decorating loads no source_key
         cache = self._cache_directory()
         skey = source_key(self, types, cache.directory)
         data = cache.load_manifest(self.__name__, skey) if skey is not None else None
         found = read_manifest(self, data) if data is not None else None
         if found is None:
             return None
-        from .backend.llvm.cached import load_entry
+        from .backend.llvm.cached import load_entry  # at the first call: decorating loads no backend (test_import_cost)
         key, signature, written, nogil = found
         native = load_entry(key, signature, lambda: self.graph_for_types(types), cache, True, self.fastmath, nogil,
                             written)
@@ -316,7 +316,7 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         return native
 
     def _remember_source_key(self, types: tuple, native, key: str, nogil: bool) -> None:
-        from .source_key import manifest, source_key
+        from .source_key import manifest, source_key  # on-disk cache only: decorating loads no source_key
         cache = self._cache_directory()
         skey = source_key(self, types, cache.directory)
         data = manifest(self, native, key, nogil) if skey is not None else None
@@ -372,6 +372,7 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         code itself is compiled per dtype and rank and works for every shape. With device arrays: the GPU
         signature's graph, kernels marked ``device="cuda"`` and scalar reads ``copy="device_to_host"``."""
         if any(_on_device(a) for a in (*args, *kwargs.values())):
+            # device arrays only: decorating loads no backend (test_import_cost)
             from .backend.nvptx.executor import mark_devices
             types, values, _ = self._bind_device(args, kwargs)
             return mark_devices(self.gpu_graph_for_types(types),

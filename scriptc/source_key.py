@@ -28,7 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .backend.llvm.digests import sha256
+from .backend.llvm.disk_cache import target_description
 from .frontend import _MISSING
+from .function import ScriptFunction
 from .ir.types import NAMED_TUPLES, is_named_tuple_class, parse_type
 
 FORMAT = 1
@@ -50,7 +53,6 @@ def fingerprint(obj):
     if isinstance(obj, pytypes.ModuleType):
         return ["module", obj.__name__]
     if getattr(type(obj), "scriptc_callable", False):     # a scripted function, or a transform of one
-        from .function import ScriptFunction
         return _script_fingerprint(obj) if isinstance(obj, ScriptFunction) else None
     if is_named_tuple_class(obj):
         annotations = {k: fingerprint(v) if is_named_tuple_class(v) else repr(v)     # (nested records too)
@@ -82,7 +84,6 @@ def _script_fingerprint(fn) -> list:
 
 
 def _digest(value) -> str:
-    from .backend.llvm.digests import sha256
     return sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
@@ -160,7 +161,6 @@ def build_fingerprint() -> str:
 
 def source_key(fn, types: tuple, directory) -> str | None:
     """The source key of ``fn`` for arguments of these kinds (None without a kept host description)."""
-    from .backend.llvm.disk_cache import target_description
     target = target_description(directory, llvm=False)
     if target is None:
         return None

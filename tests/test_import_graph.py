@@ -6,10 +6,16 @@ operators (declarations, NumPy semantics, the reference interpreter), the compil
 graph transforms), code generation and its runtime (backend), and the API (decorators, transforms' callables,
 the CLI). ``KNOWN`` lists the upward imports not yet removed, each a defect: the test fails when one is added,
 and when one listed is gone (so that the list shrinks as they are fixed).
+
+Imports go at the top of a file; one inside a function says why on its line or the line above: an optional
+dependency, an import-time saving (``test_import_cost.py``), a cycle.
 """
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "scriptc"
@@ -111,3 +117,31 @@ def test_no_cycle_between_packages():
     cycles = sorted(a for a in edges if a in reachable(a))
     assert cycles == [], f"packages on an import cycle: {cycles}"
 
+
+
+def comments(path: Path) -> tuple[dict[int, str], set[int]]:
+    """({line: its comment's text}, the lines that hold a comment only), pragmas (noqa, type:) left out."""
+    found, alone = {}, set()
+    for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+        if tok.type == tokenize.COMMENT:
+            text = re.sub(r"#\s*(noqa\b[:\s\w,]*|type:.*)", "", tok.string).strip("# ")
+            if text:
+                found[tok.start[0]] = text
+                if not tok.line[:tok.start[1]].strip():
+                    alone.add(tok.start[0])
+    return found, alone
+
+
+def test_an_import_inside_a_function_says_why():
+    """An import of a scriptc module inside a function has a comment on its line (or lines) or the line above
+    saying why it is not at the top of the file: ``# (cycle: X imports this module)``, ``# loads llvmlite: only
+    on a cache miss``, ``# at the first compile: decorating loads no pass (test_import_cost)``."""
+    unexplained = []
+    for module, path in sorted(MODULES.items()):
+        last_line = {n.lineno: n.end_lineno for n in ast.walk(ast.parse(path.read_text()))
+                     if isinstance(n, (ast.Import, ast.ImportFrom))}
+        found, alone = comments(path)
+        for first in sorted({line for _, line, within, _ in imports(module) if within}):
+            if not (first - 1 in alone or any(k in found for k in range(first, last_line[first] + 1))):
+                unexplained.append(f"{path.relative_to(ROOT.parent)}:{first}")
+    assert unexplained == [], f"imports inside functions without a reason: {unexplained}"

@@ -91,7 +91,7 @@ class LibraryCallsMixin:
             evaluated["key"] = self.expr(bound["key"])
             t = evaluated["key"].type
             if not (isinstance(t, TensorType) and t.dtype in (None, "uint32") and t.rank in (None, 1)):
-                from .emitter import describe
+                from .emitter import describe  # (cycle: emitter imports calls, which imports this module)
                 raise self.fn.error(f"{name}(): key must be {KEY}, got {describe(t)}", bound["key"])
         static = {p: self.dtype_of(bound[p]) if p in bound else np.dtype(spec.defaults[p]).name
                   for p in spec.static}

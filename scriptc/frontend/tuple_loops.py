@@ -43,7 +43,7 @@ class TupleLoopsMixin:
         return [self.tuple_element(seq, k, at) for k in range(len(seq.type.elems))]
 
     def emit_unrolled(self, loop: ast.For, steps: list) -> None:
-        from .emitter import BRK, CONT, RET
+        from .emitter import BRK, CONT, RET  # (cycle: emitter imports this module)
 
         def iteration(k: int) -> None:
             flags = [(name, self.env.vars[name]) for name in (BRK, RET)]

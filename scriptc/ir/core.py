@@ -253,7 +253,7 @@ class Graph:
         return list(seen.values())
 
     def __str__(self):
-        from .printer import print_graph
+        from .printer import print_graph  # (cycle: printer imports this module)
         return print_graph(self)
 
 

@@ -319,5 +319,5 @@ def exact_numpy_join(python_value, t: Type) -> bool:
 
 def parse_type(text: str) -> Type:
     """Inverse of ``str(type)``."""
-    from .parser import TypeParser
+    from .parser import TypeParser  # (cycle: parser imports this module)
     return TypeParser(text).parse()

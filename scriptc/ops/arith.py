@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 
-from ..ir.registry import (ZERO_DERIVATIVE, Batch, Effect, OpTypeError, broadcast_shapes, by_sample, no_outputs,
+from ..ir.registry import (ZERO_DERIVATIVE, Batch, Effect, OpTypeError, broadcast_shapes, by_sample, lookup, no_outputs,
                            register, shape_of)
 from ..ir.types import BOOL, FLOAT, INT, STR, TensorType, result_dtype, scalar_type
 
@@ -118,7 +118,6 @@ def _inplace_batch(b, node, ins):
     if b.mask is None:
         b.node(node.kind, [x, y], [])
     else:
-        from ..ir.registry import lookup
         new = b.op(lookup(node.kind).extra["inplace_of"], x, y)
         b.node("aten::copy_", [x, b.masked(new, x, xt.rank)], [])
     return []

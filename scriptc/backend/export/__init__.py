@@ -36,7 +36,7 @@ from ...signatures import format_signature
 from ..llvm import disk_cache, pool, strings
 from ..llvm.engine import engine
 from ..llvm.entry import PythonTable, lower_python_entry
-from ..llvm.errors import ERROR_TABLE
+from ..llvm.errors import ERROR_TABLE, encode_argument
 from ..llvm.lower import ModuleLowering, check_graph
 from . import cabi
 from .cabi import ExportError, Exported, header, plan_supported, source
@@ -170,7 +170,6 @@ def parameter_defaults(fn) -> dict:
     """{parameter: its default as JSON (errors.py's encoding)} of the Python function, for scriptc.load's
     binding; a default without a JSON form is left out (the argument must then be passed)."""
     import inspect
-    from ..llvm.errors import encode_argument
     found = {}
     for name, p in inspect.signature(getattr(fn, "py_func", fn)).parameters.items():
         if p.default is not inspect.Parameter.empty and encode_argument(p.default) is not None:

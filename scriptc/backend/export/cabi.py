@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ...ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, NONE, STR, NamedTupleType, TensorType, TupleType, Type,
                         decayed)
+from ..argument_writes import written_inputs
 from ..llvm.callbacks import PendingException
 from ..llvm.common import PTR, leaves
 from ..llvm.strings import Plan
@@ -61,7 +62,6 @@ class Exported:
         self.result_type = result if isinstance(result, NamedTupleType) else \
             TupleType(tuple(self.results)) if isinstance(result, TupleType) else decayed(result)
         self.python_entry = None      # the CPython entry's symbol, when the library has one (export.python_entries)
-        from ..argument_writes import written_inputs
         self.written = written_inputs(graph)    # {argument it may write: NumPy's message for a read-only one}
         for name, t in self.params:
             check_exportable(t, f"argument '{name}' of {fname}")

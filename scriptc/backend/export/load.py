@@ -30,12 +30,15 @@ from pathlib import Path
 import numpy as np
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType
-from ...arguments import check_array_kind
+from ...arguments import bind_by_name, check_array_kind
 from ...realign import Twins, needs_twins
-from ...signatures import parse_arg_type
+from ...signatures import parse_arg_type, split_top_level
 from . import FORMAT, SECTION
 from .integrity import damage, section_span
-from ..llvm import threads
+from ..llvm import entry_runtime, symbols, threads
+from ..llvm.entry_runtime import builtin_function, entry_unsupported_reason, make_state, needs_rebuild, out_reader
+from ..llvm.errors import decode_argument, exception_class
+from ..llvm.native import _rebuild
 from ..llvm.threads import THREADS_SYMBOL
 from .cabi import DTYPE_CODES
 
@@ -123,7 +126,6 @@ class Library:
         table, error = manifest.get("python_table"), manifest.get("python_error")
         if not table or not error:
             return False
-        from ..llvm import entry_runtime, symbols
         if entry_runtime.OBJECT_LAYOUT_ERROR:
             return False
         addresses = [symbols.address_of(name) for name in table["slots"]]
@@ -153,7 +155,6 @@ class Library:
     def raise_error(self, status: int):
         exact = self._exact_errors.get(status)
         if exact is not None:       # the exception the scripted function raises, its arguments as they were
-            from ..llvm.errors import decode_argument, exception_class
             exc_type = exception_class(exact[0])
             if exc_type is not None:
                 raise exc_type(*(decode_argument(a) for a in exact[1]))
@@ -204,8 +205,6 @@ class LoadedFunction:
 
     def _bind(self, args: tuple, kwargs: dict) -> tuple:
         """Keyword arguments and defaults in their parameters' places, with CPython's errors."""
-        from ...arguments import bind_by_name
-        from ..llvm.errors import decode_argument
         defaults = {p: decode_argument(value) for p, value in self._defaults.items()}
         return tuple(bind_by_name(self.__name__, self._params, defaults, args, kwargs))
 
@@ -239,7 +238,6 @@ class LoadedFunction:
         """A chain of the signatures' CPython entries, in export order, each falling back to the next and the
         last to ``_dispatch``; a signature an earlier one accepts every argument of is left out (the dispatch
         picks the earlier one for its arguments)."""
-        from ..llvm.entry_runtime import builtin_function, entry_unsupported_reason, make_state, needs_rebuild
         usable = []
         for k, (sig, info) in enumerate(zip(self._signatures, signatures)):
             symbol = info.get("python_entry")
@@ -285,8 +283,6 @@ class _Signature:
 
     def rebuild_out(self, out_address: int, args):
         """The result from the kernel's out struct (the CPython entry's ``rebuild``: results that are views)."""
-        from ..llvm.entry_runtime import out_reader
-        from ..llvm.native import _rebuild
         if self._reader is None:
             self._reader = out_reader(self.result_type)
         return _rebuild(self.result_type, iter(self._reader(out_address)), args)
@@ -389,7 +385,6 @@ def _parse_type(text: str):
 
 
 def _split(signature: str) -> list[str]:
-    from ...signatures import split_top_level
     return split_top_level(signature) if signature.strip() else []
 
 

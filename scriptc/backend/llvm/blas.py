@@ -19,6 +19,8 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+from . import symbols
+from .threads import thread_count
 
 SYMBOL_PREFIX = "scriptc.blas."
 # CBLAS functions native code calls: our name -> the library's exported symbol
@@ -83,7 +85,6 @@ def bind() -> bool:
     if lib is None:
         return False
     if not _BOUND:
-        from . import symbols
         with _LOCK:
             if not _BOUND:
                 for name, symbol in FUNCTIONS.items():
@@ -101,7 +102,6 @@ def _require() -> ctypes.CDLL:
 
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads in matrix products (OpenBLAS's thread count, process-wide)."""
-    from .threads import thread_count
     n = thread_count(n)
     fn = _require().scipy_openblas_set_num_threads64_
     fn.argtypes, fn.restype = [ctypes.c_int], None

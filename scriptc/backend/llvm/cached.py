@@ -17,6 +17,8 @@ from ...ir.core import Graph
 from ...ir.types import Type
 from . import disk_cache, objload, runtimes
 from .callbacks import restore_plan, restore_str
+from .disk_cache import source_files
+from .entry_runtime import entry_unsupported_reason
 from .errors import ERROR_TABLE
 from .native import NativeFunction
 
@@ -33,7 +35,6 @@ def remember(key: str, addresses: dict[str, int]) -> None:
 
 def load_cached(graph: Graph, fastmath: bool, nogil: bool, cache, python_entry: bool):
     """(NativeFunction from the cache or None, the entry's key)."""
-    from .disk_cache import source_files
     options = {"fastmath": fastmath, "nogil": nogil}
     text, files = str(graph), source_files(graph)
     key = disk_cache.cache_key(text, files, options, cache.directory, llvm=False)
@@ -68,7 +69,7 @@ def load_entry(key: str, signature: tuple, graph, cache, python_entry: bool, fas
     prefix = f"scriptc.c{key[:20]}"
 
     def remake():
-        from .compile import remake_ir
+        from .compile import remake_ir  # compile loads llvmlite: only when the code is remade (a hit loads none)
         return remake_ir(graph if isinstance(graph, Graph) else graph(), prefix, nogil, fastmath, python_entry)
 
     if pyentry and not (python_entry and _entry_usable(arg_types, result_type)):
@@ -80,7 +81,6 @@ def load_entry(key: str, signature: tuple, graph, cache, python_entry: bool, fas
 
 def _entry_usable(arg_types: list, result_type: Type) -> bool:
     """The CPython entry reads object layouts that are checked in each process (entry_runtime)."""
-    from .entry_runtime import entry_unsupported_reason
     signature = SimpleNamespace(arg_types=arg_types, result_type=result_type)
     return entry_unsupported_reason(signature, rebuild=True) is None
 

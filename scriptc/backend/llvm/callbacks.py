@@ -117,7 +117,7 @@ def _decoder(t: Type):
             return np.asarray(_ArrayInterface(data, dtype, shape, strides))
         return decode_array
     if isinstance(t, ListType):
-        from .listbox import from_native
+        from .listbox import from_native  # listbox loads llvmlite.ir: only for lists (other hits load no llvmlite)
         return lambda it: from_native(t, next(it))
     raise TypeError(f"cannot pass {t} to a callback")
 

@@ -29,6 +29,7 @@ from . import codegen_threads, streaming
 from .first_tier import first_tier_modules, first_tier_symbol
 from .native import NativeFunction
 from .objload import link
+from .optimizer import submit
 from .outline import outlinable_count
 from .runtimes import objects as runtime_objects, runtime_dependencies
 from .symbols import bind
@@ -128,7 +129,7 @@ def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cac
     optimizer's thread); without it, O3 now."""
     check_graph(graph)
     if cache is not None and key is None:
-        from .cached import load_cached
+        from .cached import load_cached  # on-disk cache only: without it, no cached nor disk_cache
         native, key = load_cached(graph, fastmath, nogil, cache, python_entry)
         if native is not None:
             return native
@@ -164,7 +165,7 @@ def _linked(graph: Graph, lowered: Lowered, obj: bytes, cache, key: str | None, 
     if key is not None:
         from . import disk_cache    # here: a process without the on-disk cache does not import it (nor json)
         disk_cache.stats["misses"] += 1
-        from .cached import remember
+        from .cached import remember  # on-disk cache only (as load_cached)
         remember(key, {"entry_symbol": lowered.entry, "entry": addresses[lowered.entry],
                        "python_entry": addresses.get(lowered.python_entry), "release": addresses.get(lowered.release)})
         references = lowered.references()
@@ -225,7 +226,6 @@ def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | N
         finally:
             native.optimizing.set()
 
-    from .optimizer import submit
     submit(lowered.text, done, persistent=key is not None)
     return native
 

@@ -135,7 +135,7 @@ def target_description(directory=None, llvm: bool = True) -> dict | None:
 def _llvm_description() -> dict:
     import llvmlite
     import llvmlite.binding as llvm
-    from .engine import engine
+    from .engine import engine  # only with no host description kept: a hit loads no engine
     eng = engine()
     return {"llvmlite": llvmlite.__version__, "llvm": ".".join(map(str, llvm.llvm_version_info)),
             "triple": eng.triple, "cpu": eng.cpu, "features": eng.features}

@@ -100,7 +100,7 @@ class Engine:
     def quick_objects(self, modules: list[tuple[str, bool]], before_codegen=lambda: None) -> list[bytes]:
         """``quick_object`` of each ``(text, unoptimized)``, generated at once on several threads
         (codegen_threads.py) when there are several."""
-        from . import codegen_threads
+        from . import codegen_threads  # code generation only: linking cached code loads no codegen_threads
         if len(modules) == 1 or codegen_threads.THREADS == 1:
             return [self.quick_object(text, before_codegen if k == 0 else lambda: None, unoptimized)
                     for k, (text, unoptimized) in enumerate(modules)]
@@ -112,7 +112,7 @@ class Engine:
 
     def stream(self):
         """A ``codegen_threads.Stream`` of first-tier modules (generated as ``quick_objects`` generates them)."""
-        from . import codegen_threads
+        from . import codegen_threads  # code generation only: linking cached code loads no codegen_threads
         with self._lock:
             if self._codegen_pool is None:
                 self._codegen_pool = codegen_threads.Pool(self._machine, self.quick_passes)

@@ -11,7 +11,8 @@ import threading
 
 import numpy as np
 
-from ...ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, NONE, STR, NamedTupleType, TensorType, TupleType, Type
+from ...ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, NAMED_TUPLES, NONE, STR, ListType, NamedTupleType,
+                         NumpyScalarType, TensorType, TupleType, Type)
 from . import symbols
 from .errors import ERROR_TABLE
 from .layout import holds_ref, leaves
@@ -236,6 +237,7 @@ def release_capsule_address() -> int:
     of interpreter exit, when module globals may already be gone; native code is never unmapped. Compiled with
     LLVM if no compiled module has brought one yet."""
     if not _RELEASE:
+        # (cycle: entry imports this module); entry loads llvmlite: only with no release capsule yet
         from .entry import compile_release_capsule
         register_release_capsule(compile_release_capsule())
     return _RELEASE[0]
@@ -271,7 +273,6 @@ def needs_rebuild(t: Type) -> bool:
 
 def holds_str(t: Type) -> bool:
     """Strs, lists (listbox.py) and NumPy scalars are boxed by ``rebuild`` in Python."""
-    from ...ir.types import ListType, NumpyScalarType
     return t == STR or isinstance(t, (ListType, NumpyScalarType)) or \
         isinstance(t, TupleType) and any(map(holds_str, t.elems))
 
@@ -322,7 +323,6 @@ def named_tuple_symbol(qualname: str) -> str:
 
 @symbols.provider("scriptc.obj.namedtuple.")
 def _named_tuple_class(name: str) -> int | None:
-    from ...ir.types import NAMED_TUPLES
     cls = NAMED_TUPLES.get(name[len("scriptc.obj.namedtuple."):])
     return id(cls) if cls is not None else None      # registered for good: the address stays valid
 

@@ -28,6 +28,7 @@ from llvmlite import ir
 from . import runtimes, symbols
 from .common import I8P, I32, I64, i32, i64
 from .callbacks import PY_SYMBOLS
+from .engine import engine
 from .errors import ERROR_TABLE
 
 FLAG = "scriptc.interrupt.flag"
@@ -127,8 +128,7 @@ def ensure_runtime() -> None:
         if symbols.bound(CHECK):        # linked from the on-disk cache (runtimes.py), its install run
             addresses = {name: symbols.bound(name) for name in (FLAG, CHECK, INSTALL)}
         else:
-            from .compile import link
-            from .engine import engine
+            from .compile import link  # (cycle: compile imports lower, which imports this module)
             eng = engine()
             llmod = eng.optimize(str(build_module()))
             obj = eng.emit_object(llmod)

@@ -18,6 +18,8 @@ import threading
 import numpy as np
 
 from ...ir.types import BOOL, FLOAT, INT, ListType, TensorType
+from .errors import ERROR_TABLE
+from .native import Borrowed, _array, _rebuild, _release
 from .symbols import LIBC
 from .lists import LIST_ALLOCATIONS, LIST_FREES, elem_size
 
@@ -59,7 +61,6 @@ def to_native(t: ListType, xs: list) -> int:
 
 def release(t: ListType, p: int) -> None:
     """Drop one reference to the native list at ``p`` (the last frees it and releases its arrays)."""
-    from .native import _release
     h = _words(p, 4)
     h[0] -= 1
     if h[0]:
@@ -77,7 +78,6 @@ def release(t: ListType, p: int) -> None:
 
 def from_native(t: ListType, p: int, args=()) -> list:
     """The Python list of the native list's elements (arrays: NumPy arrays, owning a reference each)."""
-    from .native import _array
     h = _words(p, 4)
     n, data, elem = h[1], h[3], t.elem
     if not isinstance(elem, TensorType):
@@ -137,8 +137,6 @@ def call_with_lists(native, args):
 
 
 def _call_with_lists(native, args):
-    from .errors import ERROR_TABLE
-    from .native import Borrowed, _rebuild
     if len(args) != len(native.arg_types):
         raise TypeError(f"{native.name}() takes {len(native.arg_types)} arguments ({len(args)} given)")
     flat, lists, borrowed = [], [], list(args)

@@ -22,6 +22,7 @@ from .arrays import Arr, kind_of
 from . import symbols
 from .common import F64, I1, I8, I8P, I32, I64, handles, i32, i64, leaves, mem_type, process_global, reg_type
 from .text_builder import TextBuilder
+from ...ops.lists import MAX_EMPTY, MIN_EMPTY
 
 LEN, CAP, DATA = 1, 2, 3
 HEADER_T = ir.LiteralStructType([I64, I64, I64, I8P])
@@ -390,12 +391,10 @@ class ListOps:
 
     @handles("aten::list_min")
     def lower_list_min(self, node):
-        from ...ops.lists import MIN_EMPTY
         return self._extreme(node, "min", MIN_EMPTY)
 
     @handles("aten::list_max")
     def lower_list_max(self, node):
-        from ...ops.lists import MAX_EMPTY
         return self._extreme(node, "max", MAX_EMPTY)
 
     @handles("aten::sorted")

@@ -11,6 +11,8 @@ from ...ir.core import Graph
 from ..argument_writes import written_inputs
 from ...ir.types import BOOL, FLOAT, INT, STR, ListType, NamedTupleType, NumpyScalarType, TensorType, TupleType, Type
 from .callbacks import take_str
+from .entry_runtime import (builtin_function, make_state, needs_rebuild, out_reader, register_release_capsule,
+                            release_capsule_address)
 from .errors import ERROR_TABLE
 from .layout import PTR, leaves
 from .symbols import LIBC
@@ -96,7 +98,6 @@ _PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 
 def _owning_capsule(meminfo: int):
-    from .entry_runtime import release_capsule_address
     return _PyCapsule_New(meminfo, None, release_capsule_address())
 
 
@@ -130,7 +131,7 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
         interface["data"] = (data, True)    # a view of a read-only argument is read-only, as in NumPy
     mem.__array_interface__ = interface
     if mem.owner is None:
-        from .constants import constant_containing
+        from .constants import constant_containing  # loads llvmlite.ir: only for a constant array (a hit loads none)
         constant = constant_containing(data)
         if constant is not None:   # a module-level array frozen into the code: the caller gets a copy
             mem.owner = constant
@@ -181,7 +182,7 @@ def _rebuild(t: Type, vals, args=()):
     if isinstance(t, TensorType):
         return _array(t, vals, args)
     if isinstance(t, ListType):
-        from .listbox import take_list
+        from .listbox import take_list  # listbox loads llvmlite.ir: only for lists (other hits load no llvmlite)
         return take_list(t, next(vals), args)
     return None
 
@@ -211,7 +212,6 @@ class NativeFunction:
         self.address = address
         self.python_entry_address = python_entry_address
         if release_address:
-            from .entry_runtime import register_release_capsule
             register_release_capsule(release_address)
         # inputs the code may write (through any view, in any callee): NumPy's message for a read-only one
         self.written_inputs = written_inputs(graph) if written is None else written
@@ -240,7 +240,6 @@ class NativeFunction:
         ``fallback``; None when the module has none."""
         if not self.python_entry_address:
             return None
-        from .entry_runtime import builtin_function, make_state, needs_rebuild
         state = make_state(fallback, self.rebuild_out if needs_rebuild(self.result_type) else None, raise_error)
         state.native, state.nogil, state.symbol = self, nogil, f"{self.entry}.python"
         return builtin_function(self.python_entry_address, self.name, state, nogil)
@@ -260,12 +259,13 @@ class NativeFunction:
     @property
     def asm(self) -> str:
         if self._asm is None:
-            from .engine import engine
+            from .engine import engine  # .asm only: a cache hit loads no engine (nor LLVM)
             self._asm = engine().assembly(self.llvm_ir)
         return self._asm
 
     def __call__(self, *args):
         if self._has_lists:
+            # listbox loads llvmlite.ir: only for lists (other hits load no llvmlite)
             from .listbox import call_with_lists
             return call_with_lists(self, args)
         if len(args) != len(self._converters):
@@ -279,7 +279,6 @@ class NativeFunction:
     def rebuild_out(self, out_address: int, args) -> object:
         """The Python result from an out struct native code filled (for the fast entry point)."""
         if self._reader is None:
-            from .entry_runtime import out_reader
             self._reader = out_reader(self.result_type)
         return _rebuild(self.result_type, iter(self._reader(out_address)), args)
 

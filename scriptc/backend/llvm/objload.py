@@ -21,7 +21,7 @@ import ctypes
 import struct
 import sys
 
-from . import code_memory
+from . import code_memory, symbols
 
 SHT_PROGBITS, SHT_SYMTAB, SHT_NOBITS, SHT_RELA, SHT_REL = 1, 2, 8, 4, 9
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR, SHF_TLS = 0x1, 0x2, 0x4, 0x400
@@ -209,11 +209,10 @@ def link(obj: bytes, wanted: list[str], llmod=None) -> dict[str, int]:
     ``wanted`` symbols. What this linker declines (another machine, a relocation it does not handle), LLVM's JIT
     links (loading LLVM if it is not loaded); its ``LinkError`` (an ObjectLoadError) says what nothing
     provides."""
-    from . import symbols
     try:
         found = load_object(obj, symbols.address_of)
     except ObjectLoadError:
-        from .engine import engine
+        from .engine import engine  # (cycle: engine imports this module); LLVM only where this linker declines
         return engine().add_object(obj, wanted, llmod)
     return {name: found[name] for name in wanted}
 

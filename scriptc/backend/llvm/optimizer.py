@@ -28,6 +28,7 @@ import sys
 import threading
 
 from . import optimizer_worker as protocol
+from .engine import PIPELINE, engine
 
 
 IDLE_SECONDS = 10.0     # the optimizer process ends after this long without work
@@ -171,8 +172,7 @@ def _optimize(state: _State, text: str) -> tuple[bytes | None, str | None]:
         else:
             if obj is not None:
                 return obj, None
-    from .engine import engine     # here, LLVM raises its error for the job's done() to report
-    eng = engine()
+    eng = engine()     # here, LLVM raises its error for the job's done() to report
     return eng.emit_object(eng.optimize(text)), None
 
 
@@ -196,7 +196,6 @@ def _from_process(state: _State, text: str) -> bytes | None:
 
 def _send_header(proc: _Process) -> None:
     import json
-    from .engine import PIPELINE, engine
     eng = engine()
     header = {"triple": eng.triple, "cpu": eng.cpu, "features": eng.features, "pipeline": PIPELINE}
     protocol.write_frame(proc.stdin, json.dumps(header).encode())

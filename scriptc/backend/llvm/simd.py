@@ -11,6 +11,7 @@ from ...ir.core import is_constant
 from ...ir.types import FLOAT, INT, TensorType
 from .common import F64, i64
 from .array_math import FAST_POWERS, INTRINSIC as SCALAR_INTRINSIC, constant_number
+from .engine import engine
 from .symbols import LIBM_UNARY
 
 ARITH = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
@@ -36,7 +37,6 @@ class SimdOps:
     def simd_width(self, sub, stop=None) -> int | None:
         """Lanes for this group (its nodes before ``stop``, a reduction ending it), or None when it must stay
         scalar."""
-        from .engine import engine
         vm = engine().vector_math
         if "exp" not in vm:
             return None
@@ -144,7 +144,6 @@ class SimdOps:
             if name not in decls:
                 decls[name] = ir.Function(self.mod.module, ir.FunctionType(vec, [vec]), name)
             return b.call(decls[name], args)
-        from .engine import engine
         vname = next(name for name, w in engine().vector_math[op] if w == vec.count)
         if vname not in decls:
             decls[vname] = ir.Function(self.mod.module, ir.FunctionType(vec, [vec] * len(args)), vname)

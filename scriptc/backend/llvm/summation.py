@@ -22,8 +22,9 @@ import threading
 from llvmlite import ir
 
 from .arrays import ELEM, kind_of
-from . import runtimes, symbols
+from . import optimizer, runtimes, symbols
 from .common import F64, I1, I8P, I64, i64
+from .engine import engine
 from .folding import FoldingBuilder
 from .text_builder import TextBuilder
 
@@ -355,10 +356,8 @@ def compiled_once(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
 
 
 def _compile(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
-    from . import optimizer
-    from .compile import link
-    from .engine import engine
-    from .lower import ModuleLowering
+    from .compile import link  # (cycle: compile imports outline, which imports this module)
+    from .lower import ModuleLowering  # (cycle: lower imports fused_multi, which imports this module)
     prefix = "scriptc_shared_" + "_".join(str(k) for k in key).replace(" ", "")
     mod = ModuleLowering(prefix)
     fn = build_function(mod, mod.unique("fn"), fnty, build)
@@ -387,7 +386,7 @@ def _install_optimized(key: tuple, name: str, symbol: str, obj: bytes | None, er
             warnings.warn(f"scriptc: optimizing {name} failed, its first-tier code stays: {error}", RuntimeWarning,
                           stacklevel=1)
         return
-    from .compile import link
+    from .compile import link  # (cycle: compile imports outline, which imports this module)
     address = link(obj, [symbol])[symbol]
     with _COMPILED_LOCK:
         _COMPILED[key] = address
@@ -405,7 +404,7 @@ class KernelRaises(Exception):
 
 def build_function(mod, name: str, fnty: ir.FunctionType, build) -> ir.Function:
     """A function of ``mod`` whose body ``build(lowering, fn)`` emits."""
-    from .lower import FunctionLowering
+    from .lower import FunctionLowering  # (cycle: lower imports fused_multi, which imports this module)
     fn = ir.Function(mod.module, fnty, name)
     fn.attributes.add("nounwind")
     # a lowering object for a function with no graph: the emitting helpers need a builder and an entry block

@@ -161,13 +161,13 @@ def _vector_function(name: str) -> int | None:
 
 @provider("scriptc.blas.")
 def _blas_function(name: str) -> int | None:
-    from . import blas
+    from . import blas  # (cycle: blas imports this module)
     return _BOUND.get(name) if blas.bind() else None
 
 
 @provider("scriptc.pool.threads")
 def _pool_threads(name: str) -> int | None:
-    from . import threads
+    from . import threads  # when code refers to it: a cache hit of code that does not loads no threads
     return threads.address() if name == threads.THREADS_SYMBOL else None
 
 

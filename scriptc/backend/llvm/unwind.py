@@ -31,6 +31,7 @@ from llvmlite import ir
 from ...ir.core import Value
 from ...ir.types import ListType, TensorType
 from .common import I8P, I32, I64, i32, i64, process_global, ref_parts
+from .summation import KernelRaises
 from .text_builder import TextBuilder
 from .errors import (ERROR_TABLE, FALLBACK_PAYLOAD_ADDRESS, PAYLOAD_KEY_ADDRESS, PAYLOAD_SLOTS, PAYLOAD_SYMBOLS,
                      PTHREAD_KEY_T)
@@ -179,7 +180,6 @@ class Unwinding:
     def fail(self, code) -> None:
         """Return error ``code`` (an int or an i32 value) from here, through the unwind block."""
         if self.compiled_once:
-            from .summation import KernelRaises
             raise KernelRaises(code)
         if self._unwind_bb is None:
             self._unwind_bb = self.function.append_basic_block("unwind")

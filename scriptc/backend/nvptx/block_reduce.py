@@ -17,6 +17,7 @@ from ..llvm.arrays import kind_of
 from ..llvm.common import F64, I1, I8, I32, I64
 from ...ir.types import BOOL, FLOAT, decayed
 from .intrinsics import barrier, i32, special
+from ..llvm.parallel import IDENTITY
 
 MAX_THREADS = 1024
 WARP = 32
@@ -119,7 +120,6 @@ class LoopReduction(BlockReduction):
     identities and combining operation (parallel.py)."""
 
     def __init__(self, km, low, kind: str, t):
-        from ..llvm.parallel import IDENTITY
         self.low, self.b = low, low.b
         self.name, self.type = kind, t
         self.kind = "f" if t == FLOAT else "i"

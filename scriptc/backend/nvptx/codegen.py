@@ -140,9 +140,10 @@ class KernelModule:
     def add(self, node: Node) -> Kernel:
         name = f"{self.prefix}_fusion{len(self.kernels)}"
         if axis_reduction(node) is not None:
-            from .axis_reduce import add_axis_reduction
+            from .axis_reduce import add_axis_reduction  # (cycle: axis_reduce imports this module)
             kernel = add_axis_reduction(self, Kernel(name, node, axis_reduction=axis_reduction(node)))
         elif matrix_product(node) is not None:
+            # (cycle: matmul imports the package, which imports program, this module)
             from .matmul import add_matrix_product
             kernel = add_matrix_product(self, Kernel(name, node, product=matrix_product(node)))
         else:

@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from ...interop import is_gpu_array
+from .dlpack import dlpack_device, to_capsule
 from .groups import GpuUnsupported
 
 _state = {"emulate": os.environ.get("SCRIPTC_CUDA") == "emulate", "block": int(os.environ.get(
@@ -208,11 +209,9 @@ class DeviceArray:
                 "strides": None if self.is_c_contiguous else self.strides, "stream": 1}
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        from .dlpack import dlpack_device
         return dlpack_device(self)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        from .dlpack import to_capsule
         return to_capsule(self)
 
     def __repr__(self):

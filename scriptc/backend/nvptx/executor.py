@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir.clone import clone_graph
 from ...ir.core import Graph
 from ...ir.registry import lookup
 from ...ir.types import BOOL, FLOAT, NumpyScalarType, TensorType
@@ -55,7 +56,6 @@ class GpuProgram:
 def mark_devices(graph: Graph, device_inputs: list[bool]) -> Graph:
     """A copy of a GPU signature's graph showing where each node runs: kernels carry ``device="cuda"``, a scalar
     read of a device array ``copy="device_to_host"`` (synchronous); every other node runs on the host."""
-    from ...ir.clone import clone_graph
     g = clone_graph(graph)
     on_device = {id(v) for v, d in zip(g.inputs, device_inputs) if d}
     in_kernel = set()       # the bodies of prange loops run on the device: nothing in them is copied

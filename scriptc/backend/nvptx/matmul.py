@@ -32,6 +32,7 @@ from llvmlite import ir
 from ...ir.types import BOOL, FLOAT, NumpyScalarType, TensorType, result_dtype
 from ..llvm.arrays import ELEM, kind_of
 from ..llvm.common import F64, I8P, I64, i64
+from .codegen import PARAM_CTYPE
 from .groups import GpuUnsupported
 from .device import DeviceArray, launch_config
 from .intrinsics import barrier, grid_stride_loop, i32, special
@@ -65,7 +66,6 @@ def accumulator(res: str) -> ir.Type:
 
 def add_matrix_product(km, kernel):
     """Fill in ``kernel`` (a group of one matrix product): its parameters and its code in ``km``'s module."""
-    from .codegen import PARAM_CTYPE
     product = kernel.product
     node = kernel.node
     sub = node.attrs["subgraph"]
