@@ -970,14 +970,14 @@ def test_unroll_full_constant_trip_count():
 
 def test_unroll_partial_by_four_with_runtime_trip_count():
     g, changed = run_text("unroll", """
-    graph(%x : int,
+    graph(%x : float,
           %n : int):
       %t : bool = prim::Constant[value=1]()
-      %s : int = prim::Loop(%n, %t, %x)
-        block0(%i : int, %acc : int):
-          %k : int = prim::Constant[value=3]()
-          %d : int = aten::mul(%acc, %k)
-          %e : int = aten::add(%d, %i)
+      %s : float = prim::Loop(%n, %t, %x)
+        block0(%i : int, %acc : float):
+          %k : float = prim::Constant[value=3.0]()
+          %d : float = aten::mul(%acc, %k)
+          %e : float = aten::add(%d, %i)
           -> (%t, %e)
       return (%s)
     """, """
@@ -989,10 +989,34 @@ def test_unroll_partial_by_four_with_runtime_trip_count():
         CHECK-NOT: aten::mul(%{{(acc|e)[.0-9]*}}, %k
         CHECK: prim::Loop[unrolled=4]
         CHECK: aten::add(%i,
-    """, args_list=[(1, n) for n in (-9, -1, 0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 23)])
+    """, args_list=[(1.5, n) for n in (-9, -1, 0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 23)])
     assert changed
-    again, changed_again = apply("unroll", g, [(1, 9)])      # its loops are marked: not unrolled again
+    again, changed_again = apply("unroll", g, [(1.5, 9)])      # its loops are marked: not unrolled again
     assert not changed_again and print_graph(again) == print_graph(g)
+
+
+def test_unroll_leaves_loops_without_a_float_sum_to_llvm():
+    # an int sum or stores only: LLVM vectorizes the loop whole (versioned on unit strides); copies by 4 would
+    # be interleaved accesses with strides of 4 times a run-time value
+    g, changed = run_text("unroll", """
+    graph(%x : int,
+          %n : int):
+      %t : bool = prim::Constant[value=1]()
+      %s : int = prim::Loop(%n, %t, %x)
+        block0(%i : int, %acc : int):
+          %k : int = prim::Constant[value=3]()
+          %d : int = aten::mul(%acc, %k)
+          %e : int = aten::add(%d, %i)
+          -> (%t, %e)
+      return (%s)
+    """, """
+        CHECK: %s : int = prim::Loop(%n, %t, %x)
+        CHECK-NEXT: block0(%i : int, %acc : int):
+        CHECK: aten::mul(%acc, %k)
+        CHECK: -> (%t, %e)
+        CHECK-NEXT: return (%s)
+    """, args_list=[(1, n) for n in (-1, 0, 5, 9)])
+    assert not changed
 
 
 def test_unroll_must_not_unroll_loops_with_computed_condition():

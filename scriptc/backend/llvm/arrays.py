@@ -249,11 +249,23 @@ class ArrayOps:
 
     # -- elements -----------------------------------------------------------------------------------------
     def element_ptr(self, a: Arr, index: list):
+        """The address of ``a[index]``. The last index steps in items, not bytes (its stride divided by the item
+        size): LLVM's vectorizer then versions a loop over it on a unit stride (run-time check, contiguous
+        vector loads and stores) where a byte offset would leave it gathers. Exact: the strides of an aligned
+        array are multiples of its item size in every dimension longer than 1 (NumPy's ``aligned`` flag;
+        unaligned arguments run on aligned twins, realign.py), and an index into a dimension of length 1 is 0."""
         b = self.b
+        if not index:
+            return b.bitcast(a.data, ELEM[a.t.dtype].as_pointer())
         offset = i64(0)
-        for i, s in zip(index, a.strides):
+        for i, s in zip(index[:-1], a.strides):
             offset = b.add(offset, b.mul(i, s))
-        return b.bitcast(b.gep(a.data, [offset]), ELEM[a.t.dtype].as_pointer())
+        row = b.bitcast(b.gep(a.data, [offset]) if len(index) > 1 else a.data, ELEM[a.t.dtype].as_pointer())
+        items = a.strides[len(index) - 1]
+        size = np.dtype(a.t.dtype).itemsize
+        if size > 1:
+            items = b.ashr(items, i64(size.bit_length() - 1))
+        return b.gep(row, [b.mul(index[-1], items)])
 
     def load_element(self, ptr, dtype: str):
         """Load and widen to the register kind (kind_of)."""
