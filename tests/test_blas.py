@@ -2,6 +2,10 @@
 through OpenBLAS (scriptc.backend.llvm.blas), integer and bool products through the generated loop, batches,
 empty dimensions, dtype promotion and NumPy's exact error messages."""
 import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +16,8 @@ import scriptc
 from scriptc.backend.llvm import blas, compile_graph
 from scriptc.backend.llvm.arrays import allocation_count
 from tests.util import filecheck, returned_type
+
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(not blas.available(), reason="scipy-openblas64 is not installed")
 
@@ -342,6 +348,20 @@ def test_blas_threads_setting():
         scriptc.set_num_threads(0)
     with pytest.raises(TypeError):
         scriptc.set_num_threads(1.5)
+
+
+def test_scriptc_num_threads_governs_openblas():
+    # a fresh process: OpenBLAS takes SCRIPTC_NUM_THREADS as scriptc loads it (OPENBLAS_NUM_THREADS unset)
+    code = ("import numpy as np, scriptc\n"
+            "from scriptc.backend.llvm import blas\n"
+            "blas.library()\n"
+            "print(blas.get_num_threads())\n")
+    for value in ("1", "3"):
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+        env.update(SCRIPTC_NUM_THREADS=value, PYTHONPATH=str(ROOT))
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == [value]
 
 
 def test_without_openblas_the_generated_loop_runs(monkeypatch):

@@ -9,7 +9,10 @@ under private names (``scriptc.blas.dgemm`` -> the library's ``scipy_cblas_dgemm
 libm, and native code calls them directly.
 
 Threads: OpenBLAS reads ``OPENBLAS_NUM_THREADS`` (then ``OMP_NUM_THREADS``) when it loads, and otherwise uses one
-thread per core; ``set_num_threads`` changes it at run time. scriptc keeps OpenBLAS's default.
+thread per core; ``set_num_threads`` changes it at run time. ``SCRIPTC_NUM_THREADS`` (and
+``scriptc.set_num_threads``) governs it too: when set, scriptc gives OpenBLAS that count as it loads it. As the
+library is NumPy's own, NumPy's products in the process follow the same count. Otherwise scriptc keeps OpenBLAS's
+default.
 
 When the package is not installed (or its library does not load), ``available()`` is false and float products
 use the generated loop that integer products use.
@@ -20,7 +23,7 @@ import ctypes
 import os
 import threading
 from . import symbols
-from .threads import thread_count
+from .threads import default_threads, thread_count
 
 SYMBOL_PREFIX = "scriptc.blas."
 # CBLAS functions native code calls: our name -> the library's exported symbol
@@ -70,6 +73,8 @@ def library() -> ctypes.CDLL | None:
                             getattr(lib, symbol)
                 except (OSError, AttributeError):
                     lib = None
+                if lib is not None and os.environ.get("SCRIPTC_NUM_THREADS", "").strip():
+                    _set_threads(lib, default_threads())    # (raises for an invalid value, as scripted code does)
                 _LIB, _LOADED = lib, True
     return _LIB
 
@@ -102,8 +107,11 @@ def _require() -> ctypes.CDLL:
 
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads in matrix products (OpenBLAS's thread count, process-wide)."""
-    n = thread_count(n)
-    fn = _require().scipy_openblas_set_num_threads64_
+    _set_threads(_require(), thread_count(n))
+
+
+def _set_threads(lib: ctypes.CDLL, n: int) -> None:
+    fn = lib.scipy_openblas_set_num_threads64_
     fn.argtypes, fn.restype = [ctypes.c_int], None
     fn(n)
 
