@@ -108,3 +108,48 @@ def test_a_unit_stride_loop_is_vectorized_without_gathers():
     ir = column_sums.inspect_llvm(x)
     assert "vector.body" in ir                      # LLVM vectorized the inner loop ...
     assert "masked.gather" not in ir                # ... with contiguous loads, versioned on a unit stride
+
+
+@scriptc.script
+def read_at(x: np.ndarray, i: int, j: int) -> float:
+    return x[i, j]
+
+
+@scriptc.script
+def write_at(x: np.ndarray, i: int, v: float) -> None:
+    x[i] = v
+
+
+@scriptc.script
+def row_sum_at(x: np.ndarray, i: int) -> float:
+    return np.sum(x[i])
+
+
+def test_every_index_as_numpy_takes_it():
+    """In range, negative (wrapped), and out of bounds on either side, with NumPy's IndexError message."""
+    x = np.arange(12.0).reshape(3, 4)
+    for i in range(-5, 5):
+        for j in range(-6, 6):
+            try:
+                want = x[i, j]
+            except IndexError as e:
+                with pytest.raises(IndexError, match=str(e).replace("(", r"\(")):
+                    read_at(x, i, j)
+                continue
+            assert read_at(x, i, j) == want
+        try:
+            want = float(np.sum(x[i]))
+        except IndexError as e:
+            with pytest.raises(IndexError, match=str(e)):
+                row_sum_at(x, i)
+        else:
+            assert row_sum_at(x, i) == want
+        y, z = np.zeros(3), np.zeros(3)
+        try:
+            z[i] = 7.0
+        except IndexError as e:
+            with pytest.raises(IndexError, match=str(e)):
+                write_at(y, i, 7.0)
+        else:
+            write_at(y, i, 7.0)
+            assert np.array_equal(y, z)

@@ -20,13 +20,21 @@ class ViewOps:
 
     def normalize_index(self, i, n, axis: int, checked: bool = True):
         """Python's negative index wrap, and NumPy's IndexError when out of bounds; an index the
-        bounds-check pass proved in ``[0, n)`` (``checked=False``) is used as it is."""
+        bounds-check pass proved in ``[0, n)`` (``checked=False``) is used as it is. The common case costs one
+        unsigned comparison and a branch: an index in ``[0, n)`` is used as it is, and only the others (negative
+        or out of bounds) wrap and check again off the hot path."""
         if not checked:
             return i
         b = self.b
-        j = b.select(b.icmp_signed("<", i, i64(0)), b.add(i, n), i)
-        bad = b.or_(b.icmp_signed("<", j, i64(0)), b.icmp_signed(">=", j, n))
-        self.raise_with(bad, IndexError, f"index {{0}} is out of bounds for axis {axis} with size {{1}}", [i, n])
+        before = b.block
+        with b.if_then(b.icmp_unsigned(">=", i, n), likely=False):
+            wrapped = b.add(i, n)       # in [0, n) for a negative index in range; any other index raises
+            self.raise_with(b.icmp_unsigned(">=", wrapped, n), IndexError,
+                            f"index {{0}} is out of bounds for axis {axis} with size {{1}}", [i, n])
+            wrapped_block = b.block
+        j = b.phi(I64)
+        j.add_incoming(i, before)
+        j.add_incoming(wrapped, wrapped_block)
         return j
 
     @handles_array("aten::numpy_T")
