@@ -161,3 +161,31 @@ def aliased(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def test_buffer_reuse_never_writes_a_buffer_someone_else_sees():
     assert_matches_python(aliased, np.arange(4.0), 3)
+
+
+@scriptc.script
+def lone_exp(z: np.ndarray) -> np.ndarray:
+    return np.exp(z)
+
+
+@scriptc.script
+def lone_sqrt(z: np.ndarray) -> np.ndarray:
+    return np.sqrt(z)
+
+
+def test_a_lone_library_math_function_runs_in_the_fused_loop():
+    # np.exp alone is a group of one (its loop calls the SIMD variants); np.sqrt, one instruction, stays alone
+    z = np.linspace(-3.0, 3.0, 1001)
+    filecheck(str(lone_exp.graph_for(z)), """
+        CHECK: prim::FusionGroup
+        CHECK: aten::exp
+        CHECK: return
+    """)
+    filecheck(str(lone_sqrt.graph_for(np.abs(z))), """
+        CHECK-NOT: prim::FusionGroup
+        CHECK: aten::sqrt
+        CHECK: return
+    """)
+    for x in (z, z[::2]):      # contiguous: SIMD; strided: the scalar loop (NumPy's own SIMD exp is the oracle)
+        got, want = lone_exp(x), lone_exp.interpret(x)
+        assert np.max(np.abs(got - want) / want) < 4 * np.finfo(np.float64).eps      # within 4 ulp

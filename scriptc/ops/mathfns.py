@@ -85,11 +85,16 @@ UNARY = [
     ("fabs", math.fabs, np.fabs, ()),
 ]
 
+# computed by a C library call per element (the others are single instructions): on arrays, even alone, they run
+# in the fused element loop, whose vectorized form calls the library's SIMD variants (passes/fusion.py)
+LIBM_CALLS = {"exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+              "cosh", "tanh"}
+
 for _name, _scalar, _ufunc, _more in UNARY:
     _impl = _unary(_scalar, _ufunc)
     register(f"aten::{_name}(Number|Tensor self) -> Number|Tensor", impl=_impl, infer=by_sample(_impl),
              effect=Effect.RAISES, elementwise=True, py=(_scalar, _ufunc) + _more, ufunc=_ufunc,
-             scalar=_scalar, vjp=_chain(D[_name]) if _name in D else ZERO_DERIVATIVE)
+             scalar=_scalar, vjp=_chain(D[_name]) if _name in D else ZERO_DERIVATIVE, libm=_name in LIBM_CALLS)
 
 
 # np.floor, np.ceil and np.trunc of a Python float: NumPy's float (inf, nan and -0.0 as they are), where math's

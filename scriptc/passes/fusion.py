@@ -136,7 +136,8 @@ def outline(nodes: list[Node], counter: list[int]) -> Node:
 @register("fusion")
 def fuse(graph: Graph) -> bool:
     """Fuse maximal groups of element-wise array operators (and a full reduction consuming them) into
-    prim::FusionGroup nodes. Groups of a single operator are left alone."""
+    prim::FusionGroup nodes. Groups of a single operator are left alone, except a C library math function
+    (``np.exp(z)``): its group's loop is the one that calls the library's SIMD variants."""
     counter = [0]
     changed = False
 
@@ -149,7 +150,7 @@ def fuse(graph: Graph) -> bool:
             if node.block is not block or not (fusible(node) or full_reduction(node)):
                 continue
             members = _grow(block.nodes, node)
-            if len(members) < 2:
+            if len(members) < 2 and not REGISTRY[node.kind].extra.get("libm"):
                 continue
             outline(members, counter)
             changed = True
