@@ -222,7 +222,10 @@ def test_same_functions_still_work(f, args):
     allocated, freed = counters()
     got, want = f(*ok), f.py_func(*ok)
     allocated, freed = allocation_count() - allocated, free_count() - freed
-    np.testing.assert_array_equal(got, want)
+    if np.asarray(got).dtype.kind == "f":     # (np.exp's vector loop calls libmvec: within 4 ulp of NumPy's)
+        np.testing.assert_array_max_ulp(np.asarray(got), np.asarray(want), maxulp=4)
+    else:
+        np.testing.assert_array_equal(got, want)
     assert np.asarray(got).dtype == np.asarray(want).dtype
     if not isinstance(got, np.ndarray):
         assert freed == allocated, f"{allocated} arrays allocated, {freed} freed"

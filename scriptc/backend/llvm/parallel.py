@@ -299,7 +299,7 @@ class ParallelOps:
         fn.linkage = "internal"
         b = TextBuilder(fn.append_basic_block())
         size = b.and_(b.add(fn.args[0], i64(HEADER + 63)), i64(-64))
-        p = b.call(self._libc("aligned_alloc", I8P, [I64, I64]), [i64(64), size])
+        p = self.allocate_block(b, fn, size)
         with b.if_then(b.icmp_unsigned("!=", p, ir.Constant(I8P, None))):
             b.store(i64(1), b.bitcast(p, I64.as_pointer()))
             counter = process_global(self.mod.module, "scriptc.allocations", ALLOCATIONS_ADDRESS, I64)
