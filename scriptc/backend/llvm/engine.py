@@ -60,15 +60,18 @@ class Engine:
         self._ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
 
     def _vector_math(self) -> dict[str, list[tuple[str, int]]]:
-        """{name: [(vector function, lanes)...]}: the libmvec variants this CPU runs, widest first."""
+        """{name: [(vector function, lanes)...]}: the libmvec variants this CPU runs, widest first; the double
+        variants under the function's name (``exp``: 8 lanes with AVX-512), the float ones under its float name
+        (``expf``: 16 lanes)."""
         isa = [(f, lanes) for f, lanes, feature in (("e", 8, "+avx512f"), ("d", 4, "+avx2"), ("b", 2, "+sse4.2"))
                if feature in self.features.split(",")]
         found = {}
         for name, nargs in VECTOR_MATH.items():
-            for letter, lanes in isa:
-                vname = f"_ZGV{letter}N{lanes}{'v' * nargs}_{name}"
-                if symbols.address_of(vname):
-                    found.setdefault(name, []).append((vname, lanes))
+            for suffix, per_double in (("", 1), ("f", 2)):
+                for letter, lanes in isa:
+                    vname = f"_ZGV{letter}N{lanes * per_double}{'v' * nargs}_{name}{suffix}"
+                    if symbols.address_of(vname):
+                        found.setdefault(name + suffix, []).append((vname, lanes * per_double))
         return found
 
     def optimize(self, ir_text: str) -> llvm.ModuleRef:

@@ -7,10 +7,11 @@ array-at-a-time loop applies to it, rounded to each intermediate's dtype as in `
 are bit-identical.
 
 A time loop per element is a chain of dependent operations, so one element at a time runs at the latency of
-the chain. Float64 bodies that ``simd.py`` vectorizes therefore run tiles of ``UNROLL_CHAINS`` vectors at once
-(several independent chains in flight, no memory traffic inside the time loop); the last partial tile runs on a
-stack copy padded with its last element (a real element: the padding computes nothing an element would not).
-Other bodies (integers, float32, carried scalars) run ``UNROLL_CHAINS`` elements at a time, the rest one element
+the chain. Float64 and float32 bodies that ``simd.py`` vectorizes therefore run tiles of ``UNROLL_CHAINS``
+vectors at once (several independent chains in flight, no memory traffic inside the time loop); the last partial
+tile runs on a stack copy padded with its last element (a real element: the padding computes nothing an element
+would not).
+Other bodies (integers, float16, carried scalars) run ``UNROLL_CHAINS`` elements at a time, the rest one element
 at a time; operands that are not contiguous with the carried shape take the one-element loop (broadcasting as
 NumPy does).
 
@@ -21,10 +22,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.types import TensorType
+from ...ir.types import INT, TensorType
 from .arrays import kind_of, scalar_kind
-from .common import F64, I1, I64, NO_UNROLL, NO_VECTORIZE, handler_for, handles, i64
+from .common import I1, I64, NO_UNROLL, NO_VECTORIZE, handler_for, handles, i64
 from .interrupts import CHUNK
+from .simd import itemsize
 
 UNROLL_CHAINS = 8     # independent vector chains per tile: latency 4 x 2 FP ports on current x86
 
@@ -269,16 +271,16 @@ class FusedLoopOps:
 
     # -- vector tiles -----------------------------------------------------------------------------------------
     def simd_time_tiles(self, node, sub, trips, arrays, outs, shape):
-        """Run the float64 vector tiles where every array is contiguous with the carried shape; the flat index
-        the scalar loop starts from (None when the body is not vectorized)."""
-        lanes = self.simd_width(sub)
-        if lanes is None or not all(isinstance(v.type, TensorType) for v in node.inputs[1:1 + node.attrs["carried"]]):
+        """Run the vector tiles (float64 or float32: simd.py) where every array is contiguous with the carried
+        shape; the flat index the scalar loop starts from (None when the body is not vectorized)."""
+        vec = self.simd_vector(sub)
+        if vec is None or not all(isinstance(v.type, TensorType) for v in node.inputs[1:1 + node.attrs["carried"]]):
             return None
         b = self.b
         k = node.attrs["carried"]
         chains = max(2, UNROLL_CHAINS // k)
+        lanes = vec.count
         tile = chains * lanes
-        vec = ir.VectorType(F64, lanes)
         n = self.size(shape)
         flat = self.all_flat(shape, arrays + outs)
         full = b.select(flat, b.sub(n, b.srem(n, i64(tile))), i64(0))
@@ -287,14 +289,11 @@ class FusedLoopOps:
         def at(base, u):
             return b.add(base, i64(u * lanes))
 
-        def vec_ptr(data, index):
-            return b.bitcast(b.gep(data, [b.mul(index, i64(8))]), vec.as_pointer())
-
         with self.for_range(b.sdiv(full, i64(tile))) as c:
             base = b.mul(c, i64(tile))
             self.vector_tile(node, sub, trips, vec, chains,
-                             lambda v, u: b.load(vec_ptr(self.arr(v).data, at(base, u)), align=8),
-                             lambda j, u, x: b.store(x, vec_ptr(outs[j].data, at(base, u)), align=8))
+                             lambda v, u: self.simd_load(self.arr(v).data, at(base, u), vec),
+                             lambda j, u, x: self.simd_store(outs[j].data, at(base, u), x))
         rest = b.sub(n, full)
         with b.if_then(b.and_(flat, b.icmp_signed(">", rest, i64(0)))):
             # a short rest (a small array) runs one vector: a full tile would do `chains` times the work
@@ -309,7 +308,8 @@ class FusedLoopOps:
         """The last partial tile, through stack copies padded with its last element."""
         b = self.b
         tile = chains * vec.count
-        scratch_t = ir.ArrayType(F64, tile)
+        element = vec.element
+        scratch_t = ir.ArrayType(element, tile)
         last = b.sub(rest, i64(1))
         copies = {}
         # the copies run once per call: unrolled and vectorized (32 elements), they were half of LLVM's time on
@@ -317,21 +317,22 @@ class FusedLoopOps:
         once = (NO_UNROLL, NO_VECTORIZE)
         for v in operands:
             if isinstance(v.type, TensorType) and id(v) not in copies:
-                copies[id(v)] = buf = b.bitcast(self.alloca(scratch_t), F64.as_pointer())
-                src = b.bitcast(self.arr(v).data, F64.as_pointer())
+                copies[id(v)] = buf = b.bitcast(self.alloca(scratch_t), element.as_pointer())
+                src = b.bitcast(self.arr(v).data, element.as_pointer())
                 with self.for_range(i64(tile), hints=once) as j:
                     pick = b.select(b.icmp_signed("<", j, rest), j, last)
                     b.store(b.load(b.gep(src, [b.add(full, pick)])), b.gep(buf, [j]))
-        results = [b.bitcast(self.alloca(scratch_t), F64.as_pointer()) for _ in outs]
+        results = [b.bitcast(self.alloca(scratch_t), element.as_pointer()) for _ in outs]
 
         def vec_ptr(data, u):
             return b.bitcast(b.gep(data, [i64(u * vec.count)]), vec.as_pointer())
 
-        # the scratch arrays are aligned for doubles, not vectors
-        self.vector_tile(node, sub, trips, vec, chains, lambda v, u: b.load(vec_ptr(copies[id(v)], u), align=8),
-                         lambda j, u, x: b.store(x, vec_ptr(results[j], u), align=8))
+        # the scratch arrays are aligned for their elements, not vectors
+        align = itemsize(vec)
+        self.vector_tile(node, sub, trips, vec, chains, lambda v, u: b.load(vec_ptr(copies[id(v)], u), align=align),
+                         lambda j, u, x: b.store(x, vec_ptr(results[j], u), align=align))
         for out, res in zip(outs, results):
-            dst = b.bitcast(out.data, F64.as_pointer())
+            dst = b.bitcast(out.data, element.as_pointer())
             with self.for_range(rest, hints=once) as j:
                 b.store(b.load(b.gep(res, [j])), b.gep(dst, [b.add(full, j)]))
 
@@ -345,17 +346,17 @@ class FusedLoopOps:
             if isinstance(outer.type, TensorType):
                 env[id(p)] = [load(outer, u) for u in range(chains)]
             else:
-                env[id(p)] = [self.splat(self.to_f64(self.scalar(outer), outer.type), vec)] * chains
+                env[id(p)] = [self.simd_scalar(self.scalar(outer), outer.type, vec)] * chains
         carried = [("v", load(v, u)) for v in inits for u in range(chains)]
 
         def step(i, vals):
             local = dict(env)
-            local[id(sub.inputs[0])] = [self.splat(self.b.sitofp(i, F64), vec)] * chains
+            local[id(sub.inputs[0])] = [self.simd_scalar(i, INT, vec)] * chains
             for j, p in enumerate(sub.inputs[1:1 + k]):
                 local[id(p)] = [x for _, x in vals[j * chains:(j + 1) * chains]]
             for m in sub.nodes:
                 if m.kind == "prim::Constant":
-                    local[id(m.output)] = [ir.Constant(vec, [float(m.attrs.get("value", 0))] * vec.count)] * chains
+                    local[id(m.output)] = [self.simd_constant(m, vec)] * chains
                     continue
                 op = m.kind.split("::")[1]
                 local[id(m.output)] = [self.simd_op(op, [local[id(v)][u] for v in m.inputs], vec)

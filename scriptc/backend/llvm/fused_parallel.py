@@ -42,9 +42,9 @@ class FusedParallelOps:
         scalar_keys = list(scalars)
         values += [scalars[k][1] for k in scalar_keys]
         ctx_t = self.mod.struct_type("fused.ctx.t", [I64, I64] + [x.type for x in values])
-        lanes = self.simd_width(sub)
+        vec = self.simd_vector(sub)
         chunk = self.fused_chunk_function(node, sub, out.t, ctx_t, scalar_keys,
-                                          {k: kind for k, (kind, _) in scalars.items()}, lanes)
+                                          {k: kind for k, (kind, _) in scalars.items()}, vec)
         if chunk is None:
             return None
         if not self.mod.standalone:
@@ -68,7 +68,7 @@ class FusedParallelOps:
                     b.call(chunk, [b.bitcast(ctx, I8P), i64(0)])
         return flat
 
-    def fused_chunk_function(self, node, sub, out_t: TensorType, ctx_t, scalar_keys, scalar_kinds, lanes):
+    def fused_chunk_function(self, node, sub, out_t: TensorType, ctx_t, scalar_keys, scalar_kinds, vec):
         """``void chunk(i8* ctx, i64 c)``: the group's elements of chunk ``c``."""
         fn = ir.Function(self.mod.module, CHUNK_FN, self.mod.unique("fused.chunk"))
         fn.linkage = "internal"
@@ -93,6 +93,7 @@ class FusedParallelOps:
                               if isinstance(v.type, TensorType) else [field() for _ in leaves(v.type)])
         scalars = {k: (scalar_kinds[k], field()) for k in scalar_keys}
         c = fn.args[1]
+        lanes = vec.count if vec is not None else None
         # one chunk (a small group, called directly) is everything: no division on that path
         whole = b.block
         with b.if_then(b.icmp_signed(">", chunks, i64(1)), likely=False):
@@ -108,12 +109,10 @@ class FusedParallelOps:
         vstart = low.smin(lo, vend) if lanes else lo
         out = Arr(out_t, [ir.Constant(I8P, None), out_data] + [i64(0)] * (2 * out_t.rank))
         if lanes:
-            vec = ir.VectorType(ir.DoubleType(), lanes)
             with low.for_range(b.sdiv(b.sub(vend, vstart), i64(lanes))) as k:
                 i = b.add(vstart, b.mul(k, i64(lanes)))
                 env = low.simd_values(node, sub, i, vec)
-                ptr = b.bitcast(b.gep(out_data, [b.mul(i, i64(8))]), vec.as_pointer())
-                b.store(env[id(sub.outputs[0])], ptr, align=8)
+                low.simd_store(out_data, i, env[id(sub.outputs[0])])
         start = low.smax(lo, vend) if lanes else lo
         by_value = {id(v): low.arr(v) for v in node.inputs if isinstance(v.type, TensorType)}
         with low.for_range(hi, start) as i:

@@ -1,16 +1,24 @@
-"""Explicit SIMD for fused float64 groups: when every operand is contiguous, the group runs W elements at a
-time on LLVM vectors, calling glibc's libmvec for exp/log/sin/... (within 4 ulp, as NumPy's own SIMD loops),
-and the scalar loop finishes the last n % W elements. W is the widest libmvec variant the CPU runs (8 doubles
-with AVX-512). Groups using anything else (integers, float32, floor division, ...) stay scalar. A group ending
-in a full sum computes its elements the same way (summation.py), so it sums what the element-wise loop stores."""
+"""Explicit SIMD for fused float64 and float32 groups: when every operand is contiguous, the group runs W elements
+at a time on LLVM vectors, calling glibc's libmvec for exp/log/sin/... (its double variants for float64, its float
+variants for float32; within 4 ulp, as NumPy's own SIMD loops), and the scalar loop finishes the last n % W
+elements. W is the widest libmvec variant the CPU runs: 8 doubles or 16 floats with AVX-512, 4 or 8 with AVX2, 2
+or 4 with SSE. A float32 group (every array operand float32, Python scalars rounded to float32 first, as NumPy's
+ufuncs convert them) computes in float32: its exact operations (+ - * /, sqrt, comparisons, where, maximum,
+minimum, ...) give the scalar loop's bits, which rounds each double result to float32 (double has more than twice
+float's precision, so that rounding is the float32 operation's). Groups using anything else (integers, float16,
+floor division, ...) stay scalar. A group ending in a full sum computes its elements the same way
+(summation.py), so it sums what the element-wise loop stores: ``simd_width`` (float64 groups only) is what its
+callers that load and store doubles ask; ``simd_vector`` gives the vector type of either kind of group."""
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from ...ir.core import is_constant
 from ...ir.types import FLOAT, INT, TensorType
 from .common import F64, i64
 from .array_math import FAST_POWERS, INTRINSIC as SCALAR_INTRINSIC, constant_number
+from .arrays import F32
 from .engine import engine
 from .symbols import LIBM_UNARY
 
@@ -19,6 +27,13 @@ INTRINSIC = SCALAR_INTRINSIC | {"abs"}
 LIBMVEC = set(LIBM_UNARY)
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 OTHER = {"neg", "maximum", "minimum", "where", "pow"}
+ELEMENT = {"float64": F64, "float32": F32}
+SUFFIX = {"float64": "", "float32": "f"}     # libmvec's name of a function's variant (engine.vector_math)
+# float32 functions computed by libmvec's double variant, two half vectors widened and the results rounded to
+# float32 (as the scalar loop rounds libm's double result): glibc's float variant of log is within 4 ulp of the
+# correctly rounded value, as NumPy's own float32 log is, but the two err in opposite directions near 1 (7 ulp
+# apart, measured over 4M arguments); the others' float variants were within 4 ulp of NumPy's, and twice as fast
+THROUGH_DOUBLE = {"log"}
 
 
 def splat_constant(v) -> float | None:
@@ -31,19 +46,45 @@ def splat_constant(v) -> float | None:
     return None
 
 
+def lane_value(value, element) -> float:
+    """A Python number as a lane of ``element`` holds it (float32: rounded once, to nearest)."""
+    x = float(value)
+    if element == F32:
+        with np.errstate(over="ignore"):
+            x = float(np.float32(x))
+    return x
+
+
+def vector_dtype(vec: ir.VectorType) -> str:
+    return "float32" if vec.element == F32 else "float64"
+
+
+def itemsize(vec: ir.VectorType) -> int:
+    """Bytes per lane (the arrays' item size, and the alignment their data has)."""
+    return 4 if vec.element == F32 else 8
+
+
 class SimdOps:
     """Mixin of FunctionLowering."""
 
     def simd_width(self, sub, stop=None) -> int | None:
-        """Lanes for this group (its nodes before ``stop``, a reduction ending it), or None when it must stay
-        scalar."""
+        """Lanes for a float64 group (its nodes before ``stop``, a reduction ending it), or None when it must
+        stay scalar or is not float64 (callers that load and store doubles)."""
+        vec = self.simd_vector(sub, stop, dtypes=("float64",))
+        return vec.count if vec is not None else None
+
+    def simd_vector(self, sub, stop=None, dtypes=("float64", "float32")) -> ir.VectorType | None:
+        """The vector type this group runs on (its nodes before ``stop``), or None when it must stay scalar:
+        its array operands and results all have one dtype of ``dtypes``."""
         vm = engine().vector_math
-        if "exp" not in vm:
+        dtype = next((v.type.dtype for v in sub.inputs if isinstance(v.type, TensorType)), None)
+        if dtype not in dtypes or f"exp{SUFFIX[dtype]}" not in vm:
             return None
-        lanes = vm["exp"][0][1]
+        suffix = SUFFIX[dtype]
+        lanes = vm[f"exp{suffix}"][0][1]
         for v in sub.inputs:
             if isinstance(v.type, TensorType):
-                if v.type.dtype != "float64":
+                if v.type.dtype != dtype:
                     return None
             elif v.type not in (FLOAT, INT):
                 return None
@@ -62,24 +103,27 @@ class SimdOps:
                 if not all(u.user.kind == "aten::where" and u.index == 0 for u in n.output.uses):
                     return None
                 continue
-            if t.dtype != "float64":
+            if t.dtype != dtype:
                 return None
             if op == "pow" and not isinstance(n.inputs[1].type, TensorType) and not is_constant(n.inputs[1]):
                 return None     # a variable Python scalar exponent: NumPy's fast powers are decided per call
+            if op == "where" and dtype == "float32" and any(v.type == INT for v in n.inputs[1:]):
+                return None     # np.where casts an int to float32 directly (weak_scalar), not through double
             if op in LIBMVEC or op == "pow":
-                if not any(lanes == w for _, w in vm.get(op, [])):
+                variant, width = (op, lanes // 2) if suffix and op in THROUGH_DOUBLE else (op + suffix, lanes)
+                if not any(width == w for _, w in vm.get(variant, [])):
                     return None
             elif op not in ARITH and op not in INTRINSIC and op not in OTHER:
                 return None
-        return lanes
+        return ir.VectorType(ELEMENT[dtype], lanes)
 
     def simd_loop(self, node, sub, out, arrays, shape):
         """Emit the vector loop when possible; the index the scalar loop starts from (0 if none ran)."""
-        lanes = self.simd_width(sub)
-        if lanes is None:
+        vec = self.simd_vector(sub)
+        if vec is None:
             return None
         b = self.b
-        vec = ir.VectorType(F64, lanes)
+        lanes = vec.count
         n = self.size(shape)
         flat = self.all_flat(shape, arrays + [out])
         end = b.select(flat, b.sub(n, b.srem(n, i64(lanes))), i64(0))
@@ -87,30 +131,49 @@ class SimdOps:
         with self.for_range(chunks) as c:
             i = b.mul(c, i64(lanes))
             env = self.simd_values(node, sub, i, vec)
-            ptr = b.bitcast(b.gep(out.data, [b.mul(i, i64(8))]), vec.as_pointer())
-            b.store(env[id(sub.outputs[0])], ptr, align=8)
+            self.simd_store(out.data, i, env[id(sub.outputs[0])])
         return end
+
+    def simd_pointer(self, data, i, vec):
+        """Pointer to the vector of elements i..i+lanes-1 of the contiguous data ``data`` (an i8*)."""
+        b = self.b
+        return b.bitcast(b.gep(data, [b.mul(i, i64(itemsize(vec)))]), vec.as_pointer())
+
+    def simd_load(self, data, i, vec):
+        return self.b.load(self.simd_pointer(data, i, vec), align=itemsize(vec))
+
+    def simd_store(self, data, i, x) -> None:
+        self.b.store(x, self.simd_pointer(data, i, x.type), align=itemsize(x.type))
+
+    def simd_scalar(self, x, t, vec):
+        """A Python scalar operand (register ``x`` of type ``t``) as a vector of the group's element type:
+        converted as ``weak_scalar`` converts it for a float loop (an int through double; float32: rounded)."""
+        x = self.to_f64(x, t)
+        if vec.element == F32:
+            c = constant_number(x)
+            x = ir.Constant(F32, lane_value(c, F32)) if c is not None else self.b.fptrunc(x, F32)
+        return self.splat(x, vec)
 
     def simd_values(self, node, sub, i, vec, stop=None) -> dict:
         """The group's values (by id of the subgraph value) at elements i..i+lanes-1 of its contiguous
         operands, for the nodes before ``stop``."""
-        b = self.b
         env = {}
         for p, outer in zip(sub.inputs, node.inputs):
             if isinstance(outer.type, TensorType):
-                a = self.arr(outer)
-                ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(8))]), vec.as_pointer())
-                env[id(p)] = b.load(ptr, align=8)
+                env[id(p)] = self.simd_load(self.arr(outer).data, i, vec)
             else:
-                env[id(p)] = self.splat(self.to_f64(self.scalar(outer), outer.type), vec)
+                env[id(p)] = self.simd_scalar(self.scalar(outer), outer.type, vec)
         for m in sub.nodes:
             if m is stop:
                 break
             if m.kind == "prim::Constant":
-                env[id(m.output)] = ir.Constant(vec, [float(m.attrs.get("value", 0))] * vec.count)
+                env[id(m.output)] = self.simd_constant(m, vec)
                 continue
             env[id(m.output)] = self.simd_op(m.kind.split("::")[1], [env[id(v)] for v in m.inputs], vec)
         return env
+
+    def simd_constant(self, m, vec):
+        return ir.Constant(vec, [lane_value(m.attrs.get("value", 0), vec.element)] * vec.count)
 
     def splat(self, x, vec):
         b = self.b
@@ -140,12 +203,29 @@ class SimdOps:
             return b.fdiv(ir.Constant(vec, [1.0] * vec.count), x) if c == -1.0 else b.fmul(x, x) if c == 2.0 else x
         decls = self.mod._decls
         if op in INTRINSIC:
-            name = f"llvm.{'fabs' if op == 'abs' else op}.v{vec.count}f64"
+            name = f"llvm.{'fabs' if op == 'abs' else op}.v{vec.count}{'f32' if vec.element == F32 else 'f64'}"
             if name not in decls:
                 decls[name] = ir.Function(self.mod.module, ir.FunctionType(vec, [vec]), name)
             return b.call(decls[name], args)
-        vname = next(name for name, w in engine().vector_math[op] if w == vec.count)
+        if vec.element == F32 and op in THROUGH_DOUBLE:
+            return self.simd_through_double(op, args, vec)
+        suffix = SUFFIX[vector_dtype(vec)]
+        vname = next(name for name, w in engine().vector_math[op + suffix] if w == vec.count)
         if vname not in decls:
             decls[vname] = ir.Function(self.mod.module, ir.FunctionType(vec, [vec] * len(args)), vname)
         return b.call(decls[vname], args)
 
+    def simd_through_double(self, op, args, vec):
+        """A float vector's function by the double variant of half its width: each half widened (exactly),
+        computed, rounded to float32; the halves joined."""
+        b = self.b
+        half = vec.count // 2
+        halves = ir.VectorType(F64, half)
+        mask = ir.VectorType(ir.IntType(32), half)
+        results = []
+        for k in range(2):
+            pick = ir.Constant(mask, list(range(k * half, (k + 1) * half)))
+            wide = [b.fpext(b.shuffle_vector(a, ir.Constant(vec, ir.Undefined), pick), halves) for a in args]
+            results.append(b.fptrunc(self.simd_op(op, wide, halves), ir.VectorType(F32, half)))
+        return b.shuffle_vector(results[0], results[1],
+                                ir.Constant(ir.VectorType(ir.IntType(32), vec.count), list(range(vec.count))))
