@@ -656,7 +656,10 @@ class ArrayMath:
                 if better is not None:
                     b.store(b.select(better, b.load(counter), b.load(pos)), pos)
                 b.store(b.add(b.load(counter), i64(1)), counter)
-            self.loop_nest([a.shape[d] for d in reduce_dims], body)
+            if name in ("max", "min") and acc_kind == "f" and a.t.dtype == "float64":
+                self.vector_minmax(name, a, out_index, reduce_dims, acc, body)
+            else:
+                self.loop_nest([a.shape[d] for d in reduce_dims], body)
             value = b.load(pos) if name in ("argmax", "argmin") else b.load(acc)
             rkind = "i" if name in ("argmax", "argmin") else acc_kind
             if name == "mean":
@@ -672,6 +675,36 @@ class ArrayMath:
         reduce_at([])
         kind_out, value = result_slot[0]
         return [self.scalar_result(value, kind_out, out_t)]
+
+    def vector_minmax(self, name: str, a: Arr, out_index: list, reduce_dims: list, acc, exact_body) -> None:
+        """A float64 max/min over ``reduce_dims`` into ``acc``, vectorized: LLVM vectorizes ``maxnum``/``minnum``
+        under ``nnan nsz`` flags, which here are promises kept, because the loop also records whether any
+        element is NaN and the result is used only when none is and it is not zero. Then it is exactly NumPy's
+        (equal nonzero values have equal bits). A NaN (NumPy's result is the first NaN) or a zero result (its sign
+        is that of the last zero, NumPy's maximum keeping the later of equal values) runs ``exact_body``, the
+        sequential loop, again from the start."""
+        b = self.b
+        fn = self.mod.intrinsic("maxnum" if name == "max" else "minnum")
+        best, seen_nan = self.alloca(F64), self.alloca(I1)
+        b.store(f64(float("-inf") if name == "max" else float("inf")), best)
+        b.store(ir.Constant(I1, 0), seen_nan)
+
+        def body(inner):
+            index = list(out_index)
+            for d, i in zip(reduce_dims, inner):
+                index.insert(d, i)
+            x = self.load_element(self.element_ptr(a, index), "float64")
+            b.store(b.call(fn, [b.load(best), x], fastmath=("nnan", "nsz")), best)
+            b.store(b.or_(b.load(seen_nan), self.isnan(x)), seen_nan)
+        self.loop_nest([a.shape[d] for d in reduce_dims], body)
+        found = b.load(best)
+        # (a select, not an ``and``: with a NaN seen, ``found`` is poison and must not be looked at)
+        usable = b.select(b.load(seen_nan), ir.Constant(I1, 0), b.fcmp_ordered("!=", found, f64(0.0)))
+        with b.if_else(usable) as (then, otherwise):
+            with then:
+                b.store(found, acc)
+            with otherwise:
+                self.loop_nest([a.shape[d] for d in reduce_dims], exact_body)
 
     def check_nonempty(self, name: str, count) -> None:
         """NumPy's ValueError for reductions without an identity over no elements."""

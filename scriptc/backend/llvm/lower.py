@@ -202,11 +202,11 @@ class ModuleLowering:
         return fn
 
     def intrinsic(self, name: str) -> ir.Function:
-        """``llvm.<name>.f64`` (sqrt floor ceil trunc fabs copysign fma: correctly rounded operations)."""
+        """``llvm.<name>.f64`` (sqrt floor ceil trunc fabs copysign fma maxnum minnum: exact operations)."""
         key = f"llvm.{name}.f64"
         fn = self._decls.get(key)
         if fn is None:
-            nargs = {"copysign": 2, "fma": 3}.get(name, 1)
+            nargs = {"copysign": 2, "maxnum": 2, "minnum": 2, "fma": 3}.get(name, 1)
             fn = self.module.declare_intrinsic(f"llvm.{name}", [F64], ir.FunctionType(F64, [F64] * nargs))
             self._decls[key] = fn
         return fn
