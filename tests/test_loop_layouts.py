@@ -1,5 +1,5 @@
 """Element loops over arrays of every layout: the last index of an element address steps in items (arrays.py
-``element_ptr``), so LLVM versions a loop on a unit stride; loops carrying no float are not unrolled by the IR
+``user_element_ptr``), so LLVM versions a loop on a unit stride; loops carrying no float are not unrolled by the IR
 (passes/unroll.py) so that it vectorizes them. Results must not depend on the layout: C and Fortran order,
 slices with steps, reversed axes, and dimensions of length 1 whose stride is not a multiple of the item size
 (NumPy calls such arrays aligned)."""
