@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+TRACE = False
 DECORATOR = re.compile(r"^(\s*)@(nb|numba)\.(jit|njit)\b.*$", re.MULTILINE)
 
 
@@ -126,7 +127,7 @@ def run_kernel(root: Path, info: dict, preset: str, repeats: int, work: Path, sc
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         row["status"] = f"{type(e).__name__}: {first}"[:160]
-        if "--trace" in sys.argv:
+        if TRACE:
             traceback.print_exc()
     return row
 
@@ -138,7 +139,10 @@ def main(argv=None) -> int:
     p.add_argument("--only", default="", help="comma-separated kernel module names")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--json", help="write the rows here")
+    p.add_argument("--trace", action="store_true", help="print the traceback of each kernel that fails")
     opts = p.parse_args(argv)
+    global TRACE
+    TRACE = opts.trace
     root = Path(opts.npbench)
     import scriptc
     try:

@@ -150,6 +150,8 @@ register("prim::Loop(int max_trip_count, bool condition, Any... carried) -> ..."
          structural=True, batch=Batch.TRANSFORM)
 register("prim::If(bool condition) -> ...", effect=Effect.IO, structural=True, batch=Batch.TRANSFORM)
 # Batched: the callee per example (what remains after inlining: recursive functions).
+# A NumPy scalar argument reaches the callee as it is (numpy_scalars): the callee is compiled for it, as
+# CPython would pass the np.int32 object (the frontend decaying it made the call's types differ from the callee's).
 register("prim::CallFunction(Any... args, *, Graph fn) -> Any", effect=Effect.IO, structural=True,
-         batch=Batch.LANES,
+         batch=Batch.LANES, numpy_scalars=True,
          infer=lambda *types, fn: [v.type for v in fn.outputs])
