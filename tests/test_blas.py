@@ -296,8 +296,10 @@ def native_ir(fn, *args) -> str:
 def module_ir(fn, *args) -> str:
     """The graph's whole module as an exported library has it: the helpers compiled once per process for
     in-process code (the routine choice of a product) are built into it."""
+    from dataclasses import replace
     from scriptc.backend.llvm.lower import ModuleLowering
-    mod = ModuleLowering("blas_test", standalone=True)
+    from scriptc.backend.llvm.target import CPU
+    mod = ModuleLowering("blas_test", target=replace(CPU, standalone=True))
     mod.entry(fn.graph_for(*args))
     return str(mod.module)
 

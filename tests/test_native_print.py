@@ -8,37 +8,12 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.llvm import compile_graph, lower
-from scriptc.backend.llvm import strings
-from scriptc.backend.llvm.common import _HANDLERS
+from scriptc.backend.llvm import compile_graph, strings
 from scriptc.ir.types import TensorType, TupleType, INT, STR
 
 INF, NAN = float("inf"), float("nan")
 FLOATS = [0.1 + 0.2, 1e16, -0.0, INF, -INF, NAN, 1 / 3, 5e-324, 1.7976931348623157e308, 2.0, 123456789.125]
 INTS = [0, 7, -42, 2 ** 63 - 1, -2 ** 63]
-
-# Until StringOps is among FunctionLowering's bases, the tests lower with a subclass that has it, and the
-# print/format handlers are registered only while a test of this module runs (other modules still see them as
-# unsupported operators).
-WIRED = issubclass(lower.FunctionLowering, strings.StringOps)
-_OURS = {k: _HANDLERS[k] for k in ("prim::Print", "aten::format")}
-if not WIRED:
-    for k in _OURS:
-        del _HANDLERS[k]
-
-
-class _Lowering(strings.StringOps, lower.FunctionLowering if not WIRED else object):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def native_strings(monkeypatch):
-    if not WIRED:
-        monkeypatch.setattr(lower, "FunctionLowering", _Lowering)
-        for k, v in _OURS.items():
-            monkeypatch.setitem(_HANDLERS, k, v)
-    yield
-
 
 _COMPILED = {}
 

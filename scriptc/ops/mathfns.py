@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -85,16 +86,35 @@ UNARY = [
     ("fabs", math.fabs, np.fabs, ()),
 ]
 
-# computed by a C library call per element (the others are single instructions): on arrays, even alone, they run
-# in the fused element loop, whose vectorized form calls the library's SIMD variants (passes/fusion.py)
-LIBM_CALLS = {"exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-              "cosh", "tanh"}
+
+@dataclass(frozen=True)
+class CMath:
+    """A math function computed by one C library call per element (the others are single instructions), under
+    one name in each library: ``exp`` is libm's ``exp``/``expf``, libmvec's ``_ZGVeN8v_exp``/``_ZGVeN16v_expf``
+    and libdevice's ``__nv_exp``/``__nv_expf``. ``overflows``: an infinite result from a finite argument is a
+    range error (OverflowError), else a domain error (ValueError), as CPython's ``math_1`` decides; ``vector``:
+    glibc's libmvec has SIMD variants (array loops call them, within 4 ulp as NumPy's own SIMD loops are)."""
+    name: str
+    nargs: int = 1
+    overflows: bool = False
+    vector: bool = True
+
+
+# The C math functions native code calls, the one table the backends read (libm, libmvec and libdevice names).
+# On arrays, even alone, the operators computed by one of them run in the fused element loop, whose vectorized
+# form calls the SIMD variants (passes/fusion.py).
+C_MATH = {c.name: c for c in [
+    CMath("exp", overflows=True), CMath("expm1", overflows=True), CMath("sinh", overflows=True),
+    CMath("cosh", overflows=True), CMath("log"), CMath("log2"), CMath("log10"), CMath("log1p"), CMath("sin"),
+    CMath("cos"), CMath("tan"), CMath("asin"), CMath("acos"), CMath("atan"), CMath("tanh"),
+    CMath("pow", 2), CMath("atan2", 2), CMath("hypot", 2), CMath("fmod", 2, vector=False),
+]}
 
 for _name, _scalar, _ufunc, _more in UNARY:
     _impl = _unary(_scalar, _ufunc)
     register(f"aten::{_name}(Number|Tensor self) -> Number|Tensor", impl=_impl, infer=by_sample(_impl),
              effect=Effect.RAISES, elementwise=True, py=(_scalar, _ufunc) + _more, ufunc=_ufunc,
-             scalar=_scalar, vjp=_chain(D[_name]) if _name in D else ZERO_DERIVATIVE, libm=_name in LIBM_CALLS)
+             scalar=_scalar, vjp=_chain(D[_name]) if _name in D else ZERO_DERIVATIVE, libm=C_MATH.get(_name))
 
 
 # np.floor, np.ceil and np.trunc of a Python float: NumPy's float (inf, nan and -0.0 as they are), where math's

@@ -38,6 +38,7 @@ from ..llvm.engine import engine
 from ..llvm.entry import PythonTable, lower_python_entry
 from ..llvm.errors import ERROR_TABLE, encode_argument
 from ..llvm.lower import ModuleLowering, check_graph
+from ..llvm.target import CPU_LIBRARY
 from . import cabi
 from .cabi import ExportError, Exported, header, plan_supported, source
 from .integrity import PLACEHOLDER, seal
@@ -79,9 +80,7 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
     library, or with ``emit="obj"`` a relocatable object) and ``<name>.h`` beside it; the files written."""
     output = Path(output)
     lib = library_name(output)
-    mod = ModuleLowering(f"scriptc.{lib}", standalone=True)
-    mod.parallel = True       # parallel regions run on the library's own copy of the pool (pool_text)
-    mod.blas = False          # float matrix products: the generated row loop (matmul.py), no OpenBLAS
+    mod = ModuleLowering(f"scriptc.{lib}", target=CPU_LIBRARY)
     exported: list[Exported] = []
     seen: dict[str, int] = {}
     taken = {f"{lib}_{what}": f"the library's own {lib}_{what}" for what in LIBRARY_SYMBOLS}

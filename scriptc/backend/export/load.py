@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType
-from ...arguments import bind_by_name, check_array_kind
+from ...calling import bind_by_name, check_array_kind
 from ...realign import Twins, needs_twins
 from ...signatures import parse_arg_type, split_top_level
 from . import FORMAT, SECTION

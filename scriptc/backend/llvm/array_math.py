@@ -15,40 +15,21 @@ from llvmlite import ir
 
 from ...ir.registry import REGISTRY, lookup
 from ...ir.types import TensorType, result_dtype, scalar_dtype
+
 from .arrays import ELEM, F32, INT_RANGE, Arr, kind_of, shape_text
-from .common import F64, I1, I8P, I64, INT64_MIN, NO_VECTORIZE, f64, handles_array, i64
-from .symbols import LIBM_UNARY
+from .common import F64, I1, I8P, I64, INT64_MIN, NO_VECTORIZE, f64, i64
+from .elements import COMPARE, PREDICATES, element
+from .rules import lowers_array
 from .errors import LoweringError
 from .summation import KernelRaises, pairwise_reducible
 
 ELEMENTWISE = [name for name, op in REGISTRY.items() if op.elementwise]
 INPLACE = [name for name, op in REGISTRY.items() if "inplace_of" in op.extra]
 REDUCTIONS = [name for name, op in REGISTRY.items() if op.extra.get("reduction")]
-PREDICATES = {name.split("::")[1] for name, op in REGISTRY.items() if op.extra.get("predicate")}
-COMPARE = {"eq": ("==", "oeq"), "ne": ("!=", "une"), "lt": ("<", "olt"), "le": ("<=", "ole"),
-           "gt": (">", "ogt"), "ge": (">=", "oge")}
-LIBM = set(LIBM_UNARY)
 _RAISING: set = set()     # element-wise kernels whose element code raises: lowered inline
-INTRINSIC = {"sqrt", "floor", "ceil", "trunc", "fabs"}
 
 
 _CASTS = ("sitofp", "uitofp", "fpext", "fptrunc", "fptosi", "fptoui", "zext", "sext", "trunc", "bitcast")
-
-
-def constant_number(y) -> float | None:
-    """The value of a register holding a constant number (a float constant, or an int constant converted to
-    float); None otherwise."""
-    if getattr(y, "opname", None) == "sitofp":
-        y = y.operands[0]
-    if isinstance(y, ir.Constant) and isinstance(y.constant, (int, float)) and not isinstance(y.constant, bool):
-        return float(y.constant)
-    return None
-
-
-# NumPy's ``array ** s`` for a Python scalar s (fast_scalar_power in numpy/_core/src/multiarray/number.c) calls
-# these ufuncs instead of np.power for these exponents: their results differ from libm's pow (sqrt(-0.0) is
-# -0.0 where pow gives 0.0; 1 / x and x * x are correctly rounded, pow is not)
-FAST_POWERS = (0.5, -1.0, 2.0, 1.0)
 
 
 class Operand:
@@ -80,7 +61,6 @@ def reduction_dtype(kind: str, src: TensorType, axis) -> str:
     return np.asarray(impl(np.ones((1,) * src.rank, src.dtype), axis=axis)).dtype.name
 
 
-ELEMENT_VARIANTS = {"pow_scalar": "pow", "clip_arrays": "clip"}     # float-only variants: the operator elsewhere
 
 
 def element_name(node) -> str:
@@ -97,24 +77,6 @@ def element_name(node) -> str:
 class ArrayMath:
     """Mixin of FunctionLowering."""
 
-    # -- element-wise -----------------------------------------------------------------------------------
-    @handles_array(*ELEMENTWISE)
-    def lower_elementwise(self, node):
-        op = node.kind.split("::")[1]
-        out_t = node.output.type
-        if not isinstance(out_t, TensorType):
-            if all(v.type.rank == 0 for v in node.inputs if isinstance(v.type, TensorType)):
-                return self.zero_d_elementwise(node, op)
-            raise LoweringError(node.kind, f"an array operand giving {out_t} is not supported", node.source)
-        arrays = [self.arr(v) for v in node.inputs if isinstance(v.type, TensorType)]
-        shape = self.broadcast_shape(arrays, out_t.rank)
-        out = self.alloc(out_t, shape)
-        dtype = self.loop_dtype(node)
-        scalars = {k: self.weak_scalar(op, k, *self.scalar_operand(v), dtype)
-                   for k, v in enumerate(node.inputs) if not isinstance(v.type, TensorType)}
-        if not self.call_elementwise_kernel(node, dtype, out, arrays, scalars):
-            self.elementwise_loops(out, node.inputs, arrays, self.element_of(node, dtype, scalars))
-        return [out.leaves]
 
     def zero_d_elementwise(self, node, op: str):
         """An element-wise operator on 0-d arrays: NumPy gives a scalar of the loop's dtype (here a Python
@@ -152,7 +114,7 @@ class ArrayMath:
         inline, each operator was a loop nest LLVM optimized again in every function (~40 ms each). The
         shapes were checked and broadcast here; the kernel cannot raise. False where it cannot be so: a
         library or GPU module (the code stays inline there) or an operation that raises (integer powers)."""
-        if self.mod.standalone:
+        if self.mod.target.standalone:
             return False
         rank = out.t.rank
         scalars = {k: (kind, folded(x)) for k, (kind, x) in scalars.items()}
@@ -359,209 +321,8 @@ class ArrayMath:
 
     def element_op(self, op: str, args: list, k: str, dtype: str = "float64"):
         """Apply ``op`` to register values of kind ``k`` (``dtype``: the float loop's precision): (result kind,
-        result)."""
-        b = self.b
-        if op in PREDICATES:
-            return "b", self.predicate_op(op, args, k)
-        if op in COMPARE:
-            ipred, fpred = COMPARE[op]
-            if k == "f":
-                return "b", (b.fcmp_unordered if fpred == "une" else b.fcmp_ordered)(ipred, *args)
-            # i64 holds every supported integer dtype exactly (u: zero-extended), so a signed comparison is
-            # exact, also against Python ints out of the array dtype's range (NumPy 2 compares those exactly)
-            return "b", (b.icmp_unsigned if k == "b" else b.icmp_signed)(ipred, *args)
-        if k != "f":
-            op = ELEMENT_VARIANTS.get(op, op)
-        if k == "b":
-            return "b", self.bool_op(op, args)
-        if k == "f":
-            return "f", self.float_op(op, args, dtype)
-        return k, self.int_op(op, args, k)
-
-    def scalar_power(self, x, y):
-        """``array ** y`` on one element, y a Python scalar: NumPy's fast powers (FAST_POWERS), else pow; a
-        constant y decides here, for a variable one each candidate is computed and selected by y's value."""
-        b = self.b
-        fast = {0.5: lambda: b.call(self.mod.intrinsic("sqrt"), [x]), -1.0: lambda: b.fdiv(f64(1.0), x),
-                2.0: lambda: b.fmul(x, x), 1.0: lambda: x}
-        c = constant_number(y)
-        if c is not None:
-            return fast[c]() if c in fast else b.call(self.mod.libm("pow", 2), [x, y])
-        result = b.call(self.mod.libm("pow", 2), [x, y])
-        for value in FAST_POWERS:
-            result = b.select(b.fcmp_ordered("==", y, f64(value)), fast[value](), result)
-        return result
-
-    def bool_op(self, op, args):
-        b = self.b
-        table = {"add": b.or_, "__or__": b.or_, "maximum": b.or_, "mul": b.and_, "__and__": b.and_,
-                 "minimum": b.and_, "__xor__": b.xor}
-        if op in table:
-            return table[op](*args)
-        if op in ("abs", "floor", "ceil", "trunc"):
-            return args[0]
-        if op == "bitwise_not":
-            return b.not_(args[0])
-        if op == "where":
-            return b.select(*args)
-        if op == "clip":
-            return b.and_(b.or_(args[0], args[1]), args[2])
-        raise LoweringError(f"aten::{op}", "not supported on bool arrays", self.node.source)
-
-    def float_op(self, op, args, dtype="float64"):
-        b = self.b
-        if op in ("add", "sub", "mul", "div"):
-            return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv}[op](*args)
-        x = args[0]
-        zero = f64(0.0)
-        if op in ("floordiv", "remainder") and dtype != "float64":
-            return self.divmod_float32(op, *args)
-        if op == "floordiv":
-            y = args[1]
-            return b.select(b.fcmp_ordered("==", y, zero), b.fdiv(x, y), self.float_floordiv(x, y))
-        if op == "remainder":
-            y = args[1]
-            return b.select(b.fcmp_ordered("==", y, zero), self.fmod(x, y), self.float_mod(x, y))
-        if op == "pow_scalar":
-            return self.scalar_power(x, args[1])
-        if op in ("pow", "float_power"):
-            return b.call(self.mod.libm("pow", 2), args)
-        if op in ("atan2", "hypot"):
-            return b.call(self.mod.libm(op, 2), args)
-        if op == "fmod":
-            return b.call(self.mod.libm(op, 2), args)
-        if op == "copysign":
-            return b.call(self.mod.intrinsic("copysign"), args)
-        if op == "neg":
-            return b.fneg(x)
-        if op == "abs":
-            return b.call(self.mod.intrinsic("fabs"), [x])
-        if op in INTRINSIC:
-            return b.call(self.mod.intrinsic(op), [x])
-        if op in LIBM and dtype == "float32" and self.mod.single_precision_math:
-            single = self.mod.libm(op + "f", fnty=ir.FunctionType(F32, [F32]))
-            return b.fpext(b.call(single, [b.fptrunc(x, F32)]), F64)
-        if op in LIBM:
-            return b.call(self.mod.libm(op), [x])
-        if op in ("maximum", "minimum"):
-            return self.nan_max(op, *args, first_on_tie=dtype == "float16")
-        if op == "clip":    # NumPy keeps x when it equals a bound (-0.0 stays), and a NaN anywhere wins
-            lo, hi = args[1], args[2]
-            x = b.select(b.or_(b.fcmp_ordered("<", x, lo), self.isnan(lo)), lo, x)
-            return b.select(b.or_(b.fcmp_ordered(">", x, hi), self.isnan(hi)), hi, x)
-        if op == "clip_arrays":     # _NPY_CLIP: min(max(x, lo), hi), each keeping its first operand if NaN or
-            lo, hi = args[1], args[2]    # strictly beyond, else the bound (a tie gives the bound's -0.0 or 0.0)
-            x = b.select(b.or_(self.isnan(x), b.fcmp_ordered(">", x, lo)), x, lo)
-            return b.select(b.or_(self.isnan(x), b.fcmp_ordered("<", x, hi)), x, hi)
-        if op == "where":
-            return b.select(*args)
-        raise LoweringError(f"aten::{op}", "not supported on float arrays", self.node.source)
-
-    def divmod_float32(self, op, x, y):
-        """npy_divmodf: CPython's float divmod with every step rounded to float32, as NumPy's float32 (and
-        float16, which computes in float32) loops compute floor division and remainder."""
-        b = self.b
-        r = lambda v: self.round_float(v, "float32")  # noqa: E731 - float32 arithmetic from double steps
-        zero, one = f64(0.0), f64(1.0)
-        mod = self.fmod(x, y)
-        nonzero = b.fcmp_unordered("!=", mod, zero)
-        flip = b.and_(nonzero, b.xor(b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero)))
-        if op == "remainder":
-            fixed = b.select(flip, r(b.fadd(mod, y)), b.select(nonzero, mod, self.copysign(zero, y)))
-            return b.select(b.fcmp_ordered("==", y, zero), mod, fixed)
-        div = r(b.fdiv(r(b.fsub(x, mod)), y))
-        div = b.select(flip, r(b.fsub(div, one)), div)
-        floor = b.call(self.mod.intrinsic("floor"), [div])
-        floor = b.select(b.fcmp_ordered(">", r(b.fsub(div, floor)), f64(0.5)), r(b.fadd(floor, one)), floor)
-        quotient = b.select(b.fcmp_unordered("!=", div, zero), floor, self.copysign(zero, r(b.fdiv(x, y))))
-        return b.select(b.fcmp_ordered("==", y, zero), b.fdiv(x, y), quotient)
-
-    def nan_max(self, op, x, y, first_on_tie: bool = False):
-        """NumPy's maximum/minimum: NaN propagates; of equal values (0.0 and -0.0) the second is kept, the
-        first by float16's loop."""
-        b = self.b
-        keep = b.fcmp_ordered((">" if op == "maximum" else "<") + ("=" if first_on_tie else ""), x, y)
-        return b.select(b.or_(keep, self.isnan(x)), x, y)
-
-    def int_op(self, op, args, k):
-        b = self.b
-        if op in ("add", "sub", "mul", "__and__", "__or__", "__xor__"):
-            return {"add": b.add, "sub": b.sub, "mul": b.mul, "__and__": b.and_, "__or__": b.or_,
-                    "__xor__": b.xor}[op](*args)
-        x = args[0]
-        if op in ("floordiv", "remainder"):
-            y = args[1]
-            zero = b.icmp_signed("==", y, i64(0))
-            safe = b.select(zero, i64(1), y)
-            r = self.int_floordiv(x, safe) if op == "floordiv" else self.int_mod(x, safe)
-            return b.select(zero, i64(0), r)
-        if op == "pow":
-            y = args[1]
-            if k == "i":
-                self.raise_if(b.icmp_signed("<", y, i64(0)), ValueError,
-                              "Integers to negative integer powers are not allowed.")
-            return b.call(self.mod.helper("ipow"), [x, y])
-        if op in ("__lshift__", "__rshift__"):
-            y = args[1]
-            big = b.icmp_unsigned(">=", y, i64(64))
-            if op == "__lshift__":
-                return b.select(big, i64(0), b.shl(x, b.select(big, i64(0), y)))
-            return b.select(big, b.ashr(x, i64(63)), b.ashr(x, b.select(big, i64(0), y)))
-        if op == "neg":
-            return b.neg(x)
-        if op == "abs":
-            return b.select(b.icmp_signed("<", x, i64(0)), b.neg(x), x)
-        if op == "bitwise_not":
-            return b.xor(x, i64(-1))
-        if op in ("maximum", "minimum", "clip"):
-            pred = ">" if op == "maximum" else "<"
-            if op == "clip":
-                lo = b.select(b.icmp_signed(">", x, args[1]), x, args[1])
-                return b.select(b.icmp_signed("<", lo, args[2]), lo, args[2])
-            return b.select(b.icmp_signed(pred, x, args[1]), x, args[1])
-        if op == "where":
-            return b.select(*args)
-        if op in ("floor", "ceil", "trunc"):    # NumPy 2: integers (and bools) are their own floor
-            return x
-        raise LoweringError(f"aten::{op}", "not supported on integer arrays", self.node.source)
-
-    # -- in place: x += y -------------------------------------------------------------------------------
-    @handles_array(*INPLACE)
-    def lower_inplace(self, node):
-        op = REGISTRY[node.kind].extra["inplace_of"]
-        dst = self.arr(node.inputs[0])
-        other = node.inputs[1]
-        # the loop's dtype (a 0-d operand asked as 1-d: NumPy's 0-d result is a scalar, its loop the same)
-        dtype = lookup(op).result_types([TensorType(v.type.dtype, 1) if isinstance(v.type, TensorType) else v.type
-                                         for v in node.inputs], {})[0].dtype
-        compute = kind_of(dtype)
-        name = op.split("::")[1]
-        if name == "pow" and compute == "i":   # an element may raise: NumPy's order and temporaries matter
-            return self.lower_raising_inplace(node, dst, dtype)
-        if isinstance(other.type, TensorType):
-            src0 = self.arr(other)
-            src = self.unaliased(src0, dst)
-            strides = self.broadcast_to(src, dst.shape, "in place")
-            view = Arr(src.t, [src.mi, src.data, *src.shape, *strides])
-        else:
-            src0 = src = None
-            scalar = self.weak_scalar(name, 1, *self.scalar_operand(other), dtype)
-
-        def body(index):
-            x = self.load_element(self.element_ptr(dst, index), dst.t.dtype)
-            if src is not None:
-                y = self.load_element(self.element_ptr(view, index[len(index) - src.t.rank:]), src.t.dtype)
-                ky = kind_of(src.t.dtype)
-            else:
-                ky, y = scalar
-            args = [self.cast(x, kind_of(dst.t.dtype), compute), self.cast(y, ky, compute)]
-            op_name = "pow_scalar" if name == "pow" and src is None else name     # x **= s: NumPy's fast powers
-            kind, r = self.in_loop_precision(*self.element_op(op_name, args, compute, dtype), dtype)
-            self.store_element(self.element_ptr(dst, index), r, kind, dst.t.dtype)
-        self.loop_nest(dst.shape, body)
-        if src is not None:
-            self.release_temp(src, src0)
-        return []
+        result), by the operator's element rule (elements.py)."""
+        return element(self, op, args, k, dtype)
 
     def lower_raising_inplace(self, node, dst: Arr, dtype: str):
         """``x **= y`` on integers, which raises at a negative exponent, leaving the elements written before it
@@ -613,68 +374,6 @@ class ArrayMath:
             self.release_temp(source, src)
         return []
 
-    # -- reductions -----------------------------------------------------------------------------------
-    @handles_array(*REDUCTIONS)
-    def lower_reduction(self, node):
-        b = self.b
-        name = node.kind.split("::")[1]
-        a = self.arr(node.inputs[0])
-        axis = node.attrs.get("axis")
-        res = reduction_dtype(node.kind, a.t, axis)
-        if pairwise_reducible(name, a.t.dtype):
-            return self.lower_pairwise_reduction(node, name, a, axis, res)
-        if axis is not None:
-            axis %= a.t.rank
-        reduce_dims = list(range(a.t.rank)) if axis is None else [axis]
-        keep = [d for d in range(a.t.rank) if d not in reduce_dims]
-        out_t = node.output.type
-        out = self.alloc(out_t, [a.shape[d] for d in keep]) if isinstance(out_t, TensorType) else None
-        count = self.size([a.shape[d] for d in reduce_dims])
-        self.check_nonempty(name, count)
-        kind = kind_of(a.t.dtype)
-        acc_kind = kind_of(res) if name not in ("argmax", "argmin", "max", "min") else kind
-        if name == "mean":
-            acc_kind = "f"
-        result_slot = []
-
-        def reduce_at(out_index):
-            acc = self.alloca(F64 if acc_kind == "f" else I1 if acc_kind == "b" else I64)
-            pos = self.alloca(I64)
-            b.store(self.reduction_init(name, acc_kind), acc)
-            b.store(i64(0), pos)
-            counter = self.alloca(I64)
-            b.store(i64(0), counter)
-
-            def body(inner):
-                index = list(out_index)
-                for d, i in zip(reduce_dims, inner):
-                    index.insert(d, i)
-                x = self.cast(self.load_element(self.element_ptr(a, index), a.t.dtype), kind, acc_kind)
-                cur = b.load(acc)
-                new, better = self.reduction_step(name, cur, x, acc_kind, res)
-                b.store(new, acc)
-                if better is not None:
-                    b.store(b.select(better, b.load(counter), b.load(pos)), pos)
-                b.store(b.add(b.load(counter), i64(1)), counter)
-            if name in ("max", "min") and acc_kind == "f" and a.t.dtype == "float64":
-                self.vector_minmax(name, a, out_index, reduce_dims, acc, body)
-            else:
-                self.loop_nest([a.shape[d] for d in reduce_dims], body)
-            value = b.load(pos) if name in ("argmax", "argmin") else b.load(acc)
-            rkind = "i" if name in ("argmax", "argmin") else acc_kind
-            if name == "mean":
-                value = b.fdiv(value, b.sitofp(count, F64))
-            if out is not None:
-                self.store_element(self.element_ptr(out, out_index), value, rkind, out_t.dtype)
-            else:
-                result_slot.append(self.round_to(value, rkind, res))
-
-        if out is not None:
-            self.loop_nest(out.shape, reduce_at)
-            return [out.leaves]
-        reduce_at([])
-        kind_out, value = result_slot[0]
-        return [self.scalar_result(value, kind_out, out_t)]
 
     def vector_minmax(self, name: str, a: Arr, out_index: list, reduce_dims: list, acc, exact_body) -> None:
         """A float64 max/min over ``reduce_dims`` into ``acc``, vectorized: LLVM vectorizes ``maxnum``/``minnum``
@@ -759,3 +458,129 @@ class ArrayMath:
         else:
             better = b.icmp_signed(">" if greater else "<", x, acc)
         return b.select(better, x, acc), (better if name.startswith("arg") else None)
+
+
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+# -- element-wise -----------------------------------------------------------------------------------
+@lowers_array(*ELEMENTWISE)
+def lower_elementwise(ctx, node):
+    op = node.kind.split("::")[1]
+    out_t = node.output.type
+    if not isinstance(out_t, TensorType):
+        if all(v.type.rank == 0 for v in node.inputs if isinstance(v.type, TensorType)):
+            return ctx.zero_d_elementwise(node, op)
+        raise LoweringError(node.kind, f"an array operand giving {out_t} is not supported", node.source)
+    arrays = [ctx.arr(v) for v in node.inputs if isinstance(v.type, TensorType)]
+    shape = ctx.broadcast_shape(arrays, out_t.rank)
+    out = ctx.alloc(out_t, shape)
+    dtype = ctx.loop_dtype(node)
+    scalars = {k: ctx.weak_scalar(op, k, *ctx.scalar_operand(v), dtype)
+               for k, v in enumerate(node.inputs) if not isinstance(v.type, TensorType)}
+    if not ctx.call_elementwise_kernel(node, dtype, out, arrays, scalars):
+        ctx.elementwise_loops(out, node.inputs, arrays, ctx.element_of(node, dtype, scalars))
+    return [out.leaves]
+
+
+# -- in place: x += y -------------------------------------------------------------------------------
+@lowers_array(*INPLACE)
+def lower_inplace(ctx, node):
+    op = REGISTRY[node.kind].extra["inplace_of"]
+    dst = ctx.arr(node.inputs[0])
+    other = node.inputs[1]
+    # the loop's dtype (a 0-d operand asked as 1-d: NumPy's 0-d result is a scalar, its loop the same)
+    dtype = lookup(op).result_types([TensorType(v.type.dtype, 1) if isinstance(v.type, TensorType) else v.type
+                                     for v in node.inputs], {})[0].dtype
+    compute = kind_of(dtype)
+    name = op.split("::")[1]
+    if name == "pow" and compute == "i":   # an element may raise: NumPy's order and temporaries matter
+        return ctx.lower_raising_inplace(node, dst, dtype)
+    if isinstance(other.type, TensorType):
+        src0 = ctx.arr(other)
+        src = ctx.unaliased(src0, dst)
+        strides = ctx.broadcast_to(src, dst.shape, "in place")
+        view = Arr(src.t, [src.mi, src.data, *src.shape, *strides])
+    else:
+        src0 = src = None
+        scalar = ctx.weak_scalar(name, 1, *ctx.scalar_operand(other), dtype)
+
+    def body(index):
+        x = ctx.load_element(ctx.element_ptr(dst, index), dst.t.dtype)
+        if src is not None:
+            y = ctx.load_element(ctx.element_ptr(view, index[len(index) - src.t.rank:]), src.t.dtype)
+            ky = kind_of(src.t.dtype)
+        else:
+            ky, y = scalar
+        args = [ctx.cast(x, kind_of(dst.t.dtype), compute), ctx.cast(y, ky, compute)]
+        op_name = "pow_scalar" if name == "pow" and src is None else name     # x **= s: NumPy's fast powers
+        kind, r = ctx.in_loop_precision(*ctx.element_op(op_name, args, compute, dtype), dtype)
+        ctx.store_element(ctx.element_ptr(dst, index), r, kind, dst.t.dtype)
+    ctx.loop_nest(dst.shape, body)
+    if src is not None:
+        ctx.release_temp(src, src0)
+    return []
+
+
+# -- reductions -----------------------------------------------------------------------------------
+@lowers_array(*REDUCTIONS)
+def lower_reduction(ctx, node):
+    b = ctx.b
+    name = node.kind.split("::")[1]
+    a = ctx.arr(node.inputs[0])
+    axis = node.attrs.get("axis")
+    res = reduction_dtype(node.kind, a.t, axis)
+    if pairwise_reducible(name, a.t.dtype):
+        return ctx.lower_pairwise_reduction(node, name, a, axis, res)
+    if axis is not None:
+        axis %= a.t.rank
+    reduce_dims = list(range(a.t.rank)) if axis is None else [axis]
+    keep = [d for d in range(a.t.rank) if d not in reduce_dims]
+    out_t = node.output.type
+    out = ctx.alloc(out_t, [a.shape[d] for d in keep]) if isinstance(out_t, TensorType) else None
+    count = ctx.size([a.shape[d] for d in reduce_dims])
+    ctx.check_nonempty(name, count)
+    kind = kind_of(a.t.dtype)
+    acc_kind = kind_of(res) if name not in ("argmax", "argmin", "max", "min") else kind
+    if name == "mean":
+        acc_kind = "f"
+    result_slot = []
+
+    def reduce_at(out_index):
+        acc = ctx.alloca(F64 if acc_kind == "f" else I1 if acc_kind == "b" else I64)
+        pos = ctx.alloca(I64)
+        b.store(ctx.reduction_init(name, acc_kind), acc)
+        b.store(i64(0), pos)
+        counter = ctx.alloca(I64)
+        b.store(i64(0), counter)
+
+        def body(inner):
+            index = list(out_index)
+            for d, i in zip(reduce_dims, inner):
+                index.insert(d, i)
+            x = ctx.cast(ctx.load_element(ctx.element_ptr(a, index), a.t.dtype), kind, acc_kind)
+            cur = b.load(acc)
+            new, better = ctx.reduction_step(name, cur, x, acc_kind, res)
+            b.store(new, acc)
+            if better is not None:
+                b.store(b.select(better, b.load(counter), b.load(pos)), pos)
+            b.store(b.add(b.load(counter), i64(1)), counter)
+        if name in ("max", "min") and acc_kind == "f" and a.t.dtype == "float64":
+            ctx.vector_minmax(name, a, out_index, reduce_dims, acc, body)
+        else:
+            ctx.loop_nest([a.shape[d] for d in reduce_dims], body)
+        value = b.load(pos) if name in ("argmax", "argmin") else b.load(acc)
+        rkind = "i" if name in ("argmax", "argmin") else acc_kind
+        if name == "mean":
+            value = b.fdiv(value, b.sitofp(count, F64))
+        if out is not None:
+            ctx.store_element(ctx.element_ptr(out, out_index), value, rkind, out_t.dtype)
+        else:
+            result_slot.append(ctx.round_to(value, rkind, res))
+
+    if out is not None:
+        ctx.loop_nest(out.shape, reduce_at)
+        return [out.leaves]
+    reduce_at([])
+    kind_out, value = result_slot[0]
+    return [ctx.scalar_result(value, kind_out, out_t)]

@@ -1,7 +1,7 @@
 """Lowering of the array functions in ``scriptc/ops/arrayfns.py``: NaN/inf predicates, np.round, running sums
 and products, differences and a stable merge sort, each computing what NumPy computes.
 
-- Predicates are element-wise (and fuse): ``element_op`` asks ``predicate_op`` for them.
+- Predicates are element-wise (and fuse): their element rules are in elements.py.
 - ``np.round`` is NumPy's ``multiply(x, 10**d)``, ``rint``, ``true_divide`` (for negative ``d``, divide then
   multiply), each step rounded to the array's dtype as NumPy's float32 and float16 loops round it.
 - ``cumsum``/``cumprod`` accumulate sequentially in the result dtype (NumPy's ``add.accumulate``).
@@ -15,7 +15,9 @@ from llvmlite import ir
 from ...ir.types import TensorType
 from .arrays import Arr, kind_of
 from .arrays import scalar_kind
-from .common import F64, I1, I64, f64, handles, handles_array, i64
+from .common import F64, I1, I64, f64, i64
+from .elements import element, logical, truth
+from .rules import lowers, lowers_array
 from .text_builder import TextBuilder
 
 
@@ -32,75 +34,12 @@ def power_of_ten(n: int) -> float:
 class ArrayFns:
     """Mixin of FunctionLowering."""
 
-    # -- predicates (called from element_op) -------------------------------------------------------------
-    def predicate_op(self, op: str, args: list, k: str):
-        """A predicate of one element (args of kind ``k``): isnan/isinf/isfinite, or NumPy's logical ufuncs."""
-        b = self.b
-        if op.startswith("logical_"):
-            return self.logical_op(op, [self.truth(x, k) for x in args])
-        x = args[0]
-        if k != "f":                                     # ints and bools are finite, never NaN
-            return ir.Constant(I1, int(op == "isfinite"))
-        if op == "isnan":
-            return b.fcmp_unordered("uno", x, x)
-        magnitude = b.call(self.mod.intrinsic("fabs"), [x])
-        if op == "isinf":
-            return b.fcmp_ordered("==", magnitude, f64(float("inf")))
-        return b.fcmp_ordered("<", magnitude, f64(float("inf")))
-
-    def truth(self, x, k: str):
-        """An element as a bool, as NumPy's logical ufuncs see it: nonzero (NaN is true)."""
-        if k == "b":
-            return x
-        if k == "f":
-            return self.b.fcmp_unordered("!=", x, f64(0.0))
-        return self.b.icmp_signed("!=", x, ir.Constant(x.type, 0))
-
-    def logical_op(self, op: str, truths: list):
-        b = self.b
-        if op == "logical_not":
-            return b.not_(truths[0])
-        return {"logical_and": b.and_, "logical_or": b.or_, "logical_xor": b.xor}[op](*truths)
-
-    @handles("aten::isnan", "aten::isinf", "aten::isfinite")
-    def lower_scalar_predicate(self, node):
-        v = node.inputs[0]
-        k = scalar_kind(v.type)
-        x = self.scalar(v)
-        return [[self.predicate_op(node.kind.split("::")[1], [x], "f" if k == "f" else "i")]]
-
-    @handles("aten::logical_and", "aten::logical_or", "aten::logical_xor", "aten::logical_not")
-    def lower_scalar_logical(self, node):
-        """Of numbers: each operand's truth in its own kind (an int and a float are not converted first)."""
-        truths = [self.truth(self.scalar(v), scalar_kind(v.type)) for v in node.inputs]
-        return [[self.logical_op(node.kind.split("::")[1], truths)]]
 
     def round_dtype(self, x, dtype: str):
         """A double result of ``dtype``'s float loop as NumPy's loop leaves it (the element-wise rule: rounded
         in the loop's precision, then to ``dtype``)."""
         return self.round_through(*self.in_loop_precision("f", x, dtype), dtype)[1]
 
-    # -- np.round ------------------------------------------------------------------------------------------
-    @handles_array("aten::round")
-    def lower_np_round(self, node):
-        a = self.arr(node.inputs[0])
-        out = self.alloc(node.output.type, a.shape)
-        decimals = node.attrs.get("decimals") or 0
-        dtype = a.t.dtype
-        k = kind_of(dtype)
-        rint = self.mod.module.declare_intrinsic("llvm.rint", [F64])
-        factor = self.round_dtype(f64(power_of_ten(abs(decimals))), dtype) if k == "f" else None
-        first, then = (self.b.fmul, self.b.fdiv) if decimals >= 0 else (self.b.fdiv, self.b.fmul)
-
-        def body(index):
-            x = self.load_element(self.element_ptr(a, index), dtype)
-            if k == "f":
-                y = self.round_dtype(first(x, factor), dtype) if decimals else x
-                y = self.b.call(rint, [y])
-                x = self.round_dtype(then(y, factor), dtype) if decimals else y
-            self.store_element(self.element_ptr(out, index), x, k, out.t.dtype)
-        self.loop_nest(a.shape, body)
-        return [out.leaves]
 
     # -- lanes along an axis -----------------------------------------------------------------------------------
     def lanes(self, a: Arr, axis):
@@ -130,130 +69,6 @@ class ArrayFns:
     def at_position(index: list, axis: int, i) -> list:
         return [i if d == axis else x for d, x in enumerate(index)]
 
-    # -- cumsum / cumprod ----------------------------------------------------------------------------------------
-    @handles_array("aten::cumsum", "aten::cumprod")
-    def lower_scan(self, node):
-        b = self.b
-        src, axis, tmp = self.lanes(self.arr(node.inputs[0]), node.attrs.get("axis"))
-        out_t = node.output.type
-        out = self.alloc(out_t, src.shape)
-        k = kind_of(out_t.dtype)
-        k = "i" if k == "b" else k
-        add = node.kind == "aten::cumsum"
-        step = (b.fadd if add else b.fmul) if k == "f" else (b.add if add else b.mul)
-        init = (f64(-0.0) if add else f64(1.0)) if k == "f" else i64(0 if add else 1)   # -0.0 + x is x, even -0.0
-
-        def lane(index):
-            acc = self.alloca(F64 if k == "f" else I64)
-            b.store(init, acc)
-            with self.for_range(src.shape[axis]) as i:
-                where = self.at_position(index, axis, i)
-                x = self.cast(self.load_element(self.element_ptr(src, where), src.t.dtype),
-                              kind_of(src.t.dtype), k)
-                value = step(b.load(acc), x)
-                value = self.round_dtype(value, out_t.dtype) if k == "f" else value
-                b.store(value, acc)
-                self.store_element(self.element_ptr(out, where), value, k, out_t.dtype)
-        self.for_each_lane(src, axis, lane)
-        if tmp is not None:
-            self.release_scratch(tmp)
-        return [out.leaves]
-
-    # -- np.diff ------------------------------------------------------------------------------------------
-    @handles_array("aten::diff")
-    def lower_diff(self, node):
-        b = self.b
-        a = self.arr(node.inputs[0])
-        axis = node.attrs.get("axis", -1) % a.t.rank
-        n = node.attrs.get("n", 1)
-        dtype = node.output.type.dtype
-        k = kind_of(dtype)
-        cur, owned = a, None
-        for _ in range(n):
-            length = b.select(b.icmp_signed(">", cur.shape[axis], i64(0)), b.sub(cur.shape[axis], i64(1)), i64(0))
-            shape = self.at_position(cur.shape, axis, length)
-            nxt = self.alloc(node.output.type, shape)
-
-            def body(index, cur=cur, nxt=nxt):
-                hi = self.at_position(index, axis, b.add(index[axis], i64(1)))
-                x = self.cast(self.load_element(self.element_ptr(cur, hi), cur.t.dtype), kind_of(cur.t.dtype), k)
-                y = self.cast(self.load_element(self.element_ptr(cur, index), cur.t.dtype), kind_of(cur.t.dtype), k)
-                r = b.xor(x, y) if k == "b" else b.fsub(x, y) if k == "f" else b.sub(x, y)
-                self.store_element(self.element_ptr(nxt, index), r, k, dtype)
-            self.loop_nest(shape, body)
-            if owned is not None:
-                self.release_scratch(owned)
-            cur = owned = nxt
-        return [cur.leaves]
-
-    # -- np.nonzero / np.argwhere --------------------------------------------------------------------------------
-    @handles_array("aten::nonzero", "aten::argwhere")
-    def lower_nonzero(self, node):
-        """Count the nonzero elements, then write each one's index (row-major order, as NumPy lists them)."""
-        b = self.b
-        a = self.arr(node.inputs[0])
-        rank = a.t.rank
-        counter = self.alloca(I64)
-        b.store(i64(0), counter)
-
-        def nonzero(index):
-            x = self.load_element(self.element_ptr(a, index), a.t.dtype)
-            return self.cast(x, kind_of(a.t.dtype), "b")
-
-        def count(index):
-            b.store(b.add(b.load(counter), b.zext(nonzero(index), I64)), counter)
-        self.loop_nest(a.shape, count)
-        total = b.load(counter)
-        if node.kind == "aten::argwhere":
-            outs = [self.alloc(node.output.type, [total, i64(rank)])]
-        else:
-            outs = [self.alloc(TensorType("int64", 1), [total]) for _ in range(rank)]
-        b.store(i64(0), counter)
-
-        def record(index):
-            with b.if_then(nonzero(index)):
-                k = b.load(counter)
-                for d, i in enumerate(index):
-                    out, where = (outs[0], [k, i64(d)]) if node.kind == "aten::argwhere" else (outs[d], [k])
-                    self.store_element(self.element_ptr(out, where), i, "i", "int64")
-                b.store(b.add(k, i64(1)), counter)
-        self.loop_nest(a.shape, record)
-        return [[leaf for out in outs for leaf in out.leaves]]
-
-    # -- sort / argsort ---------------------------------------------------------------------------------------
-    @handles_array("aten::sort", "aten::argsort")
-    def lower_sort(self, node):
-        b = self.b
-        src, axis, tmp = self.lanes(self.arr(node.inputs[0]), node.attrs.get("axis", -1))
-        out_t = node.output.type
-        out = self.alloc(out_t, src.shape)
-        n = src.shape[axis]
-        kk = "f" if kind_of(src.t.dtype) == "f" else "i"
-        key_t = F64 if kk == "f" else I64
-        keys = self.alloc(TensorType("float64" if kk == "f" else "int64", 1), [n])
-        idx = self.alloc(TensorType("int64", 1), [n])
-        work = self.alloc(TensorType("int64", 1), [n])
-        key_ptr = b.bitcast(keys.data, key_t.as_pointer())
-        idx_ptr, work_ptr = (b.bitcast(x.data, I64.as_pointer()) for x in (idx, work))
-        sort = self.merge_sort_function(kk)
-
-        def lane(index):
-            with self.for_range(n) as i:
-                x = self.load_element(self.element_ptr(src, self.at_position(index, axis, i)), src.t.dtype)
-                b.store(self.cast(x, kind_of(src.t.dtype), kk), b.gep(key_ptr, [i]))
-                b.store(i, b.gep(idx_ptr, [i]))
-            b.call(sort, [key_ptr, idx_ptr, work_ptr, n])
-            with self.for_range(n) as i:
-                j = b.load(b.gep(idx_ptr, [i]))
-                where = self.element_ptr(out, self.at_position(index, axis, i))
-                if node.kind == "aten::argsort":
-                    self.store_element(where, j, "i", out_t.dtype)
-                else:
-                    self.store_element(where, b.load(b.gep(key_ptr, [j])), kk, out_t.dtype)
-        self.for_each_lane(src, axis, lane)
-        for t in (keys, idx, work) + ((tmp,) if tmp is not None else ()):
-            self.release_scratch(t)
-        return [out.leaves]
 
     def merge_sort_function(self, kk: str) -> ir.Function:
         """``void sort(key *keys, i64 *idx, i64 *work, i64 n)``: idx (a permutation) stably sorted by keys,
@@ -346,3 +161,173 @@ class ArrayFns:
         b.position_at_end(done)
         b.ret_void()
         return fn
+
+
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+@lowers("aten::isnan", "aten::isinf", "aten::isfinite")
+def lower_scalar_predicate(ctx, node):
+    v = node.inputs[0]
+    k = scalar_kind(v.type)
+    x = ctx.scalar(v)
+    return [[element(ctx, node.kind.split("::")[1], [x], "f" if k == "f" else "i")[1]]]
+
+
+@lowers("aten::logical_and", "aten::logical_or", "aten::logical_xor", "aten::logical_not")
+def lower_scalar_logical(ctx, node):
+    """Of numbers: each operand's truth in its own kind (an int and a float are not converted first)."""
+    truths = [truth(ctx, ctx.scalar(v), scalar_kind(v.type)) for v in node.inputs]
+    return [[logical(ctx, node.kind.split("::")[1], truths)]]
+
+
+# -- np.round ------------------------------------------------------------------------------------------
+@lowers_array("aten::round")
+def lower_np_round(ctx, node):
+    a = ctx.arr(node.inputs[0])
+    out = ctx.alloc(node.output.type, a.shape)
+    decimals = node.attrs.get("decimals") or 0
+    dtype = a.t.dtype
+    k = kind_of(dtype)
+    rint = ctx.mod.module.declare_intrinsic("llvm.rint", [F64])
+    factor = ctx.round_dtype(f64(power_of_ten(abs(decimals))), dtype) if k == "f" else None
+    first, then = (ctx.b.fmul, ctx.b.fdiv) if decimals >= 0 else (ctx.b.fdiv, ctx.b.fmul)
+
+    def body(index):
+        x = ctx.load_element(ctx.element_ptr(a, index), dtype)
+        if k == "f":
+            y = ctx.round_dtype(first(x, factor), dtype) if decimals else x
+            y = ctx.b.call(rint, [y])
+            x = ctx.round_dtype(then(y, factor), dtype) if decimals else y
+        ctx.store_element(ctx.element_ptr(out, index), x, k, out.t.dtype)
+    ctx.loop_nest(a.shape, body)
+    return [out.leaves]
+
+
+# -- cumsum / cumprod ----------------------------------------------------------------------------------------
+@lowers_array("aten::cumsum", "aten::cumprod")
+def lower_scan(ctx, node):
+    b = ctx.b
+    src, axis, tmp = ctx.lanes(ctx.arr(node.inputs[0]), node.attrs.get("axis"))
+    out_t = node.output.type
+    out = ctx.alloc(out_t, src.shape)
+    k = kind_of(out_t.dtype)
+    k = "i" if k == "b" else k
+    add = node.kind == "aten::cumsum"
+    step = (b.fadd if add else b.fmul) if k == "f" else (b.add if add else b.mul)
+    init = (f64(-0.0) if add else f64(1.0)) if k == "f" else i64(0 if add else 1)   # -0.0 + x is x, even -0.0
+
+    def lane(index):
+        acc = ctx.alloca(F64 if k == "f" else I64)
+        b.store(init, acc)
+        with ctx.for_range(src.shape[axis]) as i:
+            where = ctx.at_position(index, axis, i)
+            x = ctx.cast(ctx.load_element(ctx.element_ptr(src, where), src.t.dtype),
+                          kind_of(src.t.dtype), k)
+            value = step(b.load(acc), x)
+            value = ctx.round_dtype(value, out_t.dtype) if k == "f" else value
+            b.store(value, acc)
+            ctx.store_element(ctx.element_ptr(out, where), value, k, out_t.dtype)
+    ctx.for_each_lane(src, axis, lane)
+    if tmp is not None:
+        ctx.release_scratch(tmp)
+    return [out.leaves]
+
+
+# -- np.diff ------------------------------------------------------------------------------------------
+@lowers_array("aten::diff")
+def lower_diff(ctx, node):
+    b = ctx.b
+    a = ctx.arr(node.inputs[0])
+    axis = node.attrs.get("axis", -1) % a.t.rank
+    n = node.attrs.get("n", 1)
+    dtype = node.output.type.dtype
+    k = kind_of(dtype)
+    cur, owned = a, None
+    for _ in range(n):
+        length = b.select(b.icmp_signed(">", cur.shape[axis], i64(0)), b.sub(cur.shape[axis], i64(1)), i64(0))
+        shape = ctx.at_position(cur.shape, axis, length)
+        nxt = ctx.alloc(node.output.type, shape)
+
+        def body(index, cur=cur, nxt=nxt):
+            hi = ctx.at_position(index, axis, b.add(index[axis], i64(1)))
+            x = ctx.cast(ctx.load_element(ctx.element_ptr(cur, hi), cur.t.dtype), kind_of(cur.t.dtype), k)
+            y = ctx.cast(ctx.load_element(ctx.element_ptr(cur, index), cur.t.dtype), kind_of(cur.t.dtype), k)
+            r = b.xor(x, y) if k == "b" else b.fsub(x, y) if k == "f" else b.sub(x, y)
+            ctx.store_element(ctx.element_ptr(nxt, index), r, k, dtype)
+        ctx.loop_nest(shape, body)
+        if owned is not None:
+            ctx.release_scratch(owned)
+        cur = owned = nxt
+    return [cur.leaves]
+
+
+# -- np.nonzero / np.argwhere --------------------------------------------------------------------------------
+@lowers_array("aten::nonzero", "aten::argwhere")
+def lower_nonzero(ctx, node):
+    """Count the nonzero elements, then write each one's index (row-major order, as NumPy lists them)."""
+    b = ctx.b
+    a = ctx.arr(node.inputs[0])
+    rank = a.t.rank
+    counter = ctx.alloca(I64)
+    b.store(i64(0), counter)
+
+    def nonzero(index):
+        x = ctx.load_element(ctx.element_ptr(a, index), a.t.dtype)
+        return ctx.cast(x, kind_of(a.t.dtype), "b")
+
+    def count(index):
+        b.store(b.add(b.load(counter), b.zext(nonzero(index), I64)), counter)
+    ctx.loop_nest(a.shape, count)
+    total = b.load(counter)
+    if node.kind == "aten::argwhere":
+        outs = [ctx.alloc(node.output.type, [total, i64(rank)])]
+    else:
+        outs = [ctx.alloc(TensorType("int64", 1), [total]) for _ in range(rank)]
+    b.store(i64(0), counter)
+
+    def record(index):
+        with b.if_then(nonzero(index)):
+            k = b.load(counter)
+            for d, i in enumerate(index):
+                out, where = (outs[0], [k, i64(d)]) if node.kind == "aten::argwhere" else (outs[d], [k])
+                ctx.store_element(ctx.element_ptr(out, where), i, "i", "int64")
+            b.store(b.add(k, i64(1)), counter)
+    ctx.loop_nest(a.shape, record)
+    return [[leaf for out in outs for leaf in out.leaves]]
+
+
+# -- sort / argsort ---------------------------------------------------------------------------------------
+@lowers_array("aten::sort", "aten::argsort")
+def lower_sort(ctx, node):
+    b = ctx.b
+    src, axis, tmp = ctx.lanes(ctx.arr(node.inputs[0]), node.attrs.get("axis", -1))
+    out_t = node.output.type
+    out = ctx.alloc(out_t, src.shape)
+    n = src.shape[axis]
+    kk = "f" if kind_of(src.t.dtype) == "f" else "i"
+    key_t = F64 if kk == "f" else I64
+    keys = ctx.alloc(TensorType("float64" if kk == "f" else "int64", 1), [n])
+    idx = ctx.alloc(TensorType("int64", 1), [n])
+    work = ctx.alloc(TensorType("int64", 1), [n])
+    key_ptr = b.bitcast(keys.data, key_t.as_pointer())
+    idx_ptr, work_ptr = (b.bitcast(x.data, I64.as_pointer()) for x in (idx, work))
+    sort = ctx.merge_sort_function(kk)
+
+    def lane(index):
+        with ctx.for_range(n) as i:
+            x = ctx.load_element(ctx.element_ptr(src, ctx.at_position(index, axis, i)), src.t.dtype)
+            b.store(ctx.cast(x, kind_of(src.t.dtype), kk), b.gep(key_ptr, [i]))
+            b.store(i, b.gep(idx_ptr, [i]))
+        b.call(sort, [key_ptr, idx_ptr, work_ptr, n])
+        with ctx.for_range(n) as i:
+            j = b.load(b.gep(idx_ptr, [i]))
+            where = ctx.element_ptr(out, ctx.at_position(index, axis, i))
+            if node.kind == "aten::argsort":
+                ctx.store_element(where, j, "i", out_t.dtype)
+            else:
+                ctx.store_element(where, b.load(b.gep(key_ptr, [j])), kk, out_t.dtype)
+    ctx.for_each_lane(src, axis, lane)
+    for t in (keys, idx, work) + ((tmp,) if tmp is not None else ()):
+        ctx.release_scratch(t)
+    return [out.leaves]

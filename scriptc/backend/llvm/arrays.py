@@ -18,8 +18,8 @@ from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, INT, NumpyScalarType, TensorType, element_type
 from . import symbols
-from .common import (F64, I1, I8, I8P, I32, I64, handles_array, i32, i64, leaves, loop_hints, process_global,
-                     reg_type)
+from .common import (F64, I1, I8, I8P, I32, I64, i32, i64, leaves, loop_hints, process_global, reg_type)
+from .rules import lowers_array
 from .text_builder import TextBuilder
 
 HEADER = 64
@@ -336,8 +336,8 @@ class ArrayOps:
     def back_edge(self, header, hints=()) -> None:
         """Branch back to the header of a loop the lowering made, with the module's loop hints (and ``hints``)."""
         branch = self.b.branch(header)
-        if self.mod.loop_hints:
-            loop_hints(self.mod.module, branch, *self.mod.loop_hints, *hints)
+        if self.mod.target.loop_hints:
+            loop_hints(self.mod.module, branch, *self.mod.target.loop_hints, *hints)
 
     def loop_nest(self, shape: list, body, inner_hints=()) -> None:
         """Call ``body(index)`` for every index of ``shape`` in row-major order; ``inner_hints``: LLVM loop hints
@@ -371,22 +371,6 @@ class ArrayOps:
         b = self.b
         return b.select(b.icmp_signed("<", v, i64(0)), b.neg(v), v)
 
-    # -- shape queries ------------------------------------------------------------------------------------
-    @handles_array("aten::size")
-    def lower_size(self, node):
-        return [self.arr(node.inputs[0]).shape]
-
-    @handles_array("aten::dim")
-    def lower_dim(self, node):
-        return [[i64(node.inputs[0].type.rank)]]
-
-    @handles_array("aten::numel")
-    def lower_numel(self, node):
-        return [[self.size(self.arr(node.inputs[0]).shape)]]
-
-    @handles_array("aten::len")
-    def lower_len(self, node):
-        return [[self.arr(node.inputs[0]).shape[0]]]
 
     def alloca_leaves(self, t):
         return [self.alloca(reg_type(x)) for x in leaves(t)]
@@ -398,52 +382,6 @@ class ArrayOps:
     def load_leaves(self, slots) -> list:
         return [self.b.load(s) for s in slots]
 
-    # -- element access -------------------------------------------------------------------------------
-    @handles_array("aten::getitem")
-    def lower_getitem(self, node):
-        a = self.arr(node.inputs[0])
-        index = [self.normalize_index(self.scalar(v), n, k, index_checked(node, k))
-                 for k, (v, n) in enumerate(zip(node.inputs[1:], a.shape))]
-        x = self.load_element(self.user_element_ptr(a, index), a.t.dtype)
-        return [self.scalar_result(x, kind_of(a.t.dtype), element_type(a.t.dtype))]
-
-    @handles_array("aten::setitem")
-    def lower_setitem(self, node):
-        a = self.arr(node.inputs[0])
-        *idx, value = node.inputs[1:]
-        index = [self.normalize_index(self.scalar(v), n, k, index_checked(node, k))
-                 for k, (v, n) in enumerate(zip(idx, a.shape))]
-        kind, x = self.element_from_python(value, a.t.dtype)
-        self.store_element(self.user_element_ptr(a, index), x, kind, a.t.dtype)
-        return []
-
-    # -- creation -------------------------------------------------------------------------------------
-    @handles_array("aten::zeros", "aten::ones", "aten::empty", "aten::full")
-    def lower_create(self, node):
-        t = node.output.type
-        op = node.kind.split("::")[1]
-        fill = node.inputs[0] if op == "full" else None
-        dims = [self.scalar(v) for v in (node.inputs[1:] if fill is not None else node.inputs)]
-        out = self.alloc(t, dims)
-        if op == "zeros":
-            self.memset_zero(out)
-        elif op != "empty":
-            kind, x = self.filled_from_python(fill, t.dtype) if fill is not None else ("i", i64(1))
-            self.fill(out, kind, x)
-        return [out.leaves]
-
-    @handles_array("aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like")
-    def lower_create_like(self, node):
-        t = node.output.type
-        op = node.kind.split("::")[1]
-        out = self.alloc(t, self.arr(node.inputs[0]).shape)
-        if op == "zeros_like":
-            self.memset_zero(out)
-        elif op == "ones_like":
-            self.fill(out, "i", i64(1))
-        elif op == "full_like":
-            self.fill(out, *self.filled_from_python(node.inputs[1], out.t.dtype))
-        return [out.leaves]
 
     def memset_zero(self, a: Arr) -> None:
         memset = self.mod.module.declare_intrinsic("llvm.memset", [I8P, I64])
@@ -453,35 +391,6 @@ class ArrayOps:
     def fill(self, a: Arr, kind: str, x) -> None:
         self.loop_nest(a.shape, lambda index: self.store_element(self.element_ptr(a, index), x, kind, a.t.dtype))
 
-    @handles_array("aten::fill_")
-    def lower_fill_(self, node):
-        a = self.arr(node.inputs[0])
-        self.fill(a, *self.element_from_python(node.inputs[1], a.t.dtype))
-        return []
-
-    @handles_array("aten::arange")
-    def lower_arange(self, node):
-        """NumPy's PyArray_ArangeObj: length ceil((stop - start) / step) with Python's arithmetic on the
-        arguments, element 0 = start, element 1 = start + step, and element i = start + i*delta for i >= 2
-        with delta = (start + step) - start (the dtype's fill function)."""
-        b = self.b
-        t = node.output.type
-        operands = [self.scalar_operand(v) for v in node.inputs]
-        if all(k != "f" for k, _ in operands):
-            n, first, second, delta = self.arange_int([self.cast(x, k, "i") for k, x in operands])
-            kind = "i"
-        else:
-            n, first, second, delta = self.arange_float([self.cast(x, k, "f") for k, x in operands])
-            kind = "f"
-        out = self.alloc(t, [n])
-        with self.for_range(n) as i:
-            if kind == "f":
-                x = b.fadd(first, b.fmul(b.sitofp(i, F64), delta))
-            else:
-                x = b.add(first, b.mul(i, delta))
-            x = b.select(b.icmp_signed("==", i, i64(0)), first, b.select(b.icmp_signed("==", i, i64(1)), second, x))
-            self.store_element(self.element_ptr(out, [i]), x, kind, t.dtype)
-        return [out.leaves]
 
     def arange_int(self, args):
         """(length, start, start + step, delta) for int arguments: Python's exact difference, true division
@@ -526,36 +435,6 @@ class ArrayOps:
         n = b.select(b.and_(b.fcmp_ordered("==", q, zero), diff_nonzero), underflow, n)
         return b.select(b.icmp_signed(">", n, i64(0)), n, i64(0))
 
-    @handles_array("aten::linspace")
-    def lower_linspace(self, node):
-        b = self.b
-        t = node.output.type
-        (ka, a), (kb, z), (_, num) = [self.scalar_operand(v) for v in node.inputs]
-        a, z = self.cast(a, ka, "f"), self.cast(z, kb, "f")
-        self.raise_with(b.icmp_signed("<", num, i64(0)), ValueError,
-                        "Number of samples, {0}, must be non-negative.", [num])
-        out = self.alloc(t, [num])
-        div = b.sub(num, i64(1))
-        delta = b.fsub(z, a)
-        has_div = b.icmp_signed(">", div, i64(0))
-        step = b.fdiv(delta, b.sitofp(b.select(has_div, div, i64(1)), F64))
-        with self.for_range(num) as i:
-            fi = b.sitofp(i, F64)
-            y = b.select(has_div, b.select(b.fcmp_ordered("==", step, ir.Constant(F64, 0.0)),
-                                           b.fmul(b.fdiv(fi, b.sitofp(div, F64)), delta), b.fmul(fi, step)),
-                         b.fmul(fi, delta))
-            y = b.fadd(y, a)
-            last = b.and_(has_div, b.icmp_signed("==", i, div))
-            self.store_element(self.element_ptr(out, [i]), b.select(last, z, y), "f", t.dtype)
-        return [out.leaves]
-
-    # -- copies -----------------------------------------------------------------------------------------
-    @handles_array("aten::clone", "aten::to")
-    def lower_copy(self, node):
-        a = self.arr(node.inputs[0])
-        out = self.alloc(node.output.type, a.shape)
-        self.copy_into(out, a)
-        return [out.leaves]
 
     def copy_into(self, dst: Arr, src: Arr, src_strides=None) -> None:
         """dst[...] = src, element by element with a cast; ``src_strides`` broadcasts (stride 0). A copy of at
@@ -677,16 +556,156 @@ class ArrayOps:
         self.raise_with(bad, ValueError, f"non-broadcastable output operand with shape {shape_text(n, 0)} doesn't "
                         f"match the broadcast shape {shape_text(n, n)}", [*shape, *wide])
 
-    @handles_array("aten::copy_")
-    def lower_copy_(self, node):
-        dst = self.arr(node.inputs[0])
-        src_v = node.inputs[1]
-        if not isinstance(src_v.type, TensorType):
-            self.fill(dst, *self.element_from_python(src_v, dst.t.dtype))
-            return []
-        src = self.arr(src_v)
-        source = self.unaliased(src, dst)
-        self.copy_into(dst, source, self.broadcast_to(source, dst.shape, "copy"))
-        self.release_temp(source, src)
-        return []
 
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+# -- shape queries ------------------------------------------------------------------------------------
+@lowers_array("aten::size")
+def lower_size(ctx, node):
+    return [ctx.arr(node.inputs[0]).shape]
+
+
+@lowers_array("aten::dim")
+def lower_dim(ctx, node):
+    return [[i64(node.inputs[0].type.rank)]]
+
+
+@lowers_array("aten::numel")
+def lower_numel(ctx, node):
+    return [[ctx.size(ctx.arr(node.inputs[0]).shape)]]
+
+
+@lowers_array("aten::len")
+def lower_len(ctx, node):
+    return [[ctx.arr(node.inputs[0]).shape[0]]]
+
+
+# -- element access -------------------------------------------------------------------------------
+@lowers_array("aten::getitem")
+def lower_getitem(ctx, node):
+    a = ctx.arr(node.inputs[0])
+    index = [ctx.normalize_index(ctx.scalar(v), n, k, index_checked(node, k))
+             for k, (v, n) in enumerate(zip(node.inputs[1:], a.shape))]
+    x = ctx.load_element(ctx.user_element_ptr(a, index), a.t.dtype)
+    return [ctx.scalar_result(x, kind_of(a.t.dtype), element_type(a.t.dtype))]
+
+
+@lowers_array("aten::setitem")
+def lower_setitem(ctx, node):
+    a = ctx.arr(node.inputs[0])
+    *idx, value = node.inputs[1:]
+    index = [ctx.normalize_index(ctx.scalar(v), n, k, index_checked(node, k))
+             for k, (v, n) in enumerate(zip(idx, a.shape))]
+    kind, x = ctx.element_from_python(value, a.t.dtype)
+    ctx.store_element(ctx.user_element_ptr(a, index), x, kind, a.t.dtype)
+    return []
+
+
+# -- creation -------------------------------------------------------------------------------------
+@lowers_array("aten::zeros", "aten::ones", "aten::empty", "aten::full")
+def lower_create(ctx, node):
+    t = node.output.type
+    op = node.kind.split("::")[1]
+    fill = node.inputs[0] if op == "full" else None
+    dims = [ctx.scalar(v) for v in (node.inputs[1:] if fill is not None else node.inputs)]
+    out = ctx.alloc(t, dims)
+    if op == "zeros":
+        ctx.memset_zero(out)
+    elif op != "empty":
+        kind, x = ctx.filled_from_python(fill, t.dtype) if fill is not None else ("i", i64(1))
+        ctx.fill(out, kind, x)
+    return [out.leaves]
+
+
+@lowers_array("aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like")
+def lower_create_like(ctx, node):
+    t = node.output.type
+    op = node.kind.split("::")[1]
+    out = ctx.alloc(t, ctx.arr(node.inputs[0]).shape)
+    if op == "zeros_like":
+        ctx.memset_zero(out)
+    elif op == "ones_like":
+        ctx.fill(out, "i", i64(1))
+    elif op == "full_like":
+        ctx.fill(out, *ctx.filled_from_python(node.inputs[1], out.t.dtype))
+    return [out.leaves]
+
+
+@lowers_array("aten::fill_")
+def lower_fill_(ctx, node):
+    a = ctx.arr(node.inputs[0])
+    ctx.fill(a, *ctx.element_from_python(node.inputs[1], a.t.dtype))
+    return []
+
+
+@lowers_array("aten::arange")
+def lower_arange(ctx, node):
+    """NumPy's PyArray_ArangeObj: length ceil((stop - start) / step) with Python's arithmetic on the
+    arguments, element 0 = start, element 1 = start + step, and element i = start + i*delta for i >= 2
+    with delta = (start + step) - start (the dtype's fill function)."""
+    b = ctx.b
+    t = node.output.type
+    operands = [ctx.scalar_operand(v) for v in node.inputs]
+    if all(k != "f" for k, _ in operands):
+        n, first, second, delta = ctx.arange_int([ctx.cast(x, k, "i") for k, x in operands])
+        kind = "i"
+    else:
+        n, first, second, delta = ctx.arange_float([ctx.cast(x, k, "f") for k, x in operands])
+        kind = "f"
+    out = ctx.alloc(t, [n])
+    with ctx.for_range(n) as i:
+        if kind == "f":
+            x = b.fadd(first, b.fmul(b.sitofp(i, F64), delta))
+        else:
+            x = b.add(first, b.mul(i, delta))
+        x = b.select(b.icmp_signed("==", i, i64(0)), first, b.select(b.icmp_signed("==", i, i64(1)), second, x))
+        ctx.store_element(ctx.element_ptr(out, [i]), x, kind, t.dtype)
+    return [out.leaves]
+
+
+@lowers_array("aten::linspace")
+def lower_linspace(ctx, node):
+    b = ctx.b
+    t = node.output.type
+    (ka, a), (kb, z), (_, num) = [ctx.scalar_operand(v) for v in node.inputs]
+    a, z = ctx.cast(a, ka, "f"), ctx.cast(z, kb, "f")
+    ctx.raise_with(b.icmp_signed("<", num, i64(0)), ValueError,
+                    "Number of samples, {0}, must be non-negative.", [num])
+    out = ctx.alloc(t, [num])
+    div = b.sub(num, i64(1))
+    delta = b.fsub(z, a)
+    has_div = b.icmp_signed(">", div, i64(0))
+    step = b.fdiv(delta, b.sitofp(b.select(has_div, div, i64(1)), F64))
+    with ctx.for_range(num) as i:
+        fi = b.sitofp(i, F64)
+        y = b.select(has_div, b.select(b.fcmp_ordered("==", step, ir.Constant(F64, 0.0)),
+                                       b.fmul(b.fdiv(fi, b.sitofp(div, F64)), delta), b.fmul(fi, step)),
+                     b.fmul(fi, delta))
+        y = b.fadd(y, a)
+        last = b.and_(has_div, b.icmp_signed("==", i, div))
+        ctx.store_element(ctx.element_ptr(out, [i]), b.select(last, z, y), "f", t.dtype)
+    return [out.leaves]
+
+
+# -- copies -----------------------------------------------------------------------------------------
+@lowers_array("aten::clone", "aten::to")
+def lower_copy(ctx, node):
+    a = ctx.arr(node.inputs[0])
+    out = ctx.alloc(node.output.type, a.shape)
+    ctx.copy_into(out, a)
+    return [out.leaves]
+
+
+@lowers_array("aten::copy_")
+def lower_copy_(ctx, node):
+    dst = ctx.arr(node.inputs[0])
+    src_v = node.inputs[1]
+    if not isinstance(src_v.type, TensorType):
+        ctx.fill(dst, *ctx.element_from_python(src_v, dst.t.dtype))
+        return []
+    src = ctx.arr(src_v)
+    source = ctx.unaliased(src, dst)
+    ctx.copy_into(dst, source, ctx.broadcast_to(source, dst.shape, "copy"))
+    ctx.release_temp(source, src)
+    return []

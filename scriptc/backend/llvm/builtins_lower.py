@@ -24,7 +24,8 @@ from llvmlite import ir
 
 from ...ir.types import FLOAT
 from ...ops.builtins import FACTORIAL_MAX, exception_class
-from .common import F64, I1, I8P, I32, I64, f64, handles, i1, i32, i64
+from .common import F64, I1, I8P, I32, I64, f64, i1, i32, i64
+from .rules import lowers
 from .callbacks import ROUND_SYMBOL
 from .errors import STACK_FLOOR_SLOT
 from .strings import plan_id
@@ -124,37 +125,6 @@ class BuiltinOps:
         b.store(b.sub(deeper, i64(1)), depth)
         return status
 
-    # -- raise ------------------------------------------------------------------------------------------
-    @handles("prim::RaiseException")
-    def lower_raise(self, node):
-        exc = exception_class(node.attrs["exc"])
-        if all(v.node is not None and v.node.kind == "prim::Constant" for v in node.inputs):
-            self.raise_if(i1(True), exc, *[v.node.attrs.get("value") for v in node.inputs])
-        else:   # a message known at run time: the exception is made in Python from the values
-            self.call_back(plan_id("raise", [v.type for v in node.inputs], fmt=exc.__name__), node.inputs)
-        return []
-
-    # -- round ------------------------------------------------------------------------------------------
-    @handles("prim::round")
-    def lower_round(self, node):
-        x, t = self.scalar(node.inputs[0]), node.inputs[0].type
-        if t != FLOAT:
-            return [[self.to_i64(x, t)]]
-        self.check_float_to_int(x)
-        return [[self.float_to_int_wrapping(self.b.call(self.mod.intrinsic("rint"), [x]))]]
-
-    @handles("prim::round_ndigits")
-    def lower_round_ndigits(self, node):
-        (x, n), (t, tn) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
-        n = self.to_i64(n, tn)
-        if t != FLOAT:
-            return [[self.round_int(self.to_i64(x, t), n)]]
-        b = self.b
-        out = self.alloca(F64)
-        fn = self.extern(ROUND_SYMBOL, ir.FunctionType(I32, [F64, I64, F64.as_pointer()]))
-        status = b.call(fn, [x, n, out])
-        self.raise_if(b.icmp_signed("!=", status, i32(0)), OverflowError, "rounded value too large to represent")
-        return [[b.load(out)]]
 
     def round_int(self, x, n):
         """round(x, n) of an int: x for n >= 0, else the nearest multiple of 10**-n, ties to even, wrapped to
@@ -176,38 +146,6 @@ class BuiltinOps:
         big = b.select(b.icmp_signed("==", k, i64(19)), at19, i64(0))
         return b.select(b.icmp_signed(">=", n, i64(0)), x, b.select(small, rounded, big))
 
-    # -- divmod -----------------------------------------------------------------------------------------
-    @handles("prim::divmod")
-    def lower_divmod(self, node):
-        (a, c), (ta, tc) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
-        b = self.b
-        if FLOAT not in (ta, tc):
-            ia, ic = self.to_i64(a, ta), self.to_i64(c, tc)
-            self.raise_if(b.icmp_signed("==", ic, i64(0)), ZeroDivisionError, "integer division or modulo by zero")
-            return [[self.int_floordiv(ia, ic), self.int_mod(ia, ic)]]
-        fa, fc = self.to_f64(a, ta), self.to_f64(c, tc)
-        self.raise_if(b.fcmp_ordered("==", fc, f64(0.0)), ZeroDivisionError, "float divmod()")
-        return [[self.float_floordiv(fa, fc), self.float_mod(fa, fc)]]
-
-    # -- math -------------------------------------------------------------------------------------------
-    @handles("prim::isclose")
-    def lower_isclose(self, node):
-        """math_isclose_impl (Modules/mathmodule.c)."""
-        a, c, rel, tol = [self.to_f64(self.scalar(v), v.type) for v in node.inputs]
-        b = self.b
-        negative = b.or_(b.fcmp_ordered("<", rel, f64(0.0)), b.fcmp_ordered("<", tol, f64(0.0)))
-        self.raise_if(negative, ValueError, "tolerances must be non-negative")
-        diff = self.fabs(b.fsub(c, a))
-        close = b.or_(b.or_(b.fcmp_ordered("<=", diff, self.fabs(b.fmul(rel, c))),
-                            b.fcmp_ordered("<=", diff, self.fabs(b.fmul(rel, a)))),
-                      b.fcmp_ordered("<=", diff, tol))
-        close = b.and_(close, b.not_(b.or_(self.isinf(a), self.isinf(c))))
-        return [[b.or_(b.fcmp_ordered("==", a, c), close)]]
-
-    @handles("prim::gcd")
-    def lower_gcd(self, node):
-        a, c = [self.to_i64(self.scalar(v), v.type) for v in node.inputs]
-        return [[self.b.call(self.gcd_helper(), [a, c])]]
 
     def gcd_helper(self) -> ir.Function:
         """i64 gcd(i64, i64): Euclid on the magnitudes as unsigned (gcd(INT64_MIN, 0) is 2**63, which wraps)."""
@@ -233,14 +171,88 @@ class BuiltinOps:
         b.ret(x)
         return fn
 
-    @handles("prim::factorial")
-    def lower_factorial(self, node):
-        n = self.to_i64(self.scalar(node.inputs[0]), node.inputs[0].type)
-        b = self.b
-        self.raise_if(b.icmp_signed("<", n, i64(0)), ValueError, "factorial() not defined for negative values")
-        self.raise_with(b.icmp_signed(">", n, i64(FACTORIAL_MAX)), OverflowError,
-                        "factorial() of {0} does not fit in a 64-bit int (scriptc ints are 64-bit: n must be at "
-                        f"most {FACTORIAL_MAX})", [n])
-        return [[self.table_lookup("scriptc.factorials", I64, [math.factorial(k) for k in range(FACTORIAL_MAX + 1)],
-                                   n)]]
 
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+# -- raise ------------------------------------------------------------------------------------------
+@lowers("prim::RaiseException")
+def lower_raise(ctx, node):
+    exc = exception_class(node.attrs["exc"])
+    if all(v.node is not None and v.node.kind == "prim::Constant" for v in node.inputs):
+        ctx.raise_if(i1(True), exc, *[v.node.attrs.get("value") for v in node.inputs])
+    else:   # a message known at run time: the exception is made in Python from the values
+        ctx.call_back(plan_id("raise", [v.type for v in node.inputs], fmt=exc.__name__), node.inputs)
+    return []
+
+
+# -- round ------------------------------------------------------------------------------------------
+@lowers("prim::round")
+def lower_round(ctx, node):
+    x, t = ctx.scalar(node.inputs[0]), node.inputs[0].type
+    if t != FLOAT:
+        return [[ctx.to_i64(x, t)]]
+    ctx.check_float_to_int(x)
+    return [[ctx.float_to_int_wrapping(ctx.b.call(ctx.mod.intrinsic("rint"), [x]))]]
+
+
+@lowers("prim::round_ndigits")
+def lower_round_ndigits(ctx, node):
+    (x, n), (t, tn) = [ctx.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+    n = ctx.to_i64(n, tn)
+    if t != FLOAT:
+        return [[ctx.round_int(ctx.to_i64(x, t), n)]]
+    b = ctx.b
+    out = ctx.alloca(F64)
+    fn = ctx.extern(ROUND_SYMBOL, ir.FunctionType(I32, [F64, I64, F64.as_pointer()]))
+    status = b.call(fn, [x, n, out])
+    ctx.raise_if(b.icmp_signed("!=", status, i32(0)), OverflowError, "rounded value too large to represent")
+    return [[b.load(out)]]
+
+
+# -- divmod -----------------------------------------------------------------------------------------
+@lowers("prim::divmod")
+def lower_divmod(ctx, node):
+    (a, c), (ta, tc) = [ctx.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+    b = ctx.b
+    if FLOAT not in (ta, tc):
+        ia, ic = ctx.to_i64(a, ta), ctx.to_i64(c, tc)
+        ctx.raise_if(b.icmp_signed("==", ic, i64(0)), ZeroDivisionError, "integer division or modulo by zero")
+        return [[ctx.int_floordiv(ia, ic), ctx.int_mod(ia, ic)]]
+    fa, fc = ctx.to_f64(a, ta), ctx.to_f64(c, tc)
+    ctx.raise_if(b.fcmp_ordered("==", fc, f64(0.0)), ZeroDivisionError, "float divmod()")
+    return [[ctx.float_floordiv(fa, fc), ctx.float_mod(fa, fc)]]
+
+
+# -- math -------------------------------------------------------------------------------------------
+@lowers("prim::isclose")
+def lower_isclose(ctx, node):
+    """math_isclose_impl (Modules/mathmodule.c)."""
+    a, c, rel, tol = [ctx.to_f64(ctx.scalar(v), v.type) for v in node.inputs]
+    b = ctx.b
+    negative = b.or_(b.fcmp_ordered("<", rel, f64(0.0)), b.fcmp_ordered("<", tol, f64(0.0)))
+    ctx.raise_if(negative, ValueError, "tolerances must be non-negative")
+    diff = ctx.fabs(b.fsub(c, a))
+    close = b.or_(b.or_(b.fcmp_ordered("<=", diff, ctx.fabs(b.fmul(rel, c))),
+                        b.fcmp_ordered("<=", diff, ctx.fabs(b.fmul(rel, a)))),
+                  b.fcmp_ordered("<=", diff, tol))
+    close = b.and_(close, b.not_(b.or_(ctx.isinf(a), ctx.isinf(c))))
+    return [[b.or_(b.fcmp_ordered("==", a, c), close)]]
+
+
+@lowers("prim::gcd")
+def lower_gcd(ctx, node):
+    a, c = [ctx.to_i64(ctx.scalar(v), v.type) for v in node.inputs]
+    return [[ctx.b.call(ctx.gcd_helper(), [a, c])]]
+
+
+@lowers("prim::factorial")
+def lower_factorial(ctx, node):
+    n = ctx.to_i64(ctx.scalar(node.inputs[0]), node.inputs[0].type)
+    b = ctx.b
+    ctx.raise_if(b.icmp_signed("<", n, i64(0)), ValueError, "factorial() not defined for negative values")
+    ctx.raise_with(b.icmp_signed(">", n, i64(FACTORIAL_MAX)), OverflowError,
+                    "factorial() of {0} does not fit in a 64-bit int (scriptc ints are 64-bit: n must be at "
+                    f"most {FACTORIAL_MAX})", [n])
+    return [[ctx.table_lookup("scriptc.factorials", I64, [math.factorial(k) for k in range(FACTORIAL_MAX + 1)],
+                               n)]]

@@ -1,11 +1,11 @@
 """Shared vocabulary of the LLVM lowering: LLVM types of IR types (a value is a list of scalar leaves),
-constants, and the operator -> handler table that ``handles`` fills."""
+constants."""
 from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.registry import lookup
-from ...ir.types import BOOL, FLOAT, INT, NumpyScalarType, TensorType, Type, decayed
+from ...ops.mathfns import C_MATH
+from ...ir.types import BOOL, FLOAT, INT, Type, decayed
 from . import symbols
 from .layout import PTR, holds_ref, is_lowerable, leaves, ref_parts  # noqa: F401  (the lowering's vocabulary)
 
@@ -77,49 +77,12 @@ def out_struct(t: Type, module: ir.Module | None = None) -> ir.Type:
     return named[key]
 
 
-# Operators this backend lowers (anything else is a LoweringError), filled by the decorators below: the
-# method lowering each on scalars, and on arrays (used when an input or the output is an array).
-_HANDLERS: dict[str, str] = {}
-_ARRAY_HANDLERS: dict[str, str] = {}
-
-
-def handles(*kinds):
-    def deco(fn):
-        for k in kinds:
-            _HANDLERS[k] = fn.__name__
-        return fn
-    return deco
-
-
-def handles_array(*kinds):
-    def deco(fn):
-        for k in kinds:
-            _ARRAY_HANDLERS[k] = fn.__name__
-        return fn
-    return deco
-
-
-def handler_for(node) -> str | None:
-    """The lowering method for this node: the array one when an array is involved, the NumPy scalar one for an
-    element-wise operator on scalars one of which is a NumPy scalar (numpy_scalars.py)."""
-    values = list(node.inputs) + list(node.outputs)
-    if node.kind in _ARRAY_HANDLERS and any(isinstance(v.type, TensorType) for v in values):
-        return _ARRAY_HANDLERS[node.kind]
-    if any(isinstance(v.type, NumpyScalarType) for v in values) and node.kind != "aten::numpy_scalar" and \
-            lookup(node.kind).elementwise:
-        return "lower_numpy_scalar_op"
-    return _HANDLERS.get(node.kind)
-
-
 ARITH = ("add", "sub", "mul", "div", "floordiv", "remainder", "pow")
 COMPARE = {"eq": ("==", "oeq"), "ne": ("!=", "une"), "lt": ("<", "olt"), "le": ("<=", "ole"),
            "gt": (">", "ogt"), "ge": (">=", "oge")}
 BITWISE = ("__and__", "__or__", "__xor__")
-# math functions called in libm, with math_1's can_overflow flag (an infinite result from a finite argument is
-# OverflowError("math range error") when set, else ValueError("math domain error"))
-MATH1 = {"exp": True, "expm1": True, "sinh": True, "cosh": True, "log": False, "log2": False, "log10": False,
-         "log1p": False, "sin": False, "cos": False, "tan": False, "asin": False, "acos": False, "atan": False,
-         "tanh": False}
+# the one-argument math functions computed by a libm call: CPython's math_1 on scalars (scalar_ops.py)
+MATH1 = {name: c for name, c in C_MATH.items() if c.nargs == 1}
 UNSUPPORTED_DETAIL: dict[str, str] = {}
 
 

@@ -17,7 +17,7 @@ import threading
 
 from . import symbols
 from .objload import ObjectLoadError
-from .symbols import VECTOR_MATH
+from ...ops.mathfns import C_MATH
 
 # The optimization pipeline (llvmlite's PipelineTuningOptions), one place to change it
 PIPELINE = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": True, "loop_unrolling": True}
@@ -60,13 +60,14 @@ class Engine:
         self._ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
 
     def _vector_math(self) -> dict[str, list[tuple[str, int]]]:
-        """{name: [(vector function, lanes)...]}: the libmvec variants this CPU runs, widest first; the double
-        variants under the function's name (``exp``: 8 lanes with AVX-512), the float ones under its float name
-        (``expf``: 16 lanes)."""
+        """{name: [(vector function, lanes)...]}: glibc's libmvec variants this CPU runs, widest first, called by
+        vectorized array loops (simd.py); the double variants under the function's name (``exp``: 8 lanes with
+        AVX-512, 4 with AVX2, 2 with SSE), the float ones under its float name (``expf``: 16, 8 or 4 lanes).
+        Scalar math keeps plain libm, bit-identical to CPython's math module."""
         isa = [(f, lanes) for f, lanes, feature in (("e", 8, "+avx512f"), ("d", 4, "+avx2"), ("b", 2, "+sse4.2"))
                if feature in self.features.split(",")]
         found = {}
-        for name, nargs in VECTOR_MATH.items():
+        for name, nargs in ((c.name, c.nargs) for c in C_MATH.values() if c.vector):
             for suffix, per_double in (("", 1), ("f", 2)):
                 for letter, lanes in isa:
                     vname = f"_ZGV{letter}N{lanes * per_double}{'v' * nargs}_{name}{suffix}"

@@ -11,54 +11,15 @@ from ...ir.registry import REGISTRY
 from ...ir.types import TensorType
 from .array_math import element_name, reduction_dtype
 from .arrays import ELEM, Arr, kind_of, scalar_kind
-from .common import F64, I64, handles, i64
+from .common import F64, I64, i64
+from .rules import lowers
+from .structure import lower_constant
 from .summation import pairwise_reducible
 
 
 class FusedOps:
     """Mixin of FunctionLowering."""
 
-    @handles("prim::FusionGroup")
-    def lower_fusion_group(self, node):
-        sub = node.attrs["subgraph"]
-        if len(sub.outputs) > 1:
-            return self.lower_multi_output_group(node)
-        root = sub.outputs[0].node
-        reduction = root if REGISTRY[root.kind].extra.get("reduction") else None
-        value = reduction.inputs[0] if reduction is not None else sub.outputs[0]
-        arrays = [self.arr(v) for v in node.inputs if isinstance(v.type, TensorType)]
-        shapes = self.group_shapes(node, sub, reduction)
-        shape = shapes[id(value)] if id(value) in shapes else self.broadcast_shape(arrays, value.type.rank)
-
-        scalars = self.fused_scalars(node, sub, reduction)
-
-        def element(load):
-            env = {}
-            for p, outer in zip(sub.inputs, node.inputs):
-                if isinstance(outer.type, TensorType):
-                    env[id(p)] = load(outer)
-            for n in sub.nodes:
-                if n is reduction:
-                    break
-                if n.kind != "prim::Constant":     # constants: read through ``scalars``
-                    self.fused_element_node(n, env, scalars)
-            return env[id(value)]
-
-        if reduction is None:   # (the operands broadcast to the shape: group_shapes or broadcast_shape said so)
-            out = self.output_buffer(node, shape)
-            def sequential():
-                start = self.simd_loop(node, sub, out, arrays, shape)
-                self.broadcast_loops(out.shape, node.inputs, arrays, element, self.store_sink(out), out=out,
-                                     flat_start=start, checked=True)
-            in_chunks = self.parallel_flat_group(node, sub, out, arrays, shape, scalars)
-            if in_chunks is None:
-                sequential()
-            else:       # the flat case ran as chunks: what is left is strided or broadcast
-                with self.b.if_then(self.b.not_(in_chunks)):
-                    self.broadcast_loops(out.shape, node.inputs, arrays, element, self.store_sink(out), out=out,
-                                         flat=False, checked=True)
-            return [out.leaves]
-        return [self.fused_reduction(reduction, node, shape, arrays, element)]
 
     def fused_scalars(self, node, sub, reduction) -> dict:
         """{(id(member), operand position): (kind, x)} for every Python scalar a member reads, converted as
@@ -74,7 +35,7 @@ class FusedOps:
                 if isinstance(v.type, TensorType):
                     continue
                 if v.node is not None and v.node.kind == "prim::Constant":
-                    operand = (scalar_kind(v.type), self.lower_constant(v.node)[0][0])
+                    operand = (scalar_kind(v.type), lower_constant(self, v.node)[0][0])
                 else:
                     operand = self.scalar_operand(outer_of[id(v)])
                 scalars[id(n), k] = self.weak_scalar(n.kind.split("::")[1], k, *operand, self.loop_dtype(n))
@@ -86,7 +47,7 @@ class FusedOps:
         the caller converted it before the loop, else converted here."""
         if n.kind == "prim::Constant":
             t = n.output.type
-            env[id(n.output)] = (scalar_kind(t), self.lower_constant(n)[0][0])
+            env[id(n.output)] = (scalar_kind(t), lower_constant(self, n)[0][0])
             return
         op = n.kind.split("::")[1]
         dtype = self.loop_dtype(n)
@@ -175,3 +136,49 @@ class FusedOps:
             total = b.fdiv(total, b.sitofp(count, F64))
         k, x = self.round_to(total, acc_kind, res)
         return self.scalar_result(x, k, node.output.type)
+
+
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+@lowers("prim::FusionGroup")
+def lower_fusion_group(ctx, node):
+    sub = node.attrs["subgraph"]
+    if len(sub.outputs) > 1:
+        return ctx.lower_multi_output_group(node)
+    root = sub.outputs[0].node
+    reduction = root if REGISTRY[root.kind].extra.get("reduction") else None
+    value = reduction.inputs[0] if reduction is not None else sub.outputs[0]
+    arrays = [ctx.arr(v) for v in node.inputs if isinstance(v.type, TensorType)]
+    shapes = ctx.group_shapes(node, sub, reduction)
+    shape = shapes[id(value)] if id(value) in shapes else ctx.broadcast_shape(arrays, value.type.rank)
+
+    scalars = ctx.fused_scalars(node, sub, reduction)
+
+    def element(load):
+        env = {}
+        for p, outer in zip(sub.inputs, node.inputs):
+            if isinstance(outer.type, TensorType):
+                env[id(p)] = load(outer)
+        for n in sub.nodes:
+            if n is reduction:
+                break
+            if n.kind != "prim::Constant":     # constants: read through ``scalars``
+                ctx.fused_element_node(n, env, scalars)
+        return env[id(value)]
+
+    if reduction is None:   # (the operands broadcast to the shape: group_shapes or broadcast_shape said so)
+        out = ctx.output_buffer(node, shape)
+        def sequential():
+            start = ctx.simd_loop(node, sub, out, arrays, shape)
+            ctx.broadcast_loops(out.shape, node.inputs, arrays, element, ctx.store_sink(out), out=out,
+                                 flat_start=start, checked=True)
+        in_chunks = ctx.parallel_flat_group(node, sub, out, arrays, shape, scalars)
+        if in_chunks is None:
+            sequential()
+        else:       # the flat case ran as chunks: what is left is strided or broadcast
+            with ctx.b.if_then(ctx.b.not_(in_chunks)):
+                ctx.broadcast_loops(out.shape, node.inputs, arrays, element, ctx.store_sink(out), out=out,
+                                     flat=False, checked=True)
+        return [out.leaves]
+    return [ctx.fused_reduction(reduction, node, shape, arrays, element)]

@@ -24,7 +24,8 @@ from llvmlite import ir
 
 from ...ir.types import INT, TensorType
 from .arrays import kind_of, scalar_kind
-from .common import I1, I64, NO_UNROLL, NO_VECTORIZE, handler_for, handles, i64
+from .common import I1, I64, NO_UNROLL, NO_VECTORIZE, i64
+from .rules import lowers, rule_for
 from .interrupts import CHUNK
 from .simd import itemsize
 
@@ -34,42 +35,6 @@ UNROLL_CHAINS = 8     # independent vector chains per tile: latency 4 x 2 FP por
 class FusedLoopOps:
     """Mixin of FunctionLowering."""
 
-    @handles("prim::ShapesFit")
-    def lower_shapes_fit(self, node):
-        b = self.b
-        k = node.attrs["carried"]
-        arrays = [self.arr(v) for v in node.inputs]
-        shape = arrays[0].shape
-        ok = ir.Constant(I1, 1)
-        for a in arrays[1:k]:
-            for d, e in zip(a.shape, shape):
-                ok = b.and_(ok, b.icmp_signed("==", d, e))
-        for a in arrays[k:]:
-            if a.t.rank > len(shape):
-                return [[ir.Constant(I1, 0)]]
-            for d, e in zip(reversed(a.shape), reversed(shape)):
-                ok = b.and_(ok, b.or_(b.icmp_signed("==", d, i64(1)), b.icmp_signed("==", d, e)))
-        return [[ok]]
-
-    @handles("prim::FusedLoop")
-    def lower_fused_loop(self, node):
-        b = self.b
-        k = node.attrs["carried"]
-        trips = self.scalar(node.inputs[0])
-        inits = node.inputs[1:1 + k]
-        slots = [self.alloca_leaves(o.type) for o in node.outputs]
-        with b.if_else(b.icmp_signed(">", trips, i64(0))) as (run, skip):
-            with run:
-                arrays = iter(self.fused_time_loop(node, trips))
-                scalars = iter(self.scalar_time_loop(node, trips))
-                for s, o in zip(slots, node.outputs):
-                    self.store_leaves(s, next(arrays).leaves if isinstance(o.type, TensorType) else [next(scalars)])
-            with skip:
-                for s, v in zip(slots, inits):
-                    if isinstance(v.type, TensorType):
-                        self.array_retain(self.get(v))
-                    self.store_leaves(s, self.get(v))
-        return [self.load_leaves(s) for s in slots]
 
     def scalar_time_loop(self, node, trips) -> list:
         """The final values of the carried scalars (computed from scalars only: the pass checked)."""
@@ -224,7 +189,7 @@ class FusedLoopOps:
             kind, x = env[id(v)]
             self.bind(v, [self.cast(x, kind, scalar_kind(v.type))])
         outer, self.node = self.node, n
-        (vals,) = getattr(self, handler_for(n))(n)
+        (vals,) = rule_for(n)(self, n)
         self.node = outer
         return scalar_kind(n.output.type), vals[0]
 
@@ -367,3 +332,45 @@ class FusedLoopOps:
         for j in range(k):
             for u in range(chains):
                 store(j, u, final[j * chains + u][1])
+
+
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+@lowers("prim::ShapesFit")
+def lower_shapes_fit(ctx, node):
+    b = ctx.b
+    k = node.attrs["carried"]
+    arrays = [ctx.arr(v) for v in node.inputs]
+    shape = arrays[0].shape
+    ok = ir.Constant(I1, 1)
+    for a in arrays[1:k]:
+        for d, e in zip(a.shape, shape):
+            ok = b.and_(ok, b.icmp_signed("==", d, e))
+    for a in arrays[k:]:
+        if a.t.rank > len(shape):
+            return [[ir.Constant(I1, 0)]]
+        for d, e in zip(reversed(a.shape), reversed(shape)):
+            ok = b.and_(ok, b.or_(b.icmp_signed("==", d, i64(1)), b.icmp_signed("==", d, e)))
+    return [[ok]]
+
+
+@lowers("prim::FusedLoop")
+def lower_fused_loop(ctx, node):
+    b = ctx.b
+    k = node.attrs["carried"]
+    trips = ctx.scalar(node.inputs[0])
+    inits = node.inputs[1:1 + k]
+    slots = [ctx.alloca_leaves(o.type) for o in node.outputs]
+    with b.if_else(b.icmp_signed(">", trips, i64(0))) as (run, skip):
+        with run:
+            arrays = iter(ctx.fused_time_loop(node, trips))
+            scalars = iter(ctx.scalar_time_loop(node, trips))
+            for s, o in zip(slots, node.outputs):
+                ctx.store_leaves(s, next(arrays).leaves if isinstance(o.type, TensorType) else [next(scalars)])
+        with skip:
+            for s, v in zip(slots, inits):
+                if isinstance(v.type, TensorType):
+                    ctx.array_retain(ctx.get(v))
+                ctx.store_leaves(s, ctx.get(v))
+    return [ctx.load_leaves(s) for s in slots]

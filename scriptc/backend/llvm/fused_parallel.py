@@ -34,7 +34,7 @@ class FusedParallelOps:
         the group's flat loops in the module, not two). An i1 that is true where it ran (else the caller's
         strided loops run), or None when the group cannot run in chunks (code with no thread pool, or element
         code that can raise, such as an integer power with a negative exponent)."""
-        if not self.mod.parallel:
+        if not self.mod.target.parallel:
             return None
         b = self.b
         values = [out.data] + [x for v in _operands(node)
@@ -47,7 +47,7 @@ class FusedParallelOps:
                                           {k: kind for k, (kind, _) in scalars.items()}, vec)
         if chunk is None:
             return None
-        if not self.mod.standalone:
+        if not self.mod.target.standalone:
             ensure_runtime()
         n = self.size(shape)
         flat = self.all_flat(shape, arrays + [out])
@@ -73,11 +73,7 @@ class FusedParallelOps:
         fn = ir.Function(self.mod.module, CHUNK_FN, self.mod.unique("fused.chunk"))
         fn.linkage = "internal"
         fn.attributes.add("noinline")     # called in two places (the pool, and directly): kept as one copy
-        low = type(self).__new__(type(self))
-        low.mod, low.function, low.node, low.env, low.graph = self.mod, fn, node, {}, getattr(self, "graph", None)
-        low.nogil = self.nogil
-        low.init_unwind()
-        low.entry_block = fn.append_basic_block("entry")
+        low = type(self).into(self.mod, fn, node, nogil=self.nogil, graph=getattr(self, "graph", None))
         body = fn.append_basic_block("body")
         TextBuilder(low.entry_block).branch(body)
         b = low.b = FoldingBuilder(body)

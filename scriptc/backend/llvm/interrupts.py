@@ -201,7 +201,28 @@ class InterruptChecks:
 
     @property
     def interruptible(self) -> bool:
-        return SUPPORTED and not self.mod.standalone and not getattr(self, "compiled_once", False)
+        return SUPPORTED and not self.mod.target.standalone and not getattr(self, "compiled_once", False)
 
 
 __all__ = ["CHUNK", "InterruptChecks", "ensure_runtime", "watch_interrupts"]
+
+
+def at_most_one_chunk(trips) -> bool:
+    """A trip count known to be at most ``interrupts.CHUNK``: a small constant, or the remainder of a division
+    by one (the loop ``unroll`` leaves after an unrolled one)."""
+    n = trips.node
+    if n is None:
+        return False
+    if n.kind == "prim::Constant":
+        return isinstance(n.attrs.get("value"), int) and n.attrs["value"] <= CHUNK
+    if n.kind == "aten::remainder":
+        d = n.inputs[1].node
+        return d is not None and d.kind == "prim::Constant" and isinstance(d.attrs.get("value"), int) and \
+            0 < d.attrs["value"] <= CHUNK
+    return False
+
+
+def is_unbounded_while(max_trips) -> bool:
+    """The trip count the frontend gives ``while`` loops: the constant 2**63 - 1."""
+    n = max_trips.node
+    return n is not None and n.kind == "prim::Constant" and n.attrs.get("value") == 2 ** 63 - 1

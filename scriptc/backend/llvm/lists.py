@@ -20,7 +20,8 @@ from llvmlite import ir
 from ...ir.types import BOOL, FLOAT, INT, NONE, ListType, TensorType
 from .arrays import Arr, kind_of
 from . import symbols
-from .common import F64, I1, I8, I8P, I32, I64, handles, i32, i64, leaves, mem_type, process_global, reg_type
+from .common import F64, I1, I8, I8P, I32, I64, i32, i64, leaves, mem_type, process_global, reg_type
+from .rules import lowers
 from .text_builder import TextBuilder
 from ...ops.lists import MAX_EMPTY, MIN_EMPTY
 
@@ -213,118 +214,6 @@ class ListOps:
         x = self.scalar(v)
         return self.b.zext(x, I64) if v.type == BOOL else x
 
-    # -- operators -----------------------------------------------------------------------------------------
-    @handles("prim::ListConstruct")
-    def lower_list_construct(self, node):
-        elem = node.output.type.elem
-        p = self.list_new(elem, i64(len(node.inputs)))
-        for k, v in enumerate(node.inputs):
-            vals = self.get(v)
-            self.elem_retain(elem, vals)
-            self.list_store(p, elem, i64(k), vals)
-        return [[p]]
-
-    @handles("aten::list_len")
-    def lower_list_len(self, node):
-        return [[self.list_len(self.scalar(node.inputs[0]))]]
-
-    @handles("aten::list_getitem")
-    def lower_list_getitem(self, node):
-        lst, index = node.inputs
-        p, elem = self.scalar(lst), lst.type.elem
-        j = self.list_index(self._int_index(index), self.list_len(p), "list index out of range")
-        vals = self.list_load(p, elem, j)
-        if isinstance(elem, TensorType):
-            self.take_ref(elem, vals)     # the output owns a reference, the list keeps its own
-        return [vals]
-
-    @handles("aten::list_setitem")
-    def lower_list_setitem(self, node):
-        lst, index, value = node.inputs
-        p, elem = self.scalar(lst), lst.type.elem
-        j = self.list_index(self._int_index(index), self.list_len(p), "list assignment index out of range")
-        vals = self.get(value)
-        self.elem_retain(elem, vals)
-        old = self.list_load(p, elem, j)
-        self.list_store(p, elem, j, vals)
-        self.elem_release(elem, old)
-        return []
-
-    @handles("aten::append")
-    def lower_append(self, node):
-        lst, value = node.inputs
-        p, elem, b = self.scalar(lst), lst.type.elem, self.b
-        n = self.list_len(p)
-        self.list_grow(p, elem, b.add(n, i64(1)))
-        vals = self.get(value)
-        self.elem_retain(elem, vals)
-        self.list_store(p, elem, n, vals)
-        b.store(b.add(n, i64(1)), self._field(b, p, LEN))
-        return []
-
-    @handles("aten::insert")
-    def lower_insert(self, node):
-        lst, index, value = node.inputs
-        p, elem, b = self.scalar(lst), lst.type.elem, self.b
-        n = self.list_len(p)
-        i = self._int_index(index)
-        # list.insert clamps: i < 0 counts from the end (then at least 0), i > len appends
-        neg = b.add(i, n)
-        j = b.select(b.icmp_signed("<", i, i64(0)), b.select(b.icmp_signed("<", neg, i64(0)), i64(0), neg),
-                     b.select(b.icmp_signed(">", i, n), n, i))
-        self.list_grow(p, elem, b.add(n, i64(1)))
-        self.list_move(p, elem, b.add(j, i64(1)), j, b.sub(n, j))
-        vals = self.get(value)
-        self.elem_retain(elem, vals)
-        self.list_store(p, elem, j, vals)
-        b.store(b.add(n, i64(1)), self._field(b, p, LEN))
-        return []
-
-    @handles("aten::pop")
-    def lower_pop(self, node):
-        lst, index = node.inputs
-        p, elem, b = self.scalar(lst), lst.type.elem, self.b
-        n = self.list_len(p)
-        self.raise_if(b.icmp_signed("==", n, i64(0)), IndexError, "pop from empty list")
-        j = self.list_index(self._int_index(index), n, "pop index out of range")
-        vals = self.list_load(p, elem, j)      # the list's reference moves to the output
-        self.list_move(p, elem, j, b.add(j, i64(1)), b.sub(b.sub(n, j), i64(1)))
-        b.store(b.sub(n, i64(1)), self._field(b, p, LEN))
-        return [vals]
-
-    @handles("aten::list_slice")
-    def lower_list_slice(self, node):
-        lst, *bounds = node.inputs
-        p, elem = self.scalar(lst), lst.type.elem
-        start, stop, step = [None if v.type == NONE else self._int_index(v) for v in bounds]
-        first, length, step = self.slice_indices(start, stop, step, self.list_len(p))
-        out = self.list_new(elem, length)
-        self.list_copy_range(p, out, elem, first, step, length, i64(0))
-        return [[out]]
-
-    @handles("aten::list_add")
-    def lower_list_add(self, node):
-        a, c = (self.scalar(v) for v in node.inputs)
-        elem, b = node.output.type.elem, self.b
-        na, nc = self.list_len(a), self.list_len(c)
-        out = self.list_new(elem, b.add(na, nc))
-        self.list_copy_range(a, out, elem, i64(0), i64(1), na, i64(0))
-        self.list_copy_range(c, out, elem, i64(0), i64(1), nc, na)
-        return [[out]]
-
-    @handles("aten::list_mul")
-    def lower_list_mul(self, node):
-        lst, times = node.inputs
-        p, elem, b = self.scalar(lst), lst.type.elem, self.b
-        n = self.list_len(p)
-        k = self._int_index(times)
-        k = b.select(b.icmp_signed("<", k, i64(0)), i64(0), k)
-        total = b.smul_with_overflow(n, k)
-        self.raise_if(b.extract_value(total, 1), MemoryError)      # (CPython's, for a length beyond its sizes)
-        out = self.list_new(elem, b.extract_value(total, 0))
-        with self.for_range(k) as r:
-            self.list_copy_range(p, out, elem, i64(0), i64(1), n, b.mul(r, n))
-        return [[out]]
 
     def _equal(self, x, xt, y, yt):
         """``x == y`` for numbers as CPython compares them (an int and a float exactly)."""
@@ -341,33 +230,6 @@ class ListOps:
         exact = b.fcmp_ordered("==", b.sitofp(as_int, F64), f)
         return b.and_(b.and_(in_range, exact), b.icmp_signed("==", as_int, i))
 
-    @handles("aten::list_contains")
-    def lower_list_contains(self, node):
-        lst, value = node.inputs
-        p, elem, b = self.scalar(lst), lst.type.elem, self.b
-        x = self.scalar(value)
-        found = self.alloca(I1)
-        b.store(ir.Constant(I1, 0), found)
-        with self.for_range(self.list_len(p)) as i:
-            (e,) = self.list_load(p, elem, i)
-            hit = self._equal(e, elem, x, value.type)
-            b.store(b.or_(b.load(found), hit), found)
-        return [[b.load(found)]]
-
-    @handles("aten::list_sum")
-    def lower_list_sum(self, node):
-        (lst,) = node.inputs
-        p, elem, b = self.scalar(lst), lst.type.elem, self.b
-        out_t = node.output.type
-        acc = self.alloca(reg_type(out_t))
-        b.store(ir.Constant(F64, 0.0) if out_t == FLOAT else i64(0), acc)
-        with self.for_range(self.list_len(p)) as i:
-            (e,) = self.list_load(p, elem, i)
-            if out_t == FLOAT:
-                b.store(b.fadd(b.load(acc), e), acc)
-            else:
-                b.store(b.add(b.load(acc), self.to_i64(e, elem)), acc)
-        return [[b.load(acc)]]
 
     def _extreme(self, node, name, message):
         (lst,) = node.inputs
@@ -389,26 +251,6 @@ class ListOps:
             b.store(b.select(better, e, c), cur)
         return [[b.load(cur)]]
 
-    @handles("aten::list_min")
-    def lower_list_min(self, node):
-        return self._extreme(node, "min", MIN_EMPTY)
-
-    @handles("aten::list_max")
-    def lower_list_max(self, node):
-        return self._extreme(node, "max", MAX_EMPTY)
-
-    @handles("aten::sorted")
-    def lower_sorted(self, node):
-        """A copy, then a stable insertion-merge sort (binary insertion within runs is stable): Python's order
-        for data without NaN."""
-        (lst,) = node.inputs
-        p, elem, b = self.scalar(lst), lst.type.elem, self.b
-        n = self.list_len(p)
-        out = self.list_new(elem, n)
-        self.list_copy_range(p, out, elem, i64(0), i64(1), n, i64(0))
-        fn = self._sort_function(elem, node.attrs.get("reverse", False))
-        b.call(fn, [out, n])
-        return [[out]]
 
     def _sort_function(self, elem, reverse: bool):
         """void sort(i8* list, i64 n): bottom-up merge sort through a scratch buffer (stable)."""
@@ -487,43 +329,6 @@ class ListOps:
             return b.icmp_unsigned(op, y, x)
         return b.icmp_signed(op, y, x)
 
-    # -- arrays from lists ---------------------------------------------------------------------------------
-    @handles("aten::list_to_array")
-    def lower_list_to_array(self, node):
-        (lst,) = node.inputs
-        p, elem, b = self.scalar(lst), lst.type.elem, self.b
-        n = self.list_len(p)
-        out_t = node.output.type
-        if not isinstance(elem, TensorType):
-            out = self.alloc(out_t, [n])
-            with self.for_range(n) as i:
-                (x,) = self.list_load(p, elem, i)
-                self.store_element(self.element_ptr(out, [i]), x, {INT: "i", FLOAT: "f", BOOL: "b"}[elem],
-                                   out_t.dtype)
-            return [out.leaves]
-        rank = elem.rank
-        first = self._elem_arr(p, elem, i64(0), n)
-        # NumPy: the leading dimensions every element shares with the first; fewer than all is an error
-        agree = self.alloca(I64)
-        b.store(i64(rank), agree)
-        with self.for_range(n, i64(1)) as j:
-            a = self._elem_arr(p, elem, j, n)
-            m = i64(rank)
-            for d in reversed(range(rank)):
-                m = b.select(b.icmp_signed("!=", a.shape[d], first.shape[d]), i64(d), m)
-            b.store(self._min(b, b.load(agree), m), agree)
-        m = b.load(agree)
-        for k in range(rank):
-            shape = "(" + ", ".join(f"{{{x}}}" for x in range(k + 1)) + (",)" if k == 0 else ")")
-            self.raise_with(b.icmp_signed("==", m, i64(k)), ValueError,
-                            "setting an array element with a sequence. The requested array has an inhomogeneous "
-                            f"shape after {k + 1} dimensions. The detected shape was {shape} + inhomogeneous part.",
-                            [n, *first.shape[:k]])
-        out = self.alloc(out_t, [n, *first.shape])
-        with self.for_range(n) as j:
-            a = self._elem_arr(p, elem, j, n)
-            self.copy_into(self._sub(out, 0, j), a)
-        return [out.leaves]
 
     def _elem_arr(self, p, elem, j, n) -> Arr:
         """Element j as an Arr (j < n; the first element's shape is read as zeros from an empty list)."""
@@ -543,63 +348,284 @@ class ListOps:
         return Arr(t, [out.mi, data, *(out.shape[:axis] + out.shape[axis + 1:]),
                        *(out.strides[:axis] + out.strides[axis + 1:])])
 
-    @handles("aten::concatenate")
-    def lower_concatenate(self, node):
-        (lst,) = node.inputs
-        p, elem, b = self.scalar(lst), lst.type.elem, self.b
-        rank = elem.rank
-        axis = node.attrs.get("axis", 0) % rank
-        n = self.list_len(p)
-        self.raise_if(b.icmp_signed("==", n, i64(0)), ValueError, "need at least one array to concatenate")
-        first = self._elem_arr(p, elem, i64(0), n)
-        total = self.alloca(I64)
-        b.store(first.shape[axis], total)
-        with self.for_range(n, i64(1)) as j:
-            a = self._elem_arr(p, elem, j, n)
-            for d in range(rank):
-                if d == axis:
-                    continue
-                self.raise_with(b.icmp_signed("!=", a.shape[d], first.shape[d]), ValueError,
-                                "all the input array dimensions except for the concatenation axis must match "
-                                f"exactly, but along dimension {d}, the array at index 0 has size {{0}} and the "
-                                "array at index {1} has size {2}", [first.shape[d], j, a.shape[d]])
-            b.store(b.add(b.load(total), a.shape[axis]), total)
-        shape = list(first.shape)
-        shape[axis] = b.load(total)
-        out = self.alloc(node.output.type, shape)
-        at = self.alloca(I64)
-        b.store(i64(0), at)
-        with self.for_range(n) as j:
-            a = self._elem_arr(p, elem, j, n)
-            start = b.load(at)
-            data = b.gep(out.data, [b.mul(start, out.strides[axis])])
-            part_shape = list(out.shape)
-            part_shape[axis] = a.shape[axis]
-            self.copy_into(Arr(out.t, [out.mi, data, *part_shape, *out.strides]), a)
-            b.store(b.add(start, a.shape[axis]), at)
-        return [out.leaves]
-
-    @handles("aten::stack")
-    def lower_stack(self, node):
-        (lst,) = node.inputs
-        p, elem, b = self.scalar(lst), lst.type.elem, self.b
-        axis = node.attrs.get("axis", 0) % (elem.rank + 1)
-        n = self.list_len(p)
-        self.raise_if(b.icmp_signed("==", n, i64(0)), ValueError, "need at least one array to stack")
-        first = self._elem_arr(p, elem, i64(0), n)
-        with self.for_range(n, i64(1)) as j:
-            a = self._elem_arr(p, elem, j, n)
-            bad = ir.Constant(I1, 0)
-            for d in range(elem.rank):
-                bad = b.or_(bad, b.icmp_signed("!=", a.shape[d], first.shape[d]))
-            self.raise_if(bad, ValueError, "all input arrays must have the same shape")
-        shape = list(first.shape)
-        shape.insert(axis, n)
-        out = self.alloc(node.output.type, shape)
-        with self.for_range(n) as j:
-            self.copy_into(self._sub(out, axis, j), self._elem_arr(p, elem, j, n))
-        return [out.leaves]
-
 
 __all__ = ["ListOps", "list_counts", "elem_mem_type", "elem_size", "HEADER_T", "LIST_ALLOCATIONS", "LIST_FREES",
            "kind_of", "I8", "I32"]
+
+
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+# -- operators -----------------------------------------------------------------------------------------
+@lowers("prim::ListConstruct")
+def lower_list_construct(ctx, node):
+    elem = node.output.type.elem
+    p = ctx.list_new(elem, i64(len(node.inputs)))
+    for k, v in enumerate(node.inputs):
+        vals = ctx.get(v)
+        ctx.elem_retain(elem, vals)
+        ctx.list_store(p, elem, i64(k), vals)
+    return [[p]]
+
+
+@lowers("aten::list_len")
+def lower_list_len(ctx, node):
+    return [[ctx.list_len(ctx.scalar(node.inputs[0]))]]
+
+
+@lowers("aten::list_getitem")
+def lower_list_getitem(ctx, node):
+    lst, index = node.inputs
+    p, elem = ctx.scalar(lst), lst.type.elem
+    j = ctx.list_index(ctx._int_index(index), ctx.list_len(p), "list index out of range")
+    vals = ctx.list_load(p, elem, j)
+    if isinstance(elem, TensorType):
+        ctx.take_ref(elem, vals)     # the output owns a reference, the list keeps its own
+    return [vals]
+
+
+@lowers("aten::list_setitem")
+def lower_list_setitem(ctx, node):
+    lst, index, value = node.inputs
+    p, elem = ctx.scalar(lst), lst.type.elem
+    j = ctx.list_index(ctx._int_index(index), ctx.list_len(p), "list assignment index out of range")
+    vals = ctx.get(value)
+    ctx.elem_retain(elem, vals)
+    old = ctx.list_load(p, elem, j)
+    ctx.list_store(p, elem, j, vals)
+    ctx.elem_release(elem, old)
+    return []
+
+
+@lowers("aten::append")
+def lower_append(ctx, node):
+    lst, value = node.inputs
+    p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
+    n = ctx.list_len(p)
+    ctx.list_grow(p, elem, b.add(n, i64(1)))
+    vals = ctx.get(value)
+    ctx.elem_retain(elem, vals)
+    ctx.list_store(p, elem, n, vals)
+    b.store(b.add(n, i64(1)), ctx._field(b, p, LEN))
+    return []
+
+
+@lowers("aten::insert")
+def lower_insert(ctx, node):
+    lst, index, value = node.inputs
+    p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
+    n = ctx.list_len(p)
+    i = ctx._int_index(index)
+    # list.insert clamps: i < 0 counts from the end (then at least 0), i > len appends
+    neg = b.add(i, n)
+    j = b.select(b.icmp_signed("<", i, i64(0)), b.select(b.icmp_signed("<", neg, i64(0)), i64(0), neg),
+                 b.select(b.icmp_signed(">", i, n), n, i))
+    ctx.list_grow(p, elem, b.add(n, i64(1)))
+    ctx.list_move(p, elem, b.add(j, i64(1)), j, b.sub(n, j))
+    vals = ctx.get(value)
+    ctx.elem_retain(elem, vals)
+    ctx.list_store(p, elem, j, vals)
+    b.store(b.add(n, i64(1)), ctx._field(b, p, LEN))
+    return []
+
+
+@lowers("aten::pop")
+def lower_pop(ctx, node):
+    lst, index = node.inputs
+    p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
+    n = ctx.list_len(p)
+    ctx.raise_if(b.icmp_signed("==", n, i64(0)), IndexError, "pop from empty list")
+    j = ctx.list_index(ctx._int_index(index), n, "pop index out of range")
+    vals = ctx.list_load(p, elem, j)      # the list's reference moves to the output
+    ctx.list_move(p, elem, j, b.add(j, i64(1)), b.sub(b.sub(n, j), i64(1)))
+    b.store(b.sub(n, i64(1)), ctx._field(b, p, LEN))
+    return [vals]
+
+
+@lowers("aten::list_slice")
+def lower_list_slice(ctx, node):
+    lst, *bounds = node.inputs
+    p, elem = ctx.scalar(lst), lst.type.elem
+    start, stop, step = [None if v.type == NONE else ctx._int_index(v) for v in bounds]
+    first, length, step = ctx.slice_indices(start, stop, step, ctx.list_len(p))
+    out = ctx.list_new(elem, length)
+    ctx.list_copy_range(p, out, elem, first, step, length, i64(0))
+    return [[out]]
+
+
+@lowers("aten::list_add")
+def lower_list_add(ctx, node):
+    a, c = (ctx.scalar(v) for v in node.inputs)
+    elem, b = node.output.type.elem, ctx.b
+    na, nc = ctx.list_len(a), ctx.list_len(c)
+    out = ctx.list_new(elem, b.add(na, nc))
+    ctx.list_copy_range(a, out, elem, i64(0), i64(1), na, i64(0))
+    ctx.list_copy_range(c, out, elem, i64(0), i64(1), nc, na)
+    return [[out]]
+
+
+@lowers("aten::list_mul")
+def lower_list_mul(ctx, node):
+    lst, times = node.inputs
+    p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
+    n = ctx.list_len(p)
+    k = ctx._int_index(times)
+    k = b.select(b.icmp_signed("<", k, i64(0)), i64(0), k)
+    total = b.smul_with_overflow(n, k)
+    ctx.raise_if(b.extract_value(total, 1), MemoryError)      # (CPython's, for a length beyond its sizes)
+    out = ctx.list_new(elem, b.extract_value(total, 0))
+    with ctx.for_range(k) as r:
+        ctx.list_copy_range(p, out, elem, i64(0), i64(1), n, b.mul(r, n))
+    return [[out]]
+
+
+@lowers("aten::list_contains")
+def lower_list_contains(ctx, node):
+    lst, value = node.inputs
+    p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
+    x = ctx.scalar(value)
+    found = ctx.alloca(I1)
+    b.store(ir.Constant(I1, 0), found)
+    with ctx.for_range(ctx.list_len(p)) as i:
+        (e,) = ctx.list_load(p, elem, i)
+        hit = ctx._equal(e, elem, x, value.type)
+        b.store(b.or_(b.load(found), hit), found)
+    return [[b.load(found)]]
+
+
+@lowers("aten::list_sum")
+def lower_list_sum(ctx, node):
+    (lst,) = node.inputs
+    p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
+    out_t = node.output.type
+    acc = ctx.alloca(reg_type(out_t))
+    b.store(ir.Constant(F64, 0.0) if out_t == FLOAT else i64(0), acc)
+    with ctx.for_range(ctx.list_len(p)) as i:
+        (e,) = ctx.list_load(p, elem, i)
+        if out_t == FLOAT:
+            b.store(b.fadd(b.load(acc), e), acc)
+        else:
+            b.store(b.add(b.load(acc), ctx.to_i64(e, elem)), acc)
+    return [[b.load(acc)]]
+
+
+@lowers("aten::list_min")
+def lower_list_min(ctx, node):
+    return ctx._extreme(node, "min", MIN_EMPTY)
+
+
+@lowers("aten::list_max")
+def lower_list_max(ctx, node):
+    return ctx._extreme(node, "max", MAX_EMPTY)
+
+
+@lowers("aten::sorted")
+def lower_sorted(ctx, node):
+    """A copy, then a stable insertion-merge sort (binary insertion within runs is stable): Python's order
+    for data without NaN."""
+    (lst,) = node.inputs
+    p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
+    n = ctx.list_len(p)
+    out = ctx.list_new(elem, n)
+    ctx.list_copy_range(p, out, elem, i64(0), i64(1), n, i64(0))
+    fn = ctx._sort_function(elem, node.attrs.get("reverse", False))
+    b.call(fn, [out, n])
+    return [[out]]
+
+
+# -- arrays from lists ---------------------------------------------------------------------------------
+@lowers("aten::list_to_array")
+def lower_list_to_array(ctx, node):
+    (lst,) = node.inputs
+    p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
+    n = ctx.list_len(p)
+    out_t = node.output.type
+    if not isinstance(elem, TensorType):
+        out = ctx.alloc(out_t, [n])
+        with ctx.for_range(n) as i:
+            (x,) = ctx.list_load(p, elem, i)
+            ctx.store_element(ctx.element_ptr(out, [i]), x, {INT: "i", FLOAT: "f", BOOL: "b"}[elem],
+                               out_t.dtype)
+        return [out.leaves]
+    rank = elem.rank
+    first = ctx._elem_arr(p, elem, i64(0), n)
+    # NumPy: the leading dimensions every element shares with the first; fewer than all is an error
+    agree = ctx.alloca(I64)
+    b.store(i64(rank), agree)
+    with ctx.for_range(n, i64(1)) as j:
+        a = ctx._elem_arr(p, elem, j, n)
+        m = i64(rank)
+        for d in reversed(range(rank)):
+            m = b.select(b.icmp_signed("!=", a.shape[d], first.shape[d]), i64(d), m)
+        b.store(ctx._min(b, b.load(agree), m), agree)
+    m = b.load(agree)
+    for k in range(rank):
+        shape = "(" + ", ".join(f"{{{x}}}" for x in range(k + 1)) + (",)" if k == 0 else ")")
+        ctx.raise_with(b.icmp_signed("==", m, i64(k)), ValueError,
+                        "setting an array element with a sequence. The requested array has an inhomogeneous "
+                        f"shape after {k + 1} dimensions. The detected shape was {shape} + inhomogeneous part.",
+                        [n, *first.shape[:k]])
+    out = ctx.alloc(out_t, [n, *first.shape])
+    with ctx.for_range(n) as j:
+        a = ctx._elem_arr(p, elem, j, n)
+        ctx.copy_into(ctx._sub(out, 0, j), a)
+    return [out.leaves]
+
+
+@lowers("aten::concatenate")
+def lower_concatenate(ctx, node):
+    (lst,) = node.inputs
+    p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
+    rank = elem.rank
+    axis = node.attrs.get("axis", 0) % rank
+    n = ctx.list_len(p)
+    ctx.raise_if(b.icmp_signed("==", n, i64(0)), ValueError, "need at least one array to concatenate")
+    first = ctx._elem_arr(p, elem, i64(0), n)
+    total = ctx.alloca(I64)
+    b.store(first.shape[axis], total)
+    with ctx.for_range(n, i64(1)) as j:
+        a = ctx._elem_arr(p, elem, j, n)
+        for d in range(rank):
+            if d == axis:
+                continue
+            ctx.raise_with(b.icmp_signed("!=", a.shape[d], first.shape[d]), ValueError,
+                            "all the input array dimensions except for the concatenation axis must match "
+                            f"exactly, but along dimension {d}, the array at index 0 has size {{0}} and the "
+                            "array at index {1} has size {2}", [first.shape[d], j, a.shape[d]])
+        b.store(b.add(b.load(total), a.shape[axis]), total)
+    shape = list(first.shape)
+    shape[axis] = b.load(total)
+    out = ctx.alloc(node.output.type, shape)
+    at = ctx.alloca(I64)
+    b.store(i64(0), at)
+    with ctx.for_range(n) as j:
+        a = ctx._elem_arr(p, elem, j, n)
+        start = b.load(at)
+        data = b.gep(out.data, [b.mul(start, out.strides[axis])])
+        part_shape = list(out.shape)
+        part_shape[axis] = a.shape[axis]
+        ctx.copy_into(Arr(out.t, [out.mi, data, *part_shape, *out.strides]), a)
+        b.store(b.add(start, a.shape[axis]), at)
+    return [out.leaves]
+
+
+@lowers("aten::stack")
+def lower_stack(ctx, node):
+    (lst,) = node.inputs
+    p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
+    axis = node.attrs.get("axis", 0) % (elem.rank + 1)
+    n = ctx.list_len(p)
+    ctx.raise_if(b.icmp_signed("==", n, i64(0)), ValueError, "need at least one array to stack")
+    first = ctx._elem_arr(p, elem, i64(0), n)
+    with ctx.for_range(n, i64(1)) as j:
+        a = ctx._elem_arr(p, elem, j, n)
+        bad = ir.Constant(I1, 0)
+        for d in range(elem.rank):
+            bad = b.or_(bad, b.icmp_signed("!=", a.shape[d], first.shape[d]))
+        ctx.raise_if(bad, ValueError, "all input arrays must have the same shape")
+    shape = list(first.shape)
+    shape.insert(axis, n)
+    out = ctx.alloc(node.output.type, shape)
+    with ctx.for_range(n) as j:
+        ctx.copy_into(ctx._sub(out, axis, j), ctx._elem_arr(p, elem, j, n))
+    return [out.leaves]

@@ -20,12 +20,13 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir.core import Block, Graph, Node, Value
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NumpyScalarType, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, ListType, NumpyScalarType, TensorType, TupleType, Type
 from .. import ownership
 from ..ownership import consumes
-from .common import (F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, handles, handler_for,
-                     holds_ref, i1, i32, i64, is_lowerable, leaves, mem_type, out_struct, ref_parts, reg_type)
-from .symbols import LIBM_PREFIX
+from .common import (F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, holds_ref, i1, i32, i64,
+                     is_lowerable, leaves, mem_type, out_struct, ref_parts, reg_type)
+from .rules import rule_for
+from .target import CPU, Target
 from .errors import LoweringError
 from .array_math import ArrayMath
 from .arrayfns import ArrayFns
@@ -39,13 +40,14 @@ from .random_lower import RandomOps
 from .matmul import MatmulOps
 from .builtins_lower import BuiltinOps, build_stack_floor_function, stack_budget
 from .fused_loop import FusedLoopOps
-from .interrupts import CHUNK, InterruptChecks
+from .interrupts import CHUNK, InterruptChecks, is_unbounded_while
 from .fused_multi import FusedMultiOps
 from .fused_parallel import FusedParallelOps
-from .parallel import ParallelOps, parallel_plan
+from .parallel import ParallelOps
 from .numpy_scalars import NumpyScalarOps
 from .scalar_ops import ScalarOps
 from .simd import SimdOps
+from . import structure  # noqa: F401  (registers the structural operators' rules)
 from .lists import ListOps
 from .strings import StringOps
 from .unwind import Unwinding, build_payload_function
@@ -64,7 +66,7 @@ def check_graph(graph: Graph, seen=None) -> None:
         return
     seen.add(id(graph))
     for node in graph.walk():
-        if handler_for(node) is None:
+        if rule_for(node) is None:
             detail = UNSUPPORTED_DETAIL.get(node.kind)
             if detail is None:
                 bad = [v.type for v in list(node.inputs) + list(node.outputs) if not is_lowerable(v.type)]
@@ -93,50 +95,17 @@ def check_graph(graph: Graph, seen=None) -> None:
 
 # -- module ----------------------------------------------------------------------------------------------
 
-def at_most_one_chunk(trips) -> bool:
-    """A trip count known to be at most ``interrupts.CHUNK``: a small constant, or the remainder of a division
-    by one (the loop ``unroll`` leaves after an unrolled one)."""
-    n = trips.node
-    if n is None:
-        return False
-    if n.kind == "prim::Constant":
-        return isinstance(n.attrs.get("value"), int) and n.attrs["value"] <= CHUNK
-    if n.kind == "aten::remainder":
-        d = n.inputs[1].node
-        return d is not None and d.kind == "prim::Constant" and isinstance(d.attrs.get("value"), int) and \
-            0 < d.attrs["value"] <= CHUNK
-    return False
-
-
-def is_unbounded_while(max_trips) -> bool:
-    """The trip count the frontend gives ``while`` loops: the constant 2**63 - 1."""
-    n = max_trips.node
-    return n is not None and n.kind == "prim::Constant" and n.attrs.get("value") == 2 ** 63 - 1
-
-
 class ModuleLowering:
     """One LLVM module: the compiled graph, its callees, helper functions and libm declarations."""
 
-    def __init__(self, prefix: str, nogil: bool = False, standalone: bool = False):
+    def __init__(self, prefix: str, nogil: bool = False, target: Target = CPU):
         self.prefix = prefix
+        self.target = target
         self.nogil = nogil          # the code runs without the GIL: Python refcounts must take it
-        self.standalone = standalone    # for an exported library: shared helpers are built into the module
-        self.stack_budget = stack_budget()     # C stack calls may take (None: no check, as on a GPU)
-        # large fusion groups run on a thread pool (prange loops always call one): the process's (JIT), or, for
-        # an exported library, the library's own copy of it (export includes pool.py's module); GPU kernels: none
-        self.parallel = not standalone
-        self.blas = True        # float matrix products call OpenBLAS; an exported library: the generated loop
-        # float32 math in single precision (expf, ...: within 2 ulp), not through double: set for GPU kernels,
-        # where double math costs many times more; the CPU keeps double, correctly rounded to float32
-        self.single_precision_math = False
-        self.outline = True     # big functions call their loop nests (outline.py); kernels keep them inline
-        # LLVM loop hints on the loops the lowering makes (element loops, copies, time loops; not the user's
-        # loops): no runtime unrolling. They are vectorized (the vectorizer interleaves them itself) or
-        # chains of dependent operations; copying them with a remainder loop made the seed loop's module 60%
-        # larger and cost 15 of its 105 ms of LLVM time, and no bench kernel got slower without it (gd_epoch
-        # 29% and affine_loop 8% faster, the rest within 2%)
-        self.loop_hints = ("llvm.loop.unroll.runtime.disable",)
+        self.stack_budget = stack_budget() if target.stack_checks else None     # C stack calls may take
         self.module = ir.Module(name=prefix, context=ir.Context())   # its named struct types are its own
+        if target.triple is not None:
+            self.module.triple, self.module.data_layout = target.triple, target.data_layout
         self._functions: dict[int, tuple[Graph, ir.Function]] = {}   # the graph kept: its id stays its own
         self._names: set[str] = set()
         self._decls: dict[str, ir.Function] = {}
@@ -192,8 +161,9 @@ class ModuleLowering:
 
     # -- declarations ----------------------------------------------------------------------------------
     def libm(self, name: str, nargs: int = 1, fnty: ir.FunctionType | None = None) -> ir.Function:
-        """A libm function under its private name (see engine.py: LLVM must not know what it computes)."""
-        key = LIBM_PREFIX + name
+        """A libm function under the target's name for it (on the CPU a private name, engine.py: LLVM must not
+        know what it computes)."""
+        key = self.target.math_symbol(name)
         fn = self._decls.get(key)
         if fn is None:
             fn = ir.Function(self.module, fnty or ir.FunctionType(F64, [F64] * nargs), key)
@@ -326,6 +296,19 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
         # each array a node makes has a slot while its operator runs, and one while it is held
         self.init_unwind(arrays=2 * sum(_arrays_in(v.type) for n in graph.walk() for v in n.outputs))
 
+    @classmethod
+    def into(cls, mod: ModuleLowering, function: ir.Function, node: Node, *, nogil: bool,
+             graph: Graph | None = None) -> FunctionLowering:
+        """A lowering writing the element code of ``node`` (a fusion group) into ``function``, a kernel or chunk
+        function whose parameters its caller binds (``env``): no graph and no result of its own."""
+        self = cls.__new__(cls)
+        self.mod, self.function, self.node, self.env, self.graph = mod, function, node, {}, graph
+        self.nogil = nogil
+        self.init_unwind()
+        self.entry_block = function.append_basic_block("entry")
+        self.b = FoldingBuilder(self.entry_block)
+        return self
+
     # -- values ------------------------------------------------------------------------------------------
     def get(self, v: Value) -> list:
         return self.env[id(v)]
@@ -371,7 +354,7 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
             self.node = node
             self.retain_consumed(node)
             self.in_flight = []
-            outs = self.lower_outlined(node) if self.outlines(node) else getattr(self, handler_for(node))(node)
+            outs = self.lower_outlined(node) if self.outlines(node) else rule_for(node)(self, node)
             self.node = node      # nested blocks moved it
             moved = self.own.moved_into.get(id(node))
             for v, vals in zip(node.outputs, outs):
@@ -509,60 +492,6 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
         self.raise_if(self.isnan(x), ValueError, "cannot convert float NaN to integer")
         self.raise_if(self.isinf(x), OverflowError, "cannot convert float infinity to integer")
 
-    # -- structure ---------------------------------------------------------------------------------------
-    @handles("prim::Constant")
-    def lower_constant(self, node):
-        value = node.attrs.get("value")
-        if node.output.type == STR:
-            return [self.str_constant(value)]
-        if isinstance(node.output.type, TensorType):
-            return [self.array_constant(node)]
-
-        def flat(val, t):
-            if t == NONE:
-                return []
-            if t == INT:
-                return [i64((int(val) - INT64_MIN) % 2 ** 64 + INT64_MIN)]
-            if t == FLOAT:
-                return [f64(float(val))]
-            if t == BOOL:
-                return [i1(val)]
-            return [x for e, et in zip(val, t.elems) for x in flat(e, et)]
-        return [flat(value, node.output.type)]
-
-    @handles("prim::Uninitialized")
-    def lower_uninitialized(self, node):
-        # zeros, not undef: an unbound array has a null meminfo, which dropping it tolerates
-        return [[ir.Constant(reg_type(t), None) for t in leaves(node.output.type)]]
-
-    @handles("prim::AssertBound")
-    def lower_assert_bound(self, node):
-        defined = self.scalar(node.inputs[0])
-        name = node.attrs["name"]
-        self.raise_if(self.b.not_(defined), UnboundLocalError,
-                      f"cannot access local variable '{name}' where it is not associated with a value")
-        return []
-
-    @handles("prim::TupleConstruct")
-    def lower_tuple_construct(self, node):
-        return [[x for v in node.inputs for x in self.get(v)]]
-
-    @handles("prim::TupleUnpack")
-    def lower_tuple_unpack(self, node):
-        vals, outs = self.get(node.inputs[0]), []
-        for v in node.outputs:
-            n = len(leaves(v.type))
-            outs.append(self.projected(v, vals[:n]))
-            vals = vals[n:]
-        return outs
-
-    @handles("prim::TupleIndex")
-    def lower_tuple_index(self, node):
-        t = node.inputs[0].type
-        index = node.attrs["index"] % len(t.elems)
-        start = sum(len(leaves(e)) for e in t.elems[:index])
-        n = len(leaves(t.elems[index]))
-        return [self.projected(node.output, self.get(node.inputs[0])[start:start + n])]
 
     def projected(self, v: Value, vals: list) -> list:
         """An element taken out of a tuple: like every node's output it owns its references (the tuple keeps
@@ -572,28 +501,6 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
                 self.take_ref(part_t, part)
         return vals
 
-    @handles("prim::If")
-    def lower_if(self, node):
-        b = self.b
-        cond = self.scalar(node.inputs[0])
-        then_bb = b.append_basic_block("if.then")
-        else_bb = b.append_basic_block("if.else")
-        merge_bb = b.append_basic_block("if.end")
-        b.cbranch(cond, then_bb, else_bb)
-        incoming = []
-        for blk, bb in zip(node.blocks, (then_bb, else_bb)):
-            b.position_at_end(bb)
-            results = [self.convert(r, v.type, o.type) for r, v, o in zip(self.lower_block(blk), blk.returns,
-                                                                           node.outputs)]
-            incoming.append(([x for r in results for x in r], b.block))
-            b.branch(merge_bb)
-        b.position_at_end(merge_bb)
-        types = [t for v in node.outputs for t in leaves(v.type)]
-        phis = [b.phi(reg_type(t), "if") for t in types]
-        for vals, pred in incoming:
-            for phi, x in zip(phis, vals):
-                phi.add_incoming(x, pred)
-        return self._split(phis, node.outputs)
 
     @staticmethod
     def _split(vals, values):
@@ -604,23 +511,6 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
             vals = vals[n:]
         return outs
 
-    @handles("prim::Loop")
-    def lower_loop(self, node):
-        """header: i, cond, carried = phi; run the body while cond and i < max_trips. Where loops look at the
-        interrupt flag (interrupts.py), the loop runs in chunks (``lower_chunked_loop``)."""
-        kinds = None if self.in_parallel_kernel else parallel_plan(node)
-        if kinds is not None:
-            return self.lower_parallel_loop(node, kinds)
-        max_trips, cond0, *carried = node.inputs
-        body = node.blocks[0]
-        init = [x for v, p in zip(carried, body.params[1:]) for x in self.convert(self.get(v), v.type, p.type)]
-        types = [t for p in body.params[1:] for t in leaves(p.type)]
-        unbounded = is_unbounded_while(max_trips) and not body.params[0].uses
-        if self.interruptible and not at_most_one_chunk(max_trips) and not unbounded:
-            if any(n.kind == "prim::Loop" for n in body.walk()):
-                return self.lower_chunked_loop(node, init, types)
-            return self.lower_versioned_loop(node, init, types)
-        return self.lower_plain_loop(node, init, types)
 
     def lower_versioned_loop(self, node, init, types):
         """An innermost counted loop twice: in chunks when it has more than CHUNK trips, else plain (paying
@@ -748,22 +638,3 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
             phi_o.add_incoming(phi, chunk_end)
         b.position_at_end(exit_bb)
         return self._split(phis_o, node.outputs)
-
-    @handles("prim::CallFunction")
-    def lower_call(self, node):
-        callee: Graph = node.attrs["fn"]
-        fn = self.mod.function_for(callee)
-        args = []
-        for v, p in zip(node.inputs, callee.inputs):
-            args += self.convert(self.get(v), v.type, p.type)
-        out_t = callee.outputs[0].type
-        struct = out_struct(out_t, self.mod.module)
-        out = self.alloca(struct)
-        status = self.call_counting_depth(fn, args + [out])
-        with self.b.if_then(self.b.icmp_signed("!=", status, i32(0)), likely=False):
-            self.fail(status)    # the callee has released its own references
-        vals = []
-        for k, t in enumerate(leaves(out_t)):
-            x = self.b.load(self.b.gep(out, [i32(0), i32(k)], inbounds=True))
-            vals.append(self.b.trunc(x, I1) if t == BOOL else x)
-        return [self.convert(vals, out_t, node.output.type)]

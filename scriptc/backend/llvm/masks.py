@@ -13,7 +13,8 @@ from llvmlite import ir
 
 from ...ir.types import TensorType
 from .arrays import Arr, kind_of
-from .common import I1, I64, handles_array, i64
+from .common import I1, I64, i64
+from .rules import lowers_array
 
 
 def compact_shape(rank: int, first: int) -> str:
@@ -26,13 +27,6 @@ def compact_shape(rank: int, first: int) -> str:
 class MaskOps:
     """Mixin of FunctionLowering."""
 
-    @handles_array("aten::unsqueeze")
-    def lower_unsqueeze(self, node):
-        a = self.arr(node.inputs[0])
-        dim = node.attrs["dim"]
-        shape = a.shape[:dim] + [i64(1)] + a.shape[dim:]
-        strides = a.strides[:dim] + [i64(0)] + a.strides[dim:]
-        return [self.view(a, node.output.type, a.data, shape, strides)]
 
     # -- masks ------------------------------------------------------------------------------------------------
     def check_mask(self, a: Arr, m: Arr) -> None:
@@ -68,45 +62,6 @@ class MaskOps:
                 b.store(b.add(j, i64(1)), counter)
         self.loop_nest(m.shape, visit)
 
-    @handles_array("aten::masked_select")
-    def lower_masked_select(self, node):
-        a, m = self.arr(node.inputs[0]), self.arr(node.inputs[1])
-        self.check_mask(a, m)
-        out = self.alloc(node.output.type, [self.count_true(m)] + a.shape[m.t.rank:])
-        k = kind_of(a.t.dtype)
-
-        def copy(j, index):
-            x = self.load_element(self.element_ptr(a, index), a.t.dtype)
-            self.store_element(self.element_ptr(out, [j] + index[m.t.rank:]), x, k, out.t.dtype)
-        self.for_each_selected(a, m, copy)
-        return [out.leaves]
-
-    @handles_array("aten::masked_put_")
-    def lower_masked_put(self, node):
-        a, m = self.arr(node.inputs[0]), self.arr(node.inputs[1])
-        value = node.inputs[2]
-        self.check_mask(a, m)
-        if not isinstance(value.type, TensorType):
-            kind, x = self.element_from_python(value, a.t.dtype)
-            self.for_each_selected(a, m, lambda j, index: self.store_element(self.element_ptr(a, index), x, kind,
-                                                                             a.t.dtype))
-            return []
-        count = self.count_true(m)
-        src0 = self.arr(value)
-        target = [count] + a.shape[m.t.rank:]
-        strides = self.value_strides(src0, target, m.t.rank == a.t.rank)
-        src = self.unaliased(src0, a)
-        view = Arr(src.t, [src.mi, src.data, *target[len(target) - src.t.rank:], *self.restride(src, strides)])
-        k = kind_of(src.t.dtype)
-        pad = len(target) - src.t.rank
-
-        def store(j, index):
-            where = ([j] + index[m.t.rank:])[pad:]
-            x = self.load_element(self.element_ptr(view, where), src.t.dtype)
-            self.store_element(self.element_ptr(a, index), x, k, a.t.dtype)
-        self.for_each_selected(a, m, store)
-        self.release_temp(src, src0)
-        return []
 
     def value_strides(self, src: Arr, target: list, full_mask: bool) -> list:
         """Which of ``src``'s dimensions broadcast (length 1 against another length): a list of i1, raising
@@ -135,3 +90,57 @@ class MaskOps:
     def restride(self, src: Arr, broadcast: list) -> list:
         """``src``'s strides with 0 where its dimension is broadcast."""
         return [self.b.select(flag, i64(0), s) for flag, s in zip(broadcast, src.strides)]
+
+
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+@lowers_array("aten::unsqueeze")
+def lower_unsqueeze(ctx, node):
+    a = ctx.arr(node.inputs[0])
+    dim = node.attrs["dim"]
+    shape = a.shape[:dim] + [i64(1)] + a.shape[dim:]
+    strides = a.strides[:dim] + [i64(0)] + a.strides[dim:]
+    return [ctx.view(a, node.output.type, a.data, shape, strides)]
+
+
+@lowers_array("aten::masked_select")
+def lower_masked_select(ctx, node):
+    a, m = ctx.arr(node.inputs[0]), ctx.arr(node.inputs[1])
+    ctx.check_mask(a, m)
+    out = ctx.alloc(node.output.type, [ctx.count_true(m)] + a.shape[m.t.rank:])
+    k = kind_of(a.t.dtype)
+
+    def copy(j, index):
+        x = ctx.load_element(ctx.element_ptr(a, index), a.t.dtype)
+        ctx.store_element(ctx.element_ptr(out, [j] + index[m.t.rank:]), x, k, out.t.dtype)
+    ctx.for_each_selected(a, m, copy)
+    return [out.leaves]
+
+
+@lowers_array("aten::masked_put_")
+def lower_masked_put(ctx, node):
+    a, m = ctx.arr(node.inputs[0]), ctx.arr(node.inputs[1])
+    value = node.inputs[2]
+    ctx.check_mask(a, m)
+    if not isinstance(value.type, TensorType):
+        kind, x = ctx.element_from_python(value, a.t.dtype)
+        ctx.for_each_selected(a, m, lambda j, index: ctx.store_element(ctx.element_ptr(a, index), x, kind,
+                                                                         a.t.dtype))
+        return []
+    count = ctx.count_true(m)
+    src0 = ctx.arr(value)
+    target = [count] + a.shape[m.t.rank:]
+    strides = ctx.value_strides(src0, target, m.t.rank == a.t.rank)
+    src = ctx.unaliased(src0, a)
+    view = Arr(src.t, [src.mi, src.data, *target[len(target) - src.t.rank:], *ctx.restride(src, strides)])
+    k = kind_of(src.t.dtype)
+    pad = len(target) - src.t.rank
+
+    def store(j, index):
+        where = ([j] + index[m.t.rank:])[pad:]
+        x = ctx.load_element(ctx.element_ptr(view, where), src.t.dtype)
+        ctx.store_element(ctx.element_ptr(a, index), x, k, a.t.dtype)
+    ctx.for_each_selected(a, m, store)
+    ctx.release_temp(src, src0)
+    return []

@@ -27,7 +27,8 @@ from llvmlite import ir
 from ...ir.types import TensorType, result_dtype
 from . import blas
 from .arrays import ELEM, Arr, kind_of
-from .common import F64, I1, I8P, I32, I64, f64, handles_array, i64
+from .common import F64, I1, I8P, I32, I64, f64, i64
+from .rules import lowers_array
 from .errors import LoweringError
 
 BLAS_DTYPES = ("float64", "float32")
@@ -57,41 +58,6 @@ def view2d(dtype: str, data, rows, cols, s0, s1) -> Arr:
 class MatmulOps:
     """Mixin of FunctionLowering."""
 
-    @handles_array("aten::matmul", "aten::dot")
-    def lower_matmul(self, node):
-        x0, y0 = (self.arr(v) for v in node.inputs)
-        if not (x0.t.rank >= 1 and y0.t.rank >= 1):
-            raise LoweringError(node.kind, "0-d operands are not supported in native code", node.source)
-        out_t = node.output.type
-        res = out_t.dtype if isinstance(out_t, TensorType) else result_dtype(x0.t, y0.t)
-        # an exported library does not link OpenBLAS: its float products are the row loop
-        rows = res in BLAS_DTYPES and not self.mod.blas
-        use_blas = res in BLAS_DTYPES and not rows and blas.bind()
-        self.check_core_sizes(node, x0, y0)
-        matmul = node.kind == "aten::matmul"
-        extents = self.matmul_batch_shape(x0, y0) if matmul else None     # raises before any temporary exists
-        operand = self.blas_operand if use_blas else self.cast_operand if rows else lambda a, _: a
-        x, y = operand(x0, res), operand(y0, res)
-        batch, out_shape = self.matmul_batches(x, y, extents) if matmul else self.dot_batches(x, y)
-        if isinstance(out_t, TensorType):
-            out = self.alloc(out_t, out_shape)
-        else:   # a scalar: the core writes its one element into a stack slot
-            slot = self.alloca(ELEM[res])
-            out = Arr(TensorType(res, 0), [ir.Constant(I8P, None), self.b.bitcast(slot, I8P)])
-        core_at = self.core_views(node.kind, x, y, out, res)
-        product = self.loop_core
-        if use_blas:    # NumPy's np.dot beyond 2-d calls ?dot once per output element
-            product = self.blas_dots if not matmul and max(x0.t.rank, y0.t.rank) > 2 else self.shared_blas_core
-        elif rows:
-            product = self.shared_row_core
-        self.batch_loops(batch, lambda ox, oy, out_index: product(core_at(ox, oy, out_index), res))
-        for a, a0 in ((x, x0), (y, y0)):
-            if a is not a0:
-                self.release_temp(a, a0)
-        if isinstance(out_t, TensorType):
-            return [out.leaves]
-        value = self.load_element(self.typed(out.data, res), res)
-        return [self.scalar_result(value, kind_of(res), out_t)]
 
     # -- shapes and errors ----------------------------------------------------------------------------------
     def check_core_sizes(self, node, x: Arr, y: Arr) -> None:
@@ -467,3 +433,43 @@ class MatmulOps:
             value = b.fpext(b.load(acc), F64) if half else b.load(acc)   # exact: one rounding to half below
             self.store_element(ptr, value, k, res)
         self.loop_nest([c.a.shape[0], c.b.shape[1]], element)
+
+
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+@lowers_array("aten::matmul", "aten::dot")
+def lower_matmul(ctx, node):
+    x0, y0 = (ctx.arr(v) for v in node.inputs)
+    if not (x0.t.rank >= 1 and y0.t.rank >= 1):
+        raise LoweringError(node.kind, "0-d operands are not supported in native code", node.source)
+    out_t = node.output.type
+    res = out_t.dtype if isinstance(out_t, TensorType) else result_dtype(x0.t, y0.t)
+    # an exported library does not link OpenBLAS: its float products are the row loop
+    rows = res in BLAS_DTYPES and not ctx.mod.target.blas
+    use_blas = res in BLAS_DTYPES and not rows and blas.bind()
+    ctx.check_core_sizes(node, x0, y0)
+    matmul = node.kind == "aten::matmul"
+    extents = ctx.matmul_batch_shape(x0, y0) if matmul else None     # raises before any temporary exists
+    operand = ctx.blas_operand if use_blas else ctx.cast_operand if rows else lambda a, _: a
+    x, y = operand(x0, res), operand(y0, res)
+    batch, out_shape = ctx.matmul_batches(x, y, extents) if matmul else ctx.dot_batches(x, y)
+    if isinstance(out_t, TensorType):
+        out = ctx.alloc(out_t, out_shape)
+    else:   # a scalar: the core writes its one element into a stack slot
+        slot = ctx.alloca(ELEM[res])
+        out = Arr(TensorType(res, 0), [ir.Constant(I8P, None), ctx.b.bitcast(slot, I8P)])
+    core_at = ctx.core_views(node.kind, x, y, out, res)
+    product = ctx.loop_core
+    if use_blas:    # NumPy's np.dot beyond 2-d calls ?dot once per output element
+        product = ctx.blas_dots if not matmul and max(x0.t.rank, y0.t.rank) > 2 else ctx.shared_blas_core
+    elif rows:
+        product = ctx.shared_row_core
+    ctx.batch_loops(batch, lambda ox, oy, out_index: product(core_at(ox, oy, out_index), res))
+    for a, a0 in ((x, x0), (y, y0)):
+        if a is not a0:
+            ctx.release_temp(a, a0)
+    if isinstance(out_t, TensorType):
+        return [out.leaves]
+    value = ctx.load_element(ctx.typed(out.data, res), res)
+    return [ctx.scalar_result(value, kind_of(res), out_t)]

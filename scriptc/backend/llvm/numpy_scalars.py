@@ -9,39 +9,16 @@ as its dtype holds it (int32 wraps, float32 rounds). NumPy's RuntimeWarnings on 
 """
 from __future__ import annotations
 
-from ...ir.registry import lookup
 from ...ir.types import NumpyScalarType, result_dtype, scalar_dtype
-from .array_math import PREDICATES, element_name
+from .array_math import element_name
+from .elements import PREDICATES
 from .arrays import INT_RANGE, kind_of, scalar_kind
-from .common import COMPARE, handles, i64
-
-
-def numpy_scalar_node(node) -> bool:
-    """Whether ``node`` is an element-wise operator on scalars one of which is a NumPy scalar."""
-    values = list(node.inputs) + list(node.outputs)
-    return lookup(node.kind).elementwise and any(isinstance(v.type, NumpyScalarType) for v in values) and \
-        all(v.type.is_scalar for v in values)
+from .common import COMPARE, i64
+from .rules import lowers, lowers_numpy_scalars
 
 
 class NumpyScalarOps:
     """Mixin of FunctionLowering."""
-
-    def lower_numpy_scalar_op(self, node):
-        op = node.kind.split("::")[1]
-        out = node.outputs[0].type
-        dtype = result_dtype(*[v.type for v in node.inputs]) if op in COMPARE or op in PREDICATES \
-            else scalar_dtype(out)
-        compute = kind_of(dtype)
-        args = []
-        for k, v in enumerate(node.inputs):
-            kind, x = scalar_kind(v.type), self.scalar(v)
-            if not isinstance(v.type, NumpyScalarType):
-                kind, x = self.weak_scalar(op, k, kind, x, dtype)
-            args.append(self.cast(x, kind, "b" if op == "where" and k == 0 else compute))
-        self.check_element_errors(op, args, compute)
-        kind, x = self.in_loop_precision(*self.element_op(element_name(node), args, compute, dtype), dtype)
-        kind, x = self.round_through(kind, x, scalar_dtype(out))
-        return [[self.cast(x, kind, scalar_kind(out))]]
 
     def check_element_errors(self, op: str, args: list, kind: str) -> None:
         """The errors NumPy raises computing one element: an integer to a negative integer power."""
@@ -49,23 +26,6 @@ class NumpyScalarOps:
             self.raise_if(self.b.icmp_signed("<", args[1], i64(0)), ValueError,
                           "Integers to negative integer powers are not allowed.")
 
-    @handles("aten::numpy_scalar")
-    def lower_numpy_scalar(self, node):
-        """``np.int32(v)``: a Python int must fit the dtype (OverflowError); a NumPy scalar or a float is cast as
-        NumPy casts it (wrapping, rounding, truncating)."""
-        src, dst = node.inputs[0].type, node.outputs[0].type
-        kind, x = scalar_kind(src), self.scalar(node.inputs[0])
-        dtype = node.attrs["dtype"]
-        if not isinstance(src, NumpyScalarType) and not node.attrs.get("cast") and kind == "i" and dtype in INT_RANGE:
-            lo, hi = INT_RANGE[dtype]
-            b = self.b
-            bad = b.or_(b.icmp_signed("<", x, i64(lo)), b.icmp_signed(">", x, i64(hi)))
-            self.raise_with(bad, OverflowError, f"Python integer {{0}} out of bounds for {dtype}", [x])
-        if kind == "f" and kind_of(dtype) in "iu":
-            x = self.from_memory(self.to_memory(x, kind, dtype), dtype)
-            kind = kind_of(dtype)
-        kind, x = self.round_through(kind, x, dtype)
-        return [[self.cast(x, kind, scalar_kind(dst))]]
 
     def numpy_scalar_stored(self, v, dtype: str):
         """(kind, x) of a NumPy scalar written into an element of an array of ``dtype``: NumPy 2 casts it into an
@@ -77,3 +37,45 @@ class NumpyScalarOps:
         if kind_of(dtype) == "i":
             return "i", self.python_int_for(dtype, "i" if kind == "u" else kind, x)
         return kind, x
+
+
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+@lowers_numpy_scalars
+def lower_numpy_scalar_op(ctx, node):
+    """An element-wise operator on NumPy scalars: one element of its ufunc loop, in the loop's dtype."""
+    op = node.kind.split("::")[1]
+    out = node.outputs[0].type
+    dtype = result_dtype(*[v.type for v in node.inputs]) if op in COMPARE or op in PREDICATES \
+        else scalar_dtype(out)
+    compute = kind_of(dtype)
+    args = []
+    for k, v in enumerate(node.inputs):
+        kind, x = scalar_kind(v.type), ctx.scalar(v)
+        if not isinstance(v.type, NumpyScalarType):
+            kind, x = ctx.weak_scalar(op, k, kind, x, dtype)
+        args.append(ctx.cast(x, kind, "b" if op == "where" and k == 0 else compute))
+    ctx.check_element_errors(op, args, compute)
+    kind, x = ctx.in_loop_precision(*ctx.element_op(element_name(node), args, compute, dtype), dtype)
+    kind, x = ctx.round_through(kind, x, scalar_dtype(out))
+    return [[ctx.cast(x, kind, scalar_kind(out))]]
+
+
+@lowers("aten::numpy_scalar")
+def lower_numpy_scalar(ctx, node):
+    """``np.int32(v)``: a Python int must fit the dtype (OverflowError); a NumPy scalar or a float is cast as
+    NumPy casts it (wrapping, rounding, truncating)."""
+    src, dst = node.inputs[0].type, node.outputs[0].type
+    kind, x = scalar_kind(src), ctx.scalar(node.inputs[0])
+    dtype = node.attrs["dtype"]
+    if not isinstance(src, NumpyScalarType) and not node.attrs.get("cast") and kind == "i" and dtype in INT_RANGE:
+        lo, hi = INT_RANGE[dtype]
+        b = ctx.b
+        bad = b.or_(b.icmp_signed("<", x, i64(lo)), b.icmp_signed(">", x, i64(hi)))
+        ctx.raise_with(bad, OverflowError, f"Python integer {{0}} out of bounds for {dtype}", [x])
+    if kind == "f" and kind_of(dtype) in "iu":
+        x = ctx.from_memory(ctx.to_memory(x, kind, dtype), dtype)
+        kind = kind_of(dtype)
+    kind, x = ctx.round_through(kind, x, dtype)
+    return [[ctx.cast(x, kind, scalar_kind(dst))]]

@@ -108,7 +108,7 @@ class Outlining:
     """Mixin of FunctionLowering."""
 
     def outlines(self, node: Node) -> bool:
-        if not self.mod.outline or not outlinable(node) or self.atomic_refcounts:
+        if not self.mod.target.outline or not outlinable(node) or self.atomic_refcounts:
             return False        # (a prange body's nodes count references atomically: they stay in its kernel)
         decided = getattr(self, "_outlining", None)
         if decided is None:     # (an outlined node's own graph lowers it inline)

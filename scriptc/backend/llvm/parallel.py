@@ -124,7 +124,7 @@ class ParallelOps:
     atomic_refcounts = False     # retain/release/alloc through the atomic runtime functions
 
     def lower_parallel_loop(self, node: Node, kinds: list[str]):
-        if not self.mod.standalone:
+        if not self.mod.target.standalone:
             ensure_runtime()     # an exported library includes its own copy of the pool (export.py)
         b = self.b
         body = node.blocks[0]

@@ -9,7 +9,8 @@ from llvmlite import ir
 from ...ops.random import KEY_PARITY, ROTATIONS
 from ...ir.types import TensorType
 from .arrays import ELEM, Arr
-from .common import I8P, I64, handles_array, i64
+from .common import I8P, I64, i64
+from .rules import lowers_array
 
 I32 = ir.IntType(32)
 
@@ -21,22 +22,6 @@ def u32(v: int):
 class RandomOps:
     """Mixin of FunctionLowering."""
 
-    @handles_array("random::threefry2x32")
-    def lower_threefry2x32(self, node):
-        b = self.b
-        key, counts = self.arr(node.inputs[0]), self.arr(node.inputs[1])
-        n, width = counts.shape
-        self.raise_with(b.icmp_signed("!=", key.shape[0], i64(2)), ValueError,
-                        "threefry2x32: key must have shape (2,), got ({0},)", [key.shape[0]])
-        self.raise_with(b.icmp_signed("!=", width, i64(2)), ValueError,
-                        "threefry2x32: counts must have shape (n, 2), got ({0}, {1})", [n, width])
-        k0 = b.load(self.element_ptr(key, [i64(0)]))
-        k1 = b.load(self.element_ptr(key, [i64(1)]))
-        out = self.alloc(node.output.type, [n, i64(2)])
-        fnty = ir.FunctionType(ir.VoidType(), [I8P, I64, I64, I64, I32, I32, I8P])
-        rows = self.call_compiled_once(("threefry2x32",), fnty, lambda lowering, fn: lowering.threefry_rows(fn.args))
-        b.call(rows, [counts.data, n, *counts.strides, k0, k1, out.data])
-        return [out.leaves]
 
     def threefry_rows(self, args) -> None:
         """The body of ``void rows(i8* counts, i64 n, i64 stride0, i64 stride1, i32 k0, i32 k1, i8* out)``: the
@@ -62,19 +47,41 @@ class RandomOps:
             b.store(x1, self.element_ptr(out, [i, i64(1)]))
         b.ret_void()
 
-    @handles_array("random::fma")
-    def lower_random_fma(self, node):
-        """One loop of llvm.fma: rounded once, as the reference's exact arithmetic (and XLA's contraction)."""
-        b = self.b
-        x, scale, offset = (self.arr(v) for v in node.inputs)
-        for v in (scale, offset):
-            self.raise_if(b.icmp_signed("!=", v.shape[0], i64(1)), ValueError,
-                          "fma: scale and offset must have shape (1,)")
-        ty = ELEM[x.t.dtype]
-        fma = self.mod.module.declare_intrinsic("llvm.fma", [ty], ir.FunctionType(ty, [ty, ty, ty]))
-        s = b.load(self.element_ptr(scale, [i64(0)]))
-        c = b.load(self.element_ptr(offset, [i64(0)]))
-        out = self.alloc(node.output.type, [x.shape[0]])
-        with self.for_range(x.shape[0]) as i:
-            b.store(b.call(fma, [b.load(self.element_ptr(x, [i])), s, c]), self.element_ptr(out, [i]))
-        return [out.leaves]
+
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+@lowers_array("random::threefry2x32")
+def lower_threefry2x32(ctx, node):
+    b = ctx.b
+    key, counts = ctx.arr(node.inputs[0]), ctx.arr(node.inputs[1])
+    n, width = counts.shape
+    ctx.raise_with(b.icmp_signed("!=", key.shape[0], i64(2)), ValueError,
+                    "threefry2x32: key must have shape (2,), got ({0},)", [key.shape[0]])
+    ctx.raise_with(b.icmp_signed("!=", width, i64(2)), ValueError,
+                    "threefry2x32: counts must have shape (n, 2), got ({0}, {1})", [n, width])
+    k0 = b.load(ctx.element_ptr(key, [i64(0)]))
+    k1 = b.load(ctx.element_ptr(key, [i64(1)]))
+    out = ctx.alloc(node.output.type, [n, i64(2)])
+    fnty = ir.FunctionType(ir.VoidType(), [I8P, I64, I64, I64, I32, I32, I8P])
+    rows = ctx.call_compiled_once(("threefry2x32",), fnty, lambda lowering, fn: lowering.threefry_rows(fn.args))
+    b.call(rows, [counts.data, n, *counts.strides, k0, k1, out.data])
+    return [out.leaves]
+
+
+@lowers_array("random::fma")
+def lower_random_fma(ctx, node):
+    """One loop of llvm.fma: rounded once, as the reference's exact arithmetic (and XLA's contraction)."""
+    b = ctx.b
+    x, scale, offset = (ctx.arr(v) for v in node.inputs)
+    for v in (scale, offset):
+        ctx.raise_if(b.icmp_signed("!=", v.shape[0], i64(1)), ValueError,
+                      "fma: scale and offset must have shape (1,)")
+    ty = ELEM[x.t.dtype]
+    fma = ctx.mod.module.declare_intrinsic("llvm.fma", [ty], ir.FunctionType(ty, [ty, ty, ty]))
+    s = b.load(ctx.element_ptr(scale, [i64(0)]))
+    c = b.load(ctx.element_ptr(offset, [i64(0)]))
+    out = ctx.alloc(node.output.type, [x.shape[0]])
+    with ctx.for_range(x.shape[0]) as i:
+        b.store(b.call(fma, [b.load(ctx.element_ptr(x, [i])), s, c]), ctx.element_ptr(out, [i]))
+    return [out.leaves]

@@ -7,7 +7,8 @@ from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, INT, decayed
 from ...ops.arith import COMPLEX_POWER
-from .common import ARITH, BITWISE, COMPARE, F64, I32, I64, MATH1, TWO63, f64, handles, i1, i32, i64
+from .common import ARITH, BITWISE, COMPARE, F64, I32, I64, MATH1, TWO63, f64, i1, i32, i64
+from .rules import lowers
 
 
 def constant_exponent(v) -> float | None:
@@ -20,53 +21,6 @@ def constant_exponent(v) -> float | None:
 class ScalarOps:
     """Mixin of FunctionLowering: one method per scalar operator family."""
 
-    # -- arithmetic --------------------------------------------------------------------------------------
-    @handles(*(f"aten::{n}" for n in ARITH))
-    def lower_arith(self, node):
-        op = node.kind.split("::")[1]
-        (a, b), (ta, tb) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
-        out = node.output.type
-        B = self.b
-        if op in ("add", "sub", "mul"):
-            if out == FLOAT:
-                fa, fb = self.to_f64(a, ta), self.to_f64(b, tb)
-                return [[{"add": B.fadd, "sub": B.fsub, "mul": B.fmul}[op](fa, fb)]]
-            ia, ib = self.to_i64(a, ta), self.to_i64(b, tb)
-            return [[{"add": B.add, "sub": B.sub, "mul": B.mul}[op](ia, ib)]]
-        if op == "div":
-            if node.attrs.get("ieee"):      # a derivative rule's: no ZeroDivisionError (see ops/arith._truediv)
-                return [[B.fdiv(self.to_f64(a, ta), self.to_f64(b, tb))]]
-            if ta != FLOAT and tb != FLOAT:
-                ia, ib = self.to_i64(a, ta), self.to_i64(b, tb)
-                self.raise_if(B.icmp_signed("==", ib, i64(0)), ZeroDivisionError, "division by zero")
-                return [[B.call(self.mod.helper("int_truediv"), [ia, ib])]]
-            fa, fb = self.to_f64(a, ta), self.to_f64(b, tb)
-            self.raise_if(B.fcmp_ordered("==", fb, f64(0.0)), ZeroDivisionError, "float division by zero")
-            return [[B.fdiv(fa, fb)]]
-        if op in ("floordiv", "remainder"):
-            if out == INT:
-                ia, ib = self.to_i64(a, ta), self.to_i64(b, tb)
-                msg = "integer division or modulo by zero" if op == "floordiv" else "integer modulo by zero"
-                self.raise_if(B.icmp_signed("==", ib, i64(0)), ZeroDivisionError, msg)
-                return [[self.int_floordiv(ia, ib) if op == "floordiv" else self.int_mod(ia, ib)]]
-            fa, fb = self.to_f64(a, ta), self.to_f64(b, tb)
-            msg = "float floor division by zero" if op == "floordiv" else "float modulo"
-            self.raise_if(B.fcmp_ordered("==", fb, f64(0.0)), ZeroDivisionError, msg)
-            return [[self.float_floordiv(fa, fb) if op == "floordiv" else self.float_mod(fa, fb)]]
-        if op == "pow":
-            if out == FLOAT:
-                return [[self.float_pow(self.to_f64(a, ta), self.to_f64(b, tb), constant_exponent(node.inputs[1]))]]
-            ia, ib = self.to_i64(a, ta), self.to_i64(b, tb)
-            negative = B.icmp_signed("<", ib, i64(0))
-            if ta == INT and tb == INT:
-                self.raise_if(negative, ValueError, "integers to negative integer powers are not allowed")
-            elif ta == BOOL and tb == INT:
-                # True ** -n is the float 1.0 (an int once stored), False ** -n divides by zero
-                self.raise_if(B.and_(negative, B.not_(a)), ZeroDivisionError,
-                              "0.0 cannot be raised to a negative power")
-                ib = B.select(negative, i64(0), ib)
-            return [[B.call(self.mod.helper("ipow"), [ia, ib])]]
-        raise AssertionError(op)
 
     def int_floordiv(self, a, b):
         """Python's a // b on i64 (b != 0); INT64_MIN // -1 wraps to INT64_MIN without trapping."""
@@ -254,96 +208,6 @@ class ScalarOps:
 
     FAST_POWERS = {2.0: square_is_pow, 3.0: cube_is_pow, -1.0: reciprocal_is_pow, 0.5: sqrt_is_pow}
 
-    @handles("aten::float_power")
-    def lower_math_pow(self, node):
-        """math.pow (Modules/mathmodule.c math_pow_impl): IEEE specials by hand, libm pow for finite**finite;
-        NaN from finite arguments or 0.0**negative is a domain error, other infinities a range error."""
-        B = self.b
-        x, y = [self.to_f64(self.scalar(v), v.type) for v in node.inputs]
-        zero, one = f64(0.0), f64(1.0)
-        finite = B.and_(self.isfinite(x), self.isfinite(y))
-        p = B.call(self.mod.libm("pow", 2), [x, y])
-        p_nan, p_inf = self.isnan(p), self.isinf(p)
-        x_zero = B.fcmp_ordered("==", x, zero)
-        self.raise_if(B.and_(finite, B.or_(p_nan, B.and_(p_inf, x_zero))), ValueError, "math domain error")
-        self.raise_if(B.and_(finite, B.and_(p_inf, B.not_(x_zero))), OverflowError, "math range error")
-        ax = self.fabs(x)
-        y_pos, y_neg = B.fcmp_ordered(">", y, zero), B.fcmp_ordered("<", y, zero)
-        # y infinite (x finite or not, x not NaN)
-        r_yinf = B.select(B.fcmp_ordered("==", ax, one), one,
-                          B.select(B.and_(y_pos, B.fcmp_ordered(">", ax, one)), y,
-                                   B.select(B.and_(y_neg, B.fcmp_ordered("<", ax, one)), B.fneg(y), zero)))
-        # x infinite
-        odd_y = B.and_(self.isfinite(y), self.is_odd_integer(y))
-        r_xinf = B.select(y_pos, B.select(odd_y, x, ax),
-                          B.select(B.fcmp_ordered("==", y, zero), one,
-                                   B.select(odd_y, self.copysign(zero, x), zero)))
-        r = B.select(self.isinf(y), r_yinf, p)
-        r = B.select(self.isinf(x), r_xinf, r)
-        r = B.select(self.isnan(y), B.select(B.fcmp_ordered("==", x, one), one, y), r)
-        r = B.select(self.isnan(x), B.select(B.fcmp_ordered("==", y, zero), one, x), r)
-        return [[r]]
-
-    @handles("aten::neg")
-    def lower_neg(self, node):
-        (a,), (ta,) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
-        if node.output.type == FLOAT:
-            return [[self.b.fneg(self.to_f64(a, ta))]]
-        return [[self.b.sub(i64(0), self.to_i64(a, ta))]]
-
-    @handles("aten::bitwise_not")
-    def lower_bitwise_not(self, node):
-        a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
-        if node.output.type == BOOL:
-            return [[self.b.not_(a)]]
-        return [[self.b.xor(self.to_i64(a, ta), i64(-1))]]
-
-    @handles("aten::__not__")
-    def lower_not(self, node):
-        a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
-        if ta == BOOL:
-            return [[self.b.not_(a)]]
-        if ta == INT:
-            return [[self.b.icmp_signed("==", a, i64(0))]]
-        return [[self.b.fcmp_ordered("==", a, f64(0.0))]]
-
-    @handles(*(f"aten::{n}" for n in BITWISE))
-    def lower_bitwise(self, node):
-        op = node.kind.split("::")[1]
-        (a, b), (ta, tb) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
-        fn = {"__and__": self.b.and_, "__or__": self.b.or_, "__xor__": self.b.xor}[op]
-        if node.output.type == BOOL:
-            return [[fn(a, b)]]
-        return [[fn(self.to_i64(a, ta), self.to_i64(b, tb))]]
-
-    @handles("aten::__lshift__", "aten::__rshift__")
-    def lower_shift(self, node):
-        B = self.b
-        (a, b), (ta, tb) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
-        a, b = self.to_i64(a, ta), self.to_i64(b, tb)
-        self.raise_if(B.icmp_signed("<", b, i64(0)), ValueError, "negative shift count")
-        big = B.icmp_signed(">=", b, i64(64))
-        if node.kind == "aten::__lshift__":
-            return [[B.select(big, i64(0), B.shl(a, B.select(big, i64(0), b)))]]
-        return [[B.ashr(a, B.select(big, i64(63), b))]]
-
-    @handles(*(f"aten::{n}" for n in COMPARE))
-    def lower_compare(self, node):
-        op = node.kind.split("::")[1]
-        (a, b), (ta, tb) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
-        ipred, fpred = COMPARE[op]
-        B = self.b
-        if FLOAT not in (ta, tb):
-            return [[B.icmp_signed(ipred, self.to_i64(a, ta), self.to_i64(b, tb))]]
-        if ta == INT and tb == FLOAT:
-            return [[self.compare_int_float(ipred, a, b)]]
-        if ta == FLOAT and tb == INT:
-            swapped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}[ipred]
-            return [[self.compare_int_float(swapped, b, a)]]
-        fa, fb = self.to_f64(a, ta), self.to_f64(b, tb)      # bools convert exactly
-        if fpred == "une":
-            return [[B.fcmp_unordered("!=", fa, fb)]]
-        return [[B.fcmp_ordered(ipred, fa, fb)]]
 
     def compare_int_float(self, pred: str, a, f):
         """``a <pred> f`` for an i64 and a double, exactly (float_richcompare): no rounding of ``a``."""
@@ -363,80 +227,6 @@ class ScalarOps:
         return {"<": lambda: lt, ">": lambda: gt, "==": lambda: eq, "!=": lambda: B.not_(eq),
                 "<=": lambda: B.or_(lt, eq), ">=": lambda: B.or_(gt, eq)}[pred]()
 
-    # -- conversions -------------------------------------------------------------------------------------
-    @handles("aten::Int")
-    def lower_int(self, node):
-        a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
-        if decayed(ta) != FLOAT:
-            return [[self.to_i64(a, ta)]]
-        B = self.b
-        # one test on the common path (false for NaN too); the slow path tells the errors apart
-        in_range = B.and_(B.fcmp_ordered(">=", a, f64(-TWO63)), B.fcmp_ordered("<", a, f64(TWO63)))
-        with B.if_then(B.not_(in_range), likely=False):
-            self.check_float_to_int(a)
-            self.raise_if(i1(True), OverflowError, "int too large to convert to a 64-bit int")
-        return [[B.fptosi(a, I64)]]
-
-    @handles("aten::Float")
-    def lower_float(self, node):
-        return [[self.to_f64(self.scalar(node.inputs[0]), node.inputs[0].type)]]
-
-    @handles("aten::Bool")
-    def lower_bool(self, node):
-        a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
-        if ta == BOOL:
-            return [[a]]
-        if decayed(ta) == INT:
-            return [[self.b.icmp_signed("!=", a, i64(0))]]
-        return [[self.b.fcmp_unordered("!=", a, f64(0.0))]]
-
-    @handles("prim::max", "prim::min", "aten::maximum", "aten::minimum")
-    def lower_minmax(self, node):
-        """prim::max(a, b) is Python's max: ``b if b > a else a``; aten::maximum is np.maximum on scalars:
-        NaN if either is NaN, else ``a if a > b else b``."""
-        B = self.b
-        (a, b), (ta, tb) = [self.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
-        out = node.output.type
-        is_max = node.kind.endswith("max") or node.kind.endswith("maximum")
-        if out == FLOAT:
-            a, b = self.to_f64(a, ta), self.to_f64(b, tb)
-            gt = (lambda x, y: B.fcmp_ordered(">", x, y)) if is_max else (lambda x, y: B.fcmp_ordered("<", x, y))
-        elif out == INT:
-            a, b = self.to_i64(a, ta), self.to_i64(b, tb)
-            gt = (lambda x, y: B.icmp_signed(">", x, y)) if is_max else (lambda x, y: B.icmp_signed("<", x, y))
-        else:
-            gt = (lambda x, y: B.icmp_unsigned(">", x, y)) if is_max else (lambda x, y: B.icmp_unsigned("<", x, y))
-        if node.kind.startswith("prim::"):
-            return [[B.select(gt(b, a), b, a)]]
-        r = B.select(gt(a, b), a, b)
-        if out == FLOAT:
-            r = B.select(self.isnan(a), a, r)
-        return [[r]]
-
-    @handles("aten::clip")
-    def lower_scalar_clip(self, node):
-        """np.clip of numbers: one element of NumPy's clip loop (its dtype, its NaN and tie rules)."""
-        return self.zero_d_elementwise(node, "clip")
-
-    # -- ranges --------------------------------------------------------------------------------------------
-    @handles("aten::__range_length")
-    def lower_range_length(self, node):
-        """The trip count of range(lo, hi, step), as the interpreter computes it: its length, exact without
-        i128 (``_range_steps``), and 2**63 - 1 for a longer range (more steps than any loop runs: one that
-        returns or breaks is right)."""
-        B = self.b
-        nonempty, steps, _, _ = self._range_steps(node)
-        n = B.add(steps, i64(1))
-        n = B.select(B.icmp_signed("<", n, i64(0)), i64(2 ** 63 - 1), n)      # (beyond int64 as a signed)
-        return [[B.select(nonempty, n, i64(0))]]
-
-    @handles("aten::__range_last")
-    def lower_range_last(self, node):
-        """The last element of range(lo, hi, step), lo when it is empty: lo + steps * step modulo 2**64, which
-        is the element itself (in int64) whatever the range's length."""
-        B = self.b
-        nonempty, steps, lo, step = self._range_steps(node)
-        return [[B.select(nonempty, B.add(lo, B.mul(steps, step)), lo)]]
 
     def _range_steps(self, node):
         """(nonempty, steps, lo, step) of range(lo, hi, step): ``steps`` = (span - 1) // |step| with the span
@@ -452,10 +242,6 @@ class ScalarOps:
         safe_mag = B.select(nonempty, mag, i64(1))
         return nonempty, B.udiv(B.sub(span, i64(1)), safe_mag), lo, step
 
-    @handles("aten::__derive_index")
-    def lower_derive_index(self, node):
-        i, start, step = [self.to_i64(self.scalar(v), v.type) for v in node.inputs]
-        return [[self.b.add(start, self.b.mul(i, step))]]
 
     # -- math ------------------------------------------------------------------------------------------------
     def math_1(self, x, r, can_overflow: bool):
@@ -470,122 +256,369 @@ class ScalarOps:
             self.raise_if(overflow, ValueError, "math domain error")
         return r
 
-    @handles(*(f"aten::{n}" for n in MATH1))
-    def lower_math1(self, node):
-        name = node.kind.split("::")[1]
-        x = self.to_f64(self.scalar(node.inputs[0]), node.inputs[0].type)
-        r = self.b.call(self.mod.libm(name, 1), [x])
-        return [[self.math_1(x, r, MATH1[name])]]
 
-    @handles("aten::sqrt")
-    def lower_sqrt(self, node):
-        x = self.to_f64(self.scalar(node.inputs[0]), node.inputs[0].type)
-        r = self.b.call(self.mod.intrinsic("sqrt"), [x])       # IEEE sqrt: the same bits as libm's
-        return [[self.math_1(x, r, False)]]
+# -- lowering rules ----------------------------------------------------------------------------------------------------
 
-    @handles("aten::fabs")
-    def lower_fabs(self, node):
-        return [[self.fabs(self.to_f64(self.scalar(node.inputs[0]), node.inputs[0].type))]]
 
-    @handles("aten::abs")
-    def lower_abs(self, node):
-        a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
-        if node.output.type == FLOAT:
-            return [[self.fabs(self.to_f64(a, ta))]]
-        a = self.to_i64(a, ta)
-        return [[self.b.select(self.b.icmp_signed("<", a, i64(0)), self.b.sub(i64(0), a), a)]]
+# -- arithmetic --------------------------------------------------------------------------------------
+@lowers(*(f"aten::{n}" for n in ARITH))
+def lower_arith(ctx, node):
+    op = node.kind.split("::")[1]
+    (a, b), (ta, tb) = [ctx.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+    out = node.output.type
+    B = ctx.b
+    if op in ("add", "sub", "mul"):
+        if out == FLOAT:
+            fa, fb = ctx.to_f64(a, ta), ctx.to_f64(b, tb)
+            return [[{"add": B.fadd, "sub": B.fsub, "mul": B.fmul}[op](fa, fb)]]
+        ia, ib = ctx.to_i64(a, ta), ctx.to_i64(b, tb)
+        return [[{"add": B.add, "sub": B.sub, "mul": B.mul}[op](ia, ib)]]
+    if op == "div":
+        if node.attrs.get("ieee"):      # a derivative rule's: no ZeroDivisionError (see ops/arith._truediv)
+            return [[B.fdiv(ctx.to_f64(a, ta), ctx.to_f64(b, tb))]]
+        if ta != FLOAT and tb != FLOAT:
+            ia, ib = ctx.to_i64(a, ta), ctx.to_i64(b, tb)
+            ctx.raise_if(B.icmp_signed("==", ib, i64(0)), ZeroDivisionError, "division by zero")
+            return [[B.call(ctx.mod.helper("int_truediv"), [ia, ib])]]
+        fa, fb = ctx.to_f64(a, ta), ctx.to_f64(b, tb)
+        ctx.raise_if(B.fcmp_ordered("==", fb, f64(0.0)), ZeroDivisionError, "float division by zero")
+        return [[B.fdiv(fa, fb)]]
+    if op in ("floordiv", "remainder"):
+        if out == INT:
+            ia, ib = ctx.to_i64(a, ta), ctx.to_i64(b, tb)
+            msg = "integer division or modulo by zero" if op == "floordiv" else "integer modulo by zero"
+            ctx.raise_if(B.icmp_signed("==", ib, i64(0)), ZeroDivisionError, msg)
+            return [[ctx.int_floordiv(ia, ib) if op == "floordiv" else ctx.int_mod(ia, ib)]]
+        fa, fb = ctx.to_f64(a, ta), ctx.to_f64(b, tb)
+        msg = "float floor division by zero" if op == "floordiv" else "float modulo"
+        ctx.raise_if(B.fcmp_ordered("==", fb, f64(0.0)), ZeroDivisionError, msg)
+        return [[ctx.float_floordiv(fa, fb) if op == "floordiv" else ctx.float_mod(fa, fb)]]
+    if op == "pow":
+        if out == FLOAT:
+            return [[ctx.float_pow(ctx.to_f64(a, ta), ctx.to_f64(b, tb), constant_exponent(node.inputs[1]))]]
+        ia, ib = ctx.to_i64(a, ta), ctx.to_i64(b, tb)
+        negative = B.icmp_signed("<", ib, i64(0))
+        if ta == INT and tb == INT:
+            ctx.raise_if(negative, ValueError, "integers to negative integer powers are not allowed")
+        elif ta == BOOL and tb == INT:
+            # True ** -n is the float 1.0 (an int once stored), False ** -n divides by zero
+            ctx.raise_if(B.and_(negative, B.not_(a)), ZeroDivisionError,
+                          "0.0 cannot be raised to a negative power")
+            ib = B.select(negative, i64(0), ib)
+        return [[B.call(ctx.mod.helper("ipow"), [ia, ib])]]
+    raise AssertionError(op)
 
-    @handles("aten::floor", "aten::ceil", "aten::trunc", "aten::floor_float", "aten::ceil_float", "aten::trunc_float")
-    def lower_rounding(self, node):
-        a, ta = self.scalar(node.inputs[0]), node.inputs[0].type
-        if ta != FLOAT:
-            return [[self.to_i64(a, ta)]]
-        name = node.kind.split("::")[1].removesuffix("_float")
-        r = self.b.call(self.mod.intrinsic(name), [a])
-        if node.output.type == FLOAT:
-            return [[r]]
-        self.check_float_to_int(a)
-        return [[self.float_to_int_wrapping(r)]]
 
-    @handles("aten::atan2")
-    def lower_atan2(self, node):
-        """m_atan2 (Modules/mathmodule.c): C99 special cases, then libm atan2."""
-        B = self.b
-        y, x = [self.to_f64(self.scalar(v), v.type) for v in node.inputs]
-        pi = 3.141592653589793
-        x_pos_sign = B.fcmp_ordered("==", self.copysign(f64(1.0), x), f64(1.0))
-        r = B.call(self.mod.libm("atan2", 2), [y, x])
-        r = B.select(B.or_(self.isinf(x), B.fcmp_ordered("==", y, f64(0.0))),
-                     B.select(x_pos_sign, self.copysign(f64(0.0), y), self.copysign(f64(pi), y)), r)
-        y_inf_r = B.select(self.isinf(x),
-                           B.select(x_pos_sign, self.copysign(f64(0.25 * pi), y), self.copysign(f64(0.75 * pi), y)),
-                           self.copysign(f64(0.5 * pi), y))
-        r = B.select(self.isinf(y), y_inf_r, r)
-        r = B.select(B.or_(self.isnan(x), self.isnan(y)), f64(float("nan")), r)
+@lowers("aten::float_power")
+def lower_math_pow(ctx, node):
+    """math.pow (Modules/mathmodule.c math_pow_impl): IEEE specials by hand, libm pow for finite**finite;
+    NaN from finite arguments or 0.0**negative is a domain error, other infinities a range error."""
+    B = ctx.b
+    x, y = [ctx.to_f64(ctx.scalar(v), v.type) for v in node.inputs]
+    zero, one = f64(0.0), f64(1.0)
+    finite = B.and_(ctx.isfinite(x), ctx.isfinite(y))
+    p = B.call(ctx.mod.libm("pow", 2), [x, y])
+    p_nan, p_inf = ctx.isnan(p), ctx.isinf(p)
+    x_zero = B.fcmp_ordered("==", x, zero)
+    ctx.raise_if(B.and_(finite, B.or_(p_nan, B.and_(p_inf, x_zero))), ValueError, "math domain error")
+    ctx.raise_if(B.and_(finite, B.and_(p_inf, B.not_(x_zero))), OverflowError, "math range error")
+    ax = ctx.fabs(x)
+    y_pos, y_neg = B.fcmp_ordered(">", y, zero), B.fcmp_ordered("<", y, zero)
+    # y infinite (x finite or not, x not NaN)
+    r_yinf = B.select(B.fcmp_ordered("==", ax, one), one,
+                      B.select(B.and_(y_pos, B.fcmp_ordered(">", ax, one)), y,
+                               B.select(B.and_(y_neg, B.fcmp_ordered("<", ax, one)), B.fneg(y), zero)))
+    # x infinite
+    odd_y = B.and_(ctx.isfinite(y), ctx.is_odd_integer(y))
+    r_xinf = B.select(y_pos, B.select(odd_y, x, ax),
+                      B.select(B.fcmp_ordered("==", y, zero), one,
+                               B.select(odd_y, ctx.copysign(zero, x), zero)))
+    r = B.select(ctx.isinf(y), r_yinf, p)
+    r = B.select(ctx.isinf(x), r_xinf, r)
+    r = B.select(ctx.isnan(y), B.select(B.fcmp_ordered("==", x, one), one, y), r)
+    r = B.select(ctx.isnan(x), B.select(B.fcmp_ordered("==", y, zero), one, x), r)
+    return [[r]]
+
+
+@lowers("aten::neg")
+def lower_neg(ctx, node):
+    (a,), (ta,) = [ctx.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+    if node.output.type == FLOAT:
+        return [[ctx.b.fneg(ctx.to_f64(a, ta))]]
+    return [[ctx.b.sub(i64(0), ctx.to_i64(a, ta))]]
+
+
+@lowers("aten::bitwise_not")
+def lower_bitwise_not(ctx, node):
+    a, ta = ctx.scalar(node.inputs[0]), node.inputs[0].type
+    if node.output.type == BOOL:
+        return [[ctx.b.not_(a)]]
+    return [[ctx.b.xor(ctx.to_i64(a, ta), i64(-1))]]
+
+
+@lowers("aten::__not__")
+def lower_not(ctx, node):
+    a, ta = ctx.scalar(node.inputs[0]), node.inputs[0].type
+    if ta == BOOL:
+        return [[ctx.b.not_(a)]]
+    if ta == INT:
+        return [[ctx.b.icmp_signed("==", a, i64(0))]]
+    return [[ctx.b.fcmp_ordered("==", a, f64(0.0))]]
+
+
+@lowers(*(f"aten::{n}" for n in BITWISE))
+def lower_bitwise(ctx, node):
+    op = node.kind.split("::")[1]
+    (a, b), (ta, tb) = [ctx.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+    fn = {"__and__": ctx.b.and_, "__or__": ctx.b.or_, "__xor__": ctx.b.xor}[op]
+    if node.output.type == BOOL:
+        return [[fn(a, b)]]
+    return [[fn(ctx.to_i64(a, ta), ctx.to_i64(b, tb))]]
+
+
+@lowers("aten::__lshift__", "aten::__rshift__")
+def lower_shift(ctx, node):
+    B = ctx.b
+    (a, b), (ta, tb) = [ctx.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+    a, b = ctx.to_i64(a, ta), ctx.to_i64(b, tb)
+    ctx.raise_if(B.icmp_signed("<", b, i64(0)), ValueError, "negative shift count")
+    big = B.icmp_signed(">=", b, i64(64))
+    if node.kind == "aten::__lshift__":
+        return [[B.select(big, i64(0), B.shl(a, B.select(big, i64(0), b)))]]
+    return [[B.ashr(a, B.select(big, i64(63), b))]]
+
+
+@lowers(*(f"aten::{n}" for n in COMPARE))
+def lower_compare(ctx, node):
+    op = node.kind.split("::")[1]
+    (a, b), (ta, tb) = [ctx.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+    ipred, fpred = COMPARE[op]
+    B = ctx.b
+    if FLOAT not in (ta, tb):
+        return [[B.icmp_signed(ipred, ctx.to_i64(a, ta), ctx.to_i64(b, tb))]]
+    if ta == INT and tb == FLOAT:
+        return [[ctx.compare_int_float(ipred, a, b)]]
+    if ta == FLOAT and tb == INT:
+        swapped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}[ipred]
+        return [[ctx.compare_int_float(swapped, b, a)]]
+    fa, fb = ctx.to_f64(a, ta), ctx.to_f64(b, tb)      # bools convert exactly
+    if fpred == "une":
+        return [[B.fcmp_unordered("!=", fa, fb)]]
+    return [[B.fcmp_ordered(ipred, fa, fb)]]
+
+
+# -- conversions -------------------------------------------------------------------------------------
+@lowers("aten::Int")
+def lower_int(ctx, node):
+    a, ta = ctx.scalar(node.inputs[0]), node.inputs[0].type
+    if decayed(ta) != FLOAT:
+        return [[ctx.to_i64(a, ta)]]
+    B = ctx.b
+    # one test on the common path (false for NaN too); the slow path tells the errors apart
+    in_range = B.and_(B.fcmp_ordered(">=", a, f64(-TWO63)), B.fcmp_ordered("<", a, f64(TWO63)))
+    with B.if_then(B.not_(in_range), likely=False):
+        ctx.check_float_to_int(a)
+        ctx.raise_if(i1(True), OverflowError, "int too large to convert to a 64-bit int")
+    return [[B.fptosi(a, I64)]]
+
+
+@lowers("aten::Float")
+def lower_float(ctx, node):
+    return [[ctx.to_f64(ctx.scalar(node.inputs[0]), node.inputs[0].type)]]
+
+
+@lowers("aten::Bool")
+def lower_bool(ctx, node):
+    a, ta = ctx.scalar(node.inputs[0]), node.inputs[0].type
+    if ta == BOOL:
+        return [[a]]
+    if decayed(ta) == INT:
+        return [[ctx.b.icmp_signed("!=", a, i64(0))]]
+    return [[ctx.b.fcmp_unordered("!=", a, f64(0.0))]]
+
+
+@lowers("prim::max", "prim::min", "aten::maximum", "aten::minimum")
+def lower_minmax(ctx, node):
+    """prim::max(a, b) is Python's max: ``b if b > a else a``; aten::maximum is np.maximum on scalars:
+    NaN if either is NaN, else ``a if a > b else b``."""
+    B = ctx.b
+    (a, b), (ta, tb) = [ctx.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
+    out = node.output.type
+    is_max = node.kind.endswith("max") or node.kind.endswith("maximum")
+    if out == FLOAT:
+        a, b = ctx.to_f64(a, ta), ctx.to_f64(b, tb)
+        gt = (lambda x, y: B.fcmp_ordered(">", x, y)) if is_max else (lambda x, y: B.fcmp_ordered("<", x, y))
+    elif out == INT:
+        a, b = ctx.to_i64(a, ta), ctx.to_i64(b, tb)
+        gt = (lambda x, y: B.icmp_signed(">", x, y)) if is_max else (lambda x, y: B.icmp_signed("<", x, y))
+    else:
+        gt = (lambda x, y: B.icmp_unsigned(">", x, y)) if is_max else (lambda x, y: B.icmp_unsigned("<", x, y))
+    if node.kind.startswith("prim::"):
+        return [[B.select(gt(b, a), b, a)]]
+    r = B.select(gt(a, b), a, b)
+    if out == FLOAT:
+        r = B.select(ctx.isnan(a), a, r)
+    return [[r]]
+
+
+@lowers("aten::clip")
+def lower_scalar_clip(ctx, node):
+    """np.clip of numbers: one element of NumPy's clip loop (its dtype, its NaN and tie rules)."""
+    return ctx.zero_d_elementwise(node, "clip")
+
+
+# -- ranges --------------------------------------------------------------------------------------------
+@lowers("aten::__range_length")
+def lower_range_length(ctx, node):
+    """The trip count of range(lo, hi, step), as the interpreter computes it: its length, exact without
+    i128 (``_range_steps``), and 2**63 - 1 for a longer range (more steps than any loop runs: one that
+    returns or breaks is right)."""
+    B = ctx.b
+    nonempty, steps, _, _ = ctx._range_steps(node)
+    n = B.add(steps, i64(1))
+    n = B.select(B.icmp_signed("<", n, i64(0)), i64(2 ** 63 - 1), n)      # (beyond int64 as a signed)
+    return [[B.select(nonempty, n, i64(0))]]
+
+
+@lowers("aten::__range_last")
+def lower_range_last(ctx, node):
+    """The last element of range(lo, hi, step), lo when it is empty: lo + steps * step modulo 2**64, which
+    is the element itself (in int64) whatever the range's length."""
+    B = ctx.b
+    nonempty, steps, lo, step = ctx._range_steps(node)
+    return [[B.select(nonempty, B.add(lo, B.mul(steps, step)), lo)]]
+
+
+@lowers("aten::__derive_index")
+def lower_derive_index(ctx, node):
+    i, start, step = [ctx.to_i64(ctx.scalar(v), v.type) for v in node.inputs]
+    return [[ctx.b.add(start, ctx.b.mul(i, step))]]
+
+
+@lowers(*(f"aten::{n}" for n in MATH1))
+def lower_math1(ctx, node):
+    name = node.kind.split("::")[1]
+    x = ctx.to_f64(ctx.scalar(node.inputs[0]), node.inputs[0].type)
+    r = ctx.b.call(ctx.mod.libm(name, 1), [x])
+    return [[ctx.math_1(x, r, MATH1[name].overflows)]]
+
+
+@lowers("aten::sqrt")
+def lower_sqrt(ctx, node):
+    x = ctx.to_f64(ctx.scalar(node.inputs[0]), node.inputs[0].type)
+    r = ctx.b.call(ctx.mod.intrinsic("sqrt"), [x])       # IEEE sqrt: the same bits as libm's
+    return [[ctx.math_1(x, r, False)]]
+
+
+@lowers("aten::fabs")
+def lower_fabs(ctx, node):
+    return [[ctx.fabs(ctx.to_f64(ctx.scalar(node.inputs[0]), node.inputs[0].type))]]
+
+
+@lowers("aten::abs")
+def lower_abs(ctx, node):
+    a, ta = ctx.scalar(node.inputs[0]), node.inputs[0].type
+    if node.output.type == FLOAT:
+        return [[ctx.fabs(ctx.to_f64(a, ta))]]
+    a = ctx.to_i64(a, ta)
+    return [[ctx.b.select(ctx.b.icmp_signed("<", a, i64(0)), ctx.b.sub(i64(0), a), a)]]
+
+
+@lowers("aten::floor", "aten::ceil", "aten::trunc", "aten::floor_float", "aten::ceil_float", "aten::trunc_float")
+def lower_rounding(ctx, node):
+    a, ta = ctx.scalar(node.inputs[0]), node.inputs[0].type
+    if ta != FLOAT:
+        return [[ctx.to_i64(a, ta)]]
+    name = node.kind.split("::")[1].removesuffix("_float")
+    r = ctx.b.call(ctx.mod.intrinsic(name), [a])
+    if node.output.type == FLOAT:
         return [[r]]
+    ctx.check_float_to_int(a)
+    return [[ctx.float_to_int_wrapping(r)]]
 
-    @handles("aten::copysign")
-    def lower_copysign(self, node):
-        x, y = [self.to_f64(self.scalar(v), v.type) for v in node.inputs]
-        return [[self.copysign(x, y)]]
 
-    @handles("aten::fmod")
-    def lower_math_fmod(self, node):
-        """math.fmod: fmod(x, +-inf) is x for finite x; a NaN from non-NaN arguments is a domain error."""
-        B = self.b
-        x, y = [self.to_f64(self.scalar(v), v.type) for v in node.inputs]
-        r = self.fmod(x, y)
-        self.raise_if(B.and_(self.isnan(r), B.not_(B.or_(self.isnan(x), self.isnan(y)))), ValueError,
-                      "math domain error")
-        return [[B.select(B.and_(self.isinf(y), self.isfinite(x)), x, r)]]
+@lowers("aten::atan2")
+def lower_atan2(ctx, node):
+    """m_atan2 (Modules/mathmodule.c): C99 special cases, then libm atan2."""
+    B = ctx.b
+    y, x = [ctx.to_f64(ctx.scalar(v), v.type) for v in node.inputs]
+    pi = 3.141592653589793
+    x_pos_sign = B.fcmp_ordered("==", ctx.copysign(f64(1.0), x), f64(1.0))
+    r = B.call(ctx.mod.libm("atan2", 2), [y, x])
+    r = B.select(B.or_(ctx.isinf(x), B.fcmp_ordered("==", y, f64(0.0))),
+                 B.select(x_pos_sign, ctx.copysign(f64(0.0), y), ctx.copysign(f64(pi), y)), r)
+    y_inf_r = B.select(ctx.isinf(x),
+                       B.select(x_pos_sign, ctx.copysign(f64(0.25 * pi), y), ctx.copysign(f64(0.75 * pi), y)),
+                       ctx.copysign(f64(0.5 * pi), y))
+    r = B.select(ctx.isinf(y), y_inf_r, r)
+    r = B.select(B.or_(ctx.isnan(x), ctx.isnan(y)), f64(float("nan")), r)
+    return [[r]]
 
-    @handles("aten::hypot")
-    def lower_hypot(self, node):
-        """math.hypot(x, y): CPython 3.11's vector_norm for two coordinates (not libm's hypot, which rounds
-        differently): power-of-two scaling, Veltkamp-Dekker squaring, Neumaier summation, one correction step
-        of the square root; tiny (subnormal) maxima divide by the maximum instead. Operation order verbatim."""
-        B = self.b
-        a, b = [self.fabs(self.to_f64(self.scalar(v), v.type)) for v in node.inputs]
-        zero, one, t27 = f64(0.0), f64(1.0), f64(134217729.0)
-        found_nan = B.or_(self.isnan(a), self.isnan(b))
-        mx = B.select(B.fcmp_ordered(">", a, zero), a, zero)
-        mx = B.select(B.fcmp_ordered(">", b, mx), b, mx)
-        e_ptr = self.alloca(I32)
-        B.call(self.mod.libm("frexp", fnty=ir.FunctionType(F64, [F64, I32.as_pointer()])), [mx, e_ptr])
-        max_e = B.load(e_ptr)
-        scale = B.call(self.mod.libm("ldexp", fnty=ir.FunctionType(F64, [F64, I32])), [one, B.neg(max_e)])
 
-        def split(x):
-            t = B.fmul(x, t27)
-            hi = B.fsub(t, B.fsub(t, x))
-            return hi, B.fsub(x, hi)
+@lowers("aten::copysign")
+def lower_copysign(ctx, node):
+    x, y = [ctx.to_f64(ctx.scalar(v), v.type) for v in node.inputs]
+    return [[ctx.copysign(x, y)]]
 
-        def neumaier(csum, frac, x):
-            new = B.fadd(csum, x)
-            return new, B.fadd(frac, B.fadd(B.fsub(csum, new), x))
 
-        csum, f1, f2, f3 = one, zero, zero, zero
-        for v in (a, b):
-            hi, lo = split(B.fmul(v, scale))
-            csum, f1 = neumaier(csum, f1, B.fmul(hi, hi))
-            csum, f2 = neumaier(csum, f2, B.fmul(B.fmul(f64(2.0), hi), lo))
-            f3 = B.fadd(f3, B.fmul(lo, lo))
-        sqrt = self.mod.intrinsic("sqrt")
-        h = B.call(sqrt, [B.fadd(B.fsub(csum, one), B.fadd(B.fadd(f1, f2), f3))])
-        hi, lo = split(h)
-        csum, f1 = neumaier(csum, f1, B.fmul(B.fneg(hi), hi))
-        csum, f2 = neumaier(csum, f2, B.fmul(B.fmul(f64(-2.0), hi), lo))
-        csum, f3 = neumaier(csum, f3, B.fmul(B.fneg(lo), lo))
-        x = B.fadd(B.fsub(csum, one), B.fadd(B.fadd(f1, f2), f3))
-        scaled = B.fdiv(B.fadd(h, B.fdiv(x, B.fmul(f64(2.0), h))), scale)
-        # max_e < -1023: divide by the maximum
-        csum, f1 = one, zero
-        for v in (a, b):
-            q = B.fdiv(v, mx)
-            csum, f1 = neumaier(csum, f1, B.fmul(q, q))
-        tiny = B.fmul(mx, B.call(sqrt, [B.fadd(B.fsub(csum, one), f1)]))
-        r = B.select(B.icmp_signed(">=", max_e, i32(-1023)), scaled, tiny)
-        r = B.select(B.fcmp_ordered("==", mx, zero), mx, r)
-        r = B.select(found_nan, f64(float("nan")), r)
-        r = B.select(self.isinf(mx), mx, r)
-        return [[r]]
+@lowers("aten::fmod")
+def lower_math_fmod(ctx, node):
+    """math.fmod: fmod(x, +-inf) is x for finite x; a NaN from non-NaN arguments is a domain error."""
+    B = ctx.b
+    x, y = [ctx.to_f64(ctx.scalar(v), v.type) for v in node.inputs]
+    r = ctx.fmod(x, y)
+    ctx.raise_if(B.and_(ctx.isnan(r), B.not_(B.or_(ctx.isnan(x), ctx.isnan(y)))), ValueError,
+                  "math domain error")
+    return [[B.select(B.and_(ctx.isinf(y), ctx.isfinite(x)), x, r)]]
+
+
+@lowers("aten::hypot")
+def lower_hypot(ctx, node):
+    """math.hypot(x, y): CPython 3.11's vector_norm for two coordinates (not libm's hypot, which rounds
+    differently): power-of-two scaling, Veltkamp-Dekker squaring, Neumaier summation, one correction step
+    of the square root; tiny (subnormal) maxima divide by the maximum instead. Operation order verbatim."""
+    B = ctx.b
+    a, b = [ctx.fabs(ctx.to_f64(ctx.scalar(v), v.type)) for v in node.inputs]
+    zero, one, t27 = f64(0.0), f64(1.0), f64(134217729.0)
+    found_nan = B.or_(ctx.isnan(a), ctx.isnan(b))
+    mx = B.select(B.fcmp_ordered(">", a, zero), a, zero)
+    mx = B.select(B.fcmp_ordered(">", b, mx), b, mx)
+    e_ptr = ctx.alloca(I32)
+    B.call(ctx.mod.libm("frexp", fnty=ir.FunctionType(F64, [F64, I32.as_pointer()])), [mx, e_ptr])
+    max_e = B.load(e_ptr)
+    scale = B.call(ctx.mod.libm("ldexp", fnty=ir.FunctionType(F64, [F64, I32])), [one, B.neg(max_e)])
+
+    def split(x):
+        t = B.fmul(x, t27)
+        hi = B.fsub(t, B.fsub(t, x))
+        return hi, B.fsub(x, hi)
+
+    def neumaier(csum, frac, x):
+        new = B.fadd(csum, x)
+        return new, B.fadd(frac, B.fadd(B.fsub(csum, new), x))
+
+    csum, f1, f2, f3 = one, zero, zero, zero
+    for v in (a, b):
+        hi, lo = split(B.fmul(v, scale))
+        csum, f1 = neumaier(csum, f1, B.fmul(hi, hi))
+        csum, f2 = neumaier(csum, f2, B.fmul(B.fmul(f64(2.0), hi), lo))
+        f3 = B.fadd(f3, B.fmul(lo, lo))
+    sqrt = ctx.mod.intrinsic("sqrt")
+    h = B.call(sqrt, [B.fadd(B.fsub(csum, one), B.fadd(B.fadd(f1, f2), f3))])
+    hi, lo = split(h)
+    csum, f1 = neumaier(csum, f1, B.fmul(B.fneg(hi), hi))
+    csum, f2 = neumaier(csum, f2, B.fmul(B.fmul(f64(-2.0), hi), lo))
+    csum, f3 = neumaier(csum, f3, B.fmul(B.fneg(lo), lo))
+    x = B.fadd(B.fsub(csum, one), B.fadd(B.fadd(f1, f2), f3))
+    scaled = B.fdiv(B.fadd(h, B.fdiv(x, B.fmul(f64(2.0), h))), scale)
+    # max_e < -1023: divide by the maximum
+    csum, f1 = one, zero
+    for v in (a, b):
+        q = B.fdiv(v, mx)
+        csum, f1 = neumaier(csum, f1, B.fmul(q, q))
+    tiny = B.fmul(mx, B.call(sqrt, [B.fadd(B.fsub(csum, one), f1)]))
+    r = B.select(B.icmp_signed(">=", max_e, i32(-1023)), scaled, tiny)
+    r = B.select(B.fcmp_ordered("==", mx, zero), mx, r)
+    r = B.select(found_nan, f64(float("nan")), r)
+    r = B.select(ctx.isinf(mx), mx, r)
+    return [[r]]

@@ -16,15 +16,15 @@ from llvmlite import ir
 
 from ...ir.core import is_constant
 from ...ir.types import FLOAT, INT, TensorType
+from ...ops.mathfns import C_MATH
 from .common import F64, i64
-from .array_math import FAST_POWERS, INTRINSIC as SCALAR_INTRINSIC, constant_number
+from .elements import FAST_POWERS, INTRINSIC as SCALAR_INTRINSIC, constant_number
 from .arrays import F32
 from .engine import engine
-from .symbols import LIBM_UNARY
 
 ARITH = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 INTRINSIC = SCALAR_INTRINSIC | {"abs"}
-LIBMVEC = set(LIBM_UNARY)
+LIBMVEC = {c.name for c in C_MATH.values() if c.nargs == 1 and c.vector}
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 OTHER = {"neg", "maximum", "minimum", "where", "pow"}
 ELEMENT = {"float64": F64, "float32": F32}

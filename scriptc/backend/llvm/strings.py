@@ -32,7 +32,8 @@ from llvmlite import ir
 from ...ir.types import BOOL
 from .callbacks import (CALLBACK_SYMBOL, PY_SYMBOLS, PendingException, Plan, keep_str, plan_id,  # noqa: F401
                         str_symbol, take_str, _CONSTANTS, _PLANS)
-from .common import I8, I8P, I32, I64, handles, i32, i64, leaves, mem_type, process_global
+from .common import I8, I8P, I32, I64, i32, i64, leaves, mem_type, process_global
+from .rules import lowers
 from .text_builder import TextBuilder
 
 VOID = ir.VoidType()
@@ -108,14 +109,19 @@ class StringOps:
             return b.load(b.gep(rec, [i32(0), i32(len(types))], inbounds=True))
         return None
 
-    @handles("prim::Print")
-    def lower_print(self, node):
-        pid = plan_id("print", [v.type for v in node.inputs], sep=node.attrs.get("sep", " "),
-                      end=node.attrs.get("end", "\n"))
-        self.call_back(pid, node.inputs)
-        return []
 
-    @handles("aten::format")
-    def lower_format(self, node):
-        pid = plan_id("format", [v.type for v in node.inputs], fmt=node.attrs["fmt"])
-        return [[self.call_back(pid, node.inputs, out=True)]]
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+@lowers("prim::Print")
+def lower_print(ctx, node):
+    pid = plan_id("print", [v.type for v in node.inputs], sep=node.attrs.get("sep", " "),
+                  end=node.attrs.get("end", "\n"))
+    ctx.call_back(pid, node.inputs)
+    return []
+
+
+@lowers("aten::format")
+def lower_format(ctx, node):
+    pid = plan_id("format", [v.type for v in node.inputs], fmt=node.attrs["fmt"])
+    return [[ctx.call_back(pid, node.inputs, out=True)]]

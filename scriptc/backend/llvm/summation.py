@@ -327,7 +327,7 @@ class Summation:
         """A callee for the function ``build(lowering, fn)`` emits, compiled (strict FP, O3) once per process
         and key: the code every reduction site shares is not optimized again for each compiled function."""
         name = "scriptc.shared." + "_".join(str(k) for k in key).replace(" ", "")
-        if self.mod.standalone:     # a library for another process: the function goes into this module
+        if self.mod.target.standalone:     # a library for another process: the function goes into this module
             fn = self.mod.module.globals.get(name)
             if fn is None:
                 fn = build_function(self.mod, name, fnty, build)

@@ -109,16 +109,6 @@ bind("scriptc.list.frees", ctypes.addressof(LIST_FREES))
 # -- libm and libmvec: under private names, so that LLVM neither folds nor rewrites them (engine.py) ---------
 
 LIBM_PREFIX = "scriptc.libm."
-# glibc's libmvec SIMD variants, called by vectorized array loops (simd.py): the double ones (``_ZGVeN8v_exp``)
-# 8 (AVX-512), 4 (AVX2) or 2 (SSE) lanes at once for float64 arrays, the float ones (``_ZGVeN16v_expf``; glibc
-# has one of each function here) 16, 8 or 4 for float32 arrays; within 4 ulp of the correctly rounded value, as
-# NumPy's own SIMD loops are (engine.vector_math: those the CPU runs). Scalar math keeps plain libm,
-# bit-identical to CPython's math module.
-VECTOR_MATH = {"exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "expm1": 1, "log2": 1, "log10": 1, "log1p": 1,
-               "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "tanh": 1, "pow": 2, "atan2": 2,
-               "hypot": 2}
-LIBM_UNARY = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "expm1", "log",
-              "log2", "log10", "log1p")
 _LIBM = []
 
 

@@ -7,7 +7,8 @@ from llvmlite import ir
 
 from ...ir.types import NONE, TensorType
 from .arrays import Arr, index_checked
-from .common import I1, I32, I64, handles_array, i32, i64
+from .common import I1, I32, I64, i32, i64
+from .rules import lowers_array
 from .folding import FoldingBuilder
 
 
@@ -37,39 +38,6 @@ class ViewOps:
         j.add_incoming(wrapped, wrapped_block)
         return j
 
-    @handles_array("aten::numpy_T")
-    def lower_transpose(self, node):
-        a = self.arr(node.inputs[0])
-        return [self.view(a, node.output.type, a.data, a.shape[::-1], a.strides[::-1])]
-
-    @handles_array("aten::permute")
-    def lower_permute(self, node):
-        a = self.arr(node.inputs[0])
-        dims = node.attrs["dims"]
-        return [self.view(a, node.output.type, a.data, [a.shape[d] for d in dims], [a.strides[d] for d in dims])]
-
-    @handles_array("aten::select")
-    def lower_select(self, node):
-        a, (_, index) = self.arr(node.inputs[0]), node.inputs
-        dim = node.attrs["dim"]
-        j = self.normalize_index(self.scalar(index), a.shape[dim], node.attrs.get("axis", dim), index_checked(node, 0))
-        data = self.b.gep(a.data, [self.b.mul(j, a.strides[dim])])
-        shape = a.shape[:dim] + a.shape[dim + 1:]
-        strides = a.strides[:dim] + a.strides[dim + 1:]
-        return [self.view(a, node.output.type, data, shape, strides)]
-
-    @handles_array("aten::slice")
-    def lower_slice(self, node):
-        a = self.arr(node.inputs[0])
-        dim = node.attrs["dim"]
-        start, stop, step = [None if v.type == NONE else self.scalar(v) for v in node.inputs[1:]]
-        first, length, step = self.slice_indices(start, stop, step, a.shape[dim])
-        b = self.b
-        data = b.gep(a.data, [b.mul(first, a.strides[dim])])
-        shape = list(a.shape)
-        strides = list(a.strides)
-        shape[dim], strides[dim] = length, b.mul(a.strides[dim], step)
-        return [self.view(a, node.output.type, data, shape, strides)]
 
     def slice_indices(self, start, stop, step, n):
         """PySlice_Unpack + PySlice_AdjustIndices: (first index, length, step)."""
@@ -99,39 +67,6 @@ class ViewOps:
                               i64(1)), i64(0))
         return first, b.select(neg, down, up), step
 
-    @handles_array("aten::reshape")
-    def lower_reshape(self, node):
-        """NumPy's reshape: a view where strides can express the new shape, else a C-contiguous copy (which of
-        the two, and the view's strides, one call decides: ``view_strides``)."""
-        b = self.b
-        a = self.arr(node.inputs[0])
-        given = [self.scalar(v) for v in node.inputs[1:]]
-        same = ir.Constant(I1, len(given) == a.t.rank)     # NumPy's first check: the same shape is a plain view
-        if len(given) == a.t.rank:
-            for d, n in zip(given, a.shape):
-                same = b.and_(same, b.icmp_signed("==", d, n))
-        dims = self.reshape_dims(a, given)
-        strides = self.alloca(ir.ArrayType(I64, len(dims)))
-        with b.if_else(self.view_strides(a, dims, strides, same)) as (then, otherwise):
-            with then:
-                viewed = self.view(a, node.output.type, a.data, dims,
-                                   [b.load(b.gep(strides, [i64(0), i64(k)])) for k in range(len(dims))])
-                from_view = b.block
-            with otherwise:
-                copy = self.alloc(TensorType(a.t.dtype, a.t.rank), a.shape)
-                self.copy_into(copy, a)
-                copied = [copy.mi, copy.data, *dims, *self.c_strides(dims, a.itemsize)]
-                from_copy = b.block
-        out = []
-        for x, y in zip(viewed, copied):
-            if x is y:
-                out.append(x)
-            else:
-                phi = b.phi(x.type)
-                phi.add_incoming(x, from_view)
-                phi.add_incoming(y, from_copy)
-                out.append(phi)
-        return [out]
 
     def reshape_dims(self, a: Arr, dims: list) -> list:
         """NumPy's ``_fix_unknown_dimension``: a negative dimension (any) is the unknown one, at most one, the
@@ -329,3 +264,79 @@ def _reshape_message(n: int, unknown: int) -> str:
     """NumPy's message for a reshape to ``n`` dimensions, the unknown one at ``unknown`` (-1: none)."""
     texts = ["newaxis" if j == unknown else f"{{{j + 1}}}" for j in range(n)][1 if unknown == 0 else 0:]
     return f"cannot reshape array of size {{0}} into shape ({','.join(texts)}{',' if n == 1 else ''})"
+
+
+# -- lowering rules ----------------------------------------------------------------------------------------------------
+
+
+@lowers_array("aten::numpy_T")
+def lower_transpose(ctx, node):
+    a = ctx.arr(node.inputs[0])
+    return [ctx.view(a, node.output.type, a.data, a.shape[::-1], a.strides[::-1])]
+
+
+@lowers_array("aten::permute")
+def lower_permute(ctx, node):
+    a = ctx.arr(node.inputs[0])
+    dims = node.attrs["dims"]
+    return [ctx.view(a, node.output.type, a.data, [a.shape[d] for d in dims], [a.strides[d] for d in dims])]
+
+
+@lowers_array("aten::select")
+def lower_select(ctx, node):
+    a, (_, index) = ctx.arr(node.inputs[0]), node.inputs
+    dim = node.attrs["dim"]
+    j = ctx.normalize_index(ctx.scalar(index), a.shape[dim], node.attrs.get("axis", dim), index_checked(node, 0))
+    data = ctx.b.gep(a.data, [ctx.b.mul(j, a.strides[dim])])
+    shape = a.shape[:dim] + a.shape[dim + 1:]
+    strides = a.strides[:dim] + a.strides[dim + 1:]
+    return [ctx.view(a, node.output.type, data, shape, strides)]
+
+
+@lowers_array("aten::slice")
+def lower_slice(ctx, node):
+    a = ctx.arr(node.inputs[0])
+    dim = node.attrs["dim"]
+    start, stop, step = [None if v.type == NONE else ctx.scalar(v) for v in node.inputs[1:]]
+    first, length, step = ctx.slice_indices(start, stop, step, a.shape[dim])
+    b = ctx.b
+    data = b.gep(a.data, [b.mul(first, a.strides[dim])])
+    shape = list(a.shape)
+    strides = list(a.strides)
+    shape[dim], strides[dim] = length, b.mul(a.strides[dim], step)
+    return [ctx.view(a, node.output.type, data, shape, strides)]
+
+
+@lowers_array("aten::reshape")
+def lower_reshape(ctx, node):
+    """NumPy's reshape: a view where strides can express the new shape, else a C-contiguous copy (which of
+    the two, and the view's strides, one call decides: ``view_strides``)."""
+    b = ctx.b
+    a = ctx.arr(node.inputs[0])
+    given = [ctx.scalar(v) for v in node.inputs[1:]]
+    same = ir.Constant(I1, len(given) == a.t.rank)     # NumPy's first check: the same shape is a plain view
+    if len(given) == a.t.rank:
+        for d, n in zip(given, a.shape):
+            same = b.and_(same, b.icmp_signed("==", d, n))
+    dims = ctx.reshape_dims(a, given)
+    strides = ctx.alloca(ir.ArrayType(I64, len(dims)))
+    with b.if_else(ctx.view_strides(a, dims, strides, same)) as (then, otherwise):
+        with then:
+            viewed = ctx.view(a, node.output.type, a.data, dims,
+                               [b.load(b.gep(strides, [i64(0), i64(k)])) for k in range(len(dims))])
+            from_view = b.block
+        with otherwise:
+            copy = ctx.alloc(TensorType(a.t.dtype, a.t.rank), a.shape)
+            ctx.copy_into(copy, a)
+            copied = [copy.mi, copy.data, *dims, *ctx.c_strides(dims, a.itemsize)]
+            from_copy = b.block
+    out = []
+    for x, y in zip(viewed, copied):
+        if x is y:
+            out.append(x)
+        else:
+            phi = b.phi(x.type)
+            phi.add_incoming(x, from_view)
+            phi.add_incoming(y, from_copy)
+            out.append(phi)
+    return [out]

@@ -19,7 +19,8 @@ from __future__ import annotations
 from ..llvm.arrays import ELEM, kind_of
 from ..llvm.array_math import reduction_dtype
 from ..llvm.common import I8P, I64, i64
-from .codegen import ELEM_BYTES, PARAM_CTYPE
+from ..llvm.lower import FunctionLowering
+from .params import ELEM_BYTES, PARAM_CTYPE
 from .intrinsics import grid_stride_loop, special
 
 
@@ -34,7 +35,7 @@ def add_axis_reduction(km, kernel):
     kernel.arrays = [0]
     kernel.axis = axis
     fn = km._kernel_function(kernel.name, params)
-    low = km._lowering(fn, kernel.node)
+    low = FunctionLowering.into(km.mod, fn, kernel.node, nogil=True)
     b = low.b
     out, n = fn.args[0], fn.args[1]
     out.add_attribute("noalias")

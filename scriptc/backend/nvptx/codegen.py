@@ -30,36 +30,30 @@ loop and the kernel annotation; math calls go to NVIDIA's libdevice (``__nv_exp`
 """
 from __future__ import annotations
 
-import ctypes
 import itertools
-import re
 import threading
 from dataclasses import dataclass, field
 
 from llvmlite import ir
 
 from ...ir.core import Graph, Node
-from ...ir.types import BOOL, FLOAT, INT, TensorType, decayed
+from ...ir.types import BOOL, TensorType, decayed
 from ..llvm.arrays import ELEM, kind_of, scalar_kind
-from ..llvm.common import F64, I8, I8P, I32, I64, i64
-from ..llvm.symbols import LIBM_PREFIX
+from ..llvm.common import I8P, I32, I64, i64
 from ..llvm.errors import PAYLOAD_SLOTS
 from ..llvm.lower import FunctionLowering, ModuleLowering
 from .block_reduce import BlockReduction, shared_slots
 from .groups import (REDUCE, STORE, GpuUnsupported, axis_reduction, grid_rank, grid_results,
                      matrix_product)
 from .intrinsics import grid_stride_loop, i32, special
-from .ptx import DATA_LAYOUT, TRIPLE
-from ..llvm.folding import FoldingBuilder
+from .axis_reduce import add_axis_reduction
+from .matmul import add_matrix_product
+from .params import ELEM_BYTES, PARAM_CTYPE, SCALAR_PARAM
+from .ptx import NVPTX
 from ..llvm.text_builder import TextBuilder
 
-SCALAR_PARAM = {INT: I64, FLOAT: F64, BOOL: I8}
-PARAM_CTYPE = {"i8*": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32, "double": ctypes.c_double,
-               "i8": ctypes.c_int8}
 STRIDED, CONTIGUOUS, VECTORS = 0, 1, 2      # the kernel's loops (its ``mode`` parameter)
 LANES = 4
-ELEM_BYTES = {"float64": 8, "float32": 4, "float16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1,
-              "uint32": 4, "bool": 1}
 _COUNTER = itertools.count()
 _COUNTER_LOCK = threading.Lock()
 
@@ -99,13 +93,7 @@ class KernelModule:
     def __init__(self, name: str):
         with _COUNTER_LOCK:
             self.prefix = f"scriptc_gpu{next(_COUNTER)}_{name}"
-        self.mod = ModuleLowering(self.prefix, standalone=True)
-        self.mod.stack_budget = None    # (its payload has no stack floor slot; a thread's stack is the device's)
-        self.mod.module.triple = TRIPLE
-        self.mod.module.data_layout = DATA_LAYOUT
-        self.mod.single_precision_math = True
-        self.mod.outline = False        # a kernel is one function
-        self.mod.loop_hints = ()        # NVPTX's own unrolling choices, as measured on hardware
+        self.mod = ModuleLowering(self.prefix, target=NVPTX)
         self.kernels: list[Kernel] = []
         # errors: the first thread that fails stores its code (and its numbers) here; the host reads them after
         # the launch and raises what the CPU would (a kernel returns, it cannot unwind to the host)
@@ -140,11 +128,8 @@ class KernelModule:
     def add(self, node: Node) -> Kernel:
         name = f"{self.prefix}_fusion{len(self.kernels)}"
         if axis_reduction(node) is not None:
-            from .axis_reduce import add_axis_reduction  # (cycle: axis_reduce imports this module)
             kernel = add_axis_reduction(self, Kernel(name, node, axis_reduction=axis_reduction(node)))
         elif matrix_product(node) is not None:
-            # (cycle: matmul imports the package, which imports program, this module)
-            from .matmul import add_matrix_product
             kernel = add_matrix_product(self, Kernel(name, node, product=matrix_product(node)))
         else:
             kernel = self._add_grid_group(Kernel(name, node, results=grid_results(node) or [],
@@ -183,19 +168,9 @@ class KernelModule:
         self.mod.module.add_named_metadata("nvvm.annotations", [fn, "kernel", ir.Constant(I32, 1)])
         return fn
 
-    def _lowering(self, fn: ir.Function, node: Node) -> FunctionLowering:
-        """The CPU lowering's per-element machinery, writing into ``fn``."""
-        low = FunctionLowering.__new__(FunctionLowering)
-        low.mod, low.function, low.node, low.env = self.mod, fn, node, {}
-        low.nogil = True
-        low.init_unwind()
-        low.entry_block = fn.append_basic_block("entry")
-        low.b = FoldingBuilder(low.entry_block)
-        return low
-
     def _body(self, fn: ir.Function, kernel: Kernel, sub: Graph, rank: int) -> bool:
         """The kernel's code; True when it can raise (the host then reads the error flag after the launch)."""
-        low = self._lowering(fn, kernel.node)
+        low = FunctionLowering.into(self.mod, fn, kernel.node, nogil=True)
         b = low.b
         args = list(fn.args)
         node, into = kernel.node, kernel.into
@@ -353,7 +328,7 @@ class KernelModule:
         """The second pass of a group's reductions, one block: ``finish(out, partials, count, n)`` combines, for
         each reduction r, the ``count`` per-block results ``partials[block * R + r]`` in a fixed order and stores
         its scalar (a mean divided by n) in the 64-bit slot ``out[r]``."""
-        low = self._lowering(fn, kernel.node)
+        low = FunctionLowering.into(self.mod, fn, kernel.node, nogil=True)
         b = low.b
         out, partials, count, n = fn.args
         reductions = kernel.reductions
@@ -374,9 +349,8 @@ class KernelModule:
         b.ret_void()
 
     def llvm_ir(self) -> str:
-        """The kernels' LLVM IR, math calls renamed to libdevice's functions."""
-        text = str(self.mod.module)
-        return re.sub(r'@"' + re.escape(LIBM_PREFIX) + r'(\w+)"', r"@__nv_\1", text)
+        """The kernels' LLVM IR (math calls go to libdevice's functions, linked in by ptx.py)."""
+        return str(self.mod.module)
 
 
 def _align(dtype: str) -> int:

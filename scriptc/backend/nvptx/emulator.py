@@ -30,10 +30,11 @@ import threading
 import llvmlite.binding as llvm
 
 from ..llvm.engine import engine
-from ..llvm.symbols import LIBM_PREFIX
+from ..llvm.symbols import function_address, libm, provider
 from ..llvm.errors import PAYLOAD_SLOTS
 from .codegen import KernelModule
 from .intrinsics import BARRIER_ASM
+from .ptx import LIBDEVICE_PREFIX
 
 REGISTERS = ("tid.x", "ntid.x", "ctaid.x", "nctaid.x")
 _LIBC = ctypes.CDLL(None)
@@ -196,4 +197,12 @@ class EmulatedModule:
         return code, list(self.payload)
 
 
-__all__ = ["EmulatedModule", "LIBM_PREFIX", "host_ir"]
+@provider(LIBDEVICE_PREFIX)
+def _libdevice_on_the_host(name: str) -> int | None:
+    """libdevice's ``__nv_f`` in an emulated kernel: libm's ``f`` (libdevice's results are within its own ulp
+    bounds of libm's, the emulator runs the host's)."""
+    fn = getattr(libm(), name[len(LIBDEVICE_PREFIX):], None)
+    return function_address(fn) if fn is not None else None
+
+
+__all__ = ["EmulatedModule", "host_ir"]

@@ -32,7 +32,8 @@ from llvmlite import ir
 from ...ir.types import BOOL, FLOAT, NumpyScalarType, TensorType, result_dtype
 from ..llvm.arrays import ELEM, kind_of
 from ..llvm.common import F64, I8P, I64, i64
-from .codegen import PARAM_CTYPE
+from ..llvm.lower import FunctionLowering
+from .params import PARAM_CTYPE
 from .groups import GpuUnsupported
 from .device import DeviceArray, launch_config
 from .intrinsics import barrier, grid_stride_loop, i32, special
@@ -77,7 +78,7 @@ def add_matrix_product(km, kernel):
     kernel.params = [PARAM_CTYPE[str(t)] for t in params]
     kernel.arrays = [sub.inputs.index(v) for v in product.inputs]    # a @ a: the same operand twice
     fn = km._kernel_function(kernel.name, params)
-    low = km._lowering(fn, node)
+    low = FunctionLowering.into(km.mod, fn, node, nogil=True)
     b = low.b
     out, a_data, b_data = fn.args[:3]
     size = dict(zip(CORE, fn.args[3:3 + len(CORE)]))

@@ -32,7 +32,8 @@ from ..llvm.common import I8P, I64, i64
 from ..llvm.lower import FunctionLowering
 from ..llvm.parallel import IDENTITY, captured_values, kernel_graph, parallel_plan
 from .block_reduce import LoopReduction
-from .codegen import PARAM_CTYPE, SCALAR_PARAM, GpuUnsupported
+from .groups import GpuUnsupported
+from .params import PARAM_CTYPE, SCALAR_PARAM
 from .intrinsics import grid_stride_loop, i32, special
 
 
@@ -149,7 +150,7 @@ def add_parallel_loop(km, node: Node) -> ParallelKernel:
 
 
 def _entry(km, fn: ir.Function, kernel: ParallelKernel, body: FunctionLowering) -> None:
-    low = km._lowering(fn, kernel.node)
+    low = FunctionLowering.into(km.mod, fn, kernel.node, nogil=True)
     b = low.b
     args = list(fn.args)
     trips, at, caps = args[0], 1, []
@@ -195,7 +196,7 @@ def _entry(km, fn: ir.Function, kernel: ParallelKernel, body: FunctionLowering) 
 
 def _finish(km, fn: ir.Function, kernel: ParallelKernel) -> None:
     """``finish(out, partials, blocks)``: each reduction's per-block results combined; out[k] (64 bits)."""
-    low = km._lowering(fn, kernel.node)
+    low = FunctionLowering.into(km.mod, fn, kernel.node, nogil=True)
     b = low.b
     out, partials, count = fn.args
     params = kernel.node.blocks[0].params[1:]

@@ -5,10 +5,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..llvm.target import Target
 from .groups import GpuUnsupported
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+LIBDEVICE_PREFIX = "__nv_"
+# What kernel code differs in from the CPU's: libdevice's math, no C stack budget (a thread's stack is the
+# device's), no thread pool, float32 math in single precision (double math costs many times more there), a
+# kernel is one function (no outlining), and NVPTX's own unrolling choices, as measured on hardware.
+NVPTX = Target("nvptx", math_prefix=LIBDEVICE_PREFIX, triple=TRIPLE, data_layout=DATA_LAYOUT, standalone=True,
+               stack_checks=False, parallel=False, single_precision_math=True, outline=False, loop_hints=())
 DEFAULT_ARCH = "sm_80"
 PTX_VERSION = "+ptx78"
 
@@ -50,7 +57,7 @@ def compile_ptx(llvm_text: str, arch: str = DEFAULT_ARCH) -> str:
     llvm.initialize_all_asmprinters()
     mod = llvm.parse_assembly(llvm_text)
     mod.verify()
-    if "@__nv_" in llvm_text:
+    if f'@"{LIBDEVICE_PREFIX}' in llvm_text or f"@{LIBDEVICE_PREFIX}" in llvm_text:
         path = libdevice_path()
         if path is None:
             raise GpuUnsupported("math functions on the GPU need NVIDIA's libdevice: pip install nvidia-nvvm "
