@@ -13,7 +13,8 @@ import types
 
 import numpy as np
 
-from .arguments import (_SCALAR_OF, UNANNOTATED, _accept, _check_argument, _kind, _widenings, bind_by_name)
+from .arguments import _SCALAR_OF, UNANNOTATED, _accept, _check_argument, _kind, _widenings
+from .calling import bind_by_name
 from .compiled import COMPILING, CompiledFunction
 from .errors import CompileError, user_facing
 from .frontend import FunctionEmitter, Resolver, get_source, validate

@@ -20,6 +20,7 @@ from ..ir.arrayconst import frozen
 from ..ir.core import constant_value, is_constant
 from ..ir.registry import NeedsSpecialization
 from ..ir.types import BOOL, DTYPE_NAMES, INT, TensorType
+from .values import Static
 
 
 def _known(v, what) -> TensorType:
@@ -63,7 +64,6 @@ class ArrayFrontend:
         if isinstance(part, ast.Constant):
             return part.value is None
         if isinstance(part, ast.Attribute) or isinstance(part, ast.Name) and part.id not in self.locals:
-            from .emitter import Static  # (cycle: emitter imports calls, which imports this module)
             r = self.visit(part)
             return isinstance(r, Static) and r.obj is None
         return False
@@ -102,7 +102,6 @@ class ArrayFrontend:
 
     # -- x.dtype ----------------------------------------------------------------------------------------------
     def dtype_attribute(self, base, node):
-        from .emitter import Static  # (cycle: emitter imports calls, which imports this module)
         if base.type.dtype is None:
             raise NeedsSpecialization("x.dtype")
         return Static(np.dtype(base.type.dtype))
@@ -134,7 +133,6 @@ class ArrayFrontend:
                                                  and n.value.attr == "dtype")
 
     def static_operand(self, n):
-        from .emitter import Static  # (cycle: emitter imports calls, which imports this module)
         if isinstance(n, ast.Constant):
             return n.value
         if isinstance(n, ast.Call) and not n.keywords and len(n.args) == 1:

@@ -25,6 +25,7 @@ from ..ir.core import Value, constant_value, is_constant
 from ..ir.registry import NeedsSpecialization, lookup
 from ..ir.types import (BOOL, FLOAT, INT, NARROW_SCALARS, NONE, ListType, NumpyScalarType, TensorType, TupleType,
                         exact_numpy_join, scalar_type)
+from .values import RET, describe
 
 ITERATORS = (builtins.enumerate, builtins.zip, builtins.reversed)
 REDUCTIONS = (builtins.sum, builtins.any, builtins.all)
@@ -351,7 +352,6 @@ class BuiltinCallsMixin:
 
     # -- statements ---------------------------------------------------------------------------------------
     def visit_Raise(self, node):
-        from .emitter import RET  # (cycle: emitter.py imports this module)
         if node.cause is not None:
             raise self.fn.error("'raise ... from ...' is not supported", node, "raise the exception alone")
         if node.exc is None:
@@ -388,5 +388,4 @@ class BuiltinCallsMixin:
 
     @staticmethod
     def describe(t):
-        from .emitter import describe  # (cycle: emitter.py imports this module)
         return describe(t)

@@ -26,6 +26,7 @@ from .library_calls import LibraryCallsMixin
 from .named_tuples import NamedTupleMixin
 from .scopes import literal_int
 from .lists import LIST_CALLS
+from .values import Static, describe
 
 CREATORS = {np.zeros: "aten::zeros", np.ones: "aten::ones", np.empty: "aten::empty"}
 LIKE = {np.zeros_like: "aten::zeros_like", np.ones_like: "aten::ones_like", np.empty_like: "aten::empty_like"}
@@ -58,7 +59,6 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return tuple(self.const_eval(e) for e in node.elts)
         if isinstance(node, (ast.Name, ast.Attribute)):
             r = self.visit(node)
-            from .emitter import Static  # (cycle: emitter.py imports this module)
             if isinstance(r, Static):
                 return r.obj
         raise self.fn.error(f"'{ast.unparse(node)}' must be a constant here", node)
@@ -97,7 +97,6 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
 
     # -- calls ----------------------------------------------------------------------------------------
     def visit_Call(self, node):
-        from .emitter import Static  # (cycle: emitter.py imports this module)
         if isinstance(node.func, ast.Attribute) and node.func.attr == "format" and \
                 isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str):
             return self.str_format(node)
@@ -443,7 +442,6 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
     def apply_transform(self, transform, node):
         """``scriptc.grad(f, ...)`` met in scripted code: made at compile time (its arguments are constants), a
         function the enclosing call then calls like any scripted function."""
-        from .emitter import Static  # (cycle: emitter.py imports this module)
         args = [self.const_eval(a) for a in node.args]
         kwargs = {k.arg: self.const_eval(k.value) for k in node.keywords}
         try:
@@ -622,7 +620,6 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
 
 
 def describe_type(t) -> str:
-    from .emitter import describe  # (cycle: emitter.py imports this module)
     return describe(t)
 
 

@@ -27,11 +27,9 @@ from .parallel import ParallelMixin
 from .scopes import TOO_BIG, carried_names, contains, literal_int, load_counts, stores
 from .tuple_loops import TupleLoopsMixin
 from .source import FunctionSource
+from .values import BRK, CONT, FLAGS, MISSING, RET, RETV, Static, describe  # noqa: F401  (re-exported)
 
-RET, RETV, BRK, CONT = "$ret", "$retv", "$brk", "$cont"
 BIG_INT_HINT = "scriptc ints are 64-bit and wrap on overflow; write a float (1e20) for a larger magnitude"
-FLAGS = (RET, BRK, CONT)
-MISSING = object()
 CONFLICT_HINT = "give a variable the same type on every path"
 
 
@@ -75,14 +73,6 @@ UNSUPPORTED = {
 }
 if hasattr(ast, "TryStar"):
     UNSUPPORTED[ast.TryStar] = UNSUPPORTED[ast.Try]
-
-
-class Static:
-    """A compile-time Python object met in an expression: a module, a function, a dtype, a constant."""
-
-    def __init__(self, obj, path: str | None = None):
-        self.obj = obj
-        self.path = path    # the global name or dotted path it was read as (np.exp), if it was
 
 
 class Env:
@@ -910,18 +900,6 @@ def join_bindings(values: list) -> Type | None:
                                                        exact_numpy_join(constant_value(v), n)):
             return t
     return n
-
-
-def describe(t: Type) -> str:
-    if isinstance(t, TensorType):
-        return f"an array ({t})"
-    if t == STR:
-        return "a str"
-    if isinstance(t, ListType):
-        return f"a list ({t})"
-    if isinstance(t, NumpyScalarType):
-        return f"a NumPy {t.dtype} scalar"
-    return {INT: "an int", FLOAT: "a float", BOOL: "a bool", NONE: "None"}.get(t, str(t))
 
 
 def _partly_known_arrays(a, b) -> bool:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ir.records import field, record
 from ..ir.types import TensorType
+from .values import describe
 
 
 NEGATIVE_DIMENSIONS = "negative dimensions are not allowed"     # NumPy's message
@@ -91,7 +92,6 @@ class LibraryCallsMixin:
             evaluated["key"] = self.expr(bound["key"])
             t = evaluated["key"].type
             if not (isinstance(t, TensorType) and t.dtype in (None, "uint32") and t.rank in (None, 1)):
-                from .emitter import describe  # (cycle: emitter imports calls, which imports this module)
                 raise self.fn.error(f"{name}(): key must be {KEY}, got {describe(t)}", bound["key"])
         static = {p: self.dtype_of(bound[p]) if p in bound else np.dtype(spec.defaults[p]).name
                   for p in spec.static}

@@ -20,11 +20,13 @@ from collections import Counter
 
 import numpy as np
 
+from ..calling import unsupported_layout
 from ..ir.builder import Builder
 from ..ir.registry import NeedsSpecialization
 from ..ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, ListType, NumpyScalarType, TensorType, TupleType, Type,
                         decayed, scalar_dtype)
 from .scopes import load_counts
+from .values import describe
 
 LIST_CALLS = {builtins.sorted, np.array, np.concatenate, np.stack}   # sum(list): builtin_calls
 INT64_MAX = 2 ** 63 - 1
@@ -50,7 +52,6 @@ class ListsMixin:
 
     # -- element types ---------------------------------------------------------------------------------------
     def describe_list(self, t: Type) -> str:
-        from .emitter import describe  # (cycle: emitter.py imports this module)
         return describe(t)
 
     def list_elem(self, lt: ListType, v, at):
@@ -418,8 +419,6 @@ def list_argument(fname: str, pname: str, want: ListType, arg) -> tuple:
         if None in kinds or len(kinds) != 1:
             raise TypeError(f"{fname}() argument '{pname}' must be a list of arrays of one dtype and rank")
         dtype, rank = kinds.pop()
-        # (an upward import, to the API layer: tests/test_import_graph.py lists it among those to remove)
-        from ..arguments import unsupported_layout
         if dtype not in DTYPE_NAMES:
             raise TypeError(f"{fname}() argument '{pname}' has arrays of unsupported dtype {dtype}")
         layout = next((unsupported_layout(a) for a in arg if unsupported_layout(a) is not None), None)

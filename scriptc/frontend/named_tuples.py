@@ -14,6 +14,7 @@ import ast
 
 from ..ir.core import constant_value, is_constant
 from ..ir.types import BOOL, FLOAT, INT, NamedTupleType, TensorType, TupleType, Type, named_tuple_type
+from .values import MISSING, describe
 
 
 class NamedTupleMixin:
@@ -70,7 +71,6 @@ class NamedTupleMixin:
         if isinstance(want, TupleType) and isinstance(v.type, TupleType) and len(want.elems) == len(v.type.elems) \
                 and (not isinstance(want, NamedTupleType) or getattr(v.type, "qualname", None) == want.qualname):
             return v
-        from .emitter import describe  # (cycle: emitter imports calls, which imports this module)
         raise self.fn.error(f"field '{field}' must be {describe(want)}, got {describe(v.type)}", node)
 
     def named_tuple_method(self, base, name: str, node):
@@ -121,7 +121,6 @@ class NamedTupleMixin:
     def tuple_at(self, t, index_node, node):
         """``t[i]`` for an int known at run time: a chain of ``prim::If`` on ``i`` (negative from the end), and
         CPython's IndexError past either end. The elements must share one type (the result has one)."""
-        from .emitter import MISSING, describe  # (cycle: emitter imports calls, which imports this module)
         elems = t.type.elems
         if len(set(elems)) > 1:
             raise self.fn.error(f"the elements of {t.type} differ in type: it can only be indexed by an int "

@@ -11,6 +11,7 @@ import builtins
 
 from ..ir.core import Value
 from ..ir.types import TupleType
+from .values import BRK, CONT, RET
 
 
 class TupleLoopsMixin:
@@ -43,7 +44,6 @@ class TupleLoopsMixin:
         return [self.tuple_element(seq, k, at) for k in range(len(seq.type.elems))]
 
     def emit_unrolled(self, loop: ast.For, steps: list) -> None:
-        from .emitter import BRK, CONT, RET  # (cycle: emitter imports this module)
 
         def iteration(k: int) -> None:
             flags = [(name, self.env.vars[name]) for name in (BRK, RET)]
