@@ -31,9 +31,9 @@ test-slow: $(STAMP)
 	SCRIPTC_HYPOTHESIS=explore $(BIN)/python -m pytest -q -m slow
 
 # the GPU path: PTX assembly, the grid emulator, and (marked gpu, skipped without a device) driver-level tests
-# (tests/test_gpu_device.py); the long GPU fuzz is in test-slow
+# (tests/gpu/test_gpu_device.py); the long GPU fuzz is in test-slow
 test-gpu: $(STAMP)
-	$(BIN)/python -m pytest -q tests/test_gpu*.py
+	$(BIN)/python -m pytest -q tests/gpu
 
 clean:
 	rm -rf $(VENV) build *.egg-info

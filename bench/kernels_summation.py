@@ -1,7 +1,7 @@
 """Summation rows: ``np.sum`` of big float64/float32 arrays (memory bandwidth of NumPy's pairwise summation,
 which scriptc reproduces bit for bit) and a fused ``np.sum(np.exp(x) * y)`` (no temporary array).
 
-numba, torch and jax sum in other orders, so results are checked to a tolerance here; tests/test_summation.py
+numba, torch and jax sum in other orders, so results are checked to a tolerance here; tests/cpu/test_summation.py
 holds scriptc to NumPy's bits.
 """
 import numpy as np

@@ -3,7 +3,7 @@ and the parsed graph must verify (the printer/parser round trip on every graph t
 import os
 
 os.environ["SCRIPTC_VERIFY"] = "1"  # verify the graph after every pass
-# O3 before each first call, as before tiered compilation: each test runs one known tier. tests/test_tiers.py
+# O3 before each first call, as before tiered compilation: each test runs one known tier. tests/cpu/test_tiers.py
 # turns tiers on and runs the corpus in both, across fork, process pools and the on-disk cache
 # (SCRIPTC_TIERS=1 runs them with tiers; tests that read the cache's statistics right after a first call then
 # fail, as its entries are written when O3 lands.)

@@ -1,7 +1,7 @@
 """Differential test corpus for scriptc.
 
 Every corpus function is an ``@scriptc.script`` function registered here
-together with a factory for its inputs.  ``tests/test_corpus.py`` runs each
+together with a factory for its inputs.  ``tests/e2e/test_corpus.py`` runs each
 case twice -- once as plain CPython, once through scriptc -- and compares
 the printed text, the return value and the mutation of array arguments.
 
