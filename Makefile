@@ -14,10 +14,11 @@ $(STAMP): setup.cfg pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python samples/loops_and_prints.py
 
-# lint (pyproject.toml's [tool.ruff]), then one worker per core, a test file per worker (its module-level
-# functions compile once)
+# lint and format check (pyproject.toml's [tool.ruff]; `ruff format .` formats), then one worker per core, a
+# test file per worker (its module-level functions compile once)
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 # the seed articles' programs (scikit-learn, for the digits, is in the test extras)

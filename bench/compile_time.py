@@ -11,6 +11,7 @@ same rounds. Run:
 
     python bench/compile_time.py [--repeats 7] [--against /tmp/old-scriptc] [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,13 +24,17 @@ import tempfile
 import textwrap
 
 PROGRAMS = {
-    "seed loop": ("""
+    "seed loop": (
+        """
 def f(x, n):
     for _ in range(n):
         x = x + 1.0
     return x
-""", "np.random.rand(2, 3), 1000"),
-    "mandelbrot": ("""
+""",
+        "np.random.rand(2, 3), 1000",
+    ),
+    "mandelbrot": (
+        """
 def f(cr, ci, maxit):
     out = np.zeros(cr.shape[0], dtype=np.int64)
     for k in range(cr.shape[0]):
@@ -41,8 +46,11 @@ def f(cr, ci, maxit):
             n += 1
         out[k] = n
     return out
-""", "np.linspace(-2, 1, 64), np.linspace(-1, 1, 64), 50"),
-    "stencil with borders": ("""
+""",
+        "np.linspace(-2, 1, 64), np.linspace(-1, 1, 64), 50",
+    ),
+    "stencil with borders": (
+        """
 def f(a):
     out = np.empty_like(a)
     n, m = a.shape
@@ -54,8 +62,11 @@ def f(a):
     out[:, 0] = a[:, 0]
     out[:, m - 1] = a[:, m - 1]
     return out
-""", "np.random.rand(32, 32)"),
-    "row softmax": ("""
+""",
+        "np.random.rand(32, 32)",
+    ),
+    "row softmax": (
+        """
 def f(x):
     out = np.empty_like(x)
     for i in range(x.shape[0]):
@@ -69,14 +80,15 @@ def f(x):
         for j in range(x.shape[1]):
             out[i, j] = out[i, j] / s
     return out
-""", "np.random.rand(16, 10)"),
+""",
+        "np.random.rand(16, 10)",
+    ),
 }
 
 DECORATE = {
     "scriptc": ("import scriptc", "scriptc.script(cache={cache!r})"),
     "numba": ("import numba", "numba.njit"),
-    "jax": ("import jax\njax.config.update('jax_enable_x64', True)\nimport jax.numpy as jnp",
-            "jax.jit"),
+    "jax": ("import jax\njax.config.update('jax_enable_x64', True)\nimport jax.numpy as jnp", "jax.jit"),
     "torch": ("import torch\ntorch.set_num_threads(1)", "torch.jit.script"),
 }
 
@@ -87,12 +99,17 @@ DECORATE = {
 # asynchronously). program -> (kernel in bench/kernels.py, arguments)
 PEER_VERSIONS = {"jax": "jax_versions", "torch": "torch_versions"}
 PEER_PROGRAMS = {
-    "jax": {"seed loop": ("add_loop_small", "jnp.asarray(np.random.rand(2, 3)), 1000"),
-            "mandelbrot": ("mandelbrot", "jnp.asarray(np.linspace(-2, 1, 64)), "
-                                         "jnp.asarray(np.linspace(-1, 1, 64)), 50")},
-    "torch": {"seed loop": ("add_loop_small", "torch.from_numpy(np.random.rand(2, 3)), 1000"),
-              "mandelbrot": ("mandelbrot", "torch.from_numpy(np.linspace(-2, 1, 64)), "
-                                           "torch.from_numpy(np.linspace(-1, 1, 64)), 50")},
+    "jax": {
+        "seed loop": ("add_loop_small", "jnp.asarray(np.random.rand(2, 3)), 1000"),
+        "mandelbrot": ("mandelbrot", "jnp.asarray(np.linspace(-2, 1, 64)), jnp.asarray(np.linspace(-1, 1, 64)), 50"),
+    },
+    "torch": {
+        "seed loop": ("add_loop_small", "torch.from_numpy(np.random.rand(2, 3)), 1000"),
+        "mandelbrot": (
+            "mandelbrot",
+            "torch.from_numpy(np.linspace(-2, 1, 64)), torch.from_numpy(np.linspace(-1, 1, 64)), 50",
+        ),
+    },
 }
 PEER_SOURCE = """
 sys.path.insert(0, {bench!r})
@@ -114,7 +131,7 @@ r = g(*args)
 print(time.perf_counter() - t)
 """
 WAIT = {"jax": "jax.block_until_ready(r)"}
-SETTLE = "getattr(scriptc, 'wait_optimized', lambda: None)()"    # (a tree without tiers: its first call was O3)
+SETTLE = "getattr(scriptc, 'wait_optimized', lambda: None)()"  # (a tree without tiers: its first call was O3)
 
 IMPORT = "import time\nt = time.perf_counter()\nimport numpy, {module}\nprint(time.perf_counter() - t)"
 
@@ -124,11 +141,11 @@ WORK = tempfile.mkdtemp(prefix="scriptc-compile-time-")
 def fresh(code: str, env: dict) -> float:
     """Run ``code`` as a script in a new interpreter (scriptc reads the function's source from its file; the same
     code is always the same file, as a user's program is, so the on-disk cache can find it)."""
-    path = os.path.join(WORK, f"program_{abs(hash(code)) % 10 ** 12}.py")
+    path = os.path.join(WORK, f"program_{abs(hash(code)) % 10**12}.py")
     with open(path, "w") as f:
         f.write(code)
     env = dict(env)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)    # bytecode is written (and then read), as on a user's machine
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode is written (and then read), as on a user's machine
     out = subprocess.run([sys.executable, path], capture_output=True, text=True, env=env)
     if out.returncode:
         raise RuntimeError(out.stderr[-2000:])
@@ -150,13 +167,20 @@ def main() -> None:
     base = dict(os.environ)
     configs = {"scriptc": ("scriptc", base)}
     if args.against:
-        configs["before"] = ("scriptc", dict(base, PYTHONPATH=os.pathsep.join(
-            [os.path.abspath(args.against), base.get("PYTHONPATH", "")]).rstrip(os.pathsep)))
+        configs["before"] = (
+            "scriptc",
+            dict(
+                base,
+                PYTHONPATH=os.pathsep.join([os.path.abspath(args.against), base.get("PYTHONPATH", "")]).rstrip(
+                    os.pathsep
+                ),
+            ),
+        )
     for peer in ("numba", "jax", "torch"):
         if importable(peer, base):
             configs[peer] = (peer, dict(base, JAX_PLATFORMS="cpu") if peer == "jax" else base)
     cache_dirs = {name: tempfile.mkdtemp(prefix=f"scriptc-cache-{name}-") for name in configs}
-    measures = []      # (row label, column, code, env)
+    measures = []  # (row label, column, code, env)
     for name, (module, env) in configs.items():
         measures.append(("import (with NumPy)", name, IMPORT.format(module=module), env))
     for program, (source, call_args) in PROGRAMS.items():
@@ -168,24 +192,34 @@ def main() -> None:
                     if program not in PEER_PROGRAMS[module]:
                         continue
                     kernel, call_args = PEER_PROGRAMS[module][program]
-                    source = PEER_SOURCE.format(bench=os.path.dirname(os.path.abspath(__file__)),
-                                                versions=PEER_VERSIONS[module], kernel=kernel)
+                    source = PEER_SOURCE.format(
+                        bench=os.path.dirname(os.path.abspath(__file__)), versions=PEER_VERSIONS[module], kernel=kernel
+                    )
                 else:
                     source, call_args = PROGRAMS[program]
                 imports, decorate = DECORATE[module]
-                code = RUNNER.format(imports=imports, source=textwrap.dedent(source),
-                                     decorate=decorate.format(cache=cache), args=call_args,
-                                     wait=WAIT.get(module, ""))
+                code = RUNNER.format(
+                    imports=imports,
+                    source=textwrap.dedent(source),
+                    decorate=decorate.format(cache=cache),
+                    args=call_args,
+                    wait=WAIT.get(module, ""),
+                )
                 run_env = dict(env, SCRIPTC_CACHE_DIR=cache_dirs[name])
                 if cache:
-                    fresh(code, run_env)        # fills the cache
+                    fresh(code, run_env)  # fills the cache
                 measures.append((f"{program}: first call, {label}", name, code, run_env))
-                if module == "scriptc" and not cache:   # until the O3 code is in (tiered compilation)
-                    settled = RUNNER.format(imports=imports, source=textwrap.dedent(source),
-                                            decorate=decorate.format(cache=cache), args=call_args, wait=SETTLE)
+                if module == "scriptc" and not cache:  # until the O3 code is in (tiered compilation)
+                    settled = RUNNER.format(
+                        imports=imports,
+                        source=textwrap.dedent(source),
+                        decorate=decorate.format(cache=cache),
+                        args=call_args,
+                        wait=SETTLE,
+                    )
                     measures.append((f"{program}: O3 code installed, cold", name, settled, run_env))
     times: dict[tuple, list] = {}
-    for _ in range(repeats):       # round by round: a busy machine slows every configuration alike
+    for _ in range(repeats):  # round by round: a busy machine slows every configuration alike
         for row, column, code, env in measures:
             times.setdefault((row, column), []).append(fresh(code, env))
     rows: dict[str, dict] = {}

@@ -4,6 +4,7 @@
 
     python bench/entry_calls.py [--calls 1000000] [--repeat 7]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,13 @@ def entry_calls(calls: int = 1_000_000, repeat: int = 7) -> dict[str, float]:
     method = bind_to_class(entry)()
     assert entry(1.0, 2.0) == method(1.0, 2.0) == native(1.0, 2.0) == add(1.0, 2.0) == 3.0
     results = {}
-    for label, f in [("python def", add), ("entry", entry), ("entry via bind_to_class", method),
-                     ("ctypes (NativeFunction)", native), ("ctypes raw caller", native._call)]:
+    for label, f in [
+        ("python def", add),
+        ("entry", entry),
+        ("entry via bind_to_class", method),
+        ("ctypes (NativeFunction)", native),
+        ("ctypes raw caller", native._call),
+    ]:
         seconds = min(timeit.Timer("f(1.0, 2.0)", globals={"f": f}).repeat(repeat, calls)) / calls
         results[label] = seconds * 1e9
         print(f"{label:28s} {seconds * 1e9:7.1f} ns/call")

@@ -9,6 +9,7 @@ wrapping scriptc's internal functions (the run itself is what is left). Run:
 
     python bench/first_calls.py [--repeat 3] [--top 25] [--only NAME,...] [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "samples")]
-sys.path.append(ROOT)     # last: scriptc itself may come from PYTHONPATH (another tree, --no-phases)
+sys.path.append(ROOT)  # last: scriptc itself may come from PYTHONPATH (another tree, --no-phases)
 
 import scriptc  # noqa: E402
 
@@ -40,7 +41,7 @@ def _wrap(owner, attr: str, phase: str) -> None:
 
     def timed(*args, **kwargs):
         if threading.current_thread() is not threading.main_thread():
-            return inner(*args, **kwargs)    # the optimizer's thread (O3 tier): not the first call's time
+            return inner(*args, **kwargs)  # the optimizer's thread (O3 tier): not the first call's time
         frame = [phase, 0.0]
         _STACK.append(frame)
         start = time.perf_counter()
@@ -52,6 +53,7 @@ def _wrap(owner, attr: str, phase: str) -> None:
             TIMES[phase] = TIMES.get(phase, 0.0) + spent - frame[1]
             if _STACK:
                 _STACK[-1][1] += spent
+
     setattr(owner, attr, staticmethod(timed) if is_static else timed)
 
 
@@ -60,6 +62,7 @@ def instrument() -> None:
     from scriptc.frontend import FunctionEmitter
     from scriptc.passes import manager
     from scriptc.backend.llvm import compile as compiling, engine, entry, lower
+
     _wrap(FunctionEmitter, "build", "frontend")
     _wrap(manager.PassManager, "run", "passes")
     _wrap(lower.ModuleLowering, "entry", "lowering")
@@ -73,9 +76,11 @@ def instrument() -> None:
 
 # -- the functions ------------------------------------------------------------------------------------------
 
+
 def sample_functions():
     rng = np.random.default_rng(0)
     import control_flow, dask_kernels, gpu_chain, linear_regression, loops_and_prints, prange_mandelbrot  # noqa
+
     x = rng.random(1000)
     yield "samples/control_flow.first_pair_above", control_flow.first_pair_above, (rng.standard_normal(8), 1.3)
     yield "samples/dask_kernels.logistic_orbit", dask_kernels.logistic_orbit, (rng.random((8, 8)), 3.7, 10)
@@ -84,11 +89,15 @@ def sample_functions():
     yield "samples/loops_and_prints.f", loops_and_prints.f, (rng.random((2, 3)),)
     yield "samples/prange_mandelbrot.mandelbrot", prange_mandelbrot.mandelbrot, (30, 40, 50)
     import linreg_grad, mlp_digits, train_state  # noqa: E401  (the transforms' samples)
+
     yield "samples/linreg_grad.train", linreg_grad.train, (linreg_grad.Params(1.0, 0.0), x, 3 * x - 2, 0.01, 10)
     state = mlp_digits.init_state(scriptc.random.key(0), [64, 128, 256, 10])
     images = rng.random((32, 64))
-    yield "samples/mlp_digits.train_step", mlp_digits.train_step, (state, images, np.eye(10)[rng.integers(0, 10, 32)],
-                                                                   1e-3)
+    yield (
+        "samples/mlp_digits.train_step",
+        mlp_digits.train_step,
+        (state, images, np.eye(10)[rng.integers(0, 10, 32)], 1e-3),
+    )
     ts = train_state.init(scriptc.random.key(0), 32)
     xs = rng.random((16, 1))
     yield "samples/train_state.train_step", train_state.train_step, (ts, xs, np.sin(xs), 0.05, 0.1)
@@ -96,16 +105,18 @@ def sample_functions():
 
 def bench_functions():
     from bench import kernels
+
     seen = set()
     for k in kernels.KERNELS:
         if k.scriptc is None or (k.scriptc, k.name) in seen or getattr(k.scriptc, "driver", False):
-            continue        # (a Python driver of compiled code: its scripted functions are the samples')
+            continue  # (a Python driver of compiled code: its scripted functions are the samples')
         seen.add((k.scriptc, k.name))
         yield f"bench/{k.name}", k.scriptc, k.make_args(True)
 
 
 def corpus_functions():
     import corpus
+
     corpus.load_all()
     seen = set()
     for c in corpus.CASES + corpus.ERROR_CASES:
@@ -118,7 +129,7 @@ def corpus_functions():
 
 def first_call(fn, args) -> tuple[float, dict]:
     py = getattr(fn, "py_func", fn)
-    scriptc.wait_optimized()    # the last compile's O3 tier, in the background, is done: a quiet warm process
+    scriptc.wait_optimized()  # the last compile's O3 tier, in the background, is done: a quiet warm process
     options = {k: getattr(fn, k) for k in ("fastmath", "nogil") if hasattr(fn, k)}
     TIMES.clear()
     sink = io.StringIO()
@@ -145,6 +156,7 @@ def main() -> None:
     args = parser.parse_args()
     import llvmlite.binding  # noqa: F401 - a warm process: LLVM is loaded (as after numba's import)
     from scriptc.backend.llvm.engine import engine
+
     engine()
     if not args.no_phases:
         instrument()
@@ -162,19 +174,37 @@ def main() -> None:
         results.append((label, *best))
         print(f"{best[0] * 1e3:8.1f} ms  {label}", file=sys.stderr)
     results.sort(key=lambda r: -r[1])
-    names = ["frontend", "passes", "lowering", "entry", "llvm 1st tier", "llvm opt", "llvm codegen", "link",
-             "compile other", "run + other"]
-    print(f"{len(results)} functions; total {sum(r[1] for r in results) * 1e3:.0f} ms; over 150 ms: "
-          f"{sum(r[1] > 0.150 for r in results)}")
+    names = [
+        "frontend",
+        "passes",
+        "lowering",
+        "entry",
+        "llvm 1st tier",
+        "llvm opt",
+        "llvm codegen",
+        "link",
+        "compile other",
+        "run + other",
+    ]
+    print(
+        f"{len(results)} functions; total {sum(r[1] for r in results) * 1e3:.0f} ms; over 150 ms: "
+        f"{sum(r[1] > 0.150 for r in results)}"
+    )
     print(f"{'ms':>7} " + "".join(f"{n[:10]:>11}" for n in names) + "  function")
-    for label, total, phases in results[:args.top]:
+    for label, total, phases in results[: args.top]:
         print(f"{total * 1e3:7.1f} " + "".join(f"{phases.get(n, 0.0) * 1e3:11.1f}" for n in names) + f"  {label}")
     sums = {n: sum(r[2].get(n, 0.0) for r in results) for n in names}
     print(f"{'all':>7} " + "".join(f"{sums[n] * 1e3:11.0f}" for n in names))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump([{"function": label, "ms": total * 1e3, **{k: v * 1e3 for k, v in phases.items()}}
-                       for label, total, phases in results], f, indent=1)
+            json.dump(
+                [
+                    {"function": label, "ms": total * 1e3, **{k: v * 1e3 for k, v in phases.items()}}
+                    for label, total, phases in results
+                ],
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ copy bandwidth (a device-to-device copy of the same size), next to CuPy and torc
 
     python -m bench.gpu [--n 100000000] [--sweep]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,6 +65,7 @@ def chain_any(xp, x):
 
 def cupy_chain(v):
     import cupy
+
     return cupy.exp(-v * v) * cupy.sin(3.0 * v) + 0.5 * v
 
 
@@ -83,6 +85,7 @@ def seconds(fn, sync, number=10, repeat=5) -> float:
 
 def copy_bandwidth(nbytes: int) -> float:
     from cuda.bindings import driver as cu
+
     src, dst = cuda.device_array(nbytes, np.uint8), cuda.device_array(nbytes, np.uint8)
     t = seconds(lambda: cu.cuMemcpyDtoDAsync(dst.pointer, src.pointer, nbytes, 0), cuda.synchronize)
     return 2 * nbytes / t
@@ -96,7 +99,7 @@ def main() -> None:
     n = args.n
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     dx = cuda.to_device(x)
-    moved = 2 * x.nbytes                       # one read, one write
+    moved = 2 * x.nbytes  # one read, one write
     copy = copy_bandwidth(x.nbytes)
     print(f"device: {cuda.current_device().arch}, {cuda.current_device().multiprocessors} SMs; n = {n:,} float32")
     print(f"device-to-device copy: {copy / 1e9:.0f} GB/s (read + write)")
@@ -117,9 +120,12 @@ def main() -> None:
     t_cpu = seconds(lambda: pairwise(points), lambda: None, number=1, repeat=3)
     t_grid = seconds(lambda: pairwise_grid(dpoints), cuda.synchronize, number=3)
     same = np.allclose(pairwise(dpoints).copy_to_host(), pairwise(points), rtol=1e-13) and np.allclose(
-        pairwise_grid(dpoints).copy_to_host(), pairwise(points), rtol=1e-13)
-    print(f"prange pairwise 4000x3: GPU rows {t_gpu * 1e3:.2f} ms, GPU 2-D nest {t_grid * 1e3:.2f} ms, CPU prange "
-          f"({scriptc.get_num_threads()} threads) {t_cpu * 1e3:.1f} ms: {t_cpu / t_grid:.0f}x; results agree: {same}")
+        pairwise_grid(dpoints).copy_to_host(), pairwise(points), rtol=1e-13
+    )
+    print(
+        f"prange pairwise 4000x3: GPU rows {t_gpu * 1e3:.2f} ms, GPU 2-D nest {t_grid * 1e3:.2f} ms, CPU prange "
+        f"({scriptc.get_num_threads()} threads) {t_cpu * 1e3:.1f} ms: {t_cpu / t_grid:.0f}x; results agree: {same}"
+    )
     if args.sweep:
         for threads in (128, 256, 512, 1024):
             for max_blocks in (0, -(-n // threads)):
@@ -131,6 +137,7 @@ def main() -> None:
     print(f"scriptc chain: max abs difference from NumPy {np.abs(got - expected).max():.2e}")
     try:
         import cupy
+
         cx = cupy.asarray(x)
         sync = cupy.cuda.Device().synchronize
         row("cupy chain (one kernel per operation)", lambda: chain_any(cupy, cx), sync)
@@ -142,6 +149,7 @@ def main() -> None:
         print("cupy: not installed")
     try:
         import torch
+
         tx = torch.from_numpy(x).cuda()
         sync = torch.cuda.synchronize
         row("torch.cuda chain (eager)", lambda: chain_any(torch, tx), sync)

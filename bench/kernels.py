@@ -14,6 +14,7 @@ built by :func:`torch_versions` and :func:`jax_versions`, which import their lib
 module needs nothing but NumPy. The problem sizes and the table of which function implements which kernel
 under which peer are in :data:`KERNELS` at the bottom.
 """
+
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Tuple
@@ -104,7 +105,7 @@ def add(a: float, b: float) -> float:
 
 # The compile_time kernel: a 20-line loop nest, written to a fresh temporary file and exec'd for every
 # measurement (scriptc compiles from source, so the function must live in a real file).
-COMPILE_TIME_SOURCE = '''\
+COMPILE_TIME_SOURCE = """\
 import math
 import numpy as np
 
@@ -128,7 +129,7 @@ def loop_nest(x: np.ndarray, m: int) -> float:
                 acc = acc / 2.0
         acc = acc * 0.999
     return acc
-'''
+"""
 COMPILE_TIME_FUNCTION = "loop_nest"
 
 
@@ -229,7 +230,7 @@ def torch_versions() -> dict:
 
 TORCH_SKIPPED = {
     "recurrence": "no sane TorchScript form: a scalar loop runs one tensor op per element (microseconds each, "
-                  "minutes in all) inside C++, where the time budget cannot interrupt it",
+    "minutes in all) inside C++, where the time budget cannot interrupt it"
 }
 
 
@@ -269,9 +270,11 @@ def jax_versions() -> dict:
             zr2 = zr * zr
             zi2 = zi * zi
             active = zr2 + zi2 <= 4.0
-            return (jnp.where(active, zr2 - zi2 + crg, zr),
-                    jnp.where(active, 2.0 * zr * zi + cig, zi),
-                    count + active.astype(count.dtype))
+            return (
+                jnp.where(active, zr2 - zi2 + crg, zr),
+                jnp.where(active, 2.0 * zr * zi + cig, zi),
+                count + active.astype(count.dtype),
+            )
 
         init = (jnp.zeros(shape, cr.dtype), jnp.zeros(shape, cr.dtype), jnp.zeros(shape, jnp.int64))
         return lax.fori_loop(0, maxit, step, init)[2]
@@ -317,12 +320,14 @@ def allclose(rtol=1e-6, atol=1e-9):
             err = np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))
             return f"max abs error {err:.3g} (rtol={rtol:g}, atol={atol:g})"
         return None
+
     return check
 
 
 def counts_match(max_fraction=1e-3):
     """Escape counts: exact, except that a compiler contracting a*b+c into an FMA may move a few boundary
     points by an iteration; allow at most ``max_fraction`` of the grid to differ."""
+
     def check(got, want):
         got, want = np.asarray(got), np.asarray(want)
         if got.shape != want.shape:
@@ -333,19 +338,20 @@ def counts_match(max_fraction=1e-3):
         if bad > max_fraction * got.size:
             return f"{bad} of {got.size} counts differ"
         return None
+
     return check
 
 
 @dataclass
 class Kernel:
     name: str
-    what: str                                  # one line for the README/table notes
-    make_args: Callable[[bool], tuple]         # quick -> NumPy/Python arguments
-    size: Callable[[bool], str]                # quick -> human-readable problem size
-    scriptc: Callable | None                   # the scriptc-subset function (also "python"/"numba" unless noted)
+    what: str  # one line for the README/table notes
+    make_args: Callable[[bool], tuple]  # quick -> NumPy/Python arguments
+    size: Callable[[bool], str]  # quick -> human-readable problem size
+    scriptc: Callable | None  # the scriptc-subset function (also "python"/"numba" unless noted)
     eager: dict = field(default_factory=dict)  # "numpy"/"python" -> plain function
     numba: Callable | None = None
-    reference: str = "numpy"                   # which eager implementation is the oracle
+    reference: str = "numpy"  # which eager implementation is the oracle
     check: Callable = field(default_factory=allclose)
 
 
@@ -374,12 +380,12 @@ def _elementwise_args(quick):
 
 
 def _mandelbrot_args(quick):
-    w = h = 128 if quick else 400   # quick: ~1/10 of the points
+    w = h = 128 if quick else 400  # quick: ~1/10 of the points
     return (np.linspace(-2.0, 0.6, w), np.linspace(-1.3, 1.3, h), 100)
 
 
 def _pairwise_args(quick):
-    return (_rng().random((160 if quick else 500, 3)),)   # quick: ~1/10 of the pairs
+    return (_rng().random((160 if quick else 500, 3)),)  # quick: ~1/10 of the pairs
 
 
 def _recurrence_args(quick):
@@ -387,38 +393,95 @@ def _recurrence_args(quick):
 
 
 KERNELS = [
-    Kernel("add_loop_small", "`x = x + 1.0` in a loop on a 2x3 array: per-operation overhead",
-           _add_loop_small_args, lambda q: f"2x3 float64, {100 if q else 1000} iterations",
-           add_loop, eager={"numpy": add_loop}, numba=add_loop),
-    Kernel("add_loop_large", "`x = x + 1.0` in a loop on a big array: memory bandwidth, allocation reuse",
-           _add_loop_large_args, lambda q: f"{'1e5' if q else '1e6'} float64, {10 if q else 100} iterations",
-           add_loop, eager={"numpy": add_loop}, numba=add_loop),
-    Kernel("linreg", "full-batch gradient descent for y ~ a*x + b: scalar loops (scriptc/numba/python) vs "
-                     "per-epoch vector ops (numpy/torch/jax)",
-           _linreg_args, lambda q: f"{100 if q else 1000} points, {1000 if q else 10000} epochs",
-           linreg, eager={"numpy": linreg_numpy, "python": linreg}, numba=linreg),
-    Kernel("elementwise_chain", "`exp(-x*x) * sin(3x) + 0.5x`: ufunc chain, fusion and temporaries",
-           _elementwise_args, lambda q: f"{'1e6' if q else '1e7'} float64",
-           elementwise_chain, eager={"numpy": elementwise_chain}, numba=elementwise_chain),
-    Kernel("mandelbrot", "escape counts with scalar while loops and early exit (numpy/torch/jax: masked "
-                         "vector iterations)",
-           _mandelbrot_args, lambda q: f"{128 if q else 400}x{128 if q else 400} grid, max 100 iterations",
-           mandelbrot, eager={"numpy": mandelbrot_numpy, "python": mandelbrot}, numba=mandelbrot,
-           check=counts_match()),
-    Kernel("pairwise", "Euclidean distance matrix with a triple loop (numpy/torch/jax: broadcasting)",
-           _pairwise_args, lambda q: f"{160 if q else 500} points x 3 dims",
-           pairwise, eager={"numpy": pairwise_numpy, "python": pairwise}, numba=pairwise),
-    Kernel("recurrence", "`s[i] = 0.5*s[i-1] + x[i]`: a loop-carried scalar dependence, no vector form",
-           _recurrence_args, lambda q: f"{'1e6' if q else '1e7'} float64",
-           recurrence, eager={"python": recurrence}, numba=recurrence, reference="python"),
-    Kernel("call_overhead", "`a + b` on two floats: the cost of one call from Python",
-           lambda q: (1.0, 2.0), lambda q: "2 floats",
-           add, eager={"python": add}, numba=add, reference="python"),
+    Kernel(
+        "add_loop_small",
+        "`x = x + 1.0` in a loop on a 2x3 array: per-operation overhead",
+        _add_loop_small_args,
+        lambda q: f"2x3 float64, {100 if q else 1000} iterations",
+        add_loop,
+        eager={"numpy": add_loop},
+        numba=add_loop,
+    ),
+    Kernel(
+        "add_loop_large",
+        "`x = x + 1.0` in a loop on a big array: memory bandwidth, allocation reuse",
+        _add_loop_large_args,
+        lambda q: f"{'1e5' if q else '1e6'} float64, {10 if q else 100} iterations",
+        add_loop,
+        eager={"numpy": add_loop},
+        numba=add_loop,
+    ),
+    Kernel(
+        "linreg",
+        "full-batch gradient descent for y ~ a*x + b: scalar loops (scriptc/numba/python) vs "
+        "per-epoch vector ops (numpy/torch/jax)",
+        _linreg_args,
+        lambda q: f"{100 if q else 1000} points, {1000 if q else 10000} epochs",
+        linreg,
+        eager={"numpy": linreg_numpy, "python": linreg},
+        numba=linreg,
+    ),
+    Kernel(
+        "elementwise_chain",
+        "`exp(-x*x) * sin(3x) + 0.5x`: ufunc chain, fusion and temporaries",
+        _elementwise_args,
+        lambda q: f"{'1e6' if q else '1e7'} float64",
+        elementwise_chain,
+        eager={"numpy": elementwise_chain},
+        numba=elementwise_chain,
+    ),
+    Kernel(
+        "mandelbrot",
+        "escape counts with scalar while loops and early exit (numpy/torch/jax: masked vector iterations)",
+        _mandelbrot_args,
+        lambda q: f"{128 if q else 400}x{128 if q else 400} grid, max 100 iterations",
+        mandelbrot,
+        eager={"numpy": mandelbrot_numpy, "python": mandelbrot},
+        numba=mandelbrot,
+        check=counts_match(),
+    ),
+    Kernel(
+        "pairwise",
+        "Euclidean distance matrix with a triple loop (numpy/torch/jax: broadcasting)",
+        _pairwise_args,
+        lambda q: f"{160 if q else 500} points x 3 dims",
+        pairwise,
+        eager={"numpy": pairwise_numpy, "python": pairwise},
+        numba=pairwise,
+    ),
+    Kernel(
+        "recurrence",
+        "`s[i] = 0.5*s[i-1] + x[i]`: a loop-carried scalar dependence, no vector form",
+        _recurrence_args,
+        lambda q: f"{'1e6' if q else '1e7'} float64",
+        recurrence,
+        eager={"python": recurrence},
+        numba=recurrence,
+        reference="python",
+    ),
+    Kernel(
+        "call_overhead",
+        "`a + b` on two floats: the cost of one call from Python",
+        lambda q: (1.0, 2.0),
+        lambda q: "2 floats",
+        add,
+        eager={"python": add},
+        numba=add,
+        reference="python",
+    ),
     # compile_time is not timed like the others: see run.py (bench_compile_time)
-    Kernel("compile_time", "first call (compile + a tiny run) of a fresh 20-line loop nest",
-           lambda q: (np.linspace(0.0, 1.0, 16), 2), lambda q: "20-line loop nest, fresh function each time",
-           None, eager={}, numba=None, reference="python"),
+    Kernel(
+        "compile_time",
+        "first call (compile + a tiny run) of a fresh 20-line loop nest",
+        lambda q: (np.linspace(0.0, 1.0, 16), 2),
+        lambda q: "20-line loop nest, fresh function each time",
+        None,
+        eager={},
+        numba=None,
+        reference="python",
+    ),
 ]
+
 
 # Topic modules ``bench/kernels_<topic>.py`` add rows: each defines ``KERNELS`` (a list of Kernel) and may define
 # ``torch_versions()`` / ``jax_versions()`` (name -> function, imported lazily like the ones above) and
@@ -427,14 +490,14 @@ def _topic_modules():
     import importlib
     import pkgutil
     from pathlib import Path
-    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
-                   if m.name.startswith("kernels_"))
+
+    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("kernels_"))
     return [importlib.import_module(f"{__package__}.{n}") for n in names]
 
 
 _TOPICS = _topic_modules() if __package__ else []
-TORCH_EAGER: set[str] = set()        # kernels whose torch version runs eagerly (torch.func, autograd), unscripted
-JAX_DRIVERS: set[str] = set()        # kernels whose jax version is a Python loop over jitted code, not jitted whole
+TORCH_EAGER: set[str] = set()  # kernels whose torch version runs eagerly (torch.func, autograd), unscripted
+JAX_DRIVERS: set[str] = set()  # kernels whose jax version is a Python loop over jitted code, not jitted whole
 for _topic in _TOPICS:
     KERNELS += _topic.KERNELS
     TORCH_SKIPPED.update(getattr(_topic, "TORCH_SKIPPED", {}))
@@ -450,6 +513,7 @@ def _with_topics(base, attr):
             if hasattr(topic, attr):
                 out.update(getattr(topic, attr)())
         return out
+
     return versions
 
 

@@ -5,6 +5,7 @@ torch its own (oneDNN/MKL or OpenBLAS), jax XLA's Eigen. Every BLAS runs on one 
 arguments' setup pins the threads of every BLAS loaded in the process to 1 (threadpoolctl when installed, else
 NumPy's OpenBLAS directly) and scriptc's with ``scriptc.set_num_threads(1)``; the runner pins torch and XLA.
 """
+
 import glob
 import os
 
@@ -21,6 +22,7 @@ def _pin_blas_threads() -> None:
     """One BLAS thread for every peer: a matmul table of single-threaded code, like the rest of the table."""
     try:
         import scriptc
+
         scriptc.set_num_threads(1)
     except Exception:  # noqa: BLE001 - scriptc missing or without OpenBLAS: its row says so
         pass
@@ -30,11 +32,13 @@ def _pin_blas_threads() -> None:
         pass
     try:
         from threadpoolctl import threadpool_limits
+
         threadpool_limits(limits=1, user_api="blas")
         return
     except ImportError:
         pass
     import ctypes
+
     for path in glob.glob(os.path.join(os.path.dirname(np.__file__) + ".libs", "libscipy_openblas*.so*")):
         lib = ctypes.CDLL(path)
         for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads"):
@@ -50,6 +54,7 @@ def _square_args(n_full: int, n_quick: int):
         rng = np.random.default_rng(20240601)
         n = n_quick if quick else n_full
         return rng.standard_normal((n, n)), rng.standard_normal((n, n))
+
     return make
 
 
@@ -71,10 +76,24 @@ def jax_versions() -> dict:
 
 # quick: n / 10**(1/3) (a tenth of the multiply-adds), rounded
 KERNELS = [
-    Kernel("matmul_256", "`a @ b` on square float64 matrices: BLAS dgemm on one thread",
-           _square_args(256, 120), lambda q: f"{120 if q else 256}x{120 if q else 256} float64",
-           matmul, eager={"numpy": matmul}, numba=matmul, check=allclose(rtol=1e-10, atol=1e-10)),
-    Kernel("matmul_512", "`a @ b` on square float64 matrices: BLAS dgemm on one thread",
-           _square_args(512, 240), lambda q: f"{240 if q else 512}x{240 if q else 512} float64",
-           matmul, eager={"numpy": matmul}, numba=matmul, check=allclose(rtol=1e-10, atol=1e-10)),
+    Kernel(
+        "matmul_256",
+        "`a @ b` on square float64 matrices: BLAS dgemm on one thread",
+        _square_args(256, 120),
+        lambda q: f"{120 if q else 256}x{120 if q else 256} float64",
+        matmul,
+        eager={"numpy": matmul},
+        numba=matmul,
+        check=allclose(rtol=1e-10, atol=1e-10),
+    ),
+    Kernel(
+        "matmul_512",
+        "`a @ b` on square float64 matrices: BLAS dgemm on one thread",
+        _square_args(512, 240),
+        lambda q: f"{240 if q else 512}x{240 if q else 512} float64",
+        matmul,
+        eager={"numpy": matmul},
+        numba=matmul,
+        check=allclose(rtol=1e-10, atol=1e-10),
+    ),
 ]

@@ -11,6 +11,7 @@ reductions of one producer sharing one loop.
 The seed loops themselves (``add_loop_small``, 2x3 x 1000, and ``add_loop_large``, 1M x 100) are rows of
 ``kernels.py``.
 """
+
 import numpy as np
 
 from .kernels import Kernel, add_loop, allclose
@@ -43,7 +44,7 @@ def _rng():
     return np.random.default_rng(20240607)
 
 
-_HUGE = 64 * 2 ** 20
+_HUGE = 64 * 2**20
 
 
 def _huge(quick):
@@ -64,19 +65,47 @@ def _gd_args(quick):
 
 
 KERNELS = [
-    Kernel("add_loop_huge", "`x = x + 1.0` 10 times on 64M float64 (512 MB): the fused time loop is one pass",
-           lambda q: (_huge(q), 10), lambda q: f"{'6.4M' if q else '64M'} float64, 10 iterations",
-           add_loop, eager={"numpy": add_loop}, numba=add_loop, check=allclose(rtol=0, atol=0)),
-    Kernel("copy_huge", "`np.copy` of the same 64M float64: the bound for add_loop_huge",
-           lambda q: (_huge(q),), lambda q: f"{'6.4M' if q else '64M'} float64",
-           copy_array, eager={"numpy": copy_array}, numba=copy_array, check=allclose(rtol=0, atol=0)),
+    Kernel(
+        "add_loop_huge",
+        "`x = x + 1.0` 10 times on 64M float64 (512 MB): the fused time loop is one pass",
+        lambda q: (_huge(q), 10),
+        lambda q: f"{'6.4M' if q else '64M'} float64, 10 iterations",
+        add_loop,
+        eager={"numpy": add_loop},
+        numba=add_loop,
+        check=allclose(rtol=0, atol=0),
+    ),
+    Kernel(
+        "copy_huge",
+        "`np.copy` of the same 64M float64: the bound for add_loop_huge",
+        lambda q: (_huge(q),),
+        lambda q: f"{'6.4M' if q else '64M'} float64",
+        copy_array,
+        eager={"numpy": copy_array},
+        numba=copy_array,
+        check=allclose(rtol=0, atol=0),
+    ),
     # peers within 1e-12: XLA contracts a*x + 1 into an FMA (scriptc is bit-exact: the unit tests check that)
-    Kernel("affine_loop", "two carried arrays updated element-wise 100 times: one fused time loop",
-           _affine_args, lambda q: f"{'1e5' if q else '1e6'} float64 x 2, {10 if q else 100} iterations",
-           affine_loop, eager={"numpy": affine_loop}, numba=affine_loop, check=allclose(rtol=1e-12, atol=1e-12)),
-    Kernel("gd_epoch", "vectorized gradient-descent epochs: two means of one producer in one loop",
-           _gd_args, lambda q: f"{100 if q else 1000} points, {1000 if q else 10_000} epochs",
-           gd_epoch, eager={"numpy": gd_epoch}, numba=gd_epoch, check=allclose(rtol=1e-9, atol=1e-12)),
+    Kernel(
+        "affine_loop",
+        "two carried arrays updated element-wise 100 times: one fused time loop",
+        _affine_args,
+        lambda q: f"{'1e5' if q else '1e6'} float64 x 2, {10 if q else 100} iterations",
+        affine_loop,
+        eager={"numpy": affine_loop},
+        numba=affine_loop,
+        check=allclose(rtol=1e-12, atol=1e-12),
+    ),
+    Kernel(
+        "gd_epoch",
+        "vectorized gradient-descent epochs: two means of one producer in one loop",
+        _gd_args,
+        lambda q: f"{100 if q else 1000} points, {1000 if q else 10_000} epochs",
+        gd_epoch,
+        eager={"numpy": gd_epoch},
+        numba=gd_epoch,
+        check=allclose(rtol=1e-9, atol=1e-12),
+    ),
 ]
 
 
@@ -123,6 +152,7 @@ def jax_versions() -> dict:
         def step(_, xy):
             x1 = xy[0] * a + 1.0
             return x1, xy[1] - 0.5 * x1
+
         x, y = lax.fori_loop(0, n, step, (x, y))
         return x + y
 
@@ -131,6 +161,7 @@ def jax_versions() -> dict:
             a, b = ab
             err = a * x + b - y
             return a - lr * 2.0 * jnp.mean(err * x), b - lr * 2.0 * jnp.mean(err)
+
         zero = jnp.zeros((), dtype=x.dtype)
         return lax.fori_loop(0, epochs, epoch, (zero, zero))
 

@@ -15,6 +15,7 @@
 Torch versions here run eagerly (``TORCH_EAGER``): torch.func and autograd are not TorchScript. The MLP epoch
 is a Python loop over a compiled step for every implementation (``JAX_DRIVERS``: jax.jit applies to the step).
 """
+
 from __future__ import annotations
 
 import os
@@ -26,7 +27,7 @@ from .kernels import Kernel, allclose
 
 _SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples")
 TORCH_EAGER = {"grad_loss", "gd_train", "per_sample_grads", "mlp_epoch"}
-JAX_DRIVERS = {"mlp_epoch"}         # a Python loop over a jitted step, as article 002 runs it
+JAX_DRIVERS = {"mlp_epoch"}  # a Python loop over a jitted step, as article 002 runs it
 
 
 def _rng():
@@ -81,6 +82,7 @@ def gd_train(x, y, epochs, lr):
 def per_sample_grads(w, xs, ys):
     if "per_sample" not in _CACHE:
         import scriptc
+
         _CACHE["per_sample"] = scriptc.vmap(scriptc.grad(_get("example_loss")), in_axes=(None, 0, 0))
     return _CACHE["per_sample"](w, xs, ys)
 
@@ -89,6 +91,7 @@ def _mlp():
     if _SAMPLES not in sys.path:
         sys.path.insert(0, _SAMPLES)
     import mlp_digits
+
     return mlp_digits
 
 
@@ -96,7 +99,7 @@ def mlp_epoch(state, x, onehot, batch):
     step = _mlp().train_step
     total = 0.0
     for k in range(len(x) // batch):
-        state, value = step(state, x[k * batch:(k + 1) * batch], onehot[k * batch:(k + 1) * batch], 1e-3)
+        state, value = step(state, x[k * batch : (k + 1) * batch], onehot[k * batch : (k + 1) * batch], 1e-3)
         total += value
     return total
 
@@ -145,6 +148,7 @@ def _per_sample_args(quick):
 def _mlp_args(quick):
     mlp = _mlp()
     import scriptc
+
     x_train, y_train, _, _ = mlp.digits(n=300 if quick else None)
     state = mlp.init_state(scriptc.random.key(0), [64, 128, 256, 10])
     return state, x_train, np.eye(10)[y_train], 32
@@ -155,24 +159,48 @@ def _mlp_numpy(state, x, onehot, batch):
     step = _mlp().train_step.interpret
     total = 0.0
     for k in range(len(x) // batch):
-        state, value = step(state, x[k * batch:(k + 1) * batch], onehot[k * batch:(k + 1) * batch], 1e-3)
+        state, value = step(state, x[k * batch : (k + 1) * batch], onehot[k * batch : (k + 1) * batch], 1e-3)
         total += value
     return total
 
 
 KERNELS = [
-    Kernel("grad_loss", "gradient of 001's mean squared error w.r.t. (a, b), one call",
-           _grad_args, lambda q: f"{100 if q else 1000} points", grad_loss, eager={"numpy": _numpy_grad},
-           check=allclose(rtol=1e-12, atol=1e-12)),
-    Kernel("gd_train", "001's training run: grad inside a compiled 10,000-epoch loop",
-           _train_args, lambda q: f"{100 if q else 1000} points, {1000 if q else 10_000} epochs", gd_train,
-           eager={"numpy": _numpy_train}, check=allclose(rtol=1e-9, atol=1e-12)),
-    Kernel("per_sample_grads", "000's per-sample gradients: vmap(grad(loss), in_axes=(None, 0, 0))",
-           _per_sample_args, lambda q: f"{100 if q else 1000} examples x 64", per_sample_grads,
-           eager={"numpy": _numpy_per_sample}, check=allclose(rtol=1e-10, atol=1e-12)),
-    Kernel("mlp_epoch", "one epoch of 002's digits MLP: value_and_grad + Adam per batch of 32",
-           _mlp_args, lambda q: f"{240 if q else 1437} images", mlp_epoch, eager={"numpy": _mlp_numpy},
-           check=allclose(rtol=1e-6, atol=1e-9)),
+    Kernel(
+        "grad_loss",
+        "gradient of 001's mean squared error w.r.t. (a, b), one call",
+        _grad_args,
+        lambda q: f"{100 if q else 1000} points",
+        grad_loss,
+        eager={"numpy": _numpy_grad},
+        check=allclose(rtol=1e-12, atol=1e-12),
+    ),
+    Kernel(
+        "gd_train",
+        "001's training run: grad inside a compiled 10,000-epoch loop",
+        _train_args,
+        lambda q: f"{100 if q else 1000} points, {1000 if q else 10_000} epochs",
+        gd_train,
+        eager={"numpy": _numpy_train},
+        check=allclose(rtol=1e-9, atol=1e-12),
+    ),
+    Kernel(
+        "per_sample_grads",
+        "000's per-sample gradients: vmap(grad(loss), in_axes=(None, 0, 0))",
+        _per_sample_args,
+        lambda q: f"{100 if q else 1000} examples x 64",
+        per_sample_grads,
+        eager={"numpy": _numpy_per_sample},
+        check=allclose(rtol=1e-10, atol=1e-12),
+    ),
+    Kernel(
+        "mlp_epoch",
+        "one epoch of 002's digits MLP: value_and_grad + Adam per batch of 32",
+        _mlp_args,
+        lambda q: f"{240 if q else 1437} images",
+        mlp_epoch,
+        eager={"numpy": _mlp_numpy},
+        check=allclose(rtol=1e-6, atol=1e-9),
+    ),
 ]
 
 
@@ -190,6 +218,7 @@ def jax_versions() -> dict:
         def epoch(_, ab):
             ga, gb = grad_ab(ab[0], ab[1], x, y)
             return ab[0] - lr * ga, ab[1] - lr * gb
+
         one, zero = jnp.ones((), x.dtype), jnp.zeros((), x.dtype)
         return lax.fori_loop(0, epochs, epoch, (one, zero))
 
@@ -201,11 +230,13 @@ def jax_versions() -> dict:
 
     step = jax.jit(_jax_mlp_step(jax, jnp))
 
-    def mlp(state, x, onehot, batch):         # a Python loop over a jitted step, as article 002 runs it
+    def mlp(state, x, onehot, batch):  # a Python loop over a jitted step, as article 002 runs it
         t, p, m, v = 0, _params_tree(state.params), *[_params_tree(q) for q in (state.m, state.v)]
         total = 0.0
         for k in range(len(x) // batch):
-            (t, p, m, v), value = step((t, p, m, v), x[k * batch:(k + 1) * batch], onehot[k * batch:(k + 1) * batch])
+            (t, p, m, v), value = step(
+                (t, p, m, v), x[k * batch : (k + 1) * batch], onehot[k * batch : (k + 1) * batch]
+            )
             total += value
         return total
 
@@ -234,9 +265,9 @@ def _jax_mlp_step(jax, jnp):
         tree = jax.tree_util.tree_map
         m = tree(lambda m, g: 0.9 * m + 0.1 * g, m, g)
         v = tree(lambda v, g: 0.999 * v + 0.001 * (g * g), v, g)
-        p = tree(lambda p, m, v: p - 1e-3 * (m / (1.0 - 0.9 ** t)) / (jnp.sqrt(v / (1.0 - 0.999 ** t)) + 1e-8),
-                 p, m, v)
+        p = tree(lambda p, m, v: p - 1e-3 * (m / (1.0 - 0.9**t)) / (jnp.sqrt(v / (1.0 - 0.999**t)) + 1e-8), p, m, v)
         return (t, p, m, v), value
+
     return step
 
 
@@ -247,10 +278,10 @@ def torch_versions() -> dict:
     def loss(a, b, x, y):
         return torch.mean((a * x + b - y) ** 2)
 
-    def grad_ab(a, b, x, y):                      # functorch, as article 000 uses it
+    def grad_ab(a, b, x, y):  # functorch, as article 000 uses it
         return grad(loss, argnums=(0, 1))(torch.tensor(a, dtype=x.dtype), torch.tensor(b, dtype=x.dtype), x, y)
 
-    def train(x, y, epochs, lr):                  # article 001's PyTorch loop: backward() and an update
+    def train(x, y, epochs, lr):  # article 001's PyTorch loop: backward() and an update
         a = torch.tensor(1.0, dtype=x.dtype, requires_grad=True)
         b = torch.tensor(0.0, dtype=x.dtype, requires_grad=True)
         for _ in range(epochs):
@@ -281,15 +312,16 @@ def torch_versions() -> dict:
         v = [[torch.zeros_like(a) for a in layer] for layer in p]
         total = 0.0
         for k in range(len(x) // batch):
-            xs, oh = x[k * batch:(k + 1) * batch], onehot[k * batch:(k + 1) * batch]
+            xs, oh = x[k * batch : (k + 1) * batch], onehot[k * batch : (k + 1) * batch]
             value, g = torch.func.grad_and_value(mlp_loss)(p, xs, oh)[::-1]
             t = k + 1
             for i in range(3):
                 for j in range(2):
                     m[i][j] = 0.9 * m[i][j] + 0.1 * g[i][j]
                     v[i][j] = 0.999 * v[i][j] + 0.001 * (g[i][j] * g[i][j])
-                    p[i][j] = p[i][j] - 1e-3 * (m[i][j] / (1.0 - 0.9 ** t)) / (
-                        torch.sqrt(v[i][j] / (1.0 - 0.999 ** t)) + 1e-8)
+                    p[i][j] = p[i][j] - 1e-3 * (m[i][j] / (1.0 - 0.9**t)) / (
+                        torch.sqrt(v[i][j] / (1.0 - 0.999**t)) + 1e-8
+                    )
             total += float(value)
         return total
 

@@ -6,6 +6,7 @@ the naive matrix product, the five-point Laplacian: LLVM's vectorizer versions t
 count under a condition (Monte Carlo), and scalar powers with CPython's bits (Newton's method with ``x ** 3``, a
 sum of ``(x[i] - m) ** 2``).
 """
+
 import numpy as np
 
 from .kernels import Kernel, allclose
@@ -54,7 +55,7 @@ def newton_cube_roots(a: np.ndarray) -> np.ndarray:
     for i in range(a.shape[0]):
         x = 1.0 + a[i] / 3.0
         for _ in range(20):
-            x = x - (x ** 3 - a[i]) / (3.0 * x ** 2)
+            x = x - (x**3 - a[i]) / (3.0 * x**2)
         out[i] = x
     return out
 
@@ -109,31 +110,71 @@ def _exact(got, want):
 
 
 KERNELS = [
-    Kernel("column_sums", "`out[j] += x[i, j]` over a 2000x512 array: a unit-stride inner loop",
-           _matrix(2000, 512), lambda q: f"{500 if q else 2000}x512 float64",
-           column_sums, eager={"numpy": _column_sums_numpy, "python": column_sums}, numba=column_sums),
-    Kernel("naive_matmul", "`c[i, j] += aip * b[p, j]`, the i-p-j loop order",
-           _matmul_args, lambda q: f"{100 if q else 200}^3 float64",
-           naive_matmul, eager={"numpy": np.matmul, "python": naive_matmul}, numba=naive_matmul),
-    Kernel("laplacian", "five-point Laplacian loop over a 1000x1000 array",
-           _matrix(1000, 1000), lambda q: f"{250 if q else 1000}x1000 float64",
-           laplacian, eager={"numpy": _laplacian_numpy, "python": laplacian}, numba=laplacian),
-    Kernel("monte_carlo_hits", "`if x[i]*x[i] + y[i]*y[i] <= 1.0: hits += 1`",
-           _points, lambda q: f"{'2e5' if q else '2e6'} points",
-           monte_carlo_hits, eager={"python": monte_carlo_hits}, numba=monte_carlo_hits, reference="python",
-           check=_exact),
-    Kernel("newton_cube_roots", "20 Newton steps per element with scalar `x ** 3` and `x ** 2` (CPython's bits)",
-           _cube_args, lambda q: f"{'1e4' if q else '1e5'} float64",
-           newton_cube_roots, eager={"python": newton_cube_roots}, numba=newton_cube_roots, reference="python",
-           check=allclose(1e-12)),
-    Kernel("squared_deviations", "`s += (x[i] - m) ** 2`: a strict sum of scalar squares (CPython's bits)",
-           _deviation_args, lambda q: f"{'1e5' if q else '1e6'} float64",
-           squared_deviations, eager={"python": squared_deviations}, numba=squared_deviations, reference="python",
-           check=allclose(1e-12)),
+    Kernel(
+        "column_sums",
+        "`out[j] += x[i, j]` over a 2000x512 array: a unit-stride inner loop",
+        _matrix(2000, 512),
+        lambda q: f"{500 if q else 2000}x512 float64",
+        column_sums,
+        eager={"numpy": _column_sums_numpy, "python": column_sums},
+        numba=column_sums,
+    ),
+    Kernel(
+        "naive_matmul",
+        "`c[i, j] += aip * b[p, j]`, the i-p-j loop order",
+        _matmul_args,
+        lambda q: f"{100 if q else 200}^3 float64",
+        naive_matmul,
+        eager={"numpy": np.matmul, "python": naive_matmul},
+        numba=naive_matmul,
+    ),
+    Kernel(
+        "laplacian",
+        "five-point Laplacian loop over a 1000x1000 array",
+        _matrix(1000, 1000),
+        lambda q: f"{250 if q else 1000}x1000 float64",
+        laplacian,
+        eager={"numpy": _laplacian_numpy, "python": laplacian},
+        numba=laplacian,
+    ),
+    Kernel(
+        "monte_carlo_hits",
+        "`if x[i]*x[i] + y[i]*y[i] <= 1.0: hits += 1`",
+        _points,
+        lambda q: f"{'2e5' if q else '2e6'} points",
+        monte_carlo_hits,
+        eager={"python": monte_carlo_hits},
+        numba=monte_carlo_hits,
+        reference="python",
+        check=_exact,
+    ),
+    Kernel(
+        "newton_cube_roots",
+        "20 Newton steps per element with scalar `x ** 3` and `x ** 2` (CPython's bits)",
+        _cube_args,
+        lambda q: f"{'1e4' if q else '1e5'} float64",
+        newton_cube_roots,
+        eager={"python": newton_cube_roots},
+        numba=newton_cube_roots,
+        reference="python",
+        check=allclose(1e-12),
+    ),
+    Kernel(
+        "squared_deviations",
+        "`s += (x[i] - m) ** 2`: a strict sum of scalar squares (CPython's bits)",
+        _deviation_args,
+        lambda q: f"{'1e5' if q else '1e6'} float64",
+        squared_deviations,
+        eager={"python": squared_deviations},
+        numba=squared_deviations,
+        reference="python",
+        check=allclose(1e-12),
+    ),
 ]
 
 
 # -- more loops of the same kind: small-array temporaries, sparse formats, dynamic programming, stencils, graphs --
+
 
 def rk4_small(y0: np.ndarray, steps: int, h: float) -> np.ndarray:
     # a damped oscillator as a 2-element state: every step makes a dozen small arrays
@@ -207,8 +248,17 @@ def conv3x3(img: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 def box_blur(img: np.ndarray) -> np.ndarray:
     out = img.copy()
-    out[1:-1, 1:-1] = (img[:-2, :-2] + img[:-2, 1:-1] + img[:-2, 2:] + img[1:-1, :-2] + img[1:-1, 1:-1]
-                       + img[1:-1, 2:] + img[2:, :-2] + img[2:, 1:-1] + img[2:, 2:]) / 9.0
+    out[1:-1, 1:-1] = (
+        img[:-2, :-2]
+        + img[:-2, 1:-1]
+        + img[:-2, 2:]
+        + img[1:-1, :-2]
+        + img[1:-1, 1:-1]
+        + img[1:-1, 2:]
+        + img[2:, :-2]
+        + img[2:, 1:-1]
+        + img[2:, 2:]
+    ) / 9.0
     return out
 
 
@@ -281,25 +331,82 @@ def _bfs_args(quick):
 
 
 KERNELS += [
-    Kernel("rk4_small_arrays", "RK4 on a 2-element state: a dozen small array temporaries per step",
-           _rk4_args, lambda q: f"{'2e3' if q else '2e4'} steps", rk4_small,
-           eager={"python": rk4_small}, numba=rk4_small, reference="python", check=allclose(1e-12)),
-    Kernel("dense_to_csr", "dense to CSR with running counters", _dense_args,
-           lambda q: f"{1000 if q else 4000}^2, 5% nonzero", dense_to_csr_counts,
-           eager={"python": dense_to_csr_counts}, numba=dense_to_csr_counts, reference="python",
-           check=allclose(0, 0)),
-    Kernel("csr_matvec", "CSR matrix times a vector", _matvec_args, lambda q: f"{1000 if q else 4000}^2, 1% nonzero",
-           csr_matvec, eager={"python": csr_matvec}, numba=csr_matvec, reference="python", check=allclose(1e-12)),
-    Kernel("knapsack", "0/1 knapsack over int arrays", _knapsack_args,
-           lambda q: f"{100 if q else 400} items, capacity {'2e3' if q else '1e4'}", knapsack,
-           eager={"python": knapsack}, numba=knapsack, reference="python", check=_exact),
-    Kernel("conv3x3", "3x3 convolution as four loops", _image_args, lambda q: f"{256 if q else 1024}^2",
-           conv3x3, eager={"python": conv3x3}, numba=conv3x3, reference="python", check=allclose(1e-12)),
-    Kernel("box_blur", "3x3 box blur with slices", _blur_args, lambda q: f"{256 if q else 1024}^2",
-           box_blur, eager={"numpy": box_blur, "python": box_blur}, numba=box_blur, check=allclose(1e-12)),
-    Kernel("bfs_levels", "breadth-first levels over CSR adjacency arrays", _bfs_args,
-           lambda q: f"{1000 if q else 4000} nodes, 1% dense", bfs_levels, eager={"python": bfs_levels},
-           numba=bfs_levels, reference="python", check=allclose(0, 0)),
+    Kernel(
+        "rk4_small_arrays",
+        "RK4 on a 2-element state: a dozen small array temporaries per step",
+        _rk4_args,
+        lambda q: f"{'2e3' if q else '2e4'} steps",
+        rk4_small,
+        eager={"python": rk4_small},
+        numba=rk4_small,
+        reference="python",
+        check=allclose(1e-12),
+    ),
+    Kernel(
+        "dense_to_csr",
+        "dense to CSR with running counters",
+        _dense_args,
+        lambda q: f"{1000 if q else 4000}^2, 5% nonzero",
+        dense_to_csr_counts,
+        eager={"python": dense_to_csr_counts},
+        numba=dense_to_csr_counts,
+        reference="python",
+        check=allclose(0, 0),
+    ),
+    Kernel(
+        "csr_matvec",
+        "CSR matrix times a vector",
+        _matvec_args,
+        lambda q: f"{1000 if q else 4000}^2, 1% nonzero",
+        csr_matvec,
+        eager={"python": csr_matvec},
+        numba=csr_matvec,
+        reference="python",
+        check=allclose(1e-12),
+    ),
+    Kernel(
+        "knapsack",
+        "0/1 knapsack over int arrays",
+        _knapsack_args,
+        lambda q: f"{100 if q else 400} items, capacity {'2e3' if q else '1e4'}",
+        knapsack,
+        eager={"python": knapsack},
+        numba=knapsack,
+        reference="python",
+        check=_exact,
+    ),
+    Kernel(
+        "conv3x3",
+        "3x3 convolution as four loops",
+        _image_args,
+        lambda q: f"{256 if q else 1024}^2",
+        conv3x3,
+        eager={"python": conv3x3},
+        numba=conv3x3,
+        reference="python",
+        check=allclose(1e-12),
+    ),
+    Kernel(
+        "box_blur",
+        "3x3 box blur with slices",
+        _blur_args,
+        lambda q: f"{256 if q else 1024}^2",
+        box_blur,
+        eager={"numpy": box_blur, "python": box_blur},
+        numba=box_blur,
+        check=allclose(1e-12),
+    ),
+    Kernel(
+        "bfs_levels",
+        "breadth-first levels over CSR adjacency arrays",
+        _bfs_args,
+        lambda q: f"{1000 if q else 4000} nodes, 1% dense",
+        bfs_levels,
+        eager={"python": bfs_levels},
+        numba=bfs_levels,
+        reference="python",
+        check=allclose(0, 0),
+    ),
 ]
 
 TORCH_SKIPPED = {k.name: "a hand-written loop: compared with numba and NumPy only" for k in KERNELS}

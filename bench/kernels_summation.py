@@ -4,6 +4,7 @@ which scriptc reproduces bit for bit) and a fused ``np.sum(np.exp(x) * y)`` (no 
 numba, torch and jax sum in other orders, so results are checked to a tolerance here; tests/cpu/test_summation.py
 holds scriptc to NumPy's bits.
 """
+
 import numpy as np
 
 from .kernels import Kernel, allclose
@@ -24,6 +25,7 @@ def _rng():
 def _sum_args(dtype):
     def make(quick):
         return (_rng().standard_normal(1_000_000 if quick else 10_000_000).astype(dtype),)
+
     return make
 
 
@@ -38,15 +40,36 @@ def _size(what):
 
 
 KERNELS = [
-    Kernel("sum_f64", "`np.sum(x)`: NumPy's pairwise summation (bit for bit in scriptc), memory bandwidth",
-           _sum_args(np.float64), _size("float64"), sum_all, eager={"numpy": sum_all}, numba=sum_all,
-           check=allclose(rtol=1e-9, atol=1e-9)),
-    Kernel("sum_f32", "`np.sum(x)` of float32: pairwise float32 partial sums, memory bandwidth",
-           _sum_args(np.float32), _size("float32"), sum_all, eager={"numpy": sum_all}, numba=sum_all,
-           check=allclose(rtol=1e-3, atol=1e-2)),
-    Kernel("exp_dot", "`np.sum(np.exp(x) * y)`: a fused reduction, no temporary",
-           _exp_dot_args, lambda q: f"{'1e5' if q else '1e6'} float64", exp_dot, eager={"numpy": exp_dot},
-           numba=exp_dot, check=allclose(rtol=1e-9, atol=1e-9)),
+    Kernel(
+        "sum_f64",
+        "`np.sum(x)`: NumPy's pairwise summation (bit for bit in scriptc), memory bandwidth",
+        _sum_args(np.float64),
+        _size("float64"),
+        sum_all,
+        eager={"numpy": sum_all},
+        numba=sum_all,
+        check=allclose(rtol=1e-9, atol=1e-9),
+    ),
+    Kernel(
+        "sum_f32",
+        "`np.sum(x)` of float32: pairwise float32 partial sums, memory bandwidth",
+        _sum_args(np.float32),
+        _size("float32"),
+        sum_all,
+        eager={"numpy": sum_all},
+        numba=sum_all,
+        check=allclose(rtol=1e-3, atol=1e-2),
+    ),
+    Kernel(
+        "exp_dot",
+        "`np.sum(np.exp(x) * y)`: a fused reduction, no temporary",
+        _exp_dot_args,
+        lambda q: f"{'1e5' if q else '1e6'} float64",
+        exp_dot,
+        eager={"numpy": exp_dot},
+        numba=exp_dot,
+        check=allclose(rtol=1e-9, atol=1e-9),
+    ),
 ]
 
 

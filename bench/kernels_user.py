@@ -5,6 +5,7 @@ baseline where one is natural. What they exercise: bounds checks the bounds-chec
 Floyd-Warshall, column statistics), loads and stores in ``while`` loops (insertion sort), ``int()`` of a float
 (histogram), ``x ** 2`` on scalars (column statistics, k-means) and ``for v in x`` iteration (histogram).
 """
+
 import numpy as np
 
 from .kernels import Kernel, allclose
@@ -116,7 +117,7 @@ def floyd_warshall(d: np.ndarray) -> np.ndarray:
 def floyd_warshall_numpy(d: np.ndarray) -> np.ndarray:
     dist = d.copy()
     for k in range(dist.shape[0]):
-        dist = np.minimum(dist, dist[:, k:k + 1] + dist[k:k + 1, :])
+        dist = np.minimum(dist, dist[:, k : k + 1] + dist[k : k + 1, :])
     return dist
 
 
@@ -142,7 +143,7 @@ def kmeans_assign(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
 
 def kmeans_assign_numpy(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     diff = points[:, None, :] - centroids[None, :, :]
-    return np.argmin(np.sum(diff ** 2, axis=2), axis=1)
+    return np.argmin(np.sum(diff**2, axis=2), axis=1)
 
 
 # ================================================================================================
@@ -186,33 +187,70 @@ def exact():
         if not np.array_equal(np.asarray(got), np.asarray(want)):
             return "results differ"
         return None
+
     return check
 
 
 KERNELS = [
-    Kernel("stencil2d", "five-point Jacobi stencil with border copies: bounds checks, vectorised inner loop",
-           _stencil_args, lambda q: f"{160 if q else 500}^2 float64, {10 if q else 20} steps",
-           stencil2d, eager={"numpy": stencil2d_numpy, "python": stencil2d}, numba=stencil2d),
-    Kernel("insertion_sort", "insertion sort with a `while`: loads and stores in a data-dependent loop",
-           _sort_args, lambda q: f"{1500 if q else 5000} float64",
-           insertion_sort, eager={"numpy": insertion_sort_numpy, "python": insertion_sort},
-           numba=insertion_sort, check=exact()),
-    Kernel("histogram", "binning with `int((v - lo) / width)` over `for v in x`",
-           _histogram_args, lambda q: f"{'1e6' if q else '1e7'} float64, 100 bins",
-           histogram, eager={"numpy": histogram_numpy, "python": histogram}, numba=histogram,
-           check=exact()),
-    Kernel("column_stats", "column mean and std with `(x[i, j] - m) ** 2`: scalar ** 2, strided loads",
-           _column_args, lambda q: f"{'1e5' if q else '1e6'}x8 float64",
-           column_stats, eager={"numpy": column_stats_numpy, "python": column_stats}, numba=column_stats,
-           check=allclose(1e-9)),
-    Kernel("floyd_warshall", "all-pairs shortest paths, triple loop with a conditional store",
-           _floyd_args, lambda q: f"{120 if q else 300} nodes",
-           floyd_warshall, eager={"numpy": floyd_warshall_numpy, "python": floyd_warshall},
-           numba=floyd_warshall, check=exact()),
-    Kernel("kmeans_assign", "nearest centroid of every point: small inner loops, scalar ** 2",
-           _kmeans_args, lambda q: f"{'2e4' if q else '2e5'} points x 4 dims, 16 centroids",
-           kmeans_assign, eager={"numpy": kmeans_assign_numpy, "python": kmeans_assign},
-           numba=kmeans_assign, check=exact()),
+    Kernel(
+        "stencil2d",
+        "five-point Jacobi stencil with border copies: bounds checks, vectorised inner loop",
+        _stencil_args,
+        lambda q: f"{160 if q else 500}^2 float64, {10 if q else 20} steps",
+        stencil2d,
+        eager={"numpy": stencil2d_numpy, "python": stencil2d},
+        numba=stencil2d,
+    ),
+    Kernel(
+        "insertion_sort",
+        "insertion sort with a `while`: loads and stores in a data-dependent loop",
+        _sort_args,
+        lambda q: f"{1500 if q else 5000} float64",
+        insertion_sort,
+        eager={"numpy": insertion_sort_numpy, "python": insertion_sort},
+        numba=insertion_sort,
+        check=exact(),
+    ),
+    Kernel(
+        "histogram",
+        "binning with `int((v - lo) / width)` over `for v in x`",
+        _histogram_args,
+        lambda q: f"{'1e6' if q else '1e7'} float64, 100 bins",
+        histogram,
+        eager={"numpy": histogram_numpy, "python": histogram},
+        numba=histogram,
+        check=exact(),
+    ),
+    Kernel(
+        "column_stats",
+        "column mean and std with `(x[i, j] - m) ** 2`: scalar ** 2, strided loads",
+        _column_args,
+        lambda q: f"{'1e5' if q else '1e6'}x8 float64",
+        column_stats,
+        eager={"numpy": column_stats_numpy, "python": column_stats},
+        numba=column_stats,
+        check=allclose(1e-9),
+    ),
+    Kernel(
+        "floyd_warshall",
+        "all-pairs shortest paths, triple loop with a conditional store",
+        _floyd_args,
+        lambda q: f"{120 if q else 300} nodes",
+        floyd_warshall,
+        eager={"numpy": floyd_warshall_numpy, "python": floyd_warshall},
+        numba=floyd_warshall,
+        check=exact(),
+    ),
+    Kernel(
+        "kmeans_assign",
+        "nearest centroid of every point: small inner loops, scalar ** 2",
+        _kmeans_args,
+        lambda q: f"{'2e4' if q else '2e5'} points x 4 dims, 16 centroids",
+        kmeans_assign,
+        eager={"numpy": kmeans_assign_numpy, "python": kmeans_assign},
+        numba=kmeans_assign,
+        check=exact(),
+    ),
 ]
 
 TORCH_SKIPPED = {k.name: "a user-kernel row: compared with numba and NumPy only" for k in KERNELS}

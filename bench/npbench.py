@@ -14,6 +14,7 @@ softmax takes a column's maximum for every row: both give NaN). Times are the be
 thread CPU time, after a warm-up call (and, for scriptc, ``scriptc.wait_optimized()``), one thread each (run with
 SCRIPTC_NUM_THREADS=1 NUMBA_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 for the published figures).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -91,7 +92,7 @@ def run_kernel(root: Path, info: dict, preset: str, repeats: int, work: Path, sc
     module, func = bench["module_name"], bench["func_name"]
     params = bench["parameters"][preset]
     values = dict(params)
-    if "init" in bench:       # (kernels without one take the parameters themselves: mandelbrot)
+    if "init" in bench:  # (kernels without one take the parameters themselves: mandelbrot)
         init = _load(where / f"{module}.py", f"npb_{module}_init")
         made = getattr(init, bench["init"]["func_name"])(*[params[p] for p in bench["init"]["input_args"]])
         made = made if isinstance(made, tuple) else (made,)
@@ -112,7 +113,7 @@ def run_kernel(root: Path, info: dict, preset: str, repeats: int, work: Path, sc
             fn = getattr(_load(numba_file, f"npb_{module}_numba"), func)
             numba_results = _results(fn, args, written, names)
             row["numba"] = _timed(fn, args, repeats)
-        except Exception as e:            # (numba's own failures are reported, not fatal)
+        except Exception as e:  # (numba's own failures are reported, not fatal)
             row["numba_error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     path = work / f"npb_{module}_scriptc.py"
     path.write_text(scripted_source(numba_file.read_text()))
@@ -120,9 +121,13 @@ def run_kernel(root: Path, info: dict, preset: str, repeats: int, work: Path, sc
         fn = getattr(_load(path, f"npb_{module}_scriptc"), func)
         got = _results(fn, args, written, names)
         scriptc.wait_optimized()
-        row["status"] = "ok" if _agree(got, want, written) else \
-            "ok: as numba (its version differs from NumPy's)" if numba_results is not None and \
-            _agree(got, numba_results, written) else "WRONG RESULT"
+        row["status"] = (
+            "ok"
+            if _agree(got, want, written)
+            else "ok: as numba (its version differs from NumPy's)"
+            if numba_results is not None and _agree(got, numba_results, written)
+            else "WRONG RESULT"
+        )
         row["scriptc"] = _timed(fn, args, repeats)
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
@@ -145,6 +150,7 @@ def main(argv=None) -> int:
     TRACE = opts.trace
     root = Path(opts.npbench)
     import scriptc
+
     try:
         import numba
     except ImportError:
@@ -161,15 +167,20 @@ def main(argv=None) -> int:
             rows.append(row)
             ratio = f"{row['scriptc'] / row['numba']:.2f}" if "scriptc" in row and "numba" in row else "-"
             vs_numpy = f"{row['scriptc'] / row['numpy']:.2f}" if "scriptc" in row else "-"
-            print(f"{row['kernel']:28s} {row.get('status', ''):40.40s} scriptc/numba {ratio:>6s}  "
-                  f"scriptc/numpy {vs_numpy:>6s}", flush=True)
+            print(
+                f"{row['kernel']:28s} {row.get('status', ''):40.40s} scriptc/numba {ratio:>6s}  "
+                f"scriptc/numpy {vs_numpy:>6s}",
+                flush=True,
+            )
     timed = [r for r in rows if r.get("status", "").startswith("ok") and "numba" in r]
     if timed:
         geo = math.exp(sum(math.log(r["scriptc"] / r["numba"]) for r in timed) / len(timed))
         geo_np = math.exp(sum(math.log(r["scriptc"] / r["numpy"]) for r in timed) / len(timed))
         at_or_below = sum(r["scriptc"] <= r["numba"] for r in timed)
-        print(f"\n{len(timed)} of {len(rows)} kernels compile and validate; geometric mean scriptc/numba "
-              f"{geo:.2f}, scriptc/numpy {geo_np:.2f}; {at_or_below} at or below numba's time")
+        print(
+            f"\n{len(timed)} of {len(rows)} kernels compile and validate; geometric mean scriptc/numba "
+            f"{geo:.2f}, scriptc/numpy {geo_np:.2f}; {at_or_below} at or below numba's time"
+        )
     wrong = [r["kernel"] for r in rows if r.get("status") == "WRONG RESULT"]
     if wrong:
         print("wrong results:", ", ".join(wrong))

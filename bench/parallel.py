@@ -6,6 +6,7 @@ Kernels: pairwise distances (n x d points), the mandelbrot set (rows in parallel
     python bench/parallel.py
 Timings on a shared machine are noisy: each figure is the minimum of several runs.
 """
+
 from __future__ import annotations
 
 import os
@@ -48,7 +49,7 @@ def empty_region(a: np.ndarray) -> None:
 
 def best(fn, *args, repeat=7, number=1) -> float:
     fn(*args)
-    scriptc.wait_optimized()       # time the optimized tier (the first call ran the quick one)
+    scriptc.wait_optimized()  # time the optimized tier (the first call ran the quick one)
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
@@ -62,8 +63,12 @@ def main() -> None:
     threads = scriptc.get_num_threads()
     x = np.random.default_rng(0).standard_normal((1000, 16))
     big = np.random.default_rng(1).standard_normal(10_000_000)
-    cases = [("pairwise 1000x16", pairwise, (x,), 1), ("mandelbrot 600x800", mandelbrot, (600, 800, 200), 1),
-             ("fused chain 10M", chain, (big,), 1), ("empty region", empty_region, (np.zeros(2),), 20000)]
+    cases = [
+        ("pairwise 1000x16", pairwise, (x,), 1),
+        ("mandelbrot 600x800", mandelbrot, (600, 800, 200), 1),
+        ("fused chain 10M", chain, (big,), 1),
+        ("empty region", empty_region, (np.zeros(2),), 20000),
+    ]
     print(f"{'kernel':24} {'1 thread':>12} {f'{threads} threads':>12} {'ratio':>7}")
     for name, fn, args, number in cases:
         scriptc.set_num_threads(1)

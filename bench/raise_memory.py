@@ -10,6 +10,7 @@ keeps both). Before native code released what it held at a raise, 2,000 calls gr
 This is a separate script because the kernel table (``bench/kernels.py``) times calls; it cannot express
 memory, nor a Python ``try``/``except`` around the kernel.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,7 +44,7 @@ def measure(f, x, i, calls: int) -> tuple[float, float]:
             f(x, i)
         except IndexError:
             pass
-    getattr(f, "wait_optimized", lambda: None)()     # scriptc: time its optimized tier
+    getattr(f, "wait_optimized", lambda: None)()  # scriptc: time its optimized tier
     gc.collect()
     before, start = resident_bytes(), time.perf_counter()
     for _ in range(calls):
@@ -53,28 +54,37 @@ def measure(f, x, i, calls: int) -> tuple[float, float]:
             pass
     elapsed = time.perf_counter() - start
     gc.collect()
-    return (resident_bytes() - before) / 2 ** 20, elapsed / calls * 1e6
+    return (resident_bytes() - before) / 2**20, elapsed / calls * 1e6
 
 
 def implementations() -> list[tuple[str, object]]:
     import scriptc
-    impls = [("scriptc", scriptc.script(raising_kernel)), ("scriptc (unfused)", scriptc.script(raising_kernel_unfused)),
-             ("numpy", raising_kernel)]
+
+    impls = [
+        ("scriptc", scriptc.script(raising_kernel)),
+        ("scriptc (unfused)", scriptc.script(raising_kernel_unfused)),
+        ("numpy", raising_kernel),
+    ]
     try:
         import numba
     except ImportError:
         print("numba: not installed, skipped")
-    else:   # numba checks bounds only when asked
-        impls.append((f"numba {numba.__version__} @njit(boundscheck=True)",
-                      numba.njit(boundscheck=True)(raising_kernel)))
+    else:  # numba checks bounds only when asked
+        impls.append(
+            (f"numba {numba.__version__} @njit(boundscheck=True)", numba.njit(boundscheck=True)(raising_kernel))
+        )
     return impls
 
 
 def table(calls: int = 20_000, size: int = 100_000) -> str:
     """The Markdown table of every implementation's resident growth and time per call."""
     x = np.random.default_rng(7).random(size)
-    lines = [f"{calls:,} calls raising IndexError, each allocating {size:,}-element float64 arrays first", "",
-             "| implementation | resident growth (MiB) | µs per call |", "|---|---:|---:|"]
+    lines = [
+        f"{calls:,} calls raising IndexError, each allocating {size:,}-element float64 arrays first",
+        "",
+        "| implementation | resident growth (MiB) | µs per call |",
+        "|---|---:|---:|",
+    ]
     for name, f in implementations():
         grown, per_call = measure(f, x, size, calls)
         lines.append(f"| {name} | {grown:.1f} | {per_call:.1f} |")

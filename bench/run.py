@@ -4,6 +4,7 @@
 
 Prints a Markdown table and writes bench/results/results.{md,json,png}. See bench/README.md.
 """
+
 import argparse
 import contextlib
 import datetime
@@ -24,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")   # before jax is imported: no GPU/TPU probing
+os.environ.setdefault("JAX_PLATFORMS", "cpu")  # before jax is imported: no GPU/TPU probing
 
 import numpy as np  # noqa: E402
 
@@ -32,14 +33,32 @@ from . import kernels as K  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 IMPL_ORDER = ["scriptc", "python", "numpy", "numba", "torch", "jax"]
-LABELS = {"scriptc": "scriptc", "python": "python", "numpy": "numpy", "numba": "numba @njit",
-          "torch": "torch.jit.script", "jax": "jax.jit"}
-COLORS = {"scriptc": "#d62728", "python": "#7f7f7f", "numpy": "#1f77b4", "numba": "#2ca02c",
-          "torch": "#ff7f0e", "jax": "#9467bd"}
+LABELS = {
+    "scriptc": "scriptc",
+    "python": "python",
+    "numpy": "numpy",
+    "numba": "numba @njit",
+    "torch": "torch.jit.script",
+    "jax": "jax.jit",
+}
+COLORS = {
+    "scriptc": "#d62728",
+    "python": "#7f7f7f",
+    "numpy": "#1f77b4",
+    "numba": "#2ca02c",
+    "torch": "#ff7f0e",
+    "jax": "#9467bd",
+}
 # --impl names -> implementations ("numpy" is the eager baseline: NumPy or, for scalar loops, plain Python)
-IMPL_GROUPS = {"scriptc": ["scriptc"], "numpy": ["numpy", "python"], "python": ["python"], "numba": ["numba"],
-               "torch": ["torch"], "jax": ["jax"]}
-SLOW_CALL = 1.0          # s: calls slower than this get only a few single-call samples
+IMPL_GROUPS = {
+    "scriptc": ["scriptc"],
+    "numpy": ["numpy", "python"],
+    "python": ["python"],
+    "numba": ["numba"],
+    "torch": ["torch"],
+    "jax": ["jax"],
+}
+SLOW_CALL = 1.0  # s: calls slower than this get only a few single-call samples
 
 
 # ------------------------------------------------------------------------------------------------
@@ -78,11 +97,11 @@ def timed_call(fn, args, seconds):
 class Row:
     kernel: str
     impl: str
-    status: str = "ok"              # ok | failed (wrong result) | timeout | error | skipped
-    median: float | None = None     # seconds per call (compile_time: per fresh compile + first call)
-    first: float | None = None      # seconds: decorate/jit + first call (includes compilation)
+    status: str = "ok"  # ok | failed (wrong result) | timeout | error | skipped
+    median: float | None = None  # seconds per call (compile_time: per fresh compile + first call)
+    first: float | None = None  # seconds: decorate/jit + first call (includes compilation)
     samples: int = 0
-    number: int = 0                 # calls per sample
+    number: int = 0  # calls per sample
     note: str = ""
 
 
@@ -114,7 +133,7 @@ def ratio(row: Row, base: Row | None, timeout: float) -> str:
     row_over = row.status == "timeout"
     if base_over and row_over:
         return "?"
-    if base_over:       # scriptc took > timeout per call
+    if base_over:  # scriptc took > timeout per call
         return "< " + fmt_ratio(row.median / timeout)
     if row_over:
         return "> " + fmt_ratio(timeout / base.median)
@@ -140,6 +159,7 @@ class Peers:
         self.torch_fns: dict = {}
         self.jax_fns: dict = {}
         import llvmlite
+
         self.versions["llvmlite"] = llvmlite.__version__
         if "scriptc" in wanted:
             self.scriptc = self._try("scriptc", lambda: importlib.import_module("scriptc"))
@@ -161,6 +181,7 @@ class Peers:
 
     def _load_torch(self):
         import torch
+
         warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*deprecated", category=DeprecationWarning)
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.jit.*")
         if self.threads > 0:
@@ -175,12 +196,14 @@ class Peers:
             # XLA:CPU otherwise runs some ops on a thread pool the size of the machine
             os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
         import jax
+
         jax.config.update("jax_enable_x64", True)
         self.jax_fns = K.jax_versions()
         devices = ", ".join(str(d) for d in jax.devices())
         threads = "1 thread" if "intra_op_parallelism_threads=1" in os.environ.get("XLA_FLAGS", "") else "XLA threads"
-        self.versions["jax"] = (f"{jax.__version__} (jaxlib {importlib.import_module('jaxlib').__version__}, "
-                                f"{devices}, {threads})")
+        self.versions["jax"] = (
+            f"{jax.__version__} (jaxlib {importlib.import_module('jaxlib').__version__}, {devices}, {threads})"
+        )
         return jax
 
 
@@ -189,11 +212,11 @@ class Peers:
 # ------------------------------------------------------------------------------------------------
 @dataclass
 class Impl:
-    build: Callable[[], Callable]               # decorate / jit (timed as part of the first call)
-    convert: Callable = lambda args: args       # NumPy arguments -> the peer's (not timed)
-    to_numpy: Callable = lambda r: r            # the peer's result -> NumPy, for the check (not timed)
-    warmup: int = 1                             # calls after the first one before timing
-    settle: Callable = lambda: None             # before the warm-up calls: scriptc's O3 tier is installed
+    build: Callable[[], Callable]  # decorate / jit (timed as part of the first call)
+    convert: Callable = lambda args: args  # NumPy arguments -> the peer's (not timed)
+    to_numpy: Callable = lambda r: r  # the peer's result -> NumPy, for the check (not timed)
+    warmup: int = 1  # calls after the first one before timing
+    settle: Callable = lambda: None  # before the warm-up calls: scriptc's O3 tier is installed
 
 
 def _torch_in(torch):
@@ -205,6 +228,7 @@ def _torch_out(torch):
         if isinstance(r, tuple):
             return tuple(out(v) for v in r)
         return r.numpy() if isinstance(r, torch.Tensor) else r
+
     return out
 
 
@@ -223,8 +247,8 @@ def make_impl(kernel: K.Kernel, name: str, peers: Peers) -> Impl | str:
     if name == "scriptc":
         if peers.scriptc is None:
             return peers.notes.get("scriptc", "not importable")
-        settle = peers.scriptc.wait_optimized     # the first call ran the first tier's code (optimizer.py)
-        if getattr(kernel.scriptc, "driver", False):     # Python driving compiled code: used as it is
+        settle = peers.scriptc.wait_optimized  # the first call ran the first tier's code (optimizer.py)
+        if getattr(kernel.scriptc, "driver", False):  # Python driving compiled code: used as it is
             return Impl(build=lambda: kernel.scriptc, settle=settle)
         return Impl(build=lambda: peers.scriptc.script(kernel.scriptc), settle=settle)
     if name in ("python", "numpy"):
@@ -243,10 +267,11 @@ def make_impl(kernel: K.Kernel, name: str, peers: Peers) -> Impl | str:
         if fn is None:
             return K.TORCH_SKIPPED.get(kernel.name, "no TorchScript version")
         torch = peers.torch
-        if kernel.name in K.TORCH_EAGER:        # torch.func / autograd: eager PyTorch, as the articles run it
+        if kernel.name in K.TORCH_EAGER:  # torch.func / autograd: eager PyTorch, as the articles run it
             return Impl(build=lambda: fn, convert=_torch_in(torch), to_numpy=_torch_out(torch))
-        return Impl(build=lambda: torch.jit.script(fn), convert=_torch_in(torch), to_numpy=_torch_out(torch),
-                    warmup=3)  # the profiling executor specializes after the first runs
+        return Impl(
+            build=lambda: torch.jit.script(fn), convert=_torch_in(torch), to_numpy=_torch_out(torch), warmup=3
+        )  # the profiling executor specializes after the first runs
     if name == "jax":
         if peers.jax is None:
             return peers.notes.get("jax", "not importable")
@@ -258,6 +283,7 @@ def make_impl(kernel: K.Kernel, name: str, peers: Peers) -> Impl | str:
         def build():
             jitted = fn if kernel.name in K.JAX_DRIVERS else jax.jit(fn)
             return lambda *args: jax.block_until_ready(jitted(*args))
+
         return Impl(build=build, convert=_jax_in(jax), to_numpy=_jax_out)
     raise ValueError(name)
 
@@ -269,10 +295,10 @@ def make_impl(kernel: K.Kernel, name: str, peers: Peers) -> Impl | str:
 class Options:
     quick: bool
     timeout: float
-    repeat: int         # samples for fast calls
-    slow_repeat: int    # samples for calls slower than SLOW_CALL
-    target: float       # seconds per sample for fast calls (calls per sample chosen to reach it)
-    threads: int = 1    # torch/XLA threads (0: library defaults)
+    repeat: int  # samples for fast calls
+    slow_repeat: int  # samples for calls slower than SLOW_CALL
+    target: float  # seconds per sample for fast calls (calls per sample chosen to reach it)
+    threads: int = 1  # torch/XLA threads (0: library defaults)
 
 
 def sample(fn, args, opts: Options, warm_time: float) -> tuple[list[float], int]:
@@ -286,7 +312,7 @@ def sample(fn, args, opts: Options, warm_time: float) -> tuple[list[float], int]
     names = [f"a{i}" for i in range(len(args))]
     timer = timeit.Timer(f"fn({', '.join(names)})", globals={"fn": fn, **dict(zip(names, args))})
     number = 1
-    for n in (int(m * 10 ** e) for e in itertools.count() for m in (1, 2, 5)):
+    for n in (int(m * 10**e) for e in itertools.count() for m in (1, 2, 5)):
         number = n
         if timer.timeit(n) >= opts.target:
             break
@@ -344,7 +370,7 @@ def bench_kernel(kernel: K.Kernel, impls: list[str], peers: Peers, opts: Options
     args = kernel.make_args(opts.quick)
     rows: dict[str, Row] = {}
     made = {name: make_impl(kernel, name, peers) for name in IMPL_ORDER}
-    made = {name: m for name, m in made.items() if m is not None}   # None: no such row for this kernel
+    made = {name: m for name, m in made.items() if m is not None}  # None: no such row for this kernel
     # the oracle first: its first call's result is the reference
     ref = None
     ref_impl = made.get(kernel.reference)
@@ -400,8 +426,7 @@ def bench_compile_time(kernel: K.Kernel, impls: list[str], peers: Peers, opts: O
                 rows.append(Row(kernel.name, name, status="skipped", note=peers.notes.get(name, "not importable")))
                 log(rows[-1])
                 continue
-            row = Row(kernel.name, name, samples=reps, number=1,
-                      note=f"median of {reps} fresh functions")
+            row = Row(kernel.name, name, samples=reps, number=1, note=f"median of {reps} fresh functions")
             decorate = compilers[name]
             times = []
             try:
@@ -430,17 +455,25 @@ def bench_compile_time(kernel: K.Kernel, impls: list[str], peers: Peers, opts: O
 # ------------------------------------------------------------------------------------------------
 def markdown(rows: list[Row], env: dict, notes: list[str], opts: Options, kernel_list: list[K.Kernel]) -> str:
     out = ["# scriptc benchmarks", ""]
-    out.append(f"{env['date']} · {'quick' if opts.quick else 'full'} run · per-call budget {opts.timeout:g} s · "
-               + " · ".join(f"{k} {v}" for k, v in env["versions"].items()))
-    out.append(f"Python {env['python']} on {env['platform']}, {env['cpus']} CPUs; "
-               f"torch/XLA threads: {opts.threads or 'library defaults'} (numpy, numba @njit, scriptc: 1)")
+    out.append(
+        f"{env['date']} · {'quick' if opts.quick else 'full'} run · per-call budget {opts.timeout:g} s · "
+        + " · ".join(f"{k} {v}" for k, v in env["versions"].items())
+    )
+    out.append(
+        f"Python {env['python']} on {env['platform']}, {env['cpus']} CPUs; "
+        f"torch/XLA threads: {opts.threads or 'library defaults'} (numpy, numba @njit, scriptc: 1)"
+    )
     out += ["", "Kernels:", ""]
     for k in kernel_list:
         out.append(f"- `{k.name}` ({k.size(opts.quick)}): {k.what}")
-    out += ["", "*median*: time per call after warm-up (call_overhead: per call; compile_time: decorate + first "
-                "call of a fresh function). *first call*: decorate/jit + first call, compilation included. "
-                "*vs scriptc*: implementation's median / scriptc's median, >1 means the peer is slower; "
-                "`<`/`>` are bounds where one side exceeded the per-call budget.", ""]
+    out += [
+        "",
+        "*median*: time per call after warm-up (call_overhead: per call; compile_time: decorate + first "
+        "call of a fresh function). *first call*: decorate/jit + first call, compilation included. "
+        "*vs scriptc*: implementation's median / scriptc's median, >1 means the peer is slower; "
+        "`<`/`>` are bounds where one side exceeded the per-call budget.",
+        "",
+    ]
     out.append("| kernel | implementation | median | first call | vs scriptc | notes |")
     out.append("|---|---|---:|---:|---:|---|")
     by_kernel: dict[str, list[Row]] = {}
@@ -450,14 +483,17 @@ def markdown(rows: list[Row], env: dict, notes: list[str], opts: Options, kernel
         base = next((r for r in krows if r.impl == "scriptc"), None)
         for i, r in enumerate(krows):
             med = {"timeout": f"timeout (>{opts.timeout:g} s)", "error": "ERROR", "skipped": "skipped"}.get(
-                r.status, fmt_time(r.median))
+                r.status, fmt_time(r.median)
+            )
             if r.status == "failed":
                 med = f"**FAILED** {fmt_time(r.median)}"
             if r.status == "error":
                 med = "**ERROR**"
             label = "torch eager" if r.impl == "torch" and kname in K.TORCH_EAGER else LABELS[r.impl]
-            out.append(f"| {kname if i == 0 else ''} | {label} | {med} | {fmt_time(r.first)} | "
-                       f"{ratio(r, base, opts.timeout)} | {r.note.replace('|', '/')} |")
+            out.append(
+                f"| {kname if i == 0 else ''} | {label} | {med} | {fmt_time(r.first)} | "
+                f"{ratio(r, base, opts.timeout)} | {r.note.replace('|', '/')} |"
+            )
     if notes:
         out += ["", "Notes:", ""] + [f"- {n}" for n in notes]
     return "\n".join(out) + "\n"
@@ -465,6 +501,7 @@ def markdown(rows: list[Row], env: dict, notes: list[str], opts: Options, kernel
 
 def plot(rows: list[Row], opts: Options, path: Path, title: str):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -485,18 +522,36 @@ def plot(rows: list[Row], opts: Options, path: Path, title: str):
             xpos = i - 0.42 + width * (j + 0.5)
             h = opts.timeout if r.status == "timeout" or r.median is None else r.median
             kw = dict(hatch="///", alpha=0.35) if r.status == "timeout" else {}
-            ax.bar(xpos, h, width, color=COLORS[impl], edgecolor="black", linewidth=0.4, **kw,
-                   label=LABELS[impl] if i == next(n for n, kk in enumerate(kernels) if (kk, impl) in by) else None)
-            label = {"timeout": f">{opts.timeout:g} s", "failed": "FAILED " + fmt_time(r.median)}.get(r.status,
-                                                                                              fmt_time(r.median))
-            ax.text(xpos, h * 1.15, label, rotation=90, ha="center", va="bottom", fontsize=6.5,
-                    color="red" if r.status == "failed" else "black",
-                    fontweight="bold" if r.status == "failed" else None)
+            ax.bar(
+                xpos,
+                h,
+                width,
+                color=COLORS[impl],
+                edgecolor="black",
+                linewidth=0.4,
+                **kw,
+                label=LABELS[impl] if i == next(n for n, kk in enumerate(kernels) if (kk, impl) in by) else None,
+            )
+            label = {"timeout": f">{opts.timeout:g} s", "failed": "FAILED " + fmt_time(r.median)}.get(
+                r.status, fmt_time(r.median)
+            )
+            ax.text(
+                xpos,
+                h * 1.15,
+                label,
+                rotation=90,
+                ha="center",
+                va="bottom",
+                fontsize=6.5,
+                color="red" if r.status == "failed" else "black",
+                fontweight="bold" if r.status == "failed" else None,
+            )
     ax.set_yscale("log")
     ax.set_ylim(lo / 3, max(heights) * 40)
     ax.set_xticks(range(len(kernels)))
-    ax.set_xticklabels([k + ("\n(decorate + first call)" if k == "compile_time" else "") for k in kernels],
-                       rotation=20, ha="right")
+    ax.set_xticklabels(
+        [k + ("\n(decorate + first call)" if k == "compile_time" else "") for k in kernels], rotation=20, ha="right"
+    )
     ax.set_ylabel("median time per call, seconds (log scale)")
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", which="major", alpha=0.3)
@@ -511,15 +566,25 @@ def plot(rows: list[Row], opts: Options, path: Path, title: str):
 # ------------------------------------------------------------------------------------------------
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.strip().splitlines()[0])
-    p.add_argument("--only", default="", help="comma-separated kernels (default: all): "
-                   + ", ".join(k.name for k in K.KERNELS))
-    p.add_argument("--impl", default="", help="comma-separated implementations (default: all): "
-                   + ", ".join(IMPL_GROUPS) + " ('numpy' includes the plain-Python loops)")
+    p.add_argument(
+        "--only", default="", help="comma-separated kernels (default: all): " + ", ".join(k.name for k in K.KERNELS)
+    )
+    p.add_argument(
+        "--impl",
+        default="",
+        help="comma-separated implementations (default: all): "
+        + ", ".join(IMPL_GROUPS)
+        + " ('numpy' includes the plain-Python loops)",
+    )
     p.add_argument("--quick", action="store_true", help="sizes / 10, fewer repeats: a smoke run")
     p.add_argument("--timeout", type=float, default=10.0, help="per-call budget in seconds (default 10)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch threads; 1 also makes XLA single-threaded (default 1, like numpy, numba @njit, scriptc; "
-                        "0: the libraries' defaults)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads; 1 also makes XLA single-threaded (default 1, like numpy, numba @njit, scriptc; "
+        "0: the libraries' defaults)",
+    )
     p.add_argument("--out", default=str(RESULTS_DIR), help="output folder (default bench/results)")
     return p.parse_args(argv)
 
@@ -540,12 +605,18 @@ def main(argv=None) -> int:
         if unknown:
             sys.exit(f"unknown implementation(s): {', '.join(unknown)}; choose from {', '.join(IMPL_GROUPS)}")
         impls = [i for i in IMPL_ORDER if any(i in IMPL_GROUPS[g] for g in groups)]
-    opts = Options(quick=a.quick, timeout=a.timeout, repeat=3 if a.quick else 5, slow_repeat=1 if a.quick else 3,
-                   target=0.05 if a.quick else 0.2, threads=a.threads)
+    opts = Options(
+        quick=a.quick,
+        timeout=a.timeout,
+        repeat=3 if a.quick else 5,
+        slow_repeat=1 if a.quick else 3,
+        target=0.05 if a.quick else 0.2,
+        threads=a.threads,
+    )
 
     t_start = time.perf_counter()
     peers = Peers(set(impls), a.threads)
-    notes = list(peers.notes.values())   # peers that could not be imported
+    notes = list(peers.notes.values())  # peers that could not be imported
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
 
@@ -555,38 +626,56 @@ def main(argv=None) -> int:
             return
         what = {"ok": fmt_time(r.median), "failed": f"FAILED {fmt_time(r.median)}"}.get(r.status, r.status.upper())
         extra = f" (first call {fmt_time(r.first)})" if r.first is not None else ""
-        print(f"[{r.kernel}] {LABELS[r.impl]}: {what}{extra}{'  ' + r.note if r.note else ''}",
-              file=sys.stderr, flush=True)
+        print(
+            f"[{r.kernel}] {LABELS[r.impl]}: {what}{extra}{'  ' + r.note if r.note else ''}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     rows: list[Row] = []
     for kernel in kernel_list:
         bench = bench_compile_time if kernel.name == "compile_time" else bench_kernel
         rows += bench(kernel, impls, peers, opts, log)
 
-    env = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "python": platform.python_version(),
-           "platform": platform.platform(), "cpus": os.cpu_count(), "versions": peers.versions}
+    env = {
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "versions": peers.versions,
+    }
     text = markdown(rows, env, notes, opts, kernel_list)
-    if not a.only:      # memory is not a timing row: its own table (bench/raise_memory.py)
+    if not a.only:  # memory is not a timing row: its own table (bench/raise_memory.py)
         from . import raise_memory
+
         text += "\n## A raising-call loop's memory\n\n" + raise_memory.table(2_000 if opts.quick else 20_000)
     print(text)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.md").write_text(text)
-    (out / "results.json").write_text(json.dumps({"env": env, "quick": opts.quick, "timeout": opts.timeout,
-                                                  "rows": [asdict(r) for r in rows]}, indent=1))
-    title = (f"scriptc benchmarks ({'quick' if opts.quick else 'full'} run, {env['date']}); "
-             f"hatched: exceeded the {opts.timeout:g} s per-call budget")
+    (out / "results.json").write_text(
+        json.dumps(
+            {"env": env, "quick": opts.quick, "timeout": opts.timeout, "rows": [asdict(r) for r in rows]}, indent=1
+        )
+    )
+    title = (
+        f"scriptc benchmarks ({'quick' if opts.quick else 'full'} run, {env['date']}); "
+        f"hatched: exceeded the {opts.timeout:g} s per-call budget"
+    )
     try:
         plot(rows, opts, out / "results.png", title)
     except ImportError as e:
         print(f"note: no chart ({_first_line(e)})", file=sys.stderr)
-    print(f"wrote {out / 'results.md'}, results.json, results.png in {time.perf_counter() - t_start:.0f} s",
-          file=sys.stderr)
+    print(
+        f"wrote {out / 'results.md'}, results.json, results.png in {time.perf_counter() - t_start:.0f} s",
+        file=sys.stderr,
+    )
     bad = [r for r in rows if r.status == "failed" or (r.impl == "scriptc" and r.status == "error")]
     if bad:
-        print("\n!!! FAILED: " + ", ".join(f"{r.kernel}/{LABELS[r.impl]} ({r.status})" for r in bad) + " !!!",
-              file=sys.stderr)
+        print(
+            "\n!!! FAILED: " + ", ".join(f"{r.kernel}/{LABELS[r.impl]} ({r.status})" for r in bad) + " !!!",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

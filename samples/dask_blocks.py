@@ -8,6 +8,7 @@ its machine code from ``__pycache__`` instead of compiling it again). Run:
 It runs the kernel on Dask's threaded scheduler with one thread and with every core, then on a
 ``distributed.LocalCluster`` of worker processes, and checks each result against NumPy.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # workers import the kernel by name
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # workers import the kernel by name
 from dask_kernels import logistic_orbit, logistic_orbit_numpy  # noqa: E402
 
 R, STEPS = 3.7, 200
@@ -24,6 +25,7 @@ R, STEPS = 3.7, 200
 
 def blocks(n: int, chunk: int):
     import dask.array as da
+
     x = da.random.default_rng(0).uniform(0.1, 0.9, size=(n, n), chunks=(chunk, chunk))
     return x, x.map_blocks(logistic_orbit, R, STEPS, dtype=np.float64)
 
@@ -37,8 +39,11 @@ def threaded(n: int, chunk: int, workers: int) -> tuple[np.ndarray, np.ndarray, 
 
 def on_cluster(n: int, chunk: int, workers: int) -> tuple[np.ndarray, np.ndarray, float]:
     from distributed import Client, LocalCluster
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+
+    with (
+        LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         x, y = blocks(n, chunk)
         start = time.perf_counter()
         result = client.compute(y).result()
@@ -47,7 +52,7 @@ def on_cluster(n: int, chunk: int, workers: int) -> tuple[np.ndarray, np.ndarray
 
 def main(n: int = 4000, chunk: int = 1000) -> None:
     cores = os.cpu_count() or 1
-    logistic_orbit(np.full((2, 2), 0.5), R, STEPS)          # compile (or load from the cache) once
+    logistic_orbit(np.full((2, 2), 0.5), R, STEPS)  # compile (or load from the cache) once
     x, one, t1 = threaded(n, chunk, 1)
     assert np.array_equal(one, logistic_orbit_numpy(x, R, STEPS))
     _, many, tn = threaded(n, chunk, cores)

@@ -1,5 +1,6 @@
 """The kernel of ``dask_blocks.py``, in a module of its own: worker processes import it by name when they
 unpickle the function (scripted functions pickle by reference, as plain functions do)."""
+
 import numpy as np
 
 import scriptc

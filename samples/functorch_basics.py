@@ -5,6 +5,7 @@ against the same computation written as a Python loop.
 
     python samples/functorch_basics.py
 """
+
 from __future__ import annotations
 
 import math
@@ -21,18 +22,18 @@ def sin(x: float) -> float:
 
 @scriptc.script
 def f(x: float, y: float) -> float:
-    return x * y ** 2 + math.exp(x)
+    return x * y**2 + math.exp(x)
 
 
 @scriptc.script
 def model(weights: np.ndarray, feature_vec: np.ndarray) -> float:
-    return max(np.dot(feature_vec, weights), 0.0)        # a linear layer and ReLU, for one example
+    return max(np.dot(feature_vec, weights), 0.0)  # a linear layer and ReLU, for one example
 
 
 @scriptc.script
 def compute_loss(weights: np.ndarray, example: np.ndarray, target: float) -> float:
     y = model(weights, example)
-    return (y - target) ** 2                               # the squared error of one example
+    return (y - target) ** 2  # the squared error of one example
 
 
 @scriptc.script
@@ -49,7 +50,7 @@ def main() -> None:
 
     # argnums: partial derivatives of f(x, y) = x y^2 + e^x
     dx, dy = scriptc.grad(f, argnums=(0, 1))(1.5, 2.0)
-    print(f"df/dx = {dx:.6f} (y^2 + e^x = {2.0 ** 2 + math.exp(1.5):.6f}),  df/dy = {dy:.6f} (2xy = {6.0:.6f})")
+    print(f"df/dx = {dx:.6f} (y^2 + e^x = {2.0**2 + math.exp(1.5):.6f}),  df/dy = {dy:.6f} (2xy = {6.0:.6f})")
 
     # vmap: the model over a batch of examples, without writing the loop
     batch_size, feature_size = 3, 5
@@ -63,15 +64,23 @@ def main() -> None:
     targets = rng.standard_normal(batch_size)
     per_sample = scriptc.vmap(scriptc.grad(compute_loss), in_axes=(None, 0, 0))(weights, examples, targets)
     looped = np.stack([scriptc.grad(compute_loss)(weights, e, t) for e, t in zip(examples, targets)])
-    print("per-sample gradients, shape", per_sample.shape, " same as the loop:",
-          np.allclose(per_sample, looped, rtol=1e-14, atol=0))
+    print(
+        "per-sample gradients, shape",
+        per_sample.shape,
+        " same as the loop:",
+        np.allclose(per_sample, looped, rtol=1e-14, atol=0),
+    )
 
     # nested vmap: every pair of points, a matrix of distances
     points = rng.standard_normal((4, 2))
     pairwise = scriptc.vmap(scriptc.vmap(distance, in_axes=(None, 0)), in_axes=(0, None))(points, points)
     looped = np.array([[distance(p, q) for q in points] for p in points])
-    print("nested vmap: pairwise distances", pairwise.shape, " same as the loops:",
-          np.allclose(pairwise, looped, rtol=1e-15, atol=0))
+    print(
+        "nested vmap: pairwise distances",
+        pairwise.shape,
+        " same as the loops:",
+        np.allclose(pairwise, looped, rtol=1e-15, atol=0),
+    )
 
 
 if __name__ == "__main__":

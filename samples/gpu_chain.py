@@ -6,6 +6,7 @@ checks the result against NumPy.
 
     python samples/gpu_chain.py
 """
+
 import numpy as np
 
 import scriptc
@@ -34,5 +35,5 @@ def main(n: int = 1_000_000) -> None:
 if __name__ == "__main__":
     try:
         main()
-    except RuntimeError as e:      # a GPU is present but the driver launch path is not written yet
+    except RuntimeError as e:  # a GPU is present but the driver launch path is not written yet
         print(e)

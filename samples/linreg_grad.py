@@ -8,6 +8,7 @@ derivative written by hand runs next to it, and so does a Python loop calling a 
 
     python samples/linreg_grad.py [points] [epochs]
 """
+
 from __future__ import annotations
 
 import sys
@@ -72,8 +73,8 @@ def create_dataset(a: float, b: float, n: int, seed: int) -> tuple[np.ndarray, n
 
 
 def timed(fn, *args):
-    fn(*args)                      # compile (and warm up) first
-    scriptc.wait_optimized()       # the first call ran the quick tier's code: time the optimized code
+    fn(*args)  # compile (and warm up) first
+    scriptc.wait_optimized()  # the first call ran the quick tier's code: time the optimized code
     start = time.perf_counter()
     result = fn(*args)
     return result, time.perf_counter() - start
@@ -89,6 +90,7 @@ def main(n: int = 1000, epochs: int = 10_000) -> None:
         for _ in range(epochs):
             p = step(p, x, y, lr)
         return p
+
     q, t_loop = timed(python_loop, Params(1.0, 0.0))
     print(f"{n} points, {epochs} epochs, lr {lr}; true line y = 3.000 * x + 2.000")
     print(f"  scriptc.grad in a compiled loop   a = {p.a:.3f}  b = {p.b:.3f}   {t_grad * 1e3:8.1f} ms")

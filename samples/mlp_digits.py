@@ -8,6 +8,7 @@ drawn with ``scriptc.random`` keys, split once per epoch.
 
     python samples/mlp_digits.py [--epochs N] [--mnist DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,8 @@ class Params(NamedTuple):
 class TrainState(NamedTuple):
     step: int
     params: Params
-    m: Params           # Adam's first moment estimates, one per parameter
-    v: Params           # and second
+    m: Params  # Adam's first moment estimates, one per parameter
+    v: Params  # and second
 
 
 @scriptc.script
@@ -61,12 +62,13 @@ def loss(p: Params, x: np.ndarray, onehot: np.ndarray) -> float:
 
 
 @scriptc.script
-def adam(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: int,
-         lr: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def adam(
+    p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: int, lr: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     m = 0.9 * m + 0.1 * g
     v = 0.999 * v + 0.001 * (g * g)
-    m_hat = m / (1.0 - 0.9 ** t)
-    v_hat = v / (1.0 - 0.999 ** t)
+    m_hat = m / (1.0 - 0.9**t)
+    v_hat = v / (1.0 - 0.999**t)
     return p - lr * m_hat / (np.sqrt(v_hat) + 1e-8), m, v
 
 
@@ -96,7 +98,7 @@ def evaluate(p: Params, x: np.ndarray, labels: np.ndarray, onehot: np.ndarray) -
 
 @scriptc.script
 def init_dense(key: np.ndarray, n_in: int, n_out: int) -> Dense:
-    scale = np.sqrt(2.0 / n_in)         # He initialisation, for ReLU layers
+    scale = np.sqrt(2.0 / n_in)  # He initialisation, for ReLU layers
     return Dense(scriptc.random.normal(key, (n_in, n_out)) * scale, np.zeros(n_out))
 
 
@@ -117,7 +119,7 @@ def read_idx(path: str) -> np.ndarray:
     types = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
     if zero != 0 or kind not in types:
         raise ValueError(f"{path}: not an IDX file (magic {data[:4].hex()})")
-    shape = struct.unpack(f">{ndim}I", data[4:4 + 4 * ndim])
+    shape = struct.unpack(f">{ndim}I", data[4 : 4 + 4 * ndim])
     body = np.frombuffer(data, dtype=types[kind], offset=4 + 4 * ndim)
     if body.size != int(np.prod(shape)):
         raise ValueError(f"{path}: {body.size} values for shape {shape}")
@@ -130,15 +132,21 @@ def mnist(directory: str):
             if os.path.exists(os.path.join(directory, name)):
                 return os.path.join(directory, name)
         raise FileNotFoundError(f"no {stem}[.gz] in {directory}")
+
     train_images, test_images = read_idx(find("train-images-idx3-ubyte")), read_idx(find("t10k-images-idx3-ubyte"))
-    x_train = train_images.reshape(len(train_images), -1) / 255.0       # 28 x 28 -> 784 pixels
+    x_train = train_images.reshape(len(train_images), -1) / 255.0  # 28 x 28 -> 784 pixels
     x_test = test_images.reshape(len(test_images), -1) / 255.0
-    return x_train, read_idx(find("train-labels-idx1-ubyte")).astype(np.int64), \
-        x_test, read_idx(find("t10k-labels-idx1-ubyte")).astype(np.int64)
+    return (
+        x_train,
+        read_idx(find("train-labels-idx1-ubyte")).astype(np.int64),
+        x_test,
+        read_idx(find("t10k-labels-idx1-ubyte")).astype(np.int64),
+    )
 
 
 def digits(seed: int = 0, n: int | None = None):
     from sklearn.datasets import load_digits
+
     data = load_digits()
     x, y = data.data / 16.0, data.target.astype(np.int64)
     order = np.random.default_rng(seed).permutation(len(x))[:n]
@@ -155,8 +163,17 @@ def progress(epoch: int, epochs: int, done: int, total: int, out=sys.stderr) -> 
     out.flush()
 
 
-def train(x_train, y_train, x_test, y_test, epochs: int = 10, batch: int = 32, lr: float = 1e-3, seed: int = 0,
-          show_progress: bool = True) -> list[tuple[float, float, float]]:
+def train(
+    x_train,
+    y_train,
+    x_test,
+    y_test,
+    epochs: int = 10,
+    batch: int = 32,
+    lr: float = 1e-3,
+    seed: int = 0,
+    show_progress: bool = True,
+) -> list[tuple[float, float, float]]:
     classes = 10
     onehot_train, onehot_test = np.eye(classes)[y_train], np.eye(classes)[y_test]
     key = scriptc.random.key(seed)
@@ -170,7 +187,7 @@ def train(x_train, y_train, x_test, y_test, epochs: int = 10, batch: int = 32, l
         order = scriptc.random.permutation(shuffle_key, len(x_train))
         total = 0.0
         for k in range(steps):
-            idx = order[k * batch:(k + 1) * batch]
+            idx = order[k * batch : (k + 1) * batch]
             state, value = train_step(state, x_train[idx], onehot_train[idx], lr)
             total += value
             if show_progress and (k % 10 == 0 or k == steps - 1):
@@ -179,8 +196,11 @@ def train(x_train, y_train, x_test, y_test, epochs: int = 10, batch: int = 32, l
         test_loss, accuracy = evaluate(state.params, x_test, y_test, onehot_test)
         if show_progress:
             sys.stderr.write("\r" + " " * 60 + "\r")
-        print(f"epoch {epoch:2d}  train_loss: {total / steps:.3f}  test_loss: {test_loss:.3f}  "
-              f"test_acc: {accuracy:.3f}  elapsed: {elapsed:.2f} s", flush=True)
+        print(
+            f"epoch {epoch:2d}  train_loss: {total / steps:.3f}  test_loss: {test_loss:.3f}  "
+            f"test_acc: {accuracy:.3f}  elapsed: {elapsed:.2f} s",
+            flush=True,
+        )
         history.append((total / steps, test_loss, accuracy))
     return history
 

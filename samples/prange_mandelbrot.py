@@ -2,6 +2,7 @@
 
 Prints the time on one thread, on all threads, and the speedup. Run: python samples/prange_mandelbrot.py
 """
+
 import time
 
 import numpy as np
@@ -39,7 +40,7 @@ def best_time(repeat: int = 5) -> float:
 if __name__ == "__main__":
     threads = scriptc.get_num_threads()
     reference = mandelbrot(600, 800, 200)
-    scriptc.wait_optimized()    # the first call ran the quick tier's code: time the optimized code
+    scriptc.wait_optimized()  # the first call ran the quick tier's code: time the optimized code
     scriptc.set_num_threads(1)
     one = best_time()
     assert np.array_equal(mandelbrot(600, 800, 200), reference)

@@ -8,6 +8,7 @@ the state's key at every step, inside the compiled step.
 
     python samples/train_state.py [steps] [seed]
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,13 +29,13 @@ class Params(NamedTuple):
 class TrainState(NamedTuple):
     step: int
     params: Params
-    key: np.ndarray         # where this run's randomness comes from next
+    key: np.ndarray  # where this run's randomness comes from next
 
 
 @scriptc.script
 def predict(p: Params, x: np.ndarray, dropout_key: np.ndarray, rate: float) -> np.ndarray:
     h = np.tanh(x @ p.w1 + p.b1)
-    if rate > 0.0:          # training: drop hidden units, scaling the kept ones (inverted dropout)
+    if rate > 0.0:  # training: drop hidden units, scaling the kept ones (inverted dropout)
         keep = scriptc.random.bernoulli(dropout_key, 1.0 - rate, (h.shape[0], h.shape[1]))
         h = np.where(keep, h / (1.0 - rate), 0.0)
     return h @ p.w2 + p.b2
@@ -52,7 +53,7 @@ def sgd(p: Params, g: Params, lr: float) -> Params:
 
 @scriptc.script
 def train_step(s: TrainState, x: np.ndarray, y: np.ndarray, lr: float, rate: float) -> tuple[TrainState, float]:
-    keys = scriptc.random.split(s.key)          # one key to carry on, one for this step's dropout
+    keys = scriptc.random.split(s.key)  # one key to carry on, one for this step's dropout
     value, g = scriptc.value_and_grad(loss)(s.params, x, y, keys[1], rate)
     return TrainState(s.step + 1, sgd(s.params, g, lr), keys[0]), value
 
@@ -60,8 +61,12 @@ def train_step(s: TrainState, x: np.ndarray, y: np.ndarray, lr: float, rate: flo
 @scriptc.script
 def init(key: np.ndarray, hidden: int) -> TrainState:
     keys = scriptc.random.split(key, 3)
-    params = Params(scriptc.random.normal(keys[0], (1, hidden)), np.zeros(hidden),
-                    scriptc.random.normal(keys[1], (hidden, 1)) / np.sqrt(hidden), np.zeros(1))
+    params = Params(
+        scriptc.random.normal(keys[0], (1, hidden)),
+        np.zeros(hidden),
+        scriptc.random.normal(keys[1], (hidden, 1)) / np.sqrt(hidden),
+        np.zeros(1),
+    )
     return TrainState(0, params, keys[2])
 
 
@@ -80,7 +85,7 @@ def run(seed: int, steps: int, report_every: int) -> list[str]:
     for _ in range(steps):
         state, value = train_step(state, x, y, 0.05, 0.1)
         if state.step % report_every == 0:
-            test = loss(state.params, x, y, state.key, 0.0)          # no dropout when evaluating
+            test = loss(state.params, x, y, state.key, 0.0)  # no dropout when evaluating
             lines.append(f"step {state.step:5d}  train loss {value:.6f}  loss without dropout {test:.6f}")
             print(lines[-1])
     lines.append(f"final key {state.key.tolist()}  w2 checksum {float(np.sum(state.params.w2)):.12f}")

@@ -1,5 +1,6 @@
 """Python arguments and the kinds scripted functions specialize on: which kind a value passed is, whether a
 parameter's annotation accepts it, and the widenings tried when the kind passed does not compile."""
+
 from __future__ import annotations
 
 
@@ -9,10 +10,10 @@ from .calling import check_array_kind, unsupported_layout  # noqa: F401  (re-exp
 from .interop import as_array, is_array_like
 from .ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TENSOR, ListType, NamedTupleType, TensorType, TupleType, Type
 
-UNANNOTATED = None   # the "type" of a parameter without annotation: the kind passed at each call
+UNANNOTATED = None  # the "type" of a parameter without annotation: the kind passed at each call
 
 
-_TOWER = (BOOL, INT, FLOAT)   # the numeric tower: a bool is an int, an int is a float
+_TOWER = (BOOL, INT, FLOAT)  # the numeric tower: a bool is an int, an int is a float
 _SCALAR_OF = {FLOAT: float, INT: int, BOOL: bool}
 
 
@@ -36,14 +37,19 @@ def _accept(want: Type, got: Type) -> Type | None:
         return _accept_tuple(want, got)
     if isinstance(want, ListType) and isinstance(got, ListType):
         from .frontend.lists import accept_list  # the frontend: scriptc.load (which checks arguments here) loads none
+
         return accept_list(want, got)
     return None
 
 
 def _accept_tuple(want: TupleType, got: TupleType) -> TupleType | None:
     """Element by element; a NamedTuple parameter takes values of its own class only."""
-    if len(want.elems) != len(got.elems) or type(want) is not type(got) or \
-            isinstance(want, NamedTupleType) and want.qualname != got.qualname:
+    if (
+        len(want.elems) != len(got.elems)
+        or type(want) is not type(got)
+        or isinstance(want, NamedTupleType)
+        and want.qualname != got.qualname
+    ):
         return None
     elems = [_accept(w, g) for w, g in zip(want.elems, got.elems)]
     return None if None in elems else got.with_elems(elems)
@@ -54,8 +60,12 @@ def _widenings(declared: list[Type], types: tuple) -> list[tuple]:
     all are at their annotations."""
     out, current = [tuple(types)], list(types)
     while True:
-        raised = [_TOWER[_TOWER.index(t) + 1] if t in _TOWER and want in _TOWER
-                  and _TOWER.index(t) < _TOWER.index(want) else t for t, want in zip(current, declared)]
+        raised = [
+            _TOWER[_TOWER.index(t) + 1]
+            if t in _TOWER and want in _TOWER and _TOWER.index(t) < _TOWER.index(want)
+            else t
+            for t, want in zip(current, declared)
+        ]
         if raised == current:
             return out
         out.append(tuple(raised))
@@ -77,12 +87,13 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
         want = _unannotated_kind(fname, pname, arg)
     if isinstance(want, ListType):
         from .frontend.lists import list_argument  # the frontend: scriptc.load (which checks arguments here) loads none
+
         return list_argument(fname, pname, want, arg)
     if isinstance(want, TupleType):
         return _tuple_argument(fname, pname, want, arg)
     if isinstance(want, TensorType):
         if not isinstance(arg, np.ndarray):
-            view = as_array(fname, pname, arg)   # torch, JAX, DLPack, the array interface: without a copy
+            view = as_array(fname, pname, arg)  # torch, JAX, DLPack, the array interface: without a copy
             if view is None:
                 raise TypeError(f"{fname}() argument '{pname}' must be a numpy.ndarray, not {type(arg).__name__}")
             arg = view
@@ -90,7 +101,7 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
         check_array_kind(fname, pname, arg, layout=arg.dtype.name in DTYPE_NAMES, alignment=False)
         if arg.dtype.name not in DTYPE_NAMES:
             raise TypeError(f"{fname}() argument '{pname}' has unsupported dtype {arg.dtype}")
-        if dtype is not None and arg.dtype.name != dtype:   # npt.NDArray[np.float64]
+        if dtype is not None and arg.dtype.name != dtype:  # npt.NDArray[np.float64]
             raise TypeError(f"{fname}() argument '{pname}' must be an array of {dtype}, not {arg.dtype}")
         return TensorType(arg.dtype.name, arg.ndim), arg
     kind = _kind(arg)
@@ -104,13 +115,14 @@ def _check_argument(fname, pname, want: Type | None, arg, dtype=None):
 def _tuple_argument(fname, pname, want: TupleType, arg):
     """A tuple (or NamedTuple) argument: its type with each element's kind, and its converted elements."""
     named = want.cls if isinstance(want, NamedTupleType) else None
-    if not isinstance(arg, tuple) or (named is not None and not isinstance(arg, named)) or \
-            len(arg) != len(want.elems):
+    if not isinstance(arg, tuple) or (named is not None and not isinstance(arg, named)) or len(arg) != len(want.elems):
         what = named.__name__ if named is not None else f"a tuple of {len(want.elems)}"
         raise TypeError(f"{fname}() argument '{pname}' must be {what}, not {type(arg).__name__}")
     names = want.fields if isinstance(want, NamedTupleType) else range(len(want.elems))
-    checked = [_check_argument(fname, f"{pname}.{n}" if named else f"{pname}[{n}]", w, a)
-               for n, w, a in zip(names, want.elems, arg)]
+    checked = [
+        _check_argument(fname, f"{pname}.{n}" if named else f"{pname}[{n}]", w, a)
+        for n, w, a in zip(names, want.elems, arg)
+    ]
     t = want.with_elems(c[0] for c in checked)
     values = [c[1] for c in checked]
     return t, (named(*values) if named is not None else tuple(values))
@@ -127,25 +139,31 @@ def _unannotated_kind(fname, pname, arg) -> Type:
         return TENSOR
     if isinstance(arg, tuple):
         from .frontend import annotation_type  # the frontend: scriptc.load (which checks arguments here) loads none
+
         declared = annotation_type(type(arg)) if type(arg) is not tuple else None
         if declared is not None:
             return declared
         return TupleType(tuple(_unannotated_kind(fname, f"{pname}[{k}]", a) for k, a in enumerate(arg)))
-    raise TypeError(f"{fname}() argument '{pname}' must be int, float, bool, an array, a list or a tuple, not "
-                    f"{type(arg).__name__}")
+    raise TypeError(
+        f"{fname}() argument '{pname}' must be int, float, bool, an array, a list or a tuple, not {type(arg).__name__}"
+    )
 
 
 def _list_element_kind(fname, pname, arg: list) -> Type:
     """``list[bool]``, ``list[int]``, ``list[float]`` (ints and floats mixed) or ``list[np.ndarray]``."""
     if not arg:
-        raise TypeError(f"{fname}() argument '{pname}': an empty list has no element type to compile for; "
-                        f"annotate the parameter (e.g. list[float])")
+        raise TypeError(
+            f"{fname}() argument '{pname}': an empty list has no element type to compile for; "
+            f"annotate the parameter (e.g. list[float])"
+        )
     kinds = {_kind(v) if _kind(v) is not None else TENSOR if isinstance(v, np.ndarray) else None for v in arg}
     if kinds == {BOOL}:
         return BOOL
     if kinds in ({INT}, {FLOAT}, {TENSOR}):
         return kinds.pop()
-    if kinds == {INT, FLOAT}:   # converting the ints would reflect floats back into the caller's list
-        raise TypeError(f"{fname}() argument '{pname}' mixes int and float elements: annotate the parameter "
-                        f"list[float] to take them as floats")
+    if kinds == {INT, FLOAT}:  # converting the ints would reflect floats back into the caller's list
+        raise TypeError(
+            f"{fname}() argument '{pname}' mixes int and float elements: annotate the parameter "
+            f"list[float] to take them as floats"
+        )
     raise TypeError(f"{fname}() argument '{pname}' must be a list of int, float, bool or arrays of one kind")

@@ -1,6 +1,7 @@
 """Python's calling convention for scripted and loaded functions: arguments bound to parameters by name, with
 CPython's messages, and the arrays native code refuses (a subclass whose meaning it would drop, a byte order or
 an alignment it cannot read). Loaded libraries (``scriptc.load``) use this module without the compiler."""
+
 from __future__ import annotations
 
 import sys
@@ -23,8 +24,10 @@ def check_array_kind(fname: str, pname: str, arg: np.ndarray, layout: bool = Tru
 def unsupported_layout(a: np.ndarray, alignment: bool = True) -> str | None:
     """What native code cannot read in an array of a supported dtype (None: nothing)."""
     if not a.dtype.isnative:
-        return (f"has a non-native byte order ({a.dtype.str}): pass a.astype(a.dtype.newbyteorder('=')), a copy "
-                f"in this machine's order")
+        return (
+            f"has a non-native byte order ({a.dtype.str}): pass a.astype(a.dtype.newbyteorder('=')), a copy "
+            f"in this machine's order"
+        )
     if alignment and not a.flags.aligned:
         return "has unaligned data: pass a copy (np.ascontiguousarray(a) aligns it)"
     return None
@@ -33,7 +36,7 @@ def unsupported_layout(a: np.ndarray, alignment: bool = True) -> str | None:
 def _refused_subclass(arg) -> str | None:
     """What is wrong with an ndarray subclass whose meaning scripted code would drop (other subclasses, such as
     np.memmap, are taken as the array they are)."""
-    masked = sys.modules.get("numpy.ma")    # (a process with a masked array has imported it: importing it is 20 ms)
+    masked = sys.modules.get("numpy.ma")  # (a process with a masked array has imported it: importing it is 20 ms)
     if masked is not None and isinstance(arg, masked.MaskedArray):
         return "numpy.ma.MaskedArray, whose mask scripted code would ignore: pass x.filled(value) or np.asarray(x)"
     if isinstance(arg, np.matrix):
@@ -50,8 +53,10 @@ def bind_by_name(fname: str, names, defaults: dict, args, kwargs) -> list:
     if len(args) > len(names):
         low = len(names) - len(defaults)
         count = f"from {low} to {len(names)}" if low < len(names) else f"{len(names)}"
-        raise TypeError(f"{fname}() takes {count} positional argument{'s' * (len(names) != 1)} but "
-                        f"{len(args)} {'was' if len(args) == 1 else 'were'} given")
+        raise TypeError(
+            f"{fname}() takes {count} positional argument{'s' * (len(names) != 1)} but "
+            f"{len(args)} {'was' if len(args) == 1 else 'were'} given"
+        )
     bound = list(args) + [_MISSING] * (len(names) - len(args))
     for key, value in kwargs.items():
         if key not in names:
@@ -70,6 +75,7 @@ def bind_by_name(fname: str, names, defaults: dict, args, kwargs) -> list:
     if missing:
         quoted = [f"'{m}'" for m in missing]
         listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
-        raise TypeError(f"{fname}() missing {len(missing)} required positional argument"
-                        f"{'s' * (len(missing) != 1)}: {listed}")
+        raise TypeError(
+            f"{fname}() missing {len(missing)} required positional argument{'s' * (len(missing) != 1)}: {listed}"
+        )
     return bound

@@ -7,6 +7,7 @@
 prints the function's IR: the generic graph, or with ``--types`` the graph specialized to those argument types
 (``int``, ``float``, ``bool``, or a dtype with dimensions such as ``float64[2,3]``, ``float32[*,*]``, ``int64[]``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,7 +49,7 @@ def load_function(target: str) -> ScriptFunction:
 
 
 def _example_type(t: Type | None) -> str:
-    if t is None:   # unannotated: any kind; an example only
+    if t is None:  # unannotated: any kind; an example only
         return "float"
     if isinstance(t, TensorType) and t.rank is None:
         return f"{t.dtype or 'float64'}[*]"
@@ -58,38 +59,46 @@ def _example_type(t: Type | None) -> str:
 def cmd_dump(args) -> int:
     fn = load_function(args.target)
     if args.types is None:
-        if args.emit != "ir" or args.passes is not None or args.print_after or args.print_after_all \
-                or args.time_passes:
+        if args.emit != "ir" or args.passes is not None or args.print_after or args.print_after_all or args.time_passes:
             raise SystemExit("scriptc: --emit=llvm|asm and the pass options need --types (one signature)")
         try:
             graph = fn.graph
         except GraphNeedsTypes:
-            what = "the types of its unannotated parameters" if None in fn.param_types \
+            what = (
+                "the types of its unannotated parameters"
+                if None in fn.param_types
                 else "its arguments' dtypes and ranks"
-            print(f"scriptc: the graph of {fn.__name__!r} depends on {what}: pass "
-                  f"--types (for example --types {' '.join(_example_type(t) for t in fn.param_types)})",
-                  file=sys.stderr)
+            )
+            print(
+                f"scriptc: the graph of {fn.__name__!r} depends on {what}: pass "
+                f"--types (for example --types {' '.join(_example_type(t) for t in fn.param_types)})",
+                file=sys.stderr,
+            )
             return 2
         print(graph, end="")
         return 0
     if args.passes is not None or args.print_after or args.print_after_all or args.time_passes:
         return dump_passes(fn, args)
     if len(args.types) != len(fn.param_types):
-        raise SystemExit(f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, "
-                         f"--types gives {len(args.types)}")
-    types = tuple(t.erase_shape() if isinstance(t, TensorType) else t for t in args.types) \
-        if args.emit != "ir" else tuple(args.types)
+        raise SystemExit(
+            f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, --types gives {len(args.types)}"
+        )
+    types = (
+        tuple(t.erase_shape() if isinstance(t, TensorType) else t for t in args.types)
+        if args.emit != "ir"
+        else tuple(args.types)
+    )
     if args.device == "cuda" or args.emit == "ptx":
         if args.emit not in ("ir", "ptx"):
             raise SystemExit("scriptc: --target=cuda prints --emit=ir (the GPU signature's graph) or --emit=ptx")
         from .backend.nvptx import ptx_for_graph  # cuda only: loads the nvptx backend (and llvmlite)
-        graph = fn.gpu_graph_for_types(tuple(t.erase_shape() if isinstance(t, TensorType) else t
-                                             for t in args.types))
+
+        graph = fn.gpu_graph_for_types(tuple(t.erase_shape() if isinstance(t, TensorType) else t for t in args.types))
         if args.emit == "ir":
             print(graph, end="")
         else:
             ptx, kernels = ptx_for_graph(graph, args.arch)
-            if not kernels:     # a comment line saying nothing runs on the device, and a failing status
+            if not kernels:  # a comment line saying nothing runs on the device, and a failing status
                 print(ptx, end="", file=sys.stderr)
                 return 1
             print(ptx, end="")
@@ -104,11 +113,18 @@ def cmd_dump(args) -> int:
 def dump_passes(fn, args) -> int:
     """Run the pass pipeline (or --passes) on the frontend graph with LLVM-style instrumentation."""
     from .passes import PASSES, PassManager  # dump only: `scriptc cache` loads no pass
+
     if len(args.types) != len(fn.param_types):
-        raise SystemExit(f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, "
-                         f"--types gives {len(args.types)}")
-    pm = PassManager(verify_each=True, print_after=set(args.print_after or ()),
-                     print_after_all=args.print_after_all, time_passes=args.time_passes, out=sys.stdout)
+        raise SystemExit(
+            f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, --types gives {len(args.types)}"
+        )
+    pm = PassManager(
+        verify_each=True,
+        print_after=set(args.print_after or ()),
+        print_after_all=args.print_after_all,
+        time_passes=args.time_passes,
+        out=sys.stdout,
+    )
     if args.passes is not None:
         names = [p for p in args.passes.split(",") if p]
         unknown = [p for p in names if p not in PASSES]
@@ -125,6 +141,7 @@ def cmd_cache(args) -> int:
     """List or clear on-disk cache entries under the given directories (default: ``SCRIPTC_CACHE_DIR`` if set,
     else every ``__pycache__`` below the current directory)."""
     import os
+
     dirs = args.dirs or ([os.environ["SCRIPTC_CACHE_DIR"]] if os.environ.get("SCRIPTC_CACHE_DIR") else None)
     missing = [d for d in dirs or () if not os.path.isdir(d)]
     if missing:
@@ -134,17 +151,18 @@ def cmd_cache(args) -> int:
     if args.clear:
         for path, _ in found:
             path.unlink(missing_ok=True)
-        side = side_files(dirs)     # shared runtimes, host descriptions, source-key manifests
+        side = side_files(dirs)  # shared runtimes, host descriptions, source-key manifests
         for path in side:
             path.unlink(missing_ok=True)
-        print(f"removed {len(found)} entr{'y' if len(found) == 1 else 'ies'}"
-              + (f" (and {len(side)} runtime, host and manifest file{'s' * (len(side) != 1)})" if side else ""))
+        print(
+            f"removed {len(found)} entr{'y' if len(found) == 1 else 'ies'}"
+            + (f" (and {len(side)} runtime, host and manifest file{'s' * (len(side) != 1)})" if side else "")
+        )
         return 0
     for path, header in found:
         what = f"{header['function']}  {header['size']} bytes" if header else "invalid (will be rewritten)"
         print(f"{path}  {what}")
-    print(f"{len(found)} entr{'y' if len(found) == 1 else 'ies'}, "
-          f"{sum(p.stat().st_size for p, _ in found)} bytes")
+    print(f"{len(found)} entr{'y' if len(found) == 1 else 'ies'}, {sum(p.stat().st_size for p, _ in found)} bytes")
     return 0
 
 
@@ -169,7 +187,7 @@ def parse_export(argv: list[str]):
             j = i + 1
             while j < len(argv) and not argv[j].startswith("-") and not _is_target(argv[j]):
                 j += 1
-            targets[-1][1].append(tuple(parse_arg_type(t) for t in argv[i + 1:j]))
+            targets[-1][1].append(tuple(parse_arg_type(t) for t in argv[i + 1 : j]))
             i = j
         elif _is_target(arg):
             targets.append((arg, []))
@@ -190,6 +208,7 @@ def _is_target(arg: str) -> bool:
 
 def cmd_export(argv: list[str]) -> int:
     from .backend.export import ExportError, export_library  # export only: loads llvmlite (`scriptc cache` loads none)
+
     try:
         targets, output, emit = parse_export(argv)
     except argparse.ArgumentTypeError as e:
@@ -199,8 +218,9 @@ def cmd_export(argv: list[str]) -> int:
         fn = load_function(target)
         for types in sigs:
             if len(types) != len(fn.param_types):
-                raise SystemExit(f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, --types gives "
-                                 f"{len(types)}")
+                raise SystemExit(
+                    f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, --types gives {len(types)}"
+                )
         functions.append((fn, sigs))
     try:
         written = export_library(functions, output, emit, command="scriptc export " + " ".join(argv))
@@ -214,7 +234,7 @@ def cmd_export(argv: list[str]) -> int:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["export"]:     # its interleaved FILE:F --types ... arguments are parsed by hand
+    if argv[:1] == ["export"]:  # its interleaved FILE:F --types ... arguments are parsed by hand
         try:
             return cmd_export(argv[1:])
         except CompileError as e:
@@ -225,12 +245,22 @@ def main(argv=None) -> int:
     sub.add_parser("export", help="compile functions into a shared library and a C header: " + EXPORT_USAGE[7:])
     dump = sub.add_parser("dump", help="print a function's IR")
     dump.add_argument("target", help="path/to/file.py:function")
-    dump.add_argument("--types", nargs="+", type=parse_arg_type, metavar="TYPE",
-                      help="argument types: int, float, bool, float64[2,3], int32[*] ...")
-    dump.add_argument("--emit", choices=("ir", "llvm", "asm", "ptx"), default="ir",
-                      help="what to print: the IR graph (default), optimized LLVM IR, host assembly, or PTX")
-    dump.add_argument("--target", dest="device", choices=("cpu", "cuda"), default="cpu",
-                      help="the target (cuda: GPU kernels)")
+    dump.add_argument(
+        "--types",
+        nargs="+",
+        type=parse_arg_type,
+        metavar="TYPE",
+        help="argument types: int, float, bool, float64[2,3], int32[*] ...",
+    )
+    dump.add_argument(
+        "--emit",
+        choices=("ir", "llvm", "asm", "ptx"),
+        default="ir",
+        help="what to print: the IR graph (default), optimized LLVM IR, host assembly, or PTX",
+    )
+    dump.add_argument(
+        "--target", dest="device", choices=("cpu", "cuda"), default="cpu", help="the target (cuda: GPU kernels)"
+    )
     dump.add_argument("--arch", default="sm_80", help="the GPU architecture for --emit=ptx (default sm_80)")
     dump.add_argument("--no-opt", action="store_true", help="print the frontend's graph, before any pass")
     dump.add_argument("--passes", help="run these passes (comma-separated) instead of the default pipeline")
@@ -238,8 +268,12 @@ def main(argv=None) -> int:
     dump.add_argument("--print-after-all", action="store_true", help="print the IR after every pass")
     dump.add_argument("--time-passes", action="store_true", help="report the time each pass took")
     cache = sub.add_parser("cache", help="list or clear the on-disk cache of @script(cache=True) functions")
-    cache.add_argument("dirs", nargs="*", metavar="DIR",
-                       help="where to look (default: SCRIPTC_CACHE_DIR, else __pycache__ directories below .)")
+    cache.add_argument(
+        "dirs",
+        nargs="*",
+        metavar="DIR",
+        help="where to look (default: SCRIPTC_CACHE_DIR, else __pycache__ directories below .)",
+    )
     action = cache.add_mutually_exclusive_group()
     action.add_argument("--list", action="store_true", help="list the entries (the default)")
     action.add_argument("--clear", action="store_true", help="remove the entries")

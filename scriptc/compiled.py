@@ -8,6 +8,7 @@ the chain of JIT-built CPython entry points (``installed.py``), introspection (`
 (``transforms/api.py``) and a batched function (``transforms/vmap_api.py``) differ only in how they bind arguments
 (``_bind``) and build the graph of a signature (``_source_graph``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,7 +35,8 @@ COMPILING = threading.RLock()
 def pipeline(skip=()):
     """The pass pipeline compiled functions go through (less the passes in ``skip``); SCRIPTC_VERIFY=1 verifies
     after every pass (tests)."""
-    from .passes import PassManager     # at the first compile: decorating loads no pass (test_import_cost)
+    from .passes import PassManager  # at the first compile: decorating loads no pass (test_import_cost)
+
     pm = PassManager(verify_each=os.environ.get("SCRIPTC_VERIFY") == "1")
     pm.passes = [p for p in pm.passes if p not in skip]
     return pm
@@ -53,11 +55,11 @@ class CompiledFunction:
         self.__class__ = type(f"{type(self).__name__}[{name}]", (type(self),), {})
         self._entry = None
         self.fastmath, self.nogil, self.tiered = fastmath, nogil, tiered
-        self.cache = cache          # False, True (the default directory) or a directory
+        self.cache = cache  # False, True (the default directory) or a directory
         self._disk_cache = None
         self._optimized: dict = {}  # key -> the graph after the pass pipeline: what native code is made from
-        self._native: dict = {}     # key -> NativeFunction
-        self._shaped: dict = {}     # (types, shapes) -> graph_for's graph
+        self._native: dict = {}  # key -> NativeFunction
+        self._shaped: dict = {}  # (types, shapes) -> graph_for's graph
 
     # -- what a subclass gives ----------------------------------------------------------------------------------
     def _bind(self, args, kwargs) -> tuple[tuple, list]:
@@ -100,7 +102,7 @@ class CompiledFunction:
         native = self._native.get(key)
         if native is None:
             with COMPILING, gc_paused():
-                native = self._native.get(key)        # (compiled by another thread meanwhile)
+                native = self._native.get(key)  # (compiled by another thread meanwhile)
                 if native is None:
                     native = self._compile_native(types, key)
         return native
@@ -109,22 +111,35 @@ class CompiledFunction:
         # the backend is imported by the first compile: decorating loads none of it (test_import_cost), and a
         # disk-cache hit loads no llvmlite (backend/llvm/cached.py)
         from .backend.gil import releases_gil
+
         native = self._load_by_source_key(types) if self.cache else None
         if native is not None:
             return native
         graph = self.graph_for_types(types)
-        nogil = self.nogil or releases_gil(graph)    # prange loops run with the GIL released
+        nogil = self.nogil or releases_gil(graph)  # prange loops run with the GIL released
         cache = self._cache_directory()
         native = cache_key = None
-        if cache is not None:      # a hit links cached machine code without loading LLVM
-            from .backend.llvm.cached import load_cached     # (on-disk cache only: without it, no disk_cache)
+        if cache is not None:  # a hit links cached machine code without loading LLVM
+            from .backend.llvm.cached import load_cached  # (on-disk cache only: without it, no disk_cache)
+
             native, cache_key = load_cached(graph, self.fastmath, nogil, cache, python_entry=True)
         if native is None:
-            from .backend.llvm import compile_graph, optimizer     # (LLVM: on a miss only)
-            optimized = functools.partial(self._install_optimized, types, key, cache_key, nogil) \
-                if optimizer.applies(self) else None
-            native = compile_graph(graph, fastmath=self.fastmath, nogil=nogil, cache=cache, python_entry=True,
-                                   key=cache_key, optimized=optimized)
+            from .backend.llvm import compile_graph, optimizer  # (LLVM: on a miss only)
+
+            optimized = (
+                functools.partial(self._install_optimized, types, key, cache_key, nogil)
+                if optimizer.applies(self)
+                else None
+            )
+            native = compile_graph(
+                graph,
+                fastmath=self.fastmath,
+                nogil=nogil,
+                cache=cache,
+                python_entry=True,
+                key=cache_key,
+                optimized=optimized,
+            )
         if native.tier == "optimized" and cache_key is not None:
             self._remember_cached(types, native, cache_key, nogil)
         native.nogil = nogil
@@ -145,7 +160,8 @@ class CompiledFunction:
         if not self.cache:
             return None
         if self._disk_cache is None:
-            from .backend.llvm.disk_cache import DiskCache, default_directory    # (as in _compile_native)
+            from .backend.llvm.disk_cache import DiskCache, default_directory  # (as in _compile_native)
+
             where = default_directory(self.source.filename) if self.cache is True else self.cache
             self._disk_cache = DiskCache(where)
         return self._disk_cache
@@ -179,9 +195,10 @@ class CompiledFunction:
             return
         fallback = self._entry or self._dispatch
         nogil = getattr(native, "nogil", self.nogil)
-        entry = native.python_entry(fallback, nogil)     # compiled into the signature's module
+        entry = native.python_entry(fallback, nogil)  # compiled into the signature's module
         if entry is None:
-            from .backend.llvm.entry import EntryUnsupported, make_entry    # loads llvmlite: only when needed
+            from .backend.llvm.entry import EntryUnsupported, make_entry  # loads llvmlite: only when needed
+
             try:
                 entry = make_entry(native, fallback, nogil=nogil)
             except EntryUnsupported:
@@ -227,7 +244,8 @@ class CompiledFunction:
         key = (self._key(types), shapes)
         g = self._shaped.get(key)
         if g is None:
-            from .passes.shape_inference import specialize_shapes     # (as in pipeline)
+            from .passes.shape_inference import specialize_shapes  # (as in pipeline)
+
             g = self._shaped[key] = specialize_shapes(self.graph_for_types(types), list(shapes))
         return g
 

@@ -13,6 +13,21 @@ Without a GPU, ``scriptc.cuda.use_emulator()`` (or ``SCRIPTC_CUDA=emulate``) kee
 and runs each kernel by compiling the LLVM module its PTX is made from for the host CPU and walking the whole
 grid (``backend/nvptx/emulator.py``); everything above the driver is the same code.
 """
+
 from .backend.nvptx.device import (  # noqa: F401  (the public API)
-    DeviceArray, EmulatorDevice, GpuUnsupported, as_device_array, current_device, device_array, empty_cache,
-    is_available, is_device_array, launch_config, memory_stats, set_block_size, synchronize, to_device, use_emulator)
+    DeviceArray,
+    EmulatorDevice,
+    GpuUnsupported,
+    as_device_array,
+    current_device,
+    device_array,
+    empty_cache,
+    is_available,
+    is_device_array,
+    launch_config,
+    memory_stats,
+    set_block_size,
+    synchronize,
+    to_device,
+    use_emulator,
+)

@@ -1,5 +1,6 @@
 """Calls of a scripted function with device arrays (``scriptc.cuda``; CuPy and torch.cuda arrays): the host code
 runs on the CPU and the array operators as kernels (``backend/nvptx``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,6 +18,7 @@ class DeviceCalls:
         """A call with device arrays (``scriptc.cuda``): host code on the CPU, array operators as kernels."""
         # device arrays only: decorating loads no backend (test_import_cost)
         from .backend.nvptx.executor import GpuProgram
+
         types, values, devices = self._bind_device(args, kwargs)
         device = devices[0]._device
         key = (types, device.name)
@@ -29,6 +31,7 @@ class DeviceCalls:
         """Bind arguments some of which are device arrays: binding sees an empty host array of each one's dtype and
         rank. (types, values with the device arrays, the device arrays)."""
         from .cuda import as_device_array  # device arrays only: cuda loads the nvptx backend (and llvmlite)
+
         devices = {}
 
         def stand_in(a):
@@ -38,6 +41,7 @@ class DeviceCalls:
                 devices[id(stand)] = a
                 return stand
             return a
+
         types, values = self._bind([stand_in(a) for a in args], {k: stand_in(v) for k, v in kwargs.items()})
         return types, [devices.get(id(v), v) for v in values], list(devices.values())
 
@@ -47,6 +51,7 @@ class DeviceCalls:
         every operator the device runs is a group (a kernel) of its own (``passes/device_groups.py``)."""
         # at the first GPU compile: decorating loads no pass (test_import_cost)
         from .passes.device_groups import outline_for_device
+
         self.graph_for_types(types, optimize=False)
         graph = pipeline(skip={"time-loop-fusion"}).run(self._compile(types))
         outline_for_device(graph)
@@ -58,4 +63,5 @@ class DeviceCalls:
         ``.entry`` per kernel (two for a group with reductions)."""
         # loads the nvptx backend and llvmlite: decorating loads none (test_import_cost)
         from .backend.nvptx import ptx_for_graph
+
         return ptx_for_graph(self.gpu_graph_for_types(self._bind(args, kwargs)[0]), arch)[0]

@@ -1,10 +1,11 @@
 """User-facing errors. A CompileError points at the user's source like a C compiler does:
 
-    kernel.py:5:9: error: list comprehensions are not supported
-        y = [v * 2 for v in x]
-            ^^^^^^^^^^^^^^^^^^
-    hint: write a loop that fills an array: y = np.empty(n); for i in range(n): y[i] = ...
+kernel.py:5:9: error: list comprehensions are not supported
+    y = [v * 2 for v in x]
+        ^^^^^^^^^^^^^^^^^^
+hint: write a loop that fills an array: y = np.empty(n); for i in range(n): y[i] = ...
 """
+
 from __future__ import annotations
 
 import functools
@@ -12,13 +13,14 @@ import linecache
 import os
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:       # `import scriptc` imports this module, not the IR
+if TYPE_CHECKING:  # `import scriptc` imports this module, not the IR
     from .ir.core import SourceRange
 
 
 class CompileError(Exception):
     """Raised when a function uses Python outside the compiled subset or does not type-check.
     ``python_raises``: CPython raises too for these types, whatever the values (NumPy has no such operation)."""
+
     python_raises = False
 
     def __init__(self, reason: str, source: SourceRange | None = None, hint: str | None = None):
@@ -37,7 +39,7 @@ class CompileError(Exception):
     def col(self):
         return self.source.col if self.source else None
 
-    def __reduce__(self):   # as rendered (the source file may not be where it is unpickled: a process pool)
+    def __reduce__(self):  # as rendered (the source file may not be where it is unpickled: a process pool)
         return _unpickled, (type(self), self.args, self.__dict__)
 
     def _render(self) -> str:
@@ -65,6 +67,7 @@ def _unpickled(cls, args, state):
 def user_facing(fn):
     """Raise a CompileError from the user's call into scriptc, without the 15-60 frames of scriptc internals
     that found it (``SCRIPTC_DEBUG=1`` keeps them, for debugging scriptc itself)."""
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
@@ -74,4 +77,5 @@ def user_facing(fn):
                 raise
             e.__context__ = e.__cause__ = None
             raise e.with_traceback(None) from None
+
     return wrapper

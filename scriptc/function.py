@@ -4,6 +4,7 @@ A parameter's annotation, when present, is checked at each call; an unannotated 
 ``param_types``) takes the kind of whatever is passed, as numba does. ``signatures=`` compiles given signatures
 at decoration (syntax: ``signatures.py``); arrays of other libraries are viewed without copying (``interop.py``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -50,15 +51,17 @@ class GraphNeedsTypes(RuntimeError):
 class ScriptFunction(DeviceCalls, CompiledFunction):
     """A scripted function: its graph per signature comes from the frontend (``_compile``); binding follows the
     parameters' annotations; calls with device arrays run on the GPU (``device_calls.py``)."""
-    scriptc_callable = True      # callable from scripted code (frontend.Resolver.is_script_function)
 
-    def __init__(self, fn, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False,
-                 tiered: bool = True):
+    scriptc_callable = True  # callable from scripted code (frontend.Resolver.is_script_function)
+
+    def __init__(
+        self, fn, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False, tiered: bool = True
+    ):
         functools.update_wrapper(self, fn)
         self.py_func = fn
         # tiered: first calls run the short pipeline's code until O3's is in (optimizer.py)
         self._init_compiled(fn.__name__, fastmath=fastmath, nogil=nogil, tiered=tiered, cache=cache)
-        self._gpu: dict[tuple, object] = {}        # (signature, device) -> GpuProgram
+        self._gpu: dict[tuple, object] = {}  # (signature, device) -> GpuProgram
         self.source = get_source(fn)
         self.resolver = Resolver(self._callee_graph)
         validate(self.source, self.resolver)
@@ -66,11 +69,14 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         self.param_names = [a.arg for a in tree.args.args]
         self.param_types: list[Type | None] = [
             UNANNOTATED if a.annotation is None else self.resolver.annotation(self.source, a.annotation)
-            for a in tree.args.args]
+            for a in tree.args.args
+        ]
         self.return_type = self.resolver.annotation(self.source, tree.returns) if tree.returns else None
-        self.param_dtypes = [None if a.annotation is None else self.resolver.array_dtype(self.source, a.annotation)
-                             for a in tree.args.args]
-        self._graphs: dict[tuple, Graph] = {}      # the frontend's graph per signature
+        self.param_dtypes = [
+            None if a.annotation is None else self.resolver.array_dtype(self.source, a.annotation)
+            for a in tree.args.args
+        ]
+        self._graphs: dict[tuple, Graph] = {}  # the frontend's graph per signature
         self._specialized: dict[tuple, tuple] = {}  # the kinds passed -> the signature compiled for them
         self._generic: Graph | None = None
         self._generic_retried = False
@@ -91,13 +97,17 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         ``signatures=[...]`` does at decoration."""
         types = parse_signature(signature)
         if len(types) != len(self.param_names):
-            raise ValueError(f"signature {signature!r} gives {len(types)} argument type"
-                             f"{'s' * (len(types) != 1)}; {self.__name__}() takes {len(self.param_names)}")
+            raise ValueError(
+                f"signature {signature!r} gives {len(types)} argument type"
+                f"{'s' * (len(types) != 1)}; {self.__name__}() takes {len(self.param_names)}"
+            )
         for name, want, got, dtype in zip(self.param_names, self.param_types, types, self.param_dtypes):
             t = _accept(want, got)
             if t != got or (dtype is not None and got.dtype != dtype):
-                raise ValueError(f"signature {signature!r}: parameter '{name}' is annotated "
-                                 f"{dtype + ' array' if dtype else want}, not {got}")
+                raise ValueError(
+                    f"signature {signature!r}: parameter '{name}' is annotated "
+                    f"{dtype + ' array' if dtype else want}, not {got}"
+                )
         self.native_for_types(types)
         self._specialized.setdefault(types, types)
 
@@ -113,14 +123,17 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         values = self.py_func.__defaults__ or ()
         first = len(self.param_names) - len(values)
         defaults = {}
-        for name, value, node, want in zip(self.param_names[first:], values, tree.args.defaults,
-                                           self.param_types[first:]):
+        for name, value, node, want in zip(
+            self.param_names[first:], values, tree.args.defaults, self.param_types[first:]
+        ):
             kind = _kind(value) if type(value) in (int, float, bool) else None
             if kind is None or _accept(want, kind) is None:
                 what = "an int, float or bool" if want is UNANNOTATED else want
-                raise self.source.error(f"default value of parameter '{name}' must be {what} constant, got "
-                                        f"{type(value).__name__}", node,
-                                        "defaults are constants captured at decoration: int, float or bool")
+                raise self.source.error(
+                    f"default value of parameter '{name}' must be {what} constant, got {type(value).__name__}",
+                    node,
+                    "defaults are constants captured at decoration: int, float or bool",
+                )
             defaults[name] = value
         return defaults
 
@@ -146,8 +159,7 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
                         return self._compile_fixed_point(types, assumed)
                     except _WrongGuess as e:
                         error = e.error
-                raise error if self.return_type is not None and error is not None else \
-                    self._unknown_recursive_type()
+                raise error if self.return_type is not None and error is not None else self._unknown_recursive_type()
             finally:
                 if outermost:
                     _unverified.clear()
@@ -172,7 +184,7 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
                 raise
             result = graph.outputs[0].type
             if not used or result == assumed:
-                _unverified.append(graph)   # may call a graph still under construction: verified last
+                _unverified.append(graph)  # may call a graph still under construction: verified last
                 if not _in_progress:
                     for g in _unverified:
                         verify(g)
@@ -184,10 +196,15 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
     def _unknown_recursive_type(self) -> CompileError:
         hint = "annotate its return type: def f(...) -> int:"
         if isinstance(self.return_type, TensorType) and self.return_type.dtype is None:
-            hint = "annotate the array's dtype and rank: -> npt.NDArray[np.float64] (numpy.typing), or the " \
-                   "result of a return that does not recurse must have the type of an array argument"
-        return CompileError(f"cannot find the return type of recursive function '{self.__name__}'",
-                            self.source.loc(self.source.tree), hint)
+            hint = (
+                "annotate the array's dtype and rank: -> npt.NDArray[np.float64] (numpy.typing), or the "
+                "result of a return that does not recurse must have the type of an array argument"
+            )
+        return CompileError(
+            f"cannot find the return type of recursive function '{self.__name__}'",
+            self.source.loc(self.source.tree),
+            hint,
+        )
 
     def _compile_assuming(self, types: tuple, assumed: Type):
         key = (self, types)
@@ -196,10 +213,10 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         try:
             graph = emitter.build()
         except CompileError as e:
-            if _in_progress[key][2]:   # maybe only because of the result type assumed for a recursive call
+            if _in_progress[key][2]:  # maybe only because of the result type assumed for a recursive call
                 raise _WrongGuess(e) from None
             raise
-        except NeedsSpecialization:     # a recursive call's result typed as the bare annotation (any array)
+        except NeedsSpecialization:  # a recursive call's result typed as the bare annotation (any array)
             if _in_progress[key][2]:
                 raise _WrongGuess(None) from None
             raise
@@ -225,8 +242,9 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
 
     def _callee_graph(self, callee: "ScriptFunction", arg_types, caller, node):
         if len(arg_types) != len(callee.param_types):
-            raise caller.error(f"'{callee.__name__}' takes {len(callee.param_types)} arguments, "
-                               f"{len(arg_types)} given", node)
+            raise caller.error(
+                f"'{callee.__name__}' takes {len(callee.param_types)} arguments, {len(arg_types)} given", node
+            )
         params = []
         for name, want, got in zip(callee.param_names, callee.param_types, arg_types):
             t = _accept(want, got)
@@ -234,12 +252,13 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
                 raise caller.error(f"argument '{name}' of '{callee.__name__}' must be {want}, got {got}", node)
             dtype = callee.param_dtypes[len(params)]
             if dtype is not None and getattr(got, "dtype", None) not in (None, dtype):
-                raise caller.error(f"argument '{name}' of '{callee.__name__}' must be an array of {dtype}, got "
-                                   f"{got.dtype}", node)
+                raise caller.error(
+                    f"argument '{name}' of '{callee.__name__}' must be an array of {dtype}, got {got.dtype}", node
+                )
             params.append(t)
         key = tuple(params)
         building = _in_progress.get((callee, key))
-        if building is None:        # not a recursive call: the kinds passed, widened where they do not compile
+        if building is None:  # not a recursive call: the kinds passed, widened where they do not compile
             key = callee.specialization(key)
             building = _in_progress.get((callee, key))
         if building is not None:
@@ -254,7 +273,7 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         Raises the CompileError of the kinds passed when none compiles."""
         chosen = self._specialized.get(types)
         if chosen is None and self.cache and (types in self._native or self._load_by_source_key(types)):
-            chosen = self._specialized[types] = types    # compiled before, for these very kinds
+            chosen = self._specialized[types] = types  # compiled before, for these very kinds
         if chosen is None:
             with gc_paused():
                 chosen = self._first_that_compiles(types)
@@ -267,7 +286,7 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
                 self.graph_for_types(candidate, optimize=False)
             except CompileError as e:
                 if first_error is None and e.python_raises:
-                    raise   # Python raises for the kinds passed (a bool array minus a bool): widened, it would not
+                    raise  # Python raises for the kinds passed (a bool array minus a bool): widened, it would not
                 first_error = first_error or e
                 continue
             self._specialized[types] = candidate
@@ -300,6 +319,7 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         """The cached machine code of a signature found by its source key, without the frontend and the passes
         (``source_key.py``); installed as the signature's code. None on a miss."""
         from .source_key import read_manifest, source_key  # on-disk cache only: decorating loads no source_key
+
         cache = self._cache_directory()
         skey = source_key(self, types, cache.directory)
         data = cache.load_manifest(self.__name__, skey) if skey is not None else None
@@ -307,9 +327,11 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         if found is None:
             return None
         from .backend.llvm.cached import load_entry  # at the first call: decorating loads no backend (test_import_cost)
+
         key, signature, written, nogil = found
-        native = load_entry(key, signature, lambda: self.graph_for_types(types), cache, True, self.fastmath, nogil,
-                            written)
+        native = load_entry(
+            key, signature, lambda: self.graph_for_types(types), cache, True, self.fastmath, nogil, written
+        )
         if native is not None:
             self._native[types] = native
             native.nogil = nogil
@@ -318,6 +340,7 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
 
     def _remember_source_key(self, types: tuple, native, key: str, nogil: bool) -> None:
         from .source_key import manifest, source_key  # on-disk cache only: decorating loads no source_key
+
         cache = self._cache_directory()
         skey = source_key(self, types, cache.directory)
         data = manifest(self, native, key, nogil) if skey is not None else None
@@ -342,10 +365,14 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         if self._graphs:
             return next(iter(self._graphs.values()))
         if UNANNOTATED in self.param_types:
-            raise GraphNeedsTypes(f"the graph of '{self.__name__}' depends on the types passed for its "
-                                  f"unannotated parameters: call it first, or use {self.__name__}.graph_for(*args)")
-        raise GraphNeedsTypes(f"the graph of '{self.__name__}' depends on its array arguments' dtypes and "
-                              f"ranks: call it first, or use {self.__name__}.graph_for(*args)")
+            raise GraphNeedsTypes(
+                f"the graph of '{self.__name__}' depends on the types passed for its "
+                f"unannotated parameters: call it first, or use {self.__name__}.graph_for(*args)"
+            )
+        raise GraphNeedsTypes(
+            f"the graph of '{self.__name__}' depends on its array arguments' dtypes and "
+            f"ranks: call it first, or use {self.__name__}.graph_for(*args)"
+        )
 
     @property
     def code(self) -> str:
@@ -361,9 +388,11 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         except Exception:
             found = None
         if found is not self:
-            raise pickle.PicklingError(f"Can't pickle {self!r}: it is not the object found as "
-                                       f"{self.__module__}.{self.__qualname__} (scripted functions pickle by "
-                                       f"reference: define them at module level)")
+            raise pickle.PicklingError(
+                f"Can't pickle {self!r}: it is not the object found as "
+                f"{self.__module__}.{self.__qualname__} (scripted functions pickle by "
+                f"reference: define them at module level)"
+            )
         return _restore, (self.__module__, self.__qualname__)
 
     @user_facing
@@ -375,9 +404,9 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         if any(_on_device(a) for a in (*args, *kwargs.values())):
             # device arrays only: decorating loads no backend (test_import_cost)
             from .backend.nvptx.executor import mark_devices
+
             types, values, _ = self._bind_device(args, kwargs)
-            return mark_devices(self.gpu_graph_for_types(types),
-                                [_on_device(v) for v in values])
+            return mark_devices(self.gpu_graph_for_types(types), [_on_device(v) for v in values])
         return CompiledFunction.graph_for(self, *args, **kwargs)
 
 
@@ -385,6 +414,7 @@ def _restore(module: str, qualname: str) -> "ScriptFunction":
     """The scripted function a pickle names: imported from its module (compiled there again, or loaded from the
     cache), never rebuilt from pickled state."""
     import importlib
+
     obj = importlib.import_module(module)
     for part in qualname.split("."):
         obj = getattr(obj, part)
@@ -394,16 +424,16 @@ def _restore(module: str, qualname: str) -> "ScriptFunction":
 
 
 @user_facing
-def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False,
-           tiered: bool = True):
+def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(), cache=False, tiered: bool = True):
     """``scriptc.script`` (see its docstring in ``scriptc/__init__.py``)."""
     if isinstance(fn, (str, list, tuple)):
         raise TypeError(_signature_first_message(fn))
     if isinstance(signatures, str):
         signatures = [signatures]
     if fn is None:
-        return functools.partial(script, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache,
-                                 tiered=tiered)
+        return functools.partial(
+            script, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache, tiered=tiered
+        )
     if isinstance(fn, ScriptFunction):
         for signature in signatures:
             fn.compile_signature(signature)
@@ -413,8 +443,10 @@ def script(fn=None, *, fastmath: bool = False, nogil: bool = False, signatures=(
     if not isinstance(cache, (bool, str, os.PathLike)):
         raise TypeError(f"cache must be True, False or a directory (a str or a path), not {type(cache).__name__}")
     if fn.__code__.co_varnames[:1] in (("self",), ("cls",)) and "." in fn.__qualname__.rsplit("<locals>.", 1)[-1]:
-        raise TypeError(f"'{fn.__qualname__}' is a method: scripted functions are module-level functions (a class "
-                        f"is not compiled); call one from the method, or put @staticmethod above @scriptc.script")
+        raise TypeError(
+            f"'{fn.__qualname__}' is a method: scripted functions are module-level functions (a class "
+            f"is not compiled); call one from the method, or put @staticmethod above @scriptc.script"
+        )
     return ScriptFunction(fn, fastmath=fastmath, nogil=nogil, signatures=signatures, cache=cache, tiered=tiered)
 
 
@@ -437,9 +469,11 @@ def _signature_first_message(sig) -> str:
     texts = [sig] if isinstance(sig, str) else [s for s in sig if isinstance(s, str)]
     ours = [from_numba(t) for t in texts]
     example = [o for o in ours if o is not None] if texts and None not in ours else ["float64[*]"]
-    return (f"scriptc.script takes a function, not a signature ({sig!r}): annotate the parameters and use "
-            f"@scriptc.script, leave them unannotated to compile per call, or list signatures in scriptc's "
-            f"syntax: @scriptc.script(signatures={example!r})")
+    return (
+        f"scriptc.script takes a function, not a signature ({sig!r}): annotate the parameters and use "
+        f"@scriptc.script, leave them unannotated to compile per call, or list signatures in scriptc's "
+        f"syntax: @scriptc.script(signatures={example!r})"
+    )
 
 
 __all__ = ["GraphNeedsTypes", "ScriptFunction", "UNANNOTATED", "script"]

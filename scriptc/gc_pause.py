@@ -7,6 +7,7 @@ of 29 s over 250 functions). The collector is paused for the compile and resumes
 in reference cycles is collected by its next run, once, instead of the whole heap being walked several times
 during the compile; that run is made on another thread while LLVM generates code (``collecting_meanwhile``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -15,7 +16,7 @@ import os
 import threading
 
 _LOCK = threading.Lock()
-_DEPTH = [0, False]    # compiles in progress (any thread), whether the first of them paused the collector
+_DEPTH = [0, False]  # compiles in progress (any thread), whether the first of them paused the collector
 
 
 @contextlib.contextmanager

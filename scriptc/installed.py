@@ -2,11 +2,12 @@
 class calls: each signature's entry point falls back to the one installed before it, the first to ``_dispatch``.
 With tiered compilation (``backend/llvm/optimizer.py``) a signature's first-tier code is replaced by its O3 code
 on the optimizer's thread, so installing is locked."""
+
 from __future__ import annotations
 
 import threading
 
-_INSTALL_LOCK = threading.RLock()      # a signature's entry point is installed by the caller or the optimizer
+_INSTALL_LOCK = threading.RLock()  # a signature's entry point is installed by the caller or the optimizer
 
 
 def install_first(owner, types: tuple, native, install):
@@ -37,7 +38,7 @@ def install_optimized(owner, types: tuple, native, install) -> None:
         if install is None:
             return
         owner._entry = None
-        if "__call__" in type(owner).__dict__:      # the class's own: back to the base class's _dispatch
+        if "__call__" in type(owner).__dict__:  # the class's own: back to the base class's _dispatch
             delattr(type(owner), "__call__")
         for each_types, each in list(owner._native.items()):
             install(each_types, each)

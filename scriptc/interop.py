@@ -3,6 +3,7 @@ or the array interface (``__array_interface__``/``__array_struct__``) is viewed 
 so that writes made by compiled code reach the original object. Nothing here imports torch or JAX: their array
 classes are recognised by module and name.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,7 +28,7 @@ def is_array_like(arg) -> bool:
     return hasattr(t, "__dlpack__") or hasattr(arg, "__array_interface__") or hasattr(arg, "__array_struct__")
 
 
-_GPU_DLPACK_DEVICES = (2, 13)    # DLPack's kDLCUDA and kDLCUDAManaged (kDLCUDAHost, 3, is host memory)
+_GPU_DLPACK_DEVICES = (2, 13)  # DLPack's kDLCUDA and kDLCUDAManaged (kDLCUDAHost, 3, is host memory)
 
 
 def is_gpu_array(arg) -> bool:
@@ -57,7 +58,7 @@ def as_array(fname: str, pname: str, arg) -> np.ndarray | None:
     parameter when it cannot be viewed without a copy (a GPU tensor, a tensor that requires grad)."""
     if isinstance(arg, np.ndarray):
         return arg
-    if isinstance(arg, (np.generic, int, float, complex)):   # scalars export DLPack too, but are no arrays
+    if isinstance(arg, (np.generic, int, float, complex)):  # scalars export DLPack too, but are no arrays
         return None
     try:
         if hasattr(type(arg), "__dlpack__"):
@@ -65,9 +66,11 @@ def as_array(fname: str, pname: str, arg) -> np.ndarray | None:
         if hasattr(arg, "__array_interface__") or hasattr(arg, "__array_struct__"):
             return np.asarray(arg)
     except Exception as e:  # noqa: BLE001 - whatever the exporter raises, the user's fix is the same
-        raise TypeError(f"{fname}() argument '{pname}': cannot view {type(arg).__name__} as a NumPy array "
-                        f"without copying ({type(e).__name__}: {e}); pass a CPU array that does not require "
-                        f"grad, or convert it first (e.g. np.asarray(x))") from None
+        raise TypeError(
+            f"{fname}() argument '{pname}': cannot view {type(arg).__name__} as a NumPy array "
+            f"without copying ({type(e).__name__}: {e}); pass a CPU array that does not require "
+            f"grad, or convert it first (e.g. np.asarray(x))"
+        ) from None
     return None
 
 

@@ -4,6 +4,7 @@ In a scripted function, ``for i in scriptc.prange(...)`` compiles to a parallel 
 its iterations may run in any order and at once, on the threads of scriptc's pool. Called from plain Python
 (or run by the interpreter) it is ``range``, which is the reference semantics.
 """
+
 from __future__ import annotations
 
 

@@ -15,6 +15,7 @@ float64), scales to ``[minval, maxval)`` in the dtype and clamps below at ``minv
 ``normal`` is ``sqrt(2) * erfinv(u)`` with ``u`` uniform in ``(-1, 1)`` and XLA's ``ErfInv`` polynomials (Giles'
 single-precision one for float32, XLA's three-piece double one for float64).
 """
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,8 @@ __all__ = ["key", "split", "fold_in", "bits", "uniform", "normal", "bernoulli", 
 def _key(seed: int) -> np.ndarray:
     k = np.zeros(2, dtype=np.uint32)
     if seed < -2147483648 or seed > 2147483647:
-        k[0] = (seed >> 32) & 0xFFFFFFFF          # a 64-bit seed, as JAX splits it with jax_enable_x64
-    k[1] = seed & 0xFFFFFFFF                      # an int32 seed: JAX's default mode leaves the high word 0
+        k[0] = (seed >> 32) & 0xFFFFFFFF  # a 64-bit seed, as JAX splits it with jax_enable_x64
+    k[1] = seed & 0xFFFFFFFF  # an int32 seed: JAX's default mode leaves the high word 0
     return k
 
 
@@ -47,7 +48,7 @@ def _counters(n: int) -> np.ndarray:
 
 @script
 def _split(key: np.ndarray, num: int) -> np.ndarray:
-    if num < 0:     # (np.arange(-1) is empty: it would give no keys where the shape (num, 2) cannot be)
+    if num < 0:  # (np.arange(-1) is empty: it would give no keys where the shape (num, 2) cannot be)
         raise ValueError("negative dimensions are not allowed")
     return threefry2x32(key, _counters(num))
 
@@ -67,7 +68,7 @@ def _bits32(key: np.ndarray, n: int) -> np.ndarray:
 
 @script
 def _uniform32(key: np.ndarray, n: int, minval: float, maxval: float) -> np.ndarray:
-    floats = (_bits32(key, n) >> 9).astype(np.float32) * 1.1920928955078125e-07   # mantissa * 2**-23, exact
+    floats = (_bits32(key, n) >> 9).astype(np.float32) * 1.1920928955078125e-07  # mantissa * 2**-23, exact
     lo = np.full(1, minval, dtype=np.float32)
     hi = np.full(1, maxval, dtype=np.float32)
     return np.maximum(lo, fma(floats, hi - lo, lo))
@@ -76,8 +77,8 @@ def _uniform32(key: np.ndarray, n: int, minval: float, maxval: float) -> np.ndar
 @script
 def _uniform64(key: np.ndarray, n: int, minval: float, maxval: float) -> np.ndarray:
     words = threefry2x32(key, _counters(n)).astype(np.int64)
-    mantissa = (words[:, 0] << 20) | (words[:, 1] >> 12)                  # (w0 << 32 | w1) >> 12
-    floats = mantissa.astype(np.float64) * 2.220446049250313e-16          # * 2**-52, exact
+    mantissa = (words[:, 0] << 20) | (words[:, 1] >> 12)  # (w0 << 32 | w1) >> 12
+    floats = mantissa.astype(np.float64) * 2.220446049250313e-16  # * 2**-52, exact
     return np.maximum(minval, fma(floats, np.full(1, maxval - minval), np.full(1, minval)))
 
 
@@ -85,29 +86,103 @@ def _uniform64(key: np.ndarray, n: int, minval: float, maxval: float) -> np.ndar
 # "Approximating the erfinv function" (2010), single precision, split at w = 5; double: three pieces. Tuples of
 # floats (the single precision ones rounded to float32): compiled code holds them as constants, where an array
 # would be referred to by its address, which neither the on-disk cache nor an exported library can keep.
-ERFINV32_BELOW_5 = tuple(np.array([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941], np.float32).tolist())
-ERFINV32_ABOVE_5 = tuple(np.array([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                                   -0.0076224613, 0.00943887047, 1.00167406, 2.83297682], np.float32).tolist())
+ERFINV32_BELOW_5 = tuple(
+    np.array(
+        [
+            2.81022636e-08,
+            3.43273939e-07,
+            -3.5233877e-06,
+            -4.39150654e-06,
+            0.00021858087,
+            -0.00125372503,
+            -0.00417768164,
+            0.246640727,
+            1.50140941,
+        ],
+        np.float32,
+    ).tolist()
+)
+ERFINV32_ABOVE_5 = tuple(
+    np.array(
+        [
+            -0.000200214257,
+            0.000100950558,
+            0.00134934322,
+            -0.00367342844,
+            0.00573950773,
+            -0.0076224613,
+            0.00943887047,
+            1.00167406,
+            2.83297682,
+        ],
+        np.float32,
+    ).tolist()
+)
 ERFINV64_BELOW_6_25 = (
-    -3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18, 1.115787767802518096e-17,
-    -1.333171662854620906e-16, 2.0972767875968561637e-17, 6.6376381343583238325e-15, -4.0545662729752068639e-14,
-    -8.1519341976054721522e-14, 2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
-    1.051212273321532285e-09, -4.1126339803469836976e-09, -2.9070369957882005086e-08, 4.2347877827932403518e-07,
-    -1.3654692000834678645e-06, -1.3882523362786468719e-05, 0.0001867342080340571352, -0.00074070253416626697512,
-    -0.0060336708714301490533, 0.24015818242558961693, 1.6536545626831027356)
+    -3.6444120640178196996e-21,
+    -1.685059138182016589e-19,
+    1.2858480715256400167e-18,
+    1.115787767802518096e-17,
+    -1.333171662854620906e-16,
+    2.0972767875968561637e-17,
+    6.6376381343583238325e-15,
+    -4.0545662729752068639e-14,
+    -8.1519341976054721522e-14,
+    2.6335093153082322977e-12,
+    -1.2975133253453532498e-11,
+    -5.4154120542946279317e-11,
+    1.051212273321532285e-09,
+    -4.1126339803469836976e-09,
+    -2.9070369957882005086e-08,
+    4.2347877827932403518e-07,
+    -1.3654692000834678645e-06,
+    -1.3882523362786468719e-05,
+    0.0001867342080340571352,
+    -0.00074070253416626697512,
+    -0.0060336708714301490533,
+    0.24015818242558961693,
+    1.6536545626831027356,
+)
 ERFINV64_BELOW_16 = (
-    2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07, 1.8239629214389227755e-08,
-    1.5027403968909827627e-06, -4.013867526981545969e-06, 2.9234449089955446044e-06, 1.2475304481671778723e-05,
-    -4.7318229009055733981e-05, 6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
-    0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066, -0.0037512085075692412107,
-    0.005370914553590063617, 1.0052589676941592334, 3.0838856104922207635)
+    2.2137376921775787049e-09,
+    9.0756561938885390979e-08,
+    -2.7517406297064545428e-07,
+    1.8239629214389227755e-08,
+    1.5027403968909827627e-06,
+    -4.013867526981545969e-06,
+    2.9234449089955446044e-06,
+    1.2475304481671778723e-05,
+    -4.7318229009055733981e-05,
+    6.8284851459573175448e-05,
+    2.4031110387097893999e-05,
+    -0.0003550375203628474796,
+    0.00095328937973738049703,
+    -0.0016882755560235047313,
+    0.0024914420961078508066,
+    -0.0037512085075692412107,
+    0.005370914553590063617,
+    1.0052589676941592334,
+    3.0838856104922207635,
+)
 ERFINV64_ABOVE_16 = (
-    -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09, -3.7894654401267369937e-09,
-    7.6157012080783393804e-09, -1.4960026627149240478e-08, 2.9147953450901080826e-08, -6.7711997758452339498e-08,
-    2.2900482228026654717e-07, -9.9298272942317002539e-07, 4.5260625972231537039e-06, -1.9681778105531670567e-05,
-    7.5995277030017761139e-05, -0.00021503011930044477347, -0.00013871931833623122026, 1.0103004648645343977,
-    4.8499064014085844221)
+    -2.7109920616438573243e-11,
+    -2.5556418169965252055e-10,
+    1.5076572693500548083e-09,
+    -3.7894654401267369937e-09,
+    7.6157012080783393804e-09,
+    -1.4960026627149240478e-08,
+    2.9147953450901080826e-08,
+    -6.7711997758452339498e-08,
+    2.2900482228026654717e-07,
+    -9.9298272942317002539e-07,
+    4.5260625972231537039e-06,
+    -1.9681778105531670567e-05,
+    7.5995277030017761139e-05,
+    -0.00021503011930044477347,
+    -0.00013871931833623122026,
+    1.0103004648645343977,
+    4.8499064014085844221,
+)
 
 
 @script
@@ -124,15 +199,21 @@ def _horner(coefficients, t: np.ndarray) -> np.ndarray:
 def _erfinv32(x: np.ndarray) -> np.ndarray:
     w = -np.log1p(-x * x)
     r = np.where(w < 5.0, _horner(ERFINV32_BELOW_5, w - 2.5), _horner(ERFINV32_ABOVE_5, np.sqrt(w) - 3.0)) * x
-    return np.where(np.abs(x) == 1.0, x * 3.4028234663852886e38, r)     # erfinv(+-1): +-FLT_MAX, as XLA
+    return np.where(np.abs(x) == 1.0, x * 3.4028234663852886e38, r)  # erfinv(+-1): +-FLT_MAX, as XLA
 
 
 @script
 def _erfinv64(x: np.ndarray) -> np.ndarray:
     w = -np.log1p(-x * x)
     s = np.sqrt(w)
-    r = np.where(w < 6.25, _horner(ERFINV64_BELOW_6_25, w - 3.125),
-                 np.where(w < 16.0, _horner(ERFINV64_BELOW_16, s - 3.25), _horner(ERFINV64_ABOVE_16, s - 5.0))) * x
+    r = (
+        np.where(
+            w < 6.25,
+            _horner(ERFINV64_BELOW_6_25, w - 3.125),
+            np.where(w < 16.0, _horner(ERFINV64_BELOW_16, s - 3.25), _horner(ERFINV64_ABOVE_16, s - 5.0)),
+        )
+        * x
+    )
     return np.where(np.abs(x) == 1.0, x * 1.7976931348623157e308, r)
 
 
@@ -172,6 +253,7 @@ def _float_kernel(name, kernels):
         if dtype not in kernels:
             raise TypeError(f"scriptc.random.{name}: dtype must be float32 or float64, got {dtype}")
         return kernels[dtype]
+
     return choose
 
 
@@ -200,8 +282,7 @@ def bits(key, shape=()):
     return run(bits, locals())
 
 
-@library(_float_kernel("uniform", {"float32": _uniform32, "float64": _uniform64}), shape="shape",
-         static=("dtype",))
+@library(_float_kernel("uniform", {"float32": _uniform32, "float64": _uniform64}), shape="shape", static=("dtype",))
 def uniform(key, shape=(), dtype=np.float64, minval=0.0, maxval=1.0):
     """Floats uniform in ``[minval, maxval)``."""
     return run(uniform, locals())

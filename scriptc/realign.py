@@ -11,6 +11,7 @@ argument whose strides are not multiples of its item size (a twin with those str
 again) gets a compact twin, and a result viewing that one is a TypeError. Arrays in tuple arguments are
 handled alike; lists of arrays are refused where they are bound (``frontend/lists.py``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,8 +32,13 @@ class _View:
 
     def __init__(self, owner: np.ndarray, address: int, like: np.ndarray):
         self.owner = owner
-        self.__array_interface__ = {"data": (address, not owner.flags.writeable), "shape": like.shape,
-                                    "strides": like.strides, "typestr": like.dtype.str, "version": 3}
+        self.__array_interface__ = {
+            "data": (address, not owner.flags.writeable),
+            "shape": like.shape,
+            "strides": like.strides,
+            "typestr": like.dtype.str,
+            "version": 3,
+        }
 
 
 def _extent(a: np.ndarray) -> tuple[int, int]:
@@ -53,7 +59,7 @@ class Twins:
     maps the result."""
 
     def __init__(self, values):
-        self.pairs: list[tuple[np.ndarray, np.ndarray, int]] = []     # (argument, twin, parameter index)
+        self.pairs: list[tuple[np.ndarray, np.ndarray, int]] = []  # (argument, twin, parameter index)
         self.args = [self._twin(v, k) for k, v in enumerate(values)]
 
     def _twin(self, v, k: int):
@@ -64,7 +70,7 @@ class Twins:
             return v
         if all(s % v.itemsize == 0 for s in v.strides):
             lo, hi = _extent(v)
-            buffer = np.empty(hi - lo, np.uint8)           # NumPy's allocations are aligned for any dtype
+            buffer = np.empty(hi - lo, np.uint8)  # NumPy's allocations are aligned for any dtype
             twin = np.ndarray(v.shape, v.dtype, buffer=buffer, offset=-lo, strides=v.strides)
         else:
             twin = np.empty(v.shape, v.dtype)
@@ -76,7 +82,7 @@ class Twins:
 
     def write_back(self, written) -> None:
         for original, twin, k in self.pairs:
-            if k in written and original.flags.writeable:   # (a read-only one raised before any write)
+            if k in written and original.flags.writeable:  # (a read-only one raised before any write)
                 original[...] = twin
 
     def result(self, r):
@@ -92,8 +98,10 @@ class Twins:
             if not np.may_share_memory(r, twin):
                 continue
             if twin.strides != original.strides:
-                raise TypeError("a scripted function returned a view of an unaligned argument whose strides are "
-                                "not multiples of its item size: pass an aligned copy (np.ascontiguousarray(a))")
+                raise TypeError(
+                    "a scripted function returned a view of an unaligned argument whose strides are "
+                    "not multiples of its item size: pass an aligned copy (np.ascontiguousarray(a))"
+                )
             view = np.asarray(_View(original, _address(original) + _address(r) - _address(twin), r))
             if not r.flags.writeable and view.flags.writeable:
                 view.flags.writeable = False

@@ -5,6 +5,7 @@ A type is ``int``, ``float``, ``bool``, a dtype with dimensions (``float64[2,3]`
 a ``*`` or ``?`` is any length) or ``list[T]`` of one of those; a signature is types separated by commas
 (``"float64[*], int"``). Only dtype and rank matter to compiled code: shapes are for ``scriptc dump``.
 """
+
 from __future__ import annotations
 
 import re
@@ -49,7 +50,7 @@ def parse_signature(text: str) -> tuple[Type, ...]:
     """The argument types of a signature string such as ``"float64[*], int"`` (shapes erased: native code is
     compiled per dtype and rank). ValueError naming the signature when it does not parse."""
     if not isinstance(text, str):
-        raise TypeError(f"a signature is a string such as \"float64[*], int\", not {type(text).__name__}")
+        raise TypeError(f'a signature is a string such as "float64[*], int", not {type(text).__name__}')
     if not text.strip():
         return ()
     try:
@@ -72,8 +73,19 @@ def format_signature(types) -> str:
     return ", ".join(format_type(t) for t in types)
 
 
-_NUMBA_SCALARS = {"float64": "float", "float32": "float", "double": "float", "int64": "int", "int32": "int",
-                  "intp": "int", "boolean": "bool", "bool_": "bool", "b1": "bool", "f8": "float", "i8": "int"}
+_NUMBA_SCALARS = {
+    "float64": "float",
+    "float32": "float",
+    "double": "float",
+    "int64": "int",
+    "int32": "int",
+    "intp": "int",
+    "boolean": "bool",
+    "bool_": "bool",
+    "b1": "bool",
+    "f8": "float",
+    "i8": "int",
+}
 
 
 def from_numba(text: str) -> str | None:

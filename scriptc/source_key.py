@@ -18,6 +18,7 @@ The manifest also holds what a call needs without the graph (the argument and re
 writes, whether it releases the GIL) and the graph key of the entry; the graph itself is made on first use of
 ``native.graph`` (``graph_for``, ``inspect_llvm``). Manifests are JSON: nothing in them is executed.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,13 +53,21 @@ def fingerprint(obj):
         return ["dtype", obj.str]
     if isinstance(obj, pytypes.ModuleType):
         return ["module", obj.__name__]
-    if getattr(type(obj), "scriptc_callable", False):     # a scripted function, or a transform of one
+    if getattr(type(obj), "scriptc_callable", False):  # a scripted function, or a transform of one
         return _script_fingerprint(obj) if isinstance(obj, ScriptFunction) else None
     if is_named_tuple_class(obj):
-        annotations = {k: fingerprint(v) if is_named_tuple_class(v) else repr(v)     # (nested records too)
-                       for k, v in obj.__annotations__.items()}
-        return ["namedtuple", obj.__module__, obj.__qualname__, list(obj._fields), annotations,
-                repr(getattr(obj, "_field_defaults", {}))]
+        annotations = {
+            k: fingerprint(v) if is_named_tuple_class(v) else repr(v)  # (nested records too)
+            for k, v in obj.__annotations__.items()
+        }
+        return [
+            "namedtuple",
+            obj.__module__,
+            obj.__qualname__,
+            list(obj._fields),
+            annotations,
+            repr(getattr(obj, "_field_defaults", {})),
+        ]
     return _importable(obj)
 
 
@@ -78,9 +87,20 @@ def _importable(obj):
 
 def _script_fingerprint(fn) -> list:
     src = fn.source
-    return ["script", src.filename, fn.__qualname__, src.line_offset, src.col_offset, src.text, fn.fastmath,
-            fn.nogil, repr(sorted(fn.defaults.items())), [str(t) for t in fn.param_types], str(fn.return_type),
-            fn.param_dtypes]
+    return [
+        "script",
+        src.filename,
+        fn.__qualname__,
+        src.line_offset,
+        src.col_offset,
+        src.text,
+        fn.fastmath,
+        fn.nogil,
+        repr(sorted(fn.defaults.items())),
+        [str(t) for t in fn.param_types],
+        str(fn.return_type),
+        fn.param_dtypes,
+    ]
 
 
 def _digest(value) -> str:
@@ -164,8 +184,15 @@ def source_key(fn, types: tuple, directory) -> str | None:
     target = target_description(directory, llvm=False)
     if target is None:
         return None
-    return _digest({"format": FORMAT, "function": _script_fingerprint(fn), "types": repr(types),
-                    "build": build_fingerprint(), "target": target})
+    return _digest(
+        {
+            "format": FORMAT,
+            "function": _script_fingerprint(fn),
+            "types": repr(types),
+            "build": build_fingerprint(),
+            "target": target,
+        }
+    )
 
 
 def manifest(fn, native, key: str, nogil: bool) -> dict | None:
@@ -177,8 +204,16 @@ def manifest(fn, native, key: str, nogil: bool) -> dict | None:
     result = str(native.result_type)
     if [parse_type(t) for t in arg_types] != list(native.arg_types) or parse_type(result) != native.result_type:
         return None
-    return {"format": FORMAT, "key": key, "name": native.name, "args": arg_types, "result": result,
-            "written": {str(k): v for k, v in native.written_inputs.items()}, "nogil": nogil, "deps": deps}
+    return {
+        "format": FORMAT,
+        "key": key,
+        "name": native.name,
+        "args": arg_types,
+        "result": result,
+        "written": {str(k): v for k, v in native.written_inputs.items()},
+        "nogil": nogil,
+        "deps": deps,
+    }
 
 
 def read_manifest(fn, data: dict):

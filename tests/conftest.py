@@ -1,5 +1,6 @@
 """Every graph the suite compiles is also printed, parsed back and printed again: the two texts must match,
 and the parsed graph must verify (the printer/parser round trip on every graph the tests produce)."""
+
 import os
 
 os.environ["SCRIPTC_VERIFY"] = "1"  # verify the graph after every pass
@@ -20,7 +21,7 @@ settings.load_profile(os.environ.get("SCRIPTC_HYPOTHESIS", "repeatable"))
 
 import scriptc.function  # noqa: E402
 
-pytest_plugins = ["tests.gpu_support"]    # its fixtures (emulator, counting) for every test file
+pytest_plugins = ["tests.gpu_support"]  # its fixtures (emulator, counting) for every test file
 from scriptc.ir import parse, print_graph, verify  # noqa: E402
 
 ROUND_TRIPS = {"count": 0}

@@ -16,6 +16,7 @@ drawn from the constructs that have given wrong results before:
 ``cases()`` draws (source, argument factory). Every program runs under CPython; the test compares scriptc's
 native code and its interpreter with it: results, argument mutations, the exception type.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,16 +42,35 @@ class _Program:
 
     def array_expr(self, names) -> str:
         a, b = self.pick(names), self.pick(names)
-        forms = [f"{a} + {b}", f"{a} * {self.scalar()}", f"{self.scalar()} * {a}", f"{a} - {b}",
-                 f"np.maximum({a}, {b})", f"{a}[::-1]" if self.rank == 1 else f"{a}[::-1, :]",
-                 f"{a} * 0 + {self.scalar()}", f"False * {a}" if not self.dtype.startswith("uint") else f"{a} * 1"]
+        forms = [
+            f"{a} + {b}",
+            f"{a} * {self.scalar()}",
+            f"{self.scalar()} * {a}",
+            f"{a} - {b}",
+            f"np.maximum({a}, {b})",
+            f"{a}[::-1]" if self.rank == 1 else f"{a}[::-1, :]",
+            f"{a} * 0 + {self.scalar()}",
+            f"False * {a}" if not self.dtype.startswith("uint") else f"{a} * 1",
+        ]
         if not self.integer:
             forms += [f"np.sin({a})", f"{a} / 2.0"]
         return self.pick(forms)
 
     def statement(self, indent: str, names: list[str], depth: int) -> None:
-        kinds = ["rebind", "alias", "view", "update", "inplace", "element", "slice_store", "list", "swap",
-                 "unit_store", "element_arith", "accumulate"] + (["loop"] * 4 if depth < 2 else [])
+        kinds = [
+            "rebind",
+            "alias",
+            "view",
+            "update",
+            "inplace",
+            "element",
+            "slice_store",
+            "list",
+            "swap",
+            "unit_store",
+            "element_arith",
+            "accumulate",
+        ] + (["loop"] * 4 if depth < 2 else [])
         kind = self.pick(kinds)
         out = self.lines
         tgt = self.pick(names)
@@ -66,8 +86,7 @@ class _Program:
         elif kind == "update":
             out.append(f"{indent}{tgt} = {self.array_expr(names)}")
         elif kind == "inplace":
-            op = self.pick(["+=", "-=", "*="] + (["//="] if self.integer and not self.dtype.startswith("uint")
-                                                  else []))
+            op = self.pick(["+=", "-=", "*="] + (["//="] if self.integer and not self.dtype.startswith("uint") else []))
             value = self.scalar() if self.draw(st.booleans()) else self.pick(names)
             if op == "//=" and value in names:
                 value = f"(np.abs({value}) + 1)"
@@ -96,7 +115,7 @@ class _Program:
             index = "0" if self.rank == 1 else "0, 0"
             out.append(f"{indent}lst = [{tgt}[{index}], {self.scalar()}]")
             out.append(f"{indent}lst.append({self.pick(names)}[{index}])")
-            convert = "int" if self.integer else "float"     # (Python scalars: see the module docstring)
+            convert = "int" if self.integer else "float"  # (Python scalars: see the module docstring)
             out.append(f"{indent}total = total + {convert}(lst[-1]) + {convert}(lst[0])")
         else:
             trips = self.pick(["0", "1", "3", "n"])
@@ -118,7 +137,7 @@ def cases(draw):
         p.statement("    ", ["x", "y", "z"], 0)
     p.lines.append("    return x, y, z, total")
     source = "@scriptc.script\ndef f(x: np.ndarray, y: np.ndarray, n: int):\n" + "\n".join(p.lines) + "\n"
-    return source, dtype, rank, layout, draw(st.integers(0, 3)), draw(st.integers(0, 2 ** 16))
+    return source, dtype, rank, layout, draw(st.integers(0, 3)), draw(st.integers(0, 2**16))
 
 
 def arguments(dtype: str, rank: int, layout: str, n: int, seed: int):

@@ -18,6 +18,7 @@ never raise under CPython:
   static magnitude estimate.  The estimate is a heuristic; :func:`in_range`
   gives the guarantee (tests ``assume`` it).
 """
+
 from __future__ import annotations
 
 import ast
@@ -37,21 +38,36 @@ from hypothesis import strategies as st
 # ---------------------------------------------------------------------------
 # Limits
 
-INT_LIMIT = 2 ** 62          # no int value (final or intermediate) may exceed this
-LEAF_INT_BOUND = 2 ** 20     # heuristic magnitude assumed for an int variable
-LEAF_FLOAT_BOUND = 2.0 ** 20
-ASSIGN_INT_BOUND = 2 ** 31   # wrap int assignments whose estimate exceeds this
-ASSIGN_FLOAT_BOUND = 2.0 ** 31
-MAX_STMTS = 40               # statement budget per program
-MAX_DEPTH = 3                # nesting depth of compound statements
+INT_LIMIT = 2**62  # no int value (final or intermediate) may exceed this
+LEAF_INT_BOUND = 2**20  # heuristic magnitude assumed for an int variable
+LEAF_FLOAT_BOUND = 2.0**20
+ASSIGN_INT_BOUND = 2**31  # wrap int assignments whose estimate exceeds this
+ASSIGN_FLOAT_BOUND = 2.0**31
+MAX_STMTS = 40  # statement budget per program
+MAX_DEPTH = 3  # nesting depth of compound statements
 
 # Constructs outside the brief's core subset; off by default.
-LOOP_ELSE = False            # ``while ...: ... else: ...``
+LOOP_ELSE = False  # ``while ...: ... else: ...``
 
 WRAP_MODULI = (1000003, 65537, 1009, 97)
 STRINGS = ("x", "val:", "a b", "", "loop", "->", "ok", "i=")
-FLOAT_LITERALS = ("0.5", "1.0", "2.0", "-1.5", "0.1", "3.25", "-0.25", "10.0",
-                  "0.0", "-0.0", "1e-3", "7.5", "0.3", "-2.0", "100.0")
+FLOAT_LITERALS = (
+    "0.5",
+    "1.0",
+    "2.0",
+    "-1.5",
+    "0.1",
+    "3.25",
+    "-0.25",
+    "10.0",
+    "0.0",
+    "-0.0",
+    "1e-3",
+    "7.5",
+    "0.3",
+    "-2.0",
+    "100.0",
+)
 INT_NAMES = ("a", "b", "c")
 FLOAT_NAMES = ("x", "y", "z")
 
@@ -109,11 +125,21 @@ class _Gen:
     def int_expr(self, scope, depth):
         if depth <= 0 or self.chance(0.3):
             return self.int_leaf(scope)
-        kind = self.weighted([
-            (6, "arith"), (3, "floordiv"), (3, "mod"), (1, "neg"), (2, "abs"),
-            (2, "minmax"), (2, "cond"), (1, "int_of_float"), (1, "floorceil"),
-            (1, "litdiv"),
-        ] + ([(1, "pow"), (2, "bit")] if self.ext else []))
+        kind = self.weighted(
+            [
+                (6, "arith"),
+                (3, "floordiv"),
+                (3, "mod"),
+                (1, "neg"),
+                (2, "abs"),
+                (2, "minmax"),
+                (2, "cond"),
+                (1, "int_of_float"),
+                (1, "floorceil"),
+                (1, "litdiv"),
+            ]
+            + ([(1, "pow"), (2, "bit")] if self.ext else [])
+        )
         d = depth - 1
         if kind == "arith":
             op = self.choice(("+", "-", "*"))
@@ -141,13 +167,13 @@ class _Gen:
             k = self.integers(0, 3)
             if k >= 2 and b > 1009:
                 e, b = f"({e}) % {self.choice((1009, 97, 10))}", 1009
-            return f"(({e}) ** {k})", b ** k
+            return f"(({e}) ** {k})", b**k
         if kind == "bit":
             op = self.choice(("&", "|", "^", "<<", ">>"))
             (left, bl), (r, br) = self.int_expr(scope, d), self.int_expr(scope, d)
             if op in ("<<", ">>"):
                 k = self.integers(0, 9)
-                if op == "<<" and bl > 2 ** 40:
+                if op == "<<" and bl > 2**40:
                     left, bl = f"({left}) % 65537", 65537
                 return f"(({left}) {op} {k})", (bl << k if op == "<<" else bl)
             return f"(({left}) {op} ({r}))", 2 * max(bl, br)
@@ -155,8 +181,7 @@ class _Gen:
             left, bl = self.int_expr(scope, d)
             k = self.choice((2, 3, 7, 10, -2, -3, -7, 1000003))
             op = self.choice(("//", "%"))
-            return f"(({left}) {op} {k})" if k > 0 else f"(({left}) {op} ({k}))", (
-                bl if op == "//" else abs(k))
+            return f"(({left}) {op} {k})" if k > 0 else f"(({left}) {op} ({k}))", (bl if op == "//" else abs(k))
         if kind == "neg":
             e, b = self.int_expr(scope, d)
             return f"-({e})", b
@@ -174,13 +199,13 @@ class _Gen:
             return f"({left} if {c} else {r})", max(bl, br)
         if kind == "int_of_float":
             e, b = self.float_expr(scope, d)
-            if b > 2.0 ** 52:
+            if b > 2.0**52:
                 return f"int(({e}) % 1000.0)", 1000
             return f"int({e})", int(b) + 1
         if kind == "floorceil":
             fn = self.choice(("math.floor", "math.ceil"))
             e, b = self.float_expr(scope, d)
-            if b > 2.0 ** 52:
+            if b > 2.0**52:
                 return f"{fn}(({e}) % 1000.0)", 1000
             return f"{fn}({e})", int(b) + 1
         raise AssertionError(kind)
@@ -201,17 +226,29 @@ class _Gen:
     def float_expr(self, scope, depth):
         if depth <= 0 or self.chance(0.3):
             return self.float_leaf(scope)
-        kind = self.weighted([
-            (6, "arith"), (3, "div"), (2, "floordiv"), (2, "mod"), (1, "neg"),
-            (2, "abs"), (2, "minmax"), (2, "cond"), (2, "of_int"), (1, "sqrt"),
-            (1, "mixed"), (1, "intdiv"),
-        ] + ([(1, "pow")] if self.ext else []))
+        kind = self.weighted(
+            [
+                (6, "arith"),
+                (3, "div"),
+                (2, "floordiv"),
+                (2, "mod"),
+                (1, "neg"),
+                (2, "abs"),
+                (2, "minmax"),
+                (2, "cond"),
+                (2, "of_int"),
+                (1, "sqrt"),
+                (1, "mixed"),
+                (1, "intdiv"),
+            ]
+            + ([(1, "pow")] if self.ext else [])
+        )
         d = depth - 1
         if kind == "arith":
             op = self.choice(("+", "-", "*"))
             (left, bl), (r, br) = self.float_expr(scope, d), self.float_expr(scope, d)
             if op == "*":
-                if bl * br > 2.0 ** 100:
+                if bl * br > 2.0**100:
                     r, br = f"(({r}) % 100.0)", 100.0
                 return f"({left} * {r})", bl * br
             return f"({left} {op} {r})", bl + br
@@ -256,7 +293,7 @@ class _Gen:
         if kind == "mixed":  # int operand promoted to float
             op = self.choice(("+", "-", "*"))
             (left, bl), (r, br) = self.float_expr(scope, d), self.int_expr(scope, d)
-            if op == "*" and bl * br > 2.0 ** 100:
+            if op == "*" and bl * br > 2.0**100:
                 r, br = f"({r}) % 101", 101
             if self.chance(0.5):
                 left, r = r, left
@@ -264,7 +301,7 @@ class _Gen:
         if kind == "pow":
             e, b = self.float_expr(scope, d)
             if self.chance(0.5):
-                return f"(abs({e}) ** {self.choice(('0.5', '1.5', '0.25'))})", b ** 1.5 + 1
+                return f"(abs({e}) ** {self.choice(('0.5', '1.5', '0.25'))})", b**1.5 + 1
             return f"((({e}) % 100.0) ** {self.integers(0, 3)})", 1e6
         if kind == "intdiv":  # int / int -> float
             (left, bl), (r, _) = self.int_expr(scope, d), self.int_expr(scope, d)
@@ -279,8 +316,7 @@ class _Gen:
 
     # -- bool expressions -----------------------------------------------------
     def bool_expr(self, scope, depth):
-        kind = self.weighted([(8, "cmp"), (2, "andor"), (1, "not"), (1, "chain"),
-                              (1, "param"), (1, "cmp_mixed")])
+        kind = self.weighted([(8, "cmp"), (2, "andor"), (1, "not"), (1, "chain"), (1, "param"), (1, "cmp_mixed")])
         d = max(depth - 1, 0)
         if kind == "andor" and depth > 0:
             op = self.choice(("and", "or"))
@@ -421,8 +457,9 @@ class _Gen:
                 t2 = self.choice(scope["floats"] or scope["ints"])
             typ = "int" if t2 in scope["ints"] else "float"
             e1 = self.wrap_int(*self.int_expr(scope, 2))
-            e2 = (self.wrap_int(*self.int_expr(scope, 2)) if typ == "int"
-                  else self.wrap_float(*self.float_expr(scope, 2)))
+            e2 = (
+                self.wrap_int(*self.int_expr(scope, 2)) if typ == "int" else self.wrap_float(*self.float_expr(scope, 2))
+            )
             if t1 != t2 and self.chance(0.4):  # the classic swap
                 e1, e2 = (t2, t1) if typ == "int" else (e1, e2)
             return [indent + f"{t1}, {t2} = {e1}, {e2}"]
@@ -438,8 +475,9 @@ class _Gen:
             what = {"ifbreak": "break", "ifcontinue": "continue"}.get(kind)
             lines = [indent + f"if {self.bool_expr(scope, 2)}:"]
             if self.chance(0.4):
-                lines.append(ind2 + self.assign(scope) if self.chance(0.5) or not self.prints
-                             else ind2 + self.print_stmt(scope))
+                lines.append(
+                    ind2 + self.assign(scope) if self.chance(0.5) or not self.prints else ind2 + self.print_stmt(scope)
+                )
             lines.append(ind2 + (what if what else self.ret_stmt(scope)))
             return lines
         if kind == "if":
@@ -451,6 +489,7 @@ class _Gen:
                 out = self.block(sub, depth + 1, in_loop, ind2)
                 after.update(sub["maybe"])
                 return out
+
             lines = [indent + f"if {self.bool_expr(scope, 2)}:"]
             lines += branch()
             for _ in range(self.weighted([(3, 0), (2, 1), (1, 2)])):
@@ -464,8 +503,7 @@ class _Gen:
         if kind == "for":
             var = "ijk"[len(scope["loopvars"])]
             rng = self.range_args(scope)
-            inner = dict(scope, loopvars=scope["loopvars"] + [var],
-                         maybe=set(scope["maybe"]) - {var})
+            inner = dict(scope, loopvars=scope["loopvars"] + [var], maybe=set(scope["maybe"]) - {var})
             lines = [indent + f"for {var} in range({rng}):"]
             lines += self.block(inner, depth + 1, True, ind2)
             if self.ext:  # after the loop: bound iff it ran at least once
@@ -479,9 +517,7 @@ class _Gen:
             if self.chance(0.4):
                 cond += f" and {self.bool_expr(scope, 1)}"
             inner = dict(scope, loopvars=scope["loopvars"] + [w], maybe=set(scope["maybe"]))
-            lines = [indent + f"{w} = {self.integers(-1, 1)}",
-                     indent + f"while {cond}:",
-                     ind2 + f"{w} += 1"]
+            lines = [indent + f"{w} = {self.integers(-1, 1)}", indent + f"while {cond}:", ind2 + f"{w} += 1"]
             lines += self.block(inner, depth + 1, True, ind2)
             scope["maybe"].update(inner["maybe"])
             if LOOP_ELSE and self.chance(0.15):  # while/else
@@ -546,8 +582,14 @@ def programs(draw, extended=False, prints=True):
     # while counters are determined after generating the body; reserve names
     # in the return tuple by generating the body with a placeholder.
     placeholder = "__RET__"
-    scope = {"ints": ints, "floats": floats, "loopvars": [],
-             "bools": ["p"] if has_bool else [], "ret": placeholder, "maybe": set()}
+    scope = {
+        "ints": ints,
+        "floats": floats,
+        "loopvars": [],
+        "bools": ["p"] if has_bool else [],
+        "ret": placeholder,
+        "maybe": set(),
+    }
     body = g.block(scope, 0, False, "    ", min_len=2)
     while g.budget > 0 and g.chance(0.6):
         body += g.block(scope, 0, False, "    ")
@@ -579,9 +621,12 @@ def args_for(params):
         if t == "int":
             parts.append(st.one_of(st.integers(-10, 10), st.integers(-1000, 1000)))
         elif t == "float":
-            parts.append(st.one_of(
-                st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 0.1, 2.5, -3.75]),
-                st.floats(-1000.0, 1000.0, allow_nan=False, allow_infinity=False)))
+            parts.append(
+                st.one_of(
+                    st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 0.1, 2.5, -3.75]),
+                    st.floats(-1000.0, 1000.0, allow_nan=False, allow_infinity=False),
+                )
+            )
         else:
             parts.append(st.booleans())
     return st.tuples(*parts)
@@ -611,6 +656,7 @@ def load(prog, directory=None):
         if _tmpdir is None:
             import atexit
             import shutil
+
             _tmpdir = tempfile.mkdtemp(prefix="scriptc_fuzz_")
             atexit.register(shutil.rmtree, _tmpdir, True)
         directory = _tmpdir
@@ -695,8 +741,7 @@ class _Instrument(ast.NodeTransformer):
     def visit_AugAssign(self, node):
         self.generic_visit(node)
         tgt_load = ast.Name(node.target.id, ast.Load())
-        value = ast.Call(ast.Name("_chk", ast.Load()),
-                         [ast.BinOp(tgt_load, node.op, node.value)], [])
+        value = ast.Call(ast.Name("_chk", ast.Load()), [ast.BinOp(tgt_load, node.op, node.value)], [])
         return ast.Assign([node.target], value)
 
 
@@ -740,47 +785,60 @@ def _candidates(tree):
         for i, s in enumerate(lst):
             if owner is fn and i == len(lst) - 1:
                 continue  # keep the final return
+
             def delete(lst=lst, i=i, owner=owner, fld=fld):
                 del lst[i]
                 if not lst and fld == "body":
                     lst.append(ast.Pass())
+
             yield delete
             if isinstance(s, (ast.If, ast.For, ast.While)):
                 for part in ("body", "orelse"):
                     if getattr(s, part):
+
                         def inline(lst=lst, i=i, s=s, part=part):
-                            lst[i:i + 1] = getattr(s, part)
+                            lst[i : i + 1] = getattr(s, part)
+
                         yield inline
                 if s.orelse:
+
                     def drop_else(s=s):
                         s.orelse = []
+
                     yield drop_else
             if isinstance(s, ast.For) and len(s.iter.args) > 1:
+
                 def fewer_args(s=s):
                     s.iter.args = s.iter.args[1:2] if len(s.iter.args) == 2 else s.iter.args[:2]
+
                 yield fewer_args
             if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
                 call = s.value
                 for j in range(len(call.args)):
+
                     def drop_arg(call=call, j=j):
                         del call.args[j]
+
                     yield drop_arg
                 for j in range(len(call.keywords)):
+
                     def drop_kw(call=call, j=j):
                         del call.keywords[j]
+
                     yield drop_kw
     # drop one element from every returned tuple (and the return annotation)
-    ret_tuples = [n.value for n in ast.walk(fn)
-                  if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)]
+    ret_tuples = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)]
     ann = fn.returns
     if ret_tuples and isinstance(ann, ast.Subscript) and isinstance(ann.slice, ast.Tuple):
         width = len(ann.slice.elts)
         if width > 1 and all(len(t.elts) == width for t in ret_tuples):
             for k in range(width):
+
                 def drop_ret(k=k):
                     for t in ret_tuples:
                         del t.elts[k]
                     del ann.slice.elts[k]
+
                 yield drop_ret
     # expressions: replace by a sub-expression or a small constant
     for node in ast.walk(fn):
@@ -789,28 +847,38 @@ def _candidates(tree):
                 continue
             vals = val if isinstance(val, list) else [val]
             for j, e in enumerate(vals):
-                if not isinstance(e, ast.expr) or isinstance(e, (ast.Name, ast.Constant)) \
-                        or isinstance(node, ast.Tuple) or isinstance(e, ast.Tuple):
+                if (
+                    not isinstance(e, ast.expr)
+                    or isinstance(e, (ast.Name, ast.Constant))
+                    or isinstance(node, ast.Tuple)
+                    or isinstance(e, ast.Tuple)
+                ):
                     continue
                 if isinstance(node, (ast.Assign, ast.AugAssign, ast.For)) and fld == "target":
                     continue
-                reps = [c for c in ast.iter_child_nodes(e)
-                        if isinstance(c, ast.expr)
-                        and not (isinstance(e, ast.Call) and c is e.func)
-                        and not isinstance(c, (ast.Attribute, ast.Tuple))]
+                reps = [
+                    c
+                    for c in ast.iter_child_nodes(e)
+                    if isinstance(c, ast.expr)
+                    and not (isinstance(e, ast.Call) and c is e.func)
+                    and not isinstance(c, (ast.Attribute, ast.Tuple))
+                ]
                 reps += [ast.Constant(k) for k in _SIMPLE_CONSTS]
                 for r in reps:
+
                     def replace(node=node, fld=fld, j=j, r=r, is_list=isinstance(val, list)):
                         if is_list:
                             getattr(node, fld)[j] = r
                         else:
                             setattr(node, fld, r)
+
                     yield replace
 
 
 def reduce_source(source, still_fails, time_limit=60.0):
     """Greedily simplify ``source`` while ``still_fails(new_source)`` holds."""
     import time
+
     deadline = time.monotonic() + time_limit
     best = source
     changed = True

@@ -1,5 +1,6 @@
 """Shared by the GPU tests: the grid emulator with its device-to-host copies counted, so a test can tell a kernel
 from a silent run on the host (which would copy the operands to the host first)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,7 +22,7 @@ class CountingEmulator(cuda.EmulatorDevice):
         super().copy_to_host(host, pointer)
 
 
-COUNTING = CountingEmulator()     # one device, as in use: compiled programs keep the device they were made for
+COUNTING = CountingEmulator()  # one device, as in use: compiled programs keep the device they were made for
 
 
 @pytest.fixture

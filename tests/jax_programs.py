@@ -1,5 +1,6 @@
 """The JAX twins of the scripted programs in test_grad_jax.py, line for line, imported only by the JAX
 reference process (``jax_reference.py``)."""
+
 import jax  # noqa: F401  (the reference process evaluates jax.grad(...) expressions in this module)
 import jax.numpy as jnp
 
@@ -16,17 +17,20 @@ def power_by_loop_jax(x):
         y = y * x
     return y
 
+
 def sine_twice_jax(x):
     y = x
     for _ in range(2):
         y = jnp.sin(y)
     return y
 
+
 def fourier_times_x_jax(x):
     s = 0.0
     for k in range(1, 6):
         s = s + jnp.sin(k * x) / k
     return s * x
+
 
 def array_recurrence_jax(x):
     v = jnp.linspace(0.0, 1.0, 5)
@@ -36,6 +40,7 @@ def array_recurrence_jax(x):
         s = s + jnp.sum(v * v)
     return s
 
+
 def branches_in_nested_loops_jax(x):
     y = x
     for i in range(3):
@@ -43,6 +48,7 @@ def branches_in_nested_loops_jax(x):
         for j in range(2):
             y = y * 0.5 + jnp.cos(y)
     return y
+
 
 def in_place_in_a_loop_jax(x):
     v = jnp.linspace(0.0, 1.0, 5)
@@ -52,6 +58,7 @@ def in_place_in_a_loop_jax(x):
         a = a + v * x * x
         s = s + jnp.sum(a * a)
     return s
+
 
 def history_list_jax(x):
     hist = [x]
@@ -64,15 +71,21 @@ def history_list_jax(x):
     hist[0] = hist[1] * 3.0
     return s + hist[0] + hist[-1]
 
+
 def list_of_arrays_jax(x):
     arrs = [jnp.linspace(0.0, 1.0, 4) * x]
     for i in range(3):
         arrs.append(jnp.cos(arrs[i]) + x)
     return jnp.sum(arrs[-1] * arrs[1]) + jnp.sum(arrs[0])
 
+
 def array_ties_jax(a, b):
-    return (jnp.sum(jnp.maximum(a, b)) + jnp.sum(jnp.minimum(a, b) * 3.0) + jnp.sum(jnp.clip(a, b, 1.0))
-            + jnp.sum(jnp.abs(a)))
+    return (
+        jnp.sum(jnp.maximum(a, b))
+        + jnp.sum(jnp.minimum(a, b) * 3.0)
+        + jnp.sum(jnp.clip(a, b, 1.0))
+        + jnp.sum(jnp.abs(a))
+    )
 
 
 def fourth_jax(x):

@@ -2,6 +2,7 @@
 and a test process that forks later (multiprocessing, the fork tests of the tiers and the cache) must not
 carry them. ``jax_values(module, expressions)`` imports ``module`` (with ``jax``, ``jnp`` and ``np``) in the
 child and returns each expression's value: a float, or a NumPy array for an array or a tuple of them."""
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,14 @@ def _decode(v):
 def jax_values(module: str, expressions: list[str]) -> list:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu")
-    run = subprocess.run([sys.executable, "-c", _CHILD, module], input=json.dumps(expressions), text=True,
-                         capture_output=True, env=env, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", _CHILD, module],
+        input=json.dumps(expressions),
+        text=True,
+        capture_output=True,
+        env=env,
+        timeout=600,
+    )
     if run.returncode != 0:
         raise RuntimeError(f"the JAX reference process failed:\n{run.stderr}")
     return [_decode(v) for v in json.loads(run.stdout)]

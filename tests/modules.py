@@ -1,4 +1,5 @@
 """Write source text to a real module so that scriptc can read the function's source."""
+
 from __future__ import annotations
 
 import importlib.util

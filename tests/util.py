@@ -1,4 +1,5 @@
 """Test helpers: FileCheck on IR text, running a scripted function against CPython."""
+
 from __future__ import annotations
 
 import contextlib
@@ -58,6 +59,7 @@ def same_value(a, b, rtol=0.0) -> bool:
 def assert_matches_python(fn, *args, rtol=0.0, runner=None):
     """Run ``fn`` compiled and its Python original on copies of ``args``: same result, output, mutations."""
     import copy
+
     a1, a2 = copy.deepcopy(args), copy.deepcopy(args)
     expected = run_captured(fn.py_func, *a1)
     actual = run_captured(runner or fn, *a2)

@@ -25,6 +25,7 @@ A fusion group marked ``reuse=k`` writes into input ``k`` only when, at run time
 count of one, which borrowed arguments and their views never have (their meminfo is null): it is not a write
 of an argument.
 """
+
 from __future__ import annotations
 
 from ..ir.core import Graph, Node
@@ -35,17 +36,37 @@ OUTPUT_READ_ONLY = "output array is read-only"
 ASSIGNMENT_READ_ONLY = "assignment destination is read-only"
 
 # Operators whose array result is always newly allocated (beyond the element-wise ones).
-FRESH_RESULT = frozenset({
-    "prim::FusionGroup", "aten::clone", "aten::to", "aten::zeros_like", "aten::ones_like", "aten::empty_like",
-    "aten::full_like", "aten::sum", "aten::prod", "aten::mean", "aten::max", "aten::min", "aten::any",
-    "aten::all", "aten::argmax", "aten::argmin", "aten::matmul", "aten::dot", "aten::where", "aten::clip",
-})
+FRESH_RESULT = frozenset(
+    {
+        "prim::FusionGroup",
+        "aten::clone",
+        "aten::to",
+        "aten::zeros_like",
+        "aten::ones_like",
+        "aten::empty_like",
+        "aten::full_like",
+        "aten::sum",
+        "aten::prod",
+        "aten::mean",
+        "aten::max",
+        "aten::min",
+        "aten::any",
+        "aten::all",
+        "aten::argmax",
+        "aten::argmin",
+        "aten::matmul",
+        "aten::dot",
+        "aten::where",
+        "aten::clip",
+    }
+)
 _NO_MEMORY = (INT, FLOAT, BOOL, STR, NONE)
 
 
 class _Summary:
     """What a graph does to its inputs: written inputs (index -> message), and per output the inputs it
     may alias (bit mask)."""
+
     __slots__ = ("written", "returns")
 
     def __init__(self, written: dict[int, str], returns: tuple[int, ...]):
@@ -66,7 +87,7 @@ def written_inputs(graph: Graph) -> dict[int, str]:
         def summary(g: Graph) -> _Summary:
             nonlocal guessed
             key = id(g)
-            if key in done:   # being computed (recursion) or computed this round: the latest value
+            if key in done:  # being computed (recursion) or computed this round: the latest value
                 guessed = guessed or key not in memo
                 return memo.get(key) or _Summary({}, (0,) * len(g.outputs))
             done.add(key)
@@ -74,7 +95,7 @@ def written_inputs(graph: Graph) -> dict[int, str]:
             return memo[key]
 
         top = summary(graph)
-        if memo == before or not (guessed or before):   # (no recursion: one round is exact)
+        if memo == before or not (guessed or before):  # (no recursion: one round is exact)
             return top.written
 
 
@@ -133,7 +154,7 @@ def _flow(graph: Graph, summary) -> _Summary:
                         add(out, mask)
 
     written: dict[int, str] = {}
-    for node in graph.walk():   # program order: the first write of an input gives its message
+    for node in graph.walk():  # program order: the first write of an input gives its message
         if node.kind == "prim::CallFunction":
             for i, message in summary(node.attrs["fn"]).written.items():
                 _mark(written, get(node.inputs[i]), message)

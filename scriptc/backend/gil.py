@@ -1,6 +1,7 @@
 """Whether native code for a graph runs with the GIL released although ``nogil`` was not asked for: a graph with a
 parallel loop that touches no Python object. An analysis of the graph alone (no LLVM), decided before the
 machine code is compiled or taken from the on-disk cache."""
+
 from __future__ import annotations
 
 from ..ir.core import Graph
@@ -12,7 +13,7 @@ def releases_gil(graph: Graph) -> bool:
     then it runs with the GIL released, like ``nogil=True``."""
     graphs = [graph, *graph.subgraphs()]
     if not any(n.attrs.get("parallel") for g in graphs for n in g.walk()):
-        return False        # (most graphs: their types need no look)
+        return False  # (most graphs: their types need no look)
     for g in graphs:
         if any(_holds_str(v.type) for v in g.inputs):
             return False

@@ -22,6 +22,7 @@ enclosing blocks and not yet dropped, plus what the raising operator itself has 
 native backend tracks exactly that while it lowers (``backend/llvm/unwind.py``), so its error path follows these
 drop points without a second analysis.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from ..ir.core import Block, Graph, Node, Value
 from ..ir.types import STR, ListType, TensorType, TupleType, Type
 
 CONSUMING_NODES = {"prim::TupleConstruct"}
-MOVING_NODES = {"prim::TupleConstruct", "prim::Return"}     # consuming uses that cannot raise
+MOVING_NODES = {"prim::TupleConstruct", "prim::Return"}  # consuming uses that cannot raise
 PROJECTIONS = {"prim::TupleIndex", "prim::TupleUnpack"}
 
 
@@ -52,11 +53,11 @@ def consumes(node: Node, index: int) -> bool:
 
 @dataclass
 class Ownership:
-    drop_after: dict[int, list[Value]] = field(default_factory=dict)   # id(node) -> values to drop after it
+    drop_after: dict[int, list[Value]] = field(default_factory=dict)  # id(node) -> values to drop after it
     drop_at_entry: dict[int, list[Value]] = field(default_factory=dict)  # id(block) -> unused block params
-    drop_unused: dict[int, list[Value]] = field(default_factory=dict)   # id(node) -> its outputs never used
-    moved_into: dict[int, list[Value]] = field(default_factory=dict)    # id(node) -> inputs it takes over
-    borrowed: set[int] = field(default_factory=set)                     # ids of values that hold no reference
+    drop_unused: dict[int, list[Value]] = field(default_factory=dict)  # id(node) -> its outputs never used
+    moved_into: dict[int, list[Value]] = field(default_factory=dict)  # id(node) -> inputs it takes over
+    borrowed: set[int] = field(default_factory=set)  # ids of values that hold no reference
 
     def after(self, node: Node) -> list[Value]:
         return self.drop_after.get(id(node), []) + self.drop_unused.get(id(node), [])

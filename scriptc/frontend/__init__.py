@@ -1,5 +1,6 @@
 """Python source -> IR: ``FunctionEmitter(...).build()`` makes the SSA graph of one function for given parameter
 types."""
+
 from __future__ import annotations
 
 import ast
@@ -14,17 +15,25 @@ from ..errors import CompileError
 from ..ir.core import Graph
 from ..ir.registry import NeedsSpecialization, op_for_callable
 from ..interop import is_array_class
-from ..ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, NONE, TENSOR, TupleType, Type, is_named_tuple_class,
-                        named_tuple_type)
+from ..ir.types import (
+    BOOL,
+    DTYPE_NAMES,
+    FLOAT,
+    INT,
+    NONE,
+    TENSOR,
+    TupleType,
+    Type,
+    is_named_tuple_class,
+    named_tuple_type,
+)
 from .builtin_calls import unsupported_builtin_hint
 from .calls import SPECIAL_CALLS
 from .emitter import UNSUPPORTED, FunctionEmitter
 from .lists import list_annotation
 from .source import FunctionSource, get_source
 
-__all__ = ["CompileError", "FunctionEmitter", "FunctionSource", "Resolver", "get_source",
-           "validate",
-           "annotation_type"]
+__all__ = ["CompileError", "FunctionEmitter", "FunctionSource", "Resolver", "get_source", "validate", "annotation_type"]
 
 _MISSING = object()
 
@@ -44,7 +53,7 @@ def annotation_type(obj) -> Type | None:
     origin = typing.get_origin(obj)
     if obj is np.ndarray or origin is np.ndarray:
         return array_annotation(obj)
-    if is_array_class(obj):   # torch.Tensor, jax.Array: viewed as NumPy arrays at the call (interop.py)
+    if is_array_class(obj):  # torch.Tensor, jax.Array: viewed as NumPy arrays at the call (interop.py)
         return TENSOR
     if origin is list:
         return list_annotation(obj, annotation_type)
@@ -79,7 +88,7 @@ def annotated_dtype(obj) -> str | None:
     args = typing.get_args(obj)
     scalar = typing.get_args(args[1])[0] if len(args) == 2 and typing.get_args(args[1]) else None
     if isinstance(scalar, type) and issubclass(scalar, np.generic) and not scalar.__subclasses__():
-        return np.dtype(scalar).name   # a concrete scalar type (np.floating names a family: any dtype)
+        return np.dtype(scalar).name  # a concrete scalar type (np.floating names a family: any dtype)
     return None
 
 
@@ -132,29 +141,41 @@ class Resolver:
             if isinstance(name, ast.Name):
                 self.lookup_global(fn, name.id)
         obj = _evaluated_annotation(fn, node)
-        if obj is _MISSING:     # a string annotation (``from __future__ import annotations``): the module's names
+        if obj is _MISSING:  # a string annotation (``from __future__ import annotations``): the module's names
             try:
-                obj = eval(compile(ast.Expression(node), fn.filename, "eval"),  # noqa: S307 - the user's own
-                           dict(fn.func.__globals__), {})
+                obj = eval(
+                    compile(ast.Expression(node), fn.filename, "eval"),  # noqa: S307 - the user's own
+                    dict(fn.func.__globals__),
+                    {},
+                )
             except Exception as e:  # noqa: BLE001 - any failure to evaluate is the user's annotation error
                 raise fn.error(f"cannot evaluate annotation '{ast.unparse(node)}': {e}", node) from None
         t = annotation_type(obj)
         if t is None and obj in (tuple, list):
             what = "tuple[float, float]" if obj is tuple else "list[float] (or list[int], list[bool], list[np.ndarray])"
-            raise fn.error(f"a bare '{obj.__name__}' annotation does not say what it holds", node,
-                           f"write {what}, or leave it unannotated: it then takes what is passed (or returned)")
+            raise fn.error(
+                f"a bare '{obj.__name__}' annotation does not say what it holds",
+                node,
+                f"write {what}, or leave it unannotated: it then takes what is passed (or returned)",
+            )
         if t is None:
-            raise fn.error(f"unsupported annotation '{ast.unparse(node)}'", node,
-                           "annotate with int, float, bool, np.ndarray, tuple[...] of those, a typing.NamedTuple "
-                           "class, or list[int], list[float], list[bool], list[np.ndarray] (NumPy scalar types such "
-                           "as np.float64 and npt.NDArray[np.float64] are accepted too)")
+            raise fn.error(
+                f"unsupported annotation '{ast.unparse(node)}'",
+                node,
+                "annotate with int, float, bool, np.ndarray, tuple[...] of those, a typing.NamedTuple "
+                "class, or list[int], list[float], list[bool], list[np.ndarray] (NumPy scalar types such "
+                "as np.float64 and npt.NDArray[np.float64] are accepted too)",
+            )
         return t
 
     def array_dtype(self, fn: FunctionSource, node: ast.AST) -> str | None:
         """The dtype an array annotation names, checked at each call (None: any dtype)."""
         try:
-            obj = eval(compile(ast.Expression(node), fn.filename, "eval"),  # noqa: S307 - the user's own annotation
-                       dict(fn.func.__globals__), {})
+            obj = eval(
+                compile(ast.Expression(node), fn.filename, "eval"),  # noqa: S307 - the user's own annotation
+                dict(fn.func.__globals__),
+                {},
+            )
         except Exception:  # noqa: BLE001 - ``annotation`` has reported it
             return None
         return annotated_dtype(obj)
@@ -172,8 +193,10 @@ class Resolver:
     def unsupported_hint(self, obj) -> str | None:
         """What to write instead of calling ``obj``."""
         if (getattr(obj, "__module__", None) or "").startswith("numpy.random"):
-            return ("draw with scriptc.random and an explicit key (scriptc.random.normal(key, shape)), or make the "
-                    "numbers outside with np.random and pass the array in")
+            return (
+                "draw with scriptc.random and an explicit key (scriptc.random.normal(key, shape)), or make the "
+                "numbers outside with np.random and pass the array in"
+            )
         if obj is np.power:
             return "write x ** y (ndarray's **: np.square for 2, np.sqrt for 0.5), or np.float_power(x, y)"
         name = getattr(obj, "__name__", None)
@@ -184,9 +207,14 @@ class Resolver:
         return None
 
     def supported_callable(self, obj) -> bool:
-        return obj in SPECIAL_CALLS or op_for_callable(obj) is not None or self.is_script_function(obj) \
-            or getattr(obj, "__scriptc_library__", None) is not None or is_named_tuple_class(obj) \
+        return (
+            obj in SPECIAL_CALLS
+            or op_for_callable(obj) is not None
+            or self.is_script_function(obj)
+            or getattr(obj, "__scriptc_library__", None) is not None
+            or is_named_tuple_class(obj)
             or getattr(obj, "scriptc_transform", False)
+        )
 
 
 def validate(fn: FunctionSource, resolver: Resolver) -> None:
@@ -196,11 +224,12 @@ def validate(fn: FunctionSource, resolver: Resolver) -> None:
     args = tree.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
         raise fn.error("*args, **kwargs, keyword-only and positional-only parameters are not supported", tree)
-    local_names = {a.arg for a in args.args} | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-                                                 and isinstance(n.ctx, ast.Store)}
+    local_names = {a.arg for a in args.args} | {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
     raised = {id(n.exc) for n in ast.walk(tree) if isinstance(n, ast.Raise) and isinstance(n.exc, ast.Call)}
     for node in ast.walk(tree):
-        if node is tree or id(node) in raised:   # raise E(...): the emitter checks E
+        if node is tree or id(node) in raised:  # raise E(...): the emitter checks E
             continue
         if type(node) in UNSUPPORTED:
             reason, hint = UNSUPPORTED[type(node)]
@@ -208,11 +237,15 @@ def validate(fn: FunctionSource, resolver: Resolver) -> None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in local_names:
             obj = resolver.lookup_global(fn, node.func.id)
             if isinstance(obj, type) and issubclass(obj, BaseException) and resolver.supported_callable(obj) is False:
-                raise fn.error("an exception is made only where it is raised", node.func,
-                               f"write: raise {node.func.id}(...)")
+                raise fn.error(
+                    "an exception is made only where it is raised", node.func, f"write: raise {node.func.id}(...)"
+                )
             if obj is not _MISSING and not resolver.supported_callable(obj):
-                raise fn.error(f"'{node.func.id}' is not supported in scripted functions", node.func,
-                               resolver.unsupported_hint(obj))
+                raise fn.error(
+                    f"'{node.func.id}' is not supported in scripted functions",
+                    node.func,
+                    resolver.unsupported_hint(obj),
+                )
         if isinstance(node, ast.Compare):
             for op in node.ops:
                 if isinstance(op, (ast.Is, ast.IsNot)):

@@ -8,6 +8,7 @@ Emitting NumPy's own decomposition makes the results follow the element-wise and
 (the same operators, in the same order, with the same intermediate dtypes). Everything here needs the
 arrays' dtypes and ranks: the generic graph raises NeedsSpecialization.
 """
+
 from __future__ import annotations
 
 import ast
@@ -70,20 +71,23 @@ class ArrayFrontend:
 
     def mask_index(self, base, values, parts, node):
         """The boolean mask of ``base[m]``, or None when no index is an array."""
-        arrays = [k for k, v in enumerate(values) if not isinstance(v, (tuple, str)) and
-                  isinstance(v.type, TensorType)]
+        arrays = [k for k, v in enumerate(values) if not isinstance(v, (tuple, str)) and isinstance(v.type, TensorType)]
         if not arrays:
             return None
         k = arrays[0]
         mask = values[k]
         if len(values) != 1:
-            raise self.fn.error("a boolean mask must be the only index", parts[k],
-                                "index with x[m] where m has the shape of x (or of its first dimensions)")
+            raise self.fn.error(
+                "a boolean mask must be the only index",
+                parts[k],
+                "index with x[m] where m has the shape of x (or of its first dimensions)",
+            )
         if mask.type.dtype is None:
             raise NeedsSpecialization("boolean index")
         if mask.type.dtype != "bool":
-            raise self.fn.error("integer array indices are not supported", parts[k],
-                                "index with a boolean mask (x[m]), or write a loop")
+            raise self.fn.error(
+                "integer array indices are not supported", parts[k], "index with a boolean mask (x[m]), or write a loop"
+            )
         return mask
 
     def mask_read(self, base, mask, node):
@@ -115,11 +119,14 @@ class ArrayFrontend:
         op, left, right = node.ops[0], node.left, node.comparators[0]
         if isinstance(op, (ast.In, ast.NotIn)) and self.mentions_dtype(left):
             a = self.static_operand(left)
-            within = [self.static_operand(e) for e in right.elts] if isinstance(right, (ast.Tuple, ast.List)) \
+            within = (
+                [self.static_operand(e) for e in right.elts]
+                if isinstance(right, (ast.Tuple, ast.List))
                 else self.static_operand(right)
+            )
             try:
                 found = a in within
-            except TypeError as e:      # (a dtype in a str)
+            except TypeError as e:  # (a dtype in a str)
                 raise self.fn.error(f"{ast.unparse(node)}: TypeError: {e}", node) from None
             return self.const(found if isinstance(op, ast.In) else not found)
         if not isinstance(op, (ast.Eq, ast.NotEq)) or not any(self.mentions_dtype(n) for n in (left, right)):
@@ -129,8 +136,9 @@ class ArrayFrontend:
 
     @staticmethod
     def mentions_dtype(n) -> bool:
-        return isinstance(n, ast.Attribute) and (n.attr == "dtype" or isinstance(n.value, ast.Attribute)
-                                                 and n.value.attr == "dtype")
+        return isinstance(n, ast.Attribute) and (
+            n.attr == "dtype" or isinstance(n.value, ast.Attribute) and n.value.attr == "dtype"
+        )
 
     def static_operand(self, n):
         if isinstance(n, ast.Constant):
@@ -149,7 +157,7 @@ class ArrayFrontend:
         if a.dtype.name not in DTYPE_NAMES:
             raise self.fn.error(f"'{ast.unparse(node)}' is an array of unsupported dtype {a.dtype}", node)
         cache = self.__dict__.setdefault("_frozen_arrays", {})
-        if id(a) not in cache:   # one copy per compile, however often it is read
+        if id(a) not in cache:  # one copy per compile, however often it is read
             cache[id(a)] = (a, frozen(a))
         value = cache[id(a)][1]
         return self.const(value, TensorType(value.dtype.name, value.ndim))
@@ -162,8 +170,9 @@ class ArrayFrontend:
         while v.node is not None and v.node.kind in VIEW_OPS:
             v = v.node.inputs[0]
         if v.node is not None and v.node.kind == "prim::Constant" and isinstance(v.type, TensorType):
-            raise self.fn.error("global arrays are read-only constants in scripted functions", at,
-                                "copy it first: y = TABLE.copy()")
+            raise self.fn.error(
+                "global arrays are read-only constants in scripted functions", at, "copy it first: y = TABLE.copy()"
+            )
 
     # -- np.var, np.std ---------------------------------------------------------------------------------------
     def stat_arguments(self, node, base, allowed, second="axis"):
@@ -216,14 +225,15 @@ class ArrayFrontend:
         x, kw = self.stat_arguments(node, base, {"axis", "ddof", "keepdims"})
         t = _known(x, "np.var")
         if t.rank == 0:
-            raise self.fn.error(f"np.{'std' if root else 'var'}() of a 0-d array is not supported", node,
-                                "pass x.reshape(1)")
+            raise self.fn.error(
+                f"np.{'std' if root else 'var'}() of a 0-d array is not supported", node, "pass x.reshape(1)"
+            )
         axis, keepdims = self.axis_of(kw, t, node), self.flag(kw, "keepdims")
         ddof = self.expr(kw["ddof"]) if "ddof" in kw else self.const(0)
         if ddof.type not in (INT, BOOL):
             raise self.fn.error("ddof must be an int", kw["ddof"])
         dtype = t.dtype
-        if np.dtype(dtype).kind in "iub":   # _var: bool and int arrays are computed in float64
+        if np.dtype(dtype).kind in "iub":  # _var: bool and int arrays are computed in float64
             x, dtype = self.op("aten::to", [x], {"dtype": "float64"}, at=node), "float64"
         count = self.reduce_count(x, axis, node)
         total = self.keep_dims(self.reduction("aten::sum", x, axis, node), x, axis, np.sum, node)
@@ -257,7 +267,7 @@ class ArrayFrontend:
         """From a result with every reduced dimension kept (length 1) to NumPy's result without them."""
         if keepdims:
             return result
-        if axis is None or rank == 1:       # a scalar, as every reduction to one value gives
+        if axis is None or rank == 1:  # a scalar, as every reduction to one value gives
             return self.op("aten::getitem", [result] + [self.const(0)] * rank, at=node)
         return self.op("aten::select", [result, self.const(0)], {"dim": axis}, at=node)
 
@@ -273,7 +283,7 @@ class ArrayFrontend:
         hi = self.op("aten::add", [self.op("aten::floordiv", [n, self.const(2)]), self.const(1)], at=node)
         middle = self.op("aten::slice", [ordered, lo, hi, self.const(None)], {"dim": along}, at=node)
         result = self.reduction("aten::mean", middle, along, node)
-        if np.dtype(t.dtype).kind == "f":   # _median_nancheck: a NaN (sorted last) anywhere gives that NaN
+        if np.dtype(t.dtype).kind == "f":  # _median_nancheck: a NaN (sorted last) anywhere gives that NaN
             last = self.op("aten::sub", [n, self.const(1)], at=node)
 
             def nan_check():
@@ -282,6 +292,7 @@ class ArrayFrontend:
                     return self.emit_if(self.op("aten::isnan", [top], at=node), lambda: top, lambda: result, node)
                 top = self.op("aten::select", [ordered, last], {"dim": along}, at=node)
                 return self.op("aten::where", [self.op("aten::isnan", [top], at=node), top, result], at=node)
+
             empty = self.op("aten::eq", [n, self.const(0)], at=node)
             result = self.emit_if(empty, lambda: result, nan_check, node)
         if keepdims:
@@ -292,8 +303,11 @@ class ArrayFrontend:
     def call_norm(self, node):
         x, kw = self.stat_arguments(node, None, {"ord", "axis", "keepdims"}, second="ord")
         if "axis" in kw:
-            raise self.fn.error("np.linalg.norm() with axis= is not supported", kw["axis"],
-                                "write it out, e.g. np.sqrt(np.sum(x * x, axis=1))")
+            raise self.fn.error(
+                "np.linalg.norm() with axis= is not supported",
+                kw["axis"],
+                "write it out, e.g. np.sqrt(np.sum(x * x, axis=1))",
+            )
         t = _known(x, "np.linalg.norm")
         order = self.signed_constant(kw["ord"]) if "ord" in kw else None
         keepdims = self.flag(kw, "keepdims")
@@ -309,9 +323,11 @@ class ArrayFrontend:
             kind = {1: "aten::sum", math.inf: "aten::max", -math.inf: "aten::min"}[order]
             result = self.reduction(kind, magnitude, None, node)
         else:
-            raise self.fn.error(f"np.linalg.norm() with ord={order!r} of a {t.rank}-d array is not supported",
-                                node, "supported: vectors with ord None, 2, 1, np.inf, -np.inf; "
-                                      "matrices with ord None or 'fro'")
+            raise self.fn.error(
+                f"np.linalg.norm() with ord={order!r} of a {t.rank}-d array is not supported",
+                node,
+                "supported: vectors with ord None, 2, 1, np.inf, -np.inf; matrices with ord None or 'fro'",
+            )
         if keepdims:
             ones = [self.const(1)] * t.rank
             result = self.op("aten::full", [result] + ones, {"dtype": dtype}, at=node)
@@ -324,9 +340,12 @@ class ArrayFrontend:
         if right.type != INT or not isinstance(left.type, TensorType) or left.type.dtype != "bool":
             return left
         if not is_constant(right):
-            raise self.fn.error(f"'{ast.unparse(node)}': NumPy's dtype for a bool array to an int power depends on "
-                                "the exponent's value (** 2 is np.square: int8; other powers give int64)", node,
-                                hint="convert the array first, e.g. b.astype(np.int64) ** k")
+            raise self.fn.error(
+                f"'{ast.unparse(node)}': NumPy's dtype for a bool array to an int power depends on "
+                "the exponent's value (** 2 is np.square: int8; other powers give int64)",
+                node,
+                hint="convert the array first, e.g. b.astype(np.int64) ** k",
+            )
         return self.op("aten::to", [left], {"dtype": "int8"}, at=node) if constant_value(right) == 2 else left
 
     def signed_constant(self, n):
@@ -346,13 +365,16 @@ class ArrayFrontend:
         return self.op("aten::getitem", [self.op(kind, [one], at=node), self.const(0)], at=node)
 
 
-ARRAY_CALLS = {np.transpose: lambda self, node: self.transpose(self.expr(node.args[0]) if node.args else None, node,
-                                                           given=1),
-               np.var: lambda self, node: self.call_var(node),
-               np.std: lambda self, node: self.call_var(node, root=True),
-               np.median: lambda self, node: self.call_median(node),
-               np.linalg.norm: lambda self, node: self.call_norm(node)}
-ARRAY_METHODS = {"var": lambda self, base, node: self.call_var(node, base),
-                 "std": lambda self, base, node: self.call_var(node, base, root=True),
-                 "flatten": lambda self, base, node: self.flatten(base, node),
-                 "transpose": lambda self, base, node: self.transpose(base, node)}
+ARRAY_CALLS = {
+    np.transpose: lambda self, node: self.transpose(self.expr(node.args[0]) if node.args else None, node, given=1),
+    np.var: lambda self, node: self.call_var(node),
+    np.std: lambda self, node: self.call_var(node, root=True),
+    np.median: lambda self, node: self.call_median(node),
+    np.linalg.norm: lambda self, node: self.call_norm(node),
+}
+ARRAY_METHODS = {
+    "var": lambda self, base, node: self.call_var(node, base),
+    "std": lambda self, base, node: self.call_var(node, base, root=True),
+    "flatten": lambda self, base, node: self.flatten(base, node),
+    "transpose": lambda self, base, node: self.transpose(base, node),
+}

@@ -11,6 +11,7 @@
 - ``raise E``, ``raise E(args...)`` and ``assert cond[, msg]`` emit ``prim::RaiseException``; a ``raise`` ends
   its path like a ``return`` (it sets the return flag without a value), an ``assert`` is a conditional raise.
 """
+
 from __future__ import annotations
 
 import ast
@@ -23,8 +24,19 @@ from ..errors import CompileError
 from ..ir.builder import Builder
 from ..ir.core import Value, constant_value, is_constant
 from ..ir.registry import NeedsSpecialization, lookup
-from ..ir.types import (BOOL, FLOAT, INT, NARROW_SCALARS, NONE, ListType, NumpyScalarType, TensorType, TupleType,
-                        exact_numpy_join, scalar_type)
+from ..ir.types import (
+    BOOL,
+    FLOAT,
+    INT,
+    NARROW_SCALARS,
+    NONE,
+    ListType,
+    NumpyScalarType,
+    TensorType,
+    TupleType,
+    exact_numpy_join,
+    scalar_type,
+)
 from .values import RET, describe
 
 ITERATORS = (builtins.enumerate, builtins.zip, builtins.reversed)
@@ -38,8 +50,13 @@ def from_array(v: Value) -> bool:
     """Whether ``v`` is an int or float read out of an array (an element of an int64 or float64 array, a
     reduction): a NumPy scalar in NumPy, strong in its promotion (NEP 50) and cast (not range-checked) by
     np.int32(v), which scriptc holds as the Python scalar."""
-    return v.type in (INT, FLOAT) and v.node is not None and "-> Number" in lookup(v.node.kind).schema and \
-        any(isinstance(i.type, TensorType) for i in v.node.inputs)     # (not len(x), x.size: Python ints)
+    return (
+        v.type in (INT, FLOAT)
+        and v.node is not None
+        and "-> Number" in lookup(v.node.kind).schema
+        and any(isinstance(i.type, TensorType) for i in v.node.inputs)
+    )  # (not len(x), x.size: Python ints)
+
 
 # Builtins outside the subset, and what does the job instead.
 UNSUPPORTED_BUILTINS = {
@@ -91,7 +108,7 @@ class BuiltinCallsMixin:
         if isinstance(it, ast.Call) and isinstance(it.func, (ast.Name, ast.Attribute)):
             try:
                 obj = getattr(self.visit(it.func), "obj", None)
-            except CompileError:    # a method of a value (x.copy()): not a builtin, an iterable to evaluate
+            except CompileError:  # a method of a value (x.copy()): not a builtin, an iterable to evaluate
                 return None
             if obj in (builtins.range, builtins.enumerate, builtins.zip, builtins.reversed):
                 return obj
@@ -99,8 +116,12 @@ class BuiltinCallsMixin:
 
     def iteration_plan(self, it):
         """(trip count Value, element function) of a for loop's iterable."""
-        plans = {builtins.range: self.range_plan, builtins.enumerate: self.enumerate_plan,
-                 builtins.zip: self.zip_plan, builtins.reversed: self.reversed_plan}
+        plans = {
+            builtins.range: self.range_plan,
+            builtins.enumerate: self.enumerate_plan,
+            builtins.zip: self.zip_plan,
+            builtins.reversed: self.reversed_plan,
+        }
         obj = self.iteration_builtin(it)
         if obj is not None:
             return plans[obj](it)
@@ -111,13 +132,18 @@ class BuiltinCallsMixin:
         if isinstance(seq.type, TensorType):
             return self.op("aten::len", [seq], at=it), lambda i: self.index_value(seq, [i], it)
         if isinstance(seq.type, ListType):
-            return self.op("aten::list_len", [seq], at=it), \
-                lambda i: self.op("aten::list_getitem", [seq, i], at=it)
-        if isinstance(seq.type, TupleType):     # for over a tuple is unrolled (tuple_loops.py), not a loop
-            raise self.fn.error(f"a tuple ({seq.type}) is zipped only with other tuples, and enumerated alone", it,
-                                "loop over the tuple itself, or over zip(...) of tuples only")
-        raise self.fn.error(f"for loops over {self.describe(seq.type)} are not supported", it,
-                            "iterate over range(...), an array, a list, a tuple, enumerate(...) or zip(...)")
+            return self.op("aten::list_len", [seq], at=it), lambda i: self.op("aten::list_getitem", [seq, i], at=it)
+        if isinstance(seq.type, TupleType):  # for over a tuple is unrolled (tuple_loops.py), not a loop
+            raise self.fn.error(
+                f"a tuple ({seq.type}) is zipped only with other tuples, and enumerated alone",
+                it,
+                "loop over the tuple itself, or over zip(...) of tuples only",
+            )
+        raise self.fn.error(
+            f"for loops over {self.describe(seq.type)} are not supported",
+            it,
+            "iterate over range(...), an array, a list, a tuple, enumerate(...) or zip(...)",
+        )
 
     def range_arguments(self, it):
         if it.keywords or not 1 <= len(it.args) <= 3:
@@ -144,6 +170,7 @@ class BuiltinCallsMixin:
         def pair(i):
             index = self.op("aten::add", [start, i], at=it) if start is not None else i
             return [index, self.as_value(element(i), it)]
+
         return trips, pair
 
     def enumerate_iterable(self, it):
@@ -163,8 +190,9 @@ class BuiltinCallsMixin:
         if it.keywords:
             raise self.fn.error("zip() keyword arguments (strict=) are not supported", it)
         if len(it.args) < 2:
-            raise self.fn.error("zip() of fewer than two iterables is not supported", it,
-                                "iterate over the iterable itself")
+            raise self.fn.error(
+                "zip() of fewer than two iterables is not supported", it, "iterate over the iterable itself"
+            )
         plans = [self.iteration_plan(a) for a in it.args]
         trips = plans[0][0]
         for t, _ in plans[1:]:
@@ -187,13 +215,15 @@ class BuiltinCallsMixin:
             return trips, lambda i: self.op("aten::__derive_index", [i, last, down], at=it)
         seq = self.expr(arg)
         if not isinstance(seq.type, TensorType):
-            raise self.fn.error(f"reversed() of {self.describe(seq.type)} is not supported", arg,
-                                "reverse a range(...) or an array")
+            raise self.fn.error(
+                f"reversed() of {self.describe(seq.type)} is not supported", arg, "reverse a range(...) or an array"
+            )
         trips = self.op("aten::len", [seq], at=arg)
 
         def element(i):
             last = self.op("aten::sub", [self.op("aten::sub", [trips, self.const(1)], at=it), i], at=it)
             return self.index_value(seq, [last], it)
+
         return trips, element
 
     def as_value(self, v, at):
@@ -203,8 +233,9 @@ class BuiltinCallsMixin:
     def call_builtin(self, obj, node):
         name = ast.unparse(node.func)
         if obj in ITERATORS:
-            raise self.fn.error(f"{obj.__name__}() can only be the iterable of a for loop", node,
-                                f"write: for ... in {name}(...):")
+            raise self.fn.error(
+                f"{obj.__name__}() can only be the iterable of a for loop", node, f"write: for ... in {name}(...):"
+            )
         if obj in REDUCTIONS:
             return self.call_reduction(obj, node)
         if obj is builtins.isinstance:
@@ -237,13 +268,16 @@ class BuiltinCallsMixin:
             raise self.fn.error(f"np.{obj.__name__}() takes one number here", node)
         v = self.expr(node.args[0])
         if not v.type.is_scalar:
-            raise self.fn.error(f"np.{obj.__name__}() of {self.describe(v.type)} is not supported", node,
-                                f"for an array, use .astype(np.{obj.__name__})")
+            raise self.fn.error(
+                f"np.{obj.__name__}() of {self.describe(v.type)} is not supported",
+                node,
+                f"for an array, use .astype(np.{obj.__name__})",
+            )
         if dtype == "bool":
             return self.truth(v, node)
         python = not isinstance(v.type, NumpyScalarType) and not from_array(v)
         if python and np.dtype(dtype).kind in "iu" and v.type == FLOAT:
-            v = self.op("aten::Int", [v], at=node)          # np.int32(2.7) is np.int32(int(2.7))
+            v = self.op("aten::Int", [v], at=node)  # np.int32(2.7) is np.int32(int(2.7))
         if dtype == "float64" and python:
             return self.convert(v, FLOAT, node)
         return self.op("aten::numpy_scalar", [v], {"dtype": dtype, **({} if python else {"cast": True})}, at=node)
@@ -265,12 +299,20 @@ class BuiltinCallsMixin:
         classes = self.classes_of(node.args[1])
         result = False
         for cls in classes:
-            checks = {int: t in (INT, BOOL), float: t == FLOAT, bool: t == BOOL, np.ndarray: isinstance(t, TensorType),
-                      tuple: isinstance(t, TupleType), type(None): t == NONE}
+            checks = {
+                int: t in (INT, BOOL),
+                float: t == FLOAT,
+                bool: t == BOOL,
+                np.ndarray: isinstance(t, TensorType),
+                tuple: isinstance(t, TupleType),
+                type(None): t == NONE,
+            }
             if not isinstance(cls, type) or cls not in checks:
-                raise self.fn.error(f"isinstance() against '{ast.unparse(node.args[1])}' is not supported",
-                                    node.args[1], "check against int, float, bool, np.ndarray, tuple or a tuple "
-                                                  "of those")
+                raise self.fn.error(
+                    f"isinstance() against '{ast.unparse(node.args[1])}' is not supported",
+                    node.args[1],
+                    "check against int, float, bool, np.ndarray, tuple or a tuple of those",
+                )
             result = result or checks[cls]
         return self.const(result)
 
@@ -287,19 +329,27 @@ class BuiltinCallsMixin:
     def call_reduction(self, obj, node):
         name = obj.__name__
         if node.keywords or not 1 <= len(node.args) <= (2 if obj is builtins.sum else 1):
-            raise self.fn.error(f"{name}() of an array takes the array" + (" and an optional start" if
-                                                                          obj is builtins.sum else ""), node)
+            raise self.fn.error(
+                f"{name}() of an array takes the array" + (" and an optional start" if obj is builtins.sum else ""),
+                node,
+            )
         seq = self.expr(node.args[0])
         if isinstance(seq.type, ListType) and obj is builtins.sum and len(node.args) == 1:
             return self.op("aten::list_sum", [seq], at=node)
         if not isinstance(seq.type, TensorType):
-            raise self.fn.error(f"{name}() of {self.describe(seq.type)} is not supported", node.args[0],
-                                f"{name}() takes a 1-D array" + (" or a list" if obj is builtins.sum else ""))
+            raise self.fn.error(
+                f"{name}() of {self.describe(seq.type)} is not supported",
+                node.args[0],
+                f"{name}() takes a 1-D array" + (" or a list" if obj is builtins.sum else ""),
+            )
         if seq.type.rank is None:
             raise NeedsSpecialization(f"{name}() of an array")
         if seq.type.rank != 1:
-            raise self.fn.error(f"{name}() of a {seq.type.rank}-D array adds up its rows as arrays, which is not "
-                                f"supported", node, f"use np.{name}(x) for the whole array, or np.{name}(x, axis=0)")
+            raise self.fn.error(
+                f"{name}() of a {seq.type.rank}-D array adds up its rows as arrays, which is not supported",
+                node,
+                f"use np.{name}(x) for the whole array, or np.{name}(x, axis=0)",
+            )
         if obj is builtins.sum:
             start = self.expr(node.args[1]) if len(node.args) == 2 else self.const(0)
             return self.sum_loop(seq, start, node)
@@ -317,8 +367,9 @@ class BuiltinCallsMixin:
         returns (continue condition or None, new accumulator)."""
         trips = self.op("aten::len", [seq], at=at)
         # no output yet: added once the body is emitted
-        node = Builder.at_end(self.block).op("prim::Loop", [trips, self.const(True), self.convert(init, acc_type, at)],
-                                             [], source=self.fn.loc(at))
+        node = Builder.at_end(self.block).op(
+            "prim::Loop", [trips, self.const(True), self.convert(init, acc_type, at)], [], source=self.fn.loc(at)
+        )
         body = Builder.add_block(node, [(INT, "i"), (acc_type, name)])
         i, acc = body.params
 
@@ -327,6 +378,7 @@ class BuiltinCallsMixin:
             cond, new = step(acc, element)
             body.add_return(cond if cond is not None else self.const(True))
             body.add_return(self.convert(new, acc_type, at))
+
         self.in_block(body, inside)
         return node.add_output(acc_type, self.graph.fresh_name(name))
 
@@ -335,11 +387,15 @@ class BuiltinCallsMixin:
         if start.type not in (INT, FLOAT, BOOL):
             raise self.fn.error(f"sum() start must be a number, got {self.describe(start.type)}", at)
         acc_type = FLOAT if FLOAT in (element, start.type) else INT
-        if seq.type.dtype in NARROW_SCALARS and is_constant(start) and \
-                exact_numpy_join(constant_value(start), scalar_type(seq.type.dtype)):
-            acc_type = scalar_type(seq.type.dtype)    # 0 + np.float32 is an np.float32: it sums in float32
-        return self.array_loop(seq, start, acc_type, lambda acc, x: (None, self.op("aten::add", [acc, x], at=at)),
-                               at, "sum")
+        if (
+            seq.type.dtype in NARROW_SCALARS
+            and is_constant(start)
+            and exact_numpy_join(constant_value(start), scalar_type(seq.type.dtype))
+        ):
+            acc_type = scalar_type(seq.type.dtype)  # 0 + np.float32 is an np.float32: it sums in float32
+        return self.array_loop(
+            seq, start, acc_type, lambda acc, x: (None, self.op("aten::add", [acc, x], at=at)), at, "sum"
+        )
 
     def any_all_loop(self, seq, is_any, at):
         self.element_type(seq)
@@ -348,6 +404,7 @@ class BuiltinCallsMixin:
             truth = self.truth(x, at)
             go_on = self.op("aten::__not__", [truth], at=at) if is_any else truth
             return go_on, truth
+
         return self.array_loop(seq, self.const(not is_any), BOOL, step, at, "any" if is_any else "all")
 
     # -- statements ---------------------------------------------------------------------------------------
@@ -355,9 +412,11 @@ class BuiltinCallsMixin:
         if node.cause is not None:
             raise self.fn.error("'raise ... from ...' is not supported", node, "raise the exception alone")
         if node.exc is None:
-            raise self.fn.error("a bare 'raise' re-raises the current exception, and there is none: "
-                                "try/except is not supported", node, "raise ValueError('...') or another "
-                                                                      "builtin exception")
+            raise self.fn.error(
+                "a bare 'raise' re-raises the current exception, and there is none: try/except is not supported",
+                node,
+                "raise ValueError('...') or another builtin exception",
+            )
         exc = node.exc
         call = exc if isinstance(exc, ast.Call) else None
         try:
@@ -365,17 +424,22 @@ class BuiltinCallsMixin:
         except CompileError:
             cls = None
         if isinstance(cls, type) and issubclass(cls, BaseException) and not issubclass(cls, Exception):
-            raise self.fn.error(f"raising {cls.__name__} (a BaseException that is not an Exception) is not supported",
-                                exc, "raise a builtin Exception such as RuntimeError, and exit in the caller")
-        if not (isinstance(cls, type) and issubclass(cls, Exception) and getattr(builtins, cls.__name__, None)
-                is cls):
-            raise self.fn.error(f"only builtin exception types can be raised, not '{ast.unparse(exc)}'", exc,
-                                "raise ValueError, RuntimeError, IndexError, ... with a str or f-string message")
+            raise self.fn.error(
+                f"raising {cls.__name__} (a BaseException that is not an Exception) is not supported",
+                exc,
+                "raise a builtin Exception such as RuntimeError, and exit in the caller",
+            )
+        if not (isinstance(cls, type) and issubclass(cls, Exception) and getattr(builtins, cls.__name__, None) is cls):
+            raise self.fn.error(
+                f"only builtin exception types can be raised, not '{ast.unparse(exc)}'",
+                exc,
+                "raise ValueError, RuntimeError, IndexError, ... with a str or f-string message",
+            )
         if call is not None and call.keywords:
             raise self.fn.error("exception arguments must be positional", call)
         values = [self.expr(a) for a in call.args] if call else []
         self.emit("prim::RaiseException", values, {"exc": cls.__name__}, at=node)
-        self.env.vars[RET] = True   # nothing after a raise runs: its path returns no value
+        self.env.vars[RET] = True  # nothing after a raise runs: its path returns no value
 
     def visit_Assert(self, node):
         cond = self.condition(node.test)
@@ -384,6 +448,7 @@ class BuiltinCallsMixin:
         def raise_it():
             values = [self.expr(node.msg)] if node.msg is not None else []
             self.emit("prim::RaiseException", values, {"exc": "AssertionError"}, at=node)
+
         self.emit_if(failed, raise_it, lambda: None, node)
 
     @staticmethod

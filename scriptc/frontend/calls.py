@@ -4,6 +4,7 @@ A call's target is resolved to a Python object at compile time (``np.exp``, ``ma
 scripted function). Objects the op registry binds (``OpDef.py``, ``OpDef.methods``) become that operator with
 its schema's arguments and attributes; the few calls with their own shape rules (print, range, min/max,
 array creation, reshape, astype) are handled here."""
+
 from __future__ import annotations
 
 import ast
@@ -18,8 +19,20 @@ import numpy as np
 from ..ir.builder import Builder
 from ..parallel import prange
 from ..ir.registry import NeedsSpecialization, OpDef, op_for_callable, op_for_method
-from ..ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, STR, ListType, NamedTupleType, NumpyScalarType, TensorType,
-                        TupleType, is_named_tuple_class, scalar_dtype)
+from ..ir.types import (
+    BOOL,
+    DTYPE_NAMES,
+    FLOAT,
+    INT,
+    STR,
+    ListType,
+    NamedTupleType,
+    NumpyScalarType,
+    TensorType,
+    TupleType,
+    is_named_tuple_class,
+    scalar_dtype,
+)
 from .arrays import ARRAY_CALLS, ARRAY_METHODS, ArrayFrontend
 from .builtin_calls import BUILTIN_CALLS, NUMPY_SCALAR_TYPES
 from .library_calls import LibraryCallsMixin
@@ -34,12 +47,36 @@ LIKE = {np.zeros_like: "aten::zeros_like", np.ones_like: "aten::ones_like", np.e
 # numbers NumPy returns a NumPy scalar by its own rules (1/0 is inf), which scripted code does not model. Not
 # np.power: ndarray's ** takes np.square, np.sqrt, np.reciprocal for 2, 0.5, -1 (a bool array ** 2 is int8,
 # np.power's int64; (-0.0) ** 0.5 is -0.0, np.power's 0.0), and aten::pow is **
-ARITHMETIC_UFUNCS = {np.add: "aten::add", np.subtract: "aten::sub", np.multiply: "aten::mul",
-                     np.true_divide: "aten::div", np.floor_divide: "aten::floordiv", np.remainder: "aten::remainder"}
+ARITHMETIC_UFUNCS = {
+    np.add: "aten::add",
+    np.subtract: "aten::sub",
+    np.multiply: "aten::mul",
+    np.true_divide: "aten::div",
+    np.floor_divide: "aten::floordiv",
+    np.remainder: "aten::remainder",
+}
 # Callables call_object handles itself (the rest map onto registry operators through OpDef.py)
-SPECIAL_CALLS = {builtins.print, builtins.range, prange, builtins.min, builtins.max, builtins.len, np.full,
-                 np.full_like, np.arange, np.reshape, *CREATORS, *LIKE, *BUILTIN_CALLS, *LIST_CALLS, *ARITHMETIC_UFUNCS,
-                 builtins.str, builtins.repr, builtins.format, builtins.pow}
+SPECIAL_CALLS = {
+    builtins.print,
+    builtins.range,
+    prange,
+    builtins.min,
+    builtins.max,
+    builtins.len,
+    np.full,
+    np.full_like,
+    np.arange,
+    np.reshape,
+    *CREATORS,
+    *LIKE,
+    *BUILTIN_CALLS,
+    *LIST_CALLS,
+    *ARITHMETIC_UFUNCS,
+    builtins.str,
+    builtins.repr,
+    builtins.format,
+    builtins.pow,
+}
 
 
 class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
@@ -71,8 +108,11 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         except TypeError:
             name = None
         if name not in DTYPE_NAMES:
-            raise self.fn.error(f"unsupported dtype '{ast.unparse(node)}'", node,
-                                "use np.float64, np.float32, np.int64, np.int32 or np.bool_")
+            raise self.fn.error(
+                f"unsupported dtype '{ast.unparse(node)}'",
+                node,
+                "use np.float64, np.float32, np.int64, np.int32 or np.bool_",
+            )
         return name
 
     def keywords(self, call, allowed) -> dict:
@@ -91,18 +131,22 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             v = self.expr(node)
             dims = self.emit("prim::TupleUnpack", [v], at=node).outputs if isinstance(v.type, TupleType) else [v]
         for d in dims:
-            if d.type == BOOL:      # NumPy: TypeError (an integer is required)
+            if d.type == BOOL:  # NumPy: TypeError (an integer is required)
                 raise self.fn.error("an array's dimensions must be ints, not bools", node, "write int(b)")
         return dims
 
     # -- calls ----------------------------------------------------------------------------------------
     def visit_Call(self, node):
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "format" and \
-                isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str):
+        if (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+            and isinstance(node.func.value, ast.Constant)
+            and isinstance(node.func.value.value, str)
+        ):
             return self.str_format(node)
         if isinstance(node.func, ast.Attribute):
             base = self.visit(node.func.value)
-            if isinstance(base, Static) and isinstance(base.obj, np.ndarray):   # a module-level array
+            if isinstance(base, Static) and isinstance(base.obj, np.ndarray):  # a module-level array
                 base = self.static_value(base, node.func.value)
             if not isinstance(base, Static):
                 return self.method_call(base, node.func.attr, node)
@@ -135,23 +179,31 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
                 raise self.fn.error("pow() takes two positional arguments here (a modulus is not supported)", node)
             return self.visit(ast.copy_location(ast.BinOp(node.args[0], ast.Pow(), node.args[1]), node))
         if obj in (builtins.int, builtins.float, builtins.bool) and not node.args and not node.keywords:
-            return self.const(obj())        # int() is 0, float() 0.0, bool() False
-        if obj in (builtins.int, builtins.float) and len(node.args) == 1 and not node.keywords \
-                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            return self.const(obj())  # int() is 0, float() 0.0, bool() False
+        if (
+            obj in (builtins.int, builtins.float)
+            and len(node.args) == 1
+            and not node.keywords
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             return self.number_from_str(obj, node)
         if self.resolver.is_script_function(obj):
             return self.call_script(obj, node)
-        if getattr(obj, "scriptc_transform", False):      # scriptc.grad(f, argnums=1) inside scripted code
+        if getattr(obj, "scriptc_transform", False):  # scriptc.grad(f, argnums=1) inside scripted code
             return self.apply_transform(obj, node)
         if is_named_tuple_class(obj):
             return self.construct_named_tuple(obj, node)
-        if getattr(obj, "__scriptc_library__", None) is not None:   # scriptc.random.uniform, ...
+        if getattr(obj, "__scriptc_library__", None) is not None:  # scriptc.random.uniform, ...
             return self.call_library(obj.__scriptc_library__, node)
         if obj in CREATORS:
             kw = self.keywords(node, {"shape", "dtype"})
             shape = node.args[0] if node.args else kw.get("shape")
-            dtype = self.dtype_of(kw["dtype"] if "dtype" in kw else node.args[1]) \
-                if "dtype" in kw or len(node.args) > 1 else "float64"
+            dtype = (
+                self.dtype_of(kw["dtype"] if "dtype" in kw else node.args[1])
+                if "dtype" in kw or len(node.args) > 1
+                else "float64"
+            )
             return self.op(CREATORS[obj], self.shape_values(shape), {"dtype": dtype}, at=node)
         if obj is np.full:
             kw = self.keywords(node, {"dtype", "fill_value", "shape"})
@@ -167,13 +219,18 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if obj in ARRAY_CALLS:
             return ARRAY_CALLS[obj](self, node)
         if obj is math.hypot and len(node.args) != 2:
-            raise self.fn.error(f"math.hypot() of {len(node.args)} argument{'s' * (len(node.args) != 1)} is not "
-                                f"supported (two only)", node,
-                                "for a vector's length use np.linalg.norm(np.array([...]))")
+            raise self.fn.error(
+                f"math.hypot() of {len(node.args)} argument{'s' * (len(node.args) != 1)} is not supported (two only)",
+                node,
+                "for a vector's length use np.linalg.norm(np.array([...]))",
+            )
         if obj is np.where and len(node.args) == 1:
-            raise self.fn.error("np.where(condition) with one argument (the indices, np.nonzero) is not supported",
-                                node, "use a boolean mask, x[condition], or np.where(condition, a, b)")
-        if obj is math.log and len(node.args) == 2 and not node.keywords:   # CPython: log(x) / log(base)
+            raise self.fn.error(
+                "np.where(condition) with one argument (the indices, np.nonzero) is not supported",
+                node,
+                "use a boolean mask, x[condition], or np.where(condition, a, b)",
+            )
+        if obj is math.log and len(node.args) == 2 and not node.keywords:  # CPython: log(x) / log(base)
             x, base = (self.decay(self.expr(a), node) for a in node.args)
             logs = [self.bind_op(op_for_callable(math.log), [v], node) for v in (x, base)]
             return self.op("aten::div", logs, at=node)
@@ -183,15 +240,16 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return self.clip_one_side(node)
         op = op_for_callable(obj)
         if op is None:
-            raise self.fn.error(f"'{name}' is not supported in scripted functions", node.func,
-                                self.resolver.unsupported_hint(obj))
+            raise self.fn.error(
+                f"'{name}' is not supported in scripted functions", node.func, self.resolver.unsupported_hint(obj)
+            )
         if obj is int and len(node.args) == 2:
             raise self.fn.error("int() with a base is not supported", node, "parse the text outside")
         args = [self.expr(a) for a in node.args]
-        if getattr(obj, "__module__", None) == "math":     # math.sqrt(x[i]) is a float, as in Python
+        if getattr(obj, "__module__", None) == "math":  # math.sqrt(x[i]) is a float, as in Python
             args = [self.decay(a, node) for a in args]
         if obj in (np.floor, np.ceil, np.trunc) and len(args) == 1 and args[0].type == FLOAT and not node.keywords:
-            return self.op(f"aten::{obj.__name__}_float", args, at=node)     # not math's int
+            return self.op(f"aten::{obj.__name__}_float", args, at=node)  # not math's int
         result = self.bind_op(op, args, node)
         if isinstance(obj, np.ufunc) and all(a.type.is_scalar for a in result.node.inputs):
             result = self.ufunc_scalar_kind(obj, result, node)
@@ -222,77 +280,100 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if lo is not None or hi is not None:
             other = self.expr(lo if lo is not None else hi)
             return self.bind_op(op_for_callable(np.maximum if lo is not None else np.minimum), [x, other], node)
-        dtype = x.type.dtype if isinstance(x.type, TensorType) else \
-            scalar_dtype(x.type) if x.type in (INT, FLOAT, BOOL) else None
+        dtype = (
+            x.type.dtype
+            if isinstance(x.type, TensorType)
+            else scalar_dtype(x.type)
+            if x.type in (INT, FLOAT, BOOL)
+            else None
+        )
         if dtype is None:
             raise NeedsSpecialization("np.clip(x, None, None)")
         if dtype == "bool":
-            raise self.fn.error("ufunc 'positive' did not contain a loop with signature matching types "
-                                "<class 'numpy.dtypes.BoolDType'> -> None", node)
-        extremes = (-math.inf, math.inf) if np.dtype(dtype).kind == "f" else \
-            (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+            raise self.fn.error(
+                "ufunc 'positive' did not contain a loop with signature matching types "
+                "<class 'numpy.dtypes.BoolDType'> -> None",
+                node,
+            )
+        extremes = (
+            (-math.inf, math.inf)
+            if np.dtype(dtype).kind == "f"
+            else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+        )
         return self.bind_op(op_for_callable(np.clip), [x, *map(self.const, extremes)], node)
 
     def arithmetic_ufunc(self, obj, name: str, node):
         """``np.add(x, y)`` and the like with an array operand: the operator's node."""
         if len(node.args) != 2 or node.keywords:
-            raise self.fn.error(f"{name}() takes two operands here (out=, where= and dtype= are not supported)",
-                                node)
+            raise self.fn.error(f"{name}() takes two operands here (out=, where= and dtype= are not supported)", node)
         operands = [self.expr(a) for a in node.args]
         if not any(isinstance(v.type, TensorType) for v in operands):
-            raise self.fn.error(f"{name}() of two numbers gives a NumPy scalar by NumPy's rules (1/0 is inf), which "
-                                f"scripted code does not model", node, "write the operator (a + b: Python's rules), "
-                                                                       "or pass an array")
+            raise self.fn.error(
+                f"{name}() of two numbers gives a NumPy scalar by NumPy's rules (1/0 is inf), which "
+                f"scripted code does not model",
+                node,
+                "write the operator (a + b: Python's rules), or pass an array",
+            )
         return self.op(ARITHMETIC_UFUNCS[obj], operands, at=node)
 
     def bind_op(self, op: OpDef, args: list, node, what=None):
         what = what or ast.unparse(node.func)
         if op.variadic is None and len(op.params) < len(args) and len(args) - len(op.params) <= len(node.args):
             args, node = _positional_attributes(op, args, node)
-        if op.extra.get("reduction") and op.name != "aten::mean" and args and isinstance(args[0].type, TensorType) \
-                and args[0].type.rank == 0 and any(k.arg == "axis" and self.const_eval(k.value) in (0, -1)
-                                                   for k in node.keywords):
-            node = copy.copy(node)      # NumPy reduces a 0-d array along axis 0 or -1 whole (keepdims or not)
+        if (
+            op.extra.get("reduction")
+            and op.name != "aten::mean"
+            and args
+            and isinstance(args[0].type, TensorType)
+            and args[0].type.rank == 0
+            and any(k.arg == "axis" and self.const_eval(k.value) in (0, -1) for k in node.keywords)
+        ):
+            node = copy.copy(node)  # NumPy reduces a 0-d array along axis 0 or -1 whole (keepdims or not)
             node.keywords = [k for k in node.keywords if k.arg not in ("axis", "keepdims")]
         if op.extra.get("reduction") and any(k.arg == "keepdims" for k in node.keywords):
             return self.reduce_with_keepdims(op, args, node, what)
         attrs = {}
         if op.variadic is None and len(args) > len(op.params):
-            extra = args[len(op.params):]
+            extra = args[len(op.params) :]
             if len(extra) > len(op.attrs):
                 raise self.fn.error(f"{what}() takes {len(op.params)} argument(s), {len(args)} given", node)
-            raise self.fn.error(f"{what}(): pass {', '.join(op.attrs[:len(extra)])} as a keyword argument", node)
+            raise self.fn.error(f"{what}(): pass {', '.join(op.attrs[: len(extra)])} as a keyword argument", node)
         for k in node.keywords:
             if k.arg in op.attrs:
-                attrs[k.arg] = self.const_eval(k.value)   # an explicit None too: np.sort(x, axis=None)
+                attrs[k.arg] = self.const_eval(k.value)  # an explicit None too: np.sort(x, axis=None)
             elif k.arg in op.params and op.params.index(k.arg) == len(args):
                 args = args + [self.expr(k.value)]
             else:
                 raise self.fn.error(f"{what}() got an unexpected keyword argument '{k.arg}'", k)
-        defaults = op.extra.get("defaults", {})     # trailing parameters with the Python function's defaults
+        defaults = op.extra.get("defaults", {})  # trailing parameters with the Python function's defaults
         while op.variadic is None and len(args) < len(op.params) and op.params[len(args)] in defaults:
             args = args + [self.const(defaults[op.params[len(args)]])]
         if op.variadic is None and len(args) < len(op.params):
-            missing = op.params[len(args)]     # 'self' is the schema's name (TorchScript's) for NumPy's array
-            raise self.fn.error(f"{what}() missing " + ("its array argument" if missing == "self" else
-                                                        f"argument '{missing}'"), node)
+            missing = op.params[len(args)]  # 'self' is the schema's name (TorchScript's) for NumPy's array
+            raise self.fn.error(
+                f"{what}() missing " + ("its array argument" if missing == "self" else f"argument '{missing}'"), node
+            )
         emitted = self.emit(op.name, args, attrs, at=node)
         return emitted.output if emitted.outputs else self.const(None)  # x.fill(v) is None, as in Python
 
     def call_text(self, obj, node):
         """``str(x)``, ``repr(x)``, ``format(x, spec)`` (a constant spec): the f-string each stands for."""
         name = obj.__name__
-        if node.keywords or len(node.args) > (2 if obj is builtins.format else 1) or \
-                (obj is not builtins.str and not node.args):
-            raise self.fn.error(f"{name}() takes {'a value and a constant spec' if name == 'format' else 'one value'} "
-                                f"here", node)
+        if (
+            node.keywords
+            or len(node.args) > (2 if obj is builtins.format else 1)
+            or (obj is not builtins.str and not node.args)
+        ):
+            raise self.fn.error(
+                f"{name}() takes {'a value and a constant spec' if name == 'format' else 'one value'} here", node
+            )
         if not node.args:
             return self.const("")
         spec = self.const_eval(node.args[1]) if len(node.args) == 2 else ""
         if not isinstance(spec, str):
             raise self.fn.error("format() spec must be a constant str", node.args[1])
         value = self.expr(node.args[0])
-        plain = "{!s}" if isinstance(value.type, NumpyScalarType) else "{}"    # (str(np.float32(0.1)) is 0.1, its
+        plain = "{!s}" if isinstance(value.type, NumpyScalarType) else "{}"  # (str(np.float32(0.1)) is 0.1, its
         # format(x, "") the double's digits)
         piece = "{!r}" if name == "repr" else "{:" + spec.replace("{", "{{").replace("}", "}}") + "}" if spec else plain
         return self.op("aten::format", [value], {"fmt": piece}, at=node)
@@ -301,9 +382,10 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         """``"{} is {:.3f}".format(a, b)`` on a literal: the f-string it stands for (positional fields, ``{}``
         or ``{0}``, each with its conversion and a constant spec), CPython's errors for a bad field."""
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
-            raise self.fn.error("str.format() takes positional arguments here", node,
-                                "write an f-string: f\"{name} is {value:.3f}\"")
-        values = [self.expr(a) for a in node.args]      # each evaluated once, in order, as CPython does
+            raise self.fn.error(
+                "str.format() takes positional arguments here", node, 'write an f-string: f"{name} is {value:.3f}"'
+            )
+        values = [self.expr(a) for a in node.args]  # each evaluated once, in order, as CPython does
         fmt, used, auto, manual = [], [], 0, False
         try:
             fields = list(string.Formatter().parse(node.func.value.value))
@@ -314,14 +396,20 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             if field is None:
                 continue
             if field and not field.isdigit():
-                raise self.fn.error(f"str.format() field '{{{field}}}': only positions ({{}} or {{0}}) are supported "
-                                    f"here", node.func.value, "write an f-string")
+                raise self.fn.error(
+                    f"str.format() field '{{{field}}}': only positions ({{}} or {{0}}) are supported here",
+                    node.func.value,
+                    "write an f-string",
+                )
             if "{" in (spec or ""):
                 raise self.fn.error("format specs computed at run time are not supported", node.func.value)
             if (field == "" and manual) or (field != "" and auto):
-                raise self.fn.error("cannot switch from manual field specification to automatic field numbering"
-                                    if field == "" else "cannot switch from automatic field numbering to manual "
-                                    "field specification", node.func.value)
+                raise self.fn.error(
+                    "cannot switch from manual field specification to automatic field numbering"
+                    if field == ""
+                    else "cannot switch from automatic field numbering to manual field specification",
+                    node.func.value,
+                )
             index = int(field) if field else auto
             manual, auto = manual or field != "", auto + (field == "")
             if index >= len(values):
@@ -418,11 +506,17 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
 
     def call_minmax(self, obj, node):
         if node.keywords:
-            raise self.fn.error(f"{obj.__name__}() with {', '.join(f'{k.arg}=' for k in node.keywords)} is not "
-                                "supported", node, "compare in a loop, or test for an empty list first")
+            raise self.fn.error(
+                f"{obj.__name__}() with {', '.join(f'{k.arg}=' for k in node.keywords)} is not supported",
+                node,
+                "compare in a loop, or test for an empty list first",
+            )
         if len(node.args) < 2:
-            raise self.fn.error(f"{obj.__name__}() of scalars needs two or more arguments", node,
-                                f"for the {obj.__name__}imum of an array use np.{obj.__name__}(x)")
+            raise self.fn.error(
+                f"{obj.__name__}() of scalars needs two or more arguments",
+                node,
+                f"for the {obj.__name__}imum of an array use np.{obj.__name__}(x)",
+            )
         kind = f"prim::{obj.__name__}"
         acc = self.expr(node.args[0])
         for a in node.args[1:]:
@@ -458,16 +552,20 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         if returns is None:
             return self.op("prim::CallFunction", args, {"fn": graph}, at=node)
         # a recursive call: the callee's graph is still being built, its result type is the one assumed
-        return Builder.at_end(self.block).op("prim::CallFunction", args, [returns], {"fn": graph},
-                                             source=self.fn.loc(node)).output
+        return (
+            Builder.at_end(self.block)
+            .op("prim::CallFunction", args, [returns], {"fn": graph}, source=self.fn.loc(node))
+            .output
+        )
 
     def script_arguments(self, callee, node) -> list:
         """The values of a call's arguments in parameter order: positional, keyword, then the defaults
         (constants captured when the callee was decorated), bound as Python binds them."""
         names, name = callee.param_names, callee.__name__
         if len(node.args) > len(names):
-            raise self.fn.error(f"{name}() takes {len(names)} positional arguments but {len(node.args)} were "
-                                f"given", node)
+            raise self.fn.error(
+                f"{name}() takes {len(names)} positional arguments but {len(node.args)} were given", node
+            )
         bound = [self.expr(a) for a in node.args] + [None] * (len(names) - len(node.args))
         for k in node.keywords:
             if k.arg is None:
@@ -508,16 +606,18 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
     def visit_Subscript(self, node):
         base = self.expr(node.value)
         if isinstance(base.type, TupleType):
-            if isinstance(node.slice, ast.Slice):       # t[1:], t[::-1]: a new tuple of those elements
-                bounds = [self.const_eval(p) if p is not None else None
-                          for p in (node.slice.lower, node.slice.upper, node.slice.step)]
+            if isinstance(node.slice, ast.Slice):  # t[1:], t[::-1]: a new tuple of those elements
+                bounds = [
+                    self.const_eval(p) if p is not None else None
+                    for p in (node.slice.lower, node.slice.upper, node.slice.step)
+                ]
                 if not all(b is None or type(b) is int for b in bounds) or bounds[2] == 0:
                     raise self.fn.error("a tuple is sliced by int constants (a nonzero step)", node.slice)
                 picked = range(len(base.type.elems))[slice(*bounds)]
                 return self.op("prim::TupleConstruct", [self.tuple_element(base, k, node) for k in picked], at=node)
             index = literal_int(node.slice)
             if index is None and isinstance(node.slice, ast.Name) and node.slice.id not in self.locals:
-                index = self.const_eval(node.slice)      # a module-level constant
+                index = self.const_eval(node.slice)  # a module-level constant
             if not isinstance(index, int):
                 return self.tuple_at(base, node.slice, node)
             return self.op("prim::TupleIndex", [base], {"index": index}, at=node)
@@ -540,22 +640,33 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         rank = base.type.rank
         if rank is None:
             raise NeedsSpecialization("indexing")
-        values = [p if not isinstance(p, ast.AST) else self.slice_bounds(p) if isinstance(p, ast.Slice)
-                  else "newaxis" if self.is_newaxis(p) else self.expr(p) for p in parts]
+        values = [
+            p
+            if not isinstance(p, ast.AST)
+            else self.slice_bounds(p)
+            if isinstance(p, ast.Slice)
+            else "newaxis"
+            if self.is_newaxis(p)
+            else self.expr(p)
+            for p in parts
+        ]
         mask = self.mask_index(base, values, parts, node)
         if mask is not None:
             return "mask", mask
         indexed = sum(1 for v in values if not isinstance(v, str))
         if indexed > rank:
-            raise self.fn.error(f"too many indices for array: array is {rank}-dimensional, but {indexed} "
-                                f"were indexed", node)
+            raise self.fn.error(
+                f"too many indices for array: array is {rank}-dimensional, but {indexed} were indexed", node
+            )
         if len(values) == rank and not any(isinstance(v, (tuple, str)) for v in values):
             for v, p in zip(values, parts):
                 if v.type != INT:
-                    raise self.fn.error(f"array indices must be ints, got {describe_type(v.type)}",
-                                        p if isinstance(p, ast.AST) else node)
+                    raise self.fn.error(
+                        f"array indices must be ints, got {describe_type(v.type)}",
+                        p if isinstance(p, ast.AST) else node,
+                    )
             return "element", values
-        view, dim, axis = base, 0, 0      # dim: of the view so far; axis: of base, which errors name
+        view, dim, axis = base, 0, 0  # dim: of the view so far; axis: of base, which errors name
         for v in values:
             if isinstance(v, str):  # np.newaxis: a new dimension of length 1
                 view = self.op("aten::unsqueeze", [view], {"dim": dim}, at=node)
@@ -567,8 +678,9 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
                 view = self.op("aten::slice", [view, *v], {"dim": dim}, at=node)
                 dim += 1
             else:
-                view = self.op("aten::select", [view, v], {"dim": dim, **({"axis": axis} if axis != dim else {})},
-                               at=node)
+                view = self.op(
+                    "aten::select", [view, v], {"dim": dim, **({"axis": axis} if axis != dim else {})}, at=node
+                )
             axis += 1
         return "view", view
 
@@ -629,15 +741,14 @@ def _positional_attributes(op: OpDef, args: list, node):
     keywords (each a compile-time constant). Anything else is left for ``bind_op`` to refuse."""
     extra = len(args) - len(op.params)
     names = next((_parameter_names(fn) for fn in op.py if _parameter_names(fn) is not None), [])
-    names = names[len(op.params):len(op.params) + extra]
-    if len(names) != extra or not all(name in op.attrs for name in names) or \
-            any(k.arg in names for k in node.keywords):
+    names = names[len(op.params) : len(op.params) + extra]
+    if len(names) != extra or not all(name in op.attrs for name in names) or any(k.arg in names for k in node.keywords):
         return args, node
     node = copy.copy(node)
-    moved = node.args[len(node.args) - extra:]
-    node.args = node.args[:len(node.args) - extra]
+    moved = node.args[len(node.args) - extra :]
+    node.args = node.args[: len(node.args) - extra]
     node.keywords = [ast.keyword(arg=name, value=value) for name, value in zip(names, moved)] + node.keywords
-    return args[:len(op.params)], node
+    return args[: len(op.params)], node
 
 
 def _parameter_names(fn) -> list[str] | None:

@@ -8,6 +8,7 @@ the statement list, and a flag known only at run time guards the rest of it with
 transform TorchScript applies, done during emission. A local bound on some paths only carries a bool that
 ``prim::AssertBound`` checks where it is read, so reading it unbound raises UnboundLocalError as in Python.
 """
+
 from __future__ import annotations
 
 import ast
@@ -18,8 +19,22 @@ from ..errors import CompileError
 from ..ir.builder import Builder
 from ..ir.core import Block, Graph, Node, Value, constant_value, is_constant
 from ..ir.registry import Effect, NeedsSpecialization, OpTypeError, lookup
-from ..ir.types import (BOOL, FLOAT, INT, NONE, STR, ListType, NamedTupleType, NumpyScalarType, TensorType,
-                        TupleType, Type, decayed, exact_numpy_join, join)
+from ..ir.types import (
+    BOOL,
+    FLOAT,
+    INT,
+    NONE,
+    STR,
+    ListType,
+    NamedTupleType,
+    NumpyScalarType,
+    TensorType,
+    TupleType,
+    Type,
+    decayed,
+    exact_numpy_join,
+    join,
+)
 from .builtin_calls import BuiltinCallsMixin, from_array
 from .calls import CallsMixin
 from .lists import ListsMixin
@@ -39,11 +54,25 @@ class Conflict:
 
     def __init__(self, message: str):
         self.message = message
-INT64_MAX = 2 ** 63 - 1
 
-BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
-          ast.Mod: "remainder", ast.Pow: "pow", ast.MatMult: "matmul", ast.BitAnd: "__and__",
-          ast.BitOr: "__or__", ast.BitXor: "__xor__", ast.LShift: "__lshift__", ast.RShift: "__rshift__"}
+
+INT64_MAX = 2**63 - 1
+
+BINOPS = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "remainder",
+    ast.Pow: "pow",
+    ast.MatMult: "matmul",
+    ast.BitAnd: "__and__",
+    ast.BitOr: "__or__",
+    ast.BitXor: "__xor__",
+    ast.LShift: "__lshift__",
+    ast.RShift: "__rshift__",
+}
 CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
 
 # Constructs outside the subset: the reason, and a hint when there is a usual rewrite.
@@ -58,8 +87,10 @@ UNSUPPORTED = {
     ast.With: ("'with' statements are not supported", None),
     ast.Global: ("'global' statements are not supported", "module-level constants can be read without it"),
     ast.Nonlocal: ("'nonlocal' statements are not supported", None),
-    ast.FunctionDef: ("nested function definitions are not supported",
-                      "define it at module level and decorate it with @scriptc.script"),
+    ast.FunctionDef: (
+        "nested function definitions are not supported",
+        "define it at module level and decorate it with @scriptc.script",
+    ),
     ast.ClassDef: ("class definitions are not supported", None),
     ast.Delete: ("'del' is not supported", None),
     ast.Import: ("imports inside a scripted function are not supported", "import at module level"),
@@ -77,7 +108,7 @@ if hasattr(ast, "TryStar"):
 
 class Env:
     def __init__(self, vars=None, bound=None):
-        self.vars: dict = dict(vars or {})    # name -> Value, or a Python bool for a control flag
+        self.vars: dict = dict(vars or {})  # name -> Value, or a Python bool for a control flag
         self.bound: dict = dict(bound or {})  # name -> bool Value when the name may be unbound here
 
     def copy(self) -> "Env":
@@ -99,7 +130,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         self.first_return: tuple[Type, ast.AST] | None = None
         self.locals = set(stores(fn.tree.body)) | {a.arg for a in fn.tree.args.args}
         self.function_loads = load_counts(fn.tree.body)
-        self.else_flags: list[str | None] = []     # per enclosing loop: the flag its break sets, if it has an else
+        self.else_flags: list[str | None] = []  # per enclosing loop: the flag its break sets, if it has an else
 
     # -- entry ------------------------------------------------------------------------------------------
     def build(self) -> Graph:
@@ -115,7 +146,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def function_result(self) -> Value:
         returned = self.env.vars[RET]
         declared = self.return_type
-        if RETV not in self.env.vars:   # every path that ended raised: no value is ever returned
+        if RETV not in self.env.vars:  # every path that ended raised: no value is ever returned
             if returned is not True and declared not in (None, NONE):
                 raise self.missing_return()
             return self.materialize(MISSING, declared or NONE) if returned is True else self.const(None)
@@ -132,23 +163,30 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
 
     def missing_return(self):
         last = self.fn.tree.body[-1]
-        return self.fn.error(f"'{self.fn.name}' can reach the end of its body without returning a value",
-                             last, "add a return statement on every path (Python would return None)")
+        return self.fn.error(
+            f"'{self.fn.name}' can reach the end of its body without returning a value",
+            last,
+            "add a return statement on every path (Python would return None)",
+        )
 
     # -- node construction ---------------------------------------------------------------------------
     def emit(self, kind: str, inputs, attrs=None, at=None, hint=None) -> Node:
         op = lookup(kind)
         attrs = dict(attrs or {})
         strong = op.elementwise and any(from_array(v) for v in inputs)
-        inputs = [self.decay(v, at) if isinstance(v.type, NumpyScalarType) and
-                  (strong or not op.takes_numpy_scalar(k, len(inputs))) else v for k, v in enumerate(inputs)]
+        inputs = [
+            self.decay(v, at)
+            if isinstance(v.type, NumpyScalarType) and (strong or not op.takes_numpy_scalar(k, len(inputs)))
+            else v
+            for k, v in enumerate(inputs)
+        ]
         if op.effect == Effect.WRITES:
-            self.check_writable(inputs, at)   # module-level arrays are read-only constants
+            self.check_writable(inputs, at)  # module-level arrays are read-only constants
         try:
             types = op.result_types([v.type for v in inputs], attrs)
         except OpTypeError as e:
             error = self.fn.error(str(e), at)
-            error.python_raises = e.numpy_raises    # (then no widening of the arguments compiles it: function.py)
+            error.python_raises = e.numpy_raises  # (then no widening of the arguments compiles it: function.py)
             raise error from None
         return Builder.at_end(self.block).op(kind, inputs, types, attrs, source=self.fn.loc(at), hints=hint)
 
@@ -184,21 +222,23 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def convert(self, v: Value, type: Type, at=None) -> Value:
         if v.type == type:
             return v
-        if isinstance(type, NumpyScalarType) and v.type.is_scalar:     # a merge typed by NumPy's promotion
+        if isinstance(type, NumpyScalarType) and v.type.is_scalar:  # a merge typed by NumPy's promotion
             return self.op("aten::numpy_scalar", [v], {"dtype": type.dtype}, at=at)
         if isinstance(v.type, NumpyScalarType) and type in (INT, FLOAT):
             return self.convert(self.decay(v, at), type, at)
         if type == FLOAT and v.type in (INT, BOOL):
             return self.op("aten::Float", [v], at=at)
-        if type == INT and v.type == BOOL:   # a bool passed for an int parameter (function._accept)
+        if type == INT and v.type == BOOL:  # a bool passed for an int parameter (function._accept)
             return self.op("aten::Int", [v], at=at)
         if isinstance(type, TupleType) and isinstance(v.type, TupleType) and len(type.elems) == len(v.type.elems):
             parts = self.emit("prim::TupleUnpack", [v], at=at).outputs
             named = {"named": type.qualname} if isinstance(type, NamedTupleType) else {}
-            return self.op("prim::TupleConstruct", [self.convert(p, t, at) for p, t in zip(parts, type.elems)],
-                           named)
-        if isinstance(type, TensorType) and isinstance(v.type, TensorType) and (
-                type.dtype is None or join(type, v.type) == type):
+            return self.op("prim::TupleConstruct", [self.convert(p, t, at) for p, t in zip(parts, type.elems)], named)
+        if (
+            isinstance(type, TensorType)
+            and isinstance(v.type, TensorType)
+            and (type.dtype is None or join(type, v.type) == type)
+        ):
             return v
         raise self.fn.error(f"expected {describe(type)}, got {describe(v.type)}", at)
 
@@ -206,7 +246,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         """Annotations are checked, not converted: as in Python, an int is a valid ``float``."""
         tower = {BOOL: 0, INT: 1, FLOAT: 2}
         if decayed(t) in tower and declared in tower and tower[decayed(t)] <= tower[declared]:
-            return      # (np.int32 passes for an int, np.float32 for a float: Python does not check them)
+            return  # (np.int32 passes for an int, np.float32 for a float: Python does not check them)
         if isinstance(t, TupleType) and isinstance(declared, TupleType) and len(t.elems) == len(declared.elems):
             for a, b in zip(t.elems, declared.elems):
                 self.check_annotation(a, b, at)
@@ -242,8 +282,12 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
                 return  # the rest is unreachable
             pending = [name for name, f in zip(FLAGS, flags) if isinstance(f, Value)]
             if pending:
-                self.emit_if(self.any_of([self.env.vars[f] for f in pending]), lambda: self.exit_taken(pending),
-                             lambda: self.emit_after_exits(stmts[i:]), None)
+                self.emit_if(
+                    self.any_of([self.env.vars[f] for f in pending]),
+                    lambda: self.exit_taken(pending),
+                    lambda: self.emit_after_exits(stmts[i:]),
+                    None,
+                )
                 return
             self.visit(stmt)
 
@@ -289,7 +333,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         if node.value is None:
             return
         declared = self.resolver.annotation(self.fn, node.annotation)
-        value = self.expr_as(node.value, declared)   # a list literal takes the annotated element type
+        value = self.expr_as(node.value, declared)  # a list literal takes the annotated element type
         self.check_annotation(value.type, declared, node)
         self.assign(node.target, value, node)
 
@@ -332,13 +376,25 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         def raising(message):
             def raise_it():
                 self.emit("prim::RaiseException", [message()], {"exc": "ValueError"}, at=stmt)
+
             return raise_it
 
         def wrong_count():
             many = self.op("aten::gt", [length, self.const(n)], at=stmt)
-            self.emit_if(many, raising(lambda: self.const(f"too many values to unpack (expected {n})")),
-                         raising(lambda: self.op("aten::format", [length], {
-                             "fmt": f"not enough values to unpack (expected {n}, got {{}})"}, at=stmt)), stmt)
+            self.emit_if(
+                many,
+                raising(lambda: self.const(f"too many values to unpack (expected {n})")),
+                raising(
+                    lambda: self.op(
+                        "aten::format",
+                        [length],
+                        {"fmt": f"not enough values to unpack (expected {n}, got {{}})"},
+                        at=stmt,
+                    )
+                ),
+                stmt,
+            )
+
         self.emit_if(self.op("aten::ne", [length, self.const(n)], at=stmt), wrong_count, lambda: None, stmt)
         return [self.index_value(x, [self.const(k)], stmt) for k in range(n)]
 
@@ -351,10 +407,13 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             cur = self.read(target.id, target)
             rhs = self.expr(node.value)
             if isinstance(cur.type, TensorType):
-                self.emit(f"aten::{kind}_", [cur, rhs], at=node)   # x += y updates the array in place
+                self.emit(f"aten::{kind}_", [cur, rhs], at=node)  # x += y updates the array in place
             elif isinstance(cur.type, ListType):
-                raise self.fn.error("augmented assignment to a list is not supported", node,
-                                    "use xs.append(v), or xs = xs + ys for a new list")
+                raise self.fn.error(
+                    "augmented assignment to a list is not supported",
+                    node,
+                    "use xs.append(v), or xs = xs + ys for a new list",
+                )
             else:
                 self.bind(target.id, self.binary(node, cur, rhs))
         elif isinstance(target, ast.Subscript):
@@ -374,10 +433,13 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             first_type, first_node = self.first_return
             if join(first_type, value.type) is None:
                 if _partly_known_arrays(first_type, value.type):
-                    raise NeedsSpecialization("return")     # the call's signature decides
-                raise self.fn.error(f"this return gives {describe(value.type)}, but the return at line "
-                                    f"{self.fn.loc(first_node).line} gives {describe(first_type)}", node,
-                                    "every return of a function must give the same type")
+                    raise NeedsSpecialization("return")  # the call's signature decides
+                raise self.fn.error(
+                    f"this return gives {describe(value.type)}, but the return at line "
+                    f"{self.fn.loc(first_node).line} gives {describe(first_type)}",
+                    node,
+                    "every return of a function must give the same type",
+                )
         else:
             self.first_return = (value.type, node)
         self.env.vars[RETV] = value
@@ -401,9 +463,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         finally:
             self.else_flags.pop()
         if flag is not None:
-            self.emit_body([_LoopElse(flag=flag, body=node.orelse)])    # (not reached when the loop returned)
+            self.emit_body([_LoopElse(flag=flag, body=node.orelse)])  # (not reached when the loop returned)
             self.env.vars.pop(flag, None)
-        elif node.orelse:       # no break: the else always runs (so a return there ends every path)
+        elif node.orelse:  # no break: the else always runs (so a return there ends every path)
             self.emit_body(node.orelse)
 
     def visit__LoopElse(self, node):
@@ -419,12 +481,23 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def visit_While(self, node):
         def emit(extra):
             first = self.condition(node.test)
-            self.emit_loop(node, self.const(INT64_MAX), first, prefix=None,
-                           next_cond=lambda: self.condition(node.test), hint="i", extra=extra)
+            self.emit_loop(
+                node,
+                self.const(INT64_MAX),
+                first,
+                prefix=None,
+                next_cond=lambda: self.condition(node.test),
+                hint="i",
+                extra=extra,
+            )
+
         self.loop_with_else(node, emit)
         endless = isinstance(node.test, ast.Constant) and node.test.value is True
-        if endless and not contains(node.body, ast.Break, stop_at_loops=True) and \
-                contains(node.body, (ast.Return, ast.Raise)):
+        if (
+            endless
+            and not contains(node.body, ast.Break, stop_at_loops=True)
+            and contains(node.body, (ast.Return, ast.Raise))
+        ):
             self.env.vars[RET] = True  # `while True` without break is left only by return
 
     def visit_For(self, node):
@@ -438,7 +511,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         if steps is not None:
             return self.emit_unrolled(node, steps)
         trips, prefix, hint, *conds = self.for_iteration(node, seq)
-        first, next_cond = conds or (self.const(True), None)   # lists: while the index is below the length
+        first, next_cond = conds or (self.const(True), None)  # lists: while the index is below the length
         self.emit_loop(node, trips, first, prefix=prefix, next_cond=next_cond, hint=hint, extra=extra)
 
     def for_iteration(self, node, seq: Value | None = None):
@@ -447,13 +520,13 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         it = node.iter
         if self.iteration_builtin(it) is None:
             seq = seq if seq is not None else self.expr(it)
-            if isinstance(seq.type, ListType):   # CPython's list iterator: the length is read each time round
+            if isinstance(seq.type, ListType):  # CPython's list iterator: the length is read each time round
                 return self.list_for(node, seq)
             trips, element = self.sequence_plan(seq, it)
             return trips, lambda i: self.assign(node.target, element(i), node), "iter"
         direct = self.iteration_builtin(it) is range and len(it.args) == 1
         # the iteration count is the target itself only for range(n)
-        hint = ("iter" if not direct else node.target.id if isinstance(node.target, ast.Name) else "i")
+        hint = "iter" if not direct else node.target.id if isinstance(node.target, ast.Name) else "i"
         trips, element = self.iteration_plan(it)
         return trips, lambda i: self.assign(node.target, element(i), node), hint
 
@@ -510,11 +583,14 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         types = [binding_type(v) for v in bound]
         t = None if conflict else types[0] if len(types) == 1 else join_bindings(bound)
         if t is None and not conflict and _partly_known_arrays(*types):
-            raise NeedsSpecialization(name)     # the generic graph cannot tell; the call's signature decides
+            raise NeedsSpecialization(name)  # the generic graph cannot tell; the call's signature decides
         if t is None:
-            message = conflict.message if conflict else \
-                f"{repr(name) if name else self.value_name(at)} is {describe(types[0])} on one path and " \
+            message = (
+                conflict.message
+                if conflict
+                else f"{repr(name) if name else self.value_name(at)} is {describe(types[0])} on one path and "
                 f"{describe(types[1])} on another"
+            )
             if name and not name.startswith("$"):
                 return Conflict(message)
             raise self.fn.error(message, at, CONFLICT_HINT)
@@ -522,8 +598,18 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             block.add_return(self.in_block(block, lambda: self.materialize(v, t, at)))
         return node.add_output(t, self.graph.fresh_name(name.lstrip("$") or None))
 
-    def emit_loop(self, loop: ast.For | ast.While, trips: Value, first_cond: Value, prefix, next_cond, hint,
-                  names=None, attrs=None, extra=()):
+    def emit_loop(
+        self,
+        loop: ast.For | ast.While,
+        trips: Value,
+        first_cond: Value,
+        prefix,
+        next_cond,
+        hint,
+        names=None,
+        attrs=None,
+        extra=(),
+    ):
         """Emit ``prim::Loop``. Loop-carried types come from the body itself: the body is emitted again when
         a carried int becomes a float in it, or when a variable first bound in the loop must be carried.
         ``names``: the carried variables when the caller decided them (prange); ``attrs``: of the loop node;
@@ -541,8 +627,18 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         initial = {} if (attrs or {}).get("parallel") else {n: before.vars[n] for n in types}
         while True:
             carried = [n for n in names if n in types]
-            end_env = self.emit_loop_once(loop, trips, first_cond, prefix, next_cond, carried, types, hint,
-                                          lambda end: self.widen(loop, names, types, end, initial), attrs)
+            end_env = self.emit_loop_once(
+                loop,
+                trips,
+                first_cond,
+                prefix,
+                next_cond,
+                carried,
+                types,
+                hint,
+                lambda end: self.widen(loop, names, types, end, initial),
+                attrs,
+            )
             if end_env is None:
                 return
             for old in reversed(parent.nodes[mark:]):
@@ -557,7 +653,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         for n in names:
             if n not in end.vars:
                 continue
-            if isinstance(end.vars[n], Conflict):      # carried: read in the loop or after it
+            if isinstance(end.vars[n], Conflict):  # carried: read in the loop or after it
                 raise self.fn.error(end.vars[n].message, loop, CONFLICT_HINT)
             t_end = binding_type(end.vars[n])
             if n not in types:
@@ -567,7 +663,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             else:
                 t = join(types[n], t_end)
             if t is None and _partly_known_arrays(types[n], t_end):
-                raise NeedsSpecialization(n)   # the generic graph cannot tell; the call's signature decides
+                raise NeedsSpecialization(n)  # the generic graph cannot tell; the call's signature decides
             if t is None:
                 before = types[n]
                 hint = "give a variable one type throughout the loop"
@@ -575,8 +671,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
                     hint = "an array keeps its rank through a loop: broadcast or reshape it before the loop"
                 elif isinstance(before, TensorType) and isinstance(t_end, TensorType) and t_end.dtype:
                     hint = f"convert it before the loop: {n} = {n}.astype(np.{t_end.dtype})"
-                raise self.fn.error(f"'{n}' is {describe(before)} before the loop and {describe(t_end)} "
-                                    f"after an iteration", loop, hint)
+                raise self.fn.error(
+                    f"'{n}' is {describe(before)} before the loop and {describe(t_end)} after an iteration", loop, hint
+                )
             if types.get(n) != t:
                 types[n], changed = t, True
         return changed
@@ -591,8 +688,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         inits = [self.const(v) if isinstance(v, bool) else v for v in inits]
         out_types = [types[n] for n in carried] + [BOOL] * len(flagged)
         # no outputs yet: they are added once the body is emitted and its carried types are final
-        node = Builder.at_end(self.block).op("prim::Loop", [trips, first_cond] + inits, [], attrs,
-                                             source=self.fn.loc(loop))
+        node = Builder.at_end(self.block).op(
+            "prim::Loop", [trips, first_cond] + inits, [], attrs, source=self.fn.loc(loop)
+        )
         body = node.add_block()
         iteration = body.add_param(INT, hint)
         env = Env({k: v for k, v in before.vars.items()}, dict(before.bound))
@@ -655,29 +753,37 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
 
     def static_value(self, s: Static, node) -> Value:
         v = s.obj
-        if isinstance(v, (bool, int, float)) and not (isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63):
+        if isinstance(v, (bool, int, float)) and not (isinstance(v, int) and not -(2**63) <= v < 2**63):
             return self.const(v)
         if isinstance(v, np.ndarray):
             return self.array_constant(v, node)
-        if type(v) is tuple:    # a module-level tuple of constants (COEFFS = (1.0, -2.0)), captured as they are
+        if type(v) is tuple:  # a module-level tuple of constants (COEFFS = (1.0, -2.0)), captured as they are
             return self.op("prim::TupleConstruct", [self.static_value(Static(e, s.path), node) for e in v], at=node)
         if isinstance(v, int):
             raise self.fn.error(f"'{ast.unparse(node)}' is {v}, which does not fit in a 64-bit int", node)
         if isinstance(v, np.dtype):
-            raise self.fn.error(f"'{ast.unparse(node)}' is a dtype: scripted code compares dtypes "
-                                f"(x.dtype == np.float64) but does not hold one as a value", node,
-                                "print it outside the scripted function")
-        if isinstance(v, str) and s.path is None:      # x.dtype.kind, x.dtype.name: known per signature
-            raise self.fn.error(f"'{ast.unparse(node)}' is the str {v!r}, known when compiling: scripted code "
-                                f"compares it but does not hold it as a value", node,
-                                f"compare it where it is used: {ast.unparse(node)} == {v!r} (or with in, "
-                                f"against a str or a tuple)")
-        raise self.fn.error(f"'{ast.unparse(node)}' ({type(v).__name__}) cannot be used as a value here", node,
-                            "module-level int, float, bool, tuples of them and NumPy arrays can be read")
+            raise self.fn.error(
+                f"'{ast.unparse(node)}' is a dtype: scripted code compares dtypes "
+                f"(x.dtype == np.float64) but does not hold one as a value",
+                node,
+                "print it outside the scripted function",
+            )
+        if isinstance(v, str) and s.path is None:  # x.dtype.kind, x.dtype.name: known per signature
+            raise self.fn.error(
+                f"'{ast.unparse(node)}' is the str {v!r}, known when compiling: scripted code "
+                f"compares it but does not hold it as a value",
+                node,
+                f"compare it where it is used: {ast.unparse(node)} == {v!r} (or with in, against a str or a tuple)",
+            )
+        raise self.fn.error(
+            f"'{ast.unparse(node)}' ({type(v).__name__}) cannot be used as a value here",
+            node,
+            "module-level int, float, bool, tuples of them and NumPy arrays can be read",
+        )
 
     def visit_Constant(self, node):
         v = node.value
-        if isinstance(v, int) and not isinstance(v, bool) and not -2 ** 63 <= v < 2 ** 63:
+        if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63:
             raise self.fn.error("integer literal does not fit in a 64-bit int", node, BIG_INT_HINT)
         if v is None or isinstance(v, (bool, int, float, str)):
             return self.const(v)
@@ -695,7 +801,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         """An int expression of literals, as CPython computes it (``-2 ** 63``); a CompileError where that is
         beyond 64 bits, and would differ from CPython's big int (``x + 10 ** 30``); None for other expressions."""
         exact = literal_int(node)
-        if exact is None or exact is not TOO_BIG and -2 ** 63 <= exact < 2 ** 63:
+        if exact is None or exact is not TOO_BIG and -(2**63) <= exact < 2**63:
             return None if exact is None else self.const(exact)
         value = f"{exact}, which" if exact is not TOO_BIG and exact.bit_length() <= 256 else "an int that"
         raise self.fn.error(f"'{ast.unparse(node)}' is {value} does not fit in a 64-bit int", node, BIG_INT_HINT)
@@ -735,13 +841,13 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
             return self.op("aten::Int", [v], at=node) if v.type == BOOL else v
         if isinstance(node.op, ast.Not):
             truth = self.truth(v, node.operand)
-            if is_constant(truth):      # known when compiling (not isinstance(...)): so is its negation
+            if is_constant(truth):  # known when compiling (not isinstance(...)): so is its negation
                 return self.const(not constant_value(truth))
             return self.op("aten::__not__", [truth], at=node)
         return self.op("aten::bitwise_not", [v], at=node)
 
     def visit_Compare(self, node):
-        folded = self.fold_dtype_compare(node)   # x.dtype == np.float64: a constant per signature
+        folded = self.fold_dtype_compare(node)  # x.dtype == np.float64: a constant per signature
         if folded is not None:
             return folded
         if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
@@ -767,8 +873,9 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         if len(ops) == 1:
             return result
         # a < b < c is a < b and b < c, with b evaluated once and c only when a < b
-        return self.emit_if(self.truth(result, node), lambda: self.compare_chain(right, ops[1:], rights[1:], node),
-                            lambda: result, node)
+        return self.emit_if(
+            self.truth(result, node), lambda: self.compare_chain(right, ops[1:], rights[1:], node), lambda: result, node
+        )
 
     def visit_BoolOp(self, node):
         return self.bool_chain(node.values, isinstance(node.op, ast.And), node)
@@ -802,9 +909,12 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
         if v.type in (INT, FLOAT) or isinstance(v.type, NumpyScalarType):
             return self.op("aten::Bool", [v], at=at)
         if isinstance(v.type, TensorType):
-            raise self.fn.error("the truth value of an array is ambiguous", at,
-                                "use .any() or .all(); for element-wise logic use & | ~ or np.where")
-        if isinstance(v.type, TupleType):     # true when not empty: known when compiling
+            raise self.fn.error(
+                "the truth value of an array is ambiguous",
+                at,
+                "use .any() or .all(); for element-wise logic use & | ~ or np.where",
+            )
+        if isinstance(v.type, TupleType):  # true when not empty: known when compiling
             return self.const(bool(v.type.elems))
         if isinstance(v.type, ListType):
             return self.op("aten::ne", [self.op("aten::list_len", [v], at=at), self.const(0)], at=at)
@@ -817,7 +927,7 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
                 fmt.append(part.value.replace("{", "{{").replace("}", "}}"))
                 continue
             text = self.static_text(part)
-            if text is not None:        # f"{x.dtype}": known when compiling, formatted now
+            if text is not None:  # f"{x.dtype}": known when compiling, formatted now
                 fmt.append(text.replace("{", "{{").replace("}", "}}"))
                 continue
             values.append(self.expr(part.value))
@@ -832,8 +942,11 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
     def static_text(self, part) -> str | None:
         """The text of an f-string field whose value is a dtype or a str known when compiling (``x.dtype``,
         ``x.dtype.name``: constant per signature), else None."""
-        if not isinstance(part.value, ast.Attribute) or part.format_spec is not None and \
-                not all(isinstance(p, ast.Constant) for p in part.format_spec.values):
+        if (
+            not isinstance(part.value, ast.Attribute)
+            or part.format_spec is not None
+            and not all(isinstance(p, ast.Constant) for p in part.format_spec.values)
+        ):
             return None
         try:
             r = self.visit(part.value)
@@ -854,19 +967,22 @@ class FunctionEmitter(CallsMixin, BuiltinCallsMixin, ListsMixin, ParallelMixin, 
                 return format(self.const_eval(p.value))
             except CompileError:
                 pass
-        raise self.fn.error("format specs computed at run time are not supported", part,
-                            "write the spec as a constant, e.g. f\"{x:>8.3f}\"")
+        raise self.fn.error(
+            "format specs computed at run time are not supported",
+            part,
+            'write the spec as a constant, e.g. f"{x:>8.3f}"',
+        )
 
     def visit_Attribute(self, node):
         base = self.visit(node.value)
-        if isinstance(base, Static) and isinstance(base.obj, np.ndarray):   # a module-level array
+        if isinstance(base, Static) and isinstance(base.obj, np.ndarray):  # a module-level array
             base = self.static_value(base, node.value)
         if isinstance(base, Static):
             try:
                 obj = getattr(base.obj, node.attr)
             except AttributeError:
                 raise self.fn.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'", node) from None
-            if base.path is None:     # an attribute of what the argument types made (x.dtype.itemsize)
+            if base.path is None:  # an attribute of what the argument types made (x.dtype.itemsize)
                 return Static(obj)
             path = f"{base.path}.{node.attr}"
             self.resolver.seen_attribute(path, obj)
@@ -896,8 +1012,9 @@ def join_bindings(values: list) -> Type | None:
     if not isinstance(n, NumpyScalarType):
         return t
     for v, x in zip(values, types):
-        if not isinstance(x, NumpyScalarType) and not (isinstance(v, Value) and is_constant(v) and
-                                                       exact_numpy_join(constant_value(v), n)):
+        if not isinstance(x, NumpyScalarType) and not (
+            isinstance(v, Value) and is_constant(v) and exact_numpy_join(constant_value(v), n)
+        ):
             return t
     return n
 
@@ -916,4 +1033,5 @@ def _partly_known_arrays(a, b) -> bool:
 
 class _LoopElse(ast.stmt):
     """A loop's ``else`` body, emitted after the loop as a statement (so that a return in the loop skips it)."""
+
     _fields = ("flag", "body")

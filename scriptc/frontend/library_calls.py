@@ -6,6 +6,7 @@ Such a function is a plain Python function carrying a ``LibraryCall``: its param
 Python does, passes the shape's number of elements to the kernel and reshapes the kernel's flat result. The
 same binding (``LibraryCall.run``) serves calls from Python, so both run the same kernels.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,7 +21,7 @@ from ..ir.types import TensorType
 from .values import describe
 
 
-NEGATIVE_DIMENSIONS = "negative dimensions are not allowed"     # NumPy's message
+NEGATIVE_DIMENSIONS = "negative dimensions are not allowed"  # NumPy's message
 KEY = "a uint32 array of shape (2,) (scriptc.random.key(seed), or a row of split's result)"
 
 
@@ -35,12 +36,12 @@ def _key_problem(value) -> str | None:
 
 @record
 class LibraryCall:
-    kernel: Callable                      # kernel(**static dtype names) -> a scripted function
-    shape: str | None = None              # the parameter giving the result's shape, if any
-    static: tuple[str, ...] = ()          # dtype parameters, compile-time constants
+    kernel: Callable  # kernel(**static dtype names) -> a scripted function
+    shape: str | None = None  # the parameter giving the result's shape, if any
+    static: tuple[str, ...] = ()  # dtype parameters, compile-time constants
     params: tuple[str, ...] = ()
     defaults: dict = field(default_factory=dict)
-    name: str = ""                        # as the user calls it: scriptc.random.uniform
+    name: str = ""  # as the user calls it: scriptc.random.uniform
 
     def run(self, bound: dict):
         """Call from Python with the arguments bound by name."""
@@ -62,20 +63,26 @@ class LibraryCall:
                 values.append(bound[p])
         try:
             out = kernel(*values)
-        except TypeError as e:      # the kernel's argument checks: say which function the user called
+        except TypeError as e:  # the kernel's argument checks: say which function the user called
             raise TypeError(str(e).replace(f"{kernel.__name__}()", f"{self.name}()")) from None
         return out.reshape(shape) if shape is not None else out
 
 
 def library(kernel, shape=None, static=()):
     """Mark ``fn`` (whose body is ``return run(fn, locals())``) as callable from scripted code."""
+
     def mark(fn):
         sig = inspect.signature(fn)
-        fn.__scriptc_library__ = LibraryCall(kernel, shape, tuple(static), tuple(sig.parameters),
-                                             {k: p.default for k, p in sig.parameters.items()
-                                              if p.default is not inspect.Parameter.empty},
-                                             f"{fn.__module__}.{fn.__qualname__}")
+        fn.__scriptc_library__ = LibraryCall(
+            kernel,
+            shape,
+            tuple(static),
+            tuple(sig.parameters),
+            {k: p.default for k, p in sig.parameters.items() if p.default is not inspect.Parameter.empty},
+            f"{fn.__module__}.{fn.__qualname__}",
+        )
         return fn
+
     return mark
 
 
@@ -88,13 +95,12 @@ class LibraryCallsMixin:
         name = ast.unparse(node.func)
         bound = self.bind_library_arguments(spec, name, node)
         evaluated = {}
-        if "key" in bound:      # checked here: the kernel's own check would point into scriptc/random.py
+        if "key" in bound:  # checked here: the kernel's own check would point into scriptc/random.py
             evaluated["key"] = self.expr(bound["key"])
             t = evaluated["key"].type
             if not (isinstance(t, TensorType) and t.dtype in (None, "uint32") and t.rank in (None, 1)):
                 raise self.fn.error(f"{name}(): key must be {KEY}, got {describe(t)}", bound["key"])
-        static = {p: self.dtype_of(bound[p]) if p in bound else np.dtype(spec.defaults[p]).name
-                  for p in spec.static}
+        static = {p: self.dtype_of(bound[p]) if p in bound else np.dtype(spec.defaults[p]).name for p in spec.static}
         try:
             kernel = spec.kernel(**static)
         except TypeError as e:
@@ -111,8 +117,13 @@ class LibraryCallsMixin:
                     self.raise_if_negative(d, node)
                 args.append(n)
             else:
-                args.append(evaluated[p] if p in evaluated else self.expr(bound[p]) if p in bound else
-                            self.const(spec.defaults[p]))
+                args.append(
+                    evaluated[p]
+                    if p in evaluated
+                    else self.expr(bound[p])
+                    if p in bound
+                    else self.const(spec.defaults[p])
+                )
         out = self.call_script_values(kernel, args, node)
         return self.op("aten::reshape", [out] + dims, at=node) if dims is not None else out
 
@@ -123,12 +134,14 @@ class LibraryCallsMixin:
 
         def raise_it():
             self.emit("prim::RaiseException", [self.const(NEGATIVE_DIMENSIONS)], {"exc": "ValueError"}, at=node)
+
         self.emit_if(self.op("aten::lt", [d, self.const(0)], at=node), raise_it, lambda: None, node)
 
     def bind_library_arguments(self, spec: LibraryCall, name: str, node) -> dict:
         if len(node.args) > len(spec.params):
-            raise self.fn.error(f"{name}() takes {len(spec.params)} positional arguments but {len(node.args)} "
-                                f"were given", node)
+            raise self.fn.error(
+                f"{name}() takes {len(spec.params)} positional arguments but {len(node.args)} were given", node
+            )
         bound = dict(zip(spec.params, node.args))
         for k in node.keywords:
             if k.arg not in spec.params:

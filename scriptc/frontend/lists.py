@@ -10,6 +10,7 @@ A value stored into a ``float[]`` is converted to float (an int stays an int in 
 A comprehension ``[e for v in it if c]`` is emitted as the loop ``for v in it: if c: $lc.append(e)`` on a fresh
 list, with ``v`` local to it as in Python 3.
 """
+
 from __future__ import annotations
 
 import ast
@@ -23,21 +24,35 @@ import numpy as np
 from ..calling import unsupported_layout
 from ..ir.builder import Builder
 from ..ir.registry import NeedsSpecialization
-from ..ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, ListType, NumpyScalarType, TensorType, TupleType, Type,
-                        decayed, scalar_dtype)
+from ..ir.types import (
+    BOOL,
+    DTYPE_NAMES,
+    FLOAT,
+    INT,
+    ListType,
+    NumpyScalarType,
+    TensorType,
+    TupleType,
+    Type,
+    decayed,
+    scalar_dtype,
+)
 from .scopes import load_counts
 from .values import describe
 
-LIST_CALLS = {builtins.sorted, np.array, np.concatenate, np.stack}   # sum(list): builtin_calls
-INT64_MAX = 2 ** 63 - 1
+LIST_CALLS = {builtins.sorted, np.array, np.concatenate, np.stack}  # sum(list): builtin_calls
+INT64_MAX = 2**63 - 1
 _TOWER = {BOOL: 0, INT: 1, FLOAT: 2}
-_HINT = ("annotate it where it is created, e.g. xs: list[int] = []; a list of arrays takes its dtype and rank "
-         "from its first append (append before passing it on)")
+_HINT = (
+    "annotate it where it is created, e.g. xs: list[int] = []; a list of arrays takes its dtype and rank "
+    "from its first append (append before passing it on)"
+)
 
 
 def list_annotation(obj, annotation_type):
     """``list[T]`` / ``typing.List[T]`` as an IR type (None when it is not a list annotation we support)."""
     import typing
+
     if typing.get_origin(obj) is not list:
         return None
     args = typing.get_args(obj)
@@ -70,8 +85,11 @@ class ListsMixin:
                 raise NeedsSpecialization("list of arrays")
             if (v.type.dtype, v.type.rank) == (e.dtype, e.rank):
                 return v
-        raise self.fn.error(f"cannot store {self.describe_list(v.type)} in a list of {self.describe_list(e)}", at,
-                            "a list holds one type: annotate it, e.g. xs: list[float] = [...]")
+        raise self.fn.error(
+            f"cannot store {self.describe_list(v.type)} in a list of {self.describe_list(e)}",
+            at,
+            "a list holds one type: annotate it, e.g. xs: list[float] = [...]",
+        )
 
     def common_elem(self, values, at) -> Type:
         types = [decayed(v.type) for v in values]
@@ -82,13 +100,17 @@ class ListsMixin:
                 raise NeedsSpecialization("list of arrays")
             if len({(t.dtype, t.rank) for t in types}) == 1:
                 return TensorType(types[0].dtype, types[0].rank)
-        raise self.fn.error("list elements must all have one type: numbers, or arrays of one dtype and rank, "
-                            f"got {', '.join(sorted(set(map(str, types))))}", at)
+        raise self.fn.error(
+            "list elements must all have one type: numbers, or arrays of one dtype and rank, "
+            f"got {', '.join(sorted(set(map(str, types))))}",
+            at,
+        )
 
     def new_list(self, elem: Type | None, values, at) -> object:
         attrs = {"elem": str(elem)} if elem is not None else {}
-        node = Builder.at_end(self.block).op("prim::ListConstruct", values, [ListType(elem)], attrs,
-                                             source=self.fn.loc(at), hints="list")
+        node = Builder.at_end(self.block).op(
+            "prim::ListConstruct", values, [ListType(elem)], attrs, source=self.fn.loc(at), hints="list"
+        )
         if elem is None:
             self.pending_lists().append((node, at))
         return node.output
@@ -103,8 +125,7 @@ class ListsMixin:
         if lst.type.elem is not None:
             return
         if lst.node is None or lst.node.kind != "prim::ListConstruct":
-            raise self.fn.error("the element type of this empty list is not known where the paths merge", at,
-                                _HINT)
+            raise self.fn.error("the element type of this empty list is not known where the paths merge", at, _HINT)
         elem = v.type
         if isinstance(elem, TensorType):
             if elem.dtype is None:
@@ -118,8 +139,9 @@ class ListsMixin:
     def check_list_known(self, v, at) -> None:
         """Reading an empty literal whose element type nothing has given yet."""
         if isinstance(v.type, ListType) and v.type.elem is None:
-            raise self.fn.error(f"the element type of the empty list {self.value_name(at)} is not known here",
-                                at, _HINT)
+            raise self.fn.error(
+                f"the element type of the empty list {self.value_name(at)} is not known here", at, _HINT
+            )
 
     def check_lists_settled(self) -> None:
         for node, at in self.pending_lists():
@@ -157,16 +179,20 @@ class ListsMixin:
 
     def visit_ListComp(self, node):
         if len(node.generators) != 1 or node.generators[0].is_async:
-            raise self.fn.error("list comprehensions with more than one 'for' are not supported", node,
-                                "nest explicit for loops and append to a list")
+            raise self.fn.error(
+                "list comprehensions with more than one 'for' are not supported",
+                node,
+                "nest explicit for loops and append to a list",
+            )
         gen = node.generators[0]
         if not isinstance(gen.target, ast.Name):
             raise self.fn.error("a comprehension's target must be a name", gen.target)
         k = len(self.pending_lists())
         name = f"$lc{k}"
         lst = self.new_list(None, [], node)
-        append = ast.Expr(ast.Call(ast.Attribute(ast.Name(name, ast.Load()), "append", ast.Load()),
-                                   [copy.deepcopy(node.elt)], []))
+        append = ast.Expr(
+            ast.Call(ast.Attribute(ast.Name(name, ast.Load()), "append", ast.Load()), [copy.deepcopy(node.elt)], [])
+        )
         body = [append]
         for cond in reversed(gen.ifs):
             body = [ast.If(copy.deepcopy(cond), body, [])]
@@ -176,7 +202,7 @@ class ListsMixin:
         target = gen.target.id
         saved_var, saved_bound = self.env.vars.pop(target, None), self.env.bound.pop(target, None)
         saved_loads = self.function_loads
-        self.function_loads = Counter(load_counts(body))   # nothing but the comprehension reads its variable
+        self.function_loads = Counter(load_counts(body))  # nothing but the comprehension reads its variable
         self.locals.add(name)
         self.env.vars[name] = lst
         try:
@@ -190,7 +216,7 @@ class ListsMixin:
             self.env.vars[target] = saved_var
         if saved_bound is not None:
             self.env.bound[target] = saved_bound
-        if lst.type.elem is None:   # nothing appended at compile time: the element's type is still known
+        if lst.type.elem is None:  # nothing appended at compile time: the element's type is still known
             raise self.fn.error("cannot tell the element type of this comprehension", node, _HINT)
         return lst
 
@@ -219,11 +245,14 @@ class ListsMixin:
             lst, n = (left, right) if isinstance(left.type, ListType) else (right, left)
             if isinstance(lst.type, ListType) and n.type in (INT, BOOL):
                 return self.op("aten::list_mul", [lst, n], at=node)
-        raise self.fn.error(f"unsupported operand types for {ast.unparse(node)}: {self.describe_list(left.type)} "
-                            f"and {self.describe_list(right.type)}", node)
+        raise self.fn.error(
+            f"unsupported operand types for {ast.unparse(node)}: {self.describe_list(left.type)} "
+            f"and {self.describe_list(right.type)}",
+            node,
+        )
 
     def list_in(self, node):
-        v, seq = self.expr(node.left), self.expr(node.comparators[0])     # (CPython's order)
+        v, seq = self.expr(node.left), self.expr(node.comparators[0])  # (CPython's order)
         if isinstance(seq.type, TupleType):
             found = self.tuple_contains(seq, v, node)
         elif isinstance(seq.type, ListType):
@@ -264,8 +293,7 @@ class ListsMixin:
                 raise self.fn.error("pop() takes at most 1 argument", node)
             index = self.expr(args[0]) if args else self.const(-1)
             return self.op("aten::pop", [base, index], at=node)
-        raise self.fn.error(f"list method '{name}' is not supported", node.func,
-                            "lists support append, insert and pop")
+        raise self.fn.error(f"list method '{name}' is not supported", node.func, "lists support append, insert and pop")
 
     def list_subscript(self, base, node):
         if isinstance(node.slice, ast.Slice):
@@ -285,7 +313,7 @@ class ListsMixin:
             raise self.fn.error("assigning to a list slice is not supported", target)
         index = self.expr(target.slice)
         old = self.op("aten::list_getitem", [base, index], at=target)
-        if isinstance(old.type, TensorType):    # xs[i] += v: ndarray.__iadd__ updates the array the list holds
+        if isinstance(old.type, TensorType):  # xs[i] += v: ndarray.__iadd__ updates the array the list holds
             self.emit(f"aten::{kind}_", [old, self.expr(node.value)], at=node)
             return
         new = self.op(f"aten::{kind}", [old, self.expr(node.value)], at=node)
@@ -297,8 +325,11 @@ class ListsMixin:
         if obj in (builtins.min, builtins.max) and len(node.args) == 1 and not node.keywords:
             lst = self.expr(node.args[0])
             if not isinstance(lst.type, ListType):
-                raise self.fn.error(f"{obj.__name__}() of one argument needs a list", node,
-                                    f"for the {obj.__name__}imum of an array use np.{obj.__name__}(x)")
+                raise self.fn.error(
+                    f"{obj.__name__}() of one argument needs a list",
+                    node,
+                    f"for the {obj.__name__}imum of an array use np.{obj.__name__}(x)",
+                )
             return self.op(f"aten::list_{obj.__name__}", [lst], at=node)
         if obj not in LIST_CALLS:
             return NotImplemented
@@ -375,7 +406,6 @@ class ListsMixin:
             dtype, rank = numpy_dtype or scalar_dtype(e), 1
         return self.op("aten::list_to_array", [v], {"dtype": dtype, "rank": rank}, at=node)
 
-
     def nested_array_literal(self, arg, node):
         """``np.array([[1.0, 2.0], [3.0, 4.0]])`` of number literals: the array NumPy makes, built once when
         compiling and copied on each call (the caller gets a new, writable array, as from NumPy)."""
@@ -386,13 +416,17 @@ class ListsMixin:
         except (ValueError, TypeError, SyntaxError, Warning) as e:
             if isinstance(e, ValueError) and "inhomogeneous" in str(e):
                 raise self.fn.error(f"np.array() of nested lists: {str(e).splitlines()[0]}", arg) from None
-            raise self.fn.error("np.array() of nested lists: only number literals are supported there", arg,
-                                "for values known at run time, make the rows with np.array([...]) and combine "
-                                "them with np.stack([...])") from None
+            raise self.fn.error(
+                "np.array() of nested lists: only number literals are supported there",
+                arg,
+                "for values known at run time, make the rows with np.array([...]) and combine "
+                "them with np.stack([...])",
+            ) from None
         return self.op("aten::clone", [self.array_constant(a, node)], at=node)
 
 
 # -- the call boundary: which Python lists a list[T] parameter takes ------------------------------------------
+
 
 def accept_list(want: ListType, got: ListType) -> ListType | None:
     """The parameter type for a list of ``got`` passed where ``want`` is annotated (lists are references:
@@ -413,8 +447,10 @@ def list_argument(fname: str, pname: str, want: ListType, arg) -> tuple:
     elem = want.elem
     if isinstance(elem, TensorType):
         if not arg:
-            raise TypeError(f"{fname}() argument '{pname}': an empty list[np.ndarray] has no dtype and rank to "
-                            f"compile for; pass at least one array")
+            raise TypeError(
+                f"{fname}() argument '{pname}': an empty list[np.ndarray] has no dtype and rank to "
+                f"compile for; pass at least one array"
+            )
         kinds = {(a.dtype.name, a.ndim) if isinstance(a, np.ndarray) else None for a in arg}
         if None in kinds or len(kinds) != 1:
             raise TypeError(f"{fname}() argument '{pname}' must be a list of arrays of one dtype and rank")
@@ -427,9 +463,10 @@ def list_argument(fname: str, pname: str, want: ListType, arg) -> tuple:
         return ListType(TensorType(dtype, rank)), arg
     allowed = {BOOL: (bool, np.bool_), INT: (int, np.integer), FLOAT: (int, float, np.integer, np.floating)}[elem]
     for k, v in enumerate(arg):
-        if elem == INT and isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63:     # as an int argument
+        if elem == INT and isinstance(v, int) and not -(2**63) <= v < 2**63:  # as an int argument
             raise OverflowError("int too large to convert to a 64-bit int")
         if not isinstance(v, allowed):
-            raise TypeError(f"{fname}() argument '{pname}' must be a list of {elem}, but element {k} is "
-                            f"{type(v).__name__}")
+            raise TypeError(
+                f"{fname}() argument '{pname}' must be a list of {elem}, but element {k} is {type(v).__name__}"
+            )
     return want, arg

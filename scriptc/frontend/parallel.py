@@ -17,6 +17,7 @@ What the body may do (checked here, on the AST, before emission):
 A variable first assigned in the body is local to an iteration: it is not bound after the loop (reading it
 there is a CompileError). The loop variable after the loop holds the last iteration's value, as with ``range``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -37,18 +38,21 @@ class ParallelMixin:
     def is_prange(self, it) -> bool:
         """Whether a for loop's iterable is a call of scriptc.prange (under any name: ``pr = scriptc.prange``)."""
         if not (isinstance(it, ast.Call) and _dotted_name(it.func)):
-            return False        # (only a name or module.name is looked up: nothing is evaluated twice)
+            return False  # (only a name or module.name is looked up: nothing is evaluated twice)
         name = it.func.id if isinstance(it.func, ast.Name) else it.func.attr
         try:
             obj = getattr(self.visit(it.func), "obj", None)
-        except Exception:   # an unresolvable numba.prange: give the hint below
+        except Exception:  # an unresolvable numba.prange: give the hint below
             obj = None
         if obj is prange:
             return True
         if name != "prange":
             return False
-        raise self.fn.error(f"'{ast.unparse(it.func)}' is not scriptc's prange", it.func,
-                            "use scriptc.prange (from scriptc import prange); numba.prange is not supported")
+        raise self.fn.error(
+            f"'{ast.unparse(it.func)}' is not scriptc's prange",
+            it.func,
+            "use scriptc.prange (from scriptc import prange); numba.prange is not supported",
+        )
 
     def emit_prange(self, node: ast.For) -> None:
         if node.orelse:
@@ -63,19 +67,29 @@ class ParallelMixin:
             if name == target:
                 continue
             if name not in self.env.vars:
-                continue    # local to an iteration: not bound after the loop (reading it there is an error)
+                continue  # local to an iteration: not bound after the loop (reading it there is an error)
             kind = self.reduction_kind(node, name)
             if kind is not None:
                 carried.append(name)
                 kinds.append(kind)
         trips, element = self.range_plan(node.iter)
-        self.emit_loop(node, trips, self.const(True), prefix=lambda i: self.assign(node.target, element(i), node),
-                       next_cond=None, hint=target, names=carried,
-                       attrs={"parallel": 1, "reduce": kinds})
+        self.emit_loop(
+            node,
+            trips,
+            self.const(True),
+            prefix=lambda i: self.assign(node.target, element(i), node),
+            next_cond=None,
+            hint=target,
+            names=carried,
+            attrs={"parallel": 1, "reduce": kinds},
+        )
         for name in carried:
             if self.env.vars[name].type not in (INT, FLOAT):
-                raise self.fn.error(f"'{name}' is {self.describe(self.env.vars[name].type)}: a prange reduction "
-                                    "must be an int or a float", node)
+                raise self.fn.error(
+                    f"'{name}' is {self.describe(self.env.vars[name].type)}: a prange reduction "
+                    "must be an int or a float",
+                    node,
+                )
         if target in self.env.vars or self.function_loads[target] > load_counts(node.body)[target]:
             self.bind_last_iteration(node, trips, element)
 
@@ -85,23 +99,29 @@ class ParallelMixin:
 
         def last():
             self.assign(node.target, element(self.op("aten::sub", [trips, self.const(1)], at=node)), node)
+
         self.emit_if(ran, last, lambda: None, node)
 
     def check_prange_statements(self, body: list) -> None:
         """break (of the prange loop itself), return and print are CompileErrors."""
+
         def walk(n, in_inner_loop):
             if isinstance(n, ast.Break) and not in_inner_loop:
                 raise self.fn.error("'break' is not allowed in a prange loop", n, SEQUENTIAL_HINT)
             if isinstance(n, ast.Return):
                 raise self.fn.error("'return' is not allowed in a prange loop", n, SEQUENTIAL_HINT)
             if isinstance(n, ast.Call) and self.is_print(n.func):
-                raise self.fn.error("print() is not allowed in a prange loop", n,
-                                    "iterations run at once, so their output would interleave: store the values "
-                                    "in an array and print them after the loop")
+                raise self.fn.error(
+                    "print() is not allowed in a prange loop",
+                    n,
+                    "iterations run at once, so their output would interleave: store the values "
+                    "in an array and print them after the loop",
+                )
             inner = in_inner_loop or isinstance(n, (ast.For, ast.While))
             for child in ast.iter_child_nodes(n):
                 if not isinstance(child, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
                     walk(child, inner)
+
         for s in body:
             walk(s, False)
 
@@ -117,29 +137,45 @@ class ParallelMixin:
         """The reduction kind of a variable the body assigns and the loop would carry; None for an array
         updated in place (``a += b`` writes the array, the name keeps its value). Anything else is an error."""
         before = self.env.vars.get(name)
-        writes = [s for s in ast.walk(ast.Module(body=loop.body, type_ignores=[]))
-                  if isinstance(s, ast.stmt) and name in stores(_targets(s))]
+        writes = [
+            s
+            for s in ast.walk(ast.Module(body=loop.body, type_ignores=[]))
+            if isinstance(s, ast.stmt) and name in stores(_targets(s))
+        ]
         if isinstance(before.type, TensorType) and all(isinstance(s, ast.AugAssign) for s in writes):
             return None
         kinds = set()
         for s in writes:
             kind = _reduction(s, name)
             if kind is None:
-                raise self.fn.error(f"'{name}' is defined outside the prange loop: the loop may only update it "
-                                    f"as a reduction ({REDUCTION_FORMS.replace('s', name)})", s,
-                                    "iterations of a prange loop run in any order; write per-iteration results "
-                                    "into an array")
+                raise self.fn.error(
+                    f"'{name}' is defined outside the prange loop: the loop may only update it "
+                    f"as a reduction ({REDUCTION_FORMS.replace('s', name)})",
+                    s,
+                    "iterations of a prange loop run in any order; write per-iteration results into an array",
+                )
             kinds.add(kind)
         if len(kinds) > 1:
-            raise self.fn.error(f"'{name}' is updated by more than one kind of reduction in a prange loop "
-                                f"({', '.join(sorted(kinds))})", writes[0], "use one of " + REDUCTION_FORMS)
+            raise self.fn.error(
+                f"'{name}' is updated by more than one kind of reduction in a prange loop ({', '.join(sorted(kinds))})",
+                writes[0],
+                "use one of " + REDUCTION_FORMS,
+            )
         reads = load_counts(loop.body)[name]
         if reads != len(writes):
-            use = next(n for n in ast.walk(ast.Module(body=loop.body, type_ignores=[]))
-                       if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-                       and not any(n in ast.walk(s) for s in writes))
-            raise self.fn.error(f"'{name}' is a reduction of the prange loop and cannot be read in its body", use,
-                                "its value in an iteration depends on which iterations ran before")
+            use = next(
+                n
+                for n in ast.walk(ast.Module(body=loop.body, type_ignores=[]))
+                if isinstance(n, ast.Name)
+                and n.id == name
+                and isinstance(n.ctx, ast.Load)
+                and not any(n in ast.walk(s) for s in writes)
+            )
+            raise self.fn.error(
+                f"'{name}' is a reduction of the prange loop and cannot be read in its body",
+                use,
+                "its value in an iteration depends on which iterations ran before",
+            )
         return kinds.pop()
 
 
@@ -156,15 +192,22 @@ def _targets(s: ast.stmt) -> list:
 
 def _reduction(s: ast.stmt, name: str) -> str | None:
     """The kind of reduction statement ``s`` is for ``name``, or None."""
+
     def free_of_name(e):
         return name not in load_counts(e)
+
     if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
         kind = AUG_KINDS.get(type(s.op))
         return kind if kind and free_of_name(s.value) else None
     if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
         call = s.value
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in ("max", "min") \
-                and len(call.args) == 2 and not call.keywords:
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id in ("max", "min")
+            and len(call.args) == 2
+            and not call.keywords
+        ):
             first, other = call.args
             if isinstance(first, ast.Name) and first.id == name and free_of_name(other):
                 return call.func.id

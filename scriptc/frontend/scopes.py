@@ -1,5 +1,6 @@
 """Name analyses on the AST that SSA construction needs: which names a statement list stores and loads, and
 which variables a loop must carry from one iteration to the next."""
+
 from __future__ import annotations
 
 import ast
@@ -33,6 +34,7 @@ def _node_names(node: ast.AST, ctx) -> tuple[str, ...]:
             for child in ast.iter_child_nodes(n):
                 if not isinstance(child, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
                     walk(child)
+
         walk(node)
         found = memo[ctx] = tuple(out)
     return found
@@ -48,12 +50,14 @@ def load_counts(node) -> Counter:
 
 def contains(stmts, kinds, stop_at_loops=False) -> bool:
     """Whether any statement of these AST kinds occurs (optionally not looking inside nested loops)."""
+
     def walk(n):
         if isinstance(n, kinds):
             return True
         if stop_at_loops and isinstance(n, (ast.For, ast.While)):
             return False
         return any(walk(c) for c in ast.iter_child_nodes(n))
+
     return any(walk(s) for s in stmts)
 
 
@@ -102,9 +106,15 @@ def carried_names(loop: ast.For | ast.While, function_loads: Counter, defined_be
     return carried
 
 
-_EXACT = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.BitAnd: int.__and__,
-          ast.BitOr: int.__or__, ast.BitXor: int.__xor__}
-TOO_BIG = object()      # an int literal expression too large to compute (2 ** 10 ** 9): far beyond 64 bits
+_EXACT = {
+    ast.Add: int.__add__,
+    ast.Sub: int.__sub__,
+    ast.Mult: int.__mul__,
+    ast.BitAnd: int.__and__,
+    ast.BitOr: int.__or__,
+    ast.BitXor: int.__xor__,
+}
+TOO_BIG = object()  # an int literal expression too large to compute (2 ** 10 ** 9): far beyond 64 bits
 _MAX_BITS = 1 << 16
 
 
@@ -132,7 +142,7 @@ def literal_int(node) -> int | object | None:
     if op in (ast.FloorDiv, ast.Mod) and b:
         return a // b if op is ast.FloorDiv else a % b
     if op is ast.Pow and 0 <= b:
-        return a ** b if abs(a) <= 1 or b * a.bit_length() <= _MAX_BITS else TOO_BIG
+        return a**b if abs(a) <= 1 or b * a.bit_length() <= _MAX_BITS else TOO_BIG
     if op is ast.LShift and 0 <= b:
         return a << b if b <= _MAX_BITS or not a else TOO_BIG
     if op is ast.RShift and 0 <= b:

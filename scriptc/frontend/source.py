@@ -1,4 +1,5 @@
 """Finding a function's source and mapping AST positions back to the file."""
+
 from __future__ import annotations
 
 import ast
@@ -19,16 +20,20 @@ class FunctionSource:
     tree: ast.FunctionDef
     line_offset: int
     col_offset: int
-    text: str = ""      # the definition's lines as read from the file
+    text: str = ""  # the definition's lines as read from the file
 
     def loc(self, node: ast.AST | None) -> SourceRange | None:
         if node is None or not hasattr(node, "lineno"):
             return None
         end_line = getattr(node, "end_lineno", None)
         end_col = getattr(node, "end_col_offset", None)
-        return SourceRange(self.filename, node.lineno + self.line_offset, node.col_offset + self.col_offset + 1,
-                           end_line + self.line_offset if end_line else None,
-                           end_col + self.col_offset + 1 if end_col is not None else None)
+        return SourceRange(
+            self.filename,
+            node.lineno + self.line_offset,
+            node.col_offset + self.col_offset + 1,
+            end_line + self.line_offset if end_line else None,
+            end_col + self.col_offset + 1 if end_col is not None else None,
+        )
 
     def error(self, reason: str, node: ast.AST | None = None, hint: str | None = None) -> CompileError:
         return CompileError(reason, self.loc(node) or self.loc(self.tree), hint)
@@ -40,8 +45,10 @@ def get_source(func) -> FunctionSource:
     try:
         lines, start = found if found is not None else inspect.getsourcelines(func)
     except (OSError, TypeError):
-        raise CompileError(f"cannot find the source of '{func.__name__}': scriptc compiles from source, so the "
-                           f"function must be defined in a file") from None
+        raise CompileError(
+            f"cannot find the source of '{func.__name__}': scriptc compiles from source, so the "
+            f"function must be defined in a file"
+        ) from None
     linecache.checkcache(filename)
     text = "".join(lines)
     indent = len(lines[0]) - len(lines[0].lstrip())
@@ -68,14 +75,14 @@ def _lines_from_code(func, filename: str):
     line of code being no deeper than the ``def``."""
     code = getattr(func, "__code__", None)
     if filename:
-        linecache.checkcache(filename)     # as inspect does: a file edited since it was read is read again
+        linecache.checkcache(filename)  # as inspect does: a file edited since it was read is read again
     lines = linecache.getlines(filename, getattr(func, "__globals__", None)) if filename else []
     if code is None or not hasattr(code, "co_positions") or not lines:
         return None
     start, end = code.co_firstlineno, _last_line(code)
     if not 1 <= start <= end <= len(lines):
         return None
-    block = lines[start - 1:end]
+    block = lines[start - 1 : end]
     head = next((line for line in block if not line.lstrip().startswith("@")), "")
     indent = len(head) - len(head.lstrip())
     if not head.lstrip().startswith(("def ", "async def ")):
@@ -86,7 +93,7 @@ def _lines_from_code(func, filename: str):
         text = line.strip()
         if text and not text.startswith("#"):
             if len(line) - len(line.lstrip()) > indent:
-                return None    # the body goes on past the last line with code
+                return None  # the body goes on past the last line with code
             break
     try:
         ast.parse(textwrap.dedent("".join(block)))

@@ -4,6 +4,7 @@ type and a ``prim::Loop`` carries one type per variable (TorchScript unrolls the
 the emitter already keeps (``emit_body``): an iteration after a possible ``break`` is emitted under a
 ``prim::If`` of the flag, and a ``continue`` ends its own iteration only.
 """
+
 from __future__ import annotations
 
 import ast
@@ -26,8 +27,10 @@ class TupleLoopsMixin:
         if kind is builtins.enumerate and it.args and self.is_tuple(it.args[0]):
             items = self.tuple_items(self.expr(self.enumerate_iterable(it)), it)
             start = self.enumerate_start(it)
-            return [[self.const(k) if start is None else self.op("aten::add", [start, self.const(k)], at=it), item]
-                    for k, item in enumerate(items)]
+            return [
+                [self.const(k) if start is None else self.op("aten::add", [start, self.const(k)], at=it), item]
+                for k, item in enumerate(items)
+            ]
         if kind is builtins.zip and len(it.args) >= 2 and not it.keywords and all(map(self.is_tuple, it.args)):
             columns = [self.tuple_items(self.expr(a), a) for a in it.args]
             return [list(step) for step in zip(*columns)]
@@ -50,9 +53,13 @@ class TupleLoopsMixin:
             if k == len(steps) or any(f is True for _, f in flags):
                 return
             pending = [name for name, f in flags if isinstance(f, Value)]
-            if pending:     # a break or return may have been taken: the rest runs where none was
-                self.emit_if(self.any_of([self.env.vars[n] for n in pending]), lambda: self.exit_taken(pending),
-                             lambda: after_exits(pending, k), None)
+            if pending:  # a break or return may have been taken: the rest runs where none was
+                self.emit_if(
+                    self.any_of([self.env.vars[n] for n in pending]),
+                    lambda: self.exit_taken(pending),
+                    lambda: after_exits(pending, k),
+                    None,
+                )
                 return
             self.env.vars[CONT] = False
             self.assign(loop.target, steps[k], loop)

@@ -1,5 +1,6 @@
 """What the frontend's expressions evaluate to besides IR values (compile-time Python objects), the names of
 the control flags it keeps as variables, and how a type is described in messages."""
+
 from __future__ import annotations
 
 from ..ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NumpyScalarType, TensorType, Type
@@ -15,7 +16,7 @@ class Static:
 
     def __init__(self, obj, path: str | None = None):
         self.obj = obj
-        self.path = path    # the global name or dotted path it was read as (np.exp), if it was
+        self.path = path  # the global name or dotted path it was read as (np.exp), if it was
 
 
 def describe(t: Type) -> str:

@@ -10,6 +10,7 @@ A small array round-trips exactly (floats print as ``repr``, which reads back bi
 as an ``UnrestoredArray`` that prints the same text but holds no data: such a parsed graph can be printed and
 verified, not run (the interpreter and the backend raise).
 """
+
 from __future__ import annotations
 
 
@@ -40,7 +41,8 @@ def frozen(a: np.ndarray) -> np.ndarray:
 
 
 def digest(a: np.ndarray) -> str:
-    import hashlib    # on first use: hashlib loads OpenSSL, a few ms of import scriptc
+    import hashlib  # on first use: hashlib loads OpenSSL, a few ms of import scriptc
+
     return hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
@@ -55,13 +57,13 @@ def format_array(a) -> str:
 
 def parse_array(text: str):
     """The value ``format_array`` printed as ``text``."""
-    inner = text[len("array("):-1]
+    inner = text[len("array(") : -1]
     dtype, rest = inner.split(",", 1)
     close = rest.index(")")
-    shape = tuple(int(d) for d in rest[rest.index("(") + 1:close].split(",") if d.strip())
-    data = rest[close + 1:].strip().lstrip(",").strip()
+    shape = tuple(int(d) for d in rest[rest.index("(") + 1 : close].split(",") if d.strip())
+    data = rest[close + 1 :].strip().lstrip(",").strip()
     if data.startswith("sha1="):
-        return UnrestoredArray(dtype.strip(), shape, data[len("sha1="):])
+        return UnrestoredArray(dtype.strip(), shape, data[len("sha1=") :])
     tokens = [t.strip() for t in data[1:-1].split(",") if t.strip()]
     kind = np.dtype(dtype.strip()).kind
     convert = {"b": lambda t: t == "True", "f": float}.get(kind, int)

@@ -10,6 +10,7 @@ anchor moves the builder first), and it checks nothing about types: an op's outp
 operator's registered rule infers them from the input types (``types=None``: the operators must be declared,
 which ``scriptc.ops`` does when imported).
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -58,9 +59,16 @@ class Builder:
             self.block, self.anchor = saved
 
     # -- what: nodes and blocks -----------------------------------------------------------------------------
-    def op(self, kind: str, inputs: Sequence[Value] = (), types: Sequence[Type] | None = None,
-           attrs: dict | None = None, *, source: SourceRange | None = None,
-           hints: str | Sequence[str | None] | None = None) -> Node:
+    def op(
+        self,
+        kind: str,
+        inputs: Sequence[Value] = (),
+        types: Sequence[Type] | None = None,
+        attrs: dict | None = None,
+        *,
+        source: SourceRange | None = None,
+        hints: str | Sequence[str | None] | None = None,
+    ) -> Node:
         """A new ``kind`` node on ``inputs``, inserted at the insertion point. ``types``: its outputs' types
         (None: the operator's rule infers them); ``hints``: their name hints, one string for every output or
         one per output (None: numbered names)."""

@@ -10,6 +10,7 @@ returns. Attributes are copied shallowly: a callee graph (``fn=...``) is shared,
 ``clone_graph`` copies a whole graph, keeping every value name (callee graphs stay shared): tests run a pass on
 the copy and interpret both.
 """
+
 from __future__ import annotations
 
 from .core import Block, Graph, Node, Value

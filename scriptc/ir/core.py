@@ -5,6 +5,7 @@ Values keep use lists so that passes can rewrite with ``replace_all_uses_with``.
 unique within its graph when it is created (``Graph.fresh_name``), so printing needs no renaming and
 ``parse(print(g))`` prints the same text.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,6 +18,7 @@ from .types import Type
 @record(frozen=True)
 class SourceRange:
     """A span of user source; columns are 1-based as editors and compilers report them."""
+
     filename: str
     line: int
     col: int
@@ -180,7 +182,7 @@ class Block:
 
     def walk(self) -> Iterator[Node]:
         for n in self.nodes:
-            yield n      # (not n.walk(): a generator per node, for the few that hold blocks)
+            yield n  # (not n.walk(): a generator per node, for the few that hold blocks)
             for b in n.blocks:
                 yield from b.walk()
 
@@ -245,8 +247,12 @@ class Graph:
         seen: dict[int, Graph] = {}
         stack = [self]
         while stack:  # depth first, without revisiting: recursive functions call graphs that call them back
-            found = [a for n in stack.pop().walk() for a in n.attrs.values()
-                     if isinstance(a, Graph) and id(a) not in seen and a is not self]
+            found = [
+                a
+                for n in stack.pop().walk()
+                for a in n.attrs.values()
+                if isinstance(a, Graph) and id(a) not in seen and a is not self
+            ]
             for a in found:
                 seen.setdefault(id(a), a)
             stack.extend(reversed(found))
@@ -254,6 +260,7 @@ class Graph:
 
     def __str__(self):
         from .printer import print_graph  # (cycle: printer imports this module)
+
         return print_graph(self)
 
 

@@ -1,4 +1,5 @@
 """Reads the text that ``printer`` writes back into a Graph (names, types, attributes, blocks, source ranges)."""
+
 from __future__ import annotations
 
 import ast
@@ -8,8 +9,22 @@ import numpy as np
 
 from .arrayconst import parse_array
 from .core import Graph, Node, SourceRange, Value
-from .types import (BOOL, FLOAT, INT, NAME_DTYPES, NARROW_SCALARS, NONE, STR, ListType, NamedTupleType,
-                    NumpyScalarType, TENSOR, TensorType, TupleType, Type)
+from .types import (
+    BOOL,
+    FLOAT,
+    INT,
+    NAME_DTYPES,
+    NARROW_SCALARS,
+    NONE,
+    STR,
+    ListType,
+    NamedTupleType,
+    NumpyScalarType,
+    TENSOR,
+    TensorType,
+    TupleType,
+    Type,
+)
 
 
 class ParseError(ValueError):
@@ -27,7 +42,7 @@ class TypeParser:
         t = self.type()
         self.ws()
         if self.i != len(self.s):
-            raise ParseError(f"unexpected {self.s[self.i:]!r} after type")
+            raise ParseError(f"unexpected {self.s[self.i :]!r} after type")
         return t
 
     def ws(self):
@@ -57,7 +72,7 @@ class TypeParser:
             self.ws()
             m = re.compile(r"(\w+):").match(self.s, self.i)
             if not m:
-                raise ParseError(f"expected 'field: type' at {self.s[self.i:]!r}")
+                raise ParseError(f"expected 'field: type' at {self.s[self.i :]!r}")
             self.i = m.end()
             fields.append(m.group(1))
             elems.append(self.type())
@@ -74,7 +89,7 @@ class TypeParser:
             return TupleType(tuple(elems))
         m = re.compile(r"[A-Za-z_][A-Za-z_0-9]*(\.[A-Za-z_][A-Za-z_0-9]*)*").match(self.s, self.i)
         if not m:
-            raise ParseError(f"expected a type at {self.s[self.i:]!r}")
+            raise ParseError(f"expected a type at {self.s[self.i :]!r}")
         self.i = m.end()
         word = m.group()
         if word in _SCALARS:
@@ -95,7 +110,7 @@ class TypeParser:
             else:
                 m = re.compile(r"\d+").match(self.s, self.i)
                 if not m:
-                    raise ParseError(f"bad dimension at {self.s[self.i:]!r}")
+                    raise ParseError(f"bad dimension at {self.s[self.i :]!r}")
                 self.i = m.end()
                 dims.append(int(m.group()))
             self.eat(",")
@@ -178,7 +193,7 @@ class GraphParser:
             if ref not in named:
                 if key != "fn" or main.name not in ("graph", ref):
                     raise ParseError(f"attribute {key}={ref} names no graph")
-                main.name, named[ref] = ref, main   # a recursive graph calls itself (the printer names it)
+                main.name, named[ref] = ref, main  # a recursive graph calls itself (the printer names it)
             node.attrs[key] = named[ref]
         return main
 
@@ -192,7 +207,7 @@ class GraphParser:
             raise ParseError(f"expected {head}(...): got {header!r}")
         g = Graph(name)
         self.graph, self.env = g, {}
-        for p in split_top(header[len(head) + 1:-2]):
+        for p in split_top(header[len(head) + 1 : -2]):
             vname, t = self.typed(p)
             g.claim_name(vname)
             v = Value(t, vname, block=g.block)
@@ -202,7 +217,7 @@ class GraphParser:
         line = self.lines[self.i].strip()
         if not line.startswith("return ("):
             raise ParseError(f"expected return: {line!r}")
-        for v in self.uses(line[len("return ("):-1]):
+        for v in self.uses(line[len("return (") : -1]):
             g.block.add_return(v)
         self.i += 1
         return g
@@ -226,7 +241,7 @@ class GraphParser:
         while self.i < len(self.lines):
             line = self.lines[self.i]
             stripped = line.strip()
-            deeper = line[len(ind):len(ind) + 1] == " " and not line[len(ind):].startswith(" = ")
+            deeper = line[len(ind) : len(ind) + 1] == " " and not line[len(ind) :].startswith(" = ")
             if not line.startswith(ind) or deeper or stripped.startswith(("return (", "-> (")):
                 return
             self.parse_node(block, line, depth)
@@ -236,7 +251,7 @@ class GraphParser:
         m = _SOURCE.search(line)
         if m:
             source = SourceRange(m.group("file"), int(m.group("line")), int(m.group("col")))
-            line = line[:m.start()]
+            line = line[: m.start()]
         m = _NODE.match(line.strip())
         if not m:
             raise ParseError(f"line {self.i + 1}: cannot read node {line.strip()!r}")
@@ -248,7 +263,7 @@ class GraphParser:
             for p in split_top(rest[1:close]):
                 k, _, v = p.partition("=")
                 attrs[k] = _attr_value(v)
-            rest = rest[close + 1:]
+            rest = rest[close + 1 :]
         inputs = self.uses(rest.strip()[1:-1])
         node = Node(m.group("kind"), inputs, attrs=attrs, source=source)
         block.append(node)
@@ -269,7 +284,7 @@ class GraphParser:
             header = self.lines[self.i].strip()
             self.i += 1
             b = node.add_block()
-            params = header[header.index("(") + 1:header.rindex(")")]
+            params = header[header.index("(") + 1 : header.rindex(")")]
             for p in split_top(params):
                 name, t = self.typed(p)
                 self.graph.claim_name(name)

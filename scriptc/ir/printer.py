@@ -12,6 +12,7 @@
 Graphs referred to by node attributes (callees, fusion groups) are printed after the main graph in
 ``with NAME = graph(...)`` sections; an attribute names them.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,9 +28,9 @@ def format_attr(value, names: dict[int, str]) -> str:
     if isinstance(value, Graph):
         return names[id(value)]
     if isinstance(value, (np.ndarray, UnrestoredArray)):
-        return format_array(value)   # a module-level array frozen into the graph
+        return format_array(value)  # a module-level array frozen into the graph
     if isinstance(value, np.generic) and not isinstance(value, np.bool_):
-        value = value.item()    # a NumPy scalar constant: its value (the output's type says which dtype)
+        value = value.item()  # a NumPy scalar constant: its value (the output's type says which dtype)
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, float):
@@ -38,7 +39,7 @@ def format_attr(value, names: dict[int, str]) -> str:
         return repr(value)
     if isinstance(value, str):
         return '"' + value.encode("unicode_escape").decode("ascii").replace('"', '\\"') + '"'
-    if isinstance(value, tuple):        # (axes): parsed back as a tuple
+    if isinstance(value, tuple):  # (axes): parsed back as a tuple
         return "(" + ", ".join(format_attr(v, names) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, list):
         return "[" + ", ".join(format_attr(v, names) for v in value) + "]"
@@ -61,7 +62,7 @@ class Printer:
     def __init__(self, graph: Graph, sources: bool = True, anonymous: bool = False):
         self.sources = sources
         self.lines: list[str] = []
-        self.names: dict[int, str] = {id(graph): graph.name}   # a recursive graph calls itself by name
+        self.names: dict[int, str] = {id(graph): graph.name}  # a recursive graph calls itself by name
         taken: set[str] = {graph.name}
         for k, g in enumerate(graph.subgraphs()):
             name, n = (f"graph.{k}", 0) if anonymous else (g.name, 0)

@@ -15,6 +15,7 @@ made, is written inline; loop-carried values are plain variables assigned before
 its body. A fused time loop (``prim::FusedLoop``) is the ``for`` over its steps that it means, each step a
 call of its body's ``def``.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,10 +23,28 @@ import re
 from .core import Block, Graph, Node, Value
 from .registry import REGISTRY, Effect
 
-INT64_MAX = 2 ** 63 - 1
-BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "remainder": "%", "pow": "**",
-          "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "__and__": "&", "__or__": "|",
-          "__xor__": "^", "__lshift__": "<<", "__rshift__": ">>", "matmul": "@"}
+INT64_MAX = 2**63 - 1
+BINARY = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "div": "/",
+    "floordiv": "//",
+    "remainder": "%",
+    "pow": "**",
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+    "__and__": "&",
+    "__or__": "|",
+    "__xor__": "^",
+    "__lshift__": "<<",
+    "__rshift__": ">>",
+    "matmul": "@",
+}
 UNARY = {"neg": "-", "bitwise_not": "~", "__not__": "not "}
 
 
@@ -49,7 +68,7 @@ class PyCode:
             self.names[id(g)] = _ident(g.name) if g.name != "graph" else f"graph_{k}"
 
     def print(self, name: str) -> str:
-        self.names[id(self.graph)] = _ident(name)     # a recursive call names the function itself
+        self.names[id(self.graph)] = _ident(name)  # a recursive call names the function itself
         self.function(self.graph, name)
         for g in self.graph.subgraphs():
             self.lines.append("")
@@ -59,8 +78,11 @@ class PyCode:
     def function(self, g: Graph, name: str) -> None:
         params = ", ".join(f"{_ident(v.name)}: {_annotation(v.type)}" for v in g.inputs)
         outs = g.outputs
-        ret = _annotation(outs[0].type) if len(outs) == 1 else \
-            _annotation("tuple[" + ", ".join(str(v.type) for v in outs) + "]")
+        ret = (
+            _annotation(outs[0].type)
+            if len(outs) == 1
+            else _annotation("tuple[" + ", ".join(str(v.type) for v in outs) + "]")
+        )
         self.lines.append(f"def {_ident(name)}({params}) -> {ret}:")
         self.inline: dict[int, str] = {}
         self.infix: set[int] = set()
@@ -119,14 +141,13 @@ class PyCode:
         if user.block is not n.block:
             return False
         nodes = n.block.nodes
-        end = nodes.index(user) if user in nodes else len(nodes)   # else: the block's return uses it
-        between = nodes[nodes.index(n) + 1:end]
+        end = nodes.index(user) if user in nodes else len(nodes)  # else: the block's return uses it
+        between = nodes[nodes.index(n) + 1 : end]
         return all(_effect(m) == Effect.PURE for m in between)
 
     def expression(self, n: Node) -> str:
         ns, op = n.kind.split("::")
-        if ns == "aten" and (op in BINARY and len(n.inputs) == 2 or op in UNARY and len(n.inputs) == 1) \
-                and not n.attrs:
+        if ns == "aten" and (op in BINARY and len(n.inputs) == 2 or op in UNARY and len(n.inputs) == 1) and not n.attrs:
             a = [self.ref(v, nested=True) for v in n.inputs]
             return f"{a[0]} {BINARY[op]} {a[1]}" if op in BINARY else f"{UNARY[op]}{a[0]}"
         args = [self.ref(v) for v in n.inputs]
@@ -138,13 +159,16 @@ class PyCode:
             return f"{base}.{fields[n.attrs['index']]}" if fields else f"{base}[{n.attrs['index']}]"
         if n.kind == "prim::TupleConstruct":
             named = n.attrs.get("named")
-            return f"{named.rsplit('.', 1)[-1]}({', '.join(args)})" if named else \
-                "(" + ", ".join(args) + ("," if len(args) == 1 else "") + ")"
+            return (
+                f"{named.rsplit('.', 1)[-1]}({', '.join(args)})"
+                if named
+                else "(" + ", ".join(args) + ("," if len(args) == 1 else "") + ")"
+            )
         callee = f"{ns}.{op}"
         kwargs = []
         for k, v in n.attrs.items():
             if isinstance(v, Graph):
-                callee = self.names[id(v)]      # a fusion group or callee: its def follows
+                callee = self.names[id(v)]  # a fusion group or callee: its def follows
             else:
                 kwargs.append(f"{k}={v!r}")
         return f"{callee}(" + ", ".join(args + kwargs) + ")"
@@ -155,10 +179,14 @@ class PyCode:
         index, *carried = body.params
         self.assign(depth, carried, [self.ref(v) for v in init])
         new_cond, *updates = body.returns
-        always = new_cond.node is not None and new_cond.node.kind == "prim::Constant" and \
-            new_cond.node.attrs.get("value") is True
-        unbounded = trip.node is not None and trip.node.kind == "prim::Constant" and \
-            trip.node.attrs.get("value") == INT64_MAX
+        always = (
+            new_cond.node is not None
+            and new_cond.node.kind == "prim::Constant"
+            and new_cond.node.attrs.get("value") is True
+        )
+        unbounded = (
+            trip.node is not None and trip.node.kind == "prim::Constant" and trip.node.attrs.get("value") == INT64_MAX
+        )
         flag = _ident(n.outputs[0].name) + "_cond" if n.outputs else "_cond"
         if always:
             self.emit(depth, f"for {_ident(index.name)} in range({self.ref(trip)}):")
@@ -181,11 +209,12 @@ class PyCode:
         """``for step in range(trips): carried = body(step, *carried, *invariants)``, which it means (the
         backends run the steps inside the loop over the elements)."""
         trips, *rest = n.inputs
-        init, invariants = rest[:n.attrs["carried"]], rest[n.attrs["carried"]:]
+        init, invariants = rest[: n.attrs["carried"]], rest[n.attrs["carried"] :]
         carried = ", ".join(_ident(v.name) for v in n.outputs)
         self.assign(depth, list(n.outputs), [self.ref(v) for v in init])
-        self.emit(depth, f"for step in range({self.ref(trips)}):  # fused: the steps run inside one pass over "
-                         f"the elements")
+        self.emit(
+            depth, f"for step in range({self.ref(trips)}):  # fused: the steps run inside one pass over the elements"
+        )
         body = self.names[id(n.attrs["subgraph"])]
         self.emit(depth + 1, f"{carried} = {body}(" + ", ".join(["step", carried, *map(self.ref, invariants)]) + ")")
 

@@ -6,6 +6,7 @@ Why not dataclasses: they generate each method as source text and compile it wit
 per class, which was a fifth of ``import scriptc``. These methods are shared closures; a class whose instances
 are made in hot loops (``TensorType``, ``SourceRange``) writes its own ``__init__`` and keeps the rest.
 """
+
 from __future__ import annotations
 
 from operator import attrgetter
@@ -53,6 +54,7 @@ def _make(cls, frozen: bool):
         def key(obj):
             return (one(obj),)
     else:
+
         def key(obj):
             return ()
 
@@ -73,6 +75,7 @@ def _make(cls, frozen: bool):
     if "__repr__" not in cls.__dict__:
         cls.__repr__ = __repr__
     if frozen:
+
         def __hash__(self):
             return hash(key(self))
 
@@ -84,7 +87,7 @@ def _make(cls, frozen: bool):
 
         cls.__hash__, cls.__setattr__, cls.__delattr__ = __hash__, __setattr__, __delattr__
     else:
-        cls.__hash__ = None      # mutable and compared by value: unhashable, as a dataclass is
+        cls.__hash__ = None  # mutable and compared by value: unhashable, as a dataclass is
     return cls
 
 
@@ -112,4 +115,5 @@ def _initializer(cls, names: tuple, defaults: dict, frozen: bool):
             setter(self, n, v)
         if post_init is not None:
             self.__post_init__()
+
     return __init__

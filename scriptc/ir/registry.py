@@ -13,6 +13,7 @@ Most type rules are *derived from the reference implementation*: the rule evalua
 sample values of the argument types and reads off the result's type, so NumPy's own promotion rules
 (NEP 50 weak scalars, ``true_divide`` of ints, ``sum`` of int32) hold without being written down twice.
 """
+
 from __future__ import annotations
 
 import enum
@@ -24,13 +25,29 @@ from typing import Callable
 import numpy as np
 
 from .records import record, field
-from .types import (BOOL, FLOAT, INT, NAMED_TUPLES, NARROW_SCALARS, NONE, STR, TENSOR, ListType, NamedTupleType,
-                    NumpyScalarType, TensorType, TupleType, Type, element_type)
+from .types import (
+    BOOL,
+    FLOAT,
+    INT,
+    NAMED_TUPLES,
+    NARROW_SCALARS,
+    NONE,
+    STR,
+    TENSOR,
+    ListType,
+    NamedTupleType,
+    NumpyScalarType,
+    TensorType,
+    TupleType,
+    Type,
+    element_type,
+)
 
 
 class OpTypeError(TypeError):
     """An operator does not accept these argument types; the message is for the user. ``numpy_raises``: NumPy
     raises this TypeError for any values of these types (its ufunc finds no loop), so Python would too."""
+
     numpy_raises = False
 
 
@@ -39,10 +56,10 @@ class NeedsSpecialization(Exception):
 
 
 class Effect(enum.IntEnum):
-    PURE = 0     # no effect: may be removed, duplicated, reordered
-    RAISES = 1   # pure but may raise (index out of bounds, division by zero): keep unless proven safe
-    WRITES = 2   # writes into its first operand (index assignment, in-place arithmetic)
-    IO = 3       # observable output (print) or unknown (calls)
+    PURE = 0  # no effect: may be removed, duplicated, reordered
+    RAISES = 1  # pure but may raise (index out of bounds, division by zero): keep unless proven safe
+    WRITES = 2  # writes into its first operand (index assignment, in-place arithmetic)
+    IO = 3  # observable output (print) or unknown (calls)
 
 
 @record
@@ -74,8 +91,24 @@ class OpDef:
     # rule (vmap refuses the operator on mapped values); ``Batch.unbatchable(why)`` says why not.
     batch: "BatchRule | None" = None
 
-    def __init__(self, name, schema, params, attrs, variadic, infer, impl, effect, elementwise=False, py=(),
-                 methods=(), extra=None, shape=None, vjp=None, batch=None):
+    def __init__(
+        self,
+        name,
+        schema,
+        params,
+        attrs,
+        variadic,
+        infer,
+        impl,
+        effect,
+        elementwise=False,
+        py=(),
+        methods=(),
+        extra=None,
+        shape=None,
+        vjp=None,
+        batch=None,
+    ):
         # written out (not the record's generic one): 161 operators are made by ``import scriptc``
         self.name, self.schema, self.params, self.attrs, self.variadic = name, schema, params, attrs, variadic
         self.infer, self.impl, self.effect, self.elementwise, self.py = infer, impl, effect, elementwise, py
@@ -131,8 +164,19 @@ def parse_schema(schema: str):
     return m.group("name"), tuple(params), tuple(attrs), variadic
 
 
-def register(schema: str, *, impl=None, infer=None, effect=Effect.PURE, elementwise=False, py=(),
-             methods=(), shape=None, vjp=None, **extra) -> OpDef:
+def register(
+    schema: str,
+    *,
+    impl=None,
+    infer=None,
+    effect=Effect.PURE,
+    elementwise=False,
+    py=(),
+    methods=(),
+    shape=None,
+    vjp=None,
+    **extra,
+) -> OpDef:
     """Declare an operator. ``shape`` is its shape rule (see ``OpDef.shape``); element-wise operators get
     ``elementwise_shape`` (NumPy broadcasting) unless they give their own."""
     name, params, attrs, variadic = parse_schema(schema)
@@ -141,8 +185,23 @@ def register(schema: str, *, impl=None, infer=None, effect=Effect.PURE, elementw
     if shape is None and elementwise:
         shape = elementwise_shape
     batch = extra.pop("batch", Batch.ELEMENTWISE if elementwise else None)
-    op = OpDef(name, schema, params, attrs, variadic, infer, impl, effect, elementwise, tuple(py),
-               tuple(methods), extra=extra, shape=shape, vjp=vjp, batch=batch)
+    op = OpDef(
+        name,
+        schema,
+        params,
+        attrs,
+        variadic,
+        infer,
+        impl,
+        effect,
+        elementwise,
+        tuple(py),
+        tuple(methods),
+        extra=extra,
+        shape=shape,
+        vjp=vjp,
+        batch=batch,
+    )
     REGISTRY[name] = op
     for f in op.py:
         _BY_CALLABLE[id(f)] = op
@@ -177,6 +236,7 @@ class BatchRule:
     operand 0 when only operand 0 is batched (other operands batched go through ``lanes``, a copy). ``fresh``: the
     custom rule also makes a batched result from unbatched operands (a new array or list that batched values are
     written into later)."""
+
     kind: str
     emit: Callable | None = None
     promote: tuple | None = None
@@ -188,6 +248,7 @@ class BatchRule:
 
 class Batch:
     """The batching rules operators declare (``batch=`` in ``register``)."""
+
     ELEMENTWISE = BatchRule("elementwise")
     REDUCTION = BatchRule("reduction")
     AXIS = BatchRule("axis")
@@ -235,6 +296,7 @@ def op_for_method(name: str) -> OpDef | None:
 
 # -- type rules derived from the reference implementation ------------------------------------------------
 
+
 def sample(t: Type):
     """A tiny value of type ``t``: nonzero, so that sample division does not raise."""
     if t == INT:
@@ -255,7 +317,7 @@ def sample(t: Type):
         return np.ones((1,) * t.rank, dtype=t.dtype)
     if isinstance(t, TupleType):
         return tuple(sample(e) for e in t.elems)
-    if isinstance(t, ListType):     # (list ==, <, + and the like: an operator with a list operand)
+    if isinstance(t, ListType):  # (list ==, <, + and the like: an operator with a list operand)
         raise OpTypeError(f"operators on lists ({t}) are not supported: index, iterate or compare their elements")
     raise OpTypeError(f"no sample value for {t}")
 
@@ -289,6 +351,7 @@ def type_of(v) -> Type:
 
 def by_sample(impl: Callable) -> Callable:
     """A type rule that runs ``impl`` on sample values and returns the result's type."""
+
     @lru_cache(maxsize=None)
     def infer(*types, **attrs):
         args = [sample(t) for t in types]
@@ -304,6 +367,7 @@ def by_sample(impl: Callable) -> Callable:
             hint = " (scriptc has no uint64: convert first, e.g. x.astype(np.int64))" if out.dtype == np.uint64 else ""
             raise OpTypeError(f"unsupported result dtype {out.dtype}{hint}")
         return type_of(out)
+
     return infer
 
 
@@ -323,6 +387,7 @@ def scalar_result(t: Type) -> Type:
 # -- shape rules: helpers shared by the operator declarations ------------------------------------------------
 # A shape is a tuple with an int or None (unknown) per dimension; None instead of a tuple means "not even the
 # rank is known". Scalars broadcast as shape ().
+
 
 def shape_of(t: Type) -> tuple | None:
     """The shape of a value of type ``t``: its dimensions for an array (None if the rank is unknown), () for
@@ -384,4 +449,3 @@ def const_dim(t: Type, value) -> int | None:
         return None
     d = int(value)
     return d if d >= 0 else None
-

@@ -7,6 +7,7 @@ and a Python scalar meeting it is converted to it); a float64, int64 or bool ele
 ``TensorType`` is a NumPy array whose dtype and rank may be unknown (the generic graph prints ``Tensor``) and
 whose shape, once inferred, prints per dimension (``Double(2, 3)``, ``Float(*, 3)``).
 """
+
 from __future__ import annotations
 
 
@@ -46,6 +47,7 @@ class NumpyScalarType(Type):
     """A NumPy scalar of a dtype narrower than Python's numbers (``NARROW_SCALARS``): what ``x[i]`` is when
     ``x`` is an int32 or float32 array. Printed as its dtype's name. Held in the registers of the Python scalar
     it converts to exactly (``decayed``): an int in an i64, a float in a double, rounded to the dtype."""
+
     dtype: str
 
     def __str__(self):
@@ -94,7 +96,8 @@ class NamedTupleType(TupleType):
     class's module, as TorchScript prints classes: ``train.TrainState(step: int, w: Double(*))``; ``qualname``
     (``module.Class``) identifies the class, registered in ``NAMED_TUPLES`` so that values built in native code or
     the interpreter are instances of it (two modules may each have a ``Params``)."""
-    elems: tuple[Type, ...]         # a record's fields are its own: the tuple's elements are named again
+
+    elems: tuple[Type, ...]  # a record's fields are its own: the tuple's elements are named again
     qualname: str = ""
     fields: tuple[str, ...] = ()
 
@@ -119,6 +122,7 @@ def named_tuple_type(cls, element_type_of) -> "NamedTupleType | None":
     """The type of a ``typing.NamedTuple`` class whose field annotations ``element_type_of`` maps to IR types
     (None when one does not map)."""
     import typing
+
     try:
         hints = typing.get_type_hints(cls)
     except Exception:  # noqa: BLE001 - an annotation that does not evaluate: not a type we compile
@@ -132,8 +136,9 @@ def named_tuple_type(cls, element_type_of) -> "NamedTupleType | None":
 
 
 def is_named_tuple_class(obj) -> bool:
-    return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields") and \
-        hasattr(obj, "__annotations__")
+    return (
+        isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields") and hasattr(obj, "__annotations__")
+    )
 
 
 @record(frozen=True)
@@ -142,6 +147,7 @@ class ListType(Type):
     its shape is not part of the type, elements may differ in shape). Printed as TorchScript prints lists:
     ``int[]``, ``float[]``, ``Tensor[]`` (generic), ``Double(*, *)[]`` (a known dtype and rank). ``elem`` None is
     an empty literal whose element type the frontend has not seen yet (never in a finished graph)."""
+
     elem: Type | None
 
     def __post_init__(self):
@@ -155,8 +161,15 @@ class ListType(Type):
 
 # TorchScript's scalar-type names, and the NumPy dtypes we accept.
 DTYPE_NAMES = {
-    "float64": "Double", "float32": "Float", "float16": "Half",
-    "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "uint32": "UInt",
+    "float64": "Double",
+    "float32": "Float",
+    "float16": "Half",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "uint32": "UInt",
     "bool": "Bool",
 }
 NAME_DTYPES = {v: k for k, v in DTYPE_NAMES.items()}
@@ -166,6 +179,7 @@ NAME_DTYPES = {v: k for k, v in DTYPE_NAMES.items()}
 class TensorType(Type):
     """An ndarray. ``dtype`` is a NumPy dtype name or None (unknown); ``shape`` holds an int or None per
     dimension once the rank is known."""
+
     dtype: str | None = None
     rank: int | None = None
     shape: tuple[int | None, ...] | None = None
@@ -184,8 +198,9 @@ class TensorType(Type):
 
     @staticmethod
     def of(dtype, rank: int | None = None, shape=None) -> "TensorType":
-        return TensorType(np.dtype(dtype).name if dtype is not None else None, rank,
-                          tuple(shape) if shape is not None else None)
+        return TensorType(
+            np.dtype(dtype).name if dtype is not None else None, rank, tuple(shape) if shape is not None else None
+        )
 
     @property
     def known(self) -> bool:
@@ -278,8 +293,11 @@ def join(a: Type, b: Type) -> Type | None:
         e = join(a.elem, b.elem) if isinstance(a.elem, TensorType) else None
         return ListType(e) if e is not None and e.rank is not None else None
     if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a.elems) == len(b.elems):
-        if isinstance(a, NamedTupleType) != isinstance(b, NamedTupleType) or \
-                isinstance(a, NamedTupleType) and (a.qualname, a.fields) != (b.qualname, b.fields):
+        if (
+            isinstance(a, NamedTupleType) != isinstance(b, NamedTupleType)
+            or isinstance(a, NamedTupleType)
+            and (a.qualname, a.fields) != (b.qualname, b.fields)
+        ):
             return None
         elems = [join(x, y) for x, y in zip(a.elems, b.elems)]
         return None if None in elems else a.with_elems(elems)
@@ -303,8 +321,11 @@ def _join_numpy_scalars(a: Type, b: Type) -> Type | None:
 def exact_numpy_join(python_value, t: Type) -> bool:
     """Whether the Python scalar ``python_value`` (a constant) converts to the NumPy scalar type ``t`` exactly,
     so that a variable holding either can have ``t``'s type, as NumPy gives it after its first operation."""
-    if not isinstance(t, NumpyScalarType) or isinstance(python_value, bool) or \
-            not isinstance(python_value, (int, float)):
+    if (
+        not isinstance(t, NumpyScalarType)
+        or isinstance(python_value, bool)
+        or not isinstance(python_value, (int, float))
+    ):
         return False
     if isinstance(python_value, float) and np.dtype(t.dtype).kind != "f":
         return False
@@ -313,11 +334,12 @@ def exact_numpy_join(python_value, t: Type) -> bool:
             converted = np.dtype(t.dtype).type(python_value)
     except (OverflowError, ValueError):
         return False
-    back = float(converted) if isinstance(python_value, float) else int(converted)   # (== would compare as NEP 50:
-    return back == python_value or python_value != python_value                     # in the NumPy dtype)
+    back = float(converted) if isinstance(python_value, float) else int(converted)  # (== would compare as NEP 50:
+    return back == python_value or python_value != python_value  # in the NumPy dtype)
 
 
 def parse_type(text: str) -> Type:
     """Inverse of ``str(type)``."""
     from .parser import TypeParser  # (cycle: parser imports this module)
+
     return TypeParser(text).parse()

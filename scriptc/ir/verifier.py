@@ -7,6 +7,7 @@
   returning (bool, carried...), and outputs typed like the carried values; calls match the callee's signature.
 - Types: every other node's output types equal what its operator's type rule gives for its input types.
 """
+
 from __future__ import annotations
 
 from .core import Block, Graph, Node
@@ -25,8 +26,11 @@ def compatible(declared: Type, inferred: Type) -> bool:
     if isinstance(declared, TensorType) and isinstance(inferred, TensorType):
         if inferred.dtype is None:
             return True
-        return declared.dtype == inferred.dtype and declared.rank == inferred.rank and all(
-            b is None or a == b for a, b in zip(declared.shape, inferred.shape))
+        return (
+            declared.dtype == inferred.dtype
+            and declared.rank == inferred.rank
+            and all(b is None or a == b for a, b in zip(declared.shape, inferred.shape))
+        )
     return False
 
 
@@ -42,7 +46,7 @@ class Verifier:
     def run(self, callees: bool = True) -> None:
         self.block(self.graph.block, set())
         if callees:
-            for g in self.graph.subgraphs():   # every reachable graph once (recursive calls come back)
+            for g in self.graph.subgraphs():  # every reachable graph once (recursive calls come back)
                 Verifier(g).run(callees=False)
 
     def define(self, v, node, visible):
@@ -105,13 +109,17 @@ class Verifier:
             except OpTypeError as e:
                 self.fail(node, f"operands {', '.join(map(str, ins))} rejected: {e}")
             if len(expected) != len(outs) or not all(map(compatible, outs, expected)):
-                self.fail(node, f"outputs typed ({', '.join(map(str, outs))}), rule gives "
-                                f"({', '.join(map(str, expected))})")
+                self.fail(
+                    node, f"outputs typed ({', '.join(map(str, outs))}), rule gives ({', '.join(map(str, expected))})"
+                )
 
     def block_signature(self, node, block, params, returns) -> None:
         if [p.type for p in block.params] != params:
-            self.fail(node, f"block parameters ({', '.join(str(p.type) for p in block.params)}) should be "
-                            f"({', '.join(map(str, params))})")
+            self.fail(
+                node,
+                f"block parameters ({', '.join(str(p.type) for p in block.params)}) should be "
+                f"({', '.join(map(str, params))})",
+            )
         got = [v.type for v in block.returns]
         # what a block returns may be more precise than the joined output it flows into
         if len(got) != len(returns) or not all(map(compatible, got, returns)):

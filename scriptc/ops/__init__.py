@@ -1,2 +1,3 @@
 """Operator declarations. Importing this package fills ``scriptc.ir.registry.REGISTRY``."""
+
 from . import arith, arrayfns, builtins, fusion, indexing, lists, mathfns, prim, random, tensor  # noqa: F401

@@ -1,17 +1,28 @@
 """Arithmetic, comparison and logical operators on Python scalars and arrays (NumPy broadcasting and NEP 50
 promotion). Scalars follow Python: ``//`` and ``%`` floor, ``/`` on ints is a float, division by zero raises."""
+
 from __future__ import annotations
 
 import operator
 
 import numpy as np
 
-from ..ir.registry import (ZERO_DERIVATIVE, Batch, Effect, OpTypeError, broadcast_shapes, by_sample, lookup, no_outputs,
-                           register, shape_of)
+from ..ir.registry import (
+    ZERO_DERIVATIVE,
+    Batch,
+    Effect,
+    OpTypeError,
+    broadcast_shapes,
+    by_sample,
+    lookup,
+    no_outputs,
+    register,
+    shape_of,
+)
 from ..ir.types import BOOL, FLOAT, INT, STR, TensorType, result_dtype, scalar_type
 
 
-COMPLEX_POWER = ("a negative number raised to a fractional power is complex, which scriptc does not support")
+COMPLEX_POWER = "a negative number raised to a fractional power is complex, which scriptc does not support"
 
 
 def _truediv(a, b, ieee: bool = False):
@@ -26,7 +37,7 @@ def _truediv(a, b, ieee: bool = False):
 def _pow(a, b):
     if type(b) is int and type(a) is int and b < 0:
         raise ValueError("integers to negative integer powers are not allowed")
-    r = a ** b
+    r = a**b
     if type(r) is complex:
         raise ValueError(COMPLEX_POWER)
     return r
@@ -47,21 +58,21 @@ def _mul_vjp(e, g, out, a, b):
 
 
 def _div_vjp(e, g, out, a, b, ieee: bool = False):
-    div = e.ieee_div if ieee else e.div     # a derivative rule's IEEE division differentiates as one (grad of grad)
+    div = e.ieee_div if ieee else e.div  # a derivative rule's IEEE division differentiates as one (grad of grad)
     return div(g, b), e.neg(div(e.mul(g, out), b))
 
 
-def _remainder_vjp(e, g, out, a, b):   # a % b = a - floor(a / b) * b: the floor is piecewise constant
+def _remainder_vjp(e, g, out, a, b):  # a % b = a - floor(a / b) * b: the floor is piecewise constant
     return g, e.neg(e.mul(g, e.op("aten::floordiv", a, b)))
 
 
 def _pow_vjp(e, g, out, a, b):
     k = e.constant_of(b)
-    if k == 2:                       # x ** 2, the squares of losses: 2 x
+    if k == 2:  # x ** 2, the squares of losses: 2 x
         da = e.mul(g, e.mul(a, e.const(2.0)))
     elif k == 1:
         da = g
-    elif k == 0:                     # x ** 0 is 1 everywhere, 0 ** 0 included
+    elif k == 0:  # x ** 0 is 1 everywhere, 0 ** 0 included
         da = e.mul(g, e.const(0.0))
     else:
         da = e.mul(g, e.mul(b, e.pow_ieee(a, e.sub(b, e.const(1)))))
@@ -90,8 +101,15 @@ BINARY = [
     ("__lshift__", _lshift, np.left_shift, None),
     ("__rshift__", operator.rshift, np.right_shift, None),
 ]
-COMPARE = [("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt), ("le", operator.le),
-           ("gt", operator.gt), ("ge", operator.ge)]
+COMPARE = [
+    ("eq", operator.eq),
+    ("ne", operator.ne),
+    ("lt", operator.lt),
+    ("le", operator.le),
+    ("gt", operator.gt),
+    ("ge", operator.ge),
+]
+
 
 # Batching rules (``OpDef.batch``): element-wise by default. Python's float ** on batched scalars is
 # np.float_power (libm's pow, as CPython calls), not np.power (whose x ** 2 is x * x).
@@ -126,9 +144,16 @@ def _inplace_batch(b, node, ins):
 _BATCH = {"pow": Batch.custom(_pow_batch)}
 
 for _name, _fn, _ufunc, _vjp in BINARY:
-    register(f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> Number|Tensor",
-             batch=_BATCH.get(_name, Batch.ELEMENTWISE),
-             impl=_fn, infer=by_sample(_fn), effect=Effect.RAISES, elementwise=True, ufunc=_ufunc, vjp=_vjp)
+    register(
+        f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> Number|Tensor",
+        batch=_BATCH.get(_name, Batch.ELEMENTWISE),
+        impl=_fn,
+        infer=by_sample(_fn),
+        effect=Effect.RAISES,
+        elementwise=True,
+        ufunc=_ufunc,
+        vjp=_vjp,
+    )
 
     def _inplace(self, other, _u=_ufunc):
         _u(self, other, out=self)
@@ -136,20 +161,35 @@ for _name, _fn, _ufunc, _vjp in BINARY:
     def _inplace_rule(self_t, other_t, _impl=_inplace):
         if not isinstance(self_t, TensorType):
             raise OpTypeError("in-place arithmetic needs an array on the left")
-        if isinstance(other_t, TensorType) and None not in (self_t.rank, other_t.rank) and \
-                other_t.rank > self_t.rank:      # (the sample values' shapes would be quoted: (1,), (1, 1))
-            raise OpTypeError(f"non-broadcastable output operand: the result of broadcasting an array of rank "
-                              f"{other_t.rank} cannot be written into the array of rank {self_t.rank} in place")
+        if (
+            isinstance(other_t, TensorType) and None not in (self_t.rank, other_t.rank) and other_t.rank > self_t.rank
+        ):  # (the sample values' shapes would be quoted: (1,), (1, 1))
+            raise OpTypeError(
+                f"non-broadcastable output operand: the result of broadcasting an array of rank "
+                f"{other_t.rank} cannot be written into the array of rank {self_t.rank} in place"
+            )
         by_sample(_impl)(self_t, other_t)
         return []
 
-    register(f"aten::{_name}_(Tensor self, Number|Tensor other) -> ()",
-             impl=_inplace, infer=_inplace_rule, effect=Effect.WRITES, inplace_of=f"aten::{_name}",
-             shape=no_outputs, batch=Batch.custom(_inplace_batch), numpy_scalars=True)
+    register(
+        f"aten::{_name}_(Tensor self, Number|Tensor other) -> ()",
+        impl=_inplace,
+        infer=_inplace_rule,
+        effect=Effect.WRITES,
+        inplace_of=f"aten::{_name}",
+        shape=no_outputs,
+        batch=Batch.custom(_inplace_batch),
+        numpy_scalars=True,
+    )
 
 for _name, _fn in COMPARE:
-    register(f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> bool|Tensor",
-             impl=_fn, infer=by_sample(_fn), elementwise=True, vjp=ZERO_DERIVATIVE)
+    register(
+        f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> bool|Tensor",
+        impl=_fn,
+        infer=by_sample(_fn),
+        elementwise=True,
+        vjp=ZERO_DERIVATIVE,
+    )
 
 
 def _scalar_only(name, fn, result=None):
@@ -157,20 +197,34 @@ def _scalar_only(name, fn, result=None):
         if any(isinstance(t, TensorType) for t in types):
             raise OpTypeError(f"{name} of an array is ambiguous")
         if STR in types:
-            only = " except of a constant (int(\"42\"))" if name in ("int()", "float()") else ""
+            only = ' except of a constant (int("42"))' if name in ("int()", "float()") else ""
             raise OpTypeError(f"{name} of a str is not supported{only}")
         if result is not None:
             return result
         return by_sample(fn)(*types)
+
     return rule
 
 
-register("aten::neg(Number|Tensor self) -> Number|Tensor", impl=operator.neg, infer=by_sample(operator.neg),
-         elementwise=True, vjp=lambda e, g, out, a: (e.neg(g),))
-register("aten::bitwise_not(Number|Tensor self) -> Number|Tensor", impl=operator.invert,
-         infer=by_sample(operator.invert), elementwise=True)
-register("aten::__not__(bool self) -> bool", impl=operator.not_, infer=_scalar_only("not", None, BOOL),
-         batch=Batch.custom(lambda b, node, ins: [b.op("aten::bitwise_not", ins[0])]))
+register(
+    "aten::neg(Number|Tensor self) -> Number|Tensor",
+    impl=operator.neg,
+    infer=by_sample(operator.neg),
+    elementwise=True,
+    vjp=lambda e, g, out, a: (e.neg(g),),
+)
+register(
+    "aten::bitwise_not(Number|Tensor self) -> Number|Tensor",
+    impl=operator.invert,
+    infer=by_sample(operator.invert),
+    elementwise=True,
+)
+register(
+    "aten::__not__(bool self) -> bool",
+    impl=operator.not_,
+    infer=_scalar_only("not", None, BOOL),
+    batch=Batch.custom(lambda b, node, ins: [b.op("aten::bitwise_not", ins[0])]),
+)
 
 
 def _matmul_shape(types, consts):
@@ -241,7 +295,7 @@ def _matmul_batch(b, node, ins):
     if col:
         out = b.op("aten::select", out, b.const(0), dim=out.type.rank - 1)
     if row:
-        last = col or rc == 1   # the product's columns are gone: the row dimension is last
+        last = col or rc == 1  # the product's columns are gone: the row dimension is last
         out = b.op("aten::select", out, b.const(0), dim=out.type.rank - (1 if last else 2))
     return [b.fix_dtype(out, node.outputs[0].type)]
 
@@ -253,15 +307,27 @@ def _dot_batch(b, node, ins):
     return b.lanes(node, ins)
 
 
-register("aten::matmul(Tensor self, Tensor other) -> Number|Tensor", impl=np.matmul,
-         infer=by_sample(np.matmul), py=(np.matmul,), shape=_matmul_shape, batch=Batch.custom(_matmul_batch),
-         vjp=_matmul_vjp)
-register("aten::dot(Tensor self, Tensor other) -> Number|Tensor", impl=np.dot, infer=by_sample(np.dot),
-         py=(np.dot,), shape=_dot_shape, batch=Batch.custom(_dot_batch),
-         vjp=_matmul_vjp)     # np.dot is matmul for ranks 1 and 2
+register(
+    "aten::matmul(Tensor self, Tensor other) -> Number|Tensor",
+    impl=np.matmul,
+    infer=by_sample(np.matmul),
+    py=(np.matmul,),
+    shape=_matmul_shape,
+    batch=Batch.custom(_matmul_batch),
+    vjp=_matmul_vjp,
+)
+register(
+    "aten::dot(Tensor self, Tensor other) -> Number|Tensor",
+    impl=np.dot,
+    infer=by_sample(np.dot),
+    py=(np.dot,),
+    shape=_dot_shape,
+    batch=Batch.custom(_dot_batch),
+    vjp=_matmul_vjp,
+)  # np.dot is matmul for ranks 1 and 2
 
 # -- conversions between scalars (int(), float(), bool()) ---------------------------------------------------
-INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _to_int(x):
@@ -277,13 +343,32 @@ def _cast_batch(dtype):
     return Batch.custom(lambda b, node, ins: [b.cast(ins[0], dtype)])
 
 
-register("aten::Int(Number self) -> int", impl=_to_int, infer=_scalar_only("int()", None, INT), py=(int,),
-         batch=_cast_batch("int64"), effect=Effect.RAISES, numpy_scalars=True)   # int(nan), int(inf), int(1e300)
-register("aten::Float(Number self) -> float", impl=float, infer=_scalar_only("float()", None, FLOAT),
-         batch=_cast_batch("float64"), numpy_scalars=True,
-         py=(float,), vjp=lambda e, g, out, a: (g,))
-register("aten::Bool(Number self) -> bool", impl=bool, infer=_scalar_only("bool()", None, BOOL), py=(bool,),
-         batch=Batch.custom(lambda b, node, ins: [b.op("aten::ne", ins[0], b.const(0))]), numpy_scalars=True)
+register(
+    "aten::Int(Number self) -> int",
+    impl=_to_int,
+    infer=_scalar_only("int()", None, INT),
+    py=(int,),
+    batch=_cast_batch("int64"),
+    effect=Effect.RAISES,
+    numpy_scalars=True,
+)  # int(nan), int(inf), int(1e300)
+register(
+    "aten::Float(Number self) -> float",
+    impl=float,
+    infer=_scalar_only("float()", None, FLOAT),
+    batch=_cast_batch("float64"),
+    numpy_scalars=True,
+    py=(float,),
+    vjp=lambda e, g, out, a: (g,),
+)
+register(
+    "aten::Bool(Number self) -> bool",
+    impl=bool,
+    infer=_scalar_only("bool()", None, BOOL),
+    py=(bool,),
+    batch=Batch.custom(lambda b, node, ins: [b.op("aten::ne", ins[0], b.const(0))]),
+    numpy_scalars=True,
+)
 
 
 def _numpy_scalar(x, *, dtype, cast=False):
@@ -307,6 +392,12 @@ def _numpy_scalar_batch(b, node, ins):
     return [b.mark(b.op("aten::to", ins[0], dtype=node.attrs["dtype"]), node.outputs[0].type)]
 
 
-register("aten::numpy_scalar(Number self, *, str dtype, bool cast) -> Number", impl=_numpy_scalar,
-         infer=_numpy_scalar_rule, effect=Effect.RAISES, numpy_scalars=True, vjp=lambda e, g, out, a, **attrs: (g,),
-         batch=Batch.custom(_numpy_scalar_batch))
+register(
+    "aten::numpy_scalar(Number self, *, str dtype, bool cast) -> Number",
+    impl=_numpy_scalar,
+    infer=_numpy_scalar_rule,
+    effect=Effect.RAISES,
+    numpy_scalars=True,
+    vjp=lambda e, g, out, a, **attrs: (g,),
+    batch=Batch.custom(_numpy_scalar_batch),
+)

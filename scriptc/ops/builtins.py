@@ -6,6 +6,7 @@ n > 20 does not fit in a 64-bit int) the implementation here raises exactly what
 ``enumerate``, ``zip``, ``reversed``, ``sum``, ``any``, ``all`` and ``isinstance`` need no operator: the
 frontend writes them as loops or folds them (``frontend/builtin_calls.py``).
 """
+
 from __future__ import annotations
 
 import builtins
@@ -26,11 +27,13 @@ def _scalars(name, *types):
 def _ints(name, *types):
     for t in types:
         if t not in (INT, BOOL):
-            raise OpTypeError(f"'{t}' object cannot be interpreted as an integer" if t == FLOAT
-                              else f"{name}() needs ints, got {t}")
+            raise OpTypeError(
+                f"'{t}' object cannot be interpreted as an integer" if t == FLOAT else f"{name}() needs ints, got {t}"
+            )
 
 
 # -- raise -------------------------------------------------------------------------------------------------
+
 
 def exception_class(name: str) -> type:
     """The builtin exception class a ``prim::RaiseException`` names."""
@@ -49,8 +52,13 @@ def _raise_rule(*types, exc):
     return []
 
 
-register("prim::RaiseException(Any... args, *, str exc) -> ()", impl=_raise, infer=_raise_rule, effect=Effect.IO,
-         batch=Batch.TRANSFORM)
+register(
+    "prim::RaiseException(Any... args, *, str exc) -> ()",
+    impl=_raise,
+    infer=_raise_rule,
+    effect=Effect.IO,
+    batch=Batch.TRANSFORM,
+)
 
 
 # Batching (``OpDef.batch``): the builtins below run per example (``Batch.LANES``), so they raise exactly what
@@ -58,6 +66,7 @@ register("prim::RaiseException(Any... args, *, str exc) -> ()", impl=_raise, inf
 
 
 # -- round ---------------------------------------------------------------------------------------------------
+
 
 def _round_rule(t):
     _scalars("round", t)
@@ -70,14 +79,22 @@ def _round_ndigits_rule(t, n):
     return FLOAT if t == FLOAT else INT
 
 
-register("prim::round(Number self) -> int", impl=builtins.round, infer=_round_rule, effect=Effect.RAISES,
-         batch=Batch.LANES)
+register(
+    "prim::round(Number self) -> int", impl=builtins.round, infer=_round_rule, effect=Effect.RAISES, batch=Batch.LANES
+)
 # calls_python: native code calls back into Python (CPython's float rounding), which needs the GIL
-register("prim::round_ndigits(Number self, int ndigits) -> Number", impl=builtins.round, batch=Batch.LANES,
-         infer=_round_ndigits_rule, effect=Effect.RAISES, calls_python=True)
+register(
+    "prim::round_ndigits(Number self, int ndigits) -> Number",
+    impl=builtins.round,
+    batch=Batch.LANES,
+    infer=_round_ndigits_rule,
+    effect=Effect.RAISES,
+    calls_python=True,
+)
 
 
 # -- divmod ----------------------------------------------------------------------------------------------------
+
 
 def _divmod_rule(a, b):
     _scalars("divmod", a, b)
@@ -85,9 +102,14 @@ def _divmod_rule(a, b):
     return TupleType((t, t))
 
 
-register("prim::divmod(Number self, Number other) -> Tuple", impl=builtins.divmod, infer=_divmod_rule,
-         batch=Batch.LANES,
-         effect=Effect.RAISES, py=(builtins.divmod,))
+register(
+    "prim::divmod(Number self, Number other) -> Tuple",
+    impl=builtins.divmod,
+    infer=_divmod_rule,
+    batch=Batch.LANES,
+    effect=Effect.RAISES,
+    py=(builtins.divmod,),
+)
 
 
 # -- math --------------------------------------------------------------------------------------------------------
@@ -104,9 +126,13 @@ def _isclose_rule(*types):
     return BOOL
 
 
-register("prim::isclose(Number a, Number b, Number rel_tol, Number abs_tol) -> bool", impl=_isclose,
-         batch=Batch.LANES,
-         infer=_isclose_rule, effect=Effect.RAISES)
+register(
+    "prim::isclose(Number a, Number b, Number rel_tol, Number abs_tol) -> bool",
+    impl=_isclose,
+    batch=Batch.LANES,
+    infer=_isclose_rule,
+    effect=Effect.RAISES,
+)
 
 
 def _gcd_rule(a, b):
@@ -116,15 +142,17 @@ def _gcd_rule(a, b):
 
 register("prim::gcd(int a, int b) -> int", impl=math.gcd, infer=_gcd_rule, batch=Batch.LANES)
 
-FACTORIAL_MAX = 20   # 21! does not fit in a 64-bit int
+FACTORIAL_MAX = 20  # 21! does not fit in a 64-bit int
 
 
 def factorial(n):
     if n < 0:
         raise ValueError("factorial() not defined for negative values")
     if n > FACTORIAL_MAX:
-        raise OverflowError(f"factorial() of {n} does not fit in a 64-bit int (scriptc ints are 64-bit: "
-                            f"n must be at most {FACTORIAL_MAX})")
+        raise OverflowError(
+            f"factorial() of {n} does not fit in a 64-bit int (scriptc ints are 64-bit: "
+            f"n must be at most {FACTORIAL_MAX})"
+        )
     return math.factorial(n)
 
 
@@ -133,6 +161,11 @@ def _factorial_rule(n):
     return INT
 
 
-register("prim::factorial(int n) -> int", impl=factorial, infer=_factorial_rule, effect=Effect.RAISES,
-         batch=Batch.LANES,
-         py=(math.factorial,))
+register(
+    "prim::factorial(int n) -> int",
+    impl=factorial,
+    infer=_factorial_rule,
+    effect=Effect.RAISES,
+    batch=Batch.LANES,
+    py=(math.factorial,),
+)

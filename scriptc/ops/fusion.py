@@ -2,6 +2,7 @@
 as one loop, made by the fusion pass. Its ``subgraph`` attribute holds the operators; the interpreter runs the
 subgraph, backends lower it to one loop nest. ``reuse=k`` (set by the buffer-reuse pass) lets the result be
 written into input ``k`` when nothing else references that buffer at run time."""
+
 import numpy as np
 
 from ..ir.registry import Batch, Effect, register
@@ -10,9 +11,13 @@ from ..ir.types import BOOL, TensorType
 # vmap batches the frontend's graph, before the pass pipeline makes these operators.
 _MADE_LATER = Batch.unbatchable("made by the pass pipeline, which runs after vmap")
 
-register("prim::FusionGroup(Any... inputs, *, Graph subgraph, int? reuse) -> Any", effect=Effect.RAISES,
-         batch=_MADE_LATER,
-         structural=True, infer=lambda *types, subgraph, reuse=None: [v.type for v in subgraph.outputs])
+register(
+    "prim::FusionGroup(Any... inputs, *, Graph subgraph, int? reuse) -> Any",
+    effect=Effect.RAISES,
+    batch=_MADE_LATER,
+    structural=True,
+    infer=lambda *types, subgraph, reuse=None: [v.type for v in subgraph.outputs],
+)
 
 
 # ``prim::FusedLoop``: a counted loop of element-wise updates of loop-carried arrays (and scalars), made by the
@@ -24,10 +29,14 @@ def _fused_loop_shapes(types, consts, *, subgraph, carried):
     return [types[1 + k].shape if isinstance(types[1 + k], TensorType) else None for k in range(carried)]
 
 
-register("prim::FusedLoop(Any... inputs, *, Graph subgraph, int carried) -> Any", effect=Effect.RAISES,
-         batch=_MADE_LATER,
-         structural=True, infer=lambda *types, subgraph, carried: [v.type for v in subgraph.outputs],
-         shape=_fused_loop_shapes)
+register(
+    "prim::FusedLoop(Any... inputs, *, Graph subgraph, int carried) -> Any",
+    effect=Effect.RAISES,
+    batch=_MADE_LATER,
+    structural=True,
+    infer=lambda *types, subgraph, carried: [v.type for v in subgraph.outputs],
+    shape=_fused_loop_shapes,
+)
 
 
 def _shapes_fit(*arrays, carried):
@@ -42,5 +51,9 @@ def _shapes_fit(*arrays, carried):
     return True
 
 
-register("prim::ShapesFit(Tensor... arrays, *, int carried) -> bool", impl=_shapes_fit, batch=_MADE_LATER,
-         infer=lambda *types, carried: BOOL)
+register(
+    "prim::ShapesFit(Tensor... arrays, *, int carried) -> bool",
+    impl=_shapes_fit,
+    batch=_MADE_LATER,
+    infer=lambda *types, carried: BOOL,
+)

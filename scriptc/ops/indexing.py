@@ -11,6 +11,7 @@ boolean masks.
   with NumPy's ValueError otherwise). A value sharing memory with ``x`` is read as copied first, as in every other
   assignment (NumPy's boolean assignment does not check for overlap: its result depends on its copy order).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,7 +28,7 @@ def _array(t, what) -> TensorType:
 
 # -- unit dimensions ------------------------------------------------------------------------------------------
 def _unsqueeze(x, *, dim):
-    return x[(slice(None),) * dim + (None,)]   # np.expand_dims would reshape: other strides
+    return x[(slice(None),) * dim + (None,)]  # np.expand_dims would reshape: other strides
 
 
 def _unsqueeze_rule(t, *, dim):
@@ -42,9 +43,15 @@ def _unsqueeze_shape(types, consts, *, dim):
     return [None if shape is None else shape[:dim] + (1,) + shape[dim:]]
 
 
-register("aten::unsqueeze(Tensor self, *, int dim) -> Tensor", impl=_unsqueeze, infer=_unsqueeze_rule,
-         shape=_unsqueeze_shape, view=True, vjp=lambda e, g, out, x, dim: (e.reshape_like(g, x),),
-         batch=Batch.custom(lambda b, node, ins: [b.op(node.kind, ins[0], dim=node.attrs["dim"] + 1)], view=True))
+register(
+    "aten::unsqueeze(Tensor self, *, int dim) -> Tensor",
+    impl=_unsqueeze,
+    infer=_unsqueeze_rule,
+    shape=_unsqueeze_shape,
+    view=True,
+    vjp=lambda e, g, out, x, dim: (e.reshape_like(g, x),),
+    batch=Batch.custom(lambda b, node, ins: [b.op(node.kind, ins[0], dim=node.attrs["dim"] + 1)], view=True),
+)
 
 
 # -- boolean masks ----------------------------------------------------------------------------------------------
@@ -71,25 +78,33 @@ def _masked_select_shape(types, consts):
     shape, mask = shape_of(types[0]), shape_of(types[1])
     if shape is None or mask is None:
         return [None]
-    return [(None,) + shape[len(mask):]]
+    return [(None,) + shape[len(mask) :]]
 
 
 def _masked_select_vjp(e, g, out, x, m):
     """The selected elements' adjoints, added back where they were selected."""
+
     def write(e, acc):
         e.node("aten::masked_put_", [acc, m, e.add(e.op("aten::masked_select", acc, m), g)], [])
+
     return e.scatter(write), None
 
 
 # Batched: per example (selections differ in length between examples; writes go through each example's view).
-register("aten::masked_select(Tensor self, Tensor mask) -> Tensor", impl=_masked_select,
-         infer=_masked_select_rule, effect=Effect.RAISES, shape=_masked_select_shape, batch=Batch.LANES,
-         vjp=_masked_select_vjp)
+register(
+    "aten::masked_select(Tensor self, Tensor mask) -> Tensor",
+    impl=_masked_select,
+    infer=_masked_select_rule,
+    effect=Effect.RAISES,
+    shape=_masked_select_shape,
+    batch=Batch.LANES,
+    vjp=_masked_select_vjp,
+)
 
 
 def _masked_put_(x, m, v):
     if isinstance(v, np.ndarray) and np.shares_memory(x, v):
-        v = v.copy()   # read as copied first, as every other assignment (NumPy's result depends on its copy order)
+        v = v.copy()  # read as copied first, as every other assignment (NumPy's result depends on its copy order)
     x[m] = v
 
 
@@ -98,15 +113,23 @@ def _masked_put_rule(t, m, v):
     if isinstance(v, TensorType):
         if v.rank is not None and t.rank is not None and m.rank is not None:
             if m.rank == t.rank and v.rank > 1:
-                raise OpTypeError("NumPy boolean array indexing assignment requires a 0 or 1-dimensional input, "
-                                  f"input has {v.rank} dimensions")
+                raise OpTypeError(
+                    "NumPy boolean array indexing assignment requires a 0 or 1-dimensional input, "
+                    f"input has {v.rank} dimensions"
+                )
             if v.rank > 1 + t.rank - m.rank:
-                raise OpTypeError(f"could not broadcast a {v.rank}-d array into a {1 + t.rank - m.rank}-d "
-                                  f"selection")
+                raise OpTypeError(f"could not broadcast a {v.rank}-d array into a {1 + t.rank - m.rank}-d selection")
     elif not v.is_scalar:
         raise OpTypeError(f"cannot assign {v} to masked elements")
     return []
 
 
-register("aten::masked_put_(Tensor self, Tensor mask, Number|Tensor values) -> ()", impl=_masked_put_,
-         infer=_masked_put_rule, effect=Effect.WRITES, shape=no_outputs, batch=Batch.LANES, numpy_scalars="last")
+register(
+    "aten::masked_put_(Tensor self, Tensor mask, Number|Tensor values) -> ()",
+    impl=_masked_put_,
+    infer=_masked_put_rule,
+    effect=Effect.WRITES,
+    shape=no_outputs,
+    batch=Batch.LANES,
+    numpy_scalars="last",
+)

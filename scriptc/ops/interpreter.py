@@ -1,5 +1,6 @@
 """The reference interpreter: runs any verified graph with Python/NumPy semantics, node by node, through each
 operator's reference implementation. It is the oracle that every pass and backend is checked against."""
+
 from __future__ import annotations
 
 import sys
@@ -9,8 +10,8 @@ from ..ir.registry import Effect, lookup
 from ..ir.types import BOOL, FLOAT, INT, TupleType
 from .prim import UNBOUND
 
-_WRAP = 2 ** 64
-_HALF = 2 ** 63
+_WRAP = 2**64
+_HALF = 2**63
 
 
 def normalize(value, type):
@@ -26,7 +27,7 @@ def normalize(value, type):
         return float(value)
     if type == BOOL:
         return bool(value)
-    if isinstance(type, TupleType) and value.__class__ is tuple:    # (divmod's ints wrap too)
+    if isinstance(type, TupleType) and value.__class__ is tuple:  # (divmod's ints wrap too)
         return tuple(normalize(v, t) for v, t in zip(value, type.elems))
     return value
 
@@ -76,13 +77,17 @@ class Interpreter:
                 outs = self.run_block(node.blocks[0 if inputs[0] else 1], env)
             elif kind == "prim::CallFunction":
                 outs = [self.call(node.attrs["fn"], inputs)]
-            elif kind == "prim::FusionGroup":   # one result, or several (a multi-output group)
+            elif kind == "prim::FusionGroup":  # one result, or several (a multi-output group)
                 outs = self.run_fusion_group(node, inputs)
             elif kind == "prim::FusedLoop":
                 outs = self.run_fused_loop(node, inputs)
-            elif node.outputs and any(x is UNBOUND for x in inputs) and lookup(kind).effect <= Effect.RAISES and \
-                    all(v.type in (INT, FLOAT, BOOL) for v in node.outputs):
-                outs = [UNBOUND] * len(node.outputs)    # a scalar computed from a variable not bound on this path
+            elif (
+                node.outputs
+                and any(x is UNBOUND for x in inputs)
+                and lookup(kind).effect <= Effect.RAISES
+                and all(v.type in (INT, FLOAT, BOOL) for v in node.outputs)
+            ):
+                outs = [UNBOUND] * len(node.outputs)  # a scalar computed from a variable not bound on this path
                 #                                         (x = float(x) widening it): unread, as in native code
             else:
                 impl = self._impls.get(kind) or self._impls.setdefault(kind, lookup(kind).impl)
@@ -100,7 +105,7 @@ class Interpreter:
     def run_fused_loop(self, node, inputs) -> list:
         """``for i in range(trips): carried = subgraph(i, *carried, *invariants)``, array at a time."""
         sub, k = node.attrs["subgraph"], node.attrs["carried"]
-        trips, carried, invariants = inputs[0], inputs[1:1 + k], inputs[1 + k:]
+        trips, carried, invariants = inputs[0], inputs[1 : 1 + k], inputs[1 + k :]
         for i in range(trips):
             env = dict(zip(map(id, sub.inputs), [i, *carried, *invariants]))
             carried = [normalize(x, v.type) for x, v in zip(self.run_block(sub.block, env), sub.outputs)]

@@ -7,6 +7,7 @@ compare with ``<``/``>``, ``in`` compares with ``==``: a NaN is never found, whe
 A list is a mutable reference: every operator that changes one is ``Effect.WRITES`` on its first operand, and the
 passes treat lists as they treat arrays (never merged, hoisted or folded: two literals are two lists).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,6 +40,7 @@ def _fold(b, node, xs, start, step, first=0):
         if b.batched(xs):
             b.mark(v, node.inputs[0].type.elem)
         return [b.const(True), b.fix_dtype(step(carried, v), out_t)]
+
     for r in b.in_block(body, b.mask, run):
         body.add_return(r)
     return [loop.add_output(carried.type, b.graph.fresh_name(None))]
@@ -54,21 +56,29 @@ def _extremum_batch(compare):
         (xs,) = ins
         empty = b.op("aten::eq", b.op("aten::list_len", xs), b.const(0))
         check = b.node("prim::If", [empty], [])
-        fail, _ = check.add_block(), check.add_block()     # (the else block does nothing)
-        b.in_block(fail, None, lambda: b.node("prim::RaiseException", [b.const(
-            MIN_EMPTY if compare == "aten::lt" else MAX_EMPTY)], [], {"exc": "ValueError"}))
+        fail, _ = check.add_block(), check.add_block()  # (the else block does nothing)
+        b.in_block(
+            fail,
+            None,
+            lambda: b.node(
+                "prim::RaiseException",
+                [b.const(MIN_EMPTY if compare == "aten::lt" else MAX_EMPTY)],
+                [],
+                {"exc": "ValueError"},
+            ),
+        )
         first = b.op("aten::list_getitem", xs, b.const(0))
         if b.batched(xs):
             b.mark(first, node.inputs[0].type.elem)
         # Python keeps the first of equal items and replaces only when strictly smaller (larger)
         return _fold(b, node, xs, first, lambda acc, v: b.op("aten::where", b.op(compare, v, acc), v, acc), 1)
+
     return Batch.custom(rule)
 
 
 def _contains_batch(b, node, ins):
     xs, value = ins
-    return _fold(b, node, xs, b.const(False),
-                 lambda acc, v: b.op("aten::__or__", acc, b.op("aten::eq", v, value)))
+    return _fold(b, node, xs, b.const(False), lambda acc, v: b.op("aten::__or__", acc, b.op("aten::eq", v, value)))
 
 
 def _element(b, node, v, example):
@@ -77,10 +87,13 @@ def _element(b, node, v, example):
 
 def _not_masked(b, node, what):
     if b.mask is not None:
-        raise b.error(node, f"{what} under a condition that depends on a mapped value",
-                      "the list's length would differ between examples; use an array (grad records a loop's "
-                      "iterations in lists: vmap of grad of a loop whose trip count depends on a mapped value "
-                      "is not supported)")
+        raise b.error(
+            node,
+            f"{what} under a condition that depends on a mapped value",
+            "the list's length would differ between examples; use an array (grad records a loop's "
+            "iterations in lists: vmap of grad of a loop whose trip count depends on a mapped value "
+            "is not supported)",
+        )
 
 
 def _same_index(b, node, ins):
@@ -96,7 +109,7 @@ def _construct_batch(b, node, ins):
 
 def _getitem_batch(b, node, ins):
     xs, i = ins
-    if not b.batched(xs):   # an unbatched list read at an index that differs: per example
+    if not b.batched(xs):  # an unbatched list read at an index that differs: per example
         return b.lanes(node, ins)
     _same_index(b, node, ins)
     return [b.op(node.kind, xs, i)]
@@ -149,9 +162,11 @@ def _to_array_batch(b, node, ins):
 
 def _join_batch(extra):
     """np.concatenate / np.stack of a batched list: the axis moves by one."""
+
     def rule(b, node, ins):
         rank = node.inputs[0].type.elem.rank + extra
         return [b.op(node.kind, ins[0], axis=node.attrs["axis"] % rank + 1)]
+
     return rule
 
 
@@ -181,6 +196,7 @@ def _index(t: Type, what: str) -> None:
 
 # -- construction ------------------------------------------------------------------------------------------
 
+
 def _construct_rule(*types, elem, tape=False):
     lt = ListType(parse_type(elem))
     for t in types:
@@ -190,15 +206,22 @@ def _construct_rule(*types, elem, tape=False):
 
 # ``tape``: a list that reverse mode records a loop's values on (appended to, then read back); marked so that
 # differentiating a gradient graph again (``grad(grad(f))``) can tell it from a list of the user's
-register("prim::ListConstruct(Any... elems, *, str elem, bool tape) -> Any",
-         impl=lambda *xs, elem, tape=False: list(xs), infer=_construct_rule,
-         batch=Batch.custom(_construct_batch, fresh=True))
+register(
+    "prim::ListConstruct(Any... elems, *, str elem, bool tape) -> Any",
+    impl=lambda *xs, elem, tape=False: list(xs),
+    infer=_construct_rule,
+    batch=Batch.custom(_construct_batch, fresh=True),
+)
 
 
 # -- reading -----------------------------------------------------------------------------------------------
 
-register("aten::list_len(Any self) -> int", impl=len,
-         infer=lambda t: (_list(t, "len()"), INT)[1], batch=Batch.custom(_len_batch, unbatched_result=True))
+register(
+    "aten::list_len(Any self) -> int",
+    impl=len,
+    infer=lambda t: (_list(t, "len()"), INT)[1],
+    batch=Batch.custom(_len_batch, unbatched_result=True),
+)
 
 
 def _getitem(xs, i):
@@ -212,8 +235,13 @@ def _getitem_rule(t, i):
     return _list(t, "indexing").elem
 
 
-register("aten::list_getitem(Any self, int index) -> Any", impl=_getitem, infer=_getitem_rule,
-         effect=Effect.RAISES, batch=Batch.custom(_getitem_batch))
+register(
+    "aten::list_getitem(Any self, int index) -> Any",
+    impl=_getitem,
+    infer=_getitem_rule,
+    effect=Effect.RAISES,
+    batch=Batch.custom(_getitem_batch),
+)
 
 
 def _slice(xs, start, stop, step):
@@ -229,8 +257,13 @@ def _slice_rule(t, *bounds):
     return _list(t, "slicing")
 
 
-register("aten::list_slice(Any self, int? start, int? stop, int? step) -> Any", impl=_slice, infer=_slice_rule,
-         effect=Effect.RAISES, batch=Batch.custom(_same_list_batch))
+register(
+    "aten::list_slice(Any self, int? start, int? stop, int? step) -> Any",
+    impl=_slice,
+    infer=_slice_rule,
+    effect=Effect.RAISES,
+    batch=Batch.custom(_same_list_batch),
+)
 
 
 def _contains(xs, v):
@@ -246,8 +279,12 @@ def _contains_rule(t, v):
     return BOOL
 
 
-register("aten::list_contains(Any self, Any value) -> bool", impl=_contains, infer=_contains_rule,
-         batch=Batch.custom(_contains_batch))
+register(
+    "aten::list_contains(Any self, Any value) -> bool",
+    impl=_contains,
+    infer=_contains_rule,
+    batch=Batch.custom(_contains_batch),
+)
 
 
 def _sum(xs):
@@ -264,8 +301,12 @@ def _number_list(t, what):
     return lt
 
 
-register("aten::list_sum(Any self) -> Number", impl=_sum, batch=Batch.custom(_sum_batch),
-         infer=lambda t: FLOAT if _number_list(t, "sum()").elem == FLOAT else INT)
+register(
+    "aten::list_sum(Any self) -> Number",
+    impl=_sum,
+    batch=Batch.custom(_sum_batch),
+    infer=lambda t: FLOAT if _number_list(t, "sum()").elem == FLOAT else INT,
+)
 
 
 def _empty_message(name: str) -> str:
@@ -299,18 +340,32 @@ def _max(xs):
     return cur
 
 
-register("aten::list_min(Any self) -> Any", impl=_min, infer=lambda t: _number_list(t, "min()").elem,
-         effect=Effect.RAISES, batch=_extremum_batch("aten::lt"))
-register("aten::list_max(Any self) -> Any", impl=_max, infer=lambda t: _number_list(t, "max()").elem,
-         effect=Effect.RAISES, batch=_extremum_batch("aten::gt"))
+register(
+    "aten::list_min(Any self) -> Any",
+    impl=_min,
+    infer=lambda t: _number_list(t, "min()").elem,
+    effect=Effect.RAISES,
+    batch=_extremum_batch("aten::lt"),
+)
+register(
+    "aten::list_max(Any self) -> Any",
+    impl=_max,
+    infer=lambda t: _number_list(t, "max()").elem,
+    effect=Effect.RAISES,
+    batch=_extremum_batch("aten::gt"),
+)
 
 
 def _sorted(xs, *, reverse=False):
     return sorted(xs, reverse=reverse)
 
 
-register("aten::sorted(Any self, *, bool reverse) -> Any", impl=_sorted, batch=_SORTED_PER_EXAMPLE,
-         infer=lambda t, reverse=False: _number_list(t, "sorted()"))
+register(
+    "aten::sorted(Any self, *, bool reverse) -> Any",
+    impl=_sorted,
+    batch=_SORTED_PER_EXAMPLE,
+    infer=lambda t, reverse=False: _number_list(t, "sorted()"),
+)
 
 
 def _concat_rule(a, b):
@@ -319,8 +374,12 @@ def _concat_rule(a, b):
     return a
 
 
-register("aten::list_add(Any a, Any b) -> Any", impl=lambda a, b: a + b, infer=_concat_rule,
-         batch=Batch.custom(_same_list_batch))
+register(
+    "aten::list_add(Any a, Any b) -> Any",
+    impl=lambda a, b: a + b,
+    infer=_concat_rule,
+    batch=Batch.custom(_same_list_batch),
+)
 
 
 def _repeat_rule(t, n):
@@ -328,19 +387,29 @@ def _repeat_rule(t, n):
     return _list(t, "*")
 
 
-register("aten::list_mul(Any self, int n) -> Any", impl=lambda xs, n: xs * n, infer=_repeat_rule,
-         batch=Batch.custom(_same_list_batch))
+register(
+    "aten::list_mul(Any self, int n) -> Any",
+    impl=lambda xs, n: xs * n,
+    infer=_repeat_rule,
+    batch=Batch.custom(_same_list_batch),
+)
 
 
 # -- writing -----------------------------------------------------------------------------------------------
+
 
 def _append_rule(t, v):
     _check_elem(_list(t, "append()"), v, "append()")
     return []
 
 
-register("aten::append(Any self, Any value) -> ()", impl=lambda xs, v: xs.append(v), infer=_append_rule,
-         effect=Effect.WRITES, batch=Batch.custom(_grow_batch))
+register(
+    "aten::append(Any self, Any value) -> ()",
+    impl=lambda xs, v: xs.append(v),
+    infer=_append_rule,
+    effect=Effect.WRITES,
+    batch=Batch.custom(_grow_batch),
+)
 
 
 def _setitem(xs, i, v):
@@ -355,8 +424,13 @@ def _setitem_rule(t, i, v):
     return []
 
 
-register("aten::list_setitem(Any self, int index, Any value) -> ()", impl=_setitem, infer=_setitem_rule,
-         effect=Effect.WRITES, batch=Batch.custom(_setitem_batch))
+register(
+    "aten::list_setitem(Any self, int index, Any value) -> ()",
+    impl=_setitem,
+    infer=_setitem_rule,
+    effect=Effect.WRITES,
+    batch=Batch.custom(_setitem_batch),
+)
 
 
 def _pop(xs, i):
@@ -367,8 +441,13 @@ def _pop(xs, i):
     return xs.pop(i)
 
 
-register("aten::pop(Any self, int index) -> Any", impl=_pop, infer=_getitem_rule, effect=Effect.WRITES,
-         batch=Batch.custom(_grow_batch))
+register(
+    "aten::pop(Any self, int index) -> Any",
+    impl=_pop,
+    infer=_getitem_rule,
+    effect=Effect.WRITES,
+    batch=Batch.custom(_grow_batch),
+)
 
 
 def _insert_rule(t, i, v):
@@ -377,18 +456,22 @@ def _insert_rule(t, i, v):
     return []
 
 
-register("aten::insert(Any self, int index, Any value) -> ()", impl=lambda xs, i, v: xs.insert(i, v),
-         infer=_insert_rule, effect=Effect.WRITES, batch=Batch.custom(_grow_batch))
+register(
+    "aten::insert(Any self, int index, Any value) -> ()",
+    impl=lambda xs, i, v: xs.insert(i, v),
+    infer=_insert_rule,
+    effect=Effect.WRITES,
+    batch=Batch.custom(_grow_batch),
+)
 
 
 # -- arrays from lists -------------------------------------------------------------------------------------
 
 
-
 def _to_array(xs, *, dtype, rank):
     if not xs:
         return np.zeros((0,) * rank, dtype)
-    return np.array(xs) if rank > 1 else np.array(xs, dtype)    # (a list of float32 elements' values: float32)
+    return np.array(xs) if rank > 1 else np.array(xs, dtype)  # (a list of float32 elements' values: float32)
 
 
 def _to_array_rule(t, *, dtype, rank):
@@ -408,9 +491,15 @@ def _to_array_vjp(e, g, out, xs, *, dtype, rank):
 
 # ``dtype`` and ``rank`` are the result's, known at compile time: an empty list makes an empty array of them
 # (NumPy makes float64 of shape (0,) from any empty list)
-register("aten::list_to_array(Any self, *, str dtype, int rank) -> Tensor", impl=_to_array, infer=_to_array_rule,
-         effect=Effect.RAISES, shape=lambda types, consts, *, dtype, rank: [(None,) * rank],
-         batch=Batch.custom(_to_array_batch), vjp=_to_array_vjp)
+register(
+    "aten::list_to_array(Any self, *, str dtype, int rank) -> Tensor",
+    impl=_to_array,
+    infer=_to_array_rule,
+    effect=Effect.RAISES,
+    shape=lambda types, consts, *, dtype, rank: [(None,) * rank],
+    batch=Batch.custom(_to_array_batch),
+    vjp=_to_array_vjp,
+)
 
 
 def _array_list(t, what):
@@ -443,9 +532,11 @@ def _stack_rule(t, *, axis=0):
 
 def _unknown_dims(extra: int):
     """Shape rule: a list's type does not know its arrays' shapes, only their rank."""
+
     def rule(types, consts, **attrs):
         e = types[0].elem if isinstance(types[0], ListType) else None
         return [None if not isinstance(e, TensorType) or e.rank is None else (None,) * (e.rank + extra)]
+
     return rule
 
 
@@ -478,9 +569,21 @@ def _stack_vjp(e, g, out, arrays, *, axis=0):
     return ([e.op("aten::select", g, e.const(j), dim=k) for j in range(len(parts))],)
 
 
-register("aten::concatenate(Any arrays, *, int axis) -> Tensor", effect=Effect.RAISES, shape=_unknown_dims(0),
-         impl=lambda xs, *, axis=0: np.concatenate(xs, axis=axis), infer=_concatenate_rule,
-         batch=Batch.custom(_join_batch(0)), vjp=_concatenate_vjp)
-register("aten::stack(Any arrays, *, int axis) -> Tensor", effect=Effect.RAISES, shape=_unknown_dims(1),
-         impl=lambda xs, *, axis=0: np.stack(xs, axis=axis), infer=_stack_rule, batch=Batch.custom(_join_batch(1)),
-         vjp=_stack_vjp)
+register(
+    "aten::concatenate(Any arrays, *, int axis) -> Tensor",
+    effect=Effect.RAISES,
+    shape=_unknown_dims(0),
+    impl=lambda xs, *, axis=0: np.concatenate(xs, axis=axis),
+    infer=_concatenate_rule,
+    batch=Batch.custom(_join_batch(0)),
+    vjp=_concatenate_vjp,
+)
+register(
+    "aten::stack(Any arrays, *, int axis) -> Tensor",
+    effect=Effect.RAISES,
+    shape=_unknown_dims(1),
+    impl=lambda xs, *, axis=0: np.stack(xs, axis=axis),
+    infer=_stack_rule,
+    batch=Batch.custom(_join_batch(1)),
+    vjp=_stack_vjp,
+)

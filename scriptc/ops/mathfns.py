@@ -2,6 +2,7 @@
 and NumPy scalars they follow the NumPy ufunc. The table below is the only place a function is named: the op, the
 ``math``
 function and the NumPy ufunc the frontend maps onto it."""
+
 from __future__ import annotations
 
 import builtins
@@ -16,9 +17,10 @@ from ..ir.types import INT, FLOAT, TensorType, is_numpy_scalar
 
 def _unary(scalar_fn, array_fn):
     def impl(x):
-        if isinstance(x, np.ndarray) or is_numpy_scalar(x):    # (math.sqrt(x[i]) is given the float: calls.py)
+        if isinstance(x, np.ndarray) or is_numpy_scalar(x):  # (math.sqrt(x[i]) is given the float: calls.py)
             return array_fn(x)
         return scalar_fn(x)
+
     return impl
 
 
@@ -28,6 +30,7 @@ def _unary(scalar_fn, array_fn):
 def _chain(derivative):
     def vjp(e, g, out, x):
         return (e.mul(g, derivative(e, x, out)),)
+
     return vjp
 
 
@@ -79,7 +82,7 @@ UNARY = [
     ("sinh", math.sinh, np.sinh, ()),
     ("cosh", math.cosh, np.cosh, ()),
     ("tanh", math.tanh, np.tanh, ()),
-    ("floor", math.floor, np.floor, ()),     # math.floor(float) is an int, as in Python
+    ("floor", math.floor, np.floor, ()),  # math.floor(float) is an int, as in Python
     ("ceil", math.ceil, np.ceil, ()),
     ("trunc", math.trunc, np.trunc, ()),
     ("abs", builtins.abs, np.abs, (np.absolute,)),
@@ -94,6 +97,7 @@ class CMath:
     and libdevice's ``__nv_exp``/``__nv_expf``. ``overflows``: an infinite result from a finite argument is a
     range error (OverflowError), else a domain error (ValueError), as CPython's ``math_1`` decides; ``vector``:
     glibc's libmvec has SIMD variants (array loops call them, within 4 ulp as NumPy's own SIMD loops are)."""
+
     name: str
     nargs: int = 1
     overflows: bool = False
@@ -103,26 +107,59 @@ class CMath:
 # The C math functions native code calls, the one table the backends read (libm, libmvec and libdevice names).
 # On arrays, even alone, the operators computed by one of them run in the fused element loop, whose vectorized
 # form calls the SIMD variants (passes/fusion.py).
-C_MATH = {c.name: c for c in [
-    CMath("exp", overflows=True), CMath("expm1", overflows=True), CMath("sinh", overflows=True),
-    CMath("cosh", overflows=True), CMath("log"), CMath("log2"), CMath("log10"), CMath("log1p"), CMath("sin"),
-    CMath("cos"), CMath("tan"), CMath("asin"), CMath("acos"), CMath("atan"), CMath("tanh"),
-    CMath("pow", 2), CMath("atan2", 2), CMath("hypot", 2), CMath("fmod", 2, vector=False),
-]}
+C_MATH = {
+    c.name: c
+    for c in [
+        CMath("exp", overflows=True),
+        CMath("expm1", overflows=True),
+        CMath("sinh", overflows=True),
+        CMath("cosh", overflows=True),
+        CMath("log"),
+        CMath("log2"),
+        CMath("log10"),
+        CMath("log1p"),
+        CMath("sin"),
+        CMath("cos"),
+        CMath("tan"),
+        CMath("asin"),
+        CMath("acos"),
+        CMath("atan"),
+        CMath("tanh"),
+        CMath("pow", 2),
+        CMath("atan2", 2),
+        CMath("hypot", 2),
+        CMath("fmod", 2, vector=False),
+    ]
+}
 
 for _name, _scalar, _ufunc, _more in UNARY:
     _impl = _unary(_scalar, _ufunc)
-    register(f"aten::{_name}(Number|Tensor self) -> Number|Tensor", impl=_impl, infer=by_sample(_impl),
-             effect=Effect.RAISES, elementwise=True, py=(_scalar, _ufunc) + _more, ufunc=_ufunc,
-             scalar=_scalar, vjp=_chain(D[_name]) if _name in D else ZERO_DERIVATIVE, libm=C_MATH.get(_name))
+    register(
+        f"aten::{_name}(Number|Tensor self) -> Number|Tensor",
+        impl=_impl,
+        infer=by_sample(_impl),
+        effect=Effect.RAISES,
+        elementwise=True,
+        py=(_scalar, _ufunc) + _more,
+        ufunc=_ufunc,
+        scalar=_scalar,
+        vjp=_chain(D[_name]) if _name in D else ZERO_DERIVATIVE,
+        libm=C_MATH.get(_name),
+    )
 
 
 # np.floor, np.ceil and np.trunc of a Python float: NumPy's float (inf, nan and -0.0 as they are), where math's
 # functions, the ops above, give an int (raising for inf and nan)
 for _name, _ufunc in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)):
     _impl = (lambda u: lambda x: float(u(x)))(_ufunc)
-    register(f"aten::{_name}_float(float self) -> float", impl=_impl, infer=by_sample(_impl), effect=Effect.PURE,
-             batch=Batch.LANES, vjp=ZERO_DERIVATIVE)
+    register(
+        f"aten::{_name}_float(float self) -> float",
+        impl=_impl,
+        infer=by_sample(_impl),
+        effect=Effect.PURE,
+        batch=Batch.LANES,
+        vjp=ZERO_DERIVATIVE,
+    )
 
 
 def _binary(scalar_fn, array_fn):
@@ -130,6 +167,7 @@ def _binary(scalar_fn, array_fn):
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
             return array_fn(a, b)
         return scalar_fn(a, b)
+
     return impl
 
 
@@ -142,18 +180,18 @@ def _hypot_vjp(e, g, out, a, b):
     return e.mul(g, e.div(a, out)), e.mul(g, e.div(b, out))
 
 
-def _copysign_vjp(e, g, out, a, b):   # |a| with b's sign: the sign of a times b's sign
+def _copysign_vjp(e, g, out, a, b):  # |a| with b's sign: the sign of a times b's sign
     return e.mul(g, e.mul(e.op("aten::copysign", e.const(1.0), a), e.op("aten::copysign", e.const(1.0), b))), None
 
 
-def _fmod_vjp(e, g, out, a, b):   # a - trunc(a / b) * b
+def _fmod_vjp(e, g, out, a, b):  # a - trunc(a / b) * b
     return g, e.neg(e.mul(g, e.op("aten::trunc", e.div(a, b))))
 
 
 def _float_power_vjp(e, g, out, a, b):
     p = e.sub(b, e.const(1.0))
     scalars = not isinstance(a.type, TensorType) and not isinstance(b.type, TensorType)
-    da = e.mul(g, e.mul(b, e.pow_ieee(a, p) if scalars else e.op("aten::float_power", a, p)))   # math.pow raises
+    da = e.mul(g, e.mul(b, e.pow_ieee(a, p) if scalars else e.op("aten::float_power", a, p)))  # math.pow raises
     return da, (e.mul(g, e.mul(out, e.log_or_zero(a))) if e.differentiable(b) else None)
 
 
@@ -162,12 +200,19 @@ BINARY_FNS = [
     ("hypot", math.hypot, np.hypot, _hypot_vjp),
     ("copysign", math.copysign, np.copysign, _copysign_vjp),
     ("fmod", math.fmod, np.fmod, _fmod_vjp),
-    ("float_power", math.pow, np.float_power, _float_power_vjp),   # math.pow: always a float, domain errors raise
+    ("float_power", math.pow, np.float_power, _float_power_vjp),  # math.pow: always a float, domain errors raise
 ]
 for _name, _scalar, _ufunc, _vjp in BINARY_FNS:
     _impl = _binary(_scalar, _ufunc)
-    register(f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> Number|Tensor", impl=_impl,
-             infer=by_sample(_impl), effect=Effect.RAISES, elementwise=True, py=(_scalar, _ufunc), vjp=_vjp)
+    register(
+        f"aten::{_name}(Number|Tensor self, Number|Tensor other) -> Number|Tensor",
+        impl=_impl,
+        infer=by_sample(_impl),
+        effect=Effect.RAISES,
+        elementwise=True,
+        py=(_scalar, _ufunc),
+        vjp=_vjp,
+    )
 
 
 def _balanced(e, g, out, a, b):
@@ -187,21 +232,41 @@ def _np_minimum(a, b):
     return np.minimum(a, b)
 
 
-register("aten::maximum(Number|Tensor self, Number|Tensor other) -> Number|Tensor", impl=_np_maximum,
-         infer=by_sample(_np_maximum), elementwise=True, py=(np.maximum,), vjp=_balanced)
-register("aten::minimum(Number|Tensor self, Number|Tensor other) -> Number|Tensor", impl=_np_minimum,
-         infer=by_sample(_np_minimum), elementwise=True, py=(np.minimum,), vjp=_balanced)
+register(
+    "aten::maximum(Number|Tensor self, Number|Tensor other) -> Number|Tensor",
+    impl=_np_maximum,
+    infer=by_sample(_np_maximum),
+    elementwise=True,
+    py=(np.maximum,),
+    vjp=_balanced,
+)
+register(
+    "aten::minimum(Number|Tensor self, Number|Tensor other) -> Number|Tensor",
+    impl=_np_minimum,
+    infer=by_sample(_np_minimum),
+    elementwise=True,
+    py=(np.minimum,),
+    vjp=_balanced,
+)
 
 
 def _where(c, a, b):
     return np.where(c, a, b)
 
 
-register("aten::where(Tensor condition, Number|Tensor self, Number|Tensor other) -> Tensor", impl=_where,
-         batch=Batch.elementwise(promote=(1, 2)),   # the condition stays bool
-         infer=by_sample(_where), elementwise=True, py=(np.where,),
-         vjp=lambda e, g, out, c, a, b: (None, e.op("aten::where", c, g, e.const(0.0)),
-                                         e.op("aten::where", c, e.const(0.0), g)))
+register(
+    "aten::where(Tensor condition, Number|Tensor self, Number|Tensor other) -> Tensor",
+    impl=_where,
+    batch=Batch.elementwise(promote=(1, 2)),  # the condition stays bool
+    infer=by_sample(_where),
+    elementwise=True,
+    py=(np.where,),
+    vjp=lambda e, g, out, c, a, b: (
+        None,
+        e.op("aten::where", c, g, e.const(0.0)),
+        e.op("aten::where", c, e.const(0.0), g),
+    ),
+)
 
 
 def _clip(x, lo, hi):
@@ -217,8 +282,14 @@ def _clip_vjp(e, g, out, x, lo, hi):
     return to_x, to_lo, to_hi
 
 
-register("aten::clip(Tensor self, Number|Tensor min, Number|Tensor max) -> Tensor", impl=_clip,
-         infer=by_sample(_clip), elementwise=True, py=(np.clip,), vjp=_clip_vjp)
+register(
+    "aten::clip(Tensor self, Number|Tensor min, Number|Tensor max) -> Tensor",
+    impl=_clip,
+    infer=by_sample(_clip),
+    elementwise=True,
+    py=(np.clip,),
+    vjp=_clip_vjp,
+)
 
 
 def _same_kind_scalars(name):
@@ -226,26 +297,38 @@ def _same_kind_scalars(name):
         if isinstance(a, TensorType) or isinstance(b, TensorType):
             raise OpTypeError(f"{name}() of arrays compares whole arrays; use np.{name}imum for element-wise")
         if a != b and {a, b} == {INT, FLOAT}:
-            raise OpTypeError(f"{name}() of an int and a float returns either type depending on the values; "
-                              f"convert one with float()")
+            raise OpTypeError(
+                f"{name}() of an int and a float returns either type depending on the values; convert one with float()"
+            )
         if a != b:
             raise OpTypeError(f"{name}() of {a} and {b} is not supported")
         return a
+
     return rule
 
 
 def _python_extremum_batch(compare):
     """max(a, b) is b if b > a else a (and min with <): Python's choice on ties and NaN, unlike np.maximum."""
+
     def rule(b, node, ins):
         x, y = ins
         return [b.fix_dtype(b.op("aten::where", b.op(compare, y, x), y, x), node.outputs[0].type)]
+
     return Batch.custom(rule)
 
 
 # Python's min/max: the first of equal values wins and nan compares false, exactly as builtins do.
-register("prim::max(Number self, Number other) -> Number", impl=builtins.max, infer=_same_kind_scalars("max"),
-         batch=_python_extremum_batch("aten::gt"),
-         vjp=_balanced)
-register("prim::min(Number self, Number other) -> Number", impl=builtins.min, infer=_same_kind_scalars("min"),
-         batch=_python_extremum_batch("aten::lt"),
-         vjp=_balanced)
+register(
+    "prim::max(Number self, Number other) -> Number",
+    impl=builtins.max,
+    infer=_same_kind_scalars("max"),
+    batch=_python_extremum_batch("aten::gt"),
+    vjp=_balanced,
+)
+register(
+    "prim::min(Number self, Number other) -> Number",
+    impl=builtins.min,
+    infer=_same_kind_scalars("min"),
+    batch=_python_extremum_batch("aten::lt"),
+    vjp=_balanced,
+)

@@ -1,6 +1,7 @@
 """Structural and bookkeeping operators: constants, tuples, printing, formatting, ranges, unbound locals.
 ``prim::Loop``, ``prim::If`` and ``prim::CallFunction`` carry blocks or graphs; the verifier and the
 interpreter know their structure, the registry only their effects."""
+
 from __future__ import annotations
 
 import sys
@@ -22,9 +23,13 @@ UNBOUND = _Unbound()
 
 # Batching (``OpDef.batch``): constants, tuples, print, messages, unbound checks and control flow are handled by
 # the vmap transform itself (scriptc/transforms/vmap.py, vmap_rules.py).
-register("prim::Constant(*, Any value) -> Any", impl=lambda *, value=None: value, batch=Batch.TRANSFORM,
-         infer=lambda *, value=None: type_of(value),
-         shape=lambda types, consts, *, value=None: [value.shape if isinstance(value, np.ndarray) else None])
+register(
+    "prim::Constant(*, Any value) -> Any",
+    impl=lambda *, value=None: value,
+    batch=Batch.TRANSFORM,
+    infer=lambda *, value=None: type_of(value),
+    shape=lambda types, consts, *, value=None: [value.shape if isinstance(value, np.ndarray) else None],
+)
 register("prim::Uninitialized() -> Any", impl=lambda: UNBOUND, infer=None, batch=Batch.TRANSFORM)
 
 
@@ -33,8 +38,13 @@ def _assert_bound(defined, *, name):
         raise UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value")
 
 
-register("prim::AssertBound(bool defined, *, str name) -> ()", impl=_assert_bound,
-         infer=lambda t, *, name: [], effect=Effect.RAISES, batch=Batch.TRANSFORM)
+register(
+    "prim::AssertBound(bool defined, *, str name) -> ()",
+    impl=_assert_bound,
+    infer=lambda t, *, name: [],
+    effect=Effect.RAISES,
+    batch=Batch.TRANSFORM,
+)
 
 
 def _print(*values, sep=" ", end="\n"):
@@ -43,23 +53,42 @@ def _print(*values, sep=" ", end="\n"):
 
 def _print_rule(*types, sep=" ", end="\n"):
     for t in types:
-        if isinstance(t, (TensorType, ListType)) or t.is_scalar or t == STR or isinstance(t, TupleType) \
-                or str(t) == "NoneType":
+        if (
+            isinstance(t, (TensorType, ListType))
+            or t.is_scalar
+            or t == STR
+            or isinstance(t, TupleType)
+            or str(t) == "NoneType"
+        ):
             continue
         raise OpTypeError(f"cannot print {t}")
     return []
 
 
-register("prim::Print(Any... values, *, str sep, str end) -> ()", impl=_print, infer=_print_rule,
-         effect=Effect.IO, py=(print,), batch=Batch.TRANSFORM, numpy_scalars=True)   # printed as NumPy prints them
+register(
+    "prim::Print(Any... values, *, str sep, str end) -> ()",
+    impl=_print,
+    infer=_print_rule,
+    effect=Effect.IO,
+    py=(print,),
+    batch=Batch.TRANSFORM,
+    numpy_scalars=True,
+)  # printed as NumPy prints them
 
 
 def _format(*values, fmt):
     return fmt.format(*values)
 
 
-register("aten::format(Any... values, *, str fmt) -> str", impl=_format, infer=lambda *t, fmt: STR,
-         effect=Effect.RAISES, batch=Batch.TRANSFORM, numpy_scalars=True)
+register(
+    "aten::format(Any... values, *, str fmt) -> str",
+    impl=_format,
+    infer=lambda *t, fmt: STR,
+    effect=Effect.RAISES,
+    batch=Batch.TRANSFORM,
+    numpy_scalars=True,
+)
+
 
 def _tuple_construct(*xs, named=None):
     """A tuple, or with ``named`` (a NamedTuple class's ``module.qualname``) an instance of that class."""
@@ -76,8 +105,13 @@ def _tuple_construct_rule(*ts, named=None):
     return NamedTupleType(tuple(ts), named, fields)
 
 
-register("prim::TupleConstruct(Any... elems, *, str? named) -> Tuple", impl=_tuple_construct,
-         infer=_tuple_construct_rule, batch=Batch.TRANSFORM, numpy_scalars=True)
+register(
+    "prim::TupleConstruct(Any... elems, *, str? named) -> Tuple",
+    impl=_tuple_construct,
+    infer=_tuple_construct_rule,
+    batch=Batch.TRANSFORM,
+    numpy_scalars=True,
+)
 
 
 def _unpack_rule(t):
@@ -86,8 +120,7 @@ def _unpack_rule(t):
     return list(t.elems)
 
 
-register("prim::TupleUnpack(Tuple self) -> ...", impl=lambda t: tuple(t), infer=_unpack_rule,
-         batch=Batch.TRANSFORM)
+register("prim::TupleUnpack(Tuple self) -> ...", impl=lambda t: tuple(t), infer=_unpack_rule, batch=Batch.TRANSFORM)
 
 
 def _tuple_index_rule(t, *, index):
@@ -100,9 +133,12 @@ def _tuple_index_rule(t, *, index):
 
 # An element of a tuple not bound yet is not bound either (native code reads whatever the slot holds; no
 # program can observe it: reading the tuple itself is what raises UnboundLocalError).
-register("prim::TupleIndex(Tuple self, *, int index) -> Any",
-         impl=lambda t, *, index: UNBOUND if t is UNBOUND else t[index], infer=_tuple_index_rule,
-         batch=Batch.TRANSFORM)
+register(
+    "prim::TupleIndex(Tuple self, *, int index) -> Any",
+    impl=lambda t, *, index: UNBOUND if t is UNBOUND else t[index],
+    infer=_tuple_index_rule,
+    batch=Batch.TRANSFORM,
+)
 
 
 def _exact_range_length(lo, hi, step):
@@ -116,7 +152,7 @@ def _exact_range_length(lo, hi, step):
 def _range_length(lo, hi, step):
     """A for loop's trip count over range(lo, hi, step): its length, at most 2**63 - 1 (more steps than any
     loop runs: a loop that returns or breaks gives CPython's result)."""
-    return min(_exact_range_length(lo, hi, step), 2 ** 63 - 1)
+    return min(_exact_range_length(lo, hi, step), 2**63 - 1)
 
 
 def _range_last(lo, hi, step):
@@ -138,20 +174,43 @@ def _derive_index_batch(b, node, ins):
     return [b.op("aten::add", start, b.op("aten::mul", i, step))]
 
 
-register("aten::__range_length(int lo, int hi, int step) -> int", impl=_range_length, infer=_ints_rule,
-         effect=Effect.RAISES, batch=Batch.LANES)
-register("aten::__range_last(int lo, int hi, int step) -> int", impl=_range_last, infer=_ints_rule,
-         effect=Effect.RAISES, batch=Batch.LANES)
-register("aten::__derive_index(int index, int start, int step) -> int",
-         impl=lambda i, start, step: start + i * step, infer=_ints_rule, batch=Batch.custom(_derive_index_batch))
+register(
+    "aten::__range_length(int lo, int hi, int step) -> int",
+    impl=_range_length,
+    infer=_ints_rule,
+    effect=Effect.RAISES,
+    batch=Batch.LANES,
+)
+register(
+    "aten::__range_last(int lo, int hi, int step) -> int",
+    impl=_range_last,
+    infer=_ints_rule,
+    effect=Effect.RAISES,
+    batch=Batch.LANES,
+)
+register(
+    "aten::__derive_index(int index, int start, int step) -> int",
+    impl=lambda i, start, step: start + i * step,
+    infer=_ints_rule,
+    batch=Batch.custom(_derive_index_batch),
+)
 
 # Control flow and calls: structure checked by the verifier, executed by the interpreter.
-register("prim::Loop(int max_trip_count, bool condition, Any... carried) -> ...", effect=Effect.IO,
-         structural=True, batch=Batch.TRANSFORM)
+register(
+    "prim::Loop(int max_trip_count, bool condition, Any... carried) -> ...",
+    effect=Effect.IO,
+    structural=True,
+    batch=Batch.TRANSFORM,
+)
 register("prim::If(bool condition) -> ...", effect=Effect.IO, structural=True, batch=Batch.TRANSFORM)
 # Batched: the callee per example (what remains after inlining: recursive functions).
 # A NumPy scalar argument reaches the callee as it is (numpy_scalars): the callee is compiled for it, as
 # CPython would pass the np.int32 object (the frontend decaying it made the call's types differ from the callee's).
-register("prim::CallFunction(Any... args, *, Graph fn) -> Any", effect=Effect.IO, structural=True,
-         batch=Batch.LANES, numpy_scalars=True,
-         infer=lambda *types, fn: [v.type for v in fn.outputs])
+register(
+    "prim::CallFunction(Any... args, *, Graph fn) -> Any",
+    effect=Effect.IO,
+    structural=True,
+    batch=Batch.LANES,
+    numpy_scalars=True,
+    infer=lambda *types, fn: [v.type for v in fn.outputs],
+)

@@ -10,6 +10,7 @@ shape of ``counts``: row i holds the two output words for counter row i. Everyth
 The reference implementation below computes in NumPy ``uint32`` arithmetic, which wraps modulo 2**32 as the
 cipher needs; the native lowering is ``scriptc/backend/llvm/random_lower.py``.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,8 +59,7 @@ def _rule(key, counts):
         if t.dtype is not None and t.dtype != "uint32":
             raise OpTypeError(f"threefry2x32(): {what} must be a uint32 array, got {t.dtype}")
         if t.rank is not None and t.rank != (1 if what == "key" else 2):
-            raise OpTypeError(f"threefry2x32(): {what} must have rank {1 if what == 'key' else 2}, "
-                              f"got {t.rank}")
+            raise OpTypeError(f"threefry2x32(): {what} must have rank {1 if what == 'key' else 2}, got {t.rank}")
     return TensorType("uint32", 2)
 
 
@@ -69,15 +69,22 @@ def _shape(types, consts):
 
 
 # Batched per key (``Batch.LANES``): vmap over keys runs the cipher once per example's key.
-register("random::threefry2x32(Tensor key, Tensor counts) -> Tensor", impl=threefry2x32, infer=_rule,
-         effect=Effect.RAISES, batch=Batch.LANES,
-         shape=_shape, py=(threefry2x32,))
+register(
+    "random::threefry2x32(Tensor key, Tensor counts) -> Tensor",
+    impl=threefry2x32,
+    infer=_rule,
+    effect=Effect.RAISES,
+    batch=Batch.LANES,
+    shape=_shape,
+    py=(threefry2x32,),
+)
 
 
 # -- fma(x, scale, offset): x * scale + offset rounded once, as XLA's CPU backend contracts
 # jax.random.uniform's ``floats * (maxval - minval) + minval`` ------------------------------------------------
 def _fma_one(a: float, b: float, c: float, dtype) -> float:
-    from fractions import Fraction    # on first use: fractions imports decimal, a few ms of import scriptc
+    from fractions import Fraction  # on first use: fractions imports decimal, a few ms of import scriptc
+
     exact = Fraction(a) * Fraction(b) + Fraction(c)
     r = float(exact) if abs(exact) < Fraction(2) ** 1024 else math.copysign(math.inf, exact)
     if dtype == np.float32 and math.isfinite(r) and Fraction(r) != exact:
@@ -113,10 +120,20 @@ def _fma_rule(x, scale, offset):
 
 def _fma_vjp(e, g, out, x, scale, offset):
     """x * scale + offset, scale and offset of shape (1,)."""
-    def like_scale(total):      # (an element-wise add: a shared kernel's call, where a fill would be a loop)
+
+    def like_scale(total):  # (an element-wise add: a shared kernel's call, where a fill would be a loop)
         return e.add(e.op("aten::zeros_like", scale, dtype=scale.type.dtype or "float64"), total)
+
     return e.mul(g, scale), like_scale(e.op("aten::sum", e.mul(g, x))), like_scale(e.op("aten::sum", g))
 
 
-register("random::fma(Tensor x, Tensor scale, Tensor offset) -> Tensor", impl=fma, infer=_fma_rule, batch=Batch.LANES,
-         effect=Effect.RAISES, shape=lambda types, consts: [types[0].shape], py=(fma,), vjp=_fma_vjp)
+register(
+    "random::fma(Tensor x, Tensor scale, Tensor offset) -> Tensor",
+    impl=fma,
+    infer=_fma_rule,
+    batch=Batch.LANES,
+    effect=Effect.RAISES,
+    shape=lambda types, consts: [types[0].shape],
+    py=(fma,),
+    vjp=_fma_vjp,
+)

@@ -3,14 +3,28 @@
 Indexing follows NumPy: ``x[i, j]`` with one int per dimension reads an element (as a Python scalar);
 fewer ints or any slice give a view (``aten::select`` / ``aten::slice``), so writes through it reach ``x``.
 Negative indices wrap; out-of-bounds indices raise IndexError."""
+
 from __future__ import annotations
 
 import numpy as np
 
 import math
 
-from ..ir.registry import (ZERO_DERIVATIVE, Batch, Effect, NeedsSpecialization, OpTypeError, by_sample, const_dim,
-                           no_outputs, numel, register, same_shape, scalar_result, shape_of)
+from ..ir.registry import (
+    ZERO_DERIVATIVE,
+    Batch,
+    Effect,
+    NeedsSpecialization,
+    OpTypeError,
+    by_sample,
+    const_dim,
+    no_outputs,
+    numel,
+    register,
+    same_shape,
+    scalar_result,
+    shape_of,
+)
 from ..ir.types import BOOL, INT, NARROW_SCALARS, NONE, TensorType, TupleType, Type, element_type, scalar_dtype
 
 
@@ -47,13 +61,24 @@ def _len_batch(b, node, ins):
     return [b.dims(ins[0])[0]]
 
 
-register("aten::size(Tensor self) -> (int, ...)", impl=lambda x: tuple(x.shape),
-         batch=Batch.custom(_size_batch, unbatched_result=True),
-         infer=lambda t: TupleType((INT,) * _array(t, "x.shape").rank))
-register("aten::dim(Tensor self) -> int", impl=lambda x: x.ndim, infer=lambda t: INT,
-         batch=Batch.custom(_dim_batch, unbatched_result=True))
-register("aten::numel(Tensor self) -> int", impl=lambda x: x.size, infer=lambda t: INT,
-         batch=Batch.custom(_numel_batch, unbatched_result=True))
+register(
+    "aten::size(Tensor self) -> (int, ...)",
+    impl=lambda x: tuple(x.shape),
+    batch=Batch.custom(_size_batch, unbatched_result=True),
+    infer=lambda t: TupleType((INT,) * _array(t, "x.shape").rank),
+)
+register(
+    "aten::dim(Tensor self) -> int",
+    impl=lambda x: x.ndim,
+    infer=lambda t: INT,
+    batch=Batch.custom(_dim_batch, unbatched_result=True),
+)
+register(
+    "aten::numel(Tensor self) -> int",
+    impl=lambda x: x.size,
+    infer=lambda t: INT,
+    batch=Batch.custom(_numel_batch, unbatched_result=True),
+)
 
 
 def _len(x):
@@ -68,23 +93,36 @@ def _len_rule(t):
     return INT
 
 
-register("aten::len(Tensor self) -> int", impl=_len, infer=_len_rule, effect=Effect.RAISES, py=(len,),
-         batch=Batch.custom(_len_batch, unbatched_result=True))
+register(
+    "aten::len(Tensor self) -> int",
+    impl=_len,
+    infer=_len_rule,
+    effect=Effect.RAISES,
+    py=(len,),
+    batch=Batch.custom(_len_batch, unbatched_result=True),
+)
 
 
 def _transpose_batch(b, node, ins):
     """The example's axes reversed, the batch axis kept first (a view)."""
     rank = node.inputs[0].type.rank
     if rank < 2:
-        return [ins[0]]   # x.T of a 1-D array is x
+        return [ins[0]]  # x.T of a 1-D array is x
     return [b.op("aten::permute", ins[0], dims=[0] + list(range(rank, 0, -1)))]
 
 
-register("aten::numpy_T(Tensor self) -> Tensor", impl=lambda x: x.T,
-         batch=Batch.custom(_transpose_batch, view=True), vjp=lambda e, g, out, x: (e.op("aten::numpy_T", g),),
-         infer=lambda t: TensorType(t.dtype, t.rank, t.shape[::-1] if t.shape else None)
-         if isinstance(t, TensorType) else _array(t, "x.T"),
-         shape=lambda types, consts: [None if shape_of(types[0]) is None else shape_of(types[0])[::-1]])
+register(
+    "aten::numpy_T(Tensor self) -> Tensor",
+    impl=lambda x: x.T,
+    batch=Batch.custom(_transpose_batch, view=True),
+    vjp=lambda e, g, out, x: (e.op("aten::numpy_T", g),),
+    infer=lambda t: (
+        TensorType(t.dtype, t.rank, t.shape[::-1] if t.shape else None)
+        if isinstance(t, TensorType)
+        else _array(t, "x.T")
+    ),
+    shape=lambda types, consts: [None if shape_of(types[0]) is None else shape_of(types[0])[::-1]],
+)
 
 
 def _reshape(x, *shape):
@@ -113,9 +151,15 @@ def _reshape_batch(b, node, ins):
     return [b.op("aten::reshape", ins[0], b.size, *ins[1:])]
 
 
-register("aten::reshape(Tensor self, int... shape) -> Tensor", impl=_reshape, infer=_reshape_rule,
-         effect=Effect.RAISES, shape=_reshape_shape, batch=Batch.custom(_reshape_batch, view=True),
-         vjp=lambda e, g, out, x, *shape: (e.reshape_like(g, x),) + (None,) * len(shape))
+register(
+    "aten::reshape(Tensor self, int... shape) -> Tensor",
+    impl=_reshape,
+    infer=_reshape_rule,
+    effect=Effect.RAISES,
+    shape=_reshape_shape,
+    batch=Batch.custom(_reshape_batch, view=True),
+    vjp=lambda e, g, out, x, *shape: (e.reshape_like(g, x),) + (None,) * len(shape),
+)
 
 
 # ``x`` with its axes permuted (``np.transpose(x, dims)``, a view): made by vmap to move batch axes.
@@ -134,18 +178,30 @@ def _permute_batch(b, node, ins):
     return [b.op("aten::permute", ins[0], dims=[0] + [d + 1 for d in node.attrs["dims"]])]
 
 
-register("aten::permute(Tensor self, *, int[] dims) -> Tensor", impl=_permute, infer=_permute_rule,
-         shape=lambda types, consts, *, dims: [None if shape_of(types[0]) is None
-                                               else tuple(shape_of(types[0])[d] for d in dims)],
-         view=True, batch=Batch.custom(_permute_batch, view=True))
+register(
+    "aten::permute(Tensor self, *, int[] dims) -> Tensor",
+    impl=_permute,
+    infer=_permute_rule,
+    shape=lambda types, consts, *, dims: [
+        None if shape_of(types[0]) is None else tuple(shape_of(types[0])[d] for d in dims)
+    ],
+    view=True,
+    batch=Batch.custom(_permute_batch, view=True),
+)
 
 # -- copies and casts -----------------------------------------------------------------------------------
 # a C-ordered copy, as ndarray.copy() makes and native code makes for np.copy too (NumPy's np.copy keeps an
 # F-ordered array's order: README)
-register("aten::clone(Tensor self) -> Tensor", impl=lambda x: np.array(x, order="C"),
-         infer=lambda t: _array_keep(t, "copy()"),
-         batch=Batch.SAME,
-         methods=("copy",), py=(np.copy,), shape=same_shape, vjp=lambda e, g, out, x: (g,))
+register(
+    "aten::clone(Tensor self) -> Tensor",
+    impl=lambda x: np.array(x, order="C"),
+    infer=lambda t: _array_keep(t, "copy()"),
+    batch=Batch.SAME,
+    methods=("copy",),
+    py=(np.copy,),
+    shape=same_shape,
+    vjp=lambda e, g, out, x: (g,),
+)
 
 
 def _array_keep(t, what):
@@ -158,18 +214,25 @@ def _astype(x, *, dtype):
     return x.astype(dtype)
 
 
-register("aten::to(Tensor self, *, str dtype) -> Tensor", impl=_astype, batch=Batch.SAME,
-         infer=lambda t, dtype: TensorType(dtype, _array_keep(t, "astype()").rank, t.shape),
-         shape=same_shape, vjp=lambda e, g, out, x, dtype: (e.op("aten::to", g, dtype=x.type.dtype),))
+register(
+    "aten::to(Tensor self, *, str dtype) -> Tensor",
+    impl=_astype,
+    batch=Batch.SAME,
+    infer=lambda t, dtype: TensorType(dtype, _array_keep(t, "astype()").rank, t.shape),
+    shape=same_shape,
+    vjp=lambda e, g, out, x, dtype: (e.op("aten::to", g, dtype=x.type.dtype),),
+)
 
 # -- creation -----------------------------------------------------------------------------------------------
 
 
 def _creation_shape(make_fill=False):
     """The shape is the (int) inputs: each dimension whose value is known."""
+
     def rule(types, consts, *, dtype):
         skip = 1 if make_fill else 0
         return [tuple(const_dim(t, c) for t, c in zip(types[skip:], consts[skip:]))]
+
     return rule
 
 
@@ -178,6 +241,7 @@ def _shape_rule(make_fill=False):
         shape = types[1:] if make_fill else types
         _ints(shape, "shape")
         return TensorType(dtype, len(shape))
+
     return rule
 
 
@@ -190,15 +254,30 @@ def _create_batch(b, node, ins):
     return [b.op(node.kind, b.size, *ins, **node.attrs)]
 
 
-register("aten::zeros(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.zeros(s, dtype),
-         infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape(),
-         batch=Batch.custom(_create_batch, fresh=True))
-register("aten::ones(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.ones(s, dtype),
-         infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape(),
-         batch=Batch.custom(_create_batch, fresh=True))
-register("aten::empty(int... shape, *, str dtype) -> Tensor", impl=lambda *s, dtype: np.empty(s, dtype),
-         infer=_shape_rule(), effect=Effect.RAISES, shape=_creation_shape(),
-         batch=Batch.custom(_create_batch, fresh=True))
+register(
+    "aten::zeros(int... shape, *, str dtype) -> Tensor",
+    impl=lambda *s, dtype: np.zeros(s, dtype),
+    infer=_shape_rule(),
+    effect=Effect.RAISES,
+    shape=_creation_shape(),
+    batch=Batch.custom(_create_batch, fresh=True),
+)
+register(
+    "aten::ones(int... shape, *, str dtype) -> Tensor",
+    impl=lambda *s, dtype: np.ones(s, dtype),
+    infer=_shape_rule(),
+    effect=Effect.RAISES,
+    shape=_creation_shape(),
+    batch=Batch.custom(_create_batch, fresh=True),
+)
+register(
+    "aten::empty(int... shape, *, str dtype) -> Tensor",
+    impl=lambda *s, dtype: np.empty(s, dtype),
+    infer=_shape_rule(),
+    effect=Effect.RAISES,
+    shape=_creation_shape(),
+    batch=Batch.custom(_create_batch, fresh=True),
+)
 
 
 def _filled(b, like_or_dims, fill, rank, dtype):
@@ -220,10 +299,15 @@ def _full_batch(b, node, ins):
     return [_filled(b, dims, fill, len(dims), node.attrs["dtype"])]
 
 
-register("aten::full(Number fill_value, int... shape, *, str dtype) -> Tensor",
-         impl=lambda v, *s, dtype: np.full(s, v, dtype), infer=_shape_rule(True), effect=Effect.RAISES,
-         shape=_creation_shape(True), batch=Batch.custom(_full_batch, fresh=True),
-         vjp=lambda e, g, out, v, *shape, dtype: (e.op("aten::sum", g),) + (None,) * len(shape))
+register(
+    "aten::full(Number fill_value, int... shape, *, str dtype) -> Tensor",
+    impl=lambda v, *s, dtype: np.full(s, v, dtype),
+    infer=_shape_rule(True),
+    effect=Effect.RAISES,
+    shape=_creation_shape(True),
+    batch=Batch.custom(_full_batch, fresh=True),
+    vjp=lambda e, g, out, v, *shape, dtype: (e.op("aten::sum", g),) + (None,) * len(shape),
+)
 
 
 def _like(make):
@@ -232,14 +316,20 @@ def _like(make):
 
     def rule(t, *fill, dtype):
         return TensorType(dtype, _array(t, "the *_like argument").rank)
+
     return impl, rule
 
 
-for _name, _make in [("zeros_like", np.zeros_like), ("ones_like", np.ones_like),
-                     ("empty_like", np.empty_like)]:
+for _name, _make in [("zeros_like", np.zeros_like), ("ones_like", np.ones_like), ("empty_like", np.empty_like)]:
     _i, _r = _like(_make)
-    register(f"aten::{_name}(Tensor self, *, str dtype) -> Tensor", impl=_i, infer=_r, shape=same_shape,
-             batch=Batch.SAME, vjp=ZERO_DERIVATIVE)
+    register(
+        f"aten::{_name}(Tensor self, *, str dtype) -> Tensor",
+        impl=_i,
+        infer=_r,
+        shape=same_shape,
+        batch=Batch.SAME,
+        vjp=ZERO_DERIVATIVE,
+    )
 _i, _r = _like(np.full_like)
 
 
@@ -251,9 +341,14 @@ def _full_like_batch(b, node, ins):
     return [_filled(b, like, fill, node.inputs[0].type.rank, node.attrs["dtype"])]
 
 
-register("aten::full_like(Tensor self, Number fill_value, *, str dtype) -> Tensor", impl=_i, infer=_r,
-         shape=same_shape, batch=Batch.custom(_full_like_batch),
-         vjp=lambda e, g, out, x, v, dtype: (None, e.op("aten::sum", g)))
+register(
+    "aten::full_like(Tensor self, Number fill_value, *, str dtype) -> Tensor",
+    impl=_i,
+    infer=_r,
+    shape=same_shape,
+    batch=Batch.custom(_full_like_batch),
+    vjp=lambda e, g, out, x, v, dtype: (None, e.op("aten::sum", g)),
+)
 
 
 def _arange(start, stop, step):
@@ -270,7 +365,7 @@ def arange_length(start, stop, step) -> int | None:
         c = math.ceil(q)
     except (ZeroDivisionError, ValueError, OverflowError):
         return None
-    if not -2 ** 63 <= c < 2 ** 63:
+    if not -(2**63) <= c < 2**63:
         return None
     return max(c, 0)
 
@@ -288,8 +383,15 @@ def _arange_vjp(e, g, out, start, stop, step):
     return e.op("aten::sum", g), None, e.op("aten::sum", e.mul(g, i))
 
 
-register("aten::arange(Number start, Number stop, Number step) -> Tensor", impl=_arange,
-         infer=by_sample(_arange), effect=Effect.RAISES, shape=_arange_shape, batch=Batch.LANES, vjp=_arange_vjp)
+register(
+    "aten::arange(Number start, Number stop, Number step) -> Tensor",
+    impl=_arange,
+    infer=by_sample(_arange),
+    effect=Effect.RAISES,
+    shape=_arange_shape,
+    batch=Batch.LANES,
+    vjp=_arange_vjp,
+)
 
 
 def _linspace(start, stop, num):
@@ -308,9 +410,17 @@ def _linspace_vjp(e, g, out, start, stop, num):
     return e.op("aten::sum", e.mul(g, e.sub(e.const(1.0), t))), e.op("aten::sum", e.mul(g, t)), None
 
 
-register("aten::linspace(Number start, Number stop, int num) -> Tensor", impl=_linspace,
-         infer=_linspace_rule, effect=Effect.RAISES, py=(np.linspace,), batch=Batch.LANES, defaults={"num": 50},
-         shape=lambda types, consts: [(const_dim(types[2], consts[2]),)], vjp=_linspace_vjp)
+register(
+    "aten::linspace(Number start, Number stop, int num) -> Tensor",
+    impl=_linspace,
+    infer=_linspace_rule,
+    effect=Effect.RAISES,
+    py=(np.linspace,),
+    batch=Batch.LANES,
+    defaults={"num": 50},
+    shape=lambda types, consts: [(const_dim(types[2], consts[2]),)],
+    vjp=_linspace_vjp,
+)
 
 # -- indexing ---------------------------------------------------------------------------------------------
 
@@ -360,10 +470,15 @@ def _setitem_batch(b, node, ins):
     return []
 
 
-register("aten::getitem(Tensor self, int... indices, *, int[] checked) -> Number", impl=_getitem,
-         batch=Batch.custom(_getitem_batch),
-         infer=_getitem_rule, effect=Effect.RAISES, shape=lambda types, consts, checked=None: [None],
-         vjp=_getitem_vjp)
+register(
+    "aten::getitem(Tensor self, int... indices, *, int[] checked) -> Number",
+    impl=_getitem,
+    batch=Batch.custom(_getitem_batch),
+    infer=_getitem_rule,
+    effect=Effect.RAISES,
+    shape=lambda types, consts, checked=None: [None],
+    vjp=_getitem_vjp,
+)
 
 
 def _setitem(x, *index_and_value, checked=None):
@@ -381,14 +496,20 @@ def _setitem_rule(t, *rest, checked=None):
     return []
 
 
-register("aten::setitem(Tensor self, int... indices_and_value, *, int[] checked) -> ()", impl=_setitem,
-         batch=Batch.custom(_setitem_batch), numpy_scalars="last",
-         infer=_setitem_rule, effect=Effect.WRITES, shape=no_outputs)
+register(
+    "aten::setitem(Tensor self, int... indices_and_value, *, int[] checked) -> ()",
+    impl=_setitem,
+    batch=Batch.custom(_setitem_batch),
+    numpy_scalars="last",
+    infer=_setitem_rule,
+    effect=Effect.WRITES,
+    shape=no_outputs,
+)
 
 
 def _select(x, index, *, dim, checked=None, axis=None):
     n = x.shape[dim]
-    if not -n <= index < n:     # NumPy's message, its axis the indexed array's (``axis``: x[0, :, j] names 2)
+    if not -n <= index < n:  # NumPy's message, its axis the indexed array's (``axis``: x[0, :, j] names 2)
         raise IndexError(f"index {index} is out of bounds for axis {dim if axis is None else axis} with size {n}")
     return x[(slice(None),) * dim + (index,)]
 
@@ -398,7 +519,7 @@ def _select_rule(t, index, *, dim, checked=None, axis=None):
     _ints([index], "an index")
     if not 0 <= dim < t.rank:
         raise OpTypeError(f"too many indices for array: array is {t.rank}-dimensional")
-    shape = t.shape[:dim] + t.shape[dim + 1:]
+    shape = t.shape[:dim] + t.shape[dim + 1 :]
     return TensorType(t.dtype, None, shape)
 
 
@@ -407,7 +528,7 @@ def _select_shape(types, consts, *, dim, checked=None, axis=None):
     shape = shape_of(types[0])
     if shape is None or not 0 <= dim < len(shape):
         return [None]
-    return [shape[:dim] + shape[dim + 1:]]
+    return [shape[:dim] + shape[dim + 1 :]]
 
 
 def _shifted_view_batch(b, node, ins):
@@ -417,11 +538,18 @@ def _shifted_view_batch(b, node, ins):
 
 # ``axis``: where it differs from ``dim``, the axis of the array the user indexed that errors name (NumPy's:
 # x[i, j] of a 3-d array selects dim 0 twice, j's axis is 1)
-register("aten::select(Tensor self, int index, *, int dim, int[] checked, int axis) -> Tensor", impl=_select,
-         infer=_select_rule, batch=Batch.custom(_shifted_view_batch, view=True),
-         effect=Effect.RAISES, shape=_select_shape,
-         vjp=lambda e, g, out, x, index, dim, checked=None, axis=None: (
-             e.scatter(lambda e, acc: e.add_into(e.op("aten::select", acc, index, dim=dim), g)), None))
+register(
+    "aten::select(Tensor self, int index, *, int dim, int[] checked, int axis) -> Tensor",
+    impl=_select,
+    infer=_select_rule,
+    batch=Batch.custom(_shifted_view_batch, view=True),
+    effect=Effect.RAISES,
+    shape=_select_shape,
+    vjp=lambda e, g, out, x, index, dim, checked=None, axis=None: (
+        e.scatter(lambda e, acc: e.add_into(e.op("aten::select", acc, index, dim=dim), g)),
+        None,
+    ),
+)
 
 
 def _slice(x, start, stop, step, *, dim):
@@ -458,7 +586,7 @@ def _slice_shape(types, consts, *, dim):
         elif t == INT and c is not None and not isinstance(c, tuple):
             bounds.append(int(c))
         else:
-            return [shape[:dim] + (None,) + shape[dim + 1:]]
+            return [shape[:dim] + (None,) + shape[dim + 1 :]]
     n = shape[dim]
     if n is None:
         start, stop, step = bounds
@@ -466,15 +594,23 @@ def _slice_shape(types, consts, *, dim):
         length = None if not keeps else n
     else:
         length = _slice_length(n, *bounds)
-    return [shape[:dim] + (length,) + shape[dim + 1:]]
+    return [shape[:dim] + (length,) + shape[dim + 1 :]]
 
 
-register("aten::slice(Tensor self, int? start, int? stop, int? step, *, int dim) -> Tensor", impl=_slice,
-         batch=Batch.custom(_shifted_view_batch, view=True),
-         infer=_slice_rule, effect=Effect.RAISES, shape=_slice_shape,
-         vjp=lambda e, g, out, x, start, stop, step, dim: (
-             e.scatter(lambda e, acc: e.add_into(e.op("aten::slice", acc, start, stop, step, dim=dim), g)),
-             None, None, None))
+register(
+    "aten::slice(Tensor self, int? start, int? stop, int? step, *, int dim) -> Tensor",
+    impl=_slice,
+    batch=Batch.custom(_shifted_view_batch, view=True),
+    infer=_slice_rule,
+    effect=Effect.RAISES,
+    shape=_slice_shape,
+    vjp=lambda e, g, out, x, start, stop, step, dim: (
+        e.scatter(lambda e, acc: e.add_into(e.op("aten::slice", acc, start, stop, step, dim=dim), g)),
+        None,
+        None,
+        None,
+    ),
+)
 
 
 def _copy_(dst, src):
@@ -512,8 +648,14 @@ def _copy_batch(b, node, ins):
     return []
 
 
-register("aten::copy_(Tensor self, Number|Tensor src) -> ()", impl=_copy_, infer=_copy_rule,
-         effect=Effect.WRITES, shape=no_outputs, batch=Batch.custom(_copy_batch))
+register(
+    "aten::copy_(Tensor self, Number|Tensor src) -> ()",
+    impl=_copy_,
+    infer=_copy_rule,
+    effect=Effect.WRITES,
+    shape=no_outputs,
+    batch=Batch.custom(_copy_batch),
+)
 
 
 def _fill_(x, value):
@@ -527,9 +669,16 @@ def _fill_rule(dst, value):
     return []
 
 
-register("aten::fill_(Tensor self, Number value) -> ()", impl=_fill_, infer=_fill_rule, effect=Effect.WRITES,
-         numpy_scalars="last",
-         methods=("fill",), shape=no_outputs, batch=Batch.custom(_copy_batch))
+register(
+    "aten::fill_(Tensor self, Number value) -> ()",
+    impl=_fill_,
+    infer=_fill_rule,
+    effect=Effect.WRITES,
+    numpy_scalars="last",
+    methods=("fill",),
+    shape=no_outputs,
+    batch=Batch.custom(_copy_batch),
+)
 
 # -- reductions: np.sum(x), x.sum(), np.sum(x, axis=1) ------------------------------------------------------
 
@@ -544,13 +693,20 @@ def _reduction(fn):
         if not isinstance(t, TensorType):
             raise OpTypeError(f"{fn.__name__}() needs an array, got {t}")
         return scalar_result(infer_sample(t, axis=axis))
+
     return impl, rule
 
 
 REDUCTIONS = [
-    ("sum", np.sum, ()), ("prod", np.prod, ()), ("mean", np.mean, ()),
-    ("max", np.max, (np.amax,)), ("min", np.min, (np.amin,)),
-    ("any", np.any, ()), ("all", np.all, ()), ("argmax", np.argmax, ()), ("argmin", np.argmin, ()),
+    ("sum", np.sum, ()),
+    ("prod", np.prod, ()),
+    ("mean", np.mean, ()),
+    ("max", np.max, (np.amax,)),
+    ("min", np.min, (np.amin,)),
+    ("any", np.any, ()),
+    ("all", np.all, ()),
+    ("argmax", np.argmax, ()),
+    ("argmin", np.argmin, ()),
 ]
 
 
@@ -563,7 +719,7 @@ def _reduction_shape(types, consts, *, axis=None):
     k = axis + len(shape) if axis < 0 else axis
     if not 0 <= k < len(shape):
         return [None]
-    return [shape[:k] + shape[k + 1:]]
+    return [shape[:k] + shape[k + 1 :]]
 
 
 # A full sum's adjoint is the same for every element: it stays a scalar (the transform broadcasts it where an
@@ -582,8 +738,8 @@ def _prod_vjp(e, g, out, x, axis=None):
     that zero's adjoint is the product of the rest and the others' is 0; with two or more, all are 0."""
     zero = e.op("aten::eq", x, e.const(0.0))
     ones = e.op("aten::where", zero, e.const(1.0), x)
-    others = e.expand_reduced(e.op("aten::prod", ones, axis=axis), x, axis)     # the product, zeros as ones
-    zeros = e.expand_reduced(e.op("aten::sum", zero, axis=axis), x, axis)      # how many zeros the line has
+    others = e.expand_reduced(e.op("aten::prod", ones, axis=axis), x, axis)  # the product, zeros as ones
+    zeros = e.expand_reduced(e.op("aten::sum", zero, axis=axis), x, axis)  # how many zeros the line has
     at_zero = e.mul(others, e.op("aten::eq", zeros, e.const(1)))
     elsewhere = e.mul(e.div(others, ones), e.op("aten::eq", zeros, e.const(0)))
     return (e.mul(e.expand_reduced(g, x, axis), e.op("aten::where", zero, at_zero, elsewhere)),)
@@ -593,17 +749,32 @@ def _extremum_vjp(e, g, out, x, axis=None):
     """The elements equal to the extremum share its adjoint equally (as JAX: max of [1, 3, 3] gives [0, .5, .5]),
     so that the gradient's sum is the derivative along x + t (each got all of it)."""
     hit = e.op("aten::eq", x, e.expand_reduced(out, x, axis))
-    count = e.op("aten::sum", hit, axis=axis)      # 0 only where the extremum is NaN: no element gets anything
+    count = e.op("aten::sum", hit, axis=axis)  # 0 only where the extremum is NaN: no element gets anything
     count = e.op("prim::max", count, e.const(1)) if axis is None else e.op("aten::maximum", count, e.const(1))
     return (e.mul(e.expand_reduced(e.div(g, count), x, axis), hit),)
 
 
-_REDUCTION_VJPS = {"sum": _sum_vjp, "mean": _mean_vjp, "max": _extremum_vjp, "min": _extremum_vjp,
-                   "prod": _prod_vjp, "any": ZERO_DERIVATIVE, "all": ZERO_DERIVATIVE}
+_REDUCTION_VJPS = {
+    "sum": _sum_vjp,
+    "mean": _mean_vjp,
+    "max": _extremum_vjp,
+    "min": _extremum_vjp,
+    "prod": _prod_vjp,
+    "any": ZERO_DERIVATIVE,
+    "all": ZERO_DERIVATIVE,
+}
 
 for _name, _fn, _more in REDUCTIONS:
     _i, _r = _reduction(_fn)
-    register(f"aten::{_name}(Tensor self, *, int? axis) -> Number|Tensor", impl=_i, infer=_r,
-             effect=Effect.RAISES, py=(_fn,) + _more, methods=(_name,), reduction=True, shape=_reduction_shape,
-             batch=Batch.REDUCTION,
-             vjp=_REDUCTION_VJPS.get(_name))
+    register(
+        f"aten::{_name}(Tensor self, *, int? axis) -> Number|Tensor",
+        impl=_i,
+        infer=_r,
+        effect=Effect.RAISES,
+        py=(_fn,) + _more,
+        methods=(_name,),
+        reduction=True,
+        shape=_reduction_shape,
+        batch=Batch.REDUCTION,
+        vjp=_REDUCTION_VJPS.get(_name),
+    )

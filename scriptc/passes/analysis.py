@@ -15,6 +15,7 @@ Effects come from the registry (``OpDef.effect``), refined here:
 
 Passes never import llvmlite; the interpreter's normalization of results (64-bit int wrap) is reused by folding.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,19 @@ from ..ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type
 STRUCTURAL = ("prim::If", "prim::Loop", "prim::CallFunction")
 
 # PURE ops taking arrays that cannot raise on any array: shape queries, transposition, copies and casts.
-SAFE_ARRAY_OPS = frozenset({"aten::size", "aten::dim", "aten::numel", "aten::numpy_T", "aten::clone", "aten::to",
-                            "aten::zeros_like", "aten::ones_like", "aten::empty_like"})
+SAFE_ARRAY_OPS = frozenset(
+    {
+        "aten::size",
+        "aten::dim",
+        "aten::numel",
+        "aten::numpy_T",
+        "aten::clone",
+        "aten::to",
+        "aten::zeros_like",
+        "aten::ones_like",
+        "aten::empty_like",
+    }
+)
 # Ops whose result depends on an array's shape only, never on its contents (writes cannot change it).
 SHAPE_ONLY_OPS = frozenset({"aten::size", "aten::dim", "aten::numel"})
 
@@ -86,8 +98,12 @@ def block_has_side_effects(block: Block) -> bool:
 
 
 def _nonzero_constant(v: Value) -> bool:
-    return is_constant(v) and v.type in _NUMBERS and constant_value(v) != 0 and not (
-        isinstance(constant_value(v), float) and math.isnan(constant_value(v)))
+    return (
+        is_constant(v)
+        and v.type in _NUMBERS
+        and constant_value(v) != 0
+        and not (isinstance(constant_value(v), float) and math.isnan(constant_value(v)))
+    )
 
 
 _TOTAL_REDUCTIONS = frozenset({"aten::sum", "aten::mean", "aten::prod"})
@@ -104,23 +120,38 @@ def may_raise(node: Node) -> bool:
     if eff >= Effect.WRITES:
         return True
     if eff == Effect.PURE:
-        if any(isinstance(t, ListType) for t in types) or isinstance(node.outputs[0].type if node.outputs
-                                                                    else None, ListType):
-            return False   # list_len, list_contains (== of scalars), ListConstruct, list_add
+        if any(isinstance(t, ListType) for t in types) or isinstance(
+            node.outputs[0].type if node.outputs else None, ListType
+        ):
+            return False  # list_len, list_contains (== of scalars), ListConstruct, list_add
         if any(is_tensor(t) for t in types):
             return kind not in SAFE_ARRAY_OPS
         return False
     # RAISES: the proven-safe cases
     if kind in _TOTAL_REDUCTIONS and len(ins) == 1 and is_tensor(types[0]) and types[0].known:
-        return False        # a sum, mean or product of any array is a number (empty: 0, nan, 1)
+        return False  # a sum, mean or product of any array is a number (empty: 0, nan, 1)
     arrays = [t for t in types if is_tensor(t)]
-    if len(arrays) == 1 and arrays[0].dtype in ("float64", "float32", "float16") and lookup(kind).elementwise \
-            and all(t in _NUMBERS or is_tensor(t) for t in types):
-        return False        # float arrays with scalars: NumPy gives inf and nan where Python would raise
+    if (
+        len(arrays) == 1
+        and arrays[0].dtype in ("float64", "float32", "float16")
+        and lookup(kind).elementwise
+        and all(t in _NUMBERS or is_tensor(t) for t in types)
+    ):
+        return False  # float arrays with scalars: NumPy gives inf and nan where Python would raise
     if not all(t in _NUMBERS for t in types):
         return True
-    if kind in ("aten::add", "aten::sub", "aten::mul", "aten::neg", "aten::abs", "aten::Float", "aten::Bool",
-                "aten::__and__", "aten::__or__", "aten::__xor__"):
+    if kind in (
+        "aten::add",
+        "aten::sub",
+        "aten::mul",
+        "aten::neg",
+        "aten::abs",
+        "aten::Float",
+        "aten::Bool",
+        "aten::__and__",
+        "aten::__or__",
+        "aten::__xor__",
+    ):
         return False
     if kind in ("aten::div", "aten::floordiv", "aten::remainder"):
         return not _nonzero_constant(ins[1])
@@ -152,7 +183,7 @@ def maybe_unbound(graph) -> set[int]:
     prim::AssertBound check."""
     tainted: set[int] = set()
     if not any(node.kind == "prim::Uninitialized" for node in graph.walk()):
-        return tainted      # (most graphs: one quick walk, not the fixpoint's)
+        return tainted  # (most graphs: one quick walk, not the fixpoint's)
     changed = True
     while changed:
         changed = False
@@ -190,8 +221,7 @@ def is_mutable(t: Type) -> bool:
 
 def reads_arrays(node: Node) -> bool:
     """Its result may depend on array or list contents (which a write can change; a list's length too)."""
-    return node.kind not in SHAPE_ONLY_OPS and any(is_mutable(v.type) or _contains_tensor(v.type)
-                                                   for v in node.inputs)
+    return node.kind not in SHAPE_ONLY_OPS and any(is_mutable(v.type) or _contains_tensor(v.type) for v in node.inputs)
 
 
 def makes_array(node: Node) -> bool:
@@ -323,4 +353,3 @@ def trip_count(node: Node):
     """The constant max trip count of a loop, or None."""
     v = node.inputs[0]
     return constant_value(v) if is_constant(v) and v.type == INT else None
-

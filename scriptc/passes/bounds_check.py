@@ -40,6 +40,7 @@ Why this is sound (what it assumes):
   ``|c| < 2**20`` and every proof compares with a dimension, which is far below 2**62.
 - It runs before ``unroll``: the unrolled copies keep the attribute, and their indices are the same values.
 """
+
 from __future__ import annotations
 
 from ..ir.builder import Builder
@@ -72,7 +73,6 @@ def small_int(v: Value) -> int | None:
     return None
 
 
-
 def size_element(v: Value) -> tuple[Value, int] | None:
     """(array, k) when ``v`` is dimension k of an array: ``x.shape[k]`` (``prim::TupleIndex`` of ``aten::size``)
     or the k-th name of ``n, m = x.shape`` (``prim::TupleUnpack`` of it)."""
@@ -83,6 +83,7 @@ def size_element(v: Value) -> tuple[Value, int] | None:
     if src is None or src.kind != "aten::size":
         return None
     return src.inputs[0], (n.attrs["index"] if n.kind == "prim::TupleIndex" else n.outputs.index(v))
+
 
 class RangeAnalysis:
     """Memoized bounds of int values: ``lower(v)`` a constant or None, ``upper(v)`` a set of ``(atom, c)``
@@ -167,10 +168,14 @@ class RangeAnalysis:
                 return self.term(n.inputs[k])
             if n.kind == "aten::full" and k + 1 < len(n.inputs):
                 return self.term(n.inputs[k + 1])
-            if n.kind == "aten::linspace":      # (start, stop, num): num elements (a negative num raises)
+            if n.kind == "aten::linspace":  # (start, stop, num): num elements (a negative num raises)
                 return self.term(n.inputs[2])
-            if n.kind == "aten::arange" and small_int(n.inputs[0]) == 0 and small_int(n.inputs[2]) == 1 \
-                    and n.inputs[1].type == INT:    # np.arange(n): max(n, 0) elements, n whenever one is indexed
+            if (
+                n.kind == "aten::arange"
+                and small_int(n.inputs[0]) == 0
+                and small_int(n.inputs[2]) == 1
+                and n.inputs[1].type == INT
+            ):  # np.arange(n): max(n, 0) elements, n whenever one is indexed
                 return self.term(n.inputs[1])
             if n.kind in SAME_SHAPE_OPS:
                 return self.dim_term(n.inputs[0], k)
@@ -224,7 +229,7 @@ class RangeAnalysis:
                 return self.lower(start)
             if s is not None and s < 0:
                 first = _reversed_range_first(start)
-                if first is not None:      # reversed(range(lo, hi, k)): down from its last element to lo
+                if first is not None:  # reversed(range(lo, hi, k)): down from its last element to lo
                     return self.lower(first)
                 stop = self.range_stop(n)
                 ls = self.lower(stop) if stop is not None else None
@@ -240,10 +245,11 @@ class RangeAnalysis:
         if id(v) in self.carried_out:  # the initial value or the last next value
             init, nxt = self.carried_out[id(v)]
             # atoms common to both are values defined before the loop (or constants): the same after it
-            return out | {(atom, max(c, c2)) for atom, c in self.upper(init) for atom2, c2 in self.upper(nxt)
-                          if atom == atom2}
+            return out | {
+                (atom, max(c, c2)) for atom, c in self.upper(init) for atom2, c2 in self.upper(nxt) if atom == atom2
+            }
         loop = self.loop_of_iteration.get(id(v))
-        if loop is not None:     # below every bound of the trip count (range(n - 1 - i): n - 2 for i >= 0)
+        if loop is not None:  # below every bound of the trip count (range(n - 1 - i): n - 2 for i >= 0)
             return out | {(atom, c - 1) for atom, c in self.upper(loop.inputs[0])}
         n = v.node
         if n is None:
@@ -392,8 +398,15 @@ def solve_carried_arrays(graph: Graph) -> RangeAnalysis:
             if id(param) not in dropped:
                 analysis.carried_init[id(param)] = init
                 analysis.carried_init[id(output)] = init
-        bad = next((param for param, _, init, nxt in candidates if id(param) not in dropped and any(
-            analysis.dim_term(nxt, k) != analysis.dim_term(init, k) for k in range(param.type.rank))), None)
+        bad = next(
+            (
+                param
+                for param, _, init, nxt in candidates
+                if id(param) not in dropped
+                and any(analysis.dim_term(nxt, k) != analysis.dim_term(init, k) for k in range(param.type.rank))
+            ),
+            None,
+        )
         if bad is None:
             return analysis
         dropped.add(id(bad))
@@ -452,8 +465,11 @@ def version_guards(analysis: RangeAnalysis, loop: Node) -> list[tuple[Value, tup
                 continue
             lo = analysis.lower(v)
             guards = guard_facts(n)
-            lo = max([lo] + [k for w, kind, k in guards if w is v and kind == "lo"]) if lo is not None else \
-                max([k for w, kind, k in guards if w is v and kind == "lo"], default=None)
+            lo = (
+                max([lo] + [k for w, kind, k in guards if w is v and kind == "lo"])
+                if lo is not None
+                else max([k for w, kind, k in guards if w is v and kind == "lo"], default=None)
+            )
             if lo is None or lo < 0:
                 continue
             dim_atom, d = analysis.dim_term(n.inputs[0], axis)
@@ -495,8 +511,9 @@ def version_loop(loop: Node, guards) -> None:
         if cond is not None:
             ok = emit("aten::__and__", [cond, ok], BOOL)
         cond = ok
-    branch = before_loop.op("prim::If", [cond], [o.type for o in loop.outputs], source=loop.source,
-                            hints=[o.name for o in loop.outputs])
+    branch = before_loop.op(
+        "prim::If", [cond], [o.type for o in loop.outputs], source=loop.source, hints=[o.name for o in loop.outputs]
+    )
     proven, checked = branch.add_block(), branch.add_block()
     value_map: dict = {}
     copy = clone_node_before(loop, proven, None, value_map)
@@ -524,6 +541,7 @@ def version_loops(graph: Graph, analysis: RangeAnalysis) -> list[Node]:
                     continue
             for b in n.blocks:
                 visit(b)
+
     visit(graph.block)
     return versioned
 

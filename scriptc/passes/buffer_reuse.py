@@ -8,6 +8,7 @@ alias, not the caller's array) and has the result's shape — so no alias can ev
 
 Assumes the fusion pass has run (it reuses its outlining). The interpreter ignores the attribute.
 """
+
 from __future__ import annotations
 
 from ..ir.core import Graph, Node

@@ -24,6 +24,7 @@ not matter after one iteration).
 
 Unused nodes left behind are for dce.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,17 @@ from ..ir.builder import Builder
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import REGISTRY
 from ..ir.types import BOOL, FLOAT, INT, TensorType, TupleType
-from .analysis import (constant_value, inline_if_branch, inline_loop_once, is_constant, is_true_constant,
-                       propagate_condition, replace_loop_by_inits, simplify_if_outputs, trip_count)
+from .analysis import (
+    constant_value,
+    inline_if_branch,
+    inline_loop_once,
+    is_constant,
+    is_true_constant,
+    propagate_condition,
+    replace_loop_by_inits,
+    simplify_if_outputs,
+    trip_count,
+)
 from .manager import register
 
 
@@ -50,8 +60,7 @@ def _const_is(v: Value, wanted: float, signed_zero_matters=False) -> bool:
 
 
 def _is_neg_zero(v: Value) -> bool:
-    return (is_constant(v) and v.type == FLOAT and constant_value(v) == 0
-            and math.copysign(1.0, constant_value(v)) < 0)
+    return is_constant(v) and v.type == FLOAT and constant_value(v) == 0 and math.copysign(1.0, constant_value(v)) < 0
 
 
 def _same_scalar(node: Node, x: Value) -> bool:
@@ -87,8 +96,12 @@ def simplify(node: Node, made: "_Made | None" = None) -> list[Value] | None:
             return [a]
     elif k == "aten::neg":
         (a,) = ins
-        if a.node is not None and a.node.kind == "aten::neg" and _same_scalar(node, a) and \
-                _same_scalar(a.node, a.node.inputs[0]):
+        if (
+            a.node is not None
+            and a.node.kind == "aten::neg"
+            and _same_scalar(node, a)
+            and _same_scalar(a.node, a.node.inputs[0])
+        ):
             return [a.node.inputs[0]]
     elif k == "aten::__not__":
         (a,) = ins
@@ -129,8 +142,12 @@ def _broadcast_operands(v: Value) -> list[Value] | None:
     if src is None or len(src.outputs) != 1 or not REGISTRY.get(src.kind) or not REGISTRY[src.kind].elementwise:
         return None
     arrays = [x for x in src.inputs if isinstance(x.type, TensorType)]
-    if len(arrays) < 2 or any(a.type.rank is None for a in arrays) or not isinstance(v.type, TensorType) \
-            or v.type.rank is None:
+    if (
+        len(arrays) < 2
+        or any(a.type.rank is None for a in arrays)
+        or not isinstance(v.type, TensorType)
+        or v.type.rank is None
+    ):
         return None
     return arrays
 
@@ -156,11 +173,15 @@ def _broadcast_query(node: Node, operands: list[Value], made: _Made) -> Value:
     among = node in made.nodes
 
     def emit(kind, inputs, t, attrs=None):
-        key = (block, kind, *map(id, inputs), repr(attrs))     # (the block, not its id: it stays alive)
+        key = (block, kind, *map(id, inputs), repr(attrs))  # (the block, not its id: it stays alive)
         known = made.by_key.get(key)
         # still there, on the same inputs (not moved by an If's branch inlined, nor rewired to other values)
-        if known is not None and known.block is block and all(a is b for a, b in zip(known.inputs, inputs)) \
-                and not (among and block.nodes.index(known) >= block.nodes.index(node)):
+        if (
+            known is not None
+            and known.block is block
+            and all(a is b for a, b in zip(known.inputs, inputs))
+            and not (among and block.nodes.index(known) >= block.nodes.index(node))
+        ):
             return known
         n = before_node.op(kind, inputs, t if isinstance(t, list) else [t], attrs, source=node.source)
         made.by_key[key] = n

@@ -16,6 +16,7 @@ implementation (``OpDef.impl``, the one the interpreter runs: no operator is re-
 
 One forward walk; values folded early make later nodes (and nested blocks) constant in the same run.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -26,8 +27,16 @@ from ..ops.interpreter import normalize
 from ..ir.core import Block, Graph, Node
 from ..ir.registry import Effect, lookup, type_of
 from ..ir.types import BOOL, FLOAT, INT, NONE, STR
-from .analysis import (constant_value, inline_if_branch, is_constant, is_tensor, make_constant,
-                       replace_loop_by_inits, simplify_if_outputs, trip_count)
+from .analysis import (
+    constant_value,
+    inline_if_branch,
+    is_constant,
+    is_tensor,
+    make_constant,
+    replace_loop_by_inits,
+    simplify_if_outputs,
+    trip_count,
+)
 from .manager import register
 
 _FOLDABLE_TYPES = (INT, FLOAT, BOOL, STR, NONE)
@@ -129,7 +138,7 @@ def _run_block(block: Block) -> bool:
             continue
         for b in node.blocks:
             changed |= _run_block(b)
-        if node.kind == "prim::If":     # once its blocks are folded, an output may be a constant or the condition
+        if node.kind == "prim::If":  # once its blocks are folded, an output may be a constant or the condition
             changed |= simplify_if_outputs(node)
         i += 1
     return changed

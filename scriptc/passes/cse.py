@@ -18,6 +18,7 @@ would never run. Never merged:
 Attributes compare by type and ``repr`` (so ``0.0`` and ``-0.0``, ``1`` and ``True`` differ); callee graphs by
 identity.
 """
+
 from __future__ import annotations
 
 from ..ir.core import Block, Graph, Node
@@ -36,9 +37,12 @@ def _attr_key(v):
 
 def node_key(node: Node):
     attrs = node.attrs
-    return (node.kind, tuple(id(v) for v in node.inputs),
-            tuple(sorted((k, _attr_key(a)) for k, a in attrs.items())) if attrs else (),
-            tuple(o.type for o in node.outputs))
+    return (
+        node.kind,
+        tuple(id(v) for v in node.inputs),
+        tuple(sorted((k, _attr_key(a)) for k, a in attrs.items())) if attrs else (),
+        tuple(o.type for o in node.outputs),
+    )
 
 
 class _CSE:
@@ -46,8 +50,8 @@ class _CSE:
         self.changed = False
 
     def block(self, block: Block, scope: dict) -> None:
-        table = dict(scope)     # array-independent entries: visible in nested blocks
-        memory: dict = {}       # entries reading arrays: this block only, until a write
+        table = dict(scope)  # array-independent entries: visible in nested blocks
+        memory: dict = {}  # entries reading arrays: this block only, until a write
         for node in list(block.nodes):
             if node.blocks or node.kind in STRUCTURAL or effect(node) >= Effect.WRITES:
                 for b in node.blocks:

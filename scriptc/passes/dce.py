@@ -14,18 +14,21 @@ Removes, in every block (innermost first, last node first, until nothing changes
 
 Unused loop-carried values are the job of ``dead-loop-carried``.
 """
+
 from __future__ import annotations
 
 from ..ir.core import Block, Graph, Node
 from .analysis import constant_value, is_constant, is_removable, maybe_unbound, remove_input, remove_output
 from .manager import register
 
-_SURELY_FINITE = 2 ** 31
+_SURELY_FINITE = 2**31
 
 
 def _pure_block(block: Block, unbound: set) -> bool:
-    return all(is_removable(n, unbound) or (n.blocks and _removable_structure(n, unbound, ignore_uses=True))
-               for n in block.nodes)
+    return all(
+        is_removable(n, unbound) or (n.blocks and _removable_structure(n, unbound, ignore_uses=True))
+        for n in block.nodes
+    )
 
 
 def _removable_structure(node: Node, unbound: set, ignore_uses: bool = False) -> bool:

@@ -11,6 +11,7 @@ A dead carried value is removed with its input, parameter, return and output, an
 computed it (removable nodes: no side effect, cannot raise) are deleted. A carried value whose update may
 raise (``s = s // d``) stays live: the raise must still happen. Innermost loops first.
 """
+
 from __future__ import annotations
 
 from ..ir.core import Graph, Node
@@ -62,7 +63,7 @@ def prune(loop: Node, unbound: set) -> bool:
         if p.uses:  # still needed by something (cannot happen: it would be live); keep the value carried
             raise AssertionError(f"dead-loop-carried: %{p.name} still used")
         remove_param(body, 1 + j)
-        if "reduce" in loop.attrs:   # a prange loop's reduction kinds, one per carried value
+        if "reduce" in loop.attrs:  # a prange loop's reduction kinds, one per carried value
             loop.attrs["reduce"] = [k for i, k in enumerate(loop.attrs["reduce"]) if i != j]
         remove_output(loop, j)
         remove_input(loop, 2 + j)

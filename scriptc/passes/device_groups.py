@@ -14,6 +14,7 @@ one node kind the device executor launches as a kernel.
 Runs on the optimized graph of GPU signatures only (``ScriptFunction.gpu_graph_for_types``): the CPU lowers
 these operators directly. Assumes array types of known dtype and rank.
 """
+
 from __future__ import annotations
 
 from ..ir.builder import Builder
@@ -28,8 +29,13 @@ AXIS_REDUCTIONS = {"aten::sum", "aten::mean", "aten::prod", "aten::max", "aten::
 
 
 def outline_for_device(graph: Graph) -> bool:
-    counter = [1 + max((int(g.attrs["subgraph"].name.rsplit("_", 1)[1]) for g in graph.walk()
-                        if g.kind == "prim::FusionGroup"), default=-1)]
+    counter = [
+        1
+        + max(
+            (int(g.attrs["subgraph"].name.rsplit("_", 1)[1]) for g in graph.walk() if g.kind == "prim::FusionGroup"),
+            default=-1,
+        )
+    ]
     changed = False
     for node in list(graph.walk()):
         if fusible(node) or full_reduction(node) or axis_reduction(node) or product(node):
@@ -45,8 +51,12 @@ def outline_for_device(graph: Graph) -> bool:
 
 
 def axis_reduction(node: Node) -> bool:
-    return (node.kind in AXIS_REDUCTIONS and node.attrs.get("axis") is not None and _known(node.inputs[0])
-            and isinstance(node.output.type, TensorType))
+    return (
+        node.kind in AXIS_REDUCTIONS
+        and node.attrs.get("axis") is not None
+        and _known(node.inputs[0])
+        and isinstance(node.output.type, TensorType)
+    )
 
 
 def product(node: Node) -> bool:
@@ -57,9 +67,12 @@ def _write(node: Node) -> bool:
     op = REGISTRY.get(node.kind)
     if op is None or not (op.extra.get("inplace_of") or node.kind in ("aten::copy_", "aten::fill_")):
         return False
-    if node.kind == "aten::copy_" and isinstance(node.inputs[1].type, TensorType) and \
-            node.inputs[1].type.rank > node.inputs[0].type.rank:
-        return False        # a source with extra leading length-1 axes: no kernel yet (GpuUnsupported)
+    if (
+        node.kind == "aten::copy_"
+        and isinstance(node.inputs[1].type, TensorType)
+        and node.inputs[1].type.rank > node.inputs[0].type.rank
+    ):
+        return False  # a source with extra leading length-1 axes: no kernel yet (GpuUnsupported)
     return _known(node.inputs[0]) and all(_known(v) or v.type.is_scalar for v in node.inputs[1:])
 
 
@@ -85,8 +98,9 @@ def _group(node: Node, counter: list[int], operands, body, result_type) -> Node:
         sub.add_input(v.type, v.name.split(".")[0] if not v.name.isdigit() else None)
     sub.block.add_return(body(sub))
     attrs = {"subgraph": sub} if result_type is not None else {"subgraph": sub, "into": 0}
-    group = Builder.before(node).op("prim::FusionGroup", operands, [result_type] if result_type is not None else [],
-                                    attrs, source=node.source)
+    group = Builder.before(node).op(
+        "prim::FusionGroup", operands, [result_type] if result_type is not None else [], attrs, source=node.source
+    )
     if result_type is not None:
         group.output.name, node.output.name = node.output.name, group.output.name
         node.output.replace_all_uses_with(group.output)

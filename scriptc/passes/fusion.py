@@ -24,6 +24,7 @@ the group's loop runs over one shape), its other operands are available where th
 consumer), and no node between the producer and the last consumer may write memory or raise (the consumers
 move up to the first one).
 """
+
 from __future__ import annotations
 
 from ..ir.builder import Builder
@@ -38,25 +39,42 @@ BARRIERS = {"prim::Loop", "prim::If", "prim::CallFunction", "prim::FusionGroup"}
 
 def fusible(node: Node) -> bool:
     op = REGISTRY.get(node.kind)
-    return (op is not None and op.elementwise and len(node.outputs) == 1
-            and isinstance(node.output.type, TensorType) and node.output.type.known)
+    return (
+        op is not None
+        and op.elementwise
+        and len(node.outputs) == 1
+        and isinstance(node.output.type, TensorType)
+        and node.output.type.known
+    )
 
 
 def full_reduction(node: Node) -> bool:
     op = REGISTRY.get(node.kind)
-    return (op is not None and op.extra.get("reduction") and node.attrs.get("axis") is None
-            and node.kind not in ("aten::argmax", "aten::argmin")
-            and isinstance(node.inputs[0].type, TensorType) and node.inputs[0].type.known)
+    return (
+        op is not None
+        and op.extra.get("reduction")
+        and node.attrs.get("axis") is None
+        and node.kind not in ("aten::argmax", "aten::argmin")
+        and isinstance(node.inputs[0].type, TensorType)
+        and node.inputs[0].type.known
+    )
 
 
 def _element_error(node: Node) -> bool:
     """An integer power of arrays whose exponent is not a non-negative constant (NumPy raises ValueError)."""
-    if node.kind != "aten::pow" or not all(isinstance(v.type, TensorType) and v.type.dtype.startswith(("int", "uint"))
-                                            or not isinstance(v.type, TensorType) for v in node.inputs):
+    if node.kind != "aten::pow" or not all(
+        isinstance(v.type, TensorType)
+        and v.type.dtype.startswith(("int", "uint"))
+        or not isinstance(v.type, TensorType)
+        for v in node.inputs
+    ):
         return False
     exponent = node.inputs[1]
-    value = exponent.node.attrs.get("value") if exponent.node is not None and exponent.node.kind == \
-        "prim::Constant" else None
+    value = (
+        exponent.node.attrs.get("value")
+        if exponent.node is not None and exponent.node.kind == "prim::Constant"
+        else None
+    )
     return not (isinstance(value, int) and value >= 0)
 
 
@@ -80,7 +98,7 @@ def _grow(block_nodes: list[Node], root: Node) -> list[Node]:
     start = block_nodes.index(root)
     while start > 0 and not writes_memory(block_nodes[start - 1]):
         start -= 1
-    candidates = block_nodes[start:block_nodes.index(root, start) + 1]
+    candidates = block_nodes[start : block_nodes.index(root, start) + 1]
     after_writer = {id(n) for n in candidates}
     excluded: set[int] = set()
     while True:
@@ -88,15 +106,27 @@ def _grow(block_nodes: list[Node], root: Node) -> list[Node]:
         while work:
             for v in work.pop().inputs:
                 p = v.node
-                if p is None or id(p) in members or id(p) not in after_writer or id(p) in excluded \
-                        or not fusible(p) or _element_error(p) \
-                        or not all(id(u.user) in members for u in p.output.uses):
+                if (
+                    p is None
+                    or id(p) in members
+                    or id(p) not in after_writer
+                    or id(p) in excluded
+                    or not fusible(p)
+                    or _element_error(p)
+                    or not all(id(u.user) in members for u in p.output.uses)
+                ):
                     continue
                 members.add(id(p))
                 work.append(p)
         # a member that may raise must cross no node left outside that may raise (its error would come later)
-        crossing = [n for n in candidates if id(n) in members and n is not root and _raises_in_group(n) and any(
-            id(m) not in members and may_raise(m) for m in candidates[candidates.index(n) + 1:-1])]
+        crossing = [
+            n
+            for n in candidates
+            if id(n) in members
+            and n is not root
+            and _raises_in_group(n)
+            and any(id(m) not in members and may_raise(m) for m in candidates[candidates.index(n) + 1 : -1])
+        ]
         if not crossing:
             return [n for n in candidates if id(n) in members]
         excluded.update(id(n) for n in crossing)
@@ -119,13 +149,15 @@ def outline(nodes: list[Node], counter: list[int]) -> Node:
                     continue
                 mapping[id(v)] = sub.add_input(v.type, v.name.split(".")[0] if not v.name.isdigit() else None)
                 inputs.append(v)
-        copy = in_sub.op(n.kind, [mapping[id(v)] for v in n.inputs], [o.type for o in n.outputs], n.attrs,
-                         source=n.source)
+        copy = in_sub.op(
+            n.kind, [mapping[id(v)] for v in n.inputs], [o.type for o in n.outputs], n.attrs, source=n.source
+        )
         for o, c in zip(n.outputs, copy.outputs):
             mapping[id(o)] = c
     sub.block.add_return(mapping[id(root.output)])
-    group = Builder.before(root).op("prim::FusionGroup", inputs, [root.output.type], {"subgraph": sub},
-                                    source=root.source)
+    group = Builder.before(root).op(
+        "prim::FusionGroup", inputs, [root.output.type], {"subgraph": sub}, source=root.source
+    )
     group.output.name, root.output.name = root.output.name, group.output.name
     root.output.replace_all_uses_with(group.output)
     for n in reversed(nodes):
@@ -163,10 +195,15 @@ def fuse(graph: Graph) -> bool:
 
 # -- multi-output groups -------------------------------------------------------------------------------------
 
+
 def _elementwise_producer(node: Node) -> bool:
     if node.kind == "prim::FusionGroup":
-        return (len(node.outputs) == 1 and "reuse" not in node.attrs and isinstance(node.output.type, TensorType)
-                and node.output.type.known)
+        return (
+            len(node.outputs) == 1
+            and "reuse" not in node.attrs
+            and isinstance(node.output.type, TensorType)
+            and node.output.type.known
+        )
     return fusible(node)
 
 
@@ -188,12 +225,17 @@ def _siblings(block, producer: Node):
     out = producer.output
     reads = {id(v) for v in producer.inputs if isinstance(v.type, TensorType)} | {id(out)}
     users = list({id(u.user): u.user for u in out.uses}.values())
-    consumers = [u for u in users if u.block is block and _sibling_consumer(u)
-                 and all(not isinstance(v.type, TensorType) or id(v) in reads for v in u.inputs)]
+    consumers = [
+        u
+        for u in users
+        if u.block is block
+        and _sibling_consumer(u)
+        and all(not isinstance(v.type, TensorType) or id(v) in reads for v in u.inputs)
+    ]
     others = [u for u in users if all(u is not c for c in consumers)]
     if not consumers or len(consumers) + bool(others) < 2:
         return None
-    position = {id(n): i for i, n in enumerate(block.nodes)}     # (only now: most producers stop above)
+    position = {id(n): i for i, n in enumerate(block.nodes)}  # (only now: most producers stop above)
     consumers.sort(key=lambda n: position[id(n)])
     first, last = position[id(consumers[0])], position[id(consumers[-1])]
     for u in others:
@@ -206,7 +248,7 @@ def _siblings(block, producer: Node):
             if v is not out and v.node is not None and v.node.block is block and position[id(v.node)] >= first:
                 return None
     # consumers move up to the first one: nothing they pass may write memory, print, or raise first
-    between = block.nodes[position[id(producer)] + 1:last]
+    between = block.nodes[position[id(producer)] + 1 : last]
     if any((writes_memory(n) or may_raise(n)) and id(n) not in members for n in between):
         return None
     return consumers, others
@@ -226,13 +268,15 @@ def _copy_into(sub: Graph, node: Node, mapping: dict, inputs: list) -> Value:
         return mapping[id(v)]
 
     if node.kind != "prim::FusionGroup":
-        return in_sub.op(node.kind, [value(v) for v in node.inputs], [node.output.type], node.attrs,
-                         source=node.source).output
+        return in_sub.op(
+            node.kind, [value(v) for v in node.inputs], [node.output.type], node.attrs, source=node.source
+        ).output
     body = node.attrs["subgraph"]
     local = {id(p): value(v) for p, v in zip(body.inputs, node.inputs)}
     for n in body.nodes:
-        copy = in_sub.op(n.kind, [local[id(v)] for v in n.inputs], [o.type for o in n.outputs], n.attrs,
-                         source=n.source)
+        copy = in_sub.op(
+            n.kind, [local[id(v)] for v in n.inputs], [o.type for o in n.outputs], n.attrs, source=n.source
+        )
         for o, c in zip(n.outputs, copy.outputs):
             local[id(o)] = c
     return local[id(body.outputs[0])]
@@ -257,8 +301,9 @@ def merge_siblings(block, counter: list[int]) -> bool:
             results.append(mapping[id(producer.output)])
         for r in results:
             sub.block.add_return(r)
-        group = Builder.before(consumers[0]).op("prim::FusionGroup", inputs, [n.output.type for n in kept],
-                                                {"subgraph": sub}, source=consumers[0].source)
+        group = Builder.before(consumers[0]).op(
+            "prim::FusionGroup", inputs, [n.output.type for n in kept], {"subgraph": sub}, source=consumers[0].source
+        )
         for n, g in zip(kept, group.outputs):
             g.name, n.output.name = n.output.name, g.name
             n.output.replace_all_uses_with(g)
@@ -267,4 +312,3 @@ def merge_siblings(block, counter: list[int]) -> bool:
         producer.destroy()
         return True
     return False
-

@@ -8,6 +8,7 @@ shared with the functions that own them).
 Calls to a recursive graph (one that reaches itself through its calls) stay calls: native code makes a real
 call there. Assumes: a callee graph has one output.
 """
+
 from __future__ import annotations
 
 from ..ir.clone import clone_nodes_into

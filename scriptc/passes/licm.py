@@ -20,11 +20,21 @@ the loop's output are the initial value itself, the same object, whatever the tr
 initial value and the carried value is removed, so later passes never mistake it for a value the loop makes
 (a write through it after the loop must reach the caller's array).
 """
+
 from __future__ import annotations
 
 from ..ir.core import Graph, Node
-from .analysis import (block_has_side_effects, is_removable, loops_post_order, makes_array, maybe_unbound,
-                       reads_arrays, remove_input, remove_output, remove_param)
+from .analysis import (
+    block_has_side_effects,
+    is_removable,
+    loops_post_order,
+    makes_array,
+    maybe_unbound,
+    reads_arrays,
+    remove_input,
+    remove_output,
+    remove_param,
+)
 from .manager import register
 
 
@@ -62,7 +72,7 @@ def drop_invariant_carried(loop: Node) -> bool:
         body.params[1 + j].replace_all_uses_with(init)
         loop.outputs[j].replace_all_uses_with(init)
         remove_param(body, 1 + j)
-        if "reduce" in loop.attrs:   # a prange loop's reduction kinds, one per carried value
+        if "reduce" in loop.attrs:  # a prange loop's reduction kinds, one per carried value
             loop.attrs["reduce"] = [k for i, k in enumerate(loop.attrs["reduce"]) if i != j]
         remove_output(loop, j)
         remove_input(loop, 2 + j)

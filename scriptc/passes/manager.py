@@ -5,6 +5,7 @@ anything; ``@register("name")`` adds it to ``PASSES``, and its docstring (what i
 what ``scriptc dump --list-passes`` shows. The manager runs a list of passes, optionally verifying after each
 (tests always do), printing the IR after all or chosen passes, and timing each pass (``--time-passes``).
 """
+
 from __future__ import annotations
 
 import sys
@@ -36,14 +37,30 @@ def register(name: str):
             raise ValueError(f"pass {name} registered twice")
         PASSES[name] = Pass(name, fn)
         return fn
+
     return deco
 
 
 # The default pipeline, in order; names not registered (yet) are skipped.
 DEFAULT_PIPELINE = [
-    "inline", "canonicalize", "constant-propagation", "cse", "licm", "unswitch", "time-loop-fusion", "bounds-check",
-    "unroll", "dead-loop-carried", "canonicalize", "constant-propagation", "cse", "dce", "shape-inference", "fusion",
-    "buffer-reuse", "dce",
+    "inline",
+    "canonicalize",
+    "constant-propagation",
+    "cse",
+    "licm",
+    "unswitch",
+    "time-loop-fusion",
+    "bounds-check",
+    "unroll",
+    "dead-loop-carried",
+    "canonicalize",
+    "constant-propagation",
+    "cse",
+    "dce",
+    "shape-inference",
+    "fusion",
+    "buffer-reuse",
+    "dce",
 ]
 
 
@@ -79,8 +96,13 @@ class PassManager:
 
     def timing_report(self) -> str:
         total = sum(t for _, t in self.timings) or 1e-12
-        lines = ["===" + "-" * 60 + "===", "  Pass execution timing report", "===" + "-" * 60 + "===",
-                 f"  Total: {total * 1e3:.3f} ms", "   Wall time (ms)  (%)    Name"]
+        lines = [
+            "===" + "-" * 60 + "===",
+            "  Pass execution timing report",
+            "===" + "-" * 60 + "===",
+            f"  Total: {total * 1e3:.3f} ms",
+            "   Wall time (ms)  (%)    Name",
+        ]
         for name, t in self.timings:
             lines.append(f"   {t * 1e3:12.3f}  {100 * t / total:5.1f}%  {name}")
         return "\n".join(lines)

@@ -11,6 +11,7 @@ re-analyze the body, join its returns in, until nothing changes); a variable tha
 (``prim::Uninitialized``) does not constrain the join. ``prim::CallFunction`` (and ``prim::FusionGroup``)
 analyzes a copy of the callee specialized to the argument types (the original callee graph is never modified).
 """
+
 from __future__ import annotations
 
 from ..ir.builder import Builder
@@ -22,15 +23,16 @@ from .manager import register
 # When set (tests do), errors inside shape rules propagate instead of falling back to unknown dimensions.
 STRICT = False
 
-_UNKNOWN = object()        # an element of a partially known tuple value (x.shape with unknown dims)
-_BOTTOM = object()         # the type of a value that is never read (unbound): the neutral element of join
-_MAX_ROUNDS = 100          # loop fixed points converge long before (each round loses at least one dim)
+_UNKNOWN = object()  # an element of a partially known tuple value (x.shape with unknown dims)
+_BOTTOM = object()  # the type of a value that is never read (unbound): the neutral element of join
+_MAX_ROUNDS = 100  # loop fixed points converge long before (each round loses at least one dim)
 _FOLDABLE = (INT, FLOAT, BOOL)
 # Nodes that run another graph on their inputs, and the attribute naming it.
 CALLS = {"prim::CallFunction": "fn", "prim::FusionGroup": "subgraph"}
 
 
 # -- types ----------------------------------------------------------------------------------------------------
+
 
 def refine(declared: Type, inferred) -> Type:
     """``declared`` with the dimensions of ``inferred`` (a type or a shape tuple); dtype and rank stay those of
@@ -39,13 +41,19 @@ def refine(declared: Type, inferred) -> Type:
         if declared.rank is None:
             return declared
         shape = inferred.shape if isinstance(inferred, TensorType) else inferred
-        if isinstance(shape, tuple) and len(shape) == declared.rank and \
-                all(d is None or (type(d) is int and d >= 0) for d in shape):
+        if (
+            isinstance(shape, tuple)
+            and len(shape) == declared.rank
+            and all(d is None or (type(d) is int and d >= 0) for d in shape)
+        ):
             return TensorType(declared.dtype, None, shape)
         return declared.erase_shape()
     if isinstance(declared, TupleType):
-        elems = inferred.elems if isinstance(inferred, TupleType) and \
-            len(inferred.elems) == len(declared.elems) else [None] * len(declared.elems)
+        elems = (
+            inferred.elems
+            if isinstance(inferred, TupleType) and len(inferred.elems) == len(declared.elems)
+            else [None] * len(declared.elems)
+        )
         return declared.with_elems(refine(d, i) for d, i in zip(declared.elems, elems))
     return declared
 
@@ -77,6 +85,7 @@ def meet_rule(shape: tuple, rule: Type) -> tuple:
 
 # -- copying graphs ---------------------------------------------------------------------------------------------
 
+
 def clone_graph(graph: Graph) -> Graph:
     """A deep copy of ``graph``: same names, types, attributes (referred graphs are shared), source ranges."""
     g = Graph(graph.name)
@@ -105,22 +114,25 @@ def clone_graph(graph: Graph) -> Graph:
 
 def all_values(graph: Graph):
     """Every value of the graph, in a deterministic order (block parameters, then node outputs)."""
+
     def block(b: Block):
         yield from b.params
         for n in b.nodes:
             for sub in n.blocks:
                 yield from block(sub)
             yield from n.outputs
+
     return list(block(graph.block))
 
 
 # -- the analysis -----------------------------------------------------------------------------------------------
 
+
 class ShapeInference:
     def __init__(self, graph: Graph, callees: dict | None = None):
         self.graph = graph
-        self.known: dict[int, object] = {}          # id(value) -> Python value, where known
-        self.callees = {} if callees is None else callees   # (id(callee), arg types) -> specialized graph
+        self.known: dict[int, object] = {}  # id(value) -> Python value, where known
+        self.callees = {} if callees is None else callees  # (id(callee), arg types) -> specialized graph
         # Unbound placeholders with a single use as a loop's initial value or a branch's result: they do not
         # constrain the join there; afterwards they take the joined type (so that the result verifies).
         self.bottom: dict[int, tuple[Value, Node, int]] = {}
@@ -131,8 +143,7 @@ class ShapeInference:
             user = use.user
             if user.kind == "prim::Loop" and use.index >= 2:
                 self.bottom[id(node.output)] = (node.output, user, use.index - 2)
-            elif user.kind == "prim::Return" and user.block.owner is not None and \
-                    user.block.owner.kind == "prim::If":
+            elif user.kind == "prim::Return" and user.block.owner is not None and user.block.owner.kind == "prim::If":
                 self.bottom[id(node.output)] = (node.output, user.block.owner, use.index)
 
     def run(self) -> None:
@@ -174,7 +185,7 @@ class ShapeInference:
             return
         types = [v.type for v in node.inputs]
         if all(t in _FOLDABLE for t in types) and all(v.type in _FOLDABLE for v in node.outputs):
-            self.fold(node, op)     # scalars in and out (a shape's arithmetic): no shape to find, no type to refine
+            self.fold(node, op)  # scalars in and out (a shape's arithmetic): no shape to find, no type to refine
             return
         consts = [self.const(v) for v in node.inputs]
         try:
@@ -245,7 +256,7 @@ class ShapeInference:
             value = op.impl(*args, **node.attrs)
         except Exception:  # noqa: BLE001 - raises at run time: nothing is known about the value
             return
-        if out.type == INT and isinstance(value, int) and -2 ** 63 <= value < 2 ** 63:
+        if out.type == INT and isinstance(value, int) and -(2**63) <= value < 2**63:
             self.known[id(out)] = int(value)
         elif out.type == FLOAT and isinstance(value, (int, float)):
             self.known[id(out)] = float(value)
@@ -281,8 +292,10 @@ class ShapeInference:
             for p, c in zip(params, current):
                 p.type = erase(p.type) if c is _BOTTOM else refine(p.type, c)
             self.block(body)
-            new = [c if c is _BOTTOM and r is _BOTTOM else join_shapes(p.type, c, r)
-                   for p, c, r in zip(params, current, map(self.type_of, body.returns[1:]))]
+            new = [
+                c if c is _BOTTOM and r is _BOTTOM else join_shapes(p.type, c, r)
+                for p, c, r in zip(params, current, map(self.type_of, body.returns[1:]))
+            ]
             if new == current:
                 break
             current = new
@@ -297,8 +310,11 @@ class ShapeInference:
     def call_node(self, node: Node, attr: str) -> None:
         callee = node.attrs.get(attr)
         args = tuple(v.type for v in node.inputs)
-        if not isinstance(callee, Graph) or len(args) != len(callee.inputs) or \
-                any(erase(a) != erase(p.type) for a, p in zip(args, callee.inputs)):
+        if (
+            not isinstance(callee, Graph)
+            or len(args) != len(callee.inputs)
+            or any(erase(a) != erase(p.type) for a, p in zip(args, callee.inputs))
+        ):
             for v in node.outputs:
                 v.type = erase(v.type)
             return
@@ -308,7 +324,7 @@ class ShapeInference:
             spec = clone_graph(callee)
             for p, a in zip(spec.inputs, args):
                 p.type = a
-            self.callees[key] = callee   # a recursive call inside it keeps the unspecialized graph
+            self.callees[key] = callee  # a recursive call inside it keeps the unspecialized graph
             ShapeInference(spec, self.callees).run()
             if [v.type for v in all_values(spec)] == [v.type for v in all_values(callee)]:
                 spec = callee  # nothing new: keep sharing the original
@@ -320,6 +336,7 @@ class ShapeInference:
 
 # -- entry points -----------------------------------------------------------------------------------------------
 
+
 @register("shape-inference")
 def shape_inference(graph: Graph) -> bool:
     """Refine array types to known dimensions (Double(*, *) -> Double(2, 3)) from the graph's input types,
@@ -329,8 +346,9 @@ def shape_inference(graph: Graph) -> bool:
     callees_before = [n.attrs.get(CALLS[n.kind]) for n in graph.walk() if n.kind in CALLS]
     ShapeInference(graph).run()
     callees_after = [n.attrs.get(CALLS[n.kind]) for n in graph.walk() if n.kind in CALLS]
-    return before != [v.type for v in all_values(graph)] or \
-        any(a is not b for a, b in zip(callees_before, callees_after))
+    return before != [v.type for v in all_values(graph)] or any(
+        a is not b for a, b in zip(callees_before, callees_after)
+    )
 
 
 def _as_shape(s):

@@ -28,6 +28,7 @@ from the graph (several carried arrays, or invariant arrays of rank >= 1), the p
 NumPy does). Runs before ``unroll``, which would otherwise split the loop into two; the ``prim::FusedLoop`` is
 not a ``prim::Loop``, so unroll and buffer-reuse leave it alone.
 """
+
 from __future__ import annotations
 
 from ..ir.builder import Builder
@@ -40,8 +41,14 @@ from .manager import register
 
 
 def _same_array_type(a, b) -> bool:
-    return (isinstance(a, TensorType) and isinstance(b, TensorType) and a.known and b.known
-            and a.dtype == b.dtype and a.rank == b.rank)
+    return (
+        isinstance(a, TensorType)
+        and isinstance(b, TensorType)
+        and a.known
+        and b.known
+        and a.dtype == b.dtype
+        and a.rank == b.rank
+    )
 
 
 def _defined_inside(v: Value, body: Block) -> bool:
@@ -82,7 +89,7 @@ def _invariants(loop: Node) -> list[Value] | None:
             if _scalar_constant(v):
                 continue  # copied into the subgraph, as fusion does, so backends see the literal
             seen.setdefault(id(v), v)
-    for r in body.returns[1:]:       # a scalar carried on unchanged, or set to an invariant
+    for r in body.returns[1:]:  # a scalar carried on unchanged, or set to an invariant
         if not _defined_inside(r, body) and not _scalar_constant(r):
             seen.setdefault(id(r), r)
     return list(seen.values())
@@ -140,12 +147,13 @@ def fused_subgraph(loop: Node, invariants: list[Value], name: str) -> Graph:
         for v in n.inputs:
             if id(v) not in mapping and _scalar_constant(v):
                 mapping[id(v)] = in_sub.op("prim::Constant", [], [v.type], v.node.attrs).output
-        copy = in_sub.op(n.kind, [mapping[id(v)] for v in n.inputs], [o.type for o in n.outputs], n.attrs,
-                         source=n.source)
+        copy = in_sub.op(
+            n.kind, [mapping[id(v)] for v in n.inputs], [o.type for o in n.outputs], n.attrs, source=n.source
+        )
         for o, c in zip(n.outputs, copy.outputs):
             mapping[id(o)] = c
     for r in body.returns[1:]:
-        if id(r) not in mapping:     # a scalar constant
+        if id(r) not in mapping:  # a scalar constant
             mapping[id(r)] = in_sub.op("prim::Constant", [], [r.type], r.node.attrs).output
         sub.block.add_return(mapping[id(r)])
     return sub
@@ -175,8 +183,9 @@ def fuse_loop(loop: Node, invariants: list[Value], name: str) -> Node:
     carried_arrays = _carried_arrays(loop)
     arrays = [*carried_arrays, *(v for v in invariants if isinstance(v.type, TensorType))]
     before_loop = Builder.before(loop)
-    check = before_loop.op("prim::ShapesFit", arrays, [BOOL], {"carried": len(carried_arrays)}, source=loop.source,
-                           hints="fits")
+    check = before_loop.op(
+        "prim::ShapesFit", arrays, [BOOL], {"carried": len(carried_arrays)}, source=loop.source, hints="fits"
+    )
     guard = before_loop.op("prim::If", [check.output], types, source=loop.source)
     then, other = guard.add_block(), guard.add_block()
     for o, g in zip(loop.outputs, guard.outputs):

@@ -28,6 +28,7 @@ seconds in LLVM) for no speed. New trip counts and indices are plain int ops
 (``prim::max``, ``aten::floordiv``/``remainder`` by the constant 4, ``aten::mul``, ``aten::add``):
 constant-propagation folds them when n is a constant.
 """
+
 from __future__ import annotations
 
 from ..ir.builder import Builder
@@ -46,10 +47,15 @@ PARTIAL_MAX_BODY = 20
 def _unrollable(loop: Node) -> bool:
     body = loop.blocks[0]
     if loop.attrs.get("parallel"):
-        return False    # a prange loop stays one loop: its iterations run at once
-    return is_true_constant(body.returns[0]) and count_nodes(body) <= MAX_BODY and not any(
-        node.kind == "prim::Loop" or any(isinstance(o.type, TensorType) for o in node.outputs)
-        for node in body.walk())
+        return False  # a prange loop stays one loop: its iterations run at once
+    return (
+        is_true_constant(body.returns[0])
+        and count_nodes(body) <= MAX_BODY
+        and not any(
+            node.kind == "prim::Loop" or any(isinstance(o.type, TensorType) for o in node.outputs)
+            for node in body.walk()
+        )
+    )
 
 
 def _carries_float(loop: Node) -> bool:
@@ -81,7 +87,7 @@ def full_unroll(loop: Node, n: int) -> None:
 def partial_unroll(loop: Node) -> None:
     body = loop.blocks[0]
     src = loop.source
-    before_loop = Builder.before(loop)    # the new counts and the main loop go before the loop, in order
+    before_loop = Builder.before(loop)  # the new counts and the main loop go before the loop, in order
 
     def op(kind, *inputs):
         return before_loop.op(kind, inputs, source=src).output
@@ -143,8 +149,7 @@ def run(graph: Graph) -> bool:
                 full_unroll(loop, n)
                 changed = True
             continue
-        if not loop.attrs.get("unrolled") and _carries_float(loop) and \
-                count_nodes(loop.blocks[0]) <= PARTIAL_MAX_BODY:
+        if not loop.attrs.get("unrolled") and _carries_float(loop) and count_nodes(loop.blocks[0]) <= PARTIAL_MAX_BODY:
             partial_unroll(loop)
             changed = True
     return changed

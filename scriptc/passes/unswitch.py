@@ -15,6 +15,7 @@ Assumes: the If's condition is loop-invariant exactly when it is defined outside
 has more than ``MAX_BODY`` nodes are left alone, and at most ``MAX_UNSWITCH`` conditions are taken out of one loop
 (each doubles its code). A prange loop stays one loop.
 """
+
 from __future__ import annotations
 
 from ..ir.builder import Builder
@@ -43,7 +44,7 @@ def _dead(node: Node) -> bool:
 def _copy_loop_into(loop: Node, dst: Block) -> Node:
     """A copy of ``loop`` at the end of ``dst`` (which is inside the block ``loop`` is in)."""
     holder = Block(loop.block.graph)
-    holder.nodes.append(loop)       # clone_nodes_into copies a block's nodes: give the loop one of its own
+    holder.nodes.append(loop)  # clone_nodes_into copies a block's nodes: give the loop one of its own
     try:
         clone_nodes_into(holder, dst, None, {})
     finally:
@@ -52,8 +53,9 @@ def _copy_loop_into(loop: Node, dst: Block) -> Node:
 
 
 def unswitch(loop: Node, condition_if: Node) -> list[Node]:
-    switch = Builder.before(loop).op("prim::If", [condition_if.inputs[0]], [o.type for o in loop.outputs],
-                                     source=condition_if.source)
+    switch = Builder.before(loop).op(
+        "prim::If", [condition_if.inputs[0]], [o.type for o in loop.outputs], source=condition_if.source
+    )
     then, other = switch.add_block(), switch.add_block()
     copies = []
     for taken, branch in ((0, then), (1, other)):

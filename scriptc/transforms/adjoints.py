@@ -10,6 +10,7 @@ allocates nothing per iteration.
 Adjoints cross ``prim::If`` and ``prim::Loop`` as flat lists of leaf Values (``leaves`` / ``set_leaves``): the
 differentiable leaves of the value's type, in order, zeros where there is no adjoint.
 """
+
 from __future__ import annotations
 
 from ..ir.core import Value
@@ -29,8 +30,8 @@ class Adjoints:
         self.e = e
         self.of: dict[int, object] = {}
         self.owned: set[int] = set(owned)
-        self.redirect = None     # (value, contribution) -> True where the adjoint lives in memory (inplace.py)
-        self.wanted = differentiable     # which source values get adjoints (the transform's activity analysis)
+        self.redirect = None  # (value, contribution) -> True where the adjoint lives in memory (inplace.py)
+        self.wanted = differentiable  # which source values get adjoints (the transform's activity analysis)
 
     # -- accumulating ----------------------------------------------------------------------------------
     def add(self, src: Value, contribution, primal: Value) -> None:
@@ -58,8 +59,13 @@ class Adjoints:
             return prior
         if prior is None:
             return c
-        if id(prior) in self.owned and isinstance(prior.type, TensorType) and isinstance(c.type, TensorType) \
-                and c.type.dtype == prior.type.dtype and c.type.rank <= prior.type.rank:
+        if (
+            id(prior) in self.owned
+            and isinstance(prior.type, TensorType)
+            and isinstance(c.type, TensorType)
+            and c.type.dtype == prior.type.dtype
+            and c.type.rank <= prior.type.rank
+        ):
             e.add_into(prior, c)
             return prior
         total = e.add(prior, c)

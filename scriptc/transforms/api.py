@@ -7,6 +7,7 @@ differentiated too), runs the normal pass pipeline and compiles native code, onc
 ``graph_for_types(types, optimize=False)`` as scripted functions do, so ``grad(grad(f))`` differentiates the
 gradient graph.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,14 +27,21 @@ _PREPARE = ["inline", "canonicalize", "constant-propagation", "cse", "dce"]
 
 class GradFunction(CompiledFunction):
     """``grad(f)``: its graph per signature is the reverse-mode transform of ``f``'s."""
-    scriptc_callable = True      # callable from scripted code, like a scripted function
+
+    scriptc_callable = True  # callable from scripted code, like a scripted function
 
     def __init__(self, fn, argnums=0, with_value: bool = False):
         if not getattr(type(fn), "scriptc_callable", False):
-            raise TypeError(f"scriptc.{'value_and_grad' if with_value else 'grad'} needs a scripted function "
-                            f"(@scriptc.script), not {type(fn).__name__}")
-        if not (isinstance(argnums, int) or isinstance(argnums, tuple) and argnums
-                and all(isinstance(k, int) for k in argnums)):
+            raise TypeError(
+                f"scriptc.{'value_and_grad' if with_value else 'grad'} needs a scripted function "
+                f"(@scriptc.script), not {type(fn).__name__}"
+            )
+        if not (
+            isinstance(argnums, int)
+            or isinstance(argnums, tuple)
+            and argnums
+            and all(isinstance(k, int) for k in argnums)
+        ):
             raise TypeError(f"argnums must be an int or a tuple of ints, not {argnums!r}")
         self.fn = fn
         self.single = isinstance(argnums, int)
@@ -45,7 +53,7 @@ class GradFunction(CompiledFunction):
         self.param_names, self.param_types, self.param_dtypes = fn.param_names, fn.param_types, fn.param_dtypes
         self.defaults = fn.defaults
         self._graphs: dict[tuple, Graph] = {}
-        self._written: dict[tuple, list[int]] = {}     # parameters the function writes, per signature
+        self._written: dict[tuple, list[int]] = {}  # parameters the function writes, per signature
 
     def __repr__(self):
         return f"<scriptc.{self.__name__}>"
@@ -67,12 +75,17 @@ class GradFunction(CompiledFunction):
                 raise CompileError(f"grad: argnums {k} is out of range for {len(types)} parameters", where)
             p = graph.inputs[k]
             if not differentiable(p):
-                raise CompileError(f"grad: parameter '{self.param_names[k]}' (argnums {k}) is {p.type}, not a "
-                                   f"float or a float array", where,
-                                   "only float scalars and float arrays have gradients")
-        if decayed(graph.outputs[0].type) != FLOAT:      # (a float32 result too: its gradients are float32)
-            raise CompileError(f"grad: '{self.fn.__name__}' returns {graph.outputs[0].type}, not a float", where,
-                               "grad differentiates functions that return one float")
+                raise CompileError(
+                    f"grad: parameter '{self.param_names[k]}' (argnums {k}) is {p.type}, not a float or a float array",
+                    where,
+                    "only float scalars and float arrays have gradients",
+                )
+        if decayed(graph.outputs[0].type) != FLOAT:  # (a float32 result too: its gradients are float32)
+            raise CompileError(
+                f"grad: '{self.fn.__name__}' returns {graph.outputs[0].type}, not a float",
+                where,
+                "grad differentiates functions that return one float",
+            )
 
     def _source_graph(self, types: tuple) -> Graph:
         """The gradient graph of a signature, from the function's graph inlined and simplified."""
@@ -106,8 +119,10 @@ def _check_not_shared(names, values, written) -> None:
     for k in written:
         for j, other in arrays:
             if j != k and np.shares_memory(values[k], other):
-                raise ValueError(f"grad: arguments '{names[k]}' and '{names[j]}' share memory and the function "
-                                 f"writes '{names[k]}' in place; pass a copy of one of them")
+                raise ValueError(
+                    f"grad: arguments '{names[k]}' and '{names[j]}' share memory and the function "
+                    f"writes '{names[k]}' in place; pass a copy of one of them"
+                )
 
 
 def _transform(fn, argnums, with_value: bool) -> GradFunction:
@@ -115,8 +130,9 @@ def _transform(fn, argnums, with_value: bool) -> GradFunction:
     (``scriptc.grad(f)`` written inside a scripted function, or in a Python loop)."""
     if isinstance(argnums, list):
         argnums = tuple(argnums)
-    if not (isinstance(argnums, int) or isinstance(argnums, tuple) and argnums
-            and all(isinstance(k, int) for k in argnums)):
+    if not (
+        isinstance(argnums, int) or isinstance(argnums, tuple) and argnums and all(isinstance(k, int) for k in argnums)
+    ):
         raise TypeError(f"argnums must be an int or a tuple of ints, not {argnums!r}")
     made = fn.__dict__.setdefault("_scriptc_grads", {})
     key = (argnums, with_value)
@@ -138,9 +154,8 @@ def grad(fn, argnums=0) -> GradFunction:
 def value_and_grad(fn, argnums=0) -> GradFunction:
     """``(fn(*args), grad(fn, argnums)(*args))`` computed together."""
     if not getattr(type(fn), "scriptc_callable", False):
-        raise TypeError(f"scriptc.value_and_grad needs a scripted function (@scriptc.script), not "
-                        f"{type(fn).__name__}")
+        raise TypeError(f"scriptc.value_and_grad needs a scripted function (@scriptc.script), not {type(fn).__name__}")
     return _transform(fn, argnums, True)
 
 
-grad.scriptc_transform = value_and_grad.scriptc_transform = True   # applied at compile time in scripted code
+grad.scriptc_transform = value_and_grad.scriptc_transform = True  # applied at compile time in scripted code

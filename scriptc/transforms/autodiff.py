@@ -21,6 +21,7 @@ written in place (``memory.py`` checks this first). Floats, float arrays and tup
 ints, bools and the outputs of comparisons are not. An element-wise operator's operand adjoint is summed over
 broadcast axes back to its shape.
 """
+
 from __future__ import annotations
 
 from ..errors import CompileError
@@ -35,7 +36,7 @@ from .inplace import InPlaceMixin
 from .memory import is_write
 from .lists import ListMixin, activate_list
 
-_SKIP_ON_RECOMPUTE = {"prim::Print"}    # printing happens once, in the forward
+_SKIP_ON_RECOMPUTE = {"prim::Print"}  # printing happens once, in the forward
 _STRUCTURAL = {"prim::TupleConstruct", "prim::TupleIndex", "prim::TupleUnpack"}
 
 __all__ = ["differentiable", "gradient_graph"]
@@ -46,7 +47,7 @@ def active_values(src: Graph, argnums: tuple, mem) -> set[int]:
     parameters through every node, around loops until nothing changes, and into an array written with an
     active value (the array and its views, all of it)."""
     active = {id(src.inputs[k]) for k in argnums}
-    written = set()          # roots of arrays an active value was written into
+    written = set()  # roots of arrays an active value was written into
     lists = mem.lists
 
     def visit(block: Block) -> bool:
@@ -70,8 +71,12 @@ def active_values(src: Graph, argnums: tuple, mem) -> set[int]:
             else:
                 outs = [ins] * len(node.outputs)
                 changed |= activate_list(node, active, lists)
-                if ins and is_write(node) and mem.member(node.inputs[0]) and \
-                        id(mem.root(node.inputs[0])) not in written:
+                if (
+                    ins
+                    and is_write(node)
+                    and mem.member(node.inputs[0])
+                    and id(mem.root(node.inputs[0])) not in written
+                ):
                     written.add(id(mem.root(node.inputs[0])))
                     changed = True
             for o, a in zip(node.outputs, outs):
@@ -109,16 +114,20 @@ def _outer_values(node: Node, mem, active: set) -> list[Value]:
 
     for b in node.blocks:
         visit(b)
-    return [v for k, v in used.items() if k not in inside and differentiable(v) and not mem.member(v)
-            and id(v) in active]
+    return [
+        v for k, v in used.items() if k not in inside and differentiable(v) and not mem.member(v) and id(v) in active
+    ]
 
 
 def _read_whole_list(v: Value):
     """The elements of a list display (``[a, b]``) that is only read whole (by np.array / np.concatenate /
     np.stack), or None: such a list cannot change between its making and its reading."""
     node = v.node
-    if node is None or node.kind != "prim::ListConstruct" or \
-            any(u.user.kind not in ("aten::list_to_array", "aten::concatenate", "aten::stack") for u in v.uses):
+    if (
+        node is None
+        or node.kind != "prim::ListConstruct"
+        or any(u.user.kind not in ("aten::list_to_array", "aten::concatenate", "aten::stack") for u in v.uses)
+    ):
         return None
     return list(node.inputs)
 
@@ -151,7 +160,7 @@ def _rebuilt(e: Emitter, t, leaves: list[Value]) -> Value:
     parts, at = [], 0
     for elem in t.elems:
         n = len(_leaf_types(elem))
-        parts.append(_rebuilt(e, elem, leaves[at:at + n]))
+        parts.append(_rebuilt(e, elem, leaves[at : at + n]))
         at += n
     return e.tuple_like(t, parts)
 
@@ -164,8 +173,8 @@ class Transform(InPlaceMixin, ListMixin):
     def __init__(self, graph: Graph, src: Graph, argnums: tuple):
         self.graph = graph
         self.tapes: list[Value] = []
-        self.list_shadows: dict[int, Value] = {}     # a written list of the source graph (by id) -> its adjoint
-        self.recomputing: Block | None = None        # the block whose forward the backward is recomputing
+        self.list_shadows: dict[int, Value] = {}  # a written list of the source graph (by id) -> its adjoint
+        self.recomputing: Block | None = None  # the block whose forward the backward is recomputing
         self.plan_memory(src)
         self.lists = self.mem.lists
         self.active_ids = active_values(src, argnums, self.mem)
@@ -205,10 +214,16 @@ class Transform(InPlaceMixin, ListMixin):
 
     def copy_node(self, node: Node, dst: Block, vmap: dict, recompute: bool) -> Node:
         inputs = list(self.node_inputs.get(id(node)) or [vmap.get(id(v), v) for v in node.inputs])
-        if is_write(node):      # the write itself goes to memory, not to the snapshot of its old value
+        if is_write(node):  # the write itself goes to memory, not to the snapshot of its old value
             inputs[0] = vmap.get(id(node.inputs[0]), node.inputs[0])
-        new = Builder.at_end(dst).op(node.kind, inputs, [o.type for o in node.outputs], node.attrs, source=node.source,
-                                     hints=[_hint(o) for o in node.outputs])
+        new = Builder.at_end(dst).op(
+            node.kind,
+            inputs,
+            [o.type for o in node.outputs],
+            node.attrs,
+            source=node.source,
+            hints=[_hint(o) for o in node.outputs],
+        )
         for o, n in zip(node.outputs, new.outputs):
             vmap[id(o)] = n
         for b in node.blocks:
@@ -231,9 +246,13 @@ class Transform(InPlaceMixin, ListMixin):
         if id(node) in self.has_reads:
             t = self.cursors.type.erase_shape()
             starts = self.new_tape(e, t)
-        new = Builder.at_end(dst).op("prim::Loop", [vmap.get(id(v), v) for v in node.inputs],
-                                     [o.type for o in node.outputs], source=node.source,
-                                     hints=[_hint(o) for o in node.outputs])
+        new = Builder.at_end(dst).op(
+            "prim::Loop",
+            [vmap.get(id(v), v) for v in node.inputs],
+            [o.type for o in node.outputs],
+            source=node.source,
+            hints=[_hint(o) for o in node.outputs],
+        )
         nb = new.add_block()
         for p, tape in zip(body.params, tapes):
             vmap[id(p)] = q = nb.add_param(p.type, _hint(p))
@@ -249,8 +268,9 @@ class Transform(InPlaceMixin, ListMixin):
         return tapes, starts
 
     # -- backward --------------------------------------------------------------------------------------
-    def backward(self, src: Block, dst: Block, vmap: dict, seeds: list, recompute: bool,
-                 adj: Adjoints | None = None, inputs=()) -> Adjoints:
+    def backward(
+        self, src: Block, dst: Block, vmap: dict, seeds: list, recompute: bool, adj: Adjoints | None = None, inputs=()
+    ) -> Adjoints:
         """Emit ``src``'s forward into ``dst``, then its adjoint given ``seeds`` (one adjoint or None per
         return of ``src``), accumulating into ``adj`` (which may come holding the outer values' adjoints).
         Returns the adjoints of ``src``'s parameters and of the outer values it uses."""
@@ -268,8 +288,11 @@ class Transform(InPlaceMixin, ListMixin):
         for node in reversed(src.nodes):
             e.source = node.source
             if node.kind in ("prim::If", "prim::Loop"):
-                if any(adj.get(o) is not None for o in node.outputs) or self.in_memory(node) or \
-                        self.touches_lists(node):
+                if (
+                    any(adj.get(o) is not None for o in node.outputs)
+                    or self.in_memory(node)
+                    or self.touches_lists(node)
+                ):
                     if node.kind == "prim::If":
                         self.backward_if(node, dst, vmap, adj, saved.get(id(node)))
                     else:
@@ -293,17 +316,23 @@ class Transform(InPlaceMixin, ListMixin):
         return adj
 
     def backward_op(self, node: Node, e: Emitter, vmap: dict, adj: Adjoints, g=None) -> None:
-        lists = [v for v in node.inputs if id(v) in self.active_ids and isinstance(v.type, ListType)
-                 and differentiable(v.type.elem)]
+        lists = [
+            v
+            for v in node.inputs
+            if id(v) in self.active_ids and isinstance(v.type, ListType) and differentiable(v.type.elem)
+        ]
         for v in lists:
             if _read_whole_list(v) is None:
-                raise self.error(node, f"{node.kind} of a list of float values that is not a display read whole "
-                                       f"(np.array([a, b]), np.concatenate([a, b]), np.stack([a, b]) carry "
-                                       f"gradients: a list that is appended to, indexed or passed on does not)")
+                raise self.error(
+                    node,
+                    f"{node.kind} of a list of float values that is not a display read whole "
+                    f"(np.array([a, b]), np.concatenate([a, b]), np.stack([a, b]) carry "
+                    f"gradients: a list that is appended to, indexed or passed on does not)",
+                )
         if not any(self.active(v) for v in node.inputs) and not lists:
             return
         op = lookup(node.kind)
-        if node.kind == "prim::CallFunction":      # calls left after inlining are recursive
+        if node.kind == "prim::CallFunction":  # calls left after inlining are recursive
             callee = getattr(node.attrs.get("fn"), "name", "a function")
             raise self.error(node, f"a recursive call (of {callee}, which calls itself)")
         if op.vjp is None or len(node.outputs) != 1:
@@ -324,9 +353,9 @@ class Transform(InPlaceMixin, ListMixin):
         new = set(map(id, e.block.nodes[first_new:]))
         for src, c in zip(node.inputs, contributions):
             if isinstance(c, Value) and not self.active(src):
-                _discard(c, new)        # made by the rule for an operand that needs no adjoint
+                _discard(c, new)  # made by the rule for an operand that needs no adjoint
         for src, c in zip(node.inputs, contributions):
-            if isinstance(c, list) and src in lists:      # a list display's elements get their stretches
+            if isinstance(c, list) and src in lists:  # a list display's elements get their stretches
                 for v, piece in zip(_read_whole_list(src), c):
                     adj.add(v, piece, vmap.get(id(v), v))
         for src, primal, c in zip(node.inputs, inputs, contributions):
@@ -336,9 +365,12 @@ class Transform(InPlaceMixin, ListMixin):
                         c = self.reduce_to(e, c, primal, out, inputs)
                     if c.type != primal.type and primal.type == FLOAT and c.type in (INT, BOOL):
                         c = e.op("aten::Float", c)
-                    if isinstance(c.type, TensorType) and isinstance(primal.type, TensorType) and \
-                            c.type.dtype != primal.type.dtype:
-                        c = e.op("aten::to", c, dtype=primal.type.dtype)    # an adjoint has its primal's dtype
+                    if (
+                        isinstance(c.type, TensorType)
+                        and isinstance(primal.type, TensorType)
+                        and c.type.dtype != primal.type.dtype
+                    ):
+                        c = e.op("aten::to", c, dtype=primal.type.dtype)  # an adjoint has its primal's dtype
                 adj.add(src, c, primal)
 
     @staticmethod
@@ -361,8 +393,11 @@ class Transform(InPlaceMixin, ListMixin):
         """Tuples route adjoints element by element."""
         if node.kind == "prim::TupleConstruct":
             a = adj.take(node.output)
-            parts = a if isinstance(a, list) else [adj.e.op("prim::TupleIndex", a, index=k)
-                                                   for k in range(len(node.inputs))]
+            parts = (
+                a
+                if isinstance(a, list)
+                else [adj.e.op("prim::TupleIndex", a, index=k) for k in range(len(node.inputs))]
+            )
             for v, c in zip(node.inputs, parts):
                 adj.add(v, c, vmap.get(id(v), v))
             return
@@ -387,13 +422,17 @@ class Transform(InPlaceMixin, ListMixin):
         for branch in node.blocks:
             nb = back.add_block()
             self.restore_cursors(Emitter(nb), snap)
-            branch_adj = Adjoints(Emitter(nb), owned=[id(x) for part, o in zip(init, init_owned)
-                                                      for x, ok in zip(part, o) if ok])
+            branch_adj = Adjoints(
+                Emitter(nb), owned=[id(x) for part, o in zip(init, init_owned) for x, ok in zip(part, o) if ok]
+            )
             for v, p, part, o in zip(outer, primals, init, init_owned):
                 branch_adj.set_leaves(v, p, part, o)
             self.backward(branch, nb, dict(vmap), outs, recompute=True, adj=branch_adj)
-            returned = [(x, ok) for v, p in zip(outer, primals)
-                        for x, ok in zip(branch_adj.leaves(v, p), branch_adj.owned_leaves(v, p))]
+            returned = [
+                (x, ok)
+                for v, p in zip(outer, primals)
+                for x, ok in zip(branch_adj.leaves(v, p), branch_adj.owned_leaves(v, p))
+            ]
             for k, (x, ok) in enumerate(returned):
                 nb.add_return(x)
                 owned_out[k] = owned_out[k] and ok
@@ -407,13 +446,17 @@ class Transform(InPlaceMixin, ListMixin):
         primals = [vmap.get(id(v), v) for v in outer]
         e = Emitter(dst, node.source)
         trips = e.op("aten::list_len", tapes[0][0])
-        out_adj = Adjoints(e)            # the adjoints of the loop's results, as seeds of the last iteration
+        out_adj = Adjoints(e)  # the adjoints of the loop's results, as seeds of the last iteration
         for k in diff:
             out_adj.add(node.outputs[k], adj.take(node.outputs[k]), vmap[id(node.outputs[k])])
         init = [out_adj.leaves(node.outputs[k], vmap[id(node.outputs[k])]) for k in diff]
-        for v, p in zip(outer, primals):        # the outer adjoints, in buffers the loop may update in place
-            init.append([adj.own(a, p) if isinstance(a.type, TensorType) and not ok else a
-                         for a, ok in zip(adj.leaves(v, p), adj.owned_leaves(v, p))])
+        for v, p in zip(outer, primals):  # the outer adjoints, in buffers the loop may update in place
+            init.append(
+                [
+                    adj.own(a, p) if isinstance(a.type, TensorType) and not ok else a
+                    for a, ok in zip(adj.leaves(v, p), adj.owned_leaves(v, p))
+                ]
+            )
         flat = [x for part in init for x in part]
         back = e.node("prim::Loop", [trips, e.const(True), *flat], [x.type for x in flat])
         nb = back.add_block()
@@ -427,14 +470,15 @@ class Transform(InPlaceMixin, ListMixin):
         inner = dict(vmap)
         for p, tape in zip(body.params, tapes):
             inner[id(p)] = _rebuilt(b, p.type, [b.op("aten::list_getitem", t, last) for t in tape])
-        body_adj = Adjoints(b, owned=[id(x) for part in params[len(diff):] for x in part
-                                      if isinstance(x.type, TensorType)])
+        body_adj = Adjoints(
+            b, owned=[id(x) for part in params[len(diff) :] for x in part if isinstance(x.type, TensorType)]
+        )
         seeds = [None] * len(body.returns)
         for k, part in zip(diff, params):
             seed_table = Adjoints(b)
             seed_table.set_leaves(node.outputs[k], vmap[id(node.outputs[k])], part, [False] * len(part))
             seeds[1 + k] = seed_table.get(node.outputs[k])
-        for v, p, part in zip(outer, primals, params[len(diff):]):
+        for v, p, part in zip(outer, primals, params[len(diff) :]):
             body_adj.set_leaves(v, p, part, [True] * len(part))
         self.backward(body, nb, inner, seeds, recompute=True, adj=body_adj)
         nb.add_return(Emitter(nb).const(True))
@@ -445,17 +489,24 @@ class Transform(InPlaceMixin, ListMixin):
             for x in body_adj.leaves(v, p):
                 nb.add_return(x)
         outputs = list(back.outputs)
-        carried_outputs = outputs[:sum(len(part) for part in init[:len(diff)])]
-        self._set_outer(adj, outer, primals, outputs[len(carried_outputs):],
-                        [isinstance(x.type, TensorType) for x in outputs[len(carried_outputs):]])
+        carried_outputs = outputs[: sum(len(part) for part in init[: len(diff)])]
+        self._set_outer(
+            adj,
+            outer,
+            primals,
+            outputs[len(carried_outputs) :],
+            [isinstance(x.type, TensorType) for x in outputs[len(carried_outputs) :]],
+        )
         outputs = carried_outputs
         for k, part in zip(diff, init):
-            values, outputs = outputs[:len(part)], outputs[len(part):]
+            values, outputs = outputs[: len(part)], outputs[len(part) :]
             table = Adjoints(e)
-            table.set_leaves(node.inputs[2 + k], vmap.get(id(node.inputs[2 + k]), node.inputs[2 + k]), values,
-                             [False] * len(values))
-            adj.add(node.inputs[2 + k], table.get(node.inputs[2 + k]), vmap.get(id(node.inputs[2 + k]),
-                                                                                 node.inputs[2 + k]))
+            table.set_leaves(
+                node.inputs[2 + k], vmap.get(id(node.inputs[2 + k]), node.inputs[2 + k]), values, [False] * len(values)
+            )
+            adj.add(
+                node.inputs[2 + k], table.get(node.inputs[2 + k]), vmap.get(id(node.inputs[2 + k]), node.inputs[2 + k])
+            )
 
     @staticmethod
     def _set_outer(adj: Adjoints, outer, primals, values, owned) -> None:
@@ -467,9 +518,12 @@ class Transform(InPlaceMixin, ListMixin):
 
     @staticmethod
     def error(node: Node, what: str) -> CompileError:
-        return CompileError(f"grad: {what} is not differentiable", node.source,
-                            "scriptc.grad differentiates float arithmetic, math functions, element-wise array "
-                            "operations, reductions, matrix products, indexing, tuples, if and loops")
+        return CompileError(
+            f"grad: {what} is not differentiable",
+            node.source,
+            "scriptc.grad differentiates float arithmetic, math functions, element-wise array "
+            "operations, reductions, matrix products, indexing, tuples, if and loops",
+        )
 
 
 def gradient_graph(src: Graph, argnums: tuple, with_value: bool, single: bool) -> Graph:
@@ -485,8 +539,12 @@ def gradient_graph(src: Graph, argnums: tuple, with_value: bool, single: bool) -
     seed = e.const(1.0)
     adj = t.backward(src.block, g.block, vmap, [seed], recompute=False, inputs=src.inputs)
     e = Emitter(g.block)
-    grads = [e.clone(t.region(src.inputs[k], e, vmap)) if id(src.inputs[k]) in t.shadows
-             else adj.value(src.inputs[k], vmap[id(src.inputs[k])]) for k in argnums]
+    grads = [
+        e.clone(t.region(src.inputs[k], e, vmap))
+        if id(src.inputs[k]) in t.shadows
+        else adj.value(src.inputs[k], vmap[id(src.inputs[k])])
+        for k in argnums
+    ]
     out = grads[0] if single else e.op("prim::TupleConstruct", *grads)
     if with_value:
         value = vmap.get(id(result), result)
@@ -506,12 +564,13 @@ def _prune_tapes(graph: Graph, tapes: list[Value]) -> None:
         changed = False
         for tape in list(tapes):
             users = [u.user for u in tape.uses]
-            if any(u.kind not in ("aten::append", "aten::list_getitem") or
-                   u.kind == "aten::list_getitem" and u.output.uses for u in users):
+            if any(
+                u.kind not in ("aten::append", "aten::list_getitem") or u.kind == "aten::list_getitem" and u.output.uses
+                for u in users
+            ):
                 continue
             for u in users:
                 u.destroy()
             tape.node.destroy()
             tapes.remove(tape)
             changed = True
-

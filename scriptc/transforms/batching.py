@@ -16,6 +16,7 @@ differs between examples), ``False`` (the same for every example), or a tuple of
 
 Kinds only ever change from unbatched to batched, so the iteration ends.
 """
+
 from __future__ import annotations
 
 from ..errors import CompileError
@@ -61,10 +62,10 @@ class BatchAnalysis:
         self.kinds: dict[int, object] = {}
         self.parent: dict[int, int] = {}
         self.batched_classes: set[int] = set()
-        self.class_writer: dict[int, tuple] = {}    # the write that first made a class batched, and whether masked
-        self.masked: set[int] = set()               # ids of If nodes with a batched condition, masked loops
-        self.tuple_elems: dict[int, list] = {}      # tuple value -> its element values, where constructed here
-        self.unassigned: set[int] = set()           # values that are prim::Uninitialized on every path
+        self.class_writer: dict[int, tuple] = {}  # the write that first made a class batched, and whether masked
+        self.masked: set[int] = set()  # ids of If nodes with a batched condition, masked loops
+        self.tuple_elems: dict[int, list] = {}  # tuple value -> its element values, where constructed here
+        self.unassigned: set[int] = set()  # values that are prim::Uninitialized on every path
         self.changed = True
         for p, m in zip(graph.inputs, mapped):
             self.kinds[id(p)] = batched_like(p.type, bool(m))
@@ -209,11 +210,18 @@ class BatchAnalysis:
             if any(ins[1:]) or masked:
                 self.mark_class(node.inputs[0], node, masked and not any(ins[1:]))
             if isinstance(node.inputs[0].type, ListType) or kind == "aten::append":
-                self.union(*node.inputs)   # a list holds the arrays stored in it
+                self.union(*node.inputs)  # a list holds the arrays stored in it
         if rule is not None and rule.view and not any(ins[1:]):
             self.union(node.outputs[0], node.inputs[0])
-        elif kind in ("prim::ListConstruct", "aten::list_getitem", "aten::pop", "aten::list_slice",
-                      "aten::list_add", "aten::list_mul", "prim::CallFunction"):
+        elif kind in (
+            "prim::ListConstruct",
+            "aten::list_getitem",
+            "aten::pop",
+            "aten::list_slice",
+            "aten::list_add",
+            "aten::list_mul",
+            "prim::CallFunction",
+        ):
             self.union(*node.outputs, *node.inputs)
         if rule is not None and rule.unbatched_result:
             return
@@ -225,9 +233,13 @@ class BatchAnalysis:
         for p, m, name in zip(self.graph.inputs, mapped, names):
             if not m and holds_memory(p.type) and self.find(p) in self.batched_classes:
                 writer, masked = self.class_writer.get(self.find(p), (None, False))
-                how = ("under a condition that depends on a mapped value" if masked else
-                       "a value that differs between examples")
+                how = (
+                    "under a condition that depends on a mapped value"
+                    if masked
+                    else "a value that differs between examples"
+                )
                 raise CompileError(
                     f"vmap: this writes into argument '{name}', which is not mapped (in_axes None), {how}",
                     writer.source if writer else None,
-                    "the examples would share one array; map the argument, or write into a copy")
+                    "the examples would share one array; map the argument, or write into a copy",
+                )

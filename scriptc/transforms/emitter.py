@@ -1,5 +1,6 @@
 """``Emitter``: appends typed nodes to a block. Derivative rules (``OpDef.vjp``, beside each operator in
 ``scriptc/ops``) build their adjoints with it, so a rule reads as the math it implements: ``e.mul(g, b)``."""
+
 from __future__ import annotations
 
 import math
@@ -93,10 +94,12 @@ class Emitter:
         t = v.type
         if isinstance(t, TensorType):
             return self.op("aten::zeros_like", v, dtype=t.dtype)
-        if isinstance(t, TupleType):     # elements read only where an array's shape is needed (a tuple
+        if isinstance(t, TupleType):  # elements read only where an array's shape is needed (a tuple
             # may be a value not bound yet: the result of an early return that has not happened)
-            parts = [self.zeros_like(self.op("prim::TupleIndex", v, index=k)) if _holds_array(e)
-                     else self.zero_of(e) for k, e in enumerate(t.elems)]
+            parts = [
+                self.zeros_like(self.op("prim::TupleIndex", v, index=k)) if _holds_array(e) else self.zero_of(e)
+                for k, e in enumerate(t.elems)
+            ]
             return self.tuple_like(t, parts)
         return self.zero_of(t)
 
@@ -143,8 +146,7 @@ class Emitter:
         Python's float ``**`` raises ZeroDivisionError (the factor of d(x ** b)/dx at 0 for b < 1)."""
         if isinstance(x.type, TensorType) or isinstance(p.type, TensorType):
             return self.op("aten::pow", x, p)
-        pole = self.op("aten::__and__", self.op("aten::eq", x, self.const(0.0)),
-                       self.op("aten::lt", p, self.const(0)))
+        pole = self.op("aten::__and__", self.op("aten::eq", x, self.const(0.0)), self.op("aten::lt", p, self.const(0)))
         node = self.node("prim::If", [pole], [FLOAT])
         then, other = node.add_block(), node.add_block()
         then.add_return(Emitter(then).const(math.inf))
@@ -167,10 +169,10 @@ class Emitter:
 
     def expand_reduced(self, g: Value, x: Value, axis) -> Value:
         """``g`` (a reduction of ``x`` over ``axis``, or over everything) broadcast back to ``x``'s shape."""
-        if axis is not None and x.type.rank > 1:   # a rank-1 reduction over its axis is a scalar already
+        if axis is not None and x.type.rank > 1:  # a rank-1 reduction over its axis is a scalar already
             shape = self.dims(x)
             k = axis % x.type.rank
-            dims = list(shape[:k]) + [self.const(1)] + list(shape[k + 1:])
+            dims = list(shape[:k]) + [self.const(1)] + list(shape[k + 1 :])
             g = self.op("aten::reshape", g, *dims)
         return self.add(self.zeros_like(x), g)
 
@@ -186,7 +188,7 @@ class Emitter:
         for _ in range(g.type.rank - like.type.rank):
             g = self.op("aten::sum", g, axis=0)
         if isinstance(g.type, TensorType):
-            for _ in range(like.type.rank - g.type.rank):   # dst[...] = src, src's extra leading axes of length 1
+            for _ in range(like.type.rank - g.type.rank):  # dst[...] = src, src's extra leading axes of length 1
                 g = self.unsqueeze(g, 0)
         if others is not None:
             return self._sum_broadcast_axes(g, like, [o for o in others if isinstance(o.type, TensorType)])
@@ -211,11 +213,11 @@ class Emitter:
             then, other = node.add_block(), node.add_block()
             e = Emitter(then)
             summed = e.op("aten::sum", g, axis=k)
-            if rank == 1:   # like has shape (1,) here; the sum keeps g's dtype (like's may be narrower)
+            if rank == 1:  # like has shape (1,) here; the sum keeps g's dtype (like's may be narrower)
                 then.add_return(e.add(e.op("aten::zeros_like", like, dtype=g.type.dtype), summed))
             else:
                 g_shape = e.dims(g)
-                dims = list(g_shape[:k]) + [e.const(1)] + list(g_shape[k + 1:])
+                dims = list(g_shape[:k]) + [e.const(1)] + list(g_shape[k + 1 :])
                 then.add_return(e.op("aten::reshape", summed, *dims))
             other.add_return(g)
             g = node.output
@@ -228,21 +230,21 @@ class Emitter:
             return g
         like_shape = self.dims(like)
         for k in range(rank):
-            if like.type.shape[k] is not None and like.type.shape[k] != 1 and \
-                    g.type.shape[k] == like.type.shape[k]:
-                continue        # known not to be broadcast along k
+            if like.type.shape[k] is not None and like.type.shape[k] != 1 and g.type.shape[k] == like.type.shape[k]:
+                continue  # known not to be broadcast along k
             g_shape = self.dims(g)
             one = self.const(1)
-            cond = self.op("aten::__and__", self.op("aten::eq", like_shape[k], one),
-                           self.op("aten::ne", g_shape[k], one))
+            cond = self.op(
+                "aten::__and__", self.op("aten::eq", like_shape[k], one), self.op("aten::ne", g_shape[k], one)
+            )
             node = self.node("prim::If", [cond], [g.type])
             then, other = node.add_block(), node.add_block()
             e = Emitter(then)
-            if rank == 1:   # like has shape (1,) here
+            if rank == 1:  # like has shape (1,) here
                 then.add_return(e.add(e.zeros_like(like), e.op("aten::sum", g)))
             else:
                 summed = e.op("aten::sum", g, axis=k)
-                dims = list(g_shape[:k]) + [e.const(1)] + list(g_shape[k + 1:])
+                dims = list(g_shape[:k]) + [e.const(1)] + list(g_shape[k + 1 :])
                 then.add_return(e.op("aten::reshape", summed, *dims))
             other.add_return(g)
             g = node.output

@@ -11,6 +11,7 @@
   views go to the same view of the shadow (``region``); writes take their adjoint from the shadow
   (``backward_write``).
 """
+
 from __future__ import annotations
 
 from ..ir.core import Block, Graph, Node, Value
@@ -25,14 +26,14 @@ class InPlaceMixin:
     def plan_memory(self, src: Graph) -> None:
         self.mem = MemoryPlan(src)
         self.depth: dict[int, int] = {}
-        self.read_keys: dict[tuple, int] = {}        # (node id, input index or -1) -> read number
+        self.read_keys: dict[tuple, int] = {}  # (node id, input index or -1) -> read number
         self.read_types: list = []
-        self.has_reads: set[int] = set()            # loops and ifs with cursor-taped reads inside
-        self.local_reads: dict[int, list] = {}       # top-level loop -> [(read key, type)] directly in its body
-        self.local_tapes: dict[tuple, Value] = {}    # read key -> the loop's tape of it
-        self.local_index: dict[tuple, Value] = {}    # read key -> the iteration the backward recomputes
-        self.shadows: dict[int, Value] = {}          # root (source value id) -> its adjoint buffer
-        self.node_inputs: dict[int, list] = {}       # a node's inputs as copied (snapshots in place of arrays)
+        self.has_reads: set[int] = set()  # loops and ifs with cursor-taped reads inside
+        self.local_reads: dict[int, list] = {}  # top-level loop -> [(read key, type)] directly in its body
+        self.local_tapes: dict[tuple, Value] = {}  # read key -> the loop's tape of it
+        self.local_index: dict[tuple, Value] = {}  # read key -> the iteration the backward recomputes
+        self.shadows: dict[int, Value] = {}  # root (source value id) -> its adjoint buffer
+        self.node_inputs: dict[int, list] = {}  # a node's inputs as copied (snapshots in place of arrays)
         self._number(src.block, 0, [])
 
     def _number(self, block: Block, depth: int, enclosing: list) -> None:
@@ -54,8 +55,7 @@ class InPlaceMixin:
 
     def make_tapes(self, e: Emitter) -> None:
         """The read tapes and their cursors, at the top of the gradient graph."""
-        self.cursors = e.op("aten::zeros", e.const(len(self.read_types)), dtype="int64") if self.read_types \
-            else None
+        self.cursors = e.op("aten::zeros", e.const(len(self.read_types)), dtype="int64") if self.read_types else None
         self.read_tapes = [self.new_tape(e, t) for t in self.read_types]
 
     # -- forward ---------------------------------------------------------------------------------------
@@ -69,9 +69,15 @@ class InPlaceMixin:
         e = Emitter(dst, node.source)
         if self.mem.is_scalar_read(node):
             inputs = [vmap.get(id(v), v) for v in node.inputs]
-            vmap[id(node.output)] = self.read(e, node, -1, lambda: e.node(
-                node.kind, inputs, [node.output.type], dict(node.attrs)).output, recompute, depth,
-                replay=self.replays(node))
+            vmap[id(node.output)] = self.read(
+                e,
+                node,
+                -1,
+                lambda: e.node(node.kind, inputs, [node.output.type], dict(node.attrs)).output,
+                recompute,
+                depth,
+                replay=self.replays(node),
+            )
             return True
         ks = self.mem.reads(node)
         if ks:
@@ -84,7 +90,7 @@ class InPlaceMixin:
     def read(self, e: Emitter, node: Node, k: int, make, recompute: bool, depth: int, replay: bool = True) -> Value:
         """The value a read saw in the forward: made (and taped) in the forward, replayed from its tape in a
         recomputation, or made again there when ``replay`` is False (a list the recomputation makes anew)."""
-        if not depth:           # straight-line code of the function: never recomputed
+        if not depth:  # straight-line code of the function: never recomputed
             return make()
         key = (id(node), k)
         if key in self.local_tapes:
@@ -183,7 +189,7 @@ class InPlaceMixin:
             g = e.op("aten::masked_select", region, inputs[1])
             e.node("aten::masked_put_", [region, inputs[1], zero], [])
             adj.add(node.inputs[2], e.sum_to(g, inputs[2]), inputs[2])
-        else:       # x op= y: x's new value is op(x's old value, y), stored in place
+        else:  # x op= y: x's new value is op(x's old value, y), stored in place
             kind = REGISTRY[node.kind].extra["inplace_of"]
             old, other = inputs[0], inputs[1]
             g = e.clone(region)

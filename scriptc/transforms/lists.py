@@ -21,6 +21,7 @@ one of its values is written.
   ``i`` off; ``pop(i)`` puts its result's adjoint back at ``i``. Such a list must be one object throughout (not
   rebound in a loop, chosen by an if, or kept in a tuple): otherwise a CompileError.
 """
+
 from __future__ import annotations
 
 from ..errors import CompileError
@@ -57,7 +58,7 @@ class ListPlan:
         self.members: dict[int, list[Value]] = {}
         for v in self.values.values():
             self.members.setdefault(id(self.find(v)), []).append(v)
-        self.written: set[int] = set()       # class roots
+        self.written: set[int] = set()  # class roots
         self._writes(graph.block)
 
     def _add(self, v: Value) -> None:
@@ -91,7 +92,7 @@ class ListPlan:
                 for k, out in enumerate(node.outputs):
                     self._union(out, *[b.returns[k] for b in node.blocks])
             elif node.kind in ("prim::TupleIndex", "prim::TupleUnpack", "prim::TupleConstruct"):
-                self._union(*node.inputs, *node.outputs)      # a list in a tuple is the list itself
+                self._union(*node.inputs, *node.outputs)  # a list in a tuple is the list itself
             for b in node.blocks:
                 self._visit(b)
 
@@ -131,8 +132,7 @@ def activate_list(node: Node, active: set[int], lists: ListPlan) -> bool:
     """A list that an active value is written into is active, with every value that may be that list (its
     reads then are). True when that changed anything."""
     k = LIST_WRITES.get(node.kind)
-    if k is None or not is_list_write(node) or id(node.inputs[k]) not in active or \
-            not differentiable(node.inputs[k]):
+    if k is None or not is_list_write(node) or id(node.inputs[k]) not in active or not differentiable(node.inputs[k]):
         return False
     changed = False
     for v in lists.same(node.inputs[0]):
@@ -144,6 +144,7 @@ def activate_list(node: Node, active: set[int], lists: ListPlan) -> bool:
 
 class ListMixin:
     """The backward of written lists that derivatives flow through, as a mixin of ``autodiff.Transform``."""
+
     active_ids: set[int]
     lists: ListPlan
     recomputing: Block | None
@@ -172,21 +173,28 @@ class ListMixin:
             if not self.list_active(v):
                 continue
             if len(self.lists.same(v)) > 1:
-                raise CompileError("grad: a list that derivatives flow through is rebound in a loop, chosen by an "
-                                   "if or kept in a tuple", v.node.source if v.node is not None else None,
-                                   "append to (and read) one list throughout")
+                raise CompileError(
+                    "grad: a list that derivatives flow through is rebound in a loop, chosen by an "
+                    "if or kept in a tuple",
+                    v.node.source if v.node is not None else None,
+                    "append to (and read) one list throughout",
+                )
             made = v.node.kind if v.node is not None else None
             if made not in (None, "prim::ListConstruct") and any(
-                    id(x) in self.active_ids and (differentiable(x) or isinstance(x.type, ListType))
-                    for x in v.node.inputs):
-                raise CompileError(f"grad: a list made by {made} from values that carry derivatives, then written "
-                                   f"in place", v.node.source, "start from a list display ([a, b]) or an empty "
-                                                               "list and append")
+                id(x) in self.active_ids and (differentiable(x) or isinstance(x.type, ListType)) for x in v.node.inputs
+            ):
+                raise CompileError(
+                    f"grad: a list made by {made} from values that carry derivatives, then written in place",
+                    v.node.source,
+                    "start from a list display ([a, b]) or an empty list and append",
+                )
             t = v.type.elem
             if not differentiable(t) or isinstance(t, TupleType):
-                raise CompileError(f"grad: a list of {t} that derivatives flow through",
-                                   v.node.source if v.node is not None else None,
-                                   "lists of floats and of float arrays carry derivatives")
+                raise CompileError(
+                    f"grad: a list of {t} that derivatives flow through",
+                    v.node.source if v.node is not None else None,
+                    "lists of floats and of float arrays carry derivatives",
+                )
             lst = vmap.get(id(v), v)
             n = e.op("aten::list_len", lst)
             if t == FLOAT:
@@ -205,7 +213,7 @@ class ListMixin:
     def backward_list(self, node: Node, e: Emitter, vmap: dict, adj) -> bool:
         """The backward of a read or write of an active list; False for any other node."""
         if node.kind == "prim::ListConstruct" and self.list_active(node.output):
-            shadow = self.list_shadows[id(node.output)]     # as long as the display now: its elements' adjoints
+            shadow = self.list_shadows[id(node.output)]  # as long as the display now: its elements' adjoints
             for k, v in enumerate(node.inputs):
                 self._give(e, adj, v, vmap.get(id(v), v), e.op("aten::list_getitem", shadow, e.const(k)))
             return True
@@ -224,10 +232,10 @@ class ListMixin:
             g = e.op("aten::list_getitem", shadow, inputs[1])
             e.node("aten::list_setitem", [shadow, inputs[1], e.zeros_like(g)], [])
             self._give(e, adj, node.inputs[2], inputs[2], g)
-        elif node.kind == "aten::insert":    # at the index Python's insert used, the list one shorter then
+        elif node.kind == "aten::insert":  # at the index Python's insert used, the list one shorter then
             at = _insert_position(e, inputs[1], e.sub(e.op("aten::list_len", shadow), e.const(1)))
             self._give(e, adj, node.inputs[2], inputs[2], e.op("aten::pop", shadow, at))
-        elif node.kind == "aten::pop":       # its result's adjoint goes back where the element was
+        elif node.kind == "aten::pop":  # its result's adjoint goes back where the element was
             g = adj.take(node.output)
             value = vmap[id(node.output)]
             g = e.zeros_like(value) if g is None else e.broadcast(g, value)

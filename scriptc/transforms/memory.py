@@ -16,6 +16,7 @@ merge through control flow (a written array swapped or rebound in a loop, or cho
 Two parameters passed the same array are one memory the analysis cannot see: ``GradFunction`` refuses such
 calls when the function writes a parameter.
 """
+
 from __future__ import annotations
 
 from ..errors import CompileError
@@ -43,11 +44,11 @@ def _is_array(v: Value) -> bool:
 
 class MemoryPlan:
     def __init__(self, graph: Graph):
-        self.parent: dict[int, Value] = {}       # a view's operand (the next step towards its root)
-        self.view_node: dict[int, Node] = {}     # a view's defining node
+        self.parent: dict[int, Value] = {}  # a view's operand (the next step towards its root)
+        self.view_node: dict[int, Node] = {}  # a view's defining node
         self.root_of: dict[int, Value] = {}
-        self.merged: set[int] = set()            # roots whose class meets a loop parameter or an if result
-        self.written: set[int] = set()           # roots of written classes
+        self.merged: set[int] = set()  # roots whose class meets a loop parameter or an if result
+        self.written: set[int] = set()  # roots of written classes
         self._merges: list[tuple] = []
         self._classes(graph.block)
         self._writes(graph.block)
@@ -55,7 +56,7 @@ class MemoryPlan:
         if self.active:
             self._check_merges()
         self.lists = ListPlan(graph)
-        self.list_reads = bool(self.lists.written)     # reads of written lists are replayed in recomputations
+        self.list_reads = bool(self.lists.written)  # reads of written lists are replayed in recomputations
 
     # -- classes ------------------------------------------------------------------------------------------
     def root(self, v: Value) -> Value:
@@ -99,9 +100,11 @@ class MemoryPlan:
             written = [v for v in group if self.member(v)]
             if written:
                 v = written[0]
-                raise CompileError("grad: an array written in place is rebound in a loop or chosen by an if",
-                                   v.node.source if v.node is not None else None,
-                                   "write into one array throughout (or copy it before rebinding: y = x.copy())")
+                raise CompileError(
+                    "grad: an array written in place is rebound in a loop or chosen by an if",
+                    v.node.source if v.node is not None else None,
+                    "write into one array throughout (or copy it before rebinding: y = x.copy())",
+                )
 
     # -- queries ------------------------------------------------------------------------------------------
     def member(self, v: Value) -> bool:
@@ -121,8 +124,14 @@ class MemoryPlan:
 
     def reads(self, node: Node) -> list[int]:
         """The inputs of ``node`` whose contents it reads from a written array (each a snapshot)."""
-        if not self.active or node.kind in VIEWS or node.kind in SHAPE_ONLY or node.kind in ELEMENT_WRITES \
-                or node.kind == "aten::getitem" or node.kind in ("prim::If", "prim::Loop", "prim::Print"):
+        if (
+            not self.active
+            or node.kind in VIEWS
+            or node.kind in SHAPE_ONLY
+            or node.kind in ELEMENT_WRITES
+            or node.kind == "aten::getitem"
+            or node.kind in ("prim::If", "prim::Loop", "prim::Print")
+        ):
             return []
         first = 1 if is_write(node) and not REGISTRY[node.kind].extra.get("inplace_of") else 0
         return [k for k in range(first, len(node.inputs)) if self.member(node.inputs[k])]
@@ -130,8 +139,9 @@ class MemoryPlan:
     def is_scalar_read(self, node: Node) -> bool:
         """A read of one value from written memory: an element of a written array, or a value read from a
         written list (``lists.py``: ``lst[i]``, ``len(lst)``, ``pop``'s result ...)."""
-        return (self.active and node.kind == "aten::getitem" and self.member(node.inputs[0])) or \
-            (self.list_reads and self.lists.read_list(node) is not None)
+        return (self.active and node.kind == "aten::getitem" and self.member(node.inputs[0])) or (
+            self.list_reads and self.lists.read_list(node) is not None
+        )
 
     def written_params(self, graph: Graph) -> list[int]:
         return [k for k, p in enumerate(graph.inputs) if self.member(p)]

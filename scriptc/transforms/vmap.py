@@ -21,15 +21,27 @@ Control flow on batched values is masked, as JAX does it:
 
 The rule kinds (``BatchRule``) and what each does are described in ``scriptc/ir/registry.py``.
 """
+
 from __future__ import annotations
 
 from ..errors import CompileError
 from ..ir.builder import Builder
 from ..ir.core import Block, Graph, Node, Value
 from ..ir.registry import Effect, lookup, type_of
-from ..ir.types import (BOOL, FLOAT, INT, ListType, NamedTupleType, NumpyScalarType, TensorType, TupleType, Type,
-                        python_sample)
+from ..ir.types import (
+    BOOL,
+    FLOAT,
+    INT,
+    ListType,
+    NamedTupleType,
+    NumpyScalarType,
+    TensorType,
+    TupleType,
+    Type,
+    python_sample,
+)
 from .batching import BatchAnalysis, any_batched, batched_like, is_uninitialized
+
 
 class _Canonical(dict):
     """The dtype of the 1-D array holding a per-example scalar: a Python scalar's (float64, int64, bool), a NumPy
@@ -46,7 +58,7 @@ class _Canonical(dict):
 
 
 CANONICAL = _Canonical({FLOAT: "float64", INT: "int64", BOOL: "bool"})
-INT64_MAX = 2 ** 63 - 1
+INT64_MAX = 2**63 - 1
 
 
 def example_rank(t) -> int:
@@ -100,15 +112,15 @@ class Batcher:
 
     def __init__(self, graph: Graph, analysis: BatchAnalysis):
         self.graph, self.an = graph, analysis
-        self.env: dict[int, object] = {}       # source value -> new value
-        self.kinds: dict[int, object] = {}     # new value -> kind (True, False, tuple)
+        self.env: dict[int, object] = {}  # source value -> new value
+        self.kinds: dict[int, object] = {}  # new value -> kind (True, False, tuple)
         self.examples: dict[int, object] = {}  # new batched value -> its per-example type
         self.block: Block = graph.block
-        self.mask: Value | None = None        # the examples active here (None: all)
-        self.size: Value | None = None        # the batch size B
+        self.mask: Value | None = None  # the examples active here (None: all)
+        self.size: Value | None = None  # the batch size B
         self.source = None
-        self.region = None                    # the innermost if or loop being emitted (where errors point)
-        self.unassigned: set[int] = set()     # new values of locals unassigned on every path
+        self.region = None  # the innermost if or loop being emitted (where errors point)
+        self.unassigned: set[int] = set()  # new values of locals unassigned on every path
 
     # -- emitting nodes -------------------------------------------------------------------------------------
     def node(self, kind: str, inputs, types, attrs=None) -> Node:
@@ -133,17 +145,20 @@ class Batcher:
 
     def elementwise(self, node: Node, ins: list) -> Value:
         """The operator on the whole batch at once, its operands broadcast against the batch axis."""
-        from .vmap_rules import elementwise      # (vmap_rules builds on this class: imported when used)
+        from .vmap_rules import elementwise  # (vmap_rules builds on this class: imported when used)
+
         return elementwise(self, node, ins)
 
     def lanes(self, node: Node, ins: list) -> list[Value]:
         """The operator once per example, in a loop over the batch."""
-        from .vmap_rules import lanes            # (vmap_rules builds on this class: imported when used)
+        from .vmap_rules import lanes  # (vmap_rules builds on this class: imported when used)
+
         return lanes(self, node, ins)
 
     def error(self, node: Node | None, what: str, hint: str | None = None) -> CompileError:
-        return CompileError(f"vmap: {what}", (node.source if node is not None else None) or self.source or self.region,
-                            hint)
+        return CompileError(
+            f"vmap: {what}", (node.source if node is not None else None) or self.source or self.region, hint
+        )
 
     # -- batched values ------------------------------------------------------------------------------------
     def batched(self, v) -> bool:
@@ -240,16 +255,18 @@ class Batcher:
             return self.mark(out, example)
         if example in CANONICAL:
             return self.mark(self.op("aten::full", v, self.size, dtype=CANONICAL[example]), example)
-        raise self.error(None, f"a {example} would have to differ between examples",
-                         "vmap batches arrays and scalars; lists and strings must not depend on mapped values")
+        raise self.error(
+            None,
+            f"a {example} would have to differ between examples",
+            "vmap batches arrays and scalars; lists and strings must not depend on mapped values",
+        )
 
     def dummy(self, example, kind) -> Value:
         """A value for a variable that is unassigned on this path (never read there)."""
         if isinstance(example, TupleType):
             kind = kind if isinstance(kind, tuple) else batched_like(example, kind)
             parts = [self.dummy(e, k) for e, k in zip(example.elems, kind)]
-            return self.mark(construct_like(self, example, parts),
-                             example, kind)
+            return self.mark(construct_like(self, example, parts), example, kind)
         if isinstance(example, TensorType):
             v = self.op("aten::zeros", *[self.const(1)] * example.rank, dtype=example.dtype)
         elif example in CANONICAL:
@@ -270,8 +287,10 @@ class Batcher:
         if isinstance(example, TupleType):
             kind = kind if isinstance(kind, tuple) else batched_like(example, kind)
             have = have if isinstance(have, tuple) else batched_like(example, have)
-            parts = [self.coerce(p, e, k) if not h else self.mark(p, e, h)
-                     for p, e, k, h in zip(self.unpack(v), example.elems, kind, have)]
+            parts = [
+                self.coerce(p, e, k) if not h else self.mark(p, e, h)
+                for p, e, k, h in zip(self.unpack(v), example.elems, kind, have)
+            ]
             out = construct_like(self, example, parts)
             return self.mark(out, example, kind)
         return self.broadcast(v, example)
@@ -314,7 +333,8 @@ class Batcher:
             self.block, self.mask = saved
 
     def emit_op(self, node: Node) -> None:
-        from .vmap_rules import emit_rule, emit_structural   # (vmap_rules builds on this class: imported when used)
+        from .vmap_rules import emit_rule, emit_structural  # (vmap_rules builds on this class: imported when used)
+
         ins = [self.value(v) for v in node.inputs]
         if emit_structural(self, node, ins):
             return
@@ -334,8 +354,11 @@ class Batcher:
         if self.mask is None:
             return
         if node.kind == "prim::Print":
-            raise self.error(node, "print under a condition that depends on a mapped value",
-                             "the batched function runs every example at once and cannot print per example")
+            raise self.error(
+                node,
+                "print under a condition that depends on a mapped value",
+                "the batched function runs every example at once and cannot print per example",
+            )
         if node.kind == "prim::CallFunction" and _has_effects(node.attrs["fn"]):
             raise self.error(node, "a call that prints or writes, under a condition that depends on a mapped value")
 
@@ -348,10 +371,9 @@ class Batcher:
         c = cond
         branches = []
         for k, block in enumerate(node.blocks):
-            if all(self.safe_everywhere(n) for n in block.nodes):   # nothing to skip: run it for every example
+            if all(self.safe_everywhere(n) for n in block.nodes):  # nothing to skip: run it for every example
                 self.in_block(self.block, None, lambda: self.emit_block(block))
-                branches.append([None if self.is_unassigned(self.value(r)) else self.value(r)
-                                 for r in block.returns])
+                branches.append([None if self.is_unassigned(self.value(r)) else self.value(r) for r in block.returns])
                 continue
             mask = c if k == 0 else self.op("aten::bitwise_not", c)
             if self.mask is not None:
@@ -360,7 +382,7 @@ class Batcher:
         for i, out in enumerate(node.outputs):
             a, b = branches[0][i], branches[1][i]
             kind = self.an.kind(out)
-            if a is None or b is None:          # unassigned on one path: the other path's value
+            if a is None or b is None:  # unassigned on one path: the other path's value
                 v = b if a is None else a
                 self.bind(out, v if v is not None else self.dummy(out.type, kind))
             elif a is b or node.blocks[0].returns[i] is node.blocks[1].returns[i]:
@@ -378,6 +400,7 @@ class Batcher:
         def run():
             self.emit_block(block)
             return [self.value(r) for r in block.returns]
+
         results = self.in_block(then, mask, run)
         out = []
         for r, v in zip(block.returns, results):
@@ -386,7 +409,7 @@ class Batcher:
             if self.is_unassigned(v):
                 out.append(None)
                 continue
-            if not r.owning_block.is_within(block):     # a value from before the branch: visible after it as it is
+            if not r.owning_block.is_within(block):  # a value from before the branch: visible after it as it is
                 out.append(v)
                 continue
             then.add_return(v)
@@ -405,10 +428,18 @@ class Batcher:
         op = lookup(node.kind)
         if op.effect == Effect.PURE:
             return True
-        return (op.effect == Effect.RAISES and op.elementwise and any(self.an.batched(v) for v in node.inputs)
-                and not (node.kind == "aten::pow" and node.outputs[0].type not in (FLOAT,)
-                         and not (isinstance(node.outputs[0].type, TensorType)
-                                  and node.outputs[0].type.dtype.startswith("float"))))
+        return (
+            op.effect == Effect.RAISES
+            and op.elementwise
+            and any(self.an.batched(v) for v in node.inputs)
+            and not (
+                node.kind == "aten::pow"
+                and node.outputs[0].type not in (FLOAT,)
+                and not (
+                    isinstance(node.outputs[0].type, TensorType) and node.outputs[0].type.dtype.startswith("float")
+                )
+            )
+        )
 
     def select(self, c: Value, a: Value, b: Value, example, node: Node) -> Value:
         """``where(c, a, b)`` for one per-example type (tuples element by element)."""
@@ -416,8 +447,10 @@ class Batcher:
             a_parts, b_parts = self.unpack(a), self.unpack(b)
             ka = self.kind(a) if isinstance(self.kind(a), tuple) else batched_like(example, self.kind(a))
             kb = self.kind(b) if isinstance(self.kind(b), tuple) else batched_like(example, self.kind(b))
-            parts = [self.select(c, self.mark(x, e, kx), self.mark(y, e, ky), e, node)
-                     for x, y, e, kx, ky in zip(a_parts, b_parts, example.elems, ka, kb)]
+            parts = [
+                self.select(c, self.mark(x, e, kx), self.mark(y, e, ky), e, node)
+                for x, y, e, kx, ky in zip(a_parts, b_parts, example.elems, ka, kb)
+            ]
             out = construct_like(self, example, parts)
             return self.mark(out, example, batched_like(example))
         if not (isinstance(example, TensorType) or example in CANONICAL):
@@ -441,12 +474,12 @@ class Batcher:
                     nb.add_return(v)
                     rets.append(v)
                 return rets
+
             results.append(self.in_block(nb, self.mask, run))
         for i, out in enumerate(node.outputs):
             a, b = results[0][i], results[1][i]
             t = erase(b.type if self.is_unassigned(a) else a.type)
-            self.bind(out, self.mark(new.add_output(t, self.graph.fresh_name(_hint(out))), out.type,
-                                     self.an.kind(out)))
+            self.bind(out, self.mark(new.add_output(t, self.graph.fresh_name(_hint(out))), out.type, self.an.kind(out)))
 
     # -- loops -------------------------------------------------------------------------------------------
     def emit_loop(self, node: Node) -> None:
@@ -485,14 +518,17 @@ class Batcher:
             rets = [self.coerce(self.value(r), p.type, k) for r, p, k in zip(body.returns[1:], body.params[1:], kinds)]
             if not masked:
                 return [new_cond, *rets]
-            rets = [self.select(active, r, q, p.type, node) if r is not q else q
-                    for r, q, p in zip(rets, params, body.params[1:])]
+            rets = [
+                self.select(active, r, q, p.type, node) if r is not q else q
+                for r, q, p in zip(rets, params, body.params[1:])
+            ]
             go = new_cond if self.batched(new_cond) else self.broadcast(new_cond, BOOL)
             go = self.op("aten::__and__", active, go)
             if self.batched(trips):
                 nxt = self.op("aten::add", i, self.const(1))
                 go = self.op("aten::__and__", go, self.op("aten::lt", nxt, trips))
             return [self.any(go), go, *rets]
+
         for r in self.in_block(nb, self.mark_mask(active) if masked else self.mask, run):
             nb.add_return(r)
         if masked:
@@ -521,7 +557,7 @@ def vmap_graph(src: Graph, arg_types: tuple, in_axes: tuple, out_axes, names: li
         if axis:
             v = b.op("aten::permute", v, dims=[axis] + [d for d in range(t.rank) if d != axis])
         if not isinstance(p.type, TensorType):
-            v = b.cast(v, CANONICAL[p.type])   # an example's element is a Python scalar (float32 as float64)
+            v = b.cast(v, CANONICAL[p.type])  # an example's element is a Python scalar (float32 as float64)
         b.env[id(p)] = b.mark(v, p.type)
         mapped.append((v, name, axis))
     b.size = b.op("prim::TupleIndex", b.op("aten::size", mapped[0][0]), index=0)
@@ -537,13 +573,16 @@ def _check_size(b: Batcher, v: Value, name: str, axis: int, first) -> None:
     """JAX's ValueError for batch sizes that differ between the mapped arguments."""
     size = b.op("prim::TupleIndex", b.op("aten::size", v), index=0)
     check = b.node("prim::If", [b.op("aten::ne", size, b.size)], [])
-    fail, _ = check.add_block(), check.add_block()     # (the else block does nothing)
+    fail, _ = check.add_block(), check.add_block()  # (the else block does nothing)
 
     def raise_it():
-        text = (f"vmap got inconsistent sizes for array axes to be mapped: axis {first[2]} of argument "
-                f"'{first[1]}' has size {{}}, axis {axis} of argument '{name}' has size {{}}")
+        text = (
+            f"vmap got inconsistent sizes for array axes to be mapped: axis {first[2]} of argument "
+            f"'{first[1]}' has size {{}}, axis {axis} of argument '{name}' has size {{}}"
+        )
         message = b.op("aten::format", b.size, size, fmt=text)
         b.node("prim::RaiseException", [message], [], {"exc": "ValueError"})
+
     b.in_block(fail, None, raise_it)
 
 
@@ -554,8 +593,7 @@ def _output(b: Batcher, v: Value, example, spec) -> Value:
         if len(specs) != len(example.elems):
             raise ValueError(f"vmap out_axes {spec} does not match a result of {len(example.elems)} values")
         kind = b.kind(v) if isinstance(b.kind(v), tuple) else batched_like(example, b.kind(v))
-        parts = [_output(b, b.mark(p, e, k), e, s)
-                 for p, e, k, s in zip(b.unpack(v), example.elems, kind, specs)]
+        parts = [_output(b, b.mark(p, e, k), e, s) for p, e, k, s in zip(b.unpack(v), example.elems, kind, specs)]
         return construct_like(b, example, parts)
     if isinstance(spec, tuple):
         raise ValueError(f"vmap out_axes {spec} is a tuple, but the result is not")

@@ -6,6 +6,7 @@ those per-example types, runs the normal pass pipeline and compiles native code,
 ``graph_for_types(types, optimize=False)`` as scripted and grad functions do, so vmaps nest and ``vmap(grad(f))``
 batches a gradient graph.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,8 +41,10 @@ class VmapFunction(CompiledFunction):
 
     def __init__(self, fn, in_axes=0, out_axes=0):
         if not isinstance(fn, (ScriptFunction, GradFunction, VmapFunction)):
-            raise TypeError(f"scriptc.vmap needs a scripted function (@scriptc.script), a scriptc.grad or another "
-                            f"scriptc.vmap, not {type(fn).__name__}")
+            raise TypeError(
+                f"scriptc.vmap needs a scripted function (@scriptc.script), a scriptc.grad or another "
+                f"scriptc.vmap, not {type(fn).__name__}"
+            )
         self.fn = fn
         self.in_axes = _axes_spec(in_axes, "in_axes")
         self.out_axes = _axes_spec(out_axes, "out_axes")
@@ -50,8 +53,8 @@ class VmapFunction(CompiledFunction):
         self.__name__ = f"vmap({fn.__name__})"
         self._init_compiled(fn.__name__, fastmath=fn.fastmath, nogil=fn.nogil, tiered=fn.tiered, cache=fn.cache)
         self.param_names = fn.param_names
-        self._examples: dict[tuple, tuple] = {}   # (types, axes) -> the per-example types
-        self._axes: dict[tuple, tuple] = {}       # types -> the axes of the last call with them
+        self._examples: dict[tuple, tuple] = {}  # (types, axes) -> the per-example types
+        self._axes: dict[tuple, tuple] = {}  # types -> the axes of the last call with them
         self._graphs: dict[tuple, Graph] = {}
 
     def __repr__(self):
@@ -69,15 +72,17 @@ class VmapFunction(CompiledFunction):
     def _axes_for(self, count: int) -> tuple:
         if isinstance(self.in_axes, tuple):
             if len(self.in_axes) != count:
-                raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
-                                 f"positional arguments passed to the function, but got len(in_axes)="
-                                 f"{len(self.in_axes)}, len(args)={count}")
+                raise ValueError(
+                    f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                    f"positional arguments passed to the function, but got len(in_axes)="
+                    f"{len(self.in_axes)}, len(args)={count}"
+                )
             axes = self.in_axes
         else:
             axes = (self.in_axes,) * count
         if all(a is None for a in axes):
             raise ValueError("vmap must have at least one non-None value in in_axes")
-        return axes + (None,) * (len(self.param_names) - count)   # parameters left to their defaults
+        return axes + (None,) * (len(self.param_names) - count)  # parameters left to their defaults
 
     def _bind(self, args, kwargs) -> tuple[tuple, list]:
         """(types of the batched graph's parameters, the values to pass): mapped arrays as given, the rest
@@ -92,22 +97,26 @@ class VmapFunction(CompiledFunction):
             name = self.param_names[k] if k < len(self.param_names) else str(k)
             arr = a if isinstance(a, np.ndarray) else as_array(self.__name__, name, a)
             if arr is None and not isinstance(a, (int, float, bool, np.generic)):
-                raise TypeError(f"{self.__name__}() argument '{name}' is mapped (in_axes {axis}) but is a "
-                                f"{type(a).__name__}, not an array")
+                raise TypeError(
+                    f"{self.__name__}() argument '{name}' is mapped (in_axes {axis}) but is a "
+                    f"{type(a).__name__}, not an array"
+                )
             rank = arr.ndim if arr is not None else 0
             if arr is None or not -rank <= axis < rank or rank == 0:
                 shape = f" (its shape is {arr.shape})" if arr is not None else ""
-                raise ValueError(f"vmap was requested to map its argument along axis {axis}, which implies that its "
-                                 f"rank should be at least {axis + 1 if axis >= 0 else -axis}, but is only {rank}"
-                                 f"{shape}")
+                raise ValueError(
+                    f"vmap was requested to map its argument along axis {axis}, which implies that its "
+                    f"rank should be at least {axis + 1 if axis >= 0 else -axis}, but is only {rank}"
+                    f"{shape}"
+                )
             arrays[k] = arr
-            if rank == 1:   # an example of a 1-D array is an element: a Python scalar, or a 0-d array
+            if rank == 1:  # an example of a 1-D array is an element: a Python scalar, or a 0-d array
                 scalars[k], zero_d[k] = arr.dtype.type(0), np.empty((), arr.dtype)
             else:
                 scalars[k] = zero_d[k] = np.empty((0,) * (rank - 1), arr.dtype)
         try:
             per_types, values = self.fn._bind(scalars, {})
-        except TypeError:   # a parameter that takes arrays only: examples are 0-d arrays
+        except TypeError:  # a parameter that takes arrays only: examples are 0-d arrays
             if all(a is b for a, b in zip(scalars, zero_d)):
                 raise
             per_types, values = self.fn._bind(zero_d, {})
@@ -125,9 +134,10 @@ class VmapFunction(CompiledFunction):
         axes = self._axes.get(types) or self._axes_for(len(types))
         per = self._examples.get((types, axes))
         if per is None:
-            per = tuple(t if a is None else
-                        element_type(t.dtype) if t.rank == 1 else TensorType(t.dtype, t.rank - 1)
-                        for t, a in zip(types, axes))
+            per = tuple(
+                t if a is None else element_type(t.dtype) if t.rank == 1 else TensorType(t.dtype, t.rank - 1)
+                for t, a in zip(types, axes)
+            )
         return axes, per
 
     # -- graphs -------------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The generic batching rules (``BatchRule`` kinds) and the operators ``vmap`` handles itself (tuples, print,
 raise, messages, unbound-variable checks). Custom rules live beside their operators in ``scriptc/ops``."""
+
 from __future__ import annotations
 
 from ..ir.core import Node, Value
@@ -15,12 +16,13 @@ def emit_rule(b: Batcher, node: Node, ins: list) -> list[Value]:
     if any(isinstance(v, LaneMessage) for v in ins):
         raise b.error(node, "a string built from mapped values can only be the message of a raise")
     if rule is None:
-        raise b.error(node, f"{node.kind} has no batching rule",
-                      "see the README's vmap section for the operators vmap batches")
+        raise b.error(
+            node, f"{node.kind} has no batching rule", "see the README's vmap section for the operators vmap batches"
+        )
     if rule.kind == "unbatchable":
         raise b.error(node, f"{node.kind} cannot be batched: {rule.reason}")
     if rule.view and any(b.batched(v) for v in ins[1:]):
-        return lanes(b, node, ins)       # a view at an index that differs between examples: a copy per example
+        return lanes(b, node, ins)  # a view at an index that differs between examples: a copy per example
     if rule.kind == "elementwise":
         return [elementwise(b, node, ins, rule.promote)]
     if rule.kind == "reduction":
@@ -91,9 +93,12 @@ def lane(b: Batcher, v: Value, i: Value) -> Value:
     example = b.example_type(v)
     if isinstance(example, TupleType):
         kind = b.kind(v)
-        parts = [lane(b, b.mark(p, e, k), i) if k else p
-                 for p, e, k in zip(b.unpack(v), example.elems, kind if isinstance(kind, tuple) else
-                                    batched_like(example, kind))]
+        parts = [
+            lane(b, b.mark(p, e, k), i) if k else p
+            for p, e, k in zip(
+                b.unpack(v), example.elems, kind if isinstance(kind, tuple) else batched_like(example, kind)
+            )
+        ]
         return b.node("prim::TupleConstruct", parts, [TupleType(tuple(p.type for p in parts))]).output
     if isinstance(example, TensorType):
         return b.op("aten::select", v, i, dim=0)
@@ -111,8 +116,12 @@ class _Collector:
         if isinstance(example, TupleType):
             self.parts = [_Collector(b, e) for e in example.elems]
         elif isinstance(example, TensorType):
-            self.store = b.node("prim::ListConstruct", [], [ListType(TensorType(example.dtype, example.rank))],
-                                {"elem": str(TensorType(example.dtype, example.rank))}).output
+            self.store = b.node(
+                "prim::ListConstruct",
+                [],
+                [ListType(TensorType(example.dtype, example.rank))],
+                {"elem": str(TensorType(example.dtype, example.rank))},
+            ).output
         elif example in CANONICAL:
             self.store = b.op("aten::empty", b.size, dtype=CANONICAL[example])
         else:
@@ -145,8 +154,11 @@ def lanes(b: Batcher, node: Node, ins: list) -> list[Value]:
     calls = node.kind == "prim::CallFunction"
     writes = lookup(node.kind).effect == Effect.WRITES or (calls and _has_effects(node.attrs["fn"]))
     if calls and writes and any(n.kind == "prim::Print" for n in node.attrs["fn"].walk()):
-        raise b.error(node, "a call of a function that prints, with mapped values",
-                      "the batched function runs every example at once and cannot print per example")
+        raise b.error(
+            node,
+            "a call of a function that prints, with mapped values",
+            "the batched function runs every example at once and cannot print per example",
+        )
     if writes and node.outputs and b.mask is not None:
         raise b.error(node, "a call that writes into arrays, under a condition that depends on a mapped value")
     collectors = [_Collector(b, o.type) for o in node.outputs]
@@ -163,12 +175,13 @@ def lanes(b: Batcher, node: Node, ins: list) -> list[Value]:
         k = i if source is None else b.op("aten::getitem", source, i)
         if writes and b.mask is not None:
             guard = b.node("prim::If", [b.op("aten::getitem", b.mask, i)], [])
-            then, _ = guard.add_block(), guard.add_block()     # (a masked-off lane does nothing)
+            then, _ = guard.add_block(), guard.add_block()  # (a masked-off lane does nothing)
             b.in_block(then, None, lambda: b.copy(node, [lane(b, v, k) if b.batched(v) else v for v in ins]))
             return
         results = b.copy(node, [lane(b, v, k) if b.batched(v) else v for v in ins]).outputs
         for c, r in zip(collectors, results):
             c.put(b, i, r)
+
     b.in_block(body, b.mask, run)
     body.add_return(b.in_block(body, None, lambda: b.const(True)))
     return [c.finish(b) for c in collectors]
@@ -200,15 +213,20 @@ def emit_structural(b: Batcher, node: Node, ins: list) -> bool:
         return False
     if kind == "prim::Print":
         if any(b.batched(v) for v in ins):
-            raise b.error(node, "print of a value that differs between examples",
-                          "the batched function runs every example at once and cannot print per example; "
-                          "return the value instead")
+            raise b.error(
+                node,
+                "print of a value that differs between examples",
+                "the batched function runs every example at once and cannot print per example; "
+                "return the value instead",
+            )
         return False
     if kind == "prim::RaiseException":
         if any(b.batched(v) for v in ins):
             first = b.const(0) if b.mask is None else b.op("aten::argmax", b.mask)
-            ins = [message(b, v, first) if isinstance(v, LaneMessage) else lane(b, v, first) if b.batched(v)
-                   else v for v in ins]
+            ins = [
+                message(b, v, first) if isinstance(v, LaneMessage) else lane(b, v, first) if b.batched(v) else v
+                for v in ins
+            ]
             b.copy(node, ins)
             return True
         return False

@@ -64,7 +64,7 @@ class Case:
         return f"Case({self.id})"
 
 
-CASES = []        # normal cases: outputs must match
+CASES = []  # normal cases: outputs must match
 ERROR_CASES = []  # cases where CPython raises; scriptc must raise the same type
 _ids = {}
 

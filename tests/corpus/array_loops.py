@@ -83,9 +83,7 @@ def heat_2d(u: np.ndarray, steps: int) -> np.ndarray:
         v = u.copy()
         for i in range(1, n - 1):
             for j in range(1, m - 1):
-                v[i, j] = u[i, j] + 0.2 * (u[i - 1, j] + u[i + 1, j]
-                                           + u[i, j - 1] + u[i, j + 1]
-                                           - 4.0 * u[i, j])
+                v[i, j] = u[i, j] + 0.2 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j])
         u = v
     return u
 
@@ -266,11 +264,11 @@ case(negative_and_slices, lambda: (np.arange(12.0),))
 @scriptc.script
 def slice_views_write_through(a: np.ndarray) -> np.ndarray:
     r = a[1, :]
-    r[0] = 100.0          # writes through the view into the argument
+    r[0] = 100.0  # writes through the view into the argument
     c = a[:, 2]
     for i in range(c.shape[0]):
         c[i] = -c[i]
-    b = a                 # alias, not a copy
+    b = a  # alias, not a copy
     b[2, 3] = 7.0
     return a[0:2, 1:3]
 
@@ -390,8 +388,10 @@ def jacobi(a: np.ndarray, b: np.ndarray, tol: float):
     return x, it
 
 
-case(jacobi, lambda: (np.array([[4.0, -1.0, 0.0], [-1.0, 4.0, -1.0], [0.0, -1.0, 4.0]]),
-                      np.array([2.0, 4.0, 10.0]), 1e-10))
+case(
+    jacobi,
+    lambda: (np.array([[4.0, -1.0, 0.0], [-1.0, 4.0, -1.0], [0.0, -1.0, 4.0]]), np.array([2.0, 4.0, 10.0]), 1e-10),
+)
 
 
 @scriptc.script
@@ -426,9 +426,15 @@ def linreg_gd(x: np.ndarray, y: np.ndarray, epochs: int, lr: float):
     return a, b
 
 
-case(linreg_gd, lambda: (np.linspace(0.0, 1.0, 50),
-                         3.0 * np.linspace(0.0, 1.0, 50) + 2.0 + 0.1 * rng(0).standard_normal(50),
-                         200, 0.5))
+case(
+    linreg_gd,
+    lambda: (
+        np.linspace(0.0, 1.0, 50),
+        3.0 * np.linspace(0.0, 1.0, 50) + 2.0 + 0.1 * rng(0).standard_normal(50),
+        200,
+        0.5,
+    ),
+)
 
 
 @scriptc.script

@@ -93,7 +93,7 @@ def uses_checked_sqrt(x: float) -> float:
 
 
 case(uses_checked_sqrt, lambda: (-2.25,))
-raises(checked_sqrt, ValueError, lambda: (-1.0, True))   # the property tests bind args positionally
+raises(checked_sqrt, ValueError, lambda: (-1.0, True))  # the property tests bind args positionally
 
 
 @scriptc.script
@@ -123,7 +123,7 @@ case(gcd_table, lambda: (12,))
 @scriptc.script
 def over_a_tuple(a: np.ndarray, b: np.ndarray, k: int) -> float:
     s = 0.0
-    for v in (a, b):            # unrolled: the elements may differ in type
+    for v in (a, b):  # unrolled: the elements may differ in type
         s += v.sum()
     for i, v in enumerate((a.max(), 2.5, k), start=1):
         if i == 2:
@@ -157,7 +157,7 @@ def tuple_by_index(a: np.ndarray, b: np.ndarray, w: tuple[float, float, float], 
     pair = (a, b)
     s = np.zeros_like(a)
     for k in range(len(pair)):
-        s += pair[k] * w[k - 1]         # an index known at run time; negative from the end
+        s += pair[k] * w[k - 1]  # an index known at run time; negative from the end
     return s * w[i]
 
 
@@ -168,12 +168,12 @@ raises(tuple_by_index, IndexError, lambda: (np.ones(2), np.ones(2), (1.0, 2.0, 3
 @scriptc.script
 def first_truthy_of_mixed(a: float, c: bool, x: np.ndarray, y: np.ndarray) -> float:
     n = 0
-    for v in (a, c):            # v is a float, then a bool: never read after the loop, so no error
+    for v in (a, c):  # v is a float, then a bool: never read after the loop, so no error
         if v:
             break
         n += 1
     s = 0.0
-    for arr in (x, y):          # arrays of two dtypes
+    for arr in (x, y):  # arrays of two dtypes
         s += arr.sum()
         if s > 1.0:
             return s + n
@@ -186,7 +186,7 @@ case(first_truthy_of_mixed, lambda: (1.5, False, np.zeros(2), np.zeros(3, np.int
 
 @scriptc.script
 def first_above_two(a: int, b: float) -> float:
-    for v in (a, b):            # v widens to float: an int not bound on every path, converted but unread
+    for v in (a, b):  # v widens to float: an int not bound on every path, converted but unread
         if v > 2.0:
             return v
     return -1.0
@@ -211,7 +211,7 @@ raises(bound_on_some_paths, UnboundLocalError, lambda: (0,))
 @scriptc.script
 def sum_of_mixed_tuple(a: np.ndarray, b: np.ndarray, k: int) -> float:
     s = 0.0
-    for v in (a, b, k):         # isinstance is known for each element: only the branch taken is compiled
+    for v in (a, b, k):  # isinstance is known for each element: only the branch taken is compiled
         s = s + v if isinstance(v, int) else s + np.sum(v * 1)
         if not isinstance(v, int):
             s += v.max()
@@ -224,7 +224,7 @@ case(sum_of_mixed_tuple, lambda: (rng(6).random(4), np.arange(3, dtype=np.int32)
 @scriptc.script
 def tuples_grown_in_place(x: int, y: float):
     t = (1, 2)
-    t += (x,)           # a new tuple bound to t, as CPython makes it
+    t += (x,)  # a new tuple bound to t, as CPython makes it
     u = (y, -y)
     u *= 2
     return t, u
@@ -260,11 +260,11 @@ case(membership_in_tuples, lambda: (0, float("nan"), (0, 0.0)))
 def truth_of_tuples_and_lists(x: int, xs: list[int]):
     t = (x,)
     r = 0
-    if t:           # a tuple is true when not empty (known when compiling)
+    if t:  # a tuple is true when not empty (known when compiling)
         r += 1
     if ():
         r += 10
-    if xs:          # a list when not empty
+    if xs:  # a list when not empty
         r += 100
     while xs:
         xs.pop()

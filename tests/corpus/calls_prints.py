@@ -16,6 +16,7 @@ FLAG = False
 
 # ---------------------------------------------------------------- helpers
 
+
 @scriptc.script
 def h_square(x: float) -> float:
     return x * x
@@ -105,6 +106,7 @@ def h3(x: int) -> int:
 
 # ---------------------------------------------------------------- callers
 
+
 @scriptc.script
 def call_square_sum(x: float, n: int) -> float:
     s = 0.0
@@ -137,7 +139,7 @@ case(call_norm, lambda: (rng(0).random(6),))
 @scriptc.script
 def call_fill_mutates(x: np.ndarray, v: float) -> float:
     h_fill(x, v)
-    h_fill(x[1:3], -v)       # through a view
+    h_fill(x[1:3], -v)  # through a view
     return x[4] - x[0]
 
 
@@ -206,9 +208,10 @@ case(call_chain, lambda: (4,))
 
 # ---------------------------------------------------------------- prints
 
+
 @scriptc.script
 def print_ints(a: int, b: int):
-    print(a, b, 0, -0, a * b, 10 ** 18, -9223372036854775807, 2 ** 62)
+    print(a, b, 0, -0, a * b, 10**18, -9223372036854775807, 2**62)
     print(a // b, a % b)
     print()
 
@@ -220,7 +223,7 @@ case(print_ints, lambda: (7, -12))
 def print_floats(a: float, b: float):
     print(a + b, a * 3.0, 1.0 - 0.9)
     print(1e16, 1e15, 123456789012345678.0, 1e22, 1e-5, 1.5e-7, 0.0001)
-    print(100.0, 2.0 ** 60, 1.0 / 3.0, 2.0 / 3.0, -0.0, 0.0 * -1.0)
+    print(100.0, 2.0**60, 1.0 / 3.0, 2.0 / 3.0, -0.0, 0.0 * -1.0)
     print(5e-324, 1.7976931348623157e308, 2.2250738585072014e-308)
     print(a * 1e308 * 1e10, -a * 1e308 * 1e10, a * 1e308 * 1e10 * 0.0)
     print(float(7), 3.0, -2.5, 1e100, 12345.678)
@@ -382,7 +385,7 @@ case(print_globals, lambda: (FLAG,))
 def str_format_calls(n: int, x: float, b: bool):
     s = "{} and {:.3f} {!r} {{braces}} {:>6}".format(n, x, b, n * 2)
     t = "{1}-{0}-{1:+}".format(n, x)
-    u = f"{n:>{6}}|{x:{'>'}10.2e}"      # constant fields in a spec
+    u = f"{n:>{6}}|{x:{'>'}10.2e}"  # constant fields in a spec
     print(s, t, u)
     return n
 
@@ -393,7 +396,7 @@ case(str_format_calls, lambda: (-7, -0.0, False))
 
 @scriptc.script
 def dtype_in_messages(x: np.ndarray) -> int:
-    print(f"dtype {x.dtype} {x.dtype.name!r} [{x.dtype.name:>9}]")     # constant per signature
+    print(f"dtype {x.dtype} {x.dtype.name!r} [{x.dtype.name:>9}]")  # constant per signature
     if x.shape[0] > 5:
         raise ValueError(f"bad dtype {x.dtype} for {x.shape[0]}")
     return x.shape[0]

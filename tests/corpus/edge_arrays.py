@@ -28,7 +28,7 @@ case(aliased_args, lambda: _same_twice(np.zeros(6)))
 
 @scriptc.script
 def aliased_vector_update(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a += b          # a is b: doubles in place
+    a += b  # a is b: doubles in place
     return a * b
 
 
@@ -37,7 +37,7 @@ case(aliased_vector_update, lambda: _same_twice(np.arange(4.0)))
 
 @scriptc.script
 def overlapping_slice_assign(x: np.ndarray):
-    x[1:] = x[:-1]              # NumPy copes with the overlap
+    x[1:] = x[:-1]  # NumPy copes with the overlap
     print(x)
     x[:-2] = x[2:] * 10.0
     print(x)
@@ -52,7 +52,7 @@ case(overlapping_slice_assign, lambda: (np.arange(1.0, 8.0),))
 def iterate_while_modifying(x: np.ndarray) -> float:
     s = 0.0
     for v in x:
-        x[-1] = 100.0       # iteration reads the live array
+        x[-1] = 100.0  # iteration reads the live array
         s += v
     return s
 
@@ -64,7 +64,7 @@ case(iterate_while_modifying, lambda: (np.arange(5.0),))
 def iterate_then_rebind(x: np.ndarray) -> float:
     s = 0.0
     for v in x:
-        x = x * 2.0         # the loop keeps iterating the original array
+        x = x * 2.0  # the loop keeps iterating the original array
         s += v
     return s + x[0]
 
@@ -104,7 +104,7 @@ def row_col_assign(a: np.ndarray, r: np.ndarray) -> np.ndarray:
     a[1, :] = r
     a[:, 0] = -1.0
     a[2, 1:3] = 7.0
-    a[0][2] = 5.0           # chained indexing writes through the row view
+    a[0][2] = 5.0  # chained indexing writes through the row view
     b = a[::2, ::2]
     b[0, 0] = 42.0
     return b
@@ -131,7 +131,7 @@ def reshape_forms(x: np.ndarray):
     b = x.reshape((-1, 3))
     c = a.reshape(-1)
     d = x.reshape((2, 3, 2))
-    a[0, 0] = 99.0          # reshape of a contiguous array is a view
+    a[0, 0] = 99.0  # reshape of a contiguous array is a view
     return a, b.T, c, d.T, d.shape, d.T.shape, x.T.shape
 
 
@@ -164,8 +164,7 @@ def float32_vectorized(f: np.ndarray, g: np.ndarray):
     return a, b, c, d, e, h, w, np.abs(-f), f.T, f.copy()
 
 
-case(float32_vectorized, lambda: (rng(0).random(6).astype(np.float32),
-                                  rng(1).random(6).astype(np.float32) + 0.5))
+case(float32_vectorized, lambda: (rng(0).random(6).astype(np.float32), rng(1).random(6).astype(np.float32) + 0.5))
 
 
 @scriptc.script
@@ -192,8 +191,9 @@ def int32_and_bool_arith(k: np.ndarray, m: np.ndarray):
     return a, b, c, d, e, f, g, h, i, j, np.max(k), np.mean(k)
 
 
-case(int32_and_bool_arith, lambda: (np.arange(-3, 3, dtype=np.int32),
-                                    np.array([True, False, True, True, False, False])))
+case(
+    int32_and_bool_arith, lambda: (np.arange(-3, 3, dtype=np.int32), np.array([True, False, True, True, False, False]))
+)
 
 
 @scriptc.script
@@ -250,7 +250,7 @@ case(int_array_returns, lambda: (np.array([4, 9, -2, 7]),))
 def transpose_3d(t: np.ndarray):
     u = t.T
     print(u.shape)
-    u[0, 1, 1] = -5.0       # writes through to t[1, 1, 0]
+    u[0, 1, 1] = -5.0  # writes through to t[1, 1, 0]
     return u * 1.0, t[1, 1, 0]
 
 
@@ -282,29 +282,31 @@ case(matmul_shapes, lambda: (np.arange(12.0).reshape((3, 4)), np.arange(4.0)))
 
 @scriptc.script
 def setitem_casting(k: np.ndarray, b: np.ndarray, f: np.ndarray, x: np.ndarray):
-    k[0] = 2.7              # float into int64: truncates
+    k[0] = 2.7  # float into int64: truncates
     k[1] = -2.7
     k[2] = True
     k[3:5] = x[0:2] * 10.0  # float slice into int slice
-    k[5] += 0.5             # k[5] = k[5] + 0.5, truncated on store
-    b[0] = 2                # int into bool: True
+    k[5] += 0.5  # k[5] = k[5] + 0.5, truncated on store
+    b[0] = 2  # int into bool: True
     b[1] = 0.0
     b[2:4] = 5
-    f[0] = 0.1              # rounded to float32
+    f[0] = 0.1  # rounded to float32
     f[1:3] = x[0:2]
-    f += 1.0                # stays float32
-    x[0] = 3                # int into float64
+    f += 1.0  # stays float32
+    x[0] = 3  # int into float64
     x[1:3] = k[0:2]
 
 
-case(setitem_casting, lambda: (np.arange(6), np.zeros(4, dtype=np.bool_),
-                               np.zeros(3, dtype=np.float32), rng(0).random(4)))
+case(
+    setitem_casting,
+    lambda: (np.arange(6), np.zeros(4, dtype=np.bool_), np.zeros(3, dtype=np.float32), rng(0).random(4)),
+)
 
 
 @scriptc.script
 def slice_bounds_clamp(x: np.ndarray, n: int):
-    print(x[-100:100], x[5:2], x[n:], x[:n + 100], x[-n:], x[::-2], x[-1:-4:-1])
-    print(x[n - 1:0:-1], x[n:n], x[100:], x[:-100], len(x[2:n + 100]))
+    print(x[-100:100], x[5:2], x[n:], x[: n + 100], x[-n:], x[::-2], x[-1:-4:-1])
+    print(x[n - 1 : 0 : -1], x[n:n], x[100:], x[:-100], len(x[2 : n + 100]))
     y = x[1:100]
     y[0] = -1.0
     return y.shape, x
@@ -340,9 +342,9 @@ def h_tail(x: np.ndarray) -> np.ndarray:
 @scriptc.script
 def helper_returns_view(x: np.ndarray) -> np.ndarray:
     y = h_identity(x)
-    y[0] = 50.0             # y is x
+    y[0] = 50.0  # y is x
     t = h_tail(x)
-    t[0] = 60.0             # t is a view of x
+    t[0] = 60.0  # t is a view of x
     t += 1.0
     return h_identity(x) * 1.0
 
@@ -374,8 +376,14 @@ case(iterate_slices_and_ranges, lambda: (np.array([0.5, 3.0, 1.5, 2.75]),))
 
 @scriptc.script
 def negative_axis_reductions(t: np.ndarray):
-    return (np.sum(t, axis=-1), np.max(t, axis=2), np.min(t, axis=0),
-            np.mean(t, axis=1), t.shape[-1], np.sum(t[0], axis=-1))
+    return (
+        np.sum(t, axis=-1),
+        np.max(t, axis=2),
+        np.min(t, axis=0),
+        np.mean(t, axis=1),
+        t.shape[-1],
+        np.sum(t[0], axis=-1),
+    )
 
 
 case(negative_axis_reductions, lambda: (np.arange(24.0).reshape((2, 3, 4)),))

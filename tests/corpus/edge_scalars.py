@@ -9,7 +9,7 @@ import scriptc
 
 from . import case
 
-BIG = 9007199254740993   # 2**53 + 1: not representable as a float
+BIG = 9007199254740993  # 2**53 + 1: not representable as a float
 N_CONST = 4
 
 
@@ -18,7 +18,7 @@ def int_float_compare(k: int, x: float):
     # Python compares int and float exactly (no rounding of the int)
     print(k == x, k > x, k >= x, k != x, x < k)
     print(k - 1 == x, float(k) == x, k + 0.0 == x)
-    print(BIG == 2.0 ** 53, BIG > 2.0 ** 53, min(BIG, k), max(x, 2.0))
+    print(BIG == 2.0**53, BIG > 2.0**53, min(BIG, k), max(x, 2.0))
 
 
 case(int_float_compare, lambda: (9007199254740993, 9007199254740992.0))
@@ -105,7 +105,7 @@ case(cond_expr_one_branch, lambda: (False,))
 def range_bound_evaluated_once(n: int) -> int:
     count = 0
     for i in range(n):
-        n = n - 1          # does not shorten the loop
+        n = n - 1  # does not shorten the loop
         count += 1
     return count * 100 + n
 
@@ -217,7 +217,7 @@ def globals_as_sizes() -> int:
     for i in range(N_CONST):
         for j in range(i, N_CONST):
             s += i * N_CONST + j
-    return s + BIG // 2 ** 40
+    return s + BIG // 2**40
 
 
 case(globals_as_sizes, lambda: ())
@@ -225,8 +225,8 @@ case(globals_as_sizes, lambda: ())
 
 @scriptc.script
 def float_pow_corners(x: float):
-    print(x ** 0.0, 0.0 ** 0.0, (-x) ** 2.0, (-x) ** 3.0, 1.0 ** 1e308)
-    print(x ** -2.0, (-2.0) ** -1.0, 0.0 ** 2.5, x ** 0.5, 2.0 ** -1074.0)
+    print(x**0.0, 0.0**0.0, (-x) ** 2.0, (-x) ** 3.0, 1.0**1e308)
+    print(x**-2.0, (-2.0) ** -1.0, 0.0**2.5, x**0.5, 2.0**-1074.0)
     print(math.pow(-2.0, 3.0), math.pow(x, 0.5), math.sqrt(0.0), math.sqrt(-0.0))
 
 
@@ -235,10 +235,10 @@ case(float_pow_corners, lambda: (1.5,))
 
 @scriptc.script
 def int_pow_corners(a: int):
-    print(a ** 0, a ** 1, a ** 2, (-a) ** 3, 0 ** 5, (-1) ** 63, 3 ** 39)
+    print(a**0, a**1, a**2, (-a) ** 3, 0**5, (-1) ** 63, 3**39)
     k = 2
     k **= 10
-    print(k, 2 ** 62 // 3)
+    print(k, 2**62 // 3)
 
 
 case(int_pow_corners, lambda: (7,))
@@ -259,8 +259,8 @@ case(truncation_and_floor, lambda: (1e15 + 0.5,))
 def float_repr_corners(x: float):
     print(x, x * 3.0, x / 7.0, x * 1e20, x * 1e21, x * 1e-4, x * 1e-5)
     print(x * 123456789.0, x * 1234567890123456.0, x * 12345678901234567.0)
-    print(float(2 ** 62) * 2.0, float(-2 ** 53), 4.35, 0.1 * 3, 1.0 / 7.0)
-    print(x * 5e-324, 1.0 - 2.0 ** -53, 1.0 + 2.0 ** -52)
+    print(float(2**62) * 2.0, float(-(2**53)), 4.35, 0.1 * 3, 1.0 / 7.0)
+    print(x * 5e-324, 1.0 - 2.0**-53, 1.0 + 2.0**-52)
 
 
 case(float_repr_corners, lambda: (1.0,))
@@ -320,7 +320,7 @@ case(collatz_with_globals, lambda: (200,))
 @scriptc.script
 def int_true_division_rounding(a: int, b: int):
     # Python's int / int is correctly rounded even beyond 2**53
-    print(a / b, -a / b, a / 1, (a + 2) / 3, 2 ** 62 / 3)
+    print(a / b, -a / b, a / 1, (a + 2) / 3, 2**62 / 3)
 
 
 case(int_true_division_rounding, lambda: (9007199254740993, 3))
@@ -418,7 +418,7 @@ def math_corners(x: float):
     inf = x * 1e308 * 10.0
     nan = inf - inf
     print(math.sqrt(inf), math.exp(-inf), math.log(inf), math.fabs(-inf), math.tanh(inf))
-    print(math.pow(1.0, nan), math.pow(nan, 0.0), nan ** 0.0, 1.0 ** nan, math.exp(nan))
+    print(math.pow(1.0, nan), math.pow(nan, 0.0), nan**0.0, 1.0**nan, math.exp(nan))
     print(math.floor(-x), math.ceil(x / 3.0), math.sqrt(x), math.log(x * x))
     print(math.sin(0.0), math.sin(-0.0), math.tan(-0.0), math.tanh(-0.0))
 
@@ -428,9 +428,10 @@ case(math_corners, lambda: (1.0,))
 
 @scriptc.script
 def literal_int_expressions(n: int) -> int:
-    smallest = -2 ** 63               # int expressions of literals are CPython's exact values
-    return smallest + (1 << 61) * 2 - 7 // 2 + (-7) % 3 + ~5 + 2 ** 62 + n * (10 ** 18 // 3) \
-        + 2 ** 5000 // 2 ** 4990        # big intermediates, exact as CPython's
+    smallest = -(2**63)  # int expressions of literals are CPython's exact values
+    return (
+        smallest + (1 << 61) * 2 - 7 // 2 + (-7) % 3 + ~5 + 2**62 + n * (10**18 // 3) + 2**5000 // 2**4990
+    )  # big intermediates, exact as CPython's
 
 
 case(literal_int_expressions, lambda: (4,))

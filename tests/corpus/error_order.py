@@ -1,6 +1,7 @@
 """Errors raised as NumPy raises them: an integer array to a negative power raises even when its result is
 broadcast to an empty array (fused, no element of it would be computed), and an earlier statement's error
 comes before a later one's (fusion must not move a raising operator past another)."""
+
 import numpy as np
 
 import scriptc
@@ -10,16 +11,19 @@ from . import raises
 
 @scriptc.script
 def negative_power_broadcast_to_empty(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return np.maximum(x ** x, y)
+    return np.maximum(x**x, y)
 
 
-raises(negative_power_broadcast_to_empty, ValueError,
-       lambda: (np.array([[-1], [2]], dtype=np.int64), np.zeros(0, np.int64)))
+raises(
+    negative_power_broadcast_to_empty,
+    ValueError,
+    lambda: (np.array([[-1], [2]], dtype=np.int64), np.zeros(0, np.int64)),
+)
 
 
 @scriptc.script
 def power_error_before_index_error(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    a = x ** x
+    a = x**x
     b = y[8]
     return a + b
 

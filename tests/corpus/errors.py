@@ -131,7 +131,7 @@ raises(err_int_of_nan, ValueError, lambda: (1e308,))
 
 @scriptc.script
 def err_zero_pow_negative(x: float) -> float:
-    return x ** -1.0
+    return x**-1.0
 
 
 raises(err_zero_pow_negative, ZeroDivisionError, lambda: (0.0,))
@@ -155,7 +155,7 @@ raises(err_exp_overflow, OverflowError, lambda: (1000.0,))
 
 @scriptc.script
 def err_float_pow_overflow(x: float) -> float:
-    return x ** 10000.0
+    return x**10000.0
 
 
 raises(err_float_pow_overflow, OverflowError, lambda: (2.0,))
@@ -239,38 +239,38 @@ raises(err_negative_dimension, ValueError, lambda: (2,))
 
 @scriptc.script
 def err_too_big_to_fill(n: int, m: int) -> np.ndarray:
-    return np.ones((n, m))          # (its size in bytes wrapped around 64 bits: a tiny buffer, filled)
+    return np.ones((n, m))  # (its size in bytes wrapped around 64 bits: a tiny buffer, filled)
 
 
-raises(err_too_big_to_fill, ValueError, lambda: (2 ** 32, 2 ** 32))
+raises(err_too_big_to_fill, ValueError, lambda: (2**32, 2**32))
 raises(err_too_big_to_fill, ValueError, lambda: (3037000500, 3037000500))
 
 
 @scriptc.script
 def err_too_big_with_a_zero_dimension(n: int, k: int):
-    x = np.full((n, 0, n), k, dtype=np.int16)      # NumPy checks the dimensions other than 0 (and so refuses it)
+    x = np.full((n, 0, n), k, dtype=np.int16)  # NumPy checks the dimensions other than 0 (and so refuses it)
     y = np.empty((n, n), dtype=np.int8)
     y[n - 1, n - 1] = 1
     return x.shape, y.shape
 
 
-raises(err_too_big_with_a_zero_dimension, ValueError, lambda: (2 ** 40, 7))
+raises(err_too_big_with_a_zero_dimension, ValueError, lambda: (2**40, 7))
 
 
 @scriptc.script
 def err_list_too_long(n: int) -> int:
-    ys = [1, 2, 3] * (n // 4)     # 2**61: the length times 3 wraps; 2**62 + 8: its size in bytes would
+    ys = [1, 2, 3] * (n // 4)  # 2**61: the length times 3 wraps; 2**62 + 8: its size in bytes would
     xs = [0.0] * n
     return len(xs) + len(ys)
 
 
-raises(err_list_too_long, MemoryError, lambda: (2 ** 61,))
-raises(err_list_too_long, MemoryError, lambda: (2 ** 62 + 8,))
+raises(err_list_too_long, MemoryError, lambda: (2**61,))
+raises(err_list_too_long, MemoryError, lambda: (2**62 + 8,))
 
 
 @scriptc.script
 def err_int_of_nan_unused(x: float) -> int:
-    y = int(x)      # noqa: F841  (its result unused: the conversion still raises)
+    y = int(x)  # noqa: F841  (its result unused: the conversion still raises)
     return 1
 
 

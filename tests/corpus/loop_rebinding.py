@@ -1,6 +1,7 @@
 """Arrays rebound in loops: to themselves or another name, then written in place (the write must reach the
 caller's array as in CPython: the loop's result is the same object it started with); to a scalar times
 themselves, the scalar on the left; and the statements after a loop of zero trips."""
+
 import numpy as np
 
 import scriptc

@@ -292,13 +292,13 @@ case(augmented_ops, lambda: (3, 2.5))
 
 @scriptc.script
 def arith_mix(a: int, b: int, x: float):
-    p = a ** 2 + b ** 3
+    p = a**2 + b**3
     q = a / b
     r = a * x - b / x
-    s = x ** 3 - (-2) ** 3
-    t = 2 ** 62 + 2 ** 61
-    u = 0 ** 0 + a ** 0
-    v = 2.0 ** 0.5
+    s = x**3 - (-2) ** 3
+    t = 2**62 + 2**61
+    u = 0**0 + a**0
+    v = 2.0**0.5
     w = -a // 2 + (-a) % 4
     return p, q, r, s, t, u, v, w
 
@@ -432,7 +432,7 @@ def math_functions(x: float):
     print(math.sin(x), math.cos(x), math.tan(x), math.tanh(x))
     print(math.floor(x * 3.3), math.ceil(x * 3.3), math.fabs(-x))
     print(math.pow(x, 3.5), math.pow(x, -1.0), math.pi, math.e)
-    print(math.pi * x, math.e ** x)
+    print(math.pi * x, math.e**x)
 
 
 case(math_functions, lambda: (2.0,))
@@ -533,7 +533,7 @@ case(bisection, lambda: (1.0, 0.0, 0.25))
 def int_of_float_in_a_loop(n: int, x: float) -> int:
     s = 0
     for i in range(n):
-        s += int(x) + i     # int(x) may raise: it is not hoisted where a loop that never runs would raise
+        s += int(x) + i  # int(x) may raise: it is not hoisted where a loop that never runs would raise
     return s
 
 
@@ -544,7 +544,7 @@ case(int_of_float_in_a_loop, lambda: (4, -2.5))
 
 @scriptc.script
 def first_of_a_huge_range(a: int, b: int, step: int) -> int:
-    for i in range(a, b, step):     # 2**63 elements or more: it runs (a trip count that wrapped ran none)
+    for i in range(a, b, step):  # 2**63 elements or more: it runs (a trip count that wrapped ran none)
         if i % 3 == 2:
             return i
     for i in reversed(range(a, b, step)):
@@ -552,9 +552,9 @@ def first_of_a_huge_range(a: int, b: int, step: int) -> int:
     return 0
 
 
-case(first_of_a_huge_range, lambda: (-2 ** 63, 2 ** 63 - 1, 1))
-case(first_of_a_huge_range, lambda: (2 ** 63 - 1, -2 ** 63, -1))
-case(first_of_a_huge_range, lambda: (-2 ** 63, 2 ** 63 - 1, 2 ** 62))
+case(first_of_a_huge_range, lambda: (-(2**63), 2**63 - 1, 1))
+case(first_of_a_huge_range, lambda: (2**63 - 1, -(2**63), -1))
+case(first_of_a_huge_range, lambda: (-(2**63), 2**63 - 1, 2**62))
 case(first_of_a_huge_range, lambda: (0, 3, 3))
 
 
@@ -567,11 +567,11 @@ def loops_with_else(n: int, t: tuple[int, int, int], m: int) -> int:
             if k % d == 0:
                 break
         else:
-            count += 1          # no divisor: the inner loop ended without a break
+            count += 1  # no divisor: the inner loop ended without a break
         k += 1
     else:
         count += 1000
-    for v in t:                 # (unrolled over a tuple)
+    for v in t:  # (unrolled over a tuple)
         if v < 0:
             break
         count += v
@@ -579,7 +579,7 @@ def loops_with_else(n: int, t: tuple[int, int, int], m: int) -> int:
         count *= 2
     while m > 0:
         if m % 7 == 0:
-            return -count       # a return skips the else
+            return -count  # a return skips the else
         m -= 1
     else:
         print("else", count)
@@ -594,7 +594,7 @@ case(loops_with_else, lambda: (12, (5, 5, 5), 9))
 @scriptc.script
 def binary_search(x: np.ndarray, v: float) -> int:
     lo, hi = 0, x.shape[0] - 1
-    while lo <= hi:             # no break: its else always runs, so every path returns
+    while lo <= hi:  # no break: its else always runs, so every path returns
         mid = (lo + hi) // 2
         if x[mid] == v:
             return mid
@@ -624,7 +624,7 @@ case(first_multiple, lambda: (3, 5))
 @scriptc.script
 def over_method_results(x: np.ndarray) -> float:
     s = 0.0
-    for v in x.copy():          # a method's result as the iterable (was "array attribute 'copy'")
+    for v in x.copy():  # a method's result as the iterable (was "array attribute 'copy'")
         s += v
     for k, row in enumerate(x.reshape(2, -1)):
         s += row[0] * k

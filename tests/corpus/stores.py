@@ -1,6 +1,7 @@
 """Assignments into arrays as NumPy makes them: the value broadcast to the target, and (NumPy's rule for
 assignment, not for ufuncs) extra leading dimensions of length 1 dropped; any other length raises NumPy's
 ValueError when the statement runs."""
+
 import numpy as np
 
 import scriptc

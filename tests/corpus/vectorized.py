@@ -37,7 +37,7 @@ case(elementwise_more, lambda: (rng(0).random((3, 4)) + 0.1,), **TOL)
 @scriptc.script
 def arith_exact(x: np.ndarray) -> np.ndarray:
     y = (x + 1.0) * (x - 2.0) / 3.0
-    z = -y + x ** 2 - 2.0 * x
+    z = -y + x**2 - 2.0 * x
     w = np.maximum(z, 0.0) + np.minimum(y, x)
     return w // 0.25 + w % 0.5 + np.abs(z) ** 0.5
 
@@ -68,8 +68,7 @@ case(outer_via_broadcast, lambda: (np.arange(4.0), np.arange(3.0)))
 @scriptc.script
 def reductions(x: np.ndarray):
     print(x.shape, x.ndim, x.size)
-    return (np.sum(x), np.max(x), np.min(x), np.mean(x), np.prod(x),
-            x.sum(), x.max(), x.min(), x.mean())
+    return (np.sum(x), np.max(x), np.min(x), np.mean(x), np.prod(x), x.sum(), x.max(), x.min(), x.mean())
 
 
 case(reductions, lambda: (rng(0).random((4, 5)),), **TOL)
@@ -77,8 +76,14 @@ case(reductions, lambda: (rng(0).random((4, 5)),), **TOL)
 
 @scriptc.script
 def axis_reductions(x: np.ndarray):
-    return (np.sum(x, axis=0), np.sum(x, axis=1), np.max(x, axis=0),
-            np.min(x, axis=1), np.mean(x, axis=0), np.prod(x, axis=1))
+    return (
+        np.sum(x, axis=0),
+        np.sum(x, axis=1),
+        np.max(x, axis=0),
+        np.min(x, axis=1),
+        np.mean(x, axis=0),
+        np.prod(x, axis=1),
+    )
 
 
 case(axis_reductions, lambda: (rng(0).random((4, 5)),), **TOL)
@@ -87,8 +92,16 @@ case(axis_reductions, lambda: (rng(0).random((4, 5)),), **TOL)
 @scriptc.script
 def int_reductions(x: np.ndarray):
     # integer reductions are exact
-    return (np.sum(x), np.prod(x, axis=0), np.max(x), np.min(x, axis=1),
-            np.mean(x), np.sum(x, axis=1), x.sum(), x.max())
+    return (
+        np.sum(x),
+        np.prod(x, axis=0),
+        np.max(x),
+        np.min(x, axis=1),
+        np.mean(x),
+        np.sum(x, axis=1),
+        x.sum(),
+        x.max(),
+    )
 
 
 case(int_reductions, lambda: (np.arange(1, 13).reshape((3, 4)),))
@@ -96,21 +109,23 @@ case(int_reductions, lambda: (np.arange(1, 13).reshape((3, 4)),))
 
 @scriptc.script
 def dtype_promotion(f32: np.ndarray, i64: np.ndarray, i32: np.ndarray, f64: np.ndarray):
-    a = f32 * 2.5          # float32 * python float -> float32
-    b = i64 / 2            # int64 / int -> float64
-    c = i64 + 1.5          # int64 + float -> float64
-    d = i32 + i64          # int32 + int64 -> int64
-    e = f32 + f64          # float32 + float64 -> float64
-    f = i32 * 3            # int32 * python int -> int32
-    g = i64 // 2           # stays int64
+    a = f32 * 2.5  # float32 * python float -> float32
+    b = i64 / 2  # int64 / int -> float64
+    c = i64 + 1.5  # int64 + float -> float64
+    d = i32 + i64  # int32 + int64 -> int64
+    e = f32 + f64  # float32 + float64 -> float64
+    f = i32 * 3  # int32 * python int -> int32
+    g = i64 // 2  # stays int64
     h = f32.astype(np.float64) + 1.0
     i = i64.astype(np.float32) / 4.0
-    j = i32 * 1.5          # int32 * python float -> float64
+    j = i32 * 1.5  # int32 * python float -> float64
     return a, b, c, d, e, f, g, h, i, j
 
 
-case(dtype_promotion, lambda: (rng(0).random(5).astype(np.float32), np.arange(5),
-                               np.arange(5, dtype=np.int32), rng(1).random(5)))
+case(
+    dtype_promotion,
+    lambda: (rng(0).random(5).astype(np.float32), np.arange(5), np.arange(5, dtype=np.int32), rng(1).random(5)),
+)
 
 
 @scriptc.script
@@ -124,9 +139,9 @@ def bool_arrays(x: np.ndarray, y: np.ndarray):
     frac = np.mean(k)
     z = np.where(m, x, 0.0)
     w = np.where(k, x, y)
-    both = m * k                # bool * bool -> bool
-    anyb = m + k                # bool + bool -> bool (logical or)
-    num = m + 1                 # bool + int -> int64
+    both = m * k  # bool * bool -> bool
+    anyb = m + k  # bool + bool -> bool (logical or)
+    num = m + 1  # bool + int -> int64
     return cnt, frac, z, w, both, anyb, num, m.astype(np.float32)
 
 
@@ -225,9 +240,9 @@ def copy_vs_alias(x: np.ndarray) -> np.ndarray:
     y = x.copy()
     y[0] = 99.0
     z = x
-    z[1] = -1.0           # mutates the argument through the alias
+    z[1] = -1.0  # mutates the argument through the alias
     v = x[2:4]
-    v[0] = 42.0           # mutates the argument through the view
+    v[0] = 42.0  # mutates the argument through the view
     return y + x
 
 
@@ -236,10 +251,10 @@ case(copy_vs_alias, lambda: (rng(0).random(5),))
 
 @scriptc.script
 def inplace_vs_rebind(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    x *= 2.0              # in place: the caller sees it
+    x *= 2.0  # in place: the caller sees it
     x += 1.0
-    y = y * 2.0           # rebinding: the caller's array is unchanged
-    y += 1.0              # now on the new array
+    y = y * 2.0  # rebinding: the caller's array is unchanged
+    y += 1.0  # now on the new array
     return x - y
 
 
@@ -248,7 +263,7 @@ case(inplace_vs_rebind, lambda: (rng(0).random(4), rng(1).random(4)))
 
 @scriptc.script
 def int_array_ops(x: np.ndarray):
-    return x // 3, x % 3, x ** 2, -x, np.abs(x), x * 2 - 1, x / 4, ~x
+    return x // 3, x % 3, x**2, -x, np.abs(x), x * 2 - 1, x / 4, ~x
 
 
 case(int_array_ops, lambda: (np.array([-7, -3, -1, 0, 2, 5, 9]),))
@@ -256,7 +271,7 @@ case(int_array_ops, lambda: (np.array([-7, -3, -1, 0, 2, 5, 9]),))
 
 @scriptc.script
 def float_powers(x: np.ndarray):
-    return x ** 2, x ** 0.5, x ** 3.0, 2.0 ** x, x ** x
+    return x**2, x**0.5, x**3.0, 2.0**x, x**x
 
 
 case(float_powers, lambda: (rng(0).random(6) + 0.5,), **TOL)
@@ -299,8 +314,7 @@ def power_iteration(a: np.ndarray, iters: int):
     return lam, v
 
 
-case(power_iteration,
-     lambda: (np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]]), 50), **TOL)
+case(power_iteration, lambda: (np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]]), 50), **TOL)
 
 
 @scriptc.script
@@ -349,7 +363,7 @@ case(scalar_numpy_funcs, lambda: (rng(0).random((3, 3)),))
 
 @scriptc.script
 def linspace_default_count(a: float, b: float) -> np.ndarray:
-    return np.linspace(a, b) * 2.0 + np.linspace(a, b, num=3).sum()    # num: 50 when not given, as NumPy's
+    return np.linspace(a, b) * 2.0 + np.linspace(a, b, num=3).sum()  # num: 50 when not given, as NumPy's
 
 
 case(linspace_default_count, lambda: (2.0, 3.0))
@@ -357,11 +371,11 @@ case(linspace_default_count, lambda: (2.0, 3.0))
 
 @scriptc.script
 def unpack_rows_and_keys(x: np.ndarray, key: np.ndarray, n: int):
-    a, b = x                        # an array unpacks along its first axis, as CPython iterates it
+    a, b = x  # an array unpacks along its first axis, as CPython iterates it
     p, q, r = a
     total = p * 100.0 + q * 10.0 + r
     for _ in range(n):
-        key, sub = scriptc.random.split(key)       # the README's idiom
+        key, sub = scriptc.random.split(key)  # the README's idiom
         total = total + float(np.sum(scriptc.random.normal(sub, (2,)) * b[:2]))
     return total, key
 
@@ -371,8 +385,12 @@ case(unpack_rows_and_keys, lambda: (rng(3).random((2, 3)), scriptc.random.key(7)
 
 @scriptc.script
 def numpy_arithmetic_functions(x: np.ndarray, y: np.ndarray, k: float) -> np.ndarray:
-    return (np.add(x, y) * np.multiply(k, x) - np.subtract(y, 1.0) / np.divide(x, 3.0)
-            + np.floor_divide(y, 0.3) + np.remainder(x, 0.7))
+    return (
+        np.add(x, y) * np.multiply(k, x)
+        - np.subtract(y, 1.0) / np.divide(x, 3.0)
+        + np.floor_divide(y, 0.3)
+        + np.remainder(x, 0.7)
+    )
 
 
 case(numpy_arithmetic_functions, lambda: (rng(5).random(7) + 0.5, rng(6).random(7), 1.5))

@@ -1,5 +1,6 @@
 """Where array data lives: small arrays (up to ``arrays.SMALL_DATA`` bytes) come from malloc, 16-byte aligned;
 larger ones are 64-byte aligned (cache lines). Both are freed, and a loop making small arrays keeps no memory."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,7 +35,7 @@ def test_small_arrays_in_a_loop_are_freed():
     damped(y0, 3, 0.01)
     allocated, freed = allocation_count(), free_count()
     got = damped(y0, 1000, 0.01)
-    assert allocation_count() - allocated - (free_count() - freed) == 1      # the result only
+    assert allocation_count() - allocated - (free_count() - freed) == 1  # the result only
     want = y0.copy()
     for _ in range(1000):
         want = want + 0.01 * np.array([want[1], -want[0] - 0.1 * want[1]])

@@ -1,6 +1,7 @@
 """Array functions (np.isnan/isinf/isfinite, np.round, np.cumsum/cumprod, np.diff, np.sort/argsort) against
 NumPy: natively and interpreted, every dtype, several ranks, layouts and axes; results equal bit for bit, with
 NumPy's dtype."""
+
 import math
 
 import numpy as np
@@ -77,6 +78,7 @@ def test_scalar_predicates_of_ints():
     @scriptc.script
     def f(n: int) -> bool:
         return math.isfinite(n) and not math.isnan(n)
+
     assert f(3) is True and f.interpret(3) is True
 
 
@@ -99,7 +101,7 @@ def round_neg(x: np.ndarray) -> np.ndarray:
 def test_round_floats(dtype):
     rng = np.random.default_rng(1)
     x = (rng.standard_normal(2000) * 100).astype(dtype)
-    halves = (np.arange(-20, 20) + 0.5).astype(dtype)      # half to even
+    halves = (np.arange(-20, 20) + 0.5).astype(dtype)  # half to even
     for fn in (round0, round2, round_neg):
         check(fn, x)
         check(fn, halves)
@@ -112,7 +114,7 @@ def test_round_ints_copy(dtype):
 
 
 def test_round_bools():
-    check(round0, data("bool", (3, 4)))          # rint of bool is float16, as NumPy gives
+    check(round0, data("bool", (3, 4)))  # rint of bool is float16, as NumPy gives
     with pytest.raises(scriptc.CompileError, match="cannot cast ufunc 'multiply' output"):
         round2(data("bool", (3,)))
 
@@ -146,7 +148,7 @@ def test_scan_of_uint8_needs_uint64():
 def test_scans(dtype):
     x = data(dtype, (4, 6), seed=2)
     if np.dtype(dtype).kind == "f":
-        x = np.abs(x) / 8          # keep products finite; NaN and inf stay in
+        x = np.abs(x) / 8  # keep products finite; NaN and inf stay in
     for fn in (cumsum_flat, cumsum_axis0, cumprod_last):
         check(fn, x)
         check(fn, x[:, ::-2])
@@ -180,7 +182,7 @@ def product_axis1(x: np.ndarray) -> np.ndarray:
 
 @scriptc.script
 def fused_products(x: np.ndarray):
-    return np.prod(x * 1.5), np.prod(x * 1.5, axis=1), np.prod(x * 1.5) + np.sum(x)    # alone, per row, shared
+    return np.prod(x * 1.5), np.prod(x * 1.5, axis=1), np.prod(x * 1.5) + np.sum(x)  # alone, per row, shared
 
 
 def test_float32_products_round_each_step_as_numpys():
@@ -192,9 +194,9 @@ def test_float32_products_round_each_step_as_numpys():
         for arr in (x, x[:, ::2], x.T):
             assert_same_array(product_axis0(arr), product_axis0.py_func(arr))
             assert_same_array(product_axis1(arr), product_axis1.py_func(arr))
-        for arr in (x, x[:, ::2]):      # (a whole array not in C order: NumPy multiplies in memory order)
+        for arr in (x, x[:, ::2]):  # (a whole array not in C order: NumPy multiplies in memory order)
             assert_same_array(np.float32(product(arr)), product.py_func(arr))
-            for got, want in zip(fused_products(arr), fused_products.py_func(arr)):    # in fusion groups too
+            for got, want in zip(fused_products(arr), fused_products.py_func(arr)):  # in fusion groups too
                 assert_same_array(np.asarray(got, dtype=np.asarray(want).dtype), want)
 
 
@@ -214,7 +216,7 @@ def test_min_and_max_take_the_last_of_equal_signed_zeros_as_numpy():
 
 
 def test_scan_wraps_like_numpy():
-    x = np.array([2 ** 62, 2 ** 62, 2 ** 62], dtype=np.int64)
+    x = np.array([2**62, 2**62, 2**62], dtype=np.int64)
     check(cumsum_flat, x)
     check(cumprod_last, np.array([100, 100, 100], dtype=np.int8))
 
@@ -240,9 +242,11 @@ def test_diff(dtype, shape):
 
 def test_diff_errors():
     with pytest.raises(scriptc.CompileError, match="n must be at least 1"):
+
         @scriptc.script
         def f(x: np.ndarray) -> np.ndarray:
             return np.diff(x, n=0)
+
         f(np.ones(3))
 
 
@@ -289,8 +293,7 @@ def test_sort(dtype, shape):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, float("nan"), float("inf"), -float("inf")]),
-                max_size=70))
+@given(st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, float("nan"), float("inf"), -float("inf")]), max_size=70))
 def test_sort_ties_and_nans(values):
     check_sort(np.array(values, dtype=np.float64))
 

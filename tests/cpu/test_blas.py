@@ -1,6 +1,7 @@
 """Matrix products (``@``, ``np.matmul``, ``np.dot``) against NumPy: every layout NumPy produces, float products
 through OpenBLAS (scriptc.backend.llvm.blas), integer and bool products through the generated loop, batches,
 empty dimensions, dtype promotion and NumPy's exact error messages."""
+
 import itertools
 import os
 import subprocess
@@ -73,9 +74,11 @@ def check(fn, a, b, exact=False, kind="matmul"):
     """fn(a, b) natively equals NumPy's product: same dtype and shape, values within BLAS rounding (or equal)."""
     expected = reference(kind, a, b)
     actual = fn(a, b)
-    assert isinstance(actual, np.ndarray) and actual.dtype == expected.dtype and actual.shape == expected.shape, \
-        (actual, expected)
-    if exact or expected.dtype.name not in RTOL:     # the generated loop sums in NumPy's order
+    assert isinstance(actual, np.ndarray) and actual.dtype == expected.dtype and actual.shape == expected.shape, (
+        actual,
+        expected,
+    )
+    if exact or expected.dtype.name not in RTOL:  # the generated loop sums in NumPy's order
         np.testing.assert_array_equal(actual, expected)
     else:
         # a dot product's error bound: k ulp of the sum of |a_i * b_i| (cancellation makes rtol alone too strict)
@@ -102,9 +105,9 @@ def layouts(rows: int, cols: int, dtype="float64", integral=False):
         "c": c,
         "fortran": np.asfortranarray(c),
         "transposed": big[:cols, :rows].copy().T,
-        "column-slice": big[1:rows + 1, 2:cols + 2],               # row-major, leading dimension > cols
-        "strided": big[::2, ::3][:rows, :cols],                   # both strides non-unit: copied
-        "negative-rows": big[:rows, :cols][::-1],                 # negative leading dimension: copied
+        "column-slice": big[1 : rows + 1, 2 : cols + 2],  # row-major, leading dimension > cols
+        "strided": big[::2, ::3][:rows, :cols],  # both strides non-unit: copied
+        "negative-rows": big[:rows, :cols][::-1],  # negative leading dimension: copied
         "negative-cols": big[:rows, :cols][:, ::-1],
         "fortran-strided": np.asfortranarray(big)[:rows, :cols],  # column-major, leading dimension > rows
         "transposed-strided": big[:cols, ::2][:, :rows].T,
@@ -113,8 +116,12 @@ def layouts(rows: int, cols: int, dtype="float64", integral=False):
 
 def vectors(n: int, dtype="float64", integral=False):
     big = data(3 * n + 2, dtype, seed=n, integral=integral)
-    return {"contiguous": big[:n].copy(), "strided": big[::3][:n], "negative": big[:n][::-1],
-            "negative-strided": big[::-2][:n]}
+    return {
+        "contiguous": big[:n].copy(),
+        "strided": big[::3][:n],
+        "negative": big[:n][::-1],
+        "negative-strided": big[::-2][:n],
+    }
 
 
 # -- matrix @ matrix, matrix @ vector, vector @ matrix, vector . vector ---------------------------------------
@@ -138,7 +145,7 @@ def test_matrix_layouts(left, right):
     check(matmul, a, b)
     check(dot, a, b, kind="dot")
     ai, bi = layouts(5, 6, integral=True)[left], layouts(6, 7, integral=True)[right]
-    check(matmul, ai, bi, exact=True)     # integer-valued floats: every rounding is exact
+    check(matmul, ai, bi, exact=True)  # integer-valued floats: every rounding is exact
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -148,8 +155,8 @@ def test_matrix_vector_layouts(dtype):
         check(dot, m, v, kind="dot")
         check(matmul, v, m.T)
         check(dot, v, m.T, kind="dot")
-        check(matmul, m[:1], v)            # a single row: ?dot
-        check(matmul, v[:, None].T, m.T)   # (1, k) @ (k, n): ?gemv
+        check(matmul, m[:1], v)  # a single row: ?dot
+        check(matmul, v[:, None].T, m.T)  # (1, k) @ (k, n): ?gemv
     mi, vi = layouts(6, 5, dtype, integral=True)["strided"], vectors(5, dtype, integral=True)["negative"]
     check(matmul, mi, vi, exact=True)
     check(matmul, vi, mi.T, exact=True)
@@ -162,7 +169,7 @@ def test_inner_products(dtype):
             expected = x @ y
             for fn in (inner, dot_inner):
                 got = fn(x, y)
-                assert type(got) is returned_type(expected)     # np.float32 for float32 vectors, as NumPy
+                assert type(got) is returned_type(expected)  # np.float32 for float32 vectors, as NumPy
                 assert got == pytest.approx(float(expected), rel=RTOL[dtype], abs=0), (xn, yn, n)
     x, y = vectors(9, dtype, integral=True)["strided"], vectors(9, dtype, integral=True)["negative"]
     assert inner(x, y) == float(x @ y)
@@ -176,9 +183,19 @@ def test_float32_products_round_to_float32():
     assert not np.array_equal(got.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64))
 
 
-@pytest.mark.parametrize("left,right", [("float32", "float64"), ("float64", "float32"), ("int64", "float64"),
-                                        ("int8", "float32"), ("int32", "float32"), ("bool", "float64"),
-                                        ("float64", "int16"), ("float16", "float32")])
+@pytest.mark.parametrize(
+    "left,right",
+    [
+        ("float32", "float64"),
+        ("float64", "float32"),
+        ("int64", "float64"),
+        ("int8", "float32"),
+        ("int32", "float32"),
+        ("bool", "float64"),
+        ("float64", "int16"),
+        ("float16", "float32"),
+    ],
+)
 def test_mixed_dtypes_follow_numpys_promotion(left, right):
     for shape_a, shape_b in [((4, 5), (5, 3)), ((4, 5), (5,)), ((5,), (5, 3)), ((2, 4, 5), (5, 3))]:
         a, b = data(shape_a, left, 3), data(shape_b, right, 4)
@@ -197,13 +214,13 @@ def test_generated_loop_dtypes(dtype):
         assert bool_inner(np.array([True, False]), np.array([False, True])) is False
         assert bool_inner(np.array([True, False]), np.array([True, True])) is True
     elif dtype == "int64":
-        big = np.array([2 ** 62, 3], dtype=np.int64)
-        assert int_inner(big, np.array([4, 5], dtype=np.int64)) == int(big @ np.array([4, 5]))   # wraps
+        big = np.array([2**62, 3], dtype=np.int64)
+        assert int_inner(big, np.array([4, 5], dtype=np.int64)) == int(big @ np.array([4, 5]))  # wraps
         assert int_inner(np.arange(5), np.arange(5)) == 30
 
 
 def test_int_overflow_wraps_as_numpy():
-    a = np.full((2, 3), 2 ** 40, dtype=np.int64)
+    a = np.full((2, 3), 2**40, dtype=np.int64)
     check(matmul, a, a.T)
     a8 = np.full((2, 3), 100, dtype=np.int8)
     check(matmul, a8, a8.T)
@@ -211,10 +228,22 @@ def test_int_overflow_wraps_as_numpy():
 
 # -- batches ----------------------------------------------------------------------------------------------
 
-BATCHED = [((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)), ((2, 3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 2)),
-           ((1, 3, 4), (6, 4, 2)), ((2, 5, 3, 4), (1, 4, 2)), ((2, 3, 4), (4,)), ((4,), (2, 4, 5)),
-           ((3, 2, 1, 4), (4, 1)), ((2, 0, 3, 4), (4, 5)), ((2, 3, 0), (0, 5)), ((0, 3, 4), (1, 4, 2)),
-           ((2, 1, 1), (1, 1, 7)), ((2, 2, 2, 2), (2, 2, 2, 2))]
+BATCHED = [
+    ((2, 3, 4), (4, 5)),
+    ((3, 4), (2, 4, 5)),
+    ((2, 3, 4), (2, 4, 5)),
+    ((2, 1, 3, 4), (5, 4, 2)),
+    ((1, 3, 4), (6, 4, 2)),
+    ((2, 5, 3, 4), (1, 4, 2)),
+    ((2, 3, 4), (4,)),
+    ((4,), (2, 4, 5)),
+    ((3, 2, 1, 4), (4, 1)),
+    ((2, 0, 3, 4), (4, 5)),
+    ((2, 3, 0), (0, 5)),
+    ((0, 3, 4), (1, 4, 2)),
+    ((2, 1, 1), (1, 1, 7)),
+    ((2, 2, 2, 2), (2, 2, 2, 2)),
+]
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
@@ -224,15 +253,23 @@ def test_batched_matmul_broadcasts(dtype):
         check(matmul, a, b)
         check(np_matmul, a, b)
     x = data((3, 4, 6, 8), dtype)
-    check(matmul, x[:, ::2, :, ::-2], x.transpose(0, 1, 3, 2)[:, 1::2, ::-2])     # strided batches of views
+    check(matmul, x[:, ::2, :, ::-2], x.transpose(0, 1, 3, 2)[:, 1::2, ::-2])  # strided batches of views
     check(matmul, x[:, ::2, :, 1::2], x.transpose(0, 1, 3, 2)[:1, 1::2, ::2])
     check(matmul, np.asfortranarray(x), x[0, 0].T)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_batched_dot_pairs_every_leading_index(dtype):
-    for sa, sb in [((2, 3, 4), (5, 4, 2)), ((2, 3, 4), (4,)), ((4,), (3, 4, 2)), ((2, 3, 4), (4, 6)),
-                   ((3, 4), (2, 4, 5)), ((2, 3, 0), (5, 0, 2)), ((2, 2, 3, 4), (2, 4, 3)), ((0, 3, 4), (2, 4, 5))]:
+    for sa, sb in [
+        ((2, 3, 4), (5, 4, 2)),
+        ((2, 3, 4), (4,)),
+        ((4,), (3, 4, 2)),
+        ((2, 3, 4), (4, 6)),
+        ((3, 4), (2, 4, 5)),
+        ((2, 3, 0), (5, 0, 2)),
+        ((2, 2, 3, 4), (2, 4, 3)),
+        ((0, 3, 4), (2, 4, 5)),
+    ]:
         a, b = data(sa, dtype, 1), data(sb, dtype, 2)
         check(dot, a, b, kind="dot")
     x = data((4, 6, 8), dtype)
@@ -251,9 +288,18 @@ def test_matches_interpreter_and_python():
 
 # -- errors --------------------------------------------------------------------------------------------------
 
-MISMATCHED = [((2, 3), (4, 5)), ((3,), (4, 5)), ((2, 3), (4,)), ((2, 2, 3), (3, 3, 4)),
-              ((2, 2, 3), (3, 4, 4)), ((2, 5, 2, 3), (3, 3, 4)), ((2, 3, 4), (3, 4, 5)), ((2, 3), (2, 4, 5)),
-              ((4, 1, 2, 3), (3, 3, 4)), ((0, 3), (2, 0))]
+MISMATCHED = [
+    ((2, 3), (4, 5)),
+    ((3,), (4, 5)),
+    ((2, 3), (4,)),
+    ((2, 2, 3), (3, 3, 4)),
+    ((2, 2, 3), (3, 4, 4)),
+    ((2, 5, 2, 3), (3, 3, 4)),
+    ((2, 3, 4), (3, 4, 5)),
+    ((2, 3), (2, 4, 5)),
+    ((4, 1, 2, 3), (3, 3, 4)),
+    ((0, 3), (2, 0)),
+]
 
 
 def numpy_error(kind, a, b):
@@ -289,6 +335,7 @@ def test_errors_on_scalar_results():
 
 # -- calls and copies --------------------------------------------------------------------------------------
 
+
 def native_ir(fn, *args) -> str:
     return compile_graph(fn.graph_for(*args)).llvm_ir
 
@@ -299,6 +346,7 @@ def module_ir(fn, *args) -> str:
     from dataclasses import replace
     from scriptc.backend.llvm.lower import ModuleLowering
     from scriptc.backend.llvm.target import CPU
+
     mod = ModuleLowering("blas_test", target=replace(CPU, standalone=True))
     mod.entry(fn.graph_for(*args))
     return str(mod.module)
@@ -306,32 +354,46 @@ def module_ir(fn, *args) -> str:
 
 def test_float_products_call_openblas():
     ir = native_ir(matmul, np.ones((2, 2)), np.ones((2, 2)))
-    assert "call void @scriptc.shared.blas_core_float64" in ir      # one shared routine choice per dtype
-    filecheck(module_ir(matmul, np.ones((2, 2)), np.ones((2, 2))), """
+    assert "call void @scriptc.shared.blas_core_float64" in ir  # one shared routine choice per dtype
+    filecheck(
+        module_ir(matmul, np.ones((2, 2)), np.ones((2, 2))),
+        """
 CHECK-DAG: call void @{{"?}}scriptc.blas.dgemm{{"?}}(i32 101
 CHECK-DAG: call void @{{"?}}scriptc.blas.dgemv{{"?}}(i32 101
 CHECK-DAG: call double @{{"?}}scriptc.blas.ddot{{"?}}(
-""")
-    filecheck(module_ir(matmul, np.ones((2, 2), np.float32), np.ones(2, np.float32)), """
+""",
+    )
+    filecheck(
+        module_ir(matmul, np.ones((2, 2), np.float32), np.ones(2, np.float32)),
+        """
 CHECK: call void @{{"?}}scriptc.blas.sgemv{{"?}}(
-""")
-    filecheck(native_ir(matmul, np.ones((2, 2), np.int64), np.ones((2, 2), np.int64)), """
+""",
+    )
+    filecheck(
+        native_ir(matmul, np.ones((2, 2), np.int64), np.ones((2, 2), np.int64)),
+        """
 CHECK-NOT: scriptc.blas
 CHECK: define {{.*}}.entry.matmul(
 CHECK-NOT: scriptc.blas
-""")     # integer products: the generated row loop in the function itself
+""",
+    )  # integer products: the generated row loop in the function itself
 
 
 def test_views_blas_takes_are_not_copied():
     base = data((40, 50))
-    for a, b in [(base[:8, :9], base[10:19, 2:7]), (base[:9, :8].T, base[::2, :7][:9]),
-                 (np.asfortranarray(base)[:8, :9], base[:9, :7].T.copy().T), (base[:8, :9], base[0, :9]),
-                 (base[0, ::-3][:8], base[:8, :9]), (base[:8, :9].T, base[::-1, 0][:8])]:
+    for a, b in [
+        (base[:8, :9], base[10:19, 2:7]),
+        (base[:9, :8].T, base[::2, :7][:9]),
+        (np.asfortranarray(base)[:8, :9], base[:9, :7].T.copy().T),
+        (base[:8, :9], base[0, :9]),
+        (base[0, ::-3][:8], base[:8, :9]),
+        (base[:8, :9].T, base[::-1, 0][:8]),
+    ]:
         before = allocation_count()
         check(matmul, a, b)
         assert allocation_count() - before == 1, (a.strides, b.strides)  # the result only
     before = allocation_count()
-    check(matmul, base[::2, ::3][:8, :9], base[:9, :7])                  # no BLAS layout: one copy
+    check(matmul, base[::2, ::3][:8, :9], base[:9, :7])  # no BLAS layout: one copy
     assert allocation_count() - before == 2
 
 
@@ -354,10 +416,12 @@ def test_blas_threads_setting():
 
 def test_scriptc_num_threads_governs_openblas():
     # a fresh process: OpenBLAS takes SCRIPTC_NUM_THREADS as scriptc loads it (OPENBLAS_NUM_THREADS unset)
-    code = ("import numpy as np, scriptc\n"
-            "from scriptc.backend.llvm import blas\n"
-            "blas.library()\n"
-            "print(blas.get_num_threads())\n")
+    code = (
+        "import numpy as np, scriptc\n"
+        "from scriptc.backend.llvm import blas\n"
+        "blas.library()\n"
+        "print(blas.get_num_threads())\n"
+    )
     for value in ("1", "3"):
         env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
         env.update(SCRIPTC_NUM_THREADS=value, PYTHONPATH=str(ROOT))
@@ -372,6 +436,7 @@ def test_without_openblas_the_generated_loop_runs(monkeypatch):
     @scriptc.script
     def fallback(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a @ b
+
     ir_text = native_ir(fallback, np.ones((2, 2)), np.ones((2, 2)))
     assert "scriptc.blas" not in ir_text
     for sa, sb in BATCHED[:6]:
@@ -379,6 +444,7 @@ def test_without_openblas_the_generated_loop_runs(monkeypatch):
 
 
 # -- property ------------------------------------------------------------------------------------------------
+
 
 def view_of(draw_layout: int, shape, dtype, seed):
     """A view of ``shape`` whose layout ``draw_layout`` picks (contiguous, transposed, strided, reversed)."""
@@ -393,13 +459,20 @@ def view_of(draw_layout: int, shape, dtype, seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 4), st.integers(1, 4), st.lists(st.integers(0, 6), min_size=5, max_size=5),
-       st.integers(0, 3), st.integers(0, 3), st.sampled_from(["float64", "float32"]),
-       st.sampled_from(["matmul", "dot"]), st.integers(0, 2 ** 16))
+@given(
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.lists(st.integers(0, 6), min_size=5, max_size=5),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.sampled_from(["float64", "float32"]),
+    st.sampled_from(["matmul", "dot"]),
+    st.integers(0, 2**16),
+)
 def test_products_match_numpy(ra, rb, dims, la, lb, dtype, kind, seed):
     m, k, n, p, q = dims
-    batch_a = [p, 1, q][:max(ra - 2, 0)]
-    batch_b = [p, q, 1][:max(rb - 2, 0)] if kind == "matmul" else [q, 2][:max(rb - 2, 0)]
+    batch_a = [p, 1, q][: max(ra - 2, 0)]
+    batch_b = [p, q, 1][: max(rb - 2, 0)] if kind == "matmul" else [q, 2][: max(rb - 2, 0)]
     shape_a = batch_a + ([m, k] if ra >= 2 else [k])
     shape_b = batch_b + ([k, n] if rb >= 2 else [k])
     a, b = view_of(la, shape_a, dtype, seed), view_of(lb, shape_b, dtype, seed + 1)

@@ -1,6 +1,7 @@
 """The Python/native call boundary: read-only array arguments, the scalar kinds a parameter accepts (bools,
 NumPy scalars), arrays alive at interpreter exit, and ``x.fill(v)``. Each against CPython + NumPy 2, natively
 (the JIT entry and the ctypes path) and through the reference interpreter."""
+
 import ctypes
 import math
 import subprocess
@@ -113,7 +114,7 @@ def through_tuple(a: np.ndarray, b: np.ndarray) -> float:
 @scriptc.script
 def only_reads(a: np.ndarray, b: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     c = a * 2.0 + b
-    c[0] = 0.0                 # writes a new array, not an argument
+    c[0] = 0.0  # writes a new array, not an argument
     s = a[1:]
     return np.sum(a) + read_first(s) + np.max(b.T), c, s
 
@@ -187,7 +188,7 @@ def test_written_inputs_of_the_compiled_graph(fn, n, written, message):
 def test_read_only_arguments_as_numpy(fn, n, written, message, how):
     """Every argument position read-only in turn: CPython's exception (type and message) or result, natively
     on the first call (the dispatcher), on later calls (the JIT entry), and interpreted; never a write."""
-    fn(*_arrays(n, None, "")[0], *_extra(fn))      # compiled, the entry installed
+    fn(*_arrays(n, None, "")[0], *_extra(fn))  # compiled, the entry installed
     for k in range(n):
         xs, _ = _arrays(n, k, how)
         expected = _outcome(fn.py_func, xs + list(_extra(fn)))
@@ -206,16 +207,16 @@ def test_read_only_arguments_as_numpy(fn, n, written, message, how):
                 assert got == expected
             unchanged()
         if k in written and fn is not through_branch:
-            assert expected == (ValueError, message)      # CPython writes it on this path too
+            assert expected == (ValueError, message)  # CPython writes it on this path too
 
 
 def test_read_only_raises_on_the_ctypes_path_and_the_entry():
     xs = [np.frombuffer(np.arange(4.0).tobytes())]
     native = set_first.native_for_types(set_first._bind(xs, {})[0])
     with pytest.raises(ValueError, match="^assignment destination is read-only$"):
-        native(*xs)                                  # NativeFunction: the ctypes path
+        native(*xs)  # NativeFunction: the ctypes path
     with pytest.raises(ValueError, match="^assignment destination is read-only$"):
-        set_first._entry(*xs)                        # the entry falls back, the fallback raises
+        set_first._entry(*xs)  # the entry falls back, the fallback raises
     assert set_first(np.arange(4.0)) == 1.0
 
 
@@ -239,15 +240,21 @@ def test_entry_checks_the_writeable_flag_only_for_written_arguments():
     args = [np.arange(4.0), np.arange(4.0)]
     assign_slice(*args)
     only_reads(*args)
-    filecheck(assign_slice._entry.__self__.llvm_ir, """
+    filecheck(
+        assign_slice._entry.__self__.llvm_ir,
+        """
         CHECK: and i32 %{{.*}}, 1280
         CHECK: and i32 %{{.*}}, 256
-    """)
-    filecheck(only_reads._entry.__self__.llvm_ir, """
+    """,
+    )
+    filecheck(
+        only_reads._entry.__self__.llvm_ir,
+        """
         CHECK-NOT: 1280
         CHECK: and i32 %{{.*}}, 256
         CHECK-NOT: 1280
-    """)
+    """,
+    )
 
 
 def test_views_of_read_only_arguments_come_back_read_only():
@@ -284,8 +291,10 @@ def test_analysis_follows_recursion_to_its_fixed_point():
     inside returns no argument, so only ``a`` seemed to come back (``b`` does, from the call with the two
     swapped)."""
     xs = [np.arange(4.0), np.arange(4.0)]
-    assert written_inputs(through_recursion.frontend_graph_for(*xs)) == {0: ASSIGNMENT_READ_ONLY,
-                                                                        1: ASSIGNMENT_READ_ONLY}
+    assert written_inputs(through_recursion.frontend_graph_for(*xs)) == {
+        0: ASSIGNMENT_READ_ONLY,
+        1: ASSIGNMENT_READ_ONLY,
+    }
     frozen = np.frombuffer(np.arange(4.0).tobytes())
     with pytest.raises(ValueError, match="^assignment destination is read-only$"):
         through_recursion(np.arange(4.0), frozen)
@@ -294,6 +303,7 @@ def test_analysis_follows_recursion_to_its_fixed_point():
 
 def _node(graph, kind, inputs, out_types=(), **attrs):
     from scriptc.ir.core import Node
+
     return graph.block.append(Node(kind, inputs, [(t, None) for t in out_types], attrs))
 
 
@@ -302,6 +312,7 @@ def test_analysis_of_recursive_graphs_reaches_a_fixed_point():
     is written too, and g's result (h's view) aliases b (built by hand: the frontend rejects recursion)."""
     from scriptc.ir.core import Graph
     from scriptc.ir.types import FLOAT, INT, TensorType
+
     arr = TensorType("float64", 1)
     g, h = Graph("g"), Graph("h")
     a, b = g.add_input(arr, "a"), g.add_input(arr, "b")
@@ -327,20 +338,21 @@ def test_analysis_through_containers_and_unknown_view_operators():
     from scriptc.ir import registry
     from scriptc.ir.core import Graph
     from scriptc.ir.types import FLOAT, INT, TensorType
+
     arr = TensorType("float64", 1)
     g = Graph("g")
     a, b = g.add_input(arr, "a"), g.add_input(arr, "b")
     zero = _node(g, "prim::Constant", [], [INT], value=0).output
     one = _node(g, "prim::Constant", [], [FLOAT], value=1.0).output
     t = _node(g, "prim::TupleConstruct", [b], [scriptc.ir.types.TupleType((arr,))]).output
-    _node(g, "prim::Print", [t])          # I/O is not a write
+    _node(g, "prim::Print", [t])  # I/O is not a write
     assert written_inputs(g) == {}
-    unknown = _node(g, "test::view_of", [a], [arr]).output     # not in the registry: may be a view
+    unknown = _node(g, "test::view_of", [a], [arr]).output  # not in the registry: may be a view
     _node(g, "aten::setitem", [unknown, zero, one])
     assert registry.REGISTRY.get("test::view_of") is None
     assert written_inputs(g) == {0: ASSIGNMENT_READ_ONLY}
     holder = _node(g, "prim::TupleConstruct", [], [scriptc.ir.types.TupleType(())]).output
-    registry.REGISTRY["test::append_"] = registry.REGISTRY["aten::copy_"]   # a WRITES op on a container
+    registry.REGISTRY["test::append_"] = registry.REGISTRY["aten::copy_"]  # a WRITES op on a container
     try:
         _node(g, "test::append_", [holder, b])
         item = _node(g, "test::item", [holder], [arr]).output
@@ -370,7 +382,7 @@ def int_print(n: int) -> int:
 
 @scriptc.script
 def float_uses(x: float) -> tuple[float, float, bool]:
-    return x * 2.5 + x / 4, math.sqrt(x * x + 1.0) + x ** 2, x > 0.5
+    return x * 2.5 + x / 4, math.sqrt(x * x + 1.0) + x**2, x > 0.5
 
 
 @scriptc.script
@@ -401,8 +413,20 @@ def passes_bool(b: bool, k: int) -> tuple[int, float, int, int]:
 
 
 BOOLS = [True, False, np.bool_(True), np.bool_(False)]
-INTS = [0, 3, -2, np.int64(5), np.int32(-3), np.int16(4), np.int8(-5), np.uint8(200), np.uint16(7),
-        np.uint32(9), np.uint64(6), 2 ** 62]
+INTS = [
+    0,
+    3,
+    -2,
+    np.int64(5),
+    np.int32(-3),
+    np.int16(4),
+    np.int8(-5),
+    np.uint8(200),
+    np.uint16(7),
+    np.uint32(9),
+    np.uint64(6),
+    2**62,
+]
 FLOATS = [2.5, -0.0, np.float64(1.25), np.float32(0.1), np.float16(0.5), np.float32(-3.75)]
 
 
@@ -422,7 +446,7 @@ def _check_against_cpython(fn, v, annotation, exact=True):
         got = runner(v)
         if exact:
             assert same_value(expected, got), (fn.__name__, v, got, expected)
-        else:   # a widened specialization: the same numbers
+        else:  # a widened specialization: the same numbers
             assert np.array_equal(np.asarray(got), np.asarray(expected)), (fn.__name__, v, got, expected)
 
 
@@ -443,8 +467,8 @@ def test_a_bool_for_an_int_parameter_is_an_int(v, capsys):
 @pytest.mark.parametrize("fn", [float_uses, float_full, float_loop], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("v", BOOLS + INTS + FLOATS, ids=repr)
 def test_float_parameter_takes_bools_ints_and_numpy_scalars(fn, v):
-    if fn is float_uses and type(v) is int and v == 2 ** 62:
-        v = 2 ** 26   # x * x of a bigger int wraps (64-bit ints, documented)
+    if fn is float_uses and type(v) is int and v == 2**62:
+        v = 2**26  # x * x of a bigger int wraps (64-bit ints, documented)
     if fn is float_loop and not isinstance(v, (float, np.floating)):
         # an int that stays one on the path that skips the loop is a float (documented); a bool widens
         _check_against_cpython(fn, v, float, exact=False)
@@ -474,7 +498,7 @@ def test_no_widening_where_python_raises_for_the_kind_passed():
     with pytest.raises(scriptc.CompileError, match="numpy boolean subtract") as info:
         scaled_difference(a, True)
     assert info.value.python_raises and info.value.lineno == scaled_difference.py_func.__code__.co_firstlineno + 3
-    assert same_value(scaled_difference(a, 2), scaled_difference.py_func(a, 2))     # an int: an int array
+    assert same_value(scaled_difference(a, 2), scaled_difference.py_func(a, 2))  # an int: an int array
     assert same_value(scaled_difference(a, 0.5), scaled_difference.py_func(a, 0.5))
 
 
@@ -490,11 +514,21 @@ def test_scripted_caller_passes_a_bool_for_an_int(v):
         assert same_value(expected, runner(v, 1))
 
 
-@pytest.mark.parametrize("fn,v,kind", [
-    (int_uses, 2.5, "float"), (int_uses, np.float64(1.0), "float64"), (int_uses, np.float32(1.0), "float32"),
-    (bool_uses, 1, "int"), (bool_uses, np.int64(1), "int64"), (bool_uses, 1.0, "float"),
-    (float_uses, "1.0", "str"), (float_uses, 1j, "complex"), (int_uses, None, "NoneType"),
-], ids=repr)
+@pytest.mark.parametrize(
+    "fn,v,kind",
+    [
+        (int_uses, 2.5, "float"),
+        (int_uses, np.float64(1.0), "float64"),
+        (int_uses, np.float32(1.0), "float32"),
+        (bool_uses, 1, "int"),
+        (bool_uses, np.int64(1), "int64"),
+        (bool_uses, 1.0, "float"),
+        (float_uses, "1.0", "str"),
+        (float_uses, 1j, "complex"),
+        (int_uses, None, "NoneType"),
+    ],
+    ids=repr,
+)
 def test_kinds_above_the_annotation_are_rejected(fn, v, kind):
     for runner in (fn, fn.interpret):
         with pytest.raises(TypeError, match=f"argument '\\w' must be \\w+, not {kind}$"):
@@ -503,7 +537,7 @@ def test_kinds_above_the_annotation_are_rejected(fn, v, kind):
 
 def test_int_outside_64_bits_is_an_overflow_error():
     with pytest.raises(OverflowError):
-        int_uses(np.uint64(2 ** 64 - 1))
+        int_uses(np.uint64(2**64 - 1))
 
 
 @scriptc.script
@@ -512,8 +546,10 @@ def int_arith(n: int) -> tuple[int, int, float, bool]:
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(-2 ** 31, 2 ** 31 - 1),
-       st.sampled_from([int, np.int64, np.int32, np.int16, np.int8, np.uint8, np.uint16, np.uint32, np.uint64]))
+@given(
+    st.integers(-(2**31), 2**31 - 1),
+    st.sampled_from([int, np.int64, np.int32, np.int16, np.int8, np.uint8, np.uint16, np.uint32, np.uint64]),
+)
 def test_numpy_integer_scalars_behave_as_python_ints(n, kind):
     if kind is not int:
         info = np.iinfo(kind)
@@ -580,13 +616,22 @@ print("done", len(KEEP))
 """
 
 
-@pytest.mark.parametrize("modules", [[], ["ctypes", "json", "decimal"], ["llvmlite.binding", "unittest"]],
-                         ids=lambda m: "+".join(m) or "none")
+@pytest.mark.parametrize(
+    "modules",
+    [[], ["ctypes", "json", "decimal"], ["llvmlite.binding", "unittest"]],
+    ids=lambda m: "+".join(m) or "none",
+)
 def test_nothing_prints_at_interpreter_exit(tmp_path, modules):
     script = tmp_path / "keep_arrays.py"
     script.write_text(EXIT_SCRIPT)
-    r = subprocess.run([sys.executable, str(script), *modules], capture_output=True, text=True, timeout=300,
-                       cwd=str(tmp_path), env=_env())
+    r = subprocess.run(
+        [sys.executable, str(script), *modules],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(tmp_path),
+        env=_env(),
+    )
     assert r.stderr == ""
     assert r.returncode == 0
     assert r.stdout == "done 8\n"
@@ -594,6 +639,7 @@ def test_nothing_prints_at_interpreter_exit(tmp_path, modules):
 
 def _env():
     import os
+
     env = dict(os.environ)
     root = str(__import__("pathlib").Path(scriptc.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
@@ -656,16 +702,46 @@ def fill_views(x: np.ndarray, v: float) -> np.ndarray:
 
 FILLERS = {float: fill_float, int: fill_int, bool: fill_bool}
 DTYPES = ["float64", "float32", "int64", "int32", "int16", "int8", "uint8", "bool"]
-VALUES = [2.7, -1.5, 0.0, -0.0, 127.9, -128.9, 255.5, 65519.99, 3e9, -3e9, 9.223372036854776e18,
-          -9.223372036854775808e18, 1e300, math.inf, -math.inf, math.nan,
-          0, 1, -1, 127, 128, -129, 255, 256, 65535, -32769, 2 ** 31, 2 ** 63 - 1, -2 ** 63, 2 ** 60 + 2 ** 36 + 1,
-          True, False]
+VALUES = [
+    2.7,
+    -1.5,
+    0.0,
+    -0.0,
+    127.9,
+    -128.9,
+    255.5,
+    65519.99,
+    3e9,
+    -3e9,
+    9.223372036854776e18,
+    -9.223372036854775808e18,
+    1e300,
+    math.inf,
+    -math.inf,
+    math.nan,
+    0,
+    1,
+    -1,
+    127,
+    128,
+    -129,
+    255,
+    256,
+    65535,
+    -32769,
+    2**31,
+    2**63 - 1,
+    -(2**63),
+    2**60 + 2**36 + 1,
+    True,
+    False,
+]
 
 
 def _fill_outcome(fn, dtype, v, shape=(5,)):
     x = np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")     # NumPy warns on float overflow to inf; native code does not
+        warnings.simplefilter("ignore")  # NumPy warns on float overflow to inf; native code does not
         try:
             r = fn(x, v)
         except Exception as e:  # noqa: BLE001 - the exception is what we compare
@@ -702,36 +778,45 @@ def test_fill_float16_interpreted():
 
 def test_fill_float16_natively(tmp_path):
     script = tmp_path / "fill16.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import numpy as np, scriptc
         @scriptc.script
         def fill(x: np.ndarray, v: float) -> np.ndarray:
             x.fill(v)
             return x
         print(fill(np.zeros(3, np.float16), 1.5).tolist())
-    """))
+    """)
+    )
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=_env())
     assert r.returncode == 0 and r.stdout == "[1.5, 1.5, 1.5]\n"
 
 
 def test_fill_of_an_array_value_is_a_compile_error(tmp_path):
     from tests.modules import load_module
-    m = load_module(tmp_path, """
+
+    m = load_module(
+        tmp_path,
+        """
         @scriptc.script
         def f(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             x.fill(y)
             return x
-    """)
+    """,
+    )
     with pytest.raises(CompileError, match="fill\\(\\) needs an int, float or bool value"):
         m.f(np.zeros(3), np.ones(3))
 
 
 def test_fill_statement_in_the_graph():
     x = np.zeros(3)
-    filecheck(str(fill_float.frontend_graph_for(x, 1.0)), """
+    filecheck(
+        str(fill_float.frontend_graph_for(x, 1.0)),
+        """
         CHECK: = aten::fill_(%x, %v)
         CHECK: return (%x)
-    """)
+    """,
+    )
 
 
 @scriptc.script
@@ -750,8 +835,9 @@ def store_one_float(a: np.ndarray, v: float) -> np.ndarray:
 def test_setitem_converts_python_scalars_as_numpy(dtype):
     """x[i] = v: a Python int goes to a float array through float64; into an int array it must fit the dtype;
     a float goes through int(v) (NaN and inf raise)."""
-    cases = [(store_one, v) for v in (0, -1, 127, 128, 255, 256, -129, 2 ** 60 + 2 ** 36 + 1, -2 ** 63)] + \
-            [(store_one_float, v) for v in (2.7, -2.7, 1e20, float("nan"), float("inf"), 255.9)]
+    cases = [(store_one, v) for v in (0, -1, 127, 128, 255, 256, -129, 2**60 + 2**36 + 1, -(2**63))] + [
+        (store_one_float, v) for v in (2.7, -2.7, 1e20, float("nan"), float("inf"), 255.9)
+    ]
     for fn, v in cases:
         outcomes = []
         for runner in (fn.py_func, fn, fn.interpret):
@@ -790,8 +876,8 @@ def test_byte_order_and_alignment_errors_name_the_parameter():
         only_reads(np.ones(4), swapped)
     with pytest.raises(TypeError, match="argument 'ys' has an array that has a non-native byte order"):
         first_of_each([np.zeros(2)], [np.zeros(2), swapped])
-    raw = np.zeros(8 * 4 + 1, np.uint8)[1:].view(np.float64)      # 8-byte floats at an odd address
+    raw = np.zeros(8 * 4 + 1, np.uint8)[1:].view(np.float64)  # 8-byte floats at an odd address
     raw[:] = [1.0, -2.0, 3.5, 0.25]
-    assert same_value(only_reads(raw, np.ones(4)), only_reads(raw.copy(), np.ones(4)))   # an aligned twin (realign.py)
+    assert same_value(only_reads(raw, np.ones(4)), only_reads(raw.copy(), np.ones(4)))  # an aligned twin (realign.py)
     with pytest.raises(TypeError, match="argument 'ys' has an array that has unaligned data"):
-        first_of_each([np.zeros(2)], [np.zeros(2), raw])      # lists of arrays are bound as they are
+        first_of_each([np.zeros(2)], [np.zeros(2), raw])  # lists of arrays are bound as they are

@@ -5,6 +5,7 @@ out of range; exact comparisons), float16 arithmetic, and np.arange's length and
 
 One scripted function per operator, compiled once per dtype signature; the data loops run inside the test.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,18 +34,53 @@ def samples(dtype: str) -> np.ndarray:
         info = np.iinfo(dt)
         edge = [info.min, info.max, 0, 1, -1 if dt.kind == "i" else 2, info.max - 1, info.min + 1]
         if dtype == "int64":
-            edge += [2 ** 60 + 2 ** 36 + 1, -(2 ** 60 + 2 ** 36 + 1), 2 ** 53 + 1, 2 ** 24 + 1, 65520, 65519]
+            edge += [2**60 + 2**36 + 1, -(2**60 + 2**36 + 1), 2**53 + 1, 2**24 + 1, 65520, 65519]
         rand = rng.integers(info.min, info.max, 200, dtype=dt, endpoint=True)
         return np.concatenate([np.array(edge, dtype=dt), rand])
     info = np.finfo(dt)
-    edge = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, info.max, -info.max, info.tiny, info.smallest_subnormal,
-            -info.smallest_subnormal, 0.5, 1.5, 2.5, -2.5, 255.9, -1.5, 300.7, 3e9, -3e9, 1e19, 2.0 ** 63,
-            -2.0 ** 63, 2.0 ** 31, -2.0 ** 31 - 1, 70000.5, 65519.99, 65520.0, 65504.0, 6e-8, 3e-8, 2.98e-8,
-            6.1e-5, 6.103515625e-05, 0.1, 2.0 ** 60 + 2.0 ** 36]
+    edge = [
+        np.nan,
+        -np.nan,
+        np.inf,
+        -np.inf,
+        0.0,
+        -0.0,
+        info.max,
+        -info.max,
+        info.tiny,
+        info.smallest_subnormal,
+        -info.smallest_subnormal,
+        0.5,
+        1.5,
+        2.5,
+        -2.5,
+        255.9,
+        -1.5,
+        300.7,
+        3e9,
+        -3e9,
+        1e19,
+        2.0**63,
+        -(2.0**63),
+        2.0**31,
+        -(2.0**31) - 1,
+        70000.5,
+        65519.99,
+        65520.0,
+        65504.0,
+        6e-8,
+        3e-8,
+        2.98e-8,
+        6.1e-5,
+        6.103515625e-05,
+        0.1,
+        2.0**60 + 2.0**36,
+    ]
     with np.errstate(all="ignore"):
         edge = np.array(edge).astype(dt)
-        rand = np.concatenate([rng.standard_normal(100) * 10.0 ** rng.integers(-9, 9, 100),
-                               rng.uniform(-70000, 70000, 100)]).astype(dt)
+        rand = np.concatenate(
+            [rng.standard_normal(100) * 10.0 ** rng.integers(-9, 9, 100), rng.uniform(-70000, 70000, 100)]
+        ).astype(dt)
     return np.concatenate([edge, rand])
 
 
@@ -122,41 +158,77 @@ def mod(tmp_path_factory):
     src.append("@scriptc.script\ndef setitem(d: np.ndarray, v: float):\n    d[0] = v\n")
     for name, expr in BINARY.items():
         for t in ("float", "int"):
-            src.append(f"@scriptc.script\ndef {name}_{t}(x: np.ndarray, s: {t}) -> np.ndarray:\n"
-                       f"    return {expr.format(x='x', s='s')}\n")
+            src.append(
+                f"@scriptc.script\ndef {name}_{t}(x: np.ndarray, s: {t}) -> np.ndarray:\n"
+                f"    return {expr.format(x='x', s='s')}\n"
+            )
     for name, expr in INPLACE.items():
         for t in ("float", "int"):
             src.append(f"@scriptc.script\ndef {name}_{t}(x: np.ndarray, s: {t}):\n    x {expr}= s\n")
-    src.append("@scriptc.script\ndef fused(x: np.ndarray, s: float) -> np.ndarray:\n"
-               "    return (x * s + 16777217) * 0.1 - s\n")
+    src.append(
+        "@scriptc.script\ndef fused(x: np.ndarray, s: float) -> np.ndarray:\n    return (x * s + 16777217) * 0.1 - s\n"
+    )
     src.append("@scriptc.script\ndef pair_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:\n    return x + y\n")
     src.append("@scriptc.script\ndef pair_mul(x: np.ndarray, y: np.ndarray) -> np.ndarray:\n    return x * y\n")
     src.append("@scriptc.script\ndef pair_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:\n    return x / y\n")
     src.append("@scriptc.script\ndef sqrt(x: np.ndarray) -> np.ndarray:\n    return np.sqrt(x)\n")
-    src.append("@scriptc.script\ndef extremes(x: np.ndarray) -> tuple[float, float]:\n"
-               "    return float(np.max(x)), float(np.min(x))\n")
+    src.append(
+        "@scriptc.script\ndef extremes(x: np.ndarray) -> tuple[float, float]:\n"
+        "    return float(np.max(x)), float(np.min(x))\n"
+    )
     src.append("@scriptc.script\ndef total(x: np.ndarray) -> float:\n    return float(np.sum(x))\n")
-    src.append("@scriptc.script\ndef arange_f(a: float, b: float, c: float) -> np.ndarray:\n"
-               "    return np.arange(a, b, c)\n")
-    src.append("@scriptc.script\ndef arange_i(a: int, b: int, c: int) -> np.ndarray:\n"
-               "    return np.arange(a, b, c)\n")
-    src.append("@scriptc.script\ndef arange_mixed(a: int, b: float, c: int) -> np.ndarray:\n"
-               "    return np.arange(a, b, c)\n")
+    src.append(
+        "@scriptc.script\ndef arange_f(a: float, b: float, c: float) -> np.ndarray:\n    return np.arange(a, b, c)\n"
+    )
+    src.append("@scriptc.script\ndef arange_i(a: int, b: int, c: int) -> np.ndarray:\n    return np.arange(a, b, c)\n")
+    src.append(
+        "@scriptc.script\ndef arange_mixed(a: int, b: float, c: int) -> np.ndarray:\n    return np.arange(a, b, c)\n"
+    )
     src.append("@scriptc.script\ndef arange_stop(n: int) -> np.ndarray:\n    return np.arange(n)\n")
     return load_module(tmp_path_factory.mktemp("dtypes"), "\n".join(src))
 
 
-BINARY = {"add": "{x} + {s}", "sub": "{s} - {x}", "mul": "{x} * {s}", "div": "{x} / {s}", "floordiv": "{x} // {s}",
-          "mod": "{x} % {s}", "pow": "{x} ** {s}", "maximum": "np.maximum({x}, {s})",
-          "minimum": "np.minimum({s}, {x})", "where": "np.where({x} > 0, {x}, {s})",
-          "clip_lo": "np.clip({x}, {s}, 100)", "clip_hi": "np.clip({x}, -100, {s})",
-          "eq": "{x} == {s}", "ne": "{x} != {s}", "lt": "{x} < {s}", "le": "{x} <= {s}", "gt": "{x} > {s}",
-          "ge": "{s} >= {x}"}
+BINARY = {
+    "add": "{x} + {s}",
+    "sub": "{s} - {x}",
+    "mul": "{x} * {s}",
+    "div": "{x} / {s}",
+    "floordiv": "{x} // {s}",
+    "mod": "{x} % {s}",
+    "pow": "{x} ** {s}",
+    "maximum": "np.maximum({x}, {s})",
+    "minimum": "np.minimum({s}, {x})",
+    "where": "np.where({x} > 0, {x}, {s})",
+    "clip_lo": "np.clip({x}, {s}, 100)",
+    "clip_hi": "np.clip({x}, -100, {s})",
+    "eq": "{x} == {s}",
+    "ne": "{x} != {s}",
+    "lt": "{x} < {s}",
+    "le": "{x} <= {s}",
+    "gt": "{x} > {s}",
+    "ge": "{s} >= {x}",
+}
 INPLACE = {"iadd": "+", "imul": "*", "isub": "-"}
 FLOAT_SCALARS = [0.1, -0.7, 1e-8, -0.0, 3.4e38, 1e39, 65520.0, 1.0000001, float("inf"), float("nan")]
-INT_SCALARS = [0, -1, 3, 127, 128, -129, 255, 256, -300, 70000, 16777217, 2 ** 60 + 2 ** 36 + 1]
-INT_OPS = {"add", "sub", "mul", "floordiv", "mod", "maximum", "minimum", "where", "clip_lo", "clip_hi",
-           "eq", "ne", "lt", "le", "gt", "ge"}
+INT_SCALARS = [0, -1, 3, 127, 128, -129, 255, 256, -300, 70000, 16777217, 2**60 + 2**36 + 1]
+INT_OPS = {
+    "add",
+    "sub",
+    "mul",
+    "floordiv",
+    "mod",
+    "maximum",
+    "minimum",
+    "where",
+    "clip_lo",
+    "clip_hi",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+}
 
 
 def python_eval(expr: str, x, s):
@@ -164,6 +236,7 @@ def python_eval(expr: str, x, s):
 
 
 # -- casts ---------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dst", DTYPES)
 def test_astype_every_pair(mod, dst):
@@ -185,8 +258,22 @@ def test_assign_casts(mod):
 
 
 def test_float16_setitem_and_extremes(mod):
-    values = [0.1, 65519.99, 65520.0, 1e300, -1e300, 2.98e-8, 2.9802322387695312e-08, 5.960464477539063e-08,
-              -6.1e-5, float("nan"), float("-inf"), 1.0009765625 + 2 ** -12, 2049.0, 2051.0]
+    values = [
+        0.1,
+        65519.99,
+        65520.0,
+        1e300,
+        -1e300,
+        2.98e-8,
+        2.9802322387695312e-08,
+        5.960464477539063e-08,
+        -6.1e-5,
+        float("nan"),
+        float("-inf"),
+        1.0009765625 + 2**-12,
+        2049.0,
+        2051.0,
+    ]
     for v in values:
         for dtype in ("float16", "float32", "float64"):
             d = np.zeros(2, dtype)
@@ -203,7 +290,7 @@ def test_float16_setitem_and_extremes(mod):
 
 
 def test_every_float16_bit_pattern_round_trips(mod):
-    bits = np.arange(2 ** 16, dtype=np.uint16).view(np.float16)
+    bits = np.arange(2**16, dtype=np.uint16).view(np.float16)
     wide = mod.to_float64(bits)
     assert same(wide, bits.astype(np.float64))
     assert same(mod.to_float16(wide), wide.astype(np.float16))
@@ -215,7 +302,7 @@ def test_every_float16_bit_pattern_round_trips(mod):
 
 
 def test_int64_to_float32_rounds_once(mod):
-    v = 2 ** 60 + 2 ** 36 + 1
+    v = 2**60 + 2**36 + 1
     x = np.array([v], np.int64)
     assert mod.to_float32(x)[0] == np.float32(1.1529216420458004e18) == x.astype(np.float32)[0]
     f = np.zeros(1, np.float32)
@@ -224,6 +311,7 @@ def test_int64_to_float32_rounds_once(mod):
 
 
 # -- Python scalars (NEP 50) ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", list(BINARY))
 def test_weak_scalars_every_dtype(mod, name):
@@ -237,11 +325,17 @@ def test_weak_scalars_every_dtype(mod, name):
             fn = getattr(mod, f"{name}_{t}")
             for s in scalars:
                 if t == "float" and name in ("clip_lo", "clip_hi") and dtype[0] in "iu":
-                    continue    # float bounds on an int array: NumPy computes in float64 (no weak-scalar subtlety)
+                    continue  # float bounds on an int array: NumPy computes in float64 (no weak-scalar subtlety)
                 if name == "pow" and t == "int":
                     continue
-                check(fn, (x, s), lambda: python_eval(expr, x, s), f"{dtype} {expr} with {s!r}",
-                      interpret=s in (0.1, 300, -1), compare=close if name == "pow" else None)
+                check(
+                    fn,
+                    (x, s),
+                    lambda: python_eval(expr, x, s),
+                    f"{dtype} {expr} with {s!r}",
+                    interpret=s in (0.1, 300, -1),
+                    compare=close if name == "pow" else None,
+                )
 
 
 @pytest.mark.parametrize("name", list(INPLACE))
@@ -296,6 +390,7 @@ def test_issue_examples(mod):
 
 # -- float16 arithmetic ------------------------------------------------------------------------------------
 
+
 def test_float16_mixed_arithmetic_and_sqrt(mod):
     pairs = [(a, b) for a in NUMERIC for b in NUMERIC if "float16" in (a, b)]
     for a, b in pairs:
@@ -312,19 +407,45 @@ def test_float16_mixed_arithmetic_and_sqrt(mod):
 
 # -- arange ------------------------------------------------------------------------------------------------
 
-ARANGE_FLOAT = [(-1.0, 1.0, 0.1), (0.0, 1e-300, 1e300), (0.0, -1e-300, 1e300), (0.0, 1.0, math.inf),
-                (1.0, 1.0, math.inf), (0.0, -1.0, math.inf), (10.0, -3.3, -0.7), (0.3, 0.9, 0.1),
-                (1e16, 1e16 + 64, 3.0),
-                (0.0, 2.0 ** 63, 1.0), (0.0, 1.0, 0.0), (0.0, 1.0, math.nan), (math.nan, 1.0, 1.0),
-                (0.0, math.inf, 1.0), (math.inf, math.inf, 1.0), (5.0, 5.0, -0.5), (-0.0, 1.0, 0.25)]
-ARANGE_INT = [(0, 10, 3), (10, -7, -3), (1, 1, 2), (1, 0, 2), (0, 5, 0), (5, 5, 0), (2 ** 63 - 2, 2 ** 63 - 1, 5),
-              (-2 ** 63, 2 ** 63 - 1, 2 ** 62), (2 ** 63 - 5, 2 ** 63 - 1, 2), (-5, 5, 1), (3, -3, -1)]
+ARANGE_FLOAT = [
+    (-1.0, 1.0, 0.1),
+    (0.0, 1e-300, 1e300),
+    (0.0, -1e-300, 1e300),
+    (0.0, 1.0, math.inf),
+    (1.0, 1.0, math.inf),
+    (0.0, -1.0, math.inf),
+    (10.0, -3.3, -0.7),
+    (0.3, 0.9, 0.1),
+    (1e16, 1e16 + 64, 3.0),
+    (0.0, 2.0**63, 1.0),
+    (0.0, 1.0, 0.0),
+    (0.0, 1.0, math.nan),
+    (math.nan, 1.0, 1.0),
+    (0.0, math.inf, 1.0),
+    (math.inf, math.inf, 1.0),
+    (5.0, 5.0, -0.5),
+    (-0.0, 1.0, 0.25),
+]
+ARANGE_INT = [
+    (0, 10, 3),
+    (10, -7, -3),
+    (1, 1, 2),
+    (1, 0, 2),
+    (0, 5, 0),
+    (5, 5, 0),
+    (2**63 - 2, 2**63 - 1, 5),
+    (-(2**63), 2**63 - 1, 2**62),
+    (2**63 - 5, 2**63 - 1, 2),
+    (-5, 5, 1),
+    (3, -3, -1),
+]
 
 
 def test_arange_matches_numpy(mod):
     rng = np.random.default_rng(3)
-    cases = ARANGE_FLOAT + [tuple(float(v) for v in rng.uniform(-50, 50, 2)) + (float(rng.uniform(-3, 3)),)
-                            for _ in range(200)]
+    cases = ARANGE_FLOAT + [
+        tuple(float(v) for v in rng.uniform(-50, 50, 2)) + (float(rng.uniform(-3, 3)),) for _ in range(200)
+    ]
     for args in cases:
         check(mod.arange_f, args, lambda: np.arange(*args), f"arange{args}", interpret=False)
     for args in ARANGE_INT:
@@ -345,6 +466,7 @@ def test_arange_issue_examples(mod):
 
 def test_arange_shape_inference_uses_numpy_length(mod):
     from scriptc.ops.tensor import arange_length
+
     for args in ARANGE_FLOAT + ARANGE_INT:
         expected, error = numpy_result(lambda: len(np.arange(*args)))
         got = arange_length(*args)
@@ -353,6 +475,7 @@ def test_arange_shape_inference_uses_numpy_length(mod):
 
 
 # -- the JIT's symbol check --------------------------------------------------------------------------------
+
 
 def test_unresolved_symbol_is_an_exception_not_an_abort():
     eng = engine()
@@ -379,33 +502,47 @@ def scalar_identity(x: float) -> float:
 
 # -- powers with a literal exponent: NumPy's x ** 2 is np.square ------------------------------------------
 
-POWERS = {"square": "x ** 2", "cube": "x ** 3", "first": "x ** 1", "zeroth": "x ** 0", "to_true": "x ** True",
-          "float_square": "x ** 2.0"}
+POWERS = {
+    "square": "x ** 2",
+    "cube": "x ** 3",
+    "first": "x ** 1",
+    "zeroth": "x ** 0",
+    "to_true": "x ** True",
+    "float_square": "x ** 2.0",
+}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_literal_powers_every_dtype(tmp_path, dtype):
     """``bool_array ** 2`` is int8 (np.square's bool loop) where ``** 3`` is int64: native code, the interpreter
     and NumPy agree on dtype and values for every dtype."""
-    m = load_module(tmp_path, "import numpy as np\nimport scriptc\n" + "".join(
-        f"@scriptc.script\ndef {name}(x: np.ndarray) -> np.ndarray:\n    return {expr}\n"
-        for name, expr in POWERS.items()))
+    m = load_module(
+        tmp_path,
+        "import numpy as np\nimport scriptc\n"
+        + "".join(
+            f"@scriptc.script\ndef {name}(x: np.ndarray) -> np.ndarray:\n    return {expr}\n"
+            for name, expr in POWERS.items()
+        ),
+    )
     x = samples(dtype)[:40]
     if dtype.startswith(("int", "uint")):
-        x = x % 5     # no overflow: its wraparound is the same, but NumPy warns
+        x = x % 5  # no overflow: its wraparound is the same, but NumPy warns
     for name, expr in POWERS.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             want = eval(expr, {"x": x})
         fn = getattr(m, name)
-        near = within_ulps if name == "cube" else same       # (libm's pow, not one of NumPy's fast powers)
+        near = within_ulps if name == "cube" else same  # (libm's pow, not one of NumPy's fast powers)
         assert near(fn(x), want), f"{dtype} {expr}: {fn(x).dtype} {fn(x)[:5]} vs {want.dtype} {want[:5]}"
         assert same(fn.interpret(x), want), f"{dtype} {expr} (interpreter)"
 
 
 def test_bool_array_to_a_run_time_int_power_is_an_error(tmp_path):
-    m = load_module(tmp_path, "import numpy as np\nimport scriptc\n@scriptc.script\n"
-                              "def power(b: np.ndarray, k: int) -> np.ndarray:\n    return b ** k\n")
+    m = load_module(
+        tmp_path,
+        "import numpy as np\nimport scriptc\n@scriptc.script\n"
+        "def power(b: np.ndarray, k: int) -> np.ndarray:\n    return b ** k\n",
+    )
     with pytest.raises(scriptc.CompileError, match=r"depends on the exponent's value[\s\S]*hint: convert the array"):
         m.power(np.array([True, False]), 3)
     assert same(m.power(np.arange(4), 2), np.arange(4) ** 2)
@@ -427,11 +564,17 @@ WRITES = {
 def test_python_scalar_writes_check_the_range_as_numpy(tmp_path, dtype):
     """An int outside the dtype's range is NumPy's OverflowError, a NaN or inf float written through a slice or a
     mask its ValueError/OverflowError (int(v)); np.full casts a float (as NumPy does, with a warning)."""
-    m = load_module(tmp_path, "import numpy as np\nimport scriptc\n" + "".join(
-        f"@scriptc.script\ndef {name}_{t}(x: np.ndarray, v: {t}) -> np.ndarray:\n    {body}\n"
-        for name, body in WRITES.items() for t in ("int", "float")))
+    m = load_module(
+        tmp_path,
+        "import numpy as np\nimport scriptc\n"
+        + "".join(
+            f"@scriptc.script\ndef {name}_{t}(x: np.ndarray, v: {t}) -> np.ndarray:\n    {body}\n"
+            for name, body in WRITES.items()
+            for t in ("int", "float")
+        ),
+    )
     x = np.zeros(4, dtype)
-    for v in (300, -1, 2 ** 40, 127, 2.7, float("nan"), float("inf"), -1e10):
+    for v in (300, -1, 2**40, 127, 2.7, float("nan"), float("inf"), -1e10):
         for name in WRITES:
             t = "int" if isinstance(v, int) else "float"
             fn = getattr(m, f"{name}_{t}")
@@ -444,7 +587,7 @@ def test_python_scalar_writes_check_the_range_as_numpy(tmp_path, dtype):
             if isinstance(want, Exception):
                 with pytest.raises(type(want), match=f"^{re.escape(str(want))}(\n|$)"):  # then where it was raised
                     fn(x, v)
-            elif not (name.startswith("full") and v != v or abs(v) == float("inf")):    # the cast of NaN/inf
+            elif not (name.startswith("full") and v != v or abs(v) == float("inf")):  # the cast of NaN/inf
                 assert same(fn(x, v), want), f"{name} {dtype} {v}"
 
 
@@ -487,11 +630,11 @@ def test_scalar_powers_are_numpys_fast_powers(tmp_path, dtype):
     m = load_module(tmp_path, "import numpy as np\nimport scriptc\n" + FAST_POWER_SOURCE)
     rng = np.random.default_rng(5)
     if dtype == "int64":
-        x = rng.integers(1, 10 ** 6, 2000)
+        x = rng.integers(1, 10**6, 2000)
     else:
         x = np.concatenate([[-0.0, 0.0, -np.inf, np.inf, np.nan, -4.0, 5e-324], rng.random(2000) * 1e3]).astype(dtype)
     calls = [("half", (x,)), ("constants_fused", (x,))]
-    if dtype in ("float64", "int64"):   # (float32's powf and float16's differ from pow by an ulp: docs/language.md)
+    if dtype in ("float64", "int64"):  # (float32's powf and float16's differ from pow by an ulp: docs/language.md)
         calls.append(("array_exponent", (np.abs(x), np.full(x.shape, 0.5))))
     for p in (0.5, -1.0, 2.0, 1.0, 0.0) + ((3.0, -0.5) if dtype == "float64" else ()):
         calls += [("variable", (x, p)), ("variable_fused", (x, p))]
@@ -501,6 +644,7 @@ def test_scalar_powers_are_numpys_fast_powers(tmp_path, dtype):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             want = fn.py_func(*args)
-        pow_call = name == "array_exponent" or len(args) > 1 and args[1] in (3.0, -0.5)   # libm's pow
-        assert (within_ulps if pow_call else same)(fn(*args), want), \
+        pow_call = name == "array_exponent" or len(args) > 1 and args[1] in (3.0, -0.5)  # libm's pow
+        assert (within_ulps if pow_call else same)(fn(*args), want), (
             f"{name}{args[1:2] if len(args) > 1 else ''} {dtype}"
+        )

@@ -1,5 +1,6 @@
 """The lowering's constant folding (backend/llvm/folding.py) gives what LLVM computes: each operation folded in
 Python on constants against the same operation compiled and run by LLVM on arguments."""
+
 import ctypes
 import itertools
 
@@ -14,8 +15,12 @@ WIDTHS = (1, 8, 32, 64)
 I64 = ir.IntType(64)
 PREDICATES = ("==", "!=", "<", "<=", ">", ">=")
 BINARY = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor"}
-OPS = ([(f"icmp_signed{p}", 2) for p in PREDICATES] + [(f"icmp_unsigned{p}", 2) for p in PREDICATES]
-       + [(op, 2) for op in BINARY] + [("not", 1), ("select", 3), ("zext", 1), ("sext", 1), ("trunc", 1)])
+OPS = (
+    [(f"icmp_signed{p}", 2) for p in PREDICATES]
+    + [(f"icmp_unsigned{p}", 2) for p in PREDICATES]
+    + [(op, 2) for op in BINARY]
+    + [("not", 1), ("select", 3), ("zext", 1), ("sext", 1), ("trunc", 1)]
+)
 
 
 def _apply(b: ir.IRBuilder, op: str, args: list, width: int):
@@ -24,7 +29,7 @@ def _apply(b: ir.IRBuilder, op: str, args: list, width: int):
     t = ir.IntType(width)
     if op.startswith("icmp_"):
         kind = "icmp_signed" if op.startswith("icmp_signed") else "icmp_unsigned"
-        return getattr(b, kind)(op[len(kind):], *args), ir.IntType(1)
+        return getattr(b, kind)(op[len(kind) :], *args), ir.IntType(1)
     if op in BINARY:
         return getattr(b, BINARY[op])(*args), t
     if op == "not":
@@ -33,7 +38,7 @@ def _apply(b: ir.IRBuilder, op: str, args: list, width: int):
         return b.select(*args), t
     if op in ("zext", "sext"):
         return getattr(b, op)(args[0], I64), I64
-    return b.trunc(args[0], t), t          # trunc: args[0] is i64 here
+    return b.trunc(args[0], t), t  # trunc: args[0] is i64 here
 
 
 def _arg_types(op: str, width: int) -> list:
@@ -61,13 +66,20 @@ def compiled():
             result, t = _apply(b, op, args, width)
             b.ret(result if t == I64 else (b.zext(result, I64) if t.width == 1 else b.sext(result, I64)))
             names[op, width] = fn.name
-    engine()        # (LLVM initialized)
+    engine()  # (LLVM initialized)
     mod = llvm.parse_assembly(str(module))
     # a target machine of its own: the JIT owns it, and frees it with itself
     jit = llvm.create_mcjit_compiler(mod, llvm.Target.from_default_triple().create_target_machine())
     jit.finalize_object()
-    yield {key: ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_int64] * len(_arg_types(key[0], key[1])))(
-        jit.get_function_address(name)) for key, name in names.items()}, jit
+    yield (
+        {
+            key: ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_int64] * len(_arg_types(key[0], key[1])))(
+                jit.get_function_address(name)
+            )
+            for key, name in names.items()
+        },
+        jit,
+    )
 
 
 def _folded(op: str, width: int, values: list) -> int:
@@ -92,8 +104,10 @@ def _value(width: int):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from([(op, w) for op, _ in OPS for w in WIDTHS
-                        if not (op in ("zext", "sext", "trunc") and w == 64)]), st.data())
+@given(
+    st.sampled_from([(op, w) for op, _ in OPS for w in WIDTHS if not (op in ("zext", "sext", "trunc") and w == 64)]),
+    st.data(),
+)
 def test_folding_matches_llvm(compiled, case, data):
     op, width = case
     functions, _ = compiled
@@ -109,19 +123,23 @@ def test_identities_return_the_operand_without_an_instruction():
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, ir.IntType(1)]), "f")
     b = FoldingBuilder(fn.append_basic_block())
     x, c = fn.args
-    zero, one, true, false = ir.Constant(I64, 0), ir.Constant(I64, 1), ir.Constant(ir.IntType(1), 1), \
-        ir.Constant(ir.IntType(1), 0)
+    zero, one, true, false = (
+        ir.Constant(I64, 0),
+        ir.Constant(I64, 1),
+        ir.Constant(ir.IntType(1), 1),
+        ir.Constant(ir.IntType(1), 0),
+    )
     assert b.add(x, zero) is x and b.add(zero, x) is x and b.sub(x, zero) is x
     assert b.mul(x, one) is x and b.mul(one, x) is x
     assert b.and_(c, true) is c and b.or_(c, false) is c and b.xor(false, c) is c
     assert b.and_(c, false) is false and b.or_(true, c) is true
     assert b.select(c, x, x) is x and b.select(true, x, zero) is x and b.select(false, x, zero) is zero
     assert b.and_(c, c) is c and b.or_(c, c) is c
-    for op in PREDICATES:       # x compared with itself: true where the predicate holds for equal operands
+    for op in PREDICATES:  # x compared with itself: true where the predicate holds for equal operands
         for compare in (b.icmp_signed, b.icmp_unsigned):
             assert compare(op, x, x).constant == (op in ("==", "<=", ">=")), op
     assert not fn.blocks[0].instructions
-    assert b.sub(zero, x) is not x and len(fn.blocks[0].instructions) == 1     # 0 - x is not x
+    assert b.sub(zero, x) is not x and len(fn.blocks[0].instructions) == 1  # 0 - x is not x
     assert b.xor(c, c) is not c
 
 
@@ -134,10 +152,12 @@ def test_boolean_select_is_logic():
     b.ret(b.zext(b.select(cond, x, y), I64))
     assert " select " not in str(module)
     engine()
-    jit = llvm.create_mcjit_compiler(llvm.parse_assembly(str(module)),
-                                     llvm.Target.from_default_triple().create_target_machine())
+    jit = llvm.create_mcjit_compiler(
+        llvm.parse_assembly(str(module)), llvm.Target.from_default_triple().create_target_machine()
+    )
     jit.finalize_object()
     f = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(
-        jit.get_function_address("select_bool"))
+        jit.get_function_address("select_bool")
+    )
     for c, u, v in itertools.product((0, 1), repeat=3):
         assert f(c, u, v) == (u if c else v), (c, u, v)

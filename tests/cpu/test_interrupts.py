@@ -3,6 +3,7 @@ raises KeyboardInterrupt within a fraction of a second, for scalar loops, loops 
 prange loops, time loops over arrays and nests of short loops; the memory the call holds is freed; a handler
 that returns lets the loop finish with the right result. Each case runs in a child process that is sent the
 signal (a SIGINT to this process could end the test run)."""
+
 import os
 import signal
 import subprocess
@@ -104,8 +105,13 @@ def program(tmp_path_factory):
 
 def run(program: str, case: str, mode: str = "default", n: int = 0, delay: float = 1.0) -> list[str]:
     env = dict(os.environ, PYTHONPATH=ROOT, SCRIPTC_TIERS="0")
-    child = subprocess.Popen([sys.executable, program, case, mode, str(n)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen(
+        [sys.executable, program, case, mode, str(n)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         assert child.stdout.readline().strip() == "ready", child.stderr.read()
         time.sleep(delay)
@@ -117,18 +123,20 @@ def run(program: str, case: str, mode: str = "default", n: int = 0, delay: float
     return out.split()
 
 
-@pytest.mark.parametrize("case", ["scalar", "without_gil", "while", "parallel", "time_loop", "short_loops",
-                                  "holding_arrays"])
+@pytest.mark.parametrize(
+    "case", ["scalar", "without_gil", "while", "parallel", "time_loop", "short_loops", "holding_arrays"]
+)
 def test_ctrl_c_stops_a_long_loop(program, case):
-    words = run(program, case, n=10 ** 12 if case not in ("short_loops", "time_loop") else 10 ** 9)
+    words = run(program, case, n=10**12 if case not in ("short_loops", "time_loop") else 10**9)
     assert words[0] == "interrupted", words
     assert float(words[1]) < 1.0 + 0.9, f"{case} stopped {words[1]} s after it started (SIGINT at 1 s)"
     assert int(words[2]) == 0, f"{case} leaked {words[2]} arrays"
 
 
 def test_a_handler_that_returns_lets_the_loop_finish(program):
-    words = run(program, "scalar", "returning", n=6 * 10 ** 8, delay=0.3)
+    words = run(program, "scalar", "returning", n=6 * 10**8, delay=0.3)
     assert words[0] == "finished", words
-    expected = sum((i % 7) * 0.5 for i in range(7)) * (6 * 10 ** 8 // 7) + \
-        sum((i % 7) * 0.5 for i in range(6 * 10 ** 8 % 7))
+    expected = sum((i % 7) * 0.5 for i in range(7)) * (6 * 10**8 // 7) + sum(
+        (i % 7) * 0.5 for i in range(6 * 10**8 % 7)
+    )
     assert float(words[2]) == expected and words[3] == "[1]", words

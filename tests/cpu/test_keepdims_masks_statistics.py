@@ -2,6 +2,7 @@
 NumPy scalar types in annotations and module-level arrays, against NumPy: natively and interpreted, results
 equal bit for bit with NumPy's dtype and shape; errors with NumPy's exact messages (run time) or a CompileError
 at the user's line and column (what stays outside the subset)."""
+
 import warnings
 from typing import Any
 
@@ -26,7 +27,7 @@ def runners(fn, *args):
 
 
 def same(got, want):
-    if isinstance(want, np.generic):   # documented: float64/int64/bool scalars come back as Python scalars
+    if isinstance(want, np.generic):  # documented: float64/int64/bool scalars come back as Python scalars
         assert type(got) is returned_type(want), (type(got), type(want))
         got, want = np.asarray(got, want.dtype), np.asarray(want)
     assert_same_array(got, want)
@@ -74,23 +75,47 @@ def data(dtype, shape, seed=0, nan=False):
 # -- keepdims ---------------------------------------------------------------------------------------------------
 @scriptc.script
 def keep_all(x: np.ndarray):
-    return (np.sum(x, keepdims=True), np.prod(x, keepdims=True), np.mean(x, keepdims=True),
-            np.max(x, keepdims=True), np.min(x, keepdims=True), np.any(x, keepdims=True),
-            np.all(x, keepdims=True), np.argmax(x, keepdims=True), np.argmin(x, keepdims=True))
+    return (
+        np.sum(x, keepdims=True),
+        np.prod(x, keepdims=True),
+        np.mean(x, keepdims=True),
+        np.max(x, keepdims=True),
+        np.min(x, keepdims=True),
+        np.any(x, keepdims=True),
+        np.all(x, keepdims=True),
+        np.argmax(x, keepdims=True),
+        np.argmin(x, keepdims=True),
+    )
 
 
 @scriptc.script
 def keep_axis0(x: np.ndarray):
-    return (np.sum(x, axis=0, keepdims=True), np.prod(x, axis=0, keepdims=True), x.mean(axis=0, keepdims=True),
-            x.max(axis=0, keepdims=True), np.min(x, axis=0, keepdims=True), np.any(x, axis=0, keepdims=True),
-            x.all(axis=0, keepdims=True), np.argmax(x, axis=0, keepdims=True), x.argmin(axis=0, keepdims=True))
+    return (
+        np.sum(x, axis=0, keepdims=True),
+        np.prod(x, axis=0, keepdims=True),
+        x.mean(axis=0, keepdims=True),
+        x.max(axis=0, keepdims=True),
+        np.min(x, axis=0, keepdims=True),
+        np.any(x, axis=0, keepdims=True),
+        x.all(axis=0, keepdims=True),
+        np.argmax(x, axis=0, keepdims=True),
+        x.argmin(axis=0, keepdims=True),
+    )
 
 
 @scriptc.script
 def keep_last(x: np.ndarray):
-    return (x.sum(axis=-1, keepdims=True), x.prod(axis=-1, keepdims=True), np.mean(x, axis=-1, keepdims=True),
-            np.max(x, axis=-1, keepdims=True), x.min(axis=-1, keepdims=True), x.any(axis=-1, keepdims=True),
-            np.all(x, axis=-1, keepdims=True), x.argmax(axis=-1, keepdims=True), np.argmin(x, axis=-1, keepdims=True))
+    return (
+        x.sum(axis=-1, keepdims=True),
+        x.prod(axis=-1, keepdims=True),
+        np.mean(x, axis=-1, keepdims=True),
+        np.max(x, axis=-1, keepdims=True),
+        x.min(axis=-1, keepdims=True),
+        x.any(axis=-1, keepdims=True),
+        np.all(x, axis=-1, keepdims=True),
+        x.argmax(axis=-1, keepdims=True),
+        np.argmin(x, axis=-1, keepdims=True),
+    )
 
 
 @scriptc.script
@@ -105,7 +130,7 @@ def keep_minmax(x: np.ndarray):
 
 @scriptc.script
 def keep_broadcast(x: np.ndarray) -> np.ndarray:
-    return x - x.max(axis=1, keepdims=True)   # the softmax idiom
+    return x - x.max(axis=1, keepdims=True)  # the softmax idiom
 
 
 def every_dtype_at_rank_2(*other_shapes):
@@ -121,7 +146,7 @@ def every_dtype_at_rank_2(*other_shapes):
 @pytest.mark.parametrize("shape, dtype", every_dtype_at_rank_2((5,), (3, 4), (2, 3, 2)))
 def test_keepdims(dtype, shape):
     x = data(dtype, shape, nan=True)
-    if dtype == "uint8":   # NumPy sums uint8 to uint64, a dtype scriptc does not have
+    if dtype == "uint8":  # NumPy sums uint8 to uint64, a dtype scriptc does not have
         with pytest.raises(scriptc.CompileError, match="unsupported result dtype uint64"):
             keep_all(x)
         fns = (keep_minmax,)
@@ -227,7 +252,7 @@ def mask_augassign(x: np.ndarray, m: np.ndarray):
 
 @scriptc.script
 def mask_reverse(x: np.ndarray, m: np.ndarray):
-    x[m] = x[::-1]        # the value overlaps the destination: read as copied first
+    x[m] = x[::-1]  # the value overlaps the destination: read as copied first
 
 
 @scriptc.script
@@ -254,8 +279,8 @@ def test_mask_reads(dtype, shape):
     if dtype != "bool":
         check(mask_expr, x)
     if len(shape) > 1:
-        check(mask_read, x, m[:, 0].copy() if len(shape) == 2 else m[:, 0, 0].copy())   # 1-D over axis 0
-        check(mask_read, x, m[..., 0].copy() if len(shape) == 3 else m)                 # leading dimensions
+        check(mask_read, x, m[:, 0].copy() if len(shape) == 2 else m[:, 0, 0].copy())  # 1-D over axis 0
+        check(mask_read, x, m[..., 0].copy() if len(shape) == 3 else m)  # leading dimensions
         check(mask_read, x.T.copy(), m.T)
         check(mask_read, x[::-1], m)
 
@@ -271,18 +296,18 @@ def test_mask_writes(dtype, shape):
         check(mask_augassign, x, m)
     check(mask_write_masked, x, y, m)
     check(mask_write_array, x, m, y[m])
-    check(mask_write_array, x, m, y.reshape(-1)[:1])     # one value broadcast to every True element
-    check(mask_write_array, x, m, np.array(5, dtype))    # a 0-d value
+    check(mask_write_array, x, m, y.reshape(-1)[:1])  # one value broadcast to every True element
+    check(mask_write_array, x, m, np.array(5, dtype))  # a 0-d value
     check(mask_write_array, x, m, y[m].astype("float64"))  # cast to x's dtype
     flat, every = x.reshape(-1), np.ones(x.size, bool)
-    for run in runners(mask_reverse, x):   # documented: NumPy's result here depends on its copy order
+    for run in runners(mask_reverse, x):  # documented: NumPy's result here depends on its copy order
         want, got = flat.copy(), flat.copy()
         mask_reverse_copy.py_func(want, every)
         run(got, every)
         same(got, want)
     if len(shape) == 2:
         rows = np.array([True, False, True])
-        check(mask_write_array, x, rows, y[0])           # a row broadcast to each selected row
+        check(mask_write_array, x, rows, y[0])  # a row broadcast to each selected row
         check(mask_write_array, x, rows, y[:2])
         check(mask_write_array, x, rows, y[:2, :1])
 
@@ -307,6 +332,7 @@ def test_mask_errors():
 
 def test_mask_error_frees_what_it_allocated():
     from scriptc.backend.llvm.arrays import allocation_count, free_count
+
     x = np.arange(5.0)
     m = np.array([True, False, True, False, False])
     before = allocation_count() - free_count()
@@ -321,14 +347,25 @@ def test_mask_error_frees_what_it_allocated():
 # -- np.var / np.std ---------------------------------------------------------------------------------------------
 @scriptc.script
 def var_all(x: np.ndarray):
-    return np.var(x), np.std(x), x.var(ddof=1), x.std(ddof=1), np.var(x, keepdims=True), np.std(x, ddof=2,
-                                                                                                 keepdims=True)
+    return (
+        np.var(x),
+        np.std(x),
+        x.var(ddof=1),
+        x.std(ddof=1),
+        np.var(x, keepdims=True),
+        np.std(x, ddof=2, keepdims=True),
+    )
 
 
 @scriptc.script
 def var_axis(x: np.ndarray, ddof: int):
-    return (np.var(x, axis=0), np.std(x, 0, ddof=ddof), x.var(axis=-1, ddof=ddof, keepdims=True),
-            np.std(x, axis=1, keepdims=True), x.std(axis=0, ddof=1))
+    return (
+        np.var(x, axis=0),
+        np.std(x, 0, ddof=ddof),
+        x.var(axis=-1, ddof=ddof, keepdims=True),
+        np.std(x, axis=1, keepdims=True),
+        x.std(axis=0, ddof=1),
+    )
 
 
 @scriptc.script
@@ -340,8 +377,13 @@ def quarters(dtype, shape, seed=0):
     """Values with few significant bits and counts of 4 along reduced axes: every sum is exact in any order."""
     rng = np.random.default_rng(seed)
     x = rng.integers(-16, 17, size=shape) / 4
-    return (x > 0) if dtype == "bool" else x.astype(dtype) if np.dtype(dtype).kind == "f" else \
-        np.abs(rng.integers(-16, 17, size=shape)).astype(dtype)
+    return (
+        (x > 0)
+        if dtype == "bool"
+        else x.astype(dtype)
+        if np.dtype(dtype).kind == "f"
+        else np.abs(rng.integers(-16, 17, size=shape)).astype(dtype)
+    )
 
 
 @pytest.mark.parametrize("shape, dtype", every_dtype_at_rank_2((4,), (4, 4), (2, 4)))
@@ -349,7 +391,7 @@ def test_var_std(dtype, shape):
     x = quarters(dtype, shape)
     for fn, args in ((var_all, (x,)), (var_axis, (x, 1)), (var_axis, (x, 0)), (var_axis_1d, (x, 2))):
         if (fn is var_axis) == (len(shape) == 1) and fn is not var_all:
-            continue        # (a 1-D array's var along its axis is a scalar: it was a 0-d array natively)
+            continue  # (a 1-D array's var along its axis is a scalar: it was a 0-d array natively)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             want = fn.py_func(*args)
@@ -384,7 +426,7 @@ def test_var_ddof_at_least_count():
         want = var_axis.py_func(x.reshape(1, 3), 5)
     for run in (var_axis, var_axis.interpret):
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)   # NumPy's own division warnings, interpreted
+            warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's own division warnings, interpreted
             got = run(x.reshape(1, 3), 5)
         for g, w in zip(got, want):
             same(g, w)
@@ -520,7 +562,7 @@ def test_dtype_compare(dtype):
     x = data(dtype, (3,))
     check(dtype_flags, x)
     check(zeros_like_dtype, x)
-    assert "prim::If" not in str(dtype_flags.graph_for(x))   # every comparison folded to a constant
+    assert "prim::If" not in str(dtype_flags.graph_for(x))  # every comparison folded to a constant
 
 
 # -- what stays outside the subset -----------------------------------------------------------------------------------
@@ -534,33 +576,110 @@ def compile_error(tmp_path, source, *args) -> scriptc.CompileError:
 
 ERRORS = [
     # (source of f after the 3 header lines, args, line, col, message fragment, hint fragment)
-    ("def f(x: np.ndarray) -> bool:\n    return x.dtype in 'iu'\n", (np.zeros(3),), 5, 12,
-     "TypeError: 'in <string>' requires string as left operand", None),
-    ("def f(x: np.ndarray):\n    k = x.dtype.kind\n    return k\n", (np.zeros(3),), 5, 9,
-     "'x.dtype.kind' is the str 'f', known when compiling", "x.dtype.kind == 'f'"),
-    ("def f(x: np.ndarray, i: np.ndarray) -> np.ndarray:\n    return x[i]\n",
-     (np.zeros(3), np.zeros(2, np.int64)), 5, 14, "integer array indices are not supported", "boolean mask"),
-    ("def f(x: np.ndarray, m: np.ndarray) -> np.ndarray:\n    return x[m, 0]\n",
-     (np.zeros((3, 2)), np.zeros(3, bool)), 5, 14, "a boolean mask must be the only index", "x[m]"),
-    ("def f(x: np.ndarray) -> np.ndarray:\n    return x[..., 0]\n", (np.zeros((3, 2)),), 5, 14,
-     "indexing with ... is not supported", None),
-    ("def f(x: np.ndarray, m: np.ndarray, v: np.ndarray):\n    x[m] = v\n",
-     (np.zeros(3), np.zeros(3, bool), np.zeros((1, 1))), 5, 5,
-     "NumPy boolean array indexing assignment requires a 0 or 1-dimensional input, input has 2 dimensions", None),
-    ("def f(x: np.ndarray) -> float:\n    return np.linalg.norm(x, axis=0)\n", (np.zeros(3),), 5, 35,
-     "np.linalg.norm() with axis= is not supported", "np.sqrt(np.sum(x * x, axis=1))"),
-    ("def f(x: np.ndarray) -> float:\n    return np.linalg.norm(x, 3)\n", (np.zeros(3),), 5, 12,
-     "np.linalg.norm() with ord=3 of a 1-d array is not supported", "np.inf"),
-    ("def f(x: np.ndarray) -> float:\n    return np.linalg.norm(x, 1)\n", (np.zeros((2, 2)),), 5, 12,
-     "np.linalg.norm() with ord=1 of a 2-d array is not supported", "'fro'"),
-    ("def f(x: np.ndarray, k: bool) -> np.ndarray:\n    return np.sum(x, axis=0, keepdims=k)\n",
-     (np.zeros((2, 2)), True), 5, 39, "'k' must be a constant here", None),
-    ("def f(x: np.ndarray) -> np.ndarray:\n    return np.var(x, axis=2)\n", (np.zeros((2, 2)),), 5, 27,
-     "axis 2 is out of bounds for array of dimension 2", None),
-    ("def f(x: np.ndarray) -> np.ndarray:\n    return x[None, None, 0, 0]\n", (np.zeros(3),), 5, 12,
-     "too many indices for array: array is 1-dimensional, but 2 were indexed", None),
-    ("def f(x: np.ndarray) -> bool:\n    return x.dtype == x\n", (np.zeros(3),), 5, 23,
-     "'x' must be a dtype or a constant to compare with a dtype", None),
+    (
+        "def f(x: np.ndarray) -> bool:\n    return x.dtype in 'iu'\n",
+        (np.zeros(3),),
+        5,
+        12,
+        "TypeError: 'in <string>' requires string as left operand",
+        None,
+    ),
+    (
+        "def f(x: np.ndarray):\n    k = x.dtype.kind\n    return k\n",
+        (np.zeros(3),),
+        5,
+        9,
+        "'x.dtype.kind' is the str 'f', known when compiling",
+        "x.dtype.kind == 'f'",
+    ),
+    (
+        "def f(x: np.ndarray, i: np.ndarray) -> np.ndarray:\n    return x[i]\n",
+        (np.zeros(3), np.zeros(2, np.int64)),
+        5,
+        14,
+        "integer array indices are not supported",
+        "boolean mask",
+    ),
+    (
+        "def f(x: np.ndarray, m: np.ndarray) -> np.ndarray:\n    return x[m, 0]\n",
+        (np.zeros((3, 2)), np.zeros(3, bool)),
+        5,
+        14,
+        "a boolean mask must be the only index",
+        "x[m]",
+    ),
+    (
+        "def f(x: np.ndarray) -> np.ndarray:\n    return x[..., 0]\n",
+        (np.zeros((3, 2)),),
+        5,
+        14,
+        "indexing with ... is not supported",
+        None,
+    ),
+    (
+        "def f(x: np.ndarray, m: np.ndarray, v: np.ndarray):\n    x[m] = v\n",
+        (np.zeros(3), np.zeros(3, bool), np.zeros((1, 1))),
+        5,
+        5,
+        "NumPy boolean array indexing assignment requires a 0 or 1-dimensional input, input has 2 dimensions",
+        None,
+    ),
+    (
+        "def f(x: np.ndarray) -> float:\n    return np.linalg.norm(x, axis=0)\n",
+        (np.zeros(3),),
+        5,
+        35,
+        "np.linalg.norm() with axis= is not supported",
+        "np.sqrt(np.sum(x * x, axis=1))",
+    ),
+    (
+        "def f(x: np.ndarray) -> float:\n    return np.linalg.norm(x, 3)\n",
+        (np.zeros(3),),
+        5,
+        12,
+        "np.linalg.norm() with ord=3 of a 1-d array is not supported",
+        "np.inf",
+    ),
+    (
+        "def f(x: np.ndarray) -> float:\n    return np.linalg.norm(x, 1)\n",
+        (np.zeros((2, 2)),),
+        5,
+        12,
+        "np.linalg.norm() with ord=1 of a 2-d array is not supported",
+        "'fro'",
+    ),
+    (
+        "def f(x: np.ndarray, k: bool) -> np.ndarray:\n    return np.sum(x, axis=0, keepdims=k)\n",
+        (np.zeros((2, 2)), True),
+        5,
+        39,
+        "'k' must be a constant here",
+        None,
+    ),
+    (
+        "def f(x: np.ndarray) -> np.ndarray:\n    return np.var(x, axis=2)\n",
+        (np.zeros((2, 2)),),
+        5,
+        27,
+        "axis 2 is out of bounds for array of dimension 2",
+        None,
+    ),
+    (
+        "def f(x: np.ndarray) -> np.ndarray:\n    return x[None, None, 0, 0]\n",
+        (np.zeros(3),),
+        5,
+        12,
+        "too many indices for array: array is 1-dimensional, but 2 were indexed",
+        None,
+    ),
+    (
+        "def f(x: np.ndarray) -> bool:\n    return x.dtype == x\n",
+        (np.zeros(3),),
+        5,
+        23,
+        "'x' must be a dtype or a constant to compare with a dtype",
+        None,
+    ),
 ]
 
 
@@ -576,8 +695,14 @@ def test_compile_errors(tmp_path, source, args, line, col, message, hint):
 
 # -- NumPy scalar types and typed arrays in annotations ---------------------------------------------------------------
 @scriptc.script
-def numpy_annotations(x: np.float64, n: np.int32, b: np.bool_, a: npt.NDArray[np.float64],
-                      c: np.ndarray[Any, np.dtype[np.int32]], d: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
+def numpy_annotations(
+    x: np.float64,
+    n: np.int32,
+    b: np.bool_,
+    a: npt.NDArray[np.float64],
+    c: np.ndarray[Any, np.dtype[np.int32]],
+    d: npt.NDArray[np.floating],
+) -> npt.NDArray[np.float64]:
     if b:
         return a * x + n + c + d
     return a
@@ -590,8 +715,11 @@ def float32_scalar(v: np.float32, w: np.uint8) -> float:
 
 def test_numpy_scalar_annotations():
     a, c = np.arange(3.0), np.arange(3, dtype=np.int32)
-    for args in [(np.float64(2.5), np.int32(3), np.bool_(True), a, c, np.ones(3, np.float32)),
-                 (2.5, 3, True, a, c, np.ones(3)), (2, True, False, a, c, np.ones(3, np.float16))]:
+    for args in [
+        (np.float64(2.5), np.int32(3), np.bool_(True), a, c, np.ones(3, np.float32)),
+        (2.5, 3, True, a, c, np.ones(3)),
+        (2, True, False, a, c, np.ones(3, np.float16)),
+    ]:
         for run in runners(numpy_annotations, *args):
             same(run(*args), numpy_annotations.py_func(*args))
     # documented: the value is taken as the Python scalar it converts to (computed in float64)
@@ -610,26 +738,34 @@ def typed_callee(x: npt.NDArray[np.float64]) -> float:
 
 
 def test_typed_array_callee_checked(tmp_path):
-    mod = load_module(tmp_path, "from tests.cpu.test_keepdims_masks_statistics import typed_callee\n\n"
-                                "def f(x: np.ndarray) -> float:\n    return typed_callee(x)\n")
+    mod = load_module(
+        tmp_path,
+        "from tests.cpu.test_keepdims_masks_statistics import typed_callee\n\n"
+        "def f(x: np.ndarray) -> float:\n    return typed_callee(x)\n",
+    )
     f = scriptc.script(mod.f)
     assert f(np.ones(2)) == 1.0
-    with pytest.raises(scriptc.CompileError, match="argument 'x' of 'typed_callee' must be an array of float64, "
-                                                   "got float32") as info:
+    with pytest.raises(
+        scriptc.CompileError, match="argument 'x' of 'typed_callee' must be an array of float64, got float32"
+    ) as info:
         f(np.ones(2, np.float32))
     assert (info.value.lineno, info.value.col) == (7, 12)
 
 
 # -- module-level arrays: constants frozen at compile time -----------------------------------------------------------
 TABLE = np.array([1.5, 2.5, -3.0, np.nan, -0.0])
-WEIGHTS = np.arange(40, dtype=np.int32).reshape(8, 5)[:, ::2]    # not contiguous; large: printed by hash
+WEIGHTS = np.arange(40, dtype=np.int32).reshape(8, 5)[:, ::2]  # not contiguous; large: printed by hash
 FLAGS = np.array([[True, False], [False, True]])
 
 
 @scriptc.script
 def read_tables(x: np.ndarray, i: int):
-    return (TABLE[i] + np.sum(WEIGHTS[i]) + TABLE.shape[0] + FLAGS.T.sum(), x * TABLE + WEIGHTS[1, :3].sum(),
-            FLAGS[1], x[FLAGS[0, 1:] | (x > 0)])
+    return (
+        TABLE[i] + np.sum(WEIGHTS[i]) + TABLE.shape[0] + FLAGS.T.sum(),
+        x * TABLE + WEIGHTS[1, :3].sum(),
+        FLAGS[1],
+        x[FLAGS[0, 1:] | (x > 0)],
+    )
 
 
 @scriptc.script
@@ -654,7 +790,7 @@ def test_global_arrays():
             r = run()
             same(r, fn.py_func())
     r = return_table()
-    r[0] = 99.0                       # the caller's copy: the constant is unchanged
+    r[0] = 99.0  # the caller's copy: the constant is unchanged
     same(return_table(), TABLE)
     assert TABLE[0] == 1.5
 
@@ -663,12 +799,21 @@ def test_global_arrays_are_frozen_at_compile_time(tmp_path):
     mod = load_module(tmp_path, "T = np.array([1.0, 2.0])\n\ndef f(i: int) -> float:\n    return T[i]\n")
     f = scriptc.script(mod.f)
     assert f(0) == 1.0
-    mod.T[0] = 5.0                    # documented: not seen by code compiled before
+    mod.T[0] = 5.0  # documented: not seen by code compiled before
     assert f(0) == 1.0 and f.interpret(0) == 1.0
 
 
-@pytest.mark.parametrize("body,col", [("T[0] = 1.0", 5), ("T[1:] = 0.0", 5), ("T.fill(0.0)", 5), ("T[T > 0] = 0.0", 5),
-                                      ("T.T[0] += 1.0", 5), ("v = T[None]\n    v[0, 0] = 2.0", 5)])
+@pytest.mark.parametrize(
+    "body,col",
+    [
+        ("T[0] = 1.0", 5),
+        ("T[1:] = 0.0", 5),
+        ("T.fill(0.0)", 5),
+        ("T[T > 0] = 0.0", 5),
+        ("T.T[0] += 1.0", 5),
+        ("v = T[None]\n    v[0, 0] = 2.0", 5),
+    ],
+)
 def test_global_array_writes_rejected(tmp_path, body, col):
     src = f"T = np.array([1.0, 2.0])\n\ndef f(x: np.ndarray) -> float:\n    {body}\n    return 0.0\n"
     e = compile_error(tmp_path, src, np.ones(2))
@@ -680,14 +825,20 @@ def test_global_array_writes_rejected(tmp_path, body, col):
 def test_array_constants_round_trip_through_ir_text():
     from scriptc.ir import parse, print_graph
     from scriptc.ir.arrayconst import UnrestoredArray
+
     graph = read_tables.graph_for(np.ones(5), 1)
     text = print_graph(graph)
     assert "prim::Constant[value=array(float64, (5,), [1.5, 2.5, -3.0, nan, -0.0])]()" in text
     assert "array(int32, (8, 3), sha1=" in text
     again = parse(text)
     assert print_graph(again) == text
-    small = [n.attrs["value"] for n in again.walk() if n.kind == "prim::Constant"
-             and isinstance(n.attrs.get("value"), np.ndarray) and n.attrs["value"].dtype == np.float64]
+    small = [
+        n.attrs["value"]
+        for n in again.walk()
+        if n.kind == "prim::Constant"
+        and isinstance(n.attrs.get("value"), np.ndarray)
+        and n.attrs["value"].dtype == np.float64
+    ]
     same(small[0], TABLE)
     assert not small[0].flags.writeable
     large = [n.attrs["value"] for n in again.walk() if isinstance(n.attrs.get("value"), UnrestoredArray)]
@@ -697,11 +848,15 @@ def test_array_constants_round_trip_through_ir_text():
 def test_ir_of_the_decompositions():
     """np.var is NumPy's _var: a keepdims sum divided by the count (in float64 for float32), x - mean, a square
     by multiplication, a sum and a division by max(n - ddof, 0); masks and newaxis are single operators."""
+
     @scriptc.script
     def f(x: np.ndarray, m: np.ndarray):
         x[m] = 0.0
         return np.var(x, axis=1), x[m], x[:, None]
-    filecheck(str(f.frontend_graph_for(np.ones((2, 3), np.float32), np.ones((2, 3), bool))), """
+
+    filecheck(
+        str(f.frontend_graph_for(np.ones((2, 3), np.float32), np.ones((2, 3), bool))),
+        """
 CHECK: aten::masked_put_(%x, %m, %{{.*}})
 CHECK: %[[N:.*]] : int = prim::TupleIndex[index=1]
 CHECK: %[[S:.*]] : Float(*) = aten::sum[axis=1](%x)
@@ -716,7 +871,8 @@ CHECK: prim::max
 CHECK: aten::select[dim=1]
 CHECK: aten::masked_select(%x, %m)
 CHECK: aten::unsqueeze[dim=1]
-""")
+""",
+    )
 
 
 def test_masked_augmented_assignment_follows_the_in_place_casting_rule(tmp_path):
@@ -724,7 +880,10 @@ def test_masked_augmented_assignment_follows_the_in_place_casting_rule(tmp_path)
     float, a float into an int (or an int into a bool) array is NumPy's casting error, here at compile time as
     for ``x[1:3] += 1.5``."""
     from tests.modules import load_module
-    m = load_module(tmp_path, """
+
+    m = load_module(
+        tmp_path,
+        """
         @scriptc.script
         def bump(x: np.ndarray, v: float) -> np.ndarray:
             x[x > 0.5] += v
@@ -734,11 +893,15 @@ def test_masked_augmented_assignment_follows_the_in_place_casting_rule(tmp_path)
         def bump_int(x: np.ndarray) -> np.ndarray:
             x[x > 2] += 1.5
             return x
-    """)
+    """,
+    )
     x = np.linspace(0.0, 1.0, 9).astype(np.float32)
     check(m.bump, x, 0.1)
-    with pytest.raises(scriptc.CompileError, match=r"cannot cast ufunc 'add' output from dtype\('float64'\) to "
-                                                   r"dtype\('int32'\) with casting rule 'same_kind'"):
+    with pytest.raises(
+        scriptc.CompileError,
+        match=r"cannot cast ufunc 'add' output from dtype\('float64'\) to "
+        r"dtype\('int32'\) with casting rule 'same_kind'",
+    ):
         m.bump_int(np.arange(5, dtype=np.int32))
 
 
@@ -746,7 +909,10 @@ def test_element_wise_operators_on_0d_arrays(tmp_path):
     """A 0-d array in an element-wise operator gives NumPy's scalar (here the Python scalar of its value, as
     the interpreter gives), computed in the loop's dtype; in place it stays a 0-d array."""
     from tests.modules import load_module
-    m = load_module(tmp_path, """
+
+    m = load_module(
+        tmp_path,
+        """
         @scriptc.script
         def ops(x: np.ndarray, y: np.ndarray, s: float):
             return x + 1, x * y, np.sqrt(x), x > s, x * s, -x
@@ -755,7 +921,8 @@ def test_element_wise_operators_on_0d_arrays(tmp_path):
         def bump(x: np.ndarray) -> np.ndarray:
             x += 1
             return x
-    """)
+    """,
+    )
     for dtype in ("float64", "float32", "int64", "int8"):
         x, y = np.array(3, dtype), np.array(5, dtype)
         want = m.ops.py_func(x, y, 0.1)
@@ -769,7 +936,10 @@ def test_reductions_of_0d_arrays_along_axis_0_or_minus_1(tmp_path):
     """NumPy reduces a 0-d array along axis 0 or -1 whole, keepdims or not (np.mean refuses: AxisError); the
     native code raised an internal ZeroDivisionError. A scalar result is a Python scalar, as x[()] gives."""
     from tests.modules import load_module
-    m = load_module(tmp_path, """
+
+    m = load_module(
+        tmp_path,
+        """
         @scriptc.script
         def along(x: np.ndarray):
             return (np.sum(x, axis=0), x.prod(axis=-1), np.max(x, axis=-1, keepdims=True), np.min(x, axis=0),
@@ -778,7 +948,8 @@ def test_reductions_of_0d_arrays_along_axis_0_or_minus_1(tmp_path):
         @scriptc.script
         def mean_along(x: np.ndarray):
             return np.mean(x, axis=0)
-    """)
+    """,
+    )
     for dtype in ("float64", "float32", "int64", "int8", "uint8", "bool"):
         x = np.array(3, dtype)
         want = m.along.py_func(x)
@@ -793,22 +964,29 @@ def test_compile_time_arguments_by_position(tmp_path):
     """np.round(x, 2), x.sum(0): the positions NumPy's functions (and their methods) give them; a variable
     there is still refused, as by keyword."""
     from tests.modules import load_module
-    m = load_module(tmp_path, """
+
+    m = load_module(
+        tmp_path,
+        """
         @scriptc.script
         def positional(x: np.ndarray):
             return (np.sum(x, 0), x.sum(1), np.round(x, 2), x.round(1), np.max(x, 1), x.max(0), np.argmax(x, 0),
                     np.cumsum(x, 1), np.mean(x, 0), np.std(x, 0), np.sort(x, 0), np.diff(x, 1), np.min(x, -1))
-    """)
+    """,
+    )
     x = np.random.default_rng(3).random((3, 4))
     want = m.positional.py_func(x)
     for got in (m.positional(x), m.positional.interpret(x)):
         assert all(np.array_equal(g, w) for g, w in zip(got, want))
     with pytest.raises(scriptc.CompileError, match="'k' must be a constant here"):
-        load_module(tmp_path, """
+        load_module(
+            tmp_path,
+            """
             @scriptc.script
             def variable(x: np.ndarray, k: int):
                 return np.round(x, k)
-        """)
+        """,
+        )
 
 
 def test_clip_ties_follow_numpys_loops(tmp_path):
@@ -816,7 +994,10 @@ def test_clip_ties_follow_numpys_loops(tmp_path):
     NaN anywhere as NumPy's loops give: every triple of -0.0, 0.0, NaN, +-1, inf, bit for bit."""
     import itertools
     from tests.modules import load_module
-    m = load_module(tmp_path, """
+
+    m = load_module(
+        tmp_path,
+        """
         @scriptc.script
         def lo_array(x: np.ndarray, lo: np.ndarray) -> np.ndarray:
             return np.clip(x, lo, 5.0)
@@ -828,24 +1009,34 @@ def test_clip_ties_follow_numpys_loops(tmp_path):
         @scriptc.script
         def scalars(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
             return np.clip(x, lo, hi)
-    """)
+    """,
+    )
     grid = np.array(list(itertools.product([-0.0, 0.0, np.nan, 1.0, -1.0, np.inf], repeat=3)))
     for dtype in ("float64", "float32"):
         x, lo, hi = (grid[:, k].astype(dtype) for k in range(3))
-        for fn, args in ((m.lo_array, (x, lo)), (m.both_arrays, (x, lo, hi)), (m.scalars, (x, -0.0, 0.0)),
-                         (m.scalars, (x, 0.0, -0.0))):
+        for fn, args in (
+            (m.lo_array, (x, lo)),
+            (m.both_arrays, (x, lo, hi)),
+            (m.scalars, (x, -0.0, 0.0)),
+            (m.scalars, (x, 0.0, -0.0)),
+        ):
             want = fn.py_func(*args)
             for run in (fn, fn.interpret):
                 got = run(*args)
-                assert got.dtype == want.dtype and np.array_equal(got.view(np.uint8), want.view(np.uint8)), \
-                    (fn.__name__, dtype)
+                assert got.dtype == want.dtype and np.array_equal(got.view(np.uint8), want.view(np.uint8)), (
+                    fn.__name__,
+                    dtype,
+                )
 
 
 def test_clip_with_a_none_bound_is_numpys(tmp_path):
     """np.clip(x, None, hi) is np.minimum(x, hi) in NumPy, np.clip(x, lo, None) np.maximum (so -0.0 against a
     0.0 bound differs from a clip's), both None a copy: every dtype, bit for bit (natively it was a KeyError)."""
     from tests.modules import load_module
-    m = load_module(tmp_path, """
+
+    m = load_module(
+        tmp_path,
+        """
         @scriptc.script
         def upper(x: np.ndarray, hi: float) -> np.ndarray:
             return np.clip(x * 2, None, hi)
@@ -857,12 +1048,12 @@ def test_clip_with_a_none_bound_is_numpys(tmp_path):
         @scriptc.script
         def neither(x: np.ndarray) -> np.ndarray:
             return np.clip(x, None, None)
-    """)
+    """,
+    )
     for dtype in ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"):
         x = np.array([-0.0, 0.0, np.nan, 1.0, 3.0, -np.inf]) if dtype.startswith("float") else np.arange(-2, 4)
         x = x.astype(dtype)
-        cases = [(m.upper, (x, 0.0)), (m.upper, (x, np.nan)), (m.lower, (x,))] + \
-            [(m.neither, (x,))] * (dtype != "bool")
+        cases = [(m.upper, (x, 0.0)), (m.upper, (x, np.nan)), (m.lower, (x,))] + [(m.neither, (x,))] * (dtype != "bool")
         for fn, args in cases:
             want = fn.py_func(*args)
             for got in (fn(*args), fn.interpret(*args)):
@@ -876,7 +1067,10 @@ def test_in_place_broadcast_and_reshape_errors_are_numpys(tmp_path):
     or a broadcast shape other than x's); a reshape with -1 names it "newaxis"; a fused group's error names the
     operation NumPy would fail at."""
     from tests.modules import load_module
-    m = load_module(tmp_path, """
+
+    m = load_module(
+        tmp_path,
+        """
         @scriptc.script
         def iadd(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             x += y
@@ -889,7 +1083,8 @@ def test_in_place_broadcast_and_reshape_errors_are_numpys(tmp_path):
         @scriptc.script
         def fused(a: np.ndarray, r: np.ndarray, c: np.ndarray) -> np.ndarray:
             return np.where(a > 0, a - r[None, :], 0.0) + c[:, None]
-    """)
+    """,
+    )
     for a, b in (((3,), (4,)), ((1,), (5,)), ((2, 1), (3,)), ((2, 3), (4, 3)), ((1, 3), (2, 1))):
         raises_like(m.iadd, np.zeros(a), np.ones(b))
     raises_like(m.rows, np.arange(10.0))

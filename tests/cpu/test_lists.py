@@ -1,6 +1,7 @@
 """Typed lists (list[int], list[float], list[bool], list[np.ndarray]) against CPython: every construct run
 natively and in the reference interpreter, comparing results (values and types), printed text, exceptions
 (type and message) and the mutation of list arguments; negative tests for what stays unsupported."""
+
 import copy
 import math
 from typing import List
@@ -21,8 +22,12 @@ def same(a, b) -> bool:
     if isinstance(a, (list, tuple)):
         return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and \
-            np.array_equal(a, b, equal_nan=True)
+        return (
+            isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and np.array_equal(a, b, equal_nan=True)
+        )
     if type(a) is not type(b):
         return False
     if isinstance(a, float):
@@ -47,6 +52,7 @@ def check(fn, *args):
 
 
 # -- locals: literals, append, pop, insert, len, indexing, iteration, in ------------------------------------
+
 
 @scriptc.script
 def build(n: int) -> int:
@@ -123,7 +129,7 @@ def test_index_errors(i):
 def growing(n: int) -> int:
     xs = [1]
     count = 0
-    for v in xs:          # CPython's list iterator sees the elements appended while it runs
+    for v in xs:  # CPython's list iterator sees the elements appended while it runs
         if v < n:
             xs.append(v + 1)
         count += 1
@@ -140,7 +146,7 @@ def slices(a: int, b: int, c: int) -> int:
     ys = xs[a:b:c]
     zs = xs[a:]
     ws = xs[:b]
-    ws.append(99)                   # a slice is a new list
+    ws.append(99)  # a slice is a new list
     print(ys, zs, ws, xs[::-1], xs + ys, ys * 2)
     return len(ys)
 
@@ -153,7 +159,7 @@ def test_slices(a, b, c):
 @scriptc.script
 def aliasing(n: int) -> int:
     xs = [1, 2]
-    ys = xs                         # the same list
+    ys = xs  # the same list
     for i in range(n):
         ys.append(i)
     k = len(xs)
@@ -209,6 +215,7 @@ def test_sorted_property(xs, rev):
 
 # -- comprehensions ------------------------------------------------------------------------------------------
 
+
 @scriptc.script
 def comprehensions(n: int, x: np.ndarray) -> float:
     v = 100
@@ -226,6 +233,7 @@ def test_comprehensions(n):
 
 
 # -- passing lists in and out --------------------------------------------------------------------------------
+
 
 @scriptc.script
 def mutate(xs: list[int], k: int) -> list[int]:
@@ -265,7 +273,7 @@ def test_returned_list_is_the_callers():
 
 
 def test_untouched_elements_keep_their_objects():
-    xs = [1, 2.5]      # an int in a list[float] is read as a float; unchanged, it stays the caller's int
+    xs = [1, 2.5]  # an int in a list[float] is read as a float; unchanged, it stays the caller's int
     scale(xs, 1.0)
     assert xs == [1, 2.5] and type(xs[0]) is int
 
@@ -309,13 +317,14 @@ def test_no_list_leaks():
 
 # -- lists of arrays -----------------------------------------------------------------------------------------
 
+
 @scriptc.script
 def arrays_list(xs: list[np.ndarray], n: int) -> np.ndarray:
     rows = []
     for i in range(n):
         rows.append(xs[i % len(xs)] * float(i))
     xs.append(rows[0])
-    xs[0][0] = 42.0          # writes through to the caller's array
+    xs[0][0] = 42.0  # writes through to the caller's array
     total = np.zeros(3)
     for r in rows:
         total += r
@@ -376,11 +385,13 @@ def stack_pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack([a, b], axis=-1)
 
 
-@pytest.mark.parametrize("shapes", [((2, 3), (2, 4)), ((2, 3), (3, 3)), ((2, 3), (2, 3)), ((3,), (4,)),
-                                    ((1, 2, 3), (1, 2, 4)), ((0, 2), (0, 2))])
+@pytest.mark.parametrize(
+    "shapes",
+    [((2, 3), (2, 4)), ((2, 3), (3, 3)), ((2, 3), (2, 3)), ((3,), (4,)), ((1, 2, 3), (1, 2, 4)), ((0, 2), (0, 2))],
+)
 @pytest.mark.parametrize("fn", [from_pair, concat_pair, stack_pair])
 def test_numpy_errors(shapes, fn):
-    if fn is concat_pair and len(shapes[0]) == 1:   # a constant axis out of range: at compile time
+    if fn is concat_pair and len(shapes[0]) == 1:  # a constant axis out of range: at compile time
         with pytest.raises(scriptc.CompileError, match="axis 1 is out of bounds for array of dimension 1"):
             fn(np.zeros(shapes[0]), np.zeros(shapes[1]))
         return
@@ -417,6 +428,7 @@ def arrays_scalar(n: int, k: int) -> float:
 def test_array_list_memory():
     """Arrays held by lists are freed with the list, on the normal and on the error path."""
     from scriptc.backend.llvm.arrays import allocation_count, free_count
+
     a0, f0 = allocation_count(), free_count()
     l0 = list_counts()
     for k in (0, 3, 100, -100):
@@ -428,16 +440,18 @@ def test_array_list_memory():
 
 # -- the IR -------------------------------------------------------------------------------------------------
 
+
 def test_ir_types_print_and_parse():
     from scriptc.ir.parser import parse
     from scriptc.ir.printer import print_graph
     from scriptc.ir.types import FLOAT, INT, ListType, TensorType, parse_type
+
     for t in (ListType(INT), ListType(FLOAT), ListType(TensorType("float32", 2))):
         assert parse_type(str(t)) == t
     assert str(ListType(TensorType("float64", 1))) == "Double(*)[]"
     g = build.graph
     text = print_graph(g)
-    assert "int[] = prim::ListConstruct" in text and "float[] = prim::ListConstruct[elem=\"float\"]()" in text
+    assert "int[] = prim::ListConstruct" in text and 'float[] = prim::ListConstruct[elem="float"]()' in text
     assert print_graph(parse(text)) == text
 
 
@@ -448,7 +462,7 @@ def test_passes_keep_two_literals_apart():
         b = [1, 2]
         for i in range(n):
             a.append(i)
-            c = [0]           # a new list every iteration: never hoisted
+            c = [0]  # a new list every iteration: never hoisted
             c.append(i)
             b.append(len(c))
         return len(a) * 100 + len(b) + len(b) * len(a)
@@ -460,6 +474,7 @@ def test_passes_keep_two_literals_apart():
 
 # -- what stays unsupported ------------------------------------------------------------------------------------
 
+
 def _error(tmp_path, src: str):
     mod = load_module(tmp_path, src)
     with pytest.raises(scriptc.CompileError) as e:
@@ -467,20 +482,35 @@ def _error(tmp_path, src: str):
     return e.value
 
 
-@pytest.mark.parametrize("body,message,hint", [
-    ("    xs = []\n    return len(xs)", "the element type of the empty list 'xs' is not known here",
-     "xs: list[int] = []"),
-    ("    xs = []\n    return 0", "cannot tell the element type of this empty list", "xs: list[int] = []"),
-    ("    xs = [1, 2]\n    xs.append(0.5)\n    return 0", "cannot store a float in a list of an int",
-     "list[float]"),
-    ("    xs = [1, 2]\n    xs += [3]\n    return 0", "augmented assignment to a list is not supported",
-     "xs.append(v)"),
-    ("    xs = [[1], [2]]\n    return 0", "list elements must all have one type", None),
-    ("    xs = [1]\n    xs.sort()\n    return 0", "list method 'sort' is not supported", "append, insert and pop"),
-    ("    return len([i * j for i in range(n) for j in range(n)])",
-     "list comprehensions with more than one 'for' are not supported", "nest explicit for loops"),
-    ("    xs = [1, 2]\n    xs[0:1] = [3]\n    return 0", "assigning to a list slice is not supported", None),
-])
+@pytest.mark.parametrize(
+    "body,message,hint",
+    [
+        (
+            "    xs = []\n    return len(xs)",
+            "the element type of the empty list 'xs' is not known here",
+            "xs: list[int] = []",
+        ),
+        ("    xs = []\n    return 0", "cannot tell the element type of this empty list", "xs: list[int] = []"),
+        (
+            "    xs = [1, 2]\n    xs.append(0.5)\n    return 0",
+            "cannot store a float in a list of an int",
+            "list[float]",
+        ),
+        (
+            "    xs = [1, 2]\n    xs += [3]\n    return 0",
+            "augmented assignment to a list is not supported",
+            "xs.append(v)",
+        ),
+        ("    xs = [[1], [2]]\n    return 0", "list elements must all have one type", None),
+        ("    xs = [1]\n    xs.sort()\n    return 0", "list method 'sort' is not supported", "append, insert and pop"),
+        (
+            "    return len([i * j for i in range(n) for j in range(n)])",
+            "list comprehensions with more than one 'for' are not supported",
+            "nest explicit for loops",
+        ),
+        ("    xs = [1, 2]\n    xs[0:1] = [3]\n    return 0", "assigning to a list slice is not supported", None),
+    ],
+)
 def test_compile_errors(tmp_path, body, message, hint):
     err = _error(tmp_path, f"def f(n: int) -> int:\n{body}\n")
     text = str(err)
@@ -492,10 +522,11 @@ def test_compile_errors(tmp_path, body, message, hint):
 
 def test_compile_error_location(tmp_path):
     err = _error(tmp_path, "def f(n: int) -> int:\n    xs = [1, 2]\n    xs.append(0.5)\n    return 0\n")
-    assert ".py:6:15: error: cannot store a float in a list of an int" in str(err)   # 3 header lines
+    assert ".py:6:15: error: cannot store a float in a list of an int" in str(err)  # 3 header lines
 
 
 # -- calls between scripted functions, results through the native entry point ----------------------------------
+
 
 @scriptc.script
 def squares(n: int) -> list[int]:
@@ -511,7 +542,7 @@ def total(xs: list[int]) -> int:
 @scriptc.script
 def caller(n: int) -> tuple[int, list[int]]:
     ys = squares(n)
-    t = total(ys)          # the callee's append is seen here: the same list
+    t = total(ys)  # the callee's append is seen here: the same list
     return t, ys
 
 
@@ -522,7 +553,7 @@ def array_rows(n: int) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("n", [0, 3])
 def test_calls_and_list_results(n):
-    for _ in range(2):       # the second call goes through the JIT entry point
+    for _ in range(2):  # the second call goes through the JIT entry point
         check(squares, n)
         check(caller, n)
         check(array_rows, n)
@@ -530,16 +561,29 @@ def test_calls_and_list_results(n):
 
 # -- the passes keep what the interpreter computes on list programs --------------------------------------------
 
-PASS_CASES = [(build, (5,)), (methods, (3, 1)), (methods, (1, 5)), (growing, (20,)), (slices, (1, 6, 2)),
-              (aliasing, (4,)), (reductions, (7,)), (sorting, (9,)), (comprehensions, (6, np.linspace(-1, 2, 7))),
-              (mutate, ([1, 2, 3], 5)), (arrays_list, ([np.arange(3.0), np.ones(3)], 4)), (stack_rows, (4,)),
-              (arrays_scalar, (4, 3)), (caller, (3,))]
+PASS_CASES = [
+    (build, (5,)),
+    (methods, (3, 1)),
+    (methods, (1, 5)),
+    (growing, (20,)),
+    (slices, (1, 6, 2)),
+    (aliasing, (4,)),
+    (reductions, (7,)),
+    (sorting, (9,)),
+    (comprehensions, (6, np.linspace(-1, 2, 7))),
+    (mutate, ([1, 2, 3], 5)),
+    (arrays_list, ([np.arange(3.0), np.ones(3)], 4)),
+    (stack_rows, (4,)),
+    (arrays_scalar, (4, 3)),
+    (caller, (3,)),
+]
 
 
 @pytest.mark.parametrize("fn,args", PASS_CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(PASS_CASES)])
 def test_passes_preserve_list_programs(fn, args):
     from tests.passes.test_passes_property import CONFIGS
     from tests.passes.test_passes import apply, frontend
+
     graph = frontend(fn, *copy.deepcopy(args))
     for passes in CONFIGS:
         apply(passes, graph, [args])
@@ -549,7 +593,10 @@ def test_np_array_of_nested_number_literals(tmp_path):
     """np.array([[...], [...]]) of number literals is NumPy's array (dtype by NumPy's promotion), a new writable
     one each call; ragged or non-literal rows are CompileErrors (the hint names np.stack)."""
     from tests.modules import load_module
-    m = load_module(tmp_path, """
+
+    m = load_module(
+        tmp_path,
+        """
         @scriptc.script
         def flip(theta: float, v: np.ndarray) -> np.ndarray:
             m = np.array([[1.0, 0.0], [0.0, -1.0]])
@@ -559,15 +606,18 @@ def test_np_array_of_nested_number_literals(tmp_path):
         @scriptc.script
         def literals():
             return np.array([[1, 2, 3], [4, 5, 6]]), np.array(((1, 2.5), (True, -4))), np.array([[[True], [False]]])
-    """)
+    """,
+    )
     v = np.array([1.0, 2.0])
-    for theta in (0.5, 0.7):       # the second call sees the literal again, not the first call's write
+    for theta in (0.5, 0.7):  # the second call sees the literal again, not the first call's write
         np.testing.assert_array_equal(m.flip(theta, v), m.flip.py_func(theta, v))
     for got, want in zip(m.literals(), m.literals.py_func()):
         assert got.dtype == want.dtype and got.flags.writeable
         np.testing.assert_array_equal(got, want)
-    for body, message in (("np.array([[1.0, 2.0], [3.0]])", "inhomogeneous shape"),
-                          ("np.array([[a, 1.0], [2.0, a]])", "only number literals")):
+    for body, message in (
+        ("np.array([[1.0, 2.0], [3.0]])", "inhomogeneous shape"),
+        ("np.array([[a, 1.0], [2.0, a]])", "only number literals"),
+    ):
         with pytest.raises(scriptc.CompileError, match=message):
             load_module(tmp_path, f"@scriptc.script\ndef f(a: float) -> np.ndarray:\n    return {body}\n").f(1.0)
 
@@ -575,7 +625,7 @@ def test_np_array_of_nested_number_literals(tmp_path):
 @scriptc.script
 def scale_first(xs: list[np.ndarray], n: int) -> int:
     for _ in range(n):
-        xs[0] *= 2.0        # ndarray.__imul__: the array the list holds, in place
+        xs[0] *= 2.0  # ndarray.__imul__: the array the list holds, in place
         xs[1] -= 1.0
     return len(xs)
 
@@ -591,7 +641,7 @@ def test_augmented_assignment_to_a_list_element_updates_the_array_in_place():
         np.testing.assert_array_equal(b, [-2.0, -2.0, -2.0])
         same = np.ones(1)
         run([same, same], 1)
-        np.testing.assert_array_equal(same, [1.0])       # (1 * 2) - 1
+        np.testing.assert_array_equal(same, [1.0])  # (1 * 2) - 1
 
 
 @scriptc.script
@@ -611,7 +661,7 @@ def test_a_list_passed_twice_is_one_list():
 
 @scriptc.script
 def rows_of(x: np.ndarray, n: int) -> np.ndarray:
-    xs: list[np.ndarray] = []          # typed by its appends, as an unannotated [] is
+    xs: list[np.ndarray] = []  # typed by its appends, as an unannotated [] is
     for i in range(n):
         xs.append(x * float(i))
     return np.stack(xs)
@@ -633,6 +683,7 @@ def test_a_long_list_of_arrays_comes_back_in_one_pass(monkeypatch):
     """Each array of a list argument comes back as the caller's own object, found by its data pointer: the
     arguments were scanned once per element (quadratic: 570 ms a call for 1,000 arrays)."""
     from scriptc.backend.llvm import native
+
     xs = [np.ones(3) for _ in range(300)]
     count_arrays(xs)
     scans = []
@@ -655,6 +706,7 @@ def test_threads_appending_to_one_list_lose_nothing():
     other's appends (CPython's append is atomic). Calls with lists now run one at a time."""
     import threading
     from tests.util import run_threads_interleaved
+
     shared = [0]
     append_many(shared, -1)
 

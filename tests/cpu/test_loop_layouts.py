@@ -3,6 +3,7 @@
 (passes/unroll.py) so that it vectorizes them. Results must not depend on the layout: C and Fortran order,
 slices with steps, reversed axes, and dimensions of length 1 whose stride is not a multiple of the item size
 (NumPy calls such arrays aligned)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,8 +49,14 @@ def scale_rows(x: np.ndarray, w: np.ndarray) -> None:
             x[i, j] = x[i, j] * w[j]
 
 
-VIEWS = {"C": lambda a: a, "F": np.asfortranarray, "steps": lambda a: a[::2, ::3],
-         "reversed": lambda a: a[::-1, ::-1], "transposed": lambda a: a.T, "column": lambda a: a[:, 4:5]}
+VIEWS = {
+    "C": lambda a: a,
+    "F": np.asfortranarray,
+    "steps": lambda a: a[::2, ::3],
+    "reversed": lambda a: a[::-1, ::-1],
+    "transposed": lambda a: a.T,
+    "column": lambda a: a[:, 4:5],
+}
 
 
 def _base(dtype):
@@ -82,10 +89,10 @@ def test_laplacian_in_every_layout(dtype):
 
 def test_in_place_writes_through_every_layout():
     w = np.linspace(0.5, 2.0, 14)
-    for name, view in VIEWS.items():        # the view's base holds the writes, and nothing else changes
+    for name, view in VIEWS.items():  # the view's base holds the writes, and nothing else changes
         got, want = _base("float64"), _base("float64")
         x = view(got)
-        weights = w[:x.shape[1]]
+        weights = w[: x.shape[1]]
         scale_rows(x, weights)
         if np.shares_memory(x, got):
             view(want)[...] *= weights
@@ -106,8 +113,8 @@ def test_a_unit_stride_loop_is_vectorized_without_gathers():
     column_sums(x)
     scriptc.wait_optimized()
     ir = column_sums.inspect_llvm(x)
-    assert "vector.body" in ir                      # LLVM vectorized the inner loop ...
-    assert "masked.gather" not in ir                # ... with contiguous loads, versioned on a unit stride
+    assert "vector.body" in ir  # LLVM vectorized the inner loop ...
+    assert "masked.gather" not in ir  # ... with contiguous loads, versioned on a unit stride
 
 
 @scriptc.script

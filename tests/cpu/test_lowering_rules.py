@@ -8,6 +8,7 @@
 - NVPTX: the same element rules lowered into one kernel module per dtype assemble to PTX with every math call
   resolved in libdevice (the names come from ``ops.mathfns.C_MATH``, the one table of C math functions).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,16 +43,23 @@ def loops(dtype: str):
         try:
             out = op.infer(*types)
         except OpTypeError:
-            continue        # NumPy refuses these operands: no loop
+            continue  # NumPy refuses these operands: no loop
         short = name.split("::")[1]
         loop = result_dtype(*types) if short in COMPARE or short in PREDICATES else out.dtype
-        yield short, kind_of(loop), [kind_of(x.dtype) if p == "condition" else kind_of(loop)
-                                     for x, p in zip(types, op.params)], loop
+        yield (
+            short,
+            kind_of(loop),
+            [kind_of(x.dtype) if p == "condition" else kind_of(loop) for x, p in zip(types, op.params)],
+            loop,
+        )
 
 
 def test_every_operator_has_a_cpu_rule_or_a_reason():
-    missing = [name for name in REGISTRY if name not in SCALAR_RULES and name not in ARRAY_RULES
-               and name not in UNSUPPORTED_DETAIL]
+    missing = [
+        name
+        for name in REGISTRY
+        if name not in SCALAR_RULES and name not in ARRAY_RULES and name not in UNSUPPORTED_DETAIL
+    ]
     assert missing == []
 
 
@@ -87,7 +95,7 @@ def kernel_module(dtype: str) -> ModuleLowering:
         assert kind == out_kind, (op, kind)
         low.b.store(x, fn.args[-1])
         low.b.ret_void()
-        if low._unwind_bb is not None:      # a raising element (an integer to a negative power): as kernels do
+        if low._unwind_bb is not None:  # a raising element (an integer to a negative power): as kernels do
             low.b.position_at_end(low._unwind_bb)
             low.b.ret_void()
     return mod
@@ -97,7 +105,7 @@ def kernel_module(dtype: str) -> ModuleLowering:
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "bool"])
 def test_nvptx_lowers_every_element_rule(dtype):
     ptx = compile_ptx(str(kernel_module(dtype).module))
-    assert ".extern .func" not in ptx        # every call resolved: libdevice linked in, no libm left
+    assert ".extern .func" not in ptx  # every call resolved: libdevice linked in, no libm left
     for op, k, _, _ in loops(dtype):
         assert f"{op}_{dtype}" in ptx
 
@@ -108,9 +116,14 @@ def test_the_math_table_names_libdevice_functions():
     if path is None:
         pytest.skip("libdevice is not installed (pip install nvidia-nvvm)")
     import llvmlite.binding as llvm
+
     names = {f.name for f in llvm.parse_bitcode(path.read_bytes()).functions}
-    missing = [f"{NVPTX.math_symbol(c.name)}{suffix}" for c in C_MATH.values() for suffix in ("", "f")
-               if f"{NVPTX.math_symbol(c.name)}{suffix}" not in names]
+    missing = [
+        f"{NVPTX.math_symbol(c.name)}{suffix}"
+        for c in C_MATH.values()
+        for suffix in ("", "f")
+        if f"{NVPTX.math_symbol(c.name)}{suffix}" not in names
+    ]
     assert missing == []
     assert np.all([NVPTX.math_symbol(c.name).startswith("__nv_") for c in C_MATH.values()])
 

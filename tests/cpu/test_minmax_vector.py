@@ -2,6 +2,7 @@
 zero results (array_math.vector_minmax): NumPy's value in every case, and its bits wherever the result is neither
 NaN nor zero. (For a zero result or a NaN the sequential loop decides the sign of zero and the NaN's payload, as
 before; NumPy's SIMD loops may pick the other zero or NaN.)"""
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,8 +37,9 @@ SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0, 5e-3
 def _same(got, want):
     got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
     plain = ~np.isnan(want) & (want != 0.0)
-    return (np.array_equal(got, want, equal_nan=True)
-            and np.array_equal(got[plain].view(np.int64), want[plain].view(np.int64)))
+    return np.array_equal(got, want, equal_nan=True) and np.array_equal(
+        got[plain].view(np.int64), want[plain].view(np.int64)
+    )
 
 
 def _sequential_max(row) -> float:
@@ -56,11 +58,11 @@ def test_bit_for_bit_as_numpy(seed):
     rows, cols = int(rng.integers(1, 6)), int(rng.integers(1, 40))
     x = rng.standard_normal((rows, cols))
     k = int(rng.integers(0, 4))
-    if k:      # sprinkle special values: NaNs, zeros of both signs, infinities
+    if k:  # sprinkle special values: NaNs, zeros of both signs, infinities
         where = rng.integers(0, x.size, int(rng.integers(1, x.size + 1)))
         x.flat[where] = rng.choice(SPECIAL if k == 1 else SPECIAL[:4], where.size)
     if seed % 5 == 0:
-        x = np.where(rng.random(x.shape) < 0.5, 0.0, -0.0)      # all zeros: the sign of the last one
+        x = np.where(rng.random(x.shape) < 0.5, 0.0, -0.0)  # all zeros: the sign of the last one
     for arr in (x, x[:, ::-1], np.asfortranarray(x)):
         assert _same(row_max(arr), arr.max(axis=1)), arr
         assert _same(col_min(arr), np.min(arr, axis=0)), arr

@@ -1,5 +1,6 @@
 """Float sums and means of multi-output fusion groups (``fused_multi.py``) equal NumPy's pairwise sums of the
 materialized arrays bit for bit, while every element of the group is still computed once, in one loop."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -9,8 +10,32 @@ from scriptc.backend.llvm.arrays import allocation_count
 from tests.passes.test_fusion_wider import exactly
 from tests.util import filecheck
 
-SIZES = [0, 1, 2, 7, 8, 9, 15, 16, 17, 127, 128, 129, 255, 256, 257, 1000, 1023, 1024, 1025, 8191, 8192, 8193,
-         16385, 100_000]
+SIZES = [
+    0,
+    1,
+    2,
+    7,
+    8,
+    9,
+    15,
+    16,
+    17,
+    127,
+    128,
+    129,
+    255,
+    256,
+    257,
+    1000,
+    1023,
+    1024,
+    1025,
+    8191,
+    8192,
+    8193,
+    16385,
+    100_000,
+]
 
 
 @scriptc.script
@@ -34,7 +59,7 @@ def with_int_reductions(x: np.ndarray, k: np.ndarray) -> tuple[float, int, float
 @scriptc.script
 def int_producer(k: np.ndarray) -> tuple[float, int, float]:
     e = k * 3 - 7
-    return np.mean(e), np.sum(e), np.sum(e * 0.5)      # a cast (chunked) mean beside an uncast float sum
+    return np.mean(e), np.sum(e), np.sum(e * 0.5)  # a cast (chunked) mean beside an uncast float sum
 
 
 @scriptc.script
@@ -60,8 +85,9 @@ def same_scalar(got, want) -> bool:
 
 
 def same(got, want) -> bool:
-    return len(got) == len(want) and all(exactly(g, w) if isinstance(w, np.ndarray) else same_scalar(g, w)
-                                         for g, w in zip(got, want))
+    return len(got) == len(want) and all(
+        exactly(g, w) if isinstance(w, np.ndarray) else same_scalar(g, w) for g, w in zip(got, want)
+    )
 
 
 def data(n, dtype, seed=0):
@@ -76,12 +102,12 @@ def assert_matches(fn, *args):
     assert same(fn.interpret(*args), want)
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])   # float16: a cast mean beside uncast sums
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])  # float16: a cast mean beside uncast sums
 @pytest.mark.parametrize("n", SIZES)
 def test_sums_equal_numpy_bit_for_bit(n, dtype):
     x, y = data(n, dtype)
     assert_matches(three_sums, x, y, 0.25)
-    if dtype == "float64":       # with float32 means NumPy's a and b become float32 scalars; the script's stay floats
+    if dtype == "float64":  # with float32 means NumPy's a and b become float32 scalars; the script's stay floats
         assert_matches(gd, x, y, 3, 0.01)
     if n == 0:
         with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
@@ -107,10 +133,10 @@ def test_integer_reductions_in_the_same_group(n):
 def test_broadcast_and_strided_operands(n):
     x, y = data(n, "float64")
     col = np.linspace(-1, 2, 3).reshape(3, 1)
-    assert_matches(three_sums, col, y, 0.5)                   # (3, 1) * (n,): a (3, n) group
+    assert_matches(three_sums, col, y, 0.5)  # (3, 1) * (n,): a (3, n) group
     assert_matches(three_sums, x[::-2], y[::2], 0.5)
     big = np.arange(n * 6.0).reshape(2 * n, 3) * 0.37
-    assert_matches(sums_and_max, big[1::2, ::2], 0.5)            # a C-ordered 2-d view
+    assert_matches(sums_and_max, big[1::2, ::2], 0.5)  # a C-ordered 2-d view
     x32, y32 = data(n, "float32")
     assert_matches(three_sums, x32.reshape(1, n), y32, 0.5)
     assert_matches(three_sums, col.astype(np.float32), y32[::-1], 0.5)
@@ -119,25 +145,34 @@ def test_broadcast_and_strided_operands(n):
 def test_still_one_group_with_several_outputs():
     x = np.linspace(0, 1, 10)
     text = str(three_sums.graph_for(x, x, 0.5))
-    filecheck(text, """
+    filecheck(
+        text,
+        """
 CHECK: %{{.+}} : float, %{{.+}} : float, %{{.+}} : float, %{{.+}} : Double(10) = prim::FusionGroup[subgraph=[[G:.+]]](%x, %y, %m)
 CHECK-NOT: prim::FusionGroup[
 CHECK: with [[G]] = graph(
 CHECK: aten::sum
 CHECK: aten::mean
 CHECK: aten::sum
-""")
+""",
+    )
     text = str(with_int_reductions.graph_for(x, np.arange(10)))
-    filecheck(text, """
+    filecheck(
+        text,
+        """
 CHECK: %{{.+}} : float, %{{.+}} : int, %{{.+}} : float, %{{.+}} : float = prim::FusionGroup[
 CHECK-NOT: prim::FusionGroup[
 CHECK: return
-""")
-    filecheck(str(int_producer.graph_for(np.arange(10))), """
+""",
+    )
+    filecheck(
+        str(int_producer.graph_for(np.arange(10))),
+        """
 CHECK: %{{.+}} : float, %{{.+}} : int, %{{.+}} : float = prim::FusionGroup[
 CHECK-NOT: prim::FusionGroup[
 CHECK: return
-""")
+""",
+    )
 
 
 def test_no_temporary_arrays():
@@ -148,12 +183,11 @@ def test_no_temporary_arrays():
     gd(x, y, 50, 0.1)
     assert allocation_count() == before
     three_sums(x, y, 0.5)
-    assert allocation_count() - before == 1                     # the element-wise result only
+    assert allocation_count() - before == 1  # the element-wise result only
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 3000), st.sampled_from(["float64", "float32"]), st.integers(0, 2 ** 31),
-       st.floats(-100, 100))
+@given(st.integers(1, 3000), st.sampled_from(["float64", "float32"]), st.integers(0, 2**31), st.floats(-100, 100))
 def test_property_sums_equal_numpy(n, dtype, seed_, m):
     x, y = data(n, dtype, seed_)
     assert same(three_sums(x, y, m), three_sums.py_func(x, y, m))

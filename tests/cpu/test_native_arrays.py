@@ -1,5 +1,6 @@
 """Arrays in native code: every layout NumPy produces, NumPy's dtype rules, views and mutation, errors, and
 memory that stays flat over many calls."""
+
 import gc
 import math
 
@@ -71,10 +72,10 @@ def mixed_ops(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
 
 @scriptc.script
 def mutate(x: np.ndarray) -> np.ndarray:
-    x[1:] += x[:-1]          # overlapping in-place update reads the old values
+    x[1:] += x[:-1]  # overlapping in-place update reads the old values
     y = x[::2]
     y[0] = -1.0
-    x[2:4] = x[1:3]          # overlapping slice assignment
+    x[2:4] = x[1:3]  # overlapping slice assignment
     return y
 
 
@@ -162,7 +163,7 @@ def test_memory_stays_flat_over_100000_calls():
             f(x)
         gc.collect()
         grown = resident_bytes() - before
-        assert grown < 8 * 2 ** 20, f"{f.__name__}: resident memory grew by {grown / 2 ** 20:.1f} MiB"
+        assert grown < 8 * 2**20, f"{f.__name__}: resident memory grew by {grown / 2**20:.1f} MiB"
 
 
 @scriptc.script
@@ -203,13 +204,16 @@ def _reshape_4_2(a: np.ndarray) -> np.ndarray:
     return a.reshape(4, 2)
 
 
-@pytest.mark.parametrize("fn, args", [
-    (_broadcast_add, (np.ones((2, 3)), np.ones((2, 4)))),
-    (_broadcast_add, (np.ones(3), np.ones(4))),
-    (_broadcast_add, (np.ones((2, 3, 4)), np.ones(5))),
-    (_assign_all, (np.ones((2, 3)), np.ones((2, 4)))),
-    (_reshape_4_2, (np.ones(6),)),
-])
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (_broadcast_add, (np.ones((2, 3)), np.ones((2, 4)))),
+        (_broadcast_add, (np.ones(3), np.ones(4))),
+        (_broadcast_add, (np.ones((2, 3, 4)), np.ones(5))),
+        (_assign_all, (np.ones((2, 3)), np.ones((2, 4)))),
+        (_reshape_4_2, (np.ones(6),)),
+    ],
+)
 def test_shape_messages_are_numpys(fn, args):
     """NumPy writes shapes in these messages as (2,3): no space after the comma."""
     with pytest.raises(ValueError) as want:
@@ -229,15 +233,16 @@ def ones3(a: int, b: int, c: int) -> np.ndarray:
     return np.ones((a, b, c))
 
 
-DIMS = [0, 3, -1, 2 ** 31, 2 ** 40, 2 ** 62, 2 ** 63 - 1]
+DIMS = [0, 3, -1, 2**31, 2**40, 2**62, 2**63 - 1]
 
 
 @pytest.mark.parametrize("tier", ["first", "optimized"])
 def test_allocation_errors_are_numpys_in_both_tiers(tier):
     """The allocator (one call per allocation, inlined at O3): a negative dimension, a size beyond int64, and a
     size no memory holds raise NumPy's exception with its message, dimension by dimension in NumPy's order."""
-    cases = [(zeros2, (a, b)) for a in DIMS for b in DIMS] + \
-        [(ones3, (a, b, c)) for a in DIMS[2:] for b in DIMS[:4] for c in DIMS[1:]]
+    cases = [(zeros2, (a, b)) for a in DIMS for b in DIMS] + [
+        (ones3, (a, b, c)) for a in DIMS[2:] for b in DIMS[:4] for c in DIMS[1:]
+    ]
     for fn in (zeros2, ones3):
         fn(*[1] * (2 if fn is zeros2 else 3))
         if tier == "optimized":
@@ -245,15 +250,15 @@ def test_allocation_errors_are_numpys_in_both_tiers(tier):
     checked = 0
     for fn, dims in cases:
         itemsize = 1 if fn is zeros2 else 8
-        if min(dims) >= 0 and 0 not in dims and math.prod(dims) * itemsize < 2 ** 45:
-            continue        # it could allocate (32 TiB is beyond any machine's memory: a MemoryError)
+        if min(dims) >= 0 and 0 not in dims and math.prod(dims) * itemsize < 2**45:
+            continue  # it could allocate (32 TiB is beyond any machine's memory: a MemoryError)
         try:
             expected = fn.py_func(*dims)
         except (ValueError, MemoryError) as e:
             with pytest.raises(MemoryError if isinstance(e, MemoryError) else ValueError) as got:
-                fn(*dims)       # (NumPy's MemoryError is a subclass of its own)
+                fn(*dims)  # (NumPy's MemoryError is a subclass of its own)
             assert str(got.value) == str(e), (fn.__name__, dims)
-        else:       # an empty array (a zero dimension)
+        else:  # an empty array (a zero dimension)
             assert fn(*dims).shape == expected.shape == dims
         checked += 1
     assert checked > 40

@@ -1,6 +1,7 @@
 """JIT-generated CPython entry points (scriptc.backend.llvm.entry): same results as the ctypes path and CPython,
 the fallback for every argument the specialization does not cover, errors, reference counts, the GIL, the
 array ABI, results rebuilt in Python, and a chain of signatures bound to a class."""
+
 import ctypes
 import gc
 import sys
@@ -23,6 +24,7 @@ from scriptc.ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType
 
 
 # -- functions under test ---------------------------------------------------------------------------------
+
 
 @scriptc.script
 def add(a: float, b: float) -> float:
@@ -78,7 +80,7 @@ _NATIVE = {}
 
 
 def native(f, *args):
-    g = f.graph_for_types(f._bind(args, {})[0])   # the signature's graph (graph_for also fixes shapes)
+    g = f.graph_for_types(f._bind(args, {})[0])  # the signature's graph (graph_for also fixes shapes)
     nf = _NATIVE.get(id(g))
     if nf is None:
         nf = _NATIVE[id(g)] = compile_graph(g)
@@ -99,8 +101,15 @@ class Recorder:
 
 # -- scalars ----------------------------------------------------------------------------------------------
 
-ADD_CASES = [(1.5, 2.25), (-0.0, 0.0), (1e308, 1e308), (float("nan"), 1.0), (float("inf"), -float("inf")),
-             (0.1, 0.2), (-3.0, 5e-324)]
+ADD_CASES = [
+    (1.5, 2.25),
+    (-0.0, 0.0),
+    (1e308, 1e308),
+    (float("nan"), 1.0),
+    (float("inf"), -float("inf")),
+    (0.1, 0.2),
+    (-3.0, 5e-324),
+]
 
 
 def same(x, y):
@@ -123,8 +132,15 @@ def test_float_results_match_ctypes_and_cpython(args):
     assert not e.__self__.fallback.calls
 
 
-MIXED_CASES = [(0, 0.0, False), (5, 2.5, True), (-8, -1e10, True), (2 ** 62, 1.0, False),
-               (2 ** 63 - 1, 3.0, True), (-2 ** 63, -0.0, False), (7, float("inf"), True)]
+MIXED_CASES = [
+    (0, 0.0, False),
+    (5, 2.5, True),
+    (-8, -1e10, True),
+    (2**62, 1.0, False),
+    (2**63 - 1, 3.0, True),
+    (-(2**63), -0.0, False),
+    (7, float("inf"), True),
+]
 
 
 @pytest.mark.parametrize("args", MIXED_CASES)
@@ -134,7 +150,7 @@ def test_int_bool_tuple_results_match_ctypes(args):
     e = make_entry(nf, rec)
     got = e(*args)
     assert same(got, nf(*args))
-    if abs(args[0]) < 2 ** 40:        # no 64-bit wrapping: CPython agrees too
+    if abs(args[0]) < 2**40:  # no 64-bit wrapping: CPython agrees too
         assert same(got, mixed.py_func(*args))
     assert not rec.calls
 
@@ -143,7 +159,7 @@ def test_none_result():
     nf = native(nothing, 3)
     e = make_entry(nf, Recorder())
     assert e(3) is None
-    for _ in range(2):                  # the first round warms up whatever else refers to None
+    for _ in range(2):  # the first round warms up whatever else refers to None
         before = sys.getrefcount(None)
         out = [e(3) for _ in range(10_000)]
         grown = sys.getrefcount(None)
@@ -161,23 +177,23 @@ class MyInt(int):
 
 
 MISMATCHES = [
-    (),                                  # wrong count
+    (),  # wrong count
     (1,),
     (1, 2.0, True, 4),
-    (1.0, 2.0, True),                    # float for int
-    (1, 2, True),                        # int for float
-    (True, 2.0, True),                   # bool for int
-    (1, True, True),                     # bool for float
-    (1, 2.0, 1),                         # int for bool
+    (1.0, 2.0, True),  # float for int
+    (1, 2, True),  # int for float
+    (True, 2.0, True),  # bool for int
+    (1, True, True),  # bool for float
+    (1, 2.0, 1),  # int for bool
     (1, 2.0, None),
-    (1, np.float64(2.0), True),          # a float subclass
+    (1, np.float64(2.0), True),  # a float subclass
     (1, MyFloat(2.0), True),
     (np.int64(1), 2.0, True),
     (MyInt(1), 2.0, True),
     (1, 2.0, np.bool_(True)),
-    (2 ** 63, 2.0, True),                # does not fit in 64 bits
-    (-2 ** 63 - 1, 2.0, True),
-    (10 ** 30, 2.0, True),
+    (2**63, 2.0, True),  # does not fit in 64 bits
+    (-(2**63) - 1, 2.0, True),
+    (10**30, 2.0, True),
     ("1", 2.0, True),
 ]
 
@@ -207,7 +223,7 @@ def test_int64_bounds_are_native():
     nf = native(mixed, 1, 2.0, True)
     rec = Recorder()
     e = make_entry(nf, rec)
-    for a in (2 ** 63 - 1, -2 ** 63, 2 ** 31, -1, 0):
+    for a in (2**63 - 1, -(2**63), 2**31, -1, 0):
         assert same(e(a, 1.0, True), nf(a, 1.0, True))
     assert not rec.calls
 
@@ -222,6 +238,7 @@ def test_fallback_exception_propagates():
 
 
 # -- errors -----------------------------------------------------------------------------------------------
+
 
 def error_of(fn, *args):
     with pytest.raises(Exception) as info:
@@ -241,7 +258,7 @@ def test_native_errors_propagate():
     assert e(7, -2) == -4
     assert error_of(e, 1, 0) == error_of(nf, 1, 0) == error_of(floordiv.py_func, 1, 0)
     assert error_of(e, 1, 0)[0] is ZeroDivisionError
-    assert notes_of(e, 1, 0) == notes_of(nf, 1, 0)              # where native code raised, if recorded
+    assert notes_of(e, 1, 0) == notes_of(nf, 1, 0)  # where native code raised, if recorded
     nf = native(fdiv, 1.0, 0.0)
     e = make_entry(nf, Recorder())
     assert error_of(e, 1.0, 0.0) == error_of(fdiv.py_func, 1.0, 0.0) == (ZeroDivisionError, "float division by zero")
@@ -269,8 +286,9 @@ def test_raise_error_that_returns_is_a_system_error():
 
 # -- reference counts -------------------------------------------------------------------------------------
 
+
 def test_refcounts_balanced_native_fallback_and_error_paths():
-    a, b, big = 12345.678, 9876.5, 10 ** 12 + 7          # not cached by the interpreter
+    a, b, big = 12345.678, 9876.5, 10**12 + 7  # not cached by the interpreter
     fallbacks = []
 
     def fallback(*args):
@@ -286,8 +304,8 @@ def test_refcounts_balanced_native_fallback_and_error_paths():
         r = e_add(a, b)
         r = e_mixed(big, a, True)
         r = e_mixed(big, b, False)
-        r = e_add(big, a)                                     # fallback
-        r = e_mixed(a, a, a)                                  # fallback
+        r = e_add(big, a)  # fallback
+        r = e_mixed(a, a, a)  # fallback
         try:
             e_div(big, 0)
         except ZeroDivisionError:
@@ -299,12 +317,12 @@ def test_refcounts_balanced_native_fallback_and_error_paths():
 
 def test_results_are_new_references():
     e = make_entry(native(mixed, 5, 2.5, True), Recorder())
-    r = e(10 ** 12, 2.5, True)
+    r = e(10**12, 2.5, True)
     counts = [sys.getrefcount(r)] + [sys.getrefcount(r[k]) for k in (0, 1, 3)]
-    assert counts == [2, 2, 2, 2]       # the caller's reference (and getrefcount's): nothing else holds them
-    for _ in range(2):                  # the first round warms up
+    assert counts == [2, 2, 2, 2]  # the caller's reference (and getrefcount's): nothing else holds them
+    for _ in range(2):  # the first round warms up
         before = sys.getrefcount(True), sys.getrefcount(False)
-        keep = [e(3, 1.0, False) for _ in range(10_000)]      # (8, 4.0, True, (0, False))
+        keep = [e(3, 1.0, False) for _ in range(10_000)]  # (8, 4.0, True, (0, False))
         grown = sys.getrefcount(True), sys.getrefcount(False)
         del keep
         after = sys.getrefcount(True), sys.getrefcount(False)
@@ -327,6 +345,7 @@ def test_entry_keeps_its_fallback_alive_and_frees_it():
 
 # -- the GIL ----------------------------------------------------------------------------------------------
 
+
 def test_nogil_in_two_threads_gives_right_answers():
     nf = native(harmonic, 10)
     e = make_entry(nf, Recorder(), nogil=True)
@@ -338,7 +357,7 @@ def test_nogil_in_two_threads_gives_right_answers():
         try:
             for n in ns[offset::2] * 3:
                 results.append((n, e(n)))
-        except BaseException as exc:   # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
@@ -362,8 +381,9 @@ def spin_kernel():
         out_t = ir.LiteralStructType([I8])
         fn = ir.Function(m, ir.FunctionType(I32, [I64, I64, I64, out_t.as_pointer()]), "scriptc_test_spin")
         entered, flag, limit, out = fn.args
-        start, loop, body, seen, timeout = (fn.append_basic_block(n)
-                                            for n in ("start", "loop", "body", "seen", "timeout"))
+        start, loop, body, seen, timeout = (
+            fn.append_basic_block(n) for n in ("start", "loop", "body", "seen", "timeout")
+        )
         b = ir.IRBuilder(start)
         b.store_atomic(ir.Constant(I64, 1), b.inttoptr(entered, I64.as_pointer()), "seq_cst", 8)
         fp = b.inttoptr(flag, I64.as_pointer())
@@ -392,9 +412,8 @@ def test_nogil_releases_the_gil(nogil):
     e = make_entry(spin_kernel(), Recorder(), nogil=nogil)
     entered, flag = ctypes.c_int64(0), ctypes.c_int64(0)
     result = []
-    limit = 10 ** 10 if nogil else 10 ** 6     # loads: seconds at most; it stops at the flag
-    t = threading.Thread(target=lambda: result.append(e(ctypes.addressof(entered), ctypes.addressof(flag),
-                                                        limit)))
+    limit = 10**10 if nogil else 10**6  # loads: seconds at most; it stops at the flag
+    t = threading.Thread(target=lambda: result.append(e(ctypes.addressof(entered), ctypes.addressof(flag), limit)))
     t.start()
     while not entered.value:
         pass
@@ -405,9 +424,11 @@ def test_nogil_releases_the_gil(nogil):
 
 # -- the kernel ABI with hand-made kernels ----------------------------------------------------------------
 
+
 @dataclass
 class FakeNative:
     """What make_entry reads from a NativeFunction; ``keep`` holds a ctypes callback alive."""
+
     address: int
     arg_types: list
     result_type: object
@@ -421,6 +442,7 @@ _CT = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8, "ptr": 
 def callback_native(arg_types, result_type, fn):
     """A FakeNative whose kernel is the Python function ``fn(*leaves, out_address) -> status``."""
     from scriptc.backend.llvm.common import leaves
+
     cts = [_CT["ptr"] if x not in _CT else _CT[x] for t in arg_types for x in leaves(t)]
     cb = ctypes.CFUNCTYPE(ctypes.c_int32, *cts, ctypes.c_void_p)(fn)
     return FakeNative(ctypes.cast(cb, ctypes.c_void_p).value, list(arg_types), result_type, keep=cb)
@@ -438,7 +460,7 @@ def array_sum_native(rank, shape=None):
     seen = []
 
     def kernel(*a):
-        meminfo, data, dims, strides, out = a[0], a[1], a[2:2 + rank], a[2 + rank:2 + 2 * rank], a[-1]
+        meminfo, data, dims, strides, out = a[0], a[1], a[2 : 2 + rank], a[2 + rank : 2 + 2 * rank], a[-1]
         seen.append((meminfo, data, tuple(dims), tuple(strides)))
         ctypes.c_double.from_address(out).value = strided_sum(data, dims, strides)
         return 0
@@ -450,9 +472,13 @@ def array_sum_native(rank, shape=None):
 
 
 ARRAYS_1D = [np.arange(7.0), np.arange(20.0)[::-3], np.arange(10.0)[2:5], np.zeros(0), np.arange(5.0)[::-1]]
-ARRAYS_2D = [np.arange(12.0).reshape(3, 4), np.asfortranarray(np.arange(12.0).reshape(3, 4)),
-             np.arange(30.0).reshape(5, 6)[::-2, 1::2], np.arange(12.0).reshape(3, 4).T,
-             np.broadcast_to(np.arange(4.0), (3, 4))]
+ARRAYS_2D = [
+    np.arange(12.0).reshape(3, 4),
+    np.asfortranarray(np.arange(12.0).reshape(3, 4)),
+    np.arange(30.0).reshape(5, 6)[::-2, 1::2],
+    np.arange(12.0).reshape(3, 4).T,
+    np.broadcast_to(np.arange(4.0), (3, 4)),
+]
 
 
 @pytest.mark.parametrize("arr", ARRAYS_1D + ARRAYS_2D, ids=lambda a: f"{a.shape}{a.strides}")
@@ -474,9 +500,18 @@ def array_mismatches():
     swapped = a.astype(">f8")
     misaligned = np.frombuffer(b"\0" * 57, np.uint8)[1:].view(np.float64)
     assert not misaligned.flags.aligned
-    return [("float32", a.astype(np.float32)), ("int64", np.arange(6)), ("rank 2", a.reshape(2, 3)),
-            ("rank 0", np.array(1.0)), ("byte-swapped", swapped), ("misaligned", misaligned),
-            ("subclass", a.view(MyArray)), ("list", [1.0, 2.0]), ("float", 1.0), ("None", None)]
+    return [
+        ("float32", a.astype(np.float32)),
+        ("int64", np.arange(6)),
+        ("rank 2", a.reshape(2, 3)),
+        ("rank 0", np.array(1.0)),
+        ("byte-swapped", swapped),
+        ("misaligned", misaligned),
+        ("subclass", a.view(MyArray)),
+        ("list", [1.0, 2.0]),
+        ("float", 1.0),
+        ("None", None),
+    ]
 
 
 @pytest.mark.parametrize("what,arg", array_mismatches(), ids=lambda x: x if isinstance(x, str) else "")
@@ -525,11 +560,12 @@ def test_array_refcounts_balanced():
 def test_array_layout_check_passes_here_and_refuses_otherwise(monkeypatch):
     assert entry_mod.OBJECT_LAYOUT_ERROR is None
     assert entry_mod.ARRAY_LAYOUT_ERROR is None
-    from scriptc.backend.llvm import entry_runtime    # where the layouts are checked, without LLVM
+    from scriptc.backend.llvm import entry_runtime  # where the layouts are checked, without LLVM
+
     monkeypatch.setattr(entry_runtime, "ARRAY_LAYOUT_ERROR", "dimensions are not at offset 32")
     with pytest.raises(EntryUnsupported, match="array layout"):
         make_entry(array_sum_native(1), Recorder())
-    make_entry(native(add, 1.0, 2.0), Recorder())          # scalars do not depend on NumPy's layout
+    make_entry(native(add, 1.0, 2.0), Recorder())  # scalars do not depend on NumPy's layout
 
 
 def test_str_tuple_and_none_arguments():
@@ -546,8 +582,13 @@ def test_str_tuple_and_none_arguments():
     s = "héllo"
     assert e(s, (None, (20, True)), False) == 40
     assert seen == [(id(s), (20, 1), 0)]
-    for bad in [(1, (None, (2, True)), False), (s, (None, (2, True, 3)), False), (s, (0, (2, True)), False),
-                (s, [None, (2, True)], False), (s, (None, (2, 1)), False)]:
+    for bad in [
+        (1, (None, (2, True)), False),
+        (s, (None, (2, True, 3)), False),
+        (s, (0, (2, True)), False),
+        (s, [None, (2, True)], False),
+        (s, (None, (2, 1)), False),
+    ]:
         assert e(*bad) == "fallback"
     assert len(rec.calls) == 5 and len(seen) == 1
 
@@ -568,9 +609,15 @@ def test_kernel_status_goes_to_raise_error():
 
 # -- results rebuilt in Python ----------------------------------------------------------------------------
 
+
 class ArrayOut(ctypes.Structure):
-    _fields_ = [("meminfo", ctypes.c_void_p), ("data", ctypes.c_void_p), ("n", ctypes.c_int64),
-                ("s", ctypes.c_int64), ("x", ctypes.c_double)]
+    _fields_ = [
+        ("meminfo", ctypes.c_void_p),
+        ("data", ctypes.c_void_p),
+        ("n", ctypes.c_int64),
+        ("s", ctypes.c_int64),
+        ("x", ctypes.c_double),
+    ]
 
 
 def view_kernel(meminfo, data, n, s, out):
@@ -585,8 +632,7 @@ def rebuild_view(out_address, args):
     assert o.meminfo is None
     base = args[0]
     offset = o.data - base.__array_interface__["data"][0] if o.n else 0
-    view = np.lib.stride_tricks.as_strided(base[offset // base.itemsize:] if base.size else base,
-                                           (o.n,), (o.s,))
+    view = np.lib.stride_tricks.as_strided(base[offset // base.itemsize :] if base.size else base, (o.n,), (o.s,))
     return view, o.x
 
 
@@ -611,8 +657,7 @@ def test_rebuild_errors_propagate_without_leaks():
     def bad_rebuild(out_address, args):
         raise RuntimeError("rebuild failed")
 
-    nf = callback_native([TensorType("float64", 1)], TensorType("float64", 1),
-                         lambda m, d, n, s, out: 0)
+    nf = callback_native([TensorType("float64", 1)], TensorType("float64", 1), lambda m, d, n, s, out: 0)
     e = make_entry(nf, Recorder(), rebuild=bad_rebuild)
     arr = np.arange(3.0)
     before = sys.getrefcount(arr)
@@ -648,6 +693,7 @@ def test_str_result_through_rebuild():
 
 
 # -- arrays through compile_graph (once the backend lowers them) ------------------------------------------
+
 
 def compile_or_skip(f, *args):
     try:
@@ -698,13 +744,21 @@ def native_rebuild(nf):
     """What ``NativeFunction.rebuild_out`` does (see the report): read the out struct, rebuild as the ctypes
     path does."""
     from scriptc.backend.llvm.native import _rebuild
+
     read = entry_mod.out_reader(nf.result_type)
     return lambda out_address, args: _rebuild(nf.result_type, iter(read(out_address)), args)
 
 
-@pytest.mark.parametrize("f,args", [(scaled, (np.arange(5.0), 2.0)), (scaled, (np.arange(12.0)[::-2], -1.5)),
-                                    (head, (np.arange(6.0)[::-1], 3)), (identity, (np.arange(4.0),))],
-                         ids=lambda x: getattr(x, "__name__", ""))
+@pytest.mark.parametrize(
+    "f,args",
+    [
+        (scaled, (np.arange(5.0), 2.0)),
+        (scaled, (np.arange(12.0)[::-2], -1.5)),
+        (head, (np.arange(6.0)[::-1], 3)),
+        (identity, (np.arange(4.0),)),
+    ],
+    ids=lambda x: getattr(x, "__name__", ""),
+)
 def test_compiled_array_results(f, args):
     nf = compile_or_skip(f, *args)
     rec = Recorder()
@@ -731,6 +785,7 @@ def test_compiled_array_results(f, args):
 
 # -- a chain of signatures bound to a class ---------------------------------------------------------------
 
+
 @scriptc.script
 def add2(a: float, b: float) -> float:
     return a + b
@@ -738,15 +793,15 @@ def add2(a: float, b: float) -> float:
 
 def test_chain_of_two_signatures_dispatches_both_natively():
     dispatcher = Recorder("python dispatcher")
-    e_ff = make_entry(native(add2, 1.0, 2.0), dispatcher)     # first signature: falls back to Python
+    e_ff = make_entry(native(add2, 1.0, 2.0), dispatcher)  # first signature: falls back to Python
     Fn = bind_to_class(e_ff)
     f = Fn()
     assert f(1.0, 2.0) == 3.0
-    e_ii = make_entry(native(add2, 1, 2), e_ff)                # second: falls back to the first
+    e_ii = make_entry(native(add2, 1, 2), e_ff)  # second: falls back to the first
     rebind(Fn, e_ii)
     assert f(1, 2) == 3 and type(f(1, 2)) is int
     assert f(1.5, 2.25) == 3.75
-    assert f(2 ** 62, 2 ** 62) == -2 ** 63                     # native int arithmetic wraps
+    assert f(2**62, 2**62) == -(2**63)  # native int arithmetic wraps
     assert not dispatcher.calls
     assert f(1, 2.0) == "python dispatcher" and f(1.0) == "python dispatcher"
     assert len(dispatcher.calls) == 2
@@ -767,9 +822,9 @@ def test_bind_to_script_function_instance():
     assert isinstance(sf, ScriptFunction)
     assert sf(1.0, 2.5) == 3.5 and sf(3, 4) == 7
     assert not counted
-    assert sf(1, 2.5) == 3.5            # a new signature: down the chain to the Python dispatcher
+    assert sf(1, 2.5) == 3.5  # a new signature: down the chain to the Python dispatcher
     assert counted == [(1, 2.5)]
-    assert sf(a=1.0, b=2.0) == 3.0      # keywords: the entries pass them on; the dispatcher binds them
+    assert sf(a=1.0, b=2.0) == 3.0  # keywords: the entries pass them on; the dispatcher binds them
 
 
 def test_chain_bound_to_an_instance_is_collected():
@@ -792,10 +847,14 @@ def test_a_result_of_many_fields_is_a_named_struct_type():
     """A result of 8 fields or more (here three arrays and a float) is a named type of the module, which the
     function's out parameter, its callers and the CPython entry point share."""
     from tests.util import filecheck
+
     x = np.arange(3.0)
     assert [np.array_equal(a, b) for a, b in zip(four_results(x), four_results.py_func(x))] == [True] * 4
-    filecheck(four_results.native_for_types(four_results._bind((x,), {})[0]).unoptimized_ir, """
+    filecheck(
+        four_results.native_for_types(four_results._bind((x,), {})[0]).unoptimized_ir,
+        """
         CHECK: %"[[OUT:out\\.[0-9]+]]" = type {i8*, i8*,
         CHECK: define internal i32 @"{{[^"]*}}four_results"({{.*}}, %"[[OUT]]"* %
         CHECK: alloca %"[[OUT]]"
-        """)
+        """,
+    )

@@ -1,6 +1,7 @@
 """Native printing and strings (scriptc/backend/llvm/strings.py): differential tests against CPython
 (``f.py_func``): the printed text (through ``sys.stdout``, captured by capsys), results, exceptions, and
 reference counts of the strs native code holds."""
+
 import ctypes
 import sys
 
@@ -13,7 +14,7 @@ from scriptc.ir.types import TensorType, TupleType, INT, STR
 
 INF, NAN = float("inf"), float("nan")
 FLOATS = [0.1 + 0.2, 1e16, -0.0, INF, -INF, NAN, 1 / 3, 5e-324, 1.7976931348623157e308, 2.0, 123456789.125]
-INTS = [0, 7, -42, 2 ** 63 - 1, -2 ** 63]
+INTS = [0, 7, -42, 2**63 - 1, -(2**63)]
 
 _COMPILED = {}
 
@@ -39,6 +40,7 @@ def check(capsys, f, *args):
 
 
 # -- functions under test ---------------------------------------------------------------------------------
+
 
 @scriptc.script
 def print_scalars(n: int, x: float, b: bool) -> int:
@@ -144,6 +146,7 @@ def print_n(n: int) -> int:
 
 # -- scalars ----------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("x", FLOATS, ids=repr)
 def test_floats(capsys, x):
     check(capsys, print_scalars, 5, x, True)
@@ -172,8 +175,10 @@ def test_runtime_separators(capsys, n, x):
 
 # -- f-strings --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("n,x,b", [(1234567, 3.14159, True), (-5, -0.0, False), (0, NAN, True), (1, INF, False),
-                                   (2 ** 63 - 1, 1 / 3, False)])
+
+@pytest.mark.parametrize(
+    "n,x,b", [(1234567, 3.14159, True), (-5, -0.0, False), (0, NAN, True), (1, INF, False), (2**63 - 1, 1 / 3, False)]
+)
 def test_fstrings(capsys, n, x, b):
     check(capsys, fstrings, n, x, b)
 
@@ -186,7 +191,7 @@ def test_format_error_is_cpythons(capsys):
         got_out = capsys.readouterr().out
         with pytest.raises(ValueError) as want:
             f.py_func(arg)
-        assert capsys.readouterr().out == got_out          # what was printed before the error
+        assert capsys.readouterr().out == got_out  # what was printed before the error
         assert type(got.value) is type(want.value) and got.value.args == want.value.args
     # the pending exception is cleared: the next call succeeds, and raises again
     check(capsys, bad_format_int, 0)
@@ -226,6 +231,7 @@ def test_interleaved_with_python_prints(capsys):
 
 # -- reference counts -------------------------------------------------------------------------------------
 
+
 def test_constant_str_refcount_is_flat(capsys):
     const = sys.intern("loop-str-const")
     check(capsys, loop_str, 3)
@@ -242,17 +248,17 @@ def test_formatted_strs_are_freed(capsys, monkeypatch):
     check(capsys, loop_formatted, 5, 2.5)
     nf = native(loop_formatted, (4, 1.0))
 
-    class Sink:            # keeps nothing (a StringIO or capsys would hold every chunk written)
+    class Sink:  # keeps nothing (a StringIO or capsys would hold every chunk written)
         def write(self, s):
             return len(s)
 
     monkeypatch.setattr(sys, "stdout", Sink())
-    for _ in range(1000):       # fills the free lists of tuples and floats
+    for _ in range(1000):  # fills the free lists of tuples and floats
         nf(4, 1.0)
     before = sys.getallocatedblocks()
     for _ in range(1000):
         nf(4, 1.0)
-    assert sys.getallocatedblocks() - before < 200      # 4000 strs were formatted, 2000 printed in tuples
+    assert sys.getallocatedblocks() - before < 200  # 4000 strs were formatted, 2000 printed in tuples
 
 
 def test_refcounts_through_the_gil_taking_path(capsys, monkeypatch):
@@ -276,6 +282,7 @@ def test_plans_and_constants_are_shared():
 
 # -- arrays -----------------------------------------------------------------------------------------------
 
+
 def test_array_record_decodes_to_a_view():
     """The callback's decoding of an array's leaves (meminfo, data, shape, strides): a view, no copy."""
     base = np.arange(24, dtype=np.float64).reshape(4, 6)
@@ -293,7 +300,6 @@ def test_array_record_decodes_to_a_view():
     assert e.shape == (0,) and e.dtype == np.int32
 
 
-
 @scriptc.script
 def print_array(x: np.ndarray) -> int:
     print(x)
@@ -302,12 +308,16 @@ def print_array(x: np.ndarray) -> int:
     return 1
 
 
-@pytest.mark.parametrize("x", [
-    np.arange(12, dtype=np.float64).reshape(3, 4) / 7,
-    np.array([1, -2, 2 ** 31 - 1], dtype=np.int32),
-    np.arange(40, dtype=np.float64).reshape(5, 8)[::2, 1::3],
-    np.linspace(0, 1, 2000),
-], ids=["float64-2d", "int32-1d", "strided", "summarized"])
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.arange(12, dtype=np.float64).reshape(3, 4) / 7,
+        np.array([1, -2, 2**31 - 1], dtype=np.int32),
+        np.arange(40, dtype=np.float64).reshape(5, 8)[::2, 1::3],
+        np.linspace(0, 1, 2000),
+    ],
+    ids=["float64-2d", "int32-1d", "strided", "summarized"],
+)
 def test_print_arrays(capsys, x):
     check(capsys, print_array, x)
 
@@ -329,6 +339,7 @@ def test_print_arrays_made_in_native_code(capsys):
 
 # -- str results ----------------------------------------------------------------------------------------------
 
+
 @scriptc.script
 def str_result(n: int):
     s = f"<{n}>"
@@ -339,11 +350,15 @@ def test_str_results(monkeypatch):
     """A str result's reference goes to the caller (``strings.take_str``); until native.py rebuilds strs itself,
     the test applies the change proposed for it."""
     from scriptc.backend.llvm import native as native_mod
+
     nf = native(str_result, (3,))
     if nf(3)[0] is None:
         orig = native_mod._rebuild
-        monkeypatch.setattr(native_mod, "_rebuild", lambda t, vals, args=():
-                            strings.take_str(next(vals)) if t == STR else orig(t, vals, args))
+        monkeypatch.setattr(
+            native_mod,
+            "_rebuild",
+            lambda t, vals, args=(): strings.take_str(next(vals)) if t == STR else orig(t, vals, args),
+        )
     const = sys.intern("const-result")
     assert nf(-7) == str_result.py_func(-7) == ("<-7>", -7, "const-result")
     before = sys.getrefcount(const)

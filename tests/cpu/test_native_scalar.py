@@ -1,5 +1,6 @@
 """Native scalar backend (scriptc.backend.llvm): differential tests against CPython (``f.py_func``) and, where
 64-bit wrapping makes CPython's exact ints differ, against the reference interpreter (``f.interpret``)."""
+
 import math
 
 import numpy as np
@@ -10,11 +11,12 @@ from hypothesis import strategies as st
 import scriptc
 from scriptc.backend.llvm import ERROR_TABLE, LoweringError, compile_graph
 
-INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INF, NAN = float("inf"), float("nan")
 
 
 # -- functions under test ---------------------------------------------------------------------------------
+
 
 @scriptc.script
 def sum_range(n: int) -> int:
@@ -178,12 +180,12 @@ def mixed(a: int, x: float):
 
 @scriptc.script
 def int_pow(a: int, b: int) -> int:
-    return a ** b
+    return a**b
 
 
 @scriptc.script
 def float_pow(x: float, y: float) -> float:
-    return x ** y
+    return x**y
 
 
 @scriptc.script
@@ -198,10 +200,27 @@ def conversions(x: float, a: int, p: bool):
 
 @scriptc.script
 def math_fns(x: float):
-    return (math.sqrt(abs(x)), math.exp(x / 100.0), math.log(abs(x) + 1.0), math.sin(x), math.cos(x),
-            math.tan(x), math.tanh(x), math.floor(x), math.ceil(x), math.fabs(x), math.atan2(x, 3.0),
-            math.atan(x), math.log2(abs(x) + 2.0), math.log10(abs(x) + 2.0), math.copysign(2.0, x),
-            math.expm1(x / 100.0), math.log1p(abs(x)), math.trunc(x), math.fmod(x, 3.0))
+    return (
+        math.sqrt(abs(x)),
+        math.exp(x / 100.0),
+        math.log(abs(x) + 1.0),
+        math.sin(x),
+        math.cos(x),
+        math.tan(x),
+        math.tanh(x),
+        math.floor(x),
+        math.ceil(x),
+        math.fabs(x),
+        math.atan2(x, 3.0),
+        math.atan(x),
+        math.log2(abs(x) + 2.0),
+        math.log10(abs(x) + 2.0),
+        math.copysign(2.0, x),
+        math.expm1(x / 100.0),
+        math.log1p(abs(x)),
+        math.trunc(x),
+        math.fmod(x, 3.0),
+    )
 
 
 @scriptc.script
@@ -340,7 +359,7 @@ def np_minmax(x: float, a: int):
 
 @scriptc.script
 def bool_pow(p: bool, n: int) -> int:
-    return p ** n
+    return p**n
 
 
 @scriptc.script
@@ -389,7 +408,7 @@ def native(f, args):
 def outcome(fn, args):
     try:
         return "ok", fn(*args)
-    except Exception as e:   # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
         return "raise", (type(e), str(e))
 
 
@@ -426,41 +445,102 @@ def check(f, *args, oracle=None):
             oracle = "interp"
     if oracle == "interp":
         want = outcome(f.interpret, args)
-    assert got[0] == want[0] and (same(got[1], want[1]) if got[0] == "ok" else got[1] == want[1]), \
+    assert got[0] == want[0] and (same(got[1], want[1]) if got[0] == "ok" else got[1] == want[1]), (
         f"{f.__name__}{args}: native {got} != expected {want}"
+    )
 
 
 # -- differential tests -----------------------------------------------------------------------------------
 
-EDGE_INTS = [0, 1, -1, 2, -2, 3, -3, 7, -7, 10, -10, 2 ** 31, -2 ** 31, 2 ** 53 + 1, -(2 ** 53) - 1,
-             INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1]
-EDGE_FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 3.0, -3.0, 7.25, -7.25, 1e-300, -1e-300, 5e-324,
-               1e300, -1e300, 2.0 ** 53, 2.0 ** 63, -(2.0 ** 63), 2.0 ** 64, INF, -INF, NAN, math.pi]
+EDGE_INTS = [
+    0,
+    1,
+    -1,
+    2,
+    -2,
+    3,
+    -3,
+    7,
+    -7,
+    10,
+    -10,
+    2**31,
+    -(2**31),
+    2**53 + 1,
+    -(2**53) - 1,
+    INT64_MAX,
+    INT64_MIN,
+    INT64_MAX - 1,
+    INT64_MIN + 1,
+]
+EDGE_FLOATS = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    0.5,
+    -0.5,
+    1.5,
+    -2.5,
+    3.0,
+    -3.0,
+    7.25,
+    -7.25,
+    1e-300,
+    -1e-300,
+    5e-324,
+    1e300,
+    -1e300,
+    2.0**53,
+    2.0**63,
+    -(2.0**63),
+    2.0**64,
+    INF,
+    -INF,
+    NAN,
+    math.pi,
+]
 
 
-@pytest.mark.parametrize("f,argsets", [
-    (sum_range, [(0,), (1,), (10,), (-5,), (1000,)]),
-    (range_sum, [(0, 10, 1), (10, 0, -3), (-2, -11, -2), (5, 0, 1), (0, 10, -1), (1, 20, 4), (-3, 3, 2),
-                 (INT64_MAX - 3, INT64_MAX, 1), (INT64_MIN + 2, INT64_MIN, -1), (0, 7, INT64_MAX),
-                 (0, -7, INT64_MIN)]),
-    (nested_triangle, [(0,), (6,), (12,)]),
-    (find_factor_pair, [(100, 391), (10, 97), (30, 30)]),
-    (break_continue, [(0,), (10,), (40,)]),
-    (collatz_steps, [(1,), (27,), (97,)]),
-    (collatz_longest, [(1,), (30,), (200,)]),
-    (gcd, [(1071, 462), (-48, 18), (0, 5), (5, 0), (0, 0), (INT64_MAX, 6)]),
-    (count_primes, [(0,), (100,), (500,)]),
-    (is_prime, [(-1,), (1,), (2,), (91,), (97,), (7919,)]),
-    (fib, [(0,), (1,), (50,), (90,), (100,)]),
-    (fib_float_ratio, [(0,), (20,), (2000,)]),
-    (newton_sqrt, [(0.0,), (2.0,), (1e10,), (1e-10,)]),
-    (caller, [(0, 1.0), (5, 0.5), (7, -2.0)]),
-    (tuple_loop, [(0,), (1,), (5,)]),
-    (early_while, [(0,), (50,), (10 ** 7,)]),
-    (no_return, [(3,)]),
-    (conversions, [(x, a, p) for x, a, p in zip(EDGE_FLOATS[:17], EDGE_INTS, [True, False] * 9)]),
-    (bool_ops, [(p, q) for p in (False, True) for q in (False, True)]),
-])
+@pytest.mark.parametrize(
+    "f,argsets",
+    [
+        (sum_range, [(0,), (1,), (10,), (-5,), (1000,)]),
+        (
+            range_sum,
+            [
+                (0, 10, 1),
+                (10, 0, -3),
+                (-2, -11, -2),
+                (5, 0, 1),
+                (0, 10, -1),
+                (1, 20, 4),
+                (-3, 3, 2),
+                (INT64_MAX - 3, INT64_MAX, 1),
+                (INT64_MIN + 2, INT64_MIN, -1),
+                (0, 7, INT64_MAX),
+                (0, -7, INT64_MIN),
+            ],
+        ),
+        (nested_triangle, [(0,), (6,), (12,)]),
+        (find_factor_pair, [(100, 391), (10, 97), (30, 30)]),
+        (break_continue, [(0,), (10,), (40,)]),
+        (collatz_steps, [(1,), (27,), (97,)]),
+        (collatz_longest, [(1,), (30,), (200,)]),
+        (gcd, [(1071, 462), (-48, 18), (0, 5), (5, 0), (0, 0), (INT64_MAX, 6)]),
+        (count_primes, [(0,), (100,), (500,)]),
+        (is_prime, [(-1,), (1,), (2,), (91,), (97,), (7919,)]),
+        (fib, [(0,), (1,), (50,), (90,), (100,)]),
+        (fib_float_ratio, [(0,), (20,), (2000,)]),
+        (newton_sqrt, [(0.0,), (2.0,), (1e10,), (1e-10,)]),
+        (caller, [(0, 1.0), (5, 0.5), (7, -2.0)]),
+        (tuple_loop, [(0,), (1,), (5,)]),
+        (early_while, [(0,), (50,), (10**7,)]),
+        (no_return, [(3,)]),
+        (conversions, [(x, a, p) for x, a, p in zip(EDGE_FLOATS[:17], EDGE_INTS, [True, False] * 9)]),
+        (bool_ops, [(p, q) for p in (False, True) for q in (False, True)]),
+    ],
+)
 def test_programs(f, argsets):
     for args in argsets:
         check(f, *args)
@@ -485,7 +565,7 @@ def test_float_ops_edge_values():
 def test_float_functions_specialized_on_ints_and_bools():
     # an int (or bool) passed for a float parameter stays an int: the graph specializes on it
     for a in EDGE_INTS + [True, False]:
-        check(math_fns, a, oracle="interp" if a == INT64_MIN else None)    # abs(INT64_MIN) wraps
+        check(math_fns, a, oracle="interp" if a == INT64_MIN else None)  # abs(INT64_MIN) wraps
         for x in EDGE_FLOATS:
             check(float_arith, a, x)
             check(float_arith, x, a)
@@ -502,12 +582,20 @@ def test_mixed_int_float_exact():
     for a in EDGE_INTS:
         for x in EDGE_FLOATS:
             check(mixed, a, x)
-    assert native(mixed, (2 ** 53 + 1, 1.0))(2 ** 53 + 1, 2.0 ** 53)[8] is False
+    assert native(mixed, (2**53 + 1, 1.0))(2**53 + 1, 2.0**53)[8] is False
 
 
 def test_int_true_division_correctly_rounded():
-    for a, b in [(2 ** 53 + 1, 1), (INT64_MAX, 3), (INT64_MIN, 7), (10 ** 18 + 1, 10 ** 18), (1, INT64_MIN),
-                 (INT64_MAX, INT64_MIN), (-(2 ** 60) - 1, 2 ** 55 + 3), (0, -(2 ** 60))]:
+    for a, b in [
+        (2**53 + 1, 1),
+        (INT64_MAX, 3),
+        (INT64_MIN, 7),
+        (10**18 + 1, 10**18),
+        (1, INT64_MIN),
+        (INT64_MAX, INT64_MIN),
+        (-(2**60) - 1, 2**55 + 3),
+        (0, -(2**60)),
+    ]:
         check(int_arith, a, b)
 
 
@@ -530,44 +618,48 @@ def test_shifts():
 
 def test_int64_wraparound_matches_interpreter():
     check(fib, 100, oracle="interp")
-    check(int_arith, INT64_MIN, -1, oracle="interp")     # INT64_MIN // -1 wraps, % is 0: no trap
+    check(int_arith, INT64_MIN, -1, oracle="interp")  # INT64_MIN // -1 wraps, % is 0: no trap
     check(int_arith, INT64_MAX, INT64_MAX, oracle="interp")
     check(int_pow, 3, 100, oracle="interp")
     check(nested_triangle, 3, oracle="interp")
     check(floor_of, 1e19, oracle="interp")
     check(floor_of, -1e300, oracle="interp")
-    check(floor_of, 2.0 ** 63, oracle="interp")
-    check(floor_of, -(2.0 ** 63), oracle="interp")
+    check(floor_of, 2.0**63, oracle="interp")
+    check(floor_of, -(2.0**63), oracle="interp")
     check(range_sum, INT64_MIN, INT64_MAX, INT64_MAX, oracle="interp")
     assert native(int_arith, (1, 1))(INT64_MIN, -1)[3:5] == (INT64_MIN, 0)
 
 
 # -- errors: CPython's exception types and messages ---------------------------------------------------------
 
-@pytest.mark.parametrize("f,args,exc,msg", [
-    (int_arith, (1, 0), ZeroDivisionError, "integer division or modulo by zero"),
-    (float_arith, (1.0, 0.0), ZeroDivisionError, "float division by zero"),
-    (fdiv_ff, (1.0, -0.0), ZeroDivisionError, "float floor division by zero"),
-    (mixed, (1, 0.0), ZeroDivisionError, "float division by zero"),
-    (math_one, (-1.0,), ValueError, "math domain error"),
-    (math_one, (0.0,), ValueError, "math domain error"),
-    (to_int, (NAN,), ValueError, "cannot convert float NaN to integer"),
-    (to_int, (INF,), OverflowError, "cannot convert float infinity to integer"),
-    (to_int, (-INF,), OverflowError, "cannot convert float infinity to integer"),
-    (to_int, (1e300,), OverflowError, "int too large to convert to a 64-bit int"),
-    (to_int, (2.0 ** 63,), OverflowError, "int too large to convert to a 64-bit int"),
-    (floor_of, (NAN,), ValueError, "cannot convert float NaN to integer"),
-    (float_pow, (0.0, -1.0), ZeroDivisionError, "0.0 cannot be raised to a negative power"),
-    (float_pow, (10.0, 400.0), OverflowError, "(34, 'Numerical result out of range')"),
-    (exp_of, (1000.0,), OverflowError, "math range error"),
-    (range_step, (0,), ValueError, "range() arg 3 must not be zero"),
-    (unbound, (1,), UnboundLocalError, "cannot access local variable 'y' where it is not associated with a value"),
-])
+
+@pytest.mark.parametrize(
+    "f,args,exc,msg",
+    [
+        (int_arith, (1, 0), ZeroDivisionError, "integer division or modulo by zero"),
+        (float_arith, (1.0, 0.0), ZeroDivisionError, "float division by zero"),
+        (fdiv_ff, (1.0, -0.0), ZeroDivisionError, "float floor division by zero"),
+        (mixed, (1, 0.0), ZeroDivisionError, "float division by zero"),
+        (math_one, (-1.0,), ValueError, "math domain error"),
+        (math_one, (0.0,), ValueError, "math domain error"),
+        (to_int, (NAN,), ValueError, "cannot convert float NaN to integer"),
+        (to_int, (INF,), OverflowError, "cannot convert float infinity to integer"),
+        (to_int, (-INF,), OverflowError, "cannot convert float infinity to integer"),
+        (to_int, (1e300,), OverflowError, "int too large to convert to a 64-bit int"),
+        (to_int, (2.0**63,), OverflowError, "int too large to convert to a 64-bit int"),
+        (floor_of, (NAN,), ValueError, "cannot convert float NaN to integer"),
+        (float_pow, (0.0, -1.0), ZeroDivisionError, "0.0 cannot be raised to a negative power"),
+        (float_pow, (10.0, 400.0), OverflowError, "(34, 'Numerical result out of range')"),
+        (exp_of, (1000.0,), OverflowError, "math range error"),
+        (range_step, (0,), ValueError, "range() arg 3 must not be zero"),
+        (unbound, (1,), UnboundLocalError, "cannot access local variable 'y' where it is not associated with a value"),
+    ],
+)
 def test_errors(f, args, exc, msg):
     with pytest.raises(exc) as info:
         native(f, args)(*args)
     assert str(info.value) == msg
-    check(f, *args)   # and CPython agrees
+    check(f, *args)  # and CPython agrees
 
 
 def test_int_negative_power_raises_like_scriptc():
@@ -580,11 +672,15 @@ def test_int_negative_power_raises_like_scriptc():
 
 def test_each_division_message():
     # one op per function so that each message is reached
-    for f, args, msg in [(div_ii, (1, 0), "division by zero"), (mod_ii, (1, 0), "integer modulo by zero"),
-                         (fdiv_ii, (1, 0), "integer division or modulo by zero"),
-                         (div_ff, (1.0, 0.0), "float division by zero"), (mod_ff, (1.0, 0.0), "float modulo"),
-                         (fdiv_ff, (1.0, 0.0), "float floor division by zero"),
-                         (div_ii, (True, False), "division by zero")]:
+    for f, args, msg in [
+        (div_ii, (1, 0), "division by zero"),
+        (mod_ii, (1, 0), "integer modulo by zero"),
+        (fdiv_ii, (1, 0), "integer division or modulo by zero"),
+        (div_ff, (1.0, 0.0), "float division by zero"),
+        (mod_ff, (1.0, 0.0), "float modulo"),
+        (fdiv_ff, (1.0, 0.0), "float floor division by zero"),
+        (div_ii, (True, False), "division by zero"),
+    ]:
         with pytest.raises(ZeroDivisionError) as info:
             native(f, args)(*args)
         assert str(info.value) == msg
@@ -594,10 +690,16 @@ def test_each_division_message():
 def test_error_table_records_operator_and_source():
     with pytest.raises(ZeroDivisionError):
         native(fdiv_ii, (1, 1))(1, 0)
-    line = fdiv_ii.py_func.__code__.co_firstlineno + 2    # decorator, def, then 'return a // b'
+    line = fdiv_ii.py_func.__code__.co_firstlineno + 2  # decorator, def, then 'return a // b'
     entries = ERROR_TABLE.entries()
-    assert any(e.exc_type is ZeroDivisionError and e.op == "aten::floordiv" and e.source is not None
-               and e.source.line == line and e.source.filename.endswith("test_native_scalar.py") for e in entries)
+    assert any(
+        e.exc_type is ZeroDivisionError
+        and e.op == "aten::floordiv"
+        and e.source is not None
+        and e.source.line == line
+        and e.source.filename.endswith("test_native_scalar.py")
+        for e in entries
+    )
 
 
 def test_negative_base_fractional_power_matches_interpreter():
@@ -628,18 +730,19 @@ def test_numpy_minmax_on_scalars_matches_interpreter():
 
 
 def test_bool_base_negative_power():
-    check(bool_pow, True, -3, oracle="interp")       # 1.0 in CPython, stored as an int
+    check(bool_pow, True, -3, oracle="interp")  # 1.0 in CPython, stored as an int
     check(bool_pow, True, 5)
     check(bool_pow, False, 0)
-    check(bool_pow, False, -1)                       # ZeroDivisionError, as CPython
+    check(bool_pow, False, -1)  # ZeroDivisionError, as CPython
 
 
 def test_call_specialized_on_int_arguments():
-    for n in [0, 3, -7, 2 ** 53 + 1]:
+    for n in [0, 3, -7, 2**53 + 1]:
         check(calls_with_ints, n)
 
 
 # -- unsupported code -------------------------------------------------------------------------------------
+
 
 @scriptc.script
 def scalar_dot(x: np.ndarray) -> float:
@@ -655,14 +758,31 @@ def test_unsupported_array_operation_is_a_lowering_error():
 
 # -- generated code ---------------------------------------------------------------------------------------
 
+
 def test_strict_floating_point_in_ir_and_asm():
-    for f, args in [(float_arith, (1.0, 2.0)), (math_fns, (1.0,)), (newton_sqrt, (2.0,)), (caller, (3, 1.0)),
-                    (float_pow, (1.0, 2.0)), (hypot, (1.0, 2.0)), (math_pow, (1.0, 2.0))]:
+    for f, args in [
+        (float_arith, (1.0, 2.0)),
+        (math_fns, (1.0,)),
+        (newton_sqrt, (2.0,)),
+        (caller, (3, 1.0)),
+        (float_pow, (1.0, 2.0)),
+        (hypot, (1.0, 2.0)),
+        (math_pow, (1.0, 2.0)),
+    ]:
         nf = native(f, args)
         ir_text = nf.llvm_ir
         assert "fmuladd" not in ir_text and "llvm.fma" not in ir_text
-        for flag in (" fast ", " reassoc ", " contract ", " nnan ", " ninf ", " nsz ", " arcp ", " afn ",
-                     '-fp-math"="true"'):
+        for flag in (
+            " fast ",
+            " reassoc ",
+            " contract ",
+            " nnan ",
+            " ninf ",
+            " nsz ",
+            " arcp ",
+            " afn ",
+            '-fp-math"="true"',
+        ):
             assert flag not in ir_text, flag
         asm = nf.asm
         assert "vfmadd" not in asm and "vfnmadd" not in asm and "vfmsub" not in asm
@@ -670,16 +790,20 @@ def test_strict_floating_point_in_ir_and_asm():
 
 
 def test_callee_is_a_real_call_before_optimization():
-    nf = compile_graph(caller.frontend_graph_for(1, 1.0))   # the inline pass would remove the calls
-    assert nf.unoptimized_ir.count("define internal") >= 3    # caller, polar, fib, gcd
+    nf = compile_graph(caller.frontend_graph_for(1, 1.0))  # the inline pass would remove the calls
+    assert nf.unoptimized_ir.count("define internal") >= 3  # caller, polar, fib, gcd
     assert "call i32" in nf.unoptimized_ir
 
 
 # -- properties -------------------------------------------------------------------------------------------
 
 ints64 = st.one_of(st.integers(INT64_MIN, INT64_MAX), st.integers(-100, 100), st.sampled_from(EDGE_INTS))
-floats = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(EDGE_FLOATS),
-                   st.integers(-1000, 1000).map(float), st.floats(-10.0, 10.0))
+floats = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(EDGE_FLOATS),
+    st.integers(-1000, 1000).map(float),
+    st.floats(-10.0, 10.0),
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -690,7 +814,7 @@ def test_property_int_ops(a, b):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(-2 ** 40, 2 ** 40), st.integers(-3, 70))
+@given(st.integers(-(2**40), 2**40), st.integers(-3, 70))
 def test_property_int_pow(a, b):
     check(int_pow, a, b, oracle="interp" if b < 0 else None)
 

@@ -4,6 +4,7 @@ element meeting it wins (strong). Each program runs in CPython (the oracle), nat
 results must agree in value and type (an np.float32 comes back as an np.float32), and so must the arrays the
 program writes, what it prints and the exception it raises.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -43,7 +44,7 @@ def add_in_place(a: np.ndarray, k: int) -> None:
 
 def test_int32_accumulator_wraps_as_numpy():
     """The issue's program: an int32 sum passing 2**31 wraps (it raised OverflowError)."""
-    check(accumulate, np.full(4, 2 ** 30, np.int32), np.zeros(1, np.int32))
+    check(accumulate, np.full(4, 2**30, np.int32), np.zeros(1, np.int32))
     check(accumulate, np.array([200, 100, 7], np.uint8), np.zeros(1, np.uint8))
 
 
@@ -105,11 +106,16 @@ def mixed(x: np.ndarray, y: np.ndarray):
     return x[0] < y[0], x[0] * y[0], x[0] + y.sum(), y[0] - x[0], x[0] * 2, x[0] * 0.1, x[0] == 0.1
 
 
-@pytest.mark.parametrize("x, y", [(np.array([0.1], np.float32), np.array([0.1])),
-                                  (np.array([2 ** 31 - 1], np.int32), np.array([5])),
-                                  (np.array([200], np.uint8), np.array([5])),
-                                  (np.array([0.5], np.float16), np.array([7])),
-                                  (np.array([-3], np.int8), np.array([2.5], np.float32))])
+@pytest.mark.parametrize(
+    "x, y",
+    [
+        (np.array([0.1], np.float32), np.array([0.1])),
+        (np.array([2**31 - 1], np.int32), np.array([5])),
+        (np.array([200], np.uint8), np.array([5])),
+        (np.array([0.5], np.float16), np.array([7])),
+        (np.array([-3], np.int8), np.array([2.5], np.float32)),
+    ],
+)
 def test_narrow_meets_wide_or_python_as_in_numpy(x, y):
     """A float64/int64 element is strong (np.float32 * np.float64 is float64); a Python scalar is weak."""
     check(mixed, x, y)
@@ -126,7 +132,7 @@ def operators(x: np.ndarray, k: int):
 def float_operators(x: np.ndarray, k: float):
     a = x[0]
     b = x[1]
-    return a + b, a - b, a * b, a / b, a / k, -a, abs(a), a < b, a * k, b ** 2, a // k, a % k
+    return a + b, a - b, a * b, a / b, a / k, -a, abs(a), a < b, a * k, b**2, a // k, a % k
 
 
 @pytest.mark.parametrize("dtype", NARROW_INTS)
@@ -162,8 +168,17 @@ def store(dst: np.ndarray, src: np.ndarray) -> None:
         dst[i] = src[i]
 
 
-@pytest.mark.parametrize("dst, src", [("uint8", "int32"), ("int8", "uint8"), ("int16", "float32"),
-                                      ("float16", "float32"), ("uint8", "float32"), ("int32", "int8")])
+@pytest.mark.parametrize(
+    "dst, src",
+    [
+        ("uint8", "int32"),
+        ("int8", "uint8"),
+        ("int16", "float32"),
+        ("float16", "float32"),
+        ("uint8", "float32"),
+        ("int32", "int8"),
+    ],
+)
 def test_storing_a_numpy_scalar_casts_as_numpy(dst, src):
     """``dst[i] = src[i]``: a NumPy scalar stored converts as astype does (wrapping, truncating)."""
     values = np.array([300, -1, 2.5, 70000, -129], dtype=np.float64)
@@ -262,7 +277,7 @@ def elements_converted(x: np.ndarray, i: int):
 
 
 @pytest.mark.parametrize("fn", [to_int32, to_uint8, to_int64, to_float32, to_float64_and_bool])
-@pytest.mark.parametrize("a", [2.7, -2.7, 0.0, float("nan"), float("inf"), 3e9, 1e30, 300, -1, 2 ** 40, 7, True])
+@pytest.mark.parametrize("a", [2.7, -2.7, 0.0, float("nan"), float("inf"), 3e9, 1e30, 300, -1, 2**40, 7, True])
 def test_numpy_scalar_types_convert_python_numbers_as_numpy(fn, a):
     """A Python float to an integer type is int() first (ValueError for NaN, OverflowError for inf and
     out-of-range values); a Python int out of the type's range is NumPy's OverflowError."""
@@ -314,5 +329,5 @@ def test_elements_passed_to_a_scripted_function_stay_numpy_scalars(dtype):
         want = _scores(seq, _pair_score)
         for got in (scores(seq), scores.interpret(seq)):
             assert [float(x) for x in got] == [float(x) for x in want], (got, want)
-            if dtype in NARROW_SCALARS:     # computed in the dtype (float64/int64 values may be Python scalars)
+            if dtype in NARROW_SCALARS:  # computed in the dtype (float64/int64 values may be Python scalars)
                 assert [np.asarray(x).dtype for x in got] == [np.asarray(x).dtype for x in want], (got, want)

@@ -1,6 +1,7 @@
 """objload: linking an LLVM object file into the process without LLVM (what the on-disk cache's hits use).
 The same code must run linked by objload as by the JIT; anything the loader does not handle is an
 ObjectLoadError (the caller then uses the JIT), never a crash."""
+
 import ctypes
 import struct
 
@@ -71,9 +72,11 @@ def test_position_independent_code_reads_what_it_defines_through_the_got():
     function the module exports reads it from the GOT, a relocation against a defined symbol. objload gives it
     a slot of its own (it declined such modules, which LLVM's JIT then linked, a mapping of its own each)."""
     eng = engine()
-    text = (f'target triple = "{eng.triple}"\n'
-            'define i64 @"scriptc.objtest.twice"(i64 %x) {\n  %y = mul i64 %x, 2\n  ret i64 %y\n}\n'
-            'define ptr @"scriptc.objtest.address"() {\n  ret ptr @"scriptc.objtest.twice"\n}\n')
+    text = (
+        f'target triple = "{eng.triple}"\n'
+        'define i64 @"scriptc.objtest.twice"(i64 %x) {\n  %y = mul i64 %x, 2\n  ret i64 %y\n}\n'
+        'define ptr @"scriptc.objtest.address"() {\n  ret ptr @"scriptc.objtest.twice"\n}\n'
+    )
     obj = eng._machine(0).emit_object(llvm.parse_assembly(text))
     assert any(kind in objload.GOT_RELOCATIONS for kind in relocation_kinds(obj))
     found = objload.load_object(obj, symbols.address_of)
@@ -84,7 +87,7 @@ def test_position_independent_code_reads_what_it_defines_through_the_got():
 
 def relocation_kinds(obj: bytes) -> list[int]:
     """The relocation types of an ELF64 object's RELA sections."""
-    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
     kinds = []
     for k in range(shnum):
@@ -104,14 +107,14 @@ def test_an_object_with_no_code_or_data_links():
 def test_unknown_relocations_are_refused():
     _, _, obj = object_file(kernel, np.zeros(3), 1)
     data = bytearray(obj)
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     for k in range(shnum):
-        kind, = struct.unpack_from("<I", data, shoff + k * shentsize + 4)
-        offset, size, = struct.unpack_from("<QQ", data, shoff + k * shentsize + 24)
+        (kind,) = struct.unpack_from("<I", data, shoff + k * shentsize + 4)
+        offset, size = struct.unpack_from("<QQ", data, shoff + k * shentsize + 24)
         if kind == objload.SHT_RELA and size:
-            info, = struct.unpack_from("<Q", data, offset + 8)
-            struct.pack_into("<Q", data, offset + 8, (info & ~0xFFFFFFFF) | 37)   # R_X86_64_SIZE64
+            (info,) = struct.unpack_from("<Q", data, offset + 8)
+            struct.pack_into("<Q", data, offset + 8, (info & ~0xFFFFFFFF) | 37)  # R_X86_64_SIZE64
             break
     else:
         pytest.skip("no relocations")
@@ -153,6 +156,7 @@ def test_arenas_spill_into_a_new_reservation_and_large_objects_map_their_own(mon
     """An arena that is full starts a new reservation; an object larger than an arena gets a mapping of its own;
     either way the code runs and is read+execute only."""
     from scriptc.backend.llvm import code_memory
+
     x = np.linspace(-1.0, 2.0, 7)
     graph, entry, obj = object_file(kernel, x, 3)
     code_size = next(s.size for s in objload._sections(obj) if s.flags & objload.SHF_EXECINSTR and s.size)
@@ -164,7 +168,7 @@ def test_arenas_spill_into_a_new_reservation_and_large_objects_map_their_own(mon
         addresses.append(objload.load_object(obj, symbols.address_of)[entry])
         reservations.add(tuple(code_memory._ends))
     assert len(reservations) >= 2
-    monkeypatch.setattr(code_memory, "ARENA", 0)       # every object is larger
+    monkeypatch.setattr(code_memory, "ARENA", 0)  # every object is larger
     addresses.append(objload.load_object(obj, symbols.address_of)[entry])
     assert tuple(code_memory._ends) in reservations, "an object of its own should leave the arenas as they are"
     assert len(set(addresses)) == 6

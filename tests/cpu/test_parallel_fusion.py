@@ -2,6 +2,7 @@
 thread (and so to the sequential code the rest of the suite checks against NumPy), for SIMD float64 groups
 (chunks aligned to the vector width), float32, integer and bool groups, and broadcast or strided operands (which
 stay sequential)."""
+
 import numpy as np
 import pytest
 
@@ -85,10 +86,13 @@ def test_broadcast_and_strided_operands_stay_correct(restore_threads):
 def test_a_chunks_context_is_a_named_struct_type():
     """The context a group's chunks read (the group's operands) is a named type, spelled once in the module."""
     from tests.util import filecheck
+
     x = np.random.default_rng(2).standard_normal(8)
-    filecheck(scaled.native_for_types(scaled._bind((x, x, 1.5), {})[0]).unoptimized_ir, """
+    filecheck(
+        scaled.native_for_types(scaled._bind((x, x, 1.5), {})[0]).unoptimized_ir,
+        """
         CHECK: %"[[CTX:[^"]*fused.ctx.t]]" = type {i64, i64, i8*,
         CHECK: define internal void @"{{[^"]*}}fused.chunk"(i8* %".1", i64 %".2")
         CHECK: getelementptr inbounds %"[[CTX]]", %"[[CTX]]"*
-        """)
-
+        """,
+    )

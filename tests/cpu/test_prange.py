@@ -6,6 +6,7 @@ sequential order) and within rounding with several (partials per chunk, combined
 reproducible for a fixed thread count. Errors: the CompileErrors of the prange checks with their caret, an
 IndexError raised from a chunk (the lowest failing iteration's) with nothing leaked.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,12 +42,14 @@ def run_all(f, *args):
 @scriptc.script
 def square_into(a: np.ndarray, out: np.ndarray, start: int, stop: int, step: int) -> None:
     for i in prange(start, stop, step):
-        t = a[i] * a[i]       # a local of the iteration
+        t = a[i] * a[i]  # a local of the iteration
         out[i] = t + 1.0
 
 
-@pytest.mark.parametrize("start,stop,step", [(0, 100, 1), (3, 97, 7), (99, -1, -1), (90, 2, -13), (5, 5, 1),
-                                             (10, 0, 1), (0, 100, 200), (-50, -1, 3)])
+@pytest.mark.parametrize(
+    "start,stop,step",
+    [(0, 100, 1), (3, 97, 7), (99, -1, -1), (90, 2, -13), (5, 5, 1), (10, 0, 1), (0, 100, 200), (-50, -1, 3)],
+)
 def test_array_writes_over_ranges(start, stop, step):
     a = np.linspace(-3, 3, 100)
     outs = []
@@ -83,7 +86,7 @@ def reductions(a: np.ndarray, lo: int, hi: int):
     k = 0
     mx = -1e300
     mn = 1e300
-    imx = -(2 ** 62)
+    imx = -(2**62)
     for i in prange(lo, hi):
         x = a[i]
         s += x
@@ -108,10 +111,10 @@ def test_reductions_several_threads_deterministic(threads):
     scriptc.set_num_threads(threads)
     a = np.random.default_rng(2).standard_normal(10001)
     first = reductions(a, 0, 10001)
-    assert all(reductions(a, 0, 10001) == first for _ in range(20))   # same bits every time
+    assert all(reductions(a, 0, 10001) == first for _ in range(20))  # same bits every time
     py = reductions.py_func(a, 0, 10001)
     s, d, p, k, mx, mn, imx = first
-    assert (k, mx, mn, imx) == py[3:]          # ints and max/min do not depend on the order
+    assert (k, mx, mn, imx) == py[3:]  # ints and max/min do not depend on the order
     np.testing.assert_allclose([s, d, p], py[:3], rtol=1e-12)
 
 
@@ -134,12 +137,12 @@ def test_empty_and_negative_reduction_ranges():
 def nested(a: np.ndarray) -> np.ndarray:
     n, m = a.shape
     out = np.zeros((n, m))
-    for i in prange(n):                  # range inside prange
+    for i in prange(n):  # range inside prange
         acc = 0.0
         for j in range(m):
             acc += a[i, j]
             out[i, j] = acc
-    for j in range(m):                   # prange inside range
+    for j in range(m):  # prange inside range
         for i in prange(n):
             out[i, j] = out[i, j] * 2.0 + j
     return out
@@ -150,7 +153,7 @@ def nested_prange(a: np.ndarray) -> float:
     n, m = a.shape
     total = 0.0
     for i in prange(n):
-        for j in prange(m):              # runs sequentially inside the outer loop's chunk
+        for j in prange(m):  # runs sequentially inside the outer loop's chunk
             total += a[i, j] * a[i, j]
     return total
 
@@ -182,8 +185,7 @@ def test_reduction_inside_inner_loop_and_if():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(-20, 60), st.integers(-20, 60), st.integers(-9, 9).filter(lambda s: s != 0),
-       st.integers(1, 5))
+@given(st.integers(-20, 60), st.integers(-20, 60), st.integers(-9, 9).filter(lambda s: s != 0), st.integers(1, 5))
 def test_ranges_property(start, stop, step, threads):
     scriptc.set_num_threads(threads)
     a = np.arange(-20.0, 61.0) ** 2
@@ -201,17 +203,17 @@ def test_ranges_property(start, stop, step, threads):
 def gather_sum(a: np.ndarray, idx: np.ndarray) -> float:
     s = 0.0
     for i in prange(len(idx)):
-        row = a[idx[i]]           # a view: takes a reference to a's buffer in every iteration
+        row = a[idx[i]]  # a view: takes a reference to a's buffer in every iteration
         s += row[0] + row.sum()
     return s
 
 
 @scriptc.script
 def gather_owned(idx: np.ndarray) -> float:
-    a = np.ones((100, 4)) * 2.0   # allocated here: views of it count references, from both threads at once
+    a = np.ones((100, 4)) * 2.0  # allocated here: views of it count references, from both threads at once
     s = 0.0
     for i in prange(len(idx)):
-        t = a[idx[i]] * 3.0       # a temporary array per iteration
+        t = a[idx[i]] * 3.0  # a temporary array per iteration
         s += t.sum()
     return s
 
@@ -221,7 +223,7 @@ def test_index_error_from_the_lowest_failing_iteration_and_no_leak():
     a = np.ones((100, 4))
     assert gather_sum(a, idx) == gather_sum.py_func(a, idx)
     bad = idx.copy()
-    bad[1500], bad[400] = 555, 222          # in different chunks: the lower one is raised
+    bad[1500], bad[400] = 555, 222  # in different chunks: the lower one is raised
     for f, args in ((gather_sum, (a, bad)), (gather_owned, (bad,))):
         with pytest.raises(IndexError) as want:
             f.py_func(*args)
@@ -239,23 +241,68 @@ def test_index_error_from_the_lowest_failing_iteration_and_no_leak():
     assert after[0] - before[0] == after[1] - before[1] > 0
 
 
-@pytest.mark.parametrize("body,line,col,fragment,hint", [
-    ("    for i in scriptc.prange(n):\n        if i > 3:\n            break\n", 8, 13,
-     "'break' is not allowed in a prange loop", "use range()"),
-    ("    for i in scriptc.prange(n):\n        return i\n", 7, 9, "'return' is not allowed in a prange loop",
-     "use range()"),
-    ("    for i in scriptc.prange(n):\n        print(i)\n", 7, 9, "print() is not allowed in a prange loop",
-     "print them after the loop"),
-    ("    for i in scriptc.prange(n):\n        s = s + i\n", 7, 9, "'s' is defined outside the prange loop", "array"),
-    ("    for i in scriptc.prange(n):\n        s += i\n        a[i] = s\n", 8, 16,
-     "'s' is a reduction of the prange loop and cannot be read", "depends on which iterations"),
-    ("    for i in scriptc.prange(n):\n        s += i\n        s *= 2\n", 7, 9, "more than one kind of reduction",
-     "use one of"),
-    ("    for i in scriptc.prange(n):\n        t = i\n    s = t\n", 8, 9, "'t' is referenced before assignment", ""),
-    ("    for i in scriptc.prange(n):\n        s = max(i, s)\n", 7, 9, "only update it as a reduction", "array"),
-    ("    for i in numba.prange(n):\n        a[i] = 1\n", 6, 14, "'numba.prange' is not scriptc's prange",
-     "use scriptc.prange"),
-])
+@pytest.mark.parametrize(
+    "body,line,col,fragment,hint",
+    [
+        (
+            "    for i in scriptc.prange(n):\n        if i > 3:\n            break\n",
+            8,
+            13,
+            "'break' is not allowed in a prange loop",
+            "use range()",
+        ),
+        (
+            "    for i in scriptc.prange(n):\n        return i\n",
+            7,
+            9,
+            "'return' is not allowed in a prange loop",
+            "use range()",
+        ),
+        (
+            "    for i in scriptc.prange(n):\n        print(i)\n",
+            7,
+            9,
+            "print() is not allowed in a prange loop",
+            "print them after the loop",
+        ),
+        (
+            "    for i in scriptc.prange(n):\n        s = s + i\n",
+            7,
+            9,
+            "'s' is defined outside the prange loop",
+            "array",
+        ),
+        (
+            "    for i in scriptc.prange(n):\n        s += i\n        a[i] = s\n",
+            8,
+            16,
+            "'s' is a reduction of the prange loop and cannot be read",
+            "depends on which iterations",
+        ),
+        (
+            "    for i in scriptc.prange(n):\n        s += i\n        s *= 2\n",
+            7,
+            9,
+            "more than one kind of reduction",
+            "use one of",
+        ),
+        (
+            "    for i in scriptc.prange(n):\n        t = i\n    s = t\n",
+            8,
+            9,
+            "'t' is referenced before assignment",
+            "",
+        ),
+        ("    for i in scriptc.prange(n):\n        s = max(i, s)\n", 7, 9, "only update it as a reduction", "array"),
+        (
+            "    for i in numba.prange(n):\n        a[i] = 1\n",
+            6,
+            14,
+            "'numba.prange' is not scriptc's prange",
+            "use scriptc.prange",
+        ),
+    ],
+)
 def test_compile_errors(tmp_path, body, line, col, fragment, hint):
     source = "def f(a: np.ndarray, n: int) -> int:\n    s = 0\n" + body + "    return s\n"
     e = compile_error(tmp_path, source)
@@ -296,7 +343,7 @@ def test_set_num_threads_validates_and_reports():
         scriptc.set_num_threads(0)
     with pytest.raises(TypeError):
         scriptc.set_num_threads(2.0)
-    for huge in (2 ** 63, 2 ** 64 + 3):       # (stored in an int64: they wrapped, and prange failed)
+    for huge in (2**63, 2**64 + 3):  # (stored in an int64: they wrapped, and prange failed)
         with pytest.raises(ValueError, match="between 1 and 2147483647"):
             scriptc.set_num_threads(huge)
     scriptc.set_num_threads(np.int64(2))
@@ -307,7 +354,8 @@ def test_a_body_calling_into_python_runs_sequentially(tmp_path):
     """round(x, n) of a float is Python's round, called back from native code: on the pool, a worker waited
     for the GIL that the caller, waiting for the workers, held (a hang: hence a process with a time limit).
     Such a loop runs on one thread."""
-    (tmp_path / "rounding.py").write_text(textwrap.dedent("""
+    (tmp_path / "rounding.py").write_text(
+        textwrap.dedent("""
         import numpy as np, scriptc
 
         @scriptc.script
@@ -320,9 +368,15 @@ def test_a_body_calling_into_python_runs_sequentially(tmp_path):
         scriptc.set_num_threads(2)
         x = np.random.default_rng(1).random(20000)
         print(rounded_sum(x) == rounded_sum.py_func(x))
-    """))
-    out = subprocess.run([sys.executable, str(tmp_path / "rounding.py")], capture_output=True, text=True,
-                         timeout=120, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+    """)
+    )
+    out = subprocess.run(
+        [sys.executable, str(tmp_path / "rounding.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=os.getcwd()),
+    )
     assert out.stdout == "True\n", out.stderr
 
 
@@ -356,6 +410,7 @@ def test_gil_released_and_concurrent_callers():
 
     def worker():
         results.append(spin_sum(20000))
+
     threads = [threading.Thread(target=worker) for _ in range(4)]
     for t in threads:
         t.start()
@@ -363,6 +418,7 @@ def test_gil_released_and_concurrent_callers():
         t.join()
     assert results == [want] * 4
     from scriptc.backend.gil import releases_gil
+
     assert releases_gil(spin_sum.graph_for(20000))
 
 
@@ -382,6 +438,7 @@ def serial_sum(n: int) -> float:
 
 def test_only_a_parallel_graph_touching_no_str_releases_the_gil():
     from scriptc.backend.gil import releases_gil
+
     assert releases_gil(spin_sum.graph_for(10)) and not releases_gil(serial_sum.graph_for(10))
-    assert not releases_gil(labelled_spin_sum.graph_for(10))     # prints a str; its parallel loop is inlined
+    assert not releases_gil(labelled_spin_sum.graph_for(10))  # prints a str; its parallel loop is inlined
     assert labelled_spin_sum(100) == spin_sum(100)

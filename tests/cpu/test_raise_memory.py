@@ -6,6 +6,7 @@ error returns: allocations and frees move by the same amount), over many raising
 staying flat over 100,000 raising calls that each allocate about 1.6 MB. Every raising call is also checked to
 raise what CPython + NumPy raise, with the same message.
 """
+
 from __future__ import annotations
 
 import gc
@@ -30,7 +31,7 @@ def counters() -> tuple[int, int]:
 def python_error(f, args) -> BaseException:
     try:
         f(*args)
-    except Exception as e:      # noqa: BLE001 - whatever Python raises is what native code must raise
+    except Exception as e:  # noqa: BLE001 - whatever Python raises is what native code must raise
         return e
     raise AssertionError(f"{f.__name__}{args} does not raise in Python")
 
@@ -38,7 +39,7 @@ def python_error(f, args) -> BaseException:
 def check_frees_on_raise(native, py_func, *args, min_allocations: int = 1) -> None:
     """``native(*args)`` raises Python's exception, and frees every array it allocated before returning."""
     expected = python_error(py_func, args)
-    for _ in range(3):     # the first call compiles; the later ones run the entry point
+    for _ in range(3):  # the first call compiles; the later ones run the entry point
         allocated, freed = counters()
         with pytest.raises(type(expected)) as info:
             native(*args)
@@ -49,6 +50,7 @@ def check_frees_on_raise(native, py_func, *args, min_allocations: int = 1) -> No
 
 
 # -- raising situations --------------------------------------------------------------------------------------
+
 
 @scriptc.script
 def fused_then_index(x: np.ndarray, i: int) -> float:
@@ -145,7 +147,7 @@ def tuple_carried(x: np.ndarray, i: int, n: int) -> float:
 @scriptc.script
 def negative_int_power(x: np.ndarray, k: int) -> np.ndarray:
     a = x * 2
-    b = a ** k
+    b = a**k
     return b + a
 
 
@@ -153,8 +155,8 @@ def negative_int_power(x: np.ndarray, k: int) -> np.ndarray:
 def reuse_pow(x: np.ndarray, e: int, n: int) -> np.ndarray:
     a = x * 2
     for k in range(n):
-        a = (a + 1) ** (e - k + 0 * x[0])   # fused update into a's buffer; raises once e - k < 0 (the element
-                                            # read keeps the loop out of time-loop fusion)
+        a = (a + 1) ** (e - k + 0 * x[0])  # fused update into a's buffer; raises once e - k < 0 (the element
+        # read keeps the loop out of time-loop fusion)
     return a
 
 
@@ -194,11 +196,11 @@ RAISING = [
     (while_carried, (X, 10)),
     (tuple_held, (X, 10)),
     (tuple_carried, (X, 10, 3)),
-    (tuple_carried, (X, 10, 11)),        # more iterations than an unrolled loop would take whole
-    (negative_int_power, (XI, -1)),      # raised in the loop that fills the allocated output
-    (reuse_pow, (XI, 2, 5)),             # raised in a fused loop writing into a buffer it took over
-    (empty_reduction, (np.zeros((0, 3)),)),   # raised after the output is allocated
-    (overlapping_copy, (X,)),            # raised after the overlapping source was copied
+    (tuple_carried, (X, 10, 11)),  # more iterations than an unrolled loop would take whole
+    (negative_int_power, (XI, -1)),  # raised in the loop that fills the allocated output
+    (reuse_pow, (XI, 2, 5)),  # raised in a fused loop writing into a buffer it took over
+    (empty_reduction, (np.zeros((0, 3)),)),  # raised after the output is allocated
+    (overlapping_copy, (X,)),  # raised after the overlapping source was copied
     (nogil_index, (X, 10)),
 ]
 
@@ -212,17 +214,29 @@ def test_raising_call_frees_everything(f, args):
 def test_same_functions_still_work(f, args):
     """The functions above, called so that they do not raise, still return Python's result and free what they
     do not return."""
-    ok = {fused_then_index: (X, 3), unfused_then_index: (X, 2), float_zero_division: (X, 2.0),
-          int_zero_division: (X, 4), broadcast_error: (X, np.ones(10)), view_then_index: (X, -1),
-          in_branch: (X, 3, True), loop_carried: (X, 2, 6), while_carried: (X, -1), tuple_held: (X, 1),
-          tuple_carried: (X, 1, 11), negative_int_power: (XI, 2), reuse_pow: (XI, 2, 2),
-          empty_reduction: (np.ones((2, 3)),),
-          overlapping_copy: (np.ones(4),), nogil_index: (X, 2)}[f]
+    ok = {
+        fused_then_index: (X, 3),
+        unfused_then_index: (X, 2),
+        float_zero_division: (X, 2.0),
+        int_zero_division: (X, 4),
+        broadcast_error: (X, np.ones(10)),
+        view_then_index: (X, -1),
+        in_branch: (X, 3, True),
+        loop_carried: (X, 2, 6),
+        while_carried: (X, -1),
+        tuple_held: (X, 1),
+        tuple_carried: (X, 1, 11),
+        negative_int_power: (XI, 2),
+        reuse_pow: (XI, 2, 2),
+        empty_reduction: (np.ones((2, 3)),),
+        overlapping_copy: (np.ones(4),),
+        nogil_index: (X, 2),
+    }[f]
     f(*ok)
     allocated, freed = counters()
     got, want = f(*ok), f.py_func(*ok)
     allocated, freed = allocation_count() - allocated, free_count() - freed
-    if np.asarray(got).dtype.kind == "f":     # (np.exp's vector loop calls libmvec: within 4 ulp of NumPy's)
+    if np.asarray(got).dtype.kind == "f":  # (np.exp's vector loop calls libmvec: within 4 ulp of NumPy's)
         np.testing.assert_array_max_ulp(np.asarray(got), np.asarray(want), maxulp=4)
     else:
         np.testing.assert_array_equal(got, want)
@@ -232,27 +246,41 @@ def test_same_functions_still_work(f, args):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from([fused_then_index, unfused_then_index, view_then_index, loop_carried, while_carried,
-                        tuple_held, tuple_carried, nogil_index]),
-       st.integers(0, 12), st.integers(-14, 14), st.integers(0, 9))
+@given(
+    st.sampled_from(
+        [
+            fused_then_index,
+            unfused_then_index,
+            view_then_index,
+            loop_carried,
+            while_carried,
+            tuple_held,
+            tuple_carried,
+            nogil_index,
+        ]
+    ),
+    st.integers(0, 12),
+    st.integers(-14, 14),
+    st.integers(0, 9),
+)
 def test_property_raising_or_not_frees_all_but_the_result(f, size, i, n):
     """Random sizes and indices, in or out of bounds: the native call raises what Python raises (or returns
     what it returns), and every array it allocated is freed (these functions return no array)."""
     x = np.linspace(0.5, 2.0, size)
-    args = (x, i, n)[:len(f.param_names)]
+    args = (x, i, n)[: len(f.param_names)]
     try:
         want = f.py_func(*args)
-    except Exception as e:      # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
         want = e
     allocated, freed = counters()
     try:
         got = f(*args)
-    except Exception as e:      # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
         got = e
     allocated, freed = allocation_count() - allocated, free_count() - freed
     if isinstance(want, Exception):
         assert type(got) is type(want) and str(got) == str(want)
-    else:   # exp calls the C library (SIMD), which may differ from NumPy's by an ulp (docs/language.md)
+    else:  # exp calls the C library (SIMD), which may differ from NumPy's by an ulp (docs/language.md)
         np.testing.assert_allclose(got, want, rtol=1e-14)
     assert freed == allocated, f"{allocated} arrays allocated, {freed} freed"
 
@@ -265,6 +293,7 @@ def test_fused_situations_really_are_fused():
 
 
 # -- nested calls between scripted functions (compiled before the inline pass: real native calls) -------------
+
 
 @scriptc.script
 def inner_raises(x: np.ndarray, i: int) -> float:
@@ -315,9 +344,17 @@ def real_calls(f, *args):
     return nf
 
 
-@pytest.mark.parametrize("f, args", [(inner_raises, (X, 10)), (middle, (X, 10)), (outer, (X, -12)),
-                                     (holds_callee_result, (X, 10)), (callee_in_loop, (X, 10, 5))],
-                         ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (inner_raises, (X, 10)),
+        (middle, (X, 10)),
+        (outer, (X, -12)),
+        (holds_callee_result, (X, 10)),
+        (callee_in_loop, (X, 10, 5)),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_callee_that_raises_frees_its_own_and_the_caller_its_own(f, args):
     nf = real_calls(f, *args)
     check_frees_on_raise(nf, f.py_func, *args, min_allocations=2)
@@ -327,17 +364,18 @@ def test_callee_that_raises_frees_its_own_and_the_caller_its_own(f, args):
 
 # -- moves into tuples, and elements of an input tuple (ownership.py: no reference taken or dropped) -----------
 
+
 @scriptc.script
 def pick_from(t: tuple[np.ndarray, np.ndarray], i: int) -> tuple[np.ndarray, float]:
-    a, b = t                      # elements of an input are borrowed
+    a, b = t  # elements of an input are borrowed
     c = t[1]
-    pair = ((a, c), b * 2.0)      # borrowed elements put into a new tuple take their own references
+    pair = ((a, c), b * 2.0)  # borrowed elements put into a new tuple take their own references
     return pair[0][1], a[i] + pair[1][0]
 
 
 @scriptc.script
 def nested_moves(x: np.ndarray, i: int, n: int) -> float:
-    p = (x * 2.0, x + 1.0)        # temporaries moved into p, p into q
+    p = (x * 2.0, x + 1.0)  # temporaries moved into p, p into q
     q = (p, x * 3.0)
     for k in range(n):
         q = ((q[0][1], q[1]), q[0][0] + 1.0)
@@ -349,7 +387,7 @@ def nested_moves(x: np.ndarray, i: int, n: int) -> float:
 @scriptc.script
 def calls_pick(x: np.ndarray, i: int) -> float:
     y = x * 2.0
-    z, w = pick_from((y, x + 1.0), i)      # a real call: the callee borrows the elements of the caller's tuple
+    z, w = pick_from((y, x + 1.0), i)  # a real call: the callee borrows the elements of the caller's tuple
     return z[0] + w + y[1]
 
 
@@ -357,12 +395,15 @@ def calls_pick(x: np.ndarray, i: int) -> float:
 def returns_nested(x: np.ndarray, flag: bool) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
     p = (x * 2.0, x + 1.0)
     if flag:
-        p = (p[1], p[0] * 3.0)        # the old p[0] is dropped here
+        p = (p[1], p[0] * 3.0)  # the old p[0] is dropped here
     return p, p[0] - 1.0
 
 
-@pytest.mark.parametrize("f, args", [(pick_from, ((X, X + 1.0), 10)), (nested_moves, (X, 10, 0)),
-                                     (nested_moves, (X, -11, 3))], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "f, args",
+    [(pick_from, ((X, X + 1.0), 10)), (nested_moves, (X, 10, 0)), (nested_moves, (X, -11, 3))],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_moved_and_borrowed_references_are_freed_on_raise(f, args):
     check_frees_on_raise(f, f.py_func, *args, min_allocations=1)
     ok = (args[0], 1) + args[2:]
@@ -400,7 +441,7 @@ def test_returned_nested_tuples_keep_exactly_their_arrays(flag):
 
 @scriptc.script
 def chain_of_temporaries(x: np.ndarray, i: int) -> float:
-    y = np.sin(x)           # each array dies as the next one is made
+    y = np.sin(x)  # each array dies as the next one is made
     y = np.cos(y) + 1.0
     y = np.sqrt(y) * 2.0
     y = np.tanh(y) - 0.5
@@ -414,15 +455,18 @@ def test_a_slot_is_reused_once_its_array_is_dropped():
     """Each array the function holds has a slot for the error path; a slot is free again when its array is
     dropped, so a chain of thirteen temporaries needs a few slots, not thirteen, and raising still frees all."""
     import re
-    nf = compile_graph(chain_of_temporaries.frontend_graph_for(X, 1))     # (not fused: an array per operator)
-    slots = len(re.findall(r"= alloca i8\*$", nf.unoptimized_ir, re.M)) + \
-        sum(map(int, re.findall(r"= alloca i8\*, i64 (\d+)$", nf.unoptimized_ir, re.M)))
+
+    nf = compile_graph(chain_of_temporaries.frontend_graph_for(X, 1))  # (not fused: an array per operator)
+    slots = len(re.findall(r"= alloca i8\*$", nf.unoptimized_ir, re.M)) + sum(
+        map(int, re.findall(r"= alloca i8\*, i64 (\d+)$", nf.unoptimized_ir, re.M))
+    )
     assert 1 <= slots <= 3
     check_frees_on_raise(nf, chain_of_temporaries.py_func, X, 10, min_allocations=13)
     assert nf(X, 2) == chain_of_temporaries.py_func(X, 2)
 
 
 # -- strs --------------------------------------------------------------------------------------------------
+
 
 @scriptc.script
 def str_held(x: np.ndarray, i: int, n: int) -> float:
@@ -450,7 +494,7 @@ def test_strs_held_at_a_raise_are_released(capsys):
 
 # -- resident memory over 100,000 raising calls of about 1.6 MB each -----------------------------------------
 
-N = 200_000      # float64: 1.6 MB; np.empty leaves it untouched, so the loop costs malloc/free, not memset
+N = 200_000  # float64: 1.6 MB; np.empty leaves it untouched, so the loop costs malloc/free, not memset
 
 
 @scriptc.script
@@ -514,10 +558,11 @@ def test_memory_stays_flat_over_100000_raising_calls(case):
     grown = resident_bytes() - before
     allocated, freed = allocation_count() - allocated, free_count() - freed
     assert allocated >= 100_000 and freed == allocated, (allocated, freed)
-    assert grown < 8 * 2 ** 20, f"{case}: resident memory grew by {grown / 2 ** 20:.1f} MiB"
+    assert grown < 8 * 2**20, f"{case}: resident memory grew by {grown / 2**20:.1f} MiB"
 
 
 # -- the payload is per thread ---------------------------------------------------------------------------
+
 
 @scriptc.script(nogil=True)
 def pick(x: np.ndarray, i: int) -> float:
@@ -544,14 +589,24 @@ def test_two_nogil_threads_raising_at_once_keep_their_own_numbers():
             else:
                 mixed.append(("no error", i))
 
-    run_threads_interleaved([threading.Thread(target=run, args=(5, 1000)),
-                             threading.Thread(target=run, args=(7, -10 ** 9))])
+    run_threads_interleaved(
+        [threading.Thread(target=run, args=(5, 1000)), threading.Thread(target=run, args=(7, -(10**9)))]
+    )
     assert not mixed, f"{len(mixed)} messages with another thread's numbers, e.g. {mixed[:3]}"
 
 
 @scriptc.script
-def nine_operands(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray, e: np.ndarray, f: np.ndarray,
-                  g: np.ndarray, h: np.ndarray, i: np.ndarray) -> np.ndarray:
+def nine_operands(
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    d: np.ndarray,
+    e: np.ndarray,
+    f: np.ndarray,
+    g: np.ndarray,
+    h: np.ndarray,
+    i: np.ndarray,
+) -> np.ndarray:
     return a * b + c * d - e * f + g * h + i
 
 
@@ -571,6 +626,7 @@ def test_broadcast_error_of_many_operands():
 
 
 # -- arrays an exception carries ------------------------------------------------------------------------------
+
 
 @scriptc.script
 def raises_its_array(x: np.ndarray, n: int):
@@ -596,7 +652,7 @@ def test_an_exception_keeps_its_arrays_after_native_code_freed_theirs(n):
     for _ in range(20):
         fills(2000)
     assert type(got) is type(expected)
-    if n:       # (pytest rewrites the assert statement of this module's Python function: its message differs)
+    if n:  # (pytest rewrites the assert statement of this module's Python function: its message differs)
         assert str(got) == str(expected)
     got_array = got.args[1][0] if n else got.args[0]
     assert np.array_equal(got_array, x * 2.0) and got_array.flags.owndata

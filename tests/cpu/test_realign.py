@@ -1,6 +1,7 @@
 """Unaligned arrays (realign.py): computed with as NumPy computes with them, through an aligned twin; writes
 reach the argument (also those made before an exception), and a result viewing the argument is a view of the
 argument itself."""
+
 import numpy as np
 import pytest
 

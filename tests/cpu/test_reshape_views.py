@@ -1,6 +1,7 @@
 """A reshape is a view wherever NumPy's is (``_attempt_nocopy_reshape``: a C-contiguous array always, a strided
 one when its strides can express the new shape), with NumPy's strides, so that writes through it reach the
 array it came from; elsewhere a copy, as NumPy's."""
+
 import numpy as np
 import pytest
 
@@ -28,11 +29,17 @@ def flattened(x: np.ndarray) -> np.ndarray:
     return y
 
 
-VIEWS = {"transposed": lambda z: z.transpose(1, 0, 3, 2), "middle slice": lambda z: z[:, 1:3],
-         "reversed, stepped": lambda z: z[::-1, :, ::2], "column": lambda z: z[:, 0, 1],
-         "corner": lambda z: z[1:, :, 1:3, :1], "permuted row": lambda z: z.transpose(2, 3, 0, 1)[:, 1],
-         "flat stepped": lambda z: z.reshape(-1)[::3], "contiguous": lambda z: z,
-         "unit axis": lambda z: z[:, :1, :, :]}
+VIEWS = {
+    "transposed": lambda z: z.transpose(1, 0, 3, 2),
+    "middle slice": lambda z: z[:, 1:3],
+    "reversed, stepped": lambda z: z[::-1, :, ::2],
+    "column": lambda z: z[:, 0, 1],
+    "corner": lambda z: z[1:, :, 1:3, :1],
+    "permuted row": lambda z: z.transpose(2, 3, 0, 1)[:, 1],
+    "flat stepped": lambda z: z.reshape(-1)[::3],
+    "contiguous": lambda z: z,
+    "unit axis": lambda z: z[:, :1, :, :],
+}
 
 
 def shapes_of(size: int, rank: int) -> list[tuple]:
@@ -57,7 +64,7 @@ def test_reshape_is_numpys_view_or_copy(view, fn, rank):
         (y, whole), *others = results
         for other_y, other_whole in others:
             assert y.shape == other_y.shape and y.strides == other_y.strides and np.array_equal(y, other_y)
-            assert np.array_equal(whole, other_whole)       # the write reached the array exactly where NumPy's did
+            assert np.array_equal(whole, other_whole)  # the write reached the array exactly where NumPy's did
 
 
 @scriptc.script
@@ -65,8 +72,20 @@ def reshape_to(x: np.ndarray, a: int, b: int, c: int):
     return x.reshape(a, b), x.reshape(c)
 
 
-@pytest.mark.parametrize("a, b, c", [(-1, -1, 12), (-2, -1, 12), (5, -1, 12), (-1, 5, 12), (-3, 4, -7), (0, -1, 12),
-                                     (2 ** 32, 2 ** 32, 12), (3, 4, 5), (4, -3, -1)])
+@pytest.mark.parametrize(
+    "a, b, c",
+    [
+        (-1, -1, 12),
+        (-2, -1, 12),
+        (5, -1, 12),
+        (-1, 5, 12),
+        (-3, 4, -7),
+        (0, -1, 12),
+        (2**32, 2**32, 12),
+        (3, 4, 5),
+        (4, -3, -1),
+    ],
+)
 def test_reshape_dimensions_and_errors_are_numpys(a, b, c):
     """Any negative dimension is NumPy's unknown one (-3 too), at most one; a product beyond int64 is a size
     mismatch; the messages show the unknown as newaxis, dropped when it leads (NumPy's "(5)")."""
@@ -85,7 +104,7 @@ def test_reshape_dimensions_and_errors_are_numpys(a, b, c):
 
 @scriptc.script
 def write_through_reshaped_copy(x: np.ndarray):
-    y = x.T.copy()          # ndarray.copy() is C-ordered: its reshape is a view
+    y = x.T.copy()  # ndarray.copy() is C-ordered: its reshape is a view
     y.reshape(-1)[1] = 100.0
     return y
 
@@ -101,9 +120,9 @@ def test_copy_method_is_c_ordered():
 
 @scriptc.script
 def flatten_and_transpose(x: np.ndarray):
-    a = x.flatten()         # always a copy, C order
+    a = x.flatten()  # always a copy, C order
     a[0] = -1.0
-    b = x.transpose()       # a view, as x.T
+    b = x.transpose()  # a view, as x.T
     b[0, 1] = 50.0
     return a, np.transpose(x)
 
@@ -118,7 +137,7 @@ def test_flatten_copies_and_transpose_is_a_view(layout):
         got = run(arg)
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
-        np.testing.assert_array_equal(arg, want_x)      # the write through the transpose reached x
+        np.testing.assert_array_equal(arg, want_x)  # the write through the transpose reached x
 
 
 @scriptc.script
@@ -140,11 +159,15 @@ def as_rows(x: np.ndarray) -> np.ndarray:
 def test_a_reshape_to_its_own_shape_keeps_its_strides(tier):
     """NumPy's first check: the shape the array has (given without -1) is a plain view with its strides, not
     the contiguous or no-copy strides (which differ on length-1 axes and negative steps)."""
-    cases = [(as_shape, np.arange(36.).reshape(12, 3)[:, :1], 12, 1),
-             (as_shape, np.arange(12.).reshape(3, 4)[:1, :3], 1, 3),
-             (as_shape, np.arange(12.).reshape(1, 12).T, 12, 1), (as_shape, np.ones((3, 4)), 4, 3),
-             (as_one, np.arange(1.)[::-1]), (as_one, np.arange(5.)[::3][::2]),
-             (as_rows, np.arange(36.).reshape(12, 3)[:, :1])]
+    cases = [
+        (as_shape, np.arange(36.0).reshape(12, 3)[:, :1], 12, 1),
+        (as_shape, np.arange(12.0).reshape(3, 4)[:1, :3], 1, 3),
+        (as_shape, np.arange(12.0).reshape(1, 12).T, 12, 1),
+        (as_shape, np.ones((3, 4)), 4, 3),
+        (as_one, np.arange(1.0)[::-1]),
+        (as_one, np.arange(5.0)[::3][::2]),
+        (as_rows, np.arange(36.0).reshape(12, 3)[:, :1]),
+    ]
     for fn in (as_shape, as_one, as_rows):
         fn(*next(args for f, *args in cases if f is fn))
         if tier == "optimized":

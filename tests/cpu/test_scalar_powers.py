@@ -1,6 +1,7 @@
 """``x ** 2``, ``x ** 3``, ``x ** -1`` and ``x ** 0.5`` on floats: multiplications, a division or a square root where
 that is provably libm's pow (``scalar_ops.pow_is``), CPython's path elsewhere. Bit for bit CPython's result on 10**6
 random inputs per exponent (every binade the fast paths take and their edges), and on the special values."""
+
 from __future__ import annotations
 
 import math
@@ -58,18 +59,18 @@ def _python(x: np.ndarray, k) -> np.ndarray:
     out = np.empty_like(x)
     for i, v in enumerate(x.tolist()):
         try:
-            out[i] = v ** k
+            out[i] = v**k
         except OverflowError:
-            out[i] = np.nan       # (filtered out below: native code raises too)
+            out[i] = np.nan  # (filtered out below: native code raises too)
     return out
 
 
 @pytest.mark.parametrize("k", list(CASES))
 def test_bit_identical_to_cpython_on_a_million_inputs(k):
     fn, span = CASES[k]
-    x = _inputs(np.random.default_rng(abs(hash(k)) % 1000), span, 10 ** 6, positive=k == 0.5)
+    x = _inputs(np.random.default_rng(abs(hash(k)) % 1000), span, 10**6, positive=k == 0.5)
     want = _python(x, k)
-    keep = np.isfinite(want) & (want != 0.0)      # nothing here raises natively
+    keep = np.isfinite(want) & (want != 0.0)  # nothing here raises natively
     x, want = x[keep], want[keep]
     assert x.size > 900_000
     got = fn(x)
@@ -77,9 +78,34 @@ def test_bit_identical_to_cpython_on_a_million_inputs(k):
     assert wrong.size == 0, [(x[i], got[i], want[i]) for i in wrong[:5]]
 
 
-SPECIALS = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, math.inf, -math.inf, math.nan, 5e-324, -5e-324,
-            2.2250738585072014e-308, 1.7976931348623157e308, -1.7976931348623157e308, 1e-160, 1e160, 1e-103, 1e103,
-            2.0 ** -300, 2.0 ** 300, 2.0 ** -1000, 2.0 ** 1000, 2.0 ** -900, math.pi, -math.pi]
+SPECIALS = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    2.0,
+    0.5,
+    3.0,
+    math.inf,
+    -math.inf,
+    math.nan,
+    5e-324,
+    -5e-324,
+    2.2250738585072014e-308,
+    1.7976931348623157e308,
+    -1.7976931348623157e308,
+    1e-160,
+    1e160,
+    1e-103,
+    1e103,
+    2.0**-300,
+    2.0**300,
+    2.0**-1000,
+    2.0**1000,
+    2.0**-900,
+    math.pi,
+    -math.pi,
+]
 
 
 @pytest.mark.parametrize("k", list(CASES))
@@ -87,12 +113,12 @@ SPECIALS = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, math.inf, -math.inf, math.nan, 
 def test_special_values_as_cpython(k, v):
     fn = CASES[k][0]
     try:
-        want = v ** k
+        want = v**k
     except (OverflowError, ZeroDivisionError, ValueError) as e:
         with pytest.raises(type(e), match=str(e).split(":")[0]):
             fn(np.array([v]))
         return
-    if isinstance(want, complex):     # CPython's complex power: scriptc raises (docs/language.md)
+    if isinstance(want, complex):  # CPython's complex power: scriptc raises (docs/language.md)
         with pytest.raises(ValueError, match="is complex"):
             fn(np.array([v]))
         return

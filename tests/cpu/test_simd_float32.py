@@ -16,8 +16,11 @@ LENGTHS = [0, 1, 15, 16, 17, 1000]
 def exactly(got, want) -> bool:
     """Bit-identical arrays (NaNs included) of the same dtype and shape."""
     got, want = np.asarray(got), np.asarray(want)
-    return (got.dtype == want.dtype and got.shape == want.shape
-            and np.array_equal(np.ascontiguousarray(got).view(np.uint8), np.ascontiguousarray(want).view(np.uint8)))
+    return (
+        got.dtype == want.dtype
+        and got.shape == want.shape
+        and np.array_equal(np.ascontiguousarray(got).view(np.uint8), np.ascontiguousarray(want).view(np.uint8))
+    )
 
 
 def within_ulp(got, want, maxulp=4) -> None:
@@ -84,11 +87,16 @@ def f_select(z, y):
 
 @scriptc.script
 def f_misc(z):
-    return np.sqrt(np.abs(z)) + z ** 2 - np.floor(z) * np.ceil(z * 0.5)
+    return np.sqrt(np.abs(z)) + z**2 - np.floor(z) * np.ceil(z * 0.5)
 
 
-LIBRARY = [(f_exp, np.exp, {}), (f_log, np.log, {"positive": True}), (f_sin, np.sin, {}), (f_cos, np.cos, {}),
-           (f_tanh, np.tanh, {})]
+LIBRARY = [
+    (f_exp, np.exp, {}),
+    (f_log, np.log, {"positive": True}),
+    (f_sin, np.sin, {}),
+    (f_cos, np.cos, {}),
+    (f_tanh, np.tanh, {}),
+]
 
 
 def layouts(n, **kw):
@@ -125,11 +133,12 @@ def test_exact_operations_are_numpys_float32_bits(n):
     y = data(n, seed=7)
     for z in layouts(n):
         for fn, args, want in [
-                (f_arith, (z, y), (z * 0.1 + 3) / 7.0 - z * y + y / 3.0),
-                (f_scalars, (z, 0.1, 3), z * 0.1 + 3 - 0.1 / z),
-                (f_scalars, (z, 1e-3, 16777217), z * 1e-3 + 16777217 - 1e-3 / z),
-                (f_select, (z, y), np.where(z > 0.5, np.maximum(z, y * 0.25), np.minimum(-z, y))),
-                (f_misc, (z,), np.sqrt(np.abs(z)) + z ** 2 - np.floor(z) * np.ceil(z * 0.5))]:
+            (f_arith, (z, y), (z * 0.1 + 3) / 7.0 - z * y + y / 3.0),
+            (f_scalars, (z, 0.1, 3), z * 0.1 + 3 - 0.1 / z),
+            (f_scalars, (z, 1e-3, 16777217), z * 1e-3 + 16777217 - 1e-3 / z),
+            (f_select, (z, y), np.where(z > 0.5, np.maximum(z, y * 0.25), np.minimum(-z, y))),
+            (f_misc, (z,), np.sqrt(np.abs(z)) + z**2 - np.floor(z) * np.ceil(z * 0.5)),
+        ]:
             got = fn(*args)
             assert exactly(got, want), (fn.__name__, args[1:])
             assert exactly(got, fn.interpret(*args)), fn.__name__
@@ -139,31 +148,36 @@ def test_python_scalars_are_rounded_to_float32_first():
     # z * 0.1 in float32 multiplies by float32(0.1); through double it would round twice, differently here
     z = np.arange(1, 2001, dtype=np.float32) / np.float32(7)
     assert exactly(f_scalars(z, 0.1, 3), z * 0.1 + 3 - 0.1 / z)
-    assert not exactly(f_scalars(z, 0.1, 3),
-                       (z.astype(np.float64) * 0.1 + 3 - 0.1 / z.astype(np.float64)).astype(np.float32))
+    assert not exactly(
+        f_scalars(z, 0.1, 3), (z.astype(np.float64) * 0.1 + 3 - 0.1 / z.astype(np.float64)).astype(np.float32)
+    )
 
 
 def test_special_values():
-    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3e38, -3e38, 88.7, 89.0, -104.0,
-                        1e30, -1e30, 1.0, -1.0] * 3, np.float32)
+    special = np.array(
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3e38, -3e38, 88.7, 89.0, -104.0, 1e30, -1e30, 1.0, -1.0]
+        * 3,
+        np.float32,
+    )
     for fn, ref, _ in LIBRARY:
         with np.errstate(all="ignore"):
             within_ulp(fn(special), ref(special))
     with np.errstate(all="ignore"):
-        assert exactly(f_select(special, special[::-1].copy()),
-                       np.where(special > 0.5, np.maximum(special, special[::-1] * 0.25),
-                                np.minimum(-special, special[::-1])))
+        assert exactly(
+            f_select(special, special[::-1].copy()),
+            np.where(special > 0.5, np.maximum(special, special[::-1] * 0.25), np.minimum(-special, special[::-1])),
+        )
 
 
 def test_two_dimensional_and_mixed_dtypes():
     z = data(2000, seed=3).reshape(40, 50)
     within_ulp(f_exp(z), np.exp(z))
-    within_ulp(f_exp(z.T), np.exp(z.T))                 # Fortran order
+    within_ulp(f_exp(z.T), np.exp(z.T))  # Fortran order
     within_ulp(f_sin(z[:, ::3]), np.sin(z[:, ::3]))
     assert exactly(f_arith(z, z[::-1].copy()), (z * 0.1 + 3) / 7.0 - z * z[::-1] + z[::-1] / 3.0)
-    y64 = np.linspace(-1, 1, 50)        # a float64 operand: a float64 group (the float32 one converted exactly)
+    y64 = np.linspace(-1, 1, 50)  # a float64 operand: a float64 group (the float32 one converted exactly)
     assert exactly(f_arith(z, y64), (z * 0.1 + 3) / 7.0 - z * y64 + y64 / 3.0)
-    h = z.astype(np.float16)            # float16 stays scalar (computed in float32, rounded to float16)
+    h = z.astype(np.float16)  # float16 stays scalar (computed in float32, rounded to float16)
     with np.errstate(all="ignore"):
         assert exactly(f_exp(h), f_exp.interpret(h))
 
@@ -189,7 +203,7 @@ def f_time_loop(x, n: int):
 @scriptc.script
 def f_time_loop_tanh(x, n: int):
     for _ in range(n):
-        x = np.tanh(x) * 0.5 + 0.75     # no cancellation: 1 ulp of tanh stays about 1 ulp
+        x = np.tanh(x) * 0.5 + 0.75  # no cancellation: 1 ulp of tanh stays about 1 ulp
     return x
 
 
@@ -202,12 +216,14 @@ def test_time_loops(n):
 
 
 def _float_variant(ir_text: str, name: str) -> list[str]:
-    return [line for line in ir_text.splitlines()
-            if line.startswith("declare") and "_ZGV" in line and f"_{name}f(" in line]
+    return [
+        line for line in ir_text.splitlines() if line.startswith("declare") and "_ZGV" in line and f"_{name}f(" in line
+    ]
 
 
-needs_libmvec_float = pytest.mark.skipif("expf" not in engine().vector_math,
-                                         reason="no libmvec float variant this CPU runs")
+needs_libmvec_float = pytest.mark.skipif(
+    "expf" not in engine().vector_math, reason="no libmvec float variant this CPU runs"
+)
 
 
 @needs_libmvec_float

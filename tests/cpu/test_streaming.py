@@ -1,6 +1,7 @@
 """The first tier's kernels generated while the program is lowered (scriptc/backend/llvm/streaming.py): results,
 errors and freed memory as without streaming, the GIL's switch interval restored, nothing left running when the
 lowering fails half-way. (The MLP training step streamed, against O3: test_tiers.py.)"""
+
 from __future__ import annotations
 
 import sys
@@ -54,7 +55,7 @@ def streams(monkeypatch):
 def test_streamed_program_returns_and_raises_as_python(streams):
     interval = sys.getswitchinterval()
     f = scriptc.script(layers)
-    with optimizer.held():      # the first tier's code only
+    with optimizer.held():  # the first tier's code only
         for i in (0, 5, -6):
             assert f(X, W, i) == pytest.approx(layers(X, W, i), rel=1e-12)
         allocated, freed = allocation_count(), free_count()
@@ -72,6 +73,7 @@ def test_lowering_error_after_batches_ends_the_stream(streams, monkeypatch):
     """A lowering that fails half-way (here: made to fail at the 14th outlined node, after batches went out)."""
     from scriptc.backend.llvm.errors import LoweringError
     from scriptc.backend.llvm.outline import Outlining
+
     real, calls = Outlining.lower_outlined, []
 
     def lower_outlined(self, node):
@@ -88,7 +90,7 @@ def test_lowering_error_after_batches_ends_the_stream(streams, monkeypatch):
     assert sys.getswitchinterval() == interval
     assert not [t for t in threading.enumerate() if t.name == "scriptc-codegen"]
     monkeypatch.setattr(Outlining, "lower_outlined", real)
-    g = scriptc.script(layers)      # the next compile streams as usual
+    g = scriptc.script(layers)  # the next compile streams as usual
     assert g(X, W, 2) == pytest.approx(layers(X, W, 2), rel=1e-12)
     assert len(streams) == 2 and streams[1].exports
 

@@ -5,6 +5,7 @@ A few signatures are compiled once; Hypothesis varies sizes (0 to 10**5, with th
 every axis, dtypes, layouts (C-contiguous, sliced with any steps, transposed, broadcast) and values: every
 result must have NumPy's bits.
 """
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +15,7 @@ import scriptc
 from scriptc.backend.llvm.arrays import allocation_count
 from scriptc.ir.types import NARROW_SCALARS
 
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")   # NumPy's mean of empty slices, inf - inf
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's mean of empty slices, inf - inf
 
 BOUNDARIES = [0, 1, 7, 8, 9, 15, 16, 17, 127, 128, 129, 255, 256, 257, 1023, 1024, 8191, 8192, 8193, 100_000]
 FLOATS = ["float64", "float32", "float16"]
@@ -72,10 +73,15 @@ def mean_axis2(x: np.ndarray) -> np.ndarray:
 
 # (scripted function, NumPy's computation, the least rank it applies to: axis reductions give arrays)
 REDUCTIONS = [
-    (sum_all, lambda x: np.sum(x), 1), (method_sum, lambda x: x.sum(), 1), (mean_all, lambda x: np.mean(x), 1),
-    (sum_axis0, lambda x: np.sum(x, axis=0), 2), (sum_axis1, lambda x: x.sum(axis=1), 2),
-    (sum_axis2, lambda x: np.sum(x, axis=2), 3), (sum_last, lambda x: np.sum(x, axis=-1), 2),
-    (mean_axis0, lambda x: np.mean(x, axis=0), 2), (mean_axis1, lambda x: np.mean(x, axis=1), 2),
+    (sum_all, lambda x: np.sum(x), 1),
+    (method_sum, lambda x: x.sum(), 1),
+    (mean_all, lambda x: np.mean(x), 1),
+    (sum_axis0, lambda x: np.sum(x, axis=0), 2),
+    (sum_axis1, lambda x: x.sum(axis=1), 2),
+    (sum_axis2, lambda x: np.sum(x, axis=2), 3),
+    (sum_last, lambda x: np.sum(x, axis=-1), 2),
+    (mean_axis0, lambda x: np.mean(x, axis=0), 2),
+    (mean_axis1, lambda x: np.mean(x, axis=1), 2),
     (mean_axis2, lambda x: np.mean(x, axis=2), 3),
 ]
 
@@ -91,7 +97,7 @@ def bits_equal(expected, actual) -> bool:
         if type(actual) is not type(expected):
             return False
         e, a = np.asarray(expected), np.asarray(actual)
-    elif isinstance(expected, np.integer):     # sums of int64: exact, returned as int
+    elif isinstance(expected, np.integer):  # sums of int64: exact, returned as int
         return type(actual) is int and actual == int(expected)
     else:
         if type(actual) is not float:
@@ -107,7 +113,7 @@ def bits_equal(expected, actual) -> bool:
 def data(rng, shape, dtype, scale):
     x = rng.standard_normal(shape) * scale
     if rng.random() < 0.3:
-        x += scale          # one sign: large sums, float16 overflowing to inf
+        x += scale  # one sign: large sums, float16 overflowing to inf
     return x.astype(dtype)
 
 
@@ -136,8 +142,13 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 
 @SETTINGS
-@given(dtype=st.sampled_from(FLOATS), rank=st.integers(1, 3), seed=st.integers(0, 2 ** 32 - 1),
-       scale=st.sampled_from([1.0, 1e-3, 1e4]), data_=st.data())
+@given(
+    dtype=st.sampled_from(FLOATS),
+    rank=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.sampled_from([1.0, 1e-3, 1e4]),
+    data_=st.data(),
+)
 def test_contiguous_sums_and_means_equal_numpy_bit_for_bit(dtype, rank, seed, scale, data_):
     shape = data_.draw(shapes(rank))
     check_all(data(np.random.default_rng(seed), shape, dtype, scale))
@@ -145,13 +156,11 @@ def test_contiguous_sums_and_means_equal_numpy_bit_for_bit(dtype, rank, seed, sc
 
 @st.composite
 def slicings(draw, shape):
-    return tuple(slice(draw(st.integers(0, 2)), None, draw(st.sampled_from([1, 2, 3, -1, -2])))
-                 for _ in shape)
+    return tuple(slice(draw(st.integers(0, 2)), None, draw(st.sampled_from([1, 2, 3, -1, -2]))) for _ in shape)
 
 
 @SETTINGS
-@given(dtype=st.sampled_from(FLOATS), rank=st.integers(1, 3), seed=st.integers(0, 2 ** 32 - 1),
-       data_=st.data())
+@given(dtype=st.sampled_from(FLOATS), rank=st.integers(1, 3), seed=st.integers(0, 2**32 - 1), data_=st.data())
 def test_sliced_views_equal_numpy_bit_for_bit(dtype, rank, seed, data_):
     shape = data_.draw(shapes(rank))
     base = data(np.random.default_rng(seed), shape, dtype, 1.0)
@@ -160,8 +169,7 @@ def test_sliced_views_equal_numpy_bit_for_bit(dtype, rank, seed, data_):
 
 
 @SETTINGS
-@given(dtype=st.sampled_from(FLOATS), rank=st.integers(2, 3), seed=st.integers(0, 2 ** 32 - 1),
-       data_=st.data())
+@given(dtype=st.sampled_from(FLOATS), rank=st.integers(2, 3), seed=st.integers(0, 2**32 - 1), data_=st.data())
 def test_transposed_and_sliced_views_equal_numpy_bit_for_bit(dtype, rank, seed, data_):
     shape = data_.draw(shapes(rank))
     x = data(np.random.default_rng(seed), shape, dtype, 1.0)
@@ -170,8 +178,7 @@ def test_transposed_and_sliced_views_equal_numpy_bit_for_bit(dtype, rank, seed, 
 
 
 @SETTINGS
-@given(dtype=st.sampled_from(FLOATS), rank=st.integers(2, 3), seed=st.integers(0, 2 ** 32 - 1),
-       data_=st.data())
+@given(dtype=st.sampled_from(FLOATS), rank=st.integers(2, 3), seed=st.integers(0, 2**32 - 1), data_=st.data())
 def test_broadcast_views_equal_numpy_bit_for_bit(dtype, rank, seed, data_):
     """Zero strides: NumPy's axis sort compares no stride with them."""
     shape = data_.draw(shapes(rank))
@@ -191,17 +198,24 @@ def test_block_boundaries(n, dtype):
 def test_integer_means_sum_cast_buffers_pairwise(dtype):
     rng = np.random.default_rng(3)
     for shape in [(100_000,), (3, 20_000), (20_000, 3), (7,), (300, 5, 2)]:
-        x = rng.integers(0, 2 ** 60 if dtype == "int64" else 100, size=shape).astype(dtype)
+        x = rng.integers(0, 2**60 if dtype == "int64" else 100, size=shape).astype(dtype)
         check_all(x, [r for r in REDUCTIONS if r[0].__name__.startswith("mean")])
 
 
 def test_signed_zeros_and_specials():
-    for x in [np.array([-0.0]), np.full(20, -0.0), np.zeros((3, 0)), np.array([np.inf, -np.inf, 1.0]),
-              np.array([np.nan] + [1.0] * 200), np.full((4, 300), -0.0, np.float32)]:
+    for x in [
+        np.array([-0.0]),
+        np.full(20, -0.0),
+        np.zeros((3, 0)),
+        np.array([np.inf, -np.inf, 1.0]),
+        np.array([np.nan] + [1.0] * 200),
+        np.full((4, 300), -0.0, np.float32),
+    ]:
         check_all(x)
 
 
 # -- the fused full reduction: NumPy's sum of the materialized element-wise array --------------------------------
+
 
 @scriptc.script
 def fused_sum(x: np.ndarray, y: np.ndarray) -> float:
@@ -224,8 +238,13 @@ def fused_exp_sum(x: np.ndarray, y: np.ndarray) -> float:
 
 
 @SETTINGS
-@given(dtype=st.sampled_from(FLOATS), rank=st.integers(1, 3), seed=st.integers(0, 2 ** 32 - 1),
-       broadcast=st.booleans(), data_=st.data())
+@given(
+    dtype=st.sampled_from(FLOATS),
+    rank=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+    broadcast=st.booleans(),
+    data_=st.data(),
+)
 def test_fused_reductions_sum_the_materialized_array_as_numpy(dtype, rank, seed, broadcast, data_):
     shape = data_.draw(shapes(rank))
     rng = np.random.default_rng(seed)

@@ -1,6 +1,7 @@
 """TextBuilder (scriptc/backend/llvm/text_builder.py) writes, for every instruction it builds, the text llvmlite's
 IRBuilder prints for the same instruction: the same program built with both gives the same module once local
 names are numbered alike, and LLVM parses and verifies it."""
+
 import re
 
 import llvmlite.binding as llvm
@@ -10,8 +11,14 @@ from llvmlite import ir
 from scriptc.backend.llvm.common import loop_hints, NO_UNROLL
 from scriptc.backend.llvm.text_builder import Register, TextBuilder, module_text
 
-I1, I8, I32, I64, F32, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.FloatType(), \
-    ir.DoubleType()
+I1, I8, I32, I64, F32, F64 = (
+    ir.IntType(1),
+    ir.IntType(8),
+    ir.IntType(32),
+    ir.IntType(64),
+    ir.FloatType(),
+    ir.DoubleType(),
+)
 PAIR = ir.LiteralStructType([I64, F64])
 V4 = ir.VectorType(F64, 4)
 
@@ -30,20 +37,47 @@ def _program(builder_class, printer=str) -> str:
     slots = b.alloca(I64, size=ir.Constant(I64, 3), name="slots")
     one = b.alloca(F64, name="one")
     b.store(x, one, align=8)
-    ints = [b.add(n, n, name="a"), b.sub(n, n, flags=("nsw",)), b.mul(n, n), b.sdiv(n, n), b.udiv(n, n),
-            b.srem(n, n), b.urem(n, n), b.and_(n, n), b.or_(n, n), b.xor(n, n), b.shl(n, n), b.lshr(n, n),
-            b.ashr(n, n), b.not_(n), b.neg(n)]
+    ints = [
+        b.add(n, n, name="a"),
+        b.sub(n, n, flags=("nsw",)),
+        b.mul(n, n),
+        b.sdiv(n, n),
+        b.udiv(n, n),
+        b.srem(n, n),
+        b.urem(n, n),
+        b.and_(n, n),
+        b.or_(n, n),
+        b.xor(n, n),
+        b.shl(n, n),
+        b.lshr(n, n),
+        b.ashr(n, n),
+        b.not_(n),
+        b.neg(n),
+    ]
     floats = [b.fadd(x, x), b.fsub(x, x), b.fmul(x, x, flags=("fast",)), b.fdiv(x, x), b.frem(x, x), b.fneg(x)]
-    compares = [b.icmp_signed(op, n, ints[0]) for op in ("==", "!=", "<", "<=", ">", ">=")] + \
-        [b.icmp_unsigned(op, n, ints[1]) for op in ("<", ">=")] + \
-        [b.fcmp_ordered(op, x, floats[0]) for op in ("==", "<", "uno")] + \
-        [b.fcmp_unordered(op, x, floats[1], flags=("nnan",)) for op in ("!=", ">=", "ord")] + \
-        [b.fcmp_ordered("<", vec, vec)]
+    compares = (
+        [b.icmp_signed(op, n, ints[0]) for op in ("==", "!=", "<", "<=", ">", ">=")]
+        + [b.icmp_unsigned(op, n, ints[1]) for op in ("<", ">=")]
+        + [b.fcmp_ordered(op, x, floats[0]) for op in ("==", "<", "uno")]
+        + [b.fcmp_unordered(op, x, floats[1], flags=("nnan",)) for op in ("!=", ">=", "ord")]
+        + [b.fcmp_ordered("<", vec, vec)]
+    )
     picked = b.select(compares[0], ints[2], ints[3], name="pick")
-    casts = [b.trunc(n, I32), b.zext(compares[1], I64), b.sext(compares[2], I64), b.fptrunc(x, F32),
-             b.fpext(b.fptrunc(x, F32), F64), b.fptosi(x, I64), b.fptoui(x, I64), b.sitofp(n, F64), b.uitofp(n, F64),
-             b.ptrtoint(one, I64), b.inttoptr(n, I8.as_pointer()), b.bitcast(one, I8.as_pointer()),
-             b.zext(n, I64)]                     # same type: no instruction
+    casts = [
+        b.trunc(n, I32),
+        b.zext(compares[1], I64),
+        b.sext(compares[2], I64),
+        b.fptrunc(x, F32),
+        b.fpext(b.fptrunc(x, F32), F64),
+        b.fptosi(x, I64),
+        b.fptoui(x, I64),
+        b.sitofp(n, F64),
+        b.uitofp(n, F64),
+        b.ptrtoint(one, I64),
+        b.inttoptr(n, I8.as_pointer()),
+        b.bitcast(one, I8.as_pointer()),
+        b.zext(n, I64),
+    ]  # same type: no instruction
     field = b.gep(pair, [ir.Constant(I32, 0), ir.Constant(I32, 1)], inbounds=True, name="field")
     b.store(b.load(field, align=8), field)
     b.store(picked, b.gep(slots, [ints[4]]))
@@ -90,14 +124,19 @@ def _numbered(text: str) -> str:
     text = re.sub(r'^("(?:[^"\\]|\\.)*"|[-a-zA-Z$._][-a-zA-Z$._0-9]*):$', r"%\1:", text, flags=re.M)
     for part in re.split(r"(?=^define )", text, flags=re.M):
         names: dict = {}
-        out.append(re.sub(r'%"(?:[^"\\]|\\.)*"|%[-a-zA-Z$._][-a-zA-Z$._0-9]*|%\d+',
-                          lambda m: names.setdefault(m.group(0).replace('"', ""), f"%v{len(names)}"), part))
+        out.append(
+            re.sub(
+                r'%"(?:[^"\\]|\\.)*"|%[-a-zA-Z$._][-a-zA-Z$._0-9]*|%\d+',
+                lambda m: names.setdefault(m.group(0).replace('"', ""), f"%v{len(names)}"),
+                part,
+            )
+        )
     return "".join(out)
 
 
 def test_same_text_as_llvmlite():
     ours, theirs = _program(TextBuilder), _program(ir.IRBuilder)
-    assert ours.count("\n") > 100 and ":1\"" in ours
+    assert ours.count("\n") > 100 and ':1"' in ours
     assert _numbered(ours).replace("select  ", "select ") == _numbered(theirs).replace("select  ", "select ")
 
 
@@ -117,18 +156,21 @@ def test_registers_are_text():
     r = b.add(fn.args[0], ir.Constant(I64, 1), name="sum")
     assert isinstance(r, Register) and (r.opname, r.type) == ("add", I64) and r.operands[0] is fn.args[0]
     assert str(r) == '%"sum:1" = add i64 %".1", 1' and r.get_reference() == '%"sum:1"'
-    assert b.add(r, r, name="sum").get_reference() == '%"sum:2"'      # numbered per function: never a clash
+    assert b.add(r, r, name="sum").get_reference() == '%"sum:2"'  # numbered per function: never a clash
     slot = b.alloca(I64, size=ir.Constant(I64, 0))
     slot.set_count(7)
     assert str(slot).endswith("alloca i64, i64 7")
 
 
-@pytest.mark.parametrize("build, error", [
-    (lambda b, a: b.add(a, ir.Constant(I32, 1)), ValueError),
-    (lambda b, a: b.store(ir.Constant(I32, 1), b.alloca(I64)), TypeError),
-    (lambda b, a: b.load(a), TypeError),
-    (lambda b, a: b.insert_value(ir.Constant(PAIR, None), a, 1), TypeError),
-])
+@pytest.mark.parametrize(
+    "build, error",
+    [
+        (lambda b, a: b.add(a, ir.Constant(I32, 1)), ValueError),
+        (lambda b, a: b.store(ir.Constant(I32, 1), b.alloca(I64)), TypeError),
+        (lambda b, a: b.load(a), TypeError),
+        (lambda b, a: b.insert_value(ir.Constant(PAIR, None), a, 1), TypeError),
+    ],
+)
 def test_type_errors_as_llvmlite(build, error):
     m = ir.Module()
     fn = ir.Function(m, ir.FunctionType(I64, [I64]), "f")

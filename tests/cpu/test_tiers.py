@@ -2,6 +2,7 @@
 compiled in another process replaces it. Both tiers must give CPython's results; the swap keeps every
 signature's dispatch; a dead optimizer process, a failed optimization, fork and the on-disk cache are handled.
 The rest of the suite runs with tiers off (conftest.py), so that each test runs one known tier."""
+
 import os
 import re
 import subprocess
@@ -68,11 +69,11 @@ def test_swap_keeps_every_signature():
     assert scriptc.wait_optimized(timeout=120)
     assert tiers_of(scale) == {"optimized"}
     entry = type(scale).__call__
-    assert entry.__self__.native.tier == "optimized"      # the chain's head is optimized code
+    assert entry.__self__.native.tier == "optimized"  # the chain's head is optimized code
     assert scale(a, 2.0).tolist() == (a * 2.0).tolist()
     assert scale(3, 4) == 12 and type(scale(3, 4)) is int
     assert scale(a.astype(np.int32), 3).tolist() == (a.astype(np.int32) * 3).tolist()
-    assert scale(2.5, 2.0) == 5.0      # a new signature after the swap
+    assert scale(2.5, 2.0) == 5.0  # a new signature after the swap
 
 
 def test_tiers_off_compiles_o3_first(monkeypatch):
@@ -123,6 +124,7 @@ def test_a_dead_optimizer_process_is_replaced(monkeypatch):
 def test_failed_optimization_warns_and_keeps_first_tier(monkeypatch):
     def failing(state, text):
         raise RuntimeError("LLVM said no")
+
     monkeypatch.setattr(optimizer, "_optimize", failing)
     f = scriptc.script(scale.py_func)
     with warnings.catch_warnings(record=True) as caught:
@@ -139,7 +141,7 @@ def test_forked_child_optimizes_what_was_pending():
     with optimizer.held():
         f(1.0, 2.0)
         pid = os.fork()
-        if pid == 0:        # the child: the parent's held() is not its own
+        if pid == 0:  # the child: the parent's held() is not its own
             ok = f.wait_optimized(timeout=120) and tiers_of(f) == {"optimized"} and f(2.0, 3.0) == 6.0
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
@@ -150,7 +152,8 @@ def test_forked_child_optimizes_what_was_pending():
 def test_cached_code_is_the_optimized_tier(tmp_path):
     """A process exits before O3 is done: exit waits for the jobs that fill the cache; the next process loads
     the optimized code without compiling."""
-    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+    (tmp_path / "kern.py").write_text(
+        textwrap.dedent("""
         import numpy as np, scriptc
         @scriptc.script(cache=True)
         def norm2(x):
@@ -158,7 +161,8 @@ def test_cached_code_is_the_optimized_tier(tmp_path):
             for i in range(x.shape[0]):
                 s += x[i] * x[i]
             return s
-    """))
+    """)
+    )
     run = textwrap.dedent("""
         import sys, numpy as np
         sys.path.insert(0, sys.argv[1])
@@ -168,10 +172,14 @@ def test_cached_code_is_the_optimized_tier(tmp_path):
             print(norm2(np.arange(4.0)), {n.tier for n in norm2._native.values()})
     """)
     env = dict(os.environ, SCRIPTC_TIERS="1", SCRIPTC_CACHE_DIR=str(tmp_path / "cache"))
-    outputs = [subprocess.run([sys.executable, "-c", run, str(tmp_path)], env=env, capture_output=True, text=True,
-                              check=True).stdout.split() for _ in range(2)]
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", run, str(tmp_path)], env=env, capture_output=True, text=True, check=True
+        ).stdout.split()
+        for _ in range(2)
+    ]
     assert outputs[0] == ["14.0", "{'first'}"]
-    assert outputs[1] == ["14.0", "{'optimized'}"]      # a miss would run first-tier code: loaded from the cache
+    assert outputs[1] == ["14.0", "{'optimized'}"]  # a miss would run first-tier code: loaded from the cache
     assert list((tmp_path / "cache").rglob("*.scm")), "no source-key manifest was written"
 
 
@@ -180,9 +188,10 @@ def test_process_pool_while_optimizing(method):
     """A pool forked while O3 is pending (its children inherit the queue) or spawned (they compile anew)."""
     import multiprocessing
     from tests.e2e.test_pickle_code import scale as pooled
+
     x = np.arange(6, dtype=np.int16)
     with optimizer.held():
-        pooled(x, 2.0)                      # a first-tier signature, its O3 queued when the pool forks
+        pooled(x, 2.0)  # a first-tier signature, its O3 queued when the pool forks
         with multiprocessing.get_context(method).Pool(2) as pool:
             got = pool.starmap(pooled, [(x * k, 2.0) for k in range(4)])
     for k, g in enumerate(got):
@@ -193,6 +202,7 @@ def test_process_pool_while_optimizing(method):
 
 def test_idle_optimizer_process_ends_and_restarts(monkeypatch):
     import time
+
     monkeypatch.setattr(optimizer, "IDLE_SECONDS", 0.2)
     monkeypatch.setattr(optimizer, "_STATE", optimizer._State())
     f = scriptc.script(scale.py_func)
@@ -203,10 +213,10 @@ def test_idle_optimizer_process_ends_and_restarts(monkeypatch):
     deadline = time.monotonic() + 30
     while optimizer._STATE.process is not None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert optimizer._STATE.process is None and proc.wait(timeout=30) == 0      # it exited, and was reaped
+    assert optimizer._STATE.process is None and proc.wait(timeout=30) == 0  # it exited, and was reaped
     while optimizer._STATE.thread is not None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert optimizer._STATE.thread is None      # and the optimizer's thread ended
+    assert optimizer._STATE.thread is None  # and the optimizer's thread ended
     g = scriptc.script(scale.py_func)
     assert g(2.0, 2.0) == 4.0 and g.wait_optimized(timeout=120) and tiers_of(g) == {"optimized"}
     assert optimizer.process_error() is None
@@ -240,12 +250,13 @@ def test_transformed_functions_are_tiered():
 def test_the_optimizer_process_ignores_ctrl_c(monkeypatch):
     import signal
     import time
+
     monkeypatch.setattr(optimizer, "_STATE", optimizer._State())
     f = scriptc.script(scale.py_func)
     f(1.0, 2.0)
     assert f.wait_optimized(timeout=120)
     proc = optimizer._STATE.process
-    os.kill(proc.pid, signal.SIGINT)        # what a terminal's Ctrl-C sends the whole process group
+    os.kill(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends the whole process group
     time.sleep(0.3)
     assert proc.poll() is None
     g = scriptc.script(scale.py_func)
@@ -276,13 +287,14 @@ def test_without_a_process_modules_are_optimized_here(monkeypatch):
 def test_a_failure_warning_made_an_error_does_not_stop_the_optimizer(monkeypatch, capfd):
     def failing(state, text):
         raise RuntimeError("LLVM said no")
+
     monkeypatch.setattr(optimizer, "_optimize", failing)
     f = scriptc.script(scale.py_func)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert f(2.0, 4.0) == 8.0
-        assert f.wait_optimized(timeout=120)        # set even though the warning raised on the optimizer's thread
-    assert optimizer.wait_all(timeout=120)          # (the traceback is printed after that)
+        assert f.wait_optimized(timeout=120)  # set even though the warning raised on the optimizer's thread
+    assert optimizer.wait_all(timeout=120)  # (the traceback is printed after that)
     assert "optimizing scale failed" in capfd.readouterr().err
     monkeypatch.undo()
     g = scriptc.script(scale.py_func)
@@ -303,19 +315,41 @@ def test_first_tier_text_marks_long_loop_free_functions_and_calls_refcounts():
     counts, allocations and the entry's array arguments are called, not inlined."""
     from scriptc.backend.llvm.first_tier import first_tier_text
     from tests.util import filecheck
-    refcounts = "".join(f'define internal void @"scriptc.rt.{n}"(i8* %".1") alwaysinline\n{{\n.2:\n  ret void\n}}\n'
-                        for n in ("retain", "release"))
-    refcounts += ('define internal i32 @"scriptc.rt.alloc_array.2.8"(i8** %".1", i64 %".2", i64 %".3", i32 %".4", '
-                  'i32 %".5", i32 %".6") alwaysinline\n{\n.2:\n  ret i32 0\n}\n'
-                  'define internal i1 @"scriptc.rt.unbox_array.2.float64.1"(i8* %".1", i64* %".2") alwaysinline\n'
-                  '{\n.3:\n  ret i1 1\n}\n')
-    diamond = _function("m.straight", [("entry", 'br i1 1, label %"left", label %"right"'), ("join", "ret void"),
-                                       ("right", 'br label %"join"'), ("left", 'br label %"join"')])
-    loop = _function("m.loop", [("entry", 'br label %"body"'), ("latch", 'br i1 1, label %"body", label %"exit"'),
-                                ("body", 'br label %"latch"'), ("exit", "ret void")], " noinline")
+
+    refcounts = "".join(
+        f'define internal void @"scriptc.rt.{n}"(i8* %".1") alwaysinline\n{{\n.2:\n  ret void\n}}\n'
+        for n in ("retain", "release")
+    )
+    refcounts += (
+        'define internal i32 @"scriptc.rt.alloc_array.2.8"(i8** %".1", i64 %".2", i64 %".3", i32 %".4", '
+        'i32 %".5", i32 %".6") alwaysinline\n{\n.2:\n  ret i32 0\n}\n'
+        'define internal i1 @"scriptc.rt.unbox_array.2.float64.1"(i8* %".1", i64* %".2") alwaysinline\n'
+        "{\n.3:\n  ret i1 1\n}\n"
+    )
+    diamond = _function(
+        "m.straight",
+        [
+            ("entry", 'br i1 1, label %"left", label %"right"'),
+            ("join", "ret void"),
+            ("right", 'br label %"join"'),
+            ("left", 'br label %"join"'),
+        ],
+    )
+    loop = _function(
+        "m.loop",
+        [
+            ("entry", 'br label %"body"'),
+            ("latch", 'br i1 1, label %"body", label %"exit"'),
+            ("body", 'br label %"latch"'),
+            ("exit", "ret void"),
+        ],
+        " noinline",
+    )
     short = 'define internal void @"m.short"()\n{\nentry:\n  ret void\n}\n'
     entry = 'define i8* @"m.pyentry"(i8* %"self")\n{\nentry:\n  ret i8* null\n}\n'
-    filecheck(first_tier_text(refcounts + diamond + loop + short + entry, "m.pyentry"), """
+    filecheck(
+        first_tier_text(refcounts + diamond + loop + short + entry, "m.pyentry"),
+        """
         CHECK: define internal void @"scriptc.rt.retain"(i8* %".1") noinline
         CHECK: define internal void @"scriptc.rt.release"(i8* %".1") noinline
         CHECK: define internal i32 @"scriptc.rt.alloc_array.2.8"({{.*}}) noinline
@@ -324,19 +358,22 @@ def test_first_tier_text_marks_long_loop_free_functions_and_calls_refcounts():
         CHECK: define internal void @"m.loop"() noinline{{$}}
         CHECK: define internal void @"m.short"(){{$}}
         CHECK: define i8* @"m.pyentry"(i8* %"self") optnone noinline
-        """)
+        """,
+    )
 
 
 def test_kernels_compiled_once_run_first_tier_code_until_o3s(monkeypatch):
     """A kernel compiled once per process (a sum's pairwise loop) is first-tier code at first, which no cache
     entry records; O3's replaces it for what links after, with the same results."""
     from scriptc.backend.llvm import runtimes, summation, symbols
+
     monkeypatch.setattr(summation, "_COMPILED", {})
     for name in [n for n in symbols._BOUND if n.startswith("scriptc.shared.")]:
         monkeypatch.delitem(symbols._BOUND, name)
 
     def total(x: np.ndarray) -> float:
         return x.sum()
+
     x = np.random.default_rng(0).random((3, 2, 3, 2, 70))[..., ::2]
     with optimizer.held():
         first = scriptc.script(total)
@@ -355,27 +392,45 @@ def test_long_unoptimized_functions_are_a_module_of_their_own(monkeypatch):
     calling them and the entry points, declaring what they call in the first; inlined helpers in both."""
     from scriptc.backend.llvm import first_tier
     from tests.util import filecheck
+
     monkeypatch.setattr(first_tier, "SPLIT_LINES", 200)
     helper = 'define internal void @"m.quick.inlined"() alwaysinline\n{\n.2:\n  ret void\n}\n'
     refcount = 'define internal void @"scriptc.rt.retain"(i8* %".1") alwaysinline\n{\n.2:\n  ret void\n}\n'
-    kernel = _function("m.quick.kernel", [("entry", 'br label %"body"'),
-                                          ("body", 'br i1 1, label %"body", label %"exit"'), ("exit", "ret void")])
+    kernel = _function(
+        "m.quick.kernel",
+        [("entry", 'br label %"body"'), ("body", 'br i1 1, label %"body", label %"exit"'), ("exit", "ret void")],
+    )
     shared = 'define internal void @"scriptc.rt.alloc"()\n{\nentry:\n  ret void\n}\n'
-    straight = _function("m.quick.body", [("entry", 'br label %"b"'), ("b", 'br label %"c"'), (
-        "c", 'call void @"m.quick.kernel"()\n  call void @"scriptc.rt.alloc"()\n  call void @"scriptc.rt.retain"(i8* '
-             'null)\n  call void @"m.quick.inlined"()\n  ret void')])
+    straight = _function(
+        "m.quick.body",
+        [
+            ("entry", 'br label %"b"'),
+            ("b", 'br label %"c"'),
+            (
+                "c",
+                'call void @"m.quick.kernel"()\n  call void @"scriptc.rt.alloc"()\n'
+                '  call void @"scriptc.rt.retain"(i8* null)\n  call void @"m.quick.inlined"()\n  ret void',
+            ),
+        ],
+    )
     entry = 'define i32 @"m.quick.entry"()\n{\nentry:\n  call void @"m.quick.body"()\n  ret i32 0\n}\n'
     glob = '@"scriptc.allocations" = external global i64\n'
     (first, fast, exports), (second, slow, _) = first_tier.first_tier_modules(
-        glob + helper + refcount + kernel + shared + straight + entry, None, ["m.quick.entry"], "m.quick.")
+        glob + helper + refcount + kernel + shared + straight + entry, None, ["m.quick.entry"], "m.quick."
+    )
     assert (fast, slow) == (False, True)
-    monkeypatch.setattr(first_tier, "FAST_CODEGEN_LINES", 10)     # many kernels: none optimized by the generator
-    assert [unoptimized for _, unoptimized, _ in first_tier.first_tier_modules(
-        glob + helper + refcount + kernel + shared + straight + entry, None, ["m.quick.entry"], "m.quick.")] == \
-        [True, True]
+    monkeypatch.setattr(first_tier, "FAST_CODEGEN_LINES", 10)  # many kernels: none optimized by the generator
+    assert [
+        unoptimized
+        for _, unoptimized, _ in first_tier.first_tier_modules(
+            glob + helper + refcount + kernel + shared + straight + entry, None, ["m.quick.entry"], "m.quick."
+        )
+    ] == [True, True]
     monkeypatch.setattr(first_tier, "FAST_CODEGEN_LINES", 3000)
     assert exports == ["m.quick.kernel", "m.quick.split.scriptc.rt.alloc", "m.quick.split.scriptc.rt.retain"]
-    filecheck(first, """
+    filecheck(
+        first,
+        """
         CHECK: @"scriptc.allocations" = external global i64
         CHECK: define internal void @"m.quick.inlined"() alwaysinline
         CHECK: define void @"m.quick.split.scriptc.rt.retain"(i8* %".1") noinline
@@ -383,8 +438,11 @@ def test_long_unoptimized_functions_are_a_module_of_their_own(monkeypatch):
         CHECK: define void @"m.quick.split.scriptc.rt.alloc"()
         CHECK-NOT: m.quick.body
         CHECK-NOT: m.quick.entry
-        """)
-    filecheck(second, """
+        """,
+    )
+    filecheck(
+        second,
+        """
         CHECK: @"scriptc.allocations" = external global i64
         CHECK-DAG: declare void @"m.quick.kernel"()
         CHECK-DAG: declare void @"m.quick.split.scriptc.rt.alloc"()
@@ -395,11 +453,13 @@ def test_long_unoptimized_functions_are_a_module_of_their_own(monkeypatch):
         CHECK-NEXT: call void @"m.quick.split.scriptc.rt.retain"(i8* null)
         CHECK: define i32 @"m.quick.entry"()
         CHECK-NOT: define {{.*}}kernel
-        """)
-    state = '@"m.quick.counter" = internal global i64 0\n'      # one variable: not in two modules
+        """,
+    )
+    state = '@"m.quick.counter" = internal global i64 0\n'  # one variable: not in two modules
     assert len(first_tier.first_tier_modules(state + kernel + straight + entry, None, [], "m.quick.")) == 1
-    looping_caller = _function("m.quick.caller", [("entry", 'call void @"m.quick.body"()\n  br label %"loop"'),
-                                                  ("loop", 'br label %"loop"')])   # a kernel would lose O3's code
+    looping_caller = _function(
+        "m.quick.caller", [("entry", 'call void @"m.quick.body"()\n  br label %"loop"'), ("loop", 'br label %"loop"')]
+    )  # a kernel would lose O3's code
     assert len(first_tier.first_tier_modules(kernel + straight + looping_caller, None, [], "m.quick.")) == 1
 
 
@@ -408,6 +468,7 @@ def test_a_long_loop_free_function_alone_is_one_unoptimized_module(tmp_path, cap
     (its split left an empty first module, whose linking failed with mmap's EINVAL)."""
     from scriptc.backend.llvm import first_tier
     from tests.modules import load_module
+
     body = "".join(f"    if a < {i}:\n        k = k + 1\n        print(k)\n" for i in range(60))
     f = load_module(tmp_path, f"@scriptc.script\ndef f(a: int) -> int:\n    k = 0\n{body}    return k\n").f
     modules = []
@@ -416,8 +477,10 @@ def test_a_long_loop_free_function_alone_is_one_unoptimized_module(tmp_path, cap
     def spy(*args, **kwargs):
         modules.append(real(*args, **kwargs))
         return modules[-1]
+
     with optimizer.held():
         from scriptc.backend.llvm import compile as compiled
+
         compiled.first_tier_modules = spy
         try:
             assert f(2) == f.py_func(2) == 57
@@ -431,6 +494,7 @@ def test_a_long_loop_free_function_alone_is_one_unoptimized_module(tmp_path, cap
 def _training_step():
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "samples"))
     import mlp_digits as m
+
     state = m.init_state(scriptc.random.key(1), [8, 6, 5, 3])
     x, onehot = np.random.default_rng(0).random((4, 8)), np.eye(3)[[0, 2, 1, 2]]
     return scriptc.script(m.train_step.py_func), (state, x, onehot, 1e-2)
@@ -447,8 +511,9 @@ def test_unoptimized_training_step_matches_o3(monkeypatch):
     """A training step (value_and_grad, Adam, nested NamedTuples): its long loop-free body is compiled
     unoptimized in the first tier; both tiers give identical results. (Its kernels not streamed: below.)"""
     from scriptc.backend.llvm import compile as compiled, first_tier as compiling, streaming
+
     step, args = _training_step()
-    monkeypatch.setattr(streaming, "MIN_OUTLINED", 10 ** 9)
+    monkeypatch.setattr(streaming, "MIN_OUTLINED", 10**9)
     texts, modules = [], []
     real, real_modules = compiling.first_tier_text, compiling.first_tier_modules
 
@@ -469,8 +534,12 @@ def test_unoptimized_training_step_matches_o3(monkeypatch):
     # its body and CPython entry point: a module of their own, after the kernels' (one, or several on threads);
     # the kernels, 3,000 lines and more, by the unoptimizing code generator too (FAST_CODEGEN_LINES)
     assert len(modules) == 1 and len(modules[0]) >= 2 and all(unoptimized for _, unoptimized, _ in modules[0])
-    assert any('.quick.train_step"(' in line and "optnone" in line for t in texts for line in t.splitlines()
-               if line.startswith("define"))      # the body, not only the CPython entry point
+    assert any(
+        '.quick.train_step"(' in line and "optnone" in line
+        for t in texts
+        for line in t.splitlines()
+        if line.startswith("define")
+    )  # the body, not only the CPython entry point
     _same_as_o3(step, args, first)
 
 
@@ -481,11 +550,15 @@ def test_streamed_training_step_matches_o3(monkeypatch):
     of its own once finished, the entry points last; all unoptimized; both tiers give identical results."""
     from scriptc.backend.llvm import compile as compiling, streaming
     from scriptc.backend.llvm.text_builder import function_text
-    submitted, streams, final = [], [], {}
-    real_submit, real_stream, real_dismantle = codegen_threads.Stream.submit, streaming.KernelStream.__init__, \
-        compiling._dismantle
 
-    def dismantle(module):      # each function's text once the whole module is lowered
+    submitted, streams, final = [], [], {}
+    real_submit, real_stream, real_dismantle = (
+        codegen_threads.Stream.submit,
+        streaming.KernelStream.__init__,
+        compiling._dismantle,
+    )
+
+    def dismantle(module):  # each function's text once the whole module is lowered
         final.update({fn.name: function_text(fn) for fn in module.functions if fn.blocks})
         real_dismantle(module)
 
@@ -510,9 +583,9 @@ def test_streamed_training_step_matches_o3(monkeypatch):
     defined = [[line for line in text.splitlines() if line.startswith("define")] for text, _ in submitted]
     body = [k for k, lines in enumerate(defined) if any('.quick.train_step"(' in line for line in lines)]
     assert body and "optnone" in next(line for line in defined[body[0]] if '.quick.train_step"(' in line)
-    assert any(".quick.pyentry." in line for line in defined[-1])      # the entry points: the last module
+    assert any(".quick.pyentry." in line for line in defined[-1])  # the entry points: the last module
     seen = set()
-    for text, _ in submitted:   # each module calls only what it defines or an earlier one exported
+    for text, _ in submitted:  # each module calls only what it defines or an earlier one exported
         names = set(re.findall(r'^define [^@]*@"([^"]+)"', text, re.M))
         declared = set(re.findall(r'^declare [^@]*@"([^"]+)"', text, re.M))
         assert not names & seen
@@ -520,7 +593,7 @@ def test_streamed_training_step_matches_o3(monkeypatch):
         seen |= names
     (stream,) = streams
     assert stream.printed and final.keys() == stream.printed.keys()
-    for name, text in stream.printed.items():   # shipped when finished: nothing changed a function after that
+    for name, text in stream.printed.items():  # shipped when finished: nothing changed a function after that
         assert final[name] == text, name
     _same_as_o3(step, args, first)
 
@@ -534,35 +607,46 @@ def test_kernels_in_parts_call_only_modules_linked_before_them(monkeypatch):
     each module declares only what a module before it exports, short helpers are copied where called, and the
     entry points are in the last."""
     from scriptc.backend.llvm import first_tier
+
     monkeypatch.setattr(first_tier, "PART_LINES", 100)
     helper = 'define internal void @"scriptc.rt.alloc"()\n{\nentry:\n  ret void\n}\n'
-    loop = [("entry", 'call void @"scriptc.rt.alloc"()\n  br label %"body"'),
-            ("body", 'br i1 1, label %"body", label %"exit"'), ("exit", "ret void")]
+    loop = [
+        ("entry", 'call void @"scriptc.rt.alloc"()\n  br label %"body"'),
+        ("body", 'br i1 1, label %"body", label %"exit"'),
+        ("exit", "ret void"),
+    ]
     kernels = [_function(f"m.quick.kernel{k}", loop) for k in range(4)]
-    body = _function("m.quick.body", [("entry", "".join(f'call void @"m.quick.kernel{k}"()\n  ' for k in range(4)) +
-                                       'br label %"loop"'), ("loop", 'br i1 1, label %"loop", label %"done"'),
-                                      ("done", "ret void")])
+    body = _function(
+        "m.quick.body",
+        [
+            ("entry", "".join(f'call void @"m.quick.kernel{k}"()\n  ' for k in range(4)) + 'br label %"loop"'),
+            ("loop", 'br i1 1, label %"loop", label %"done"'),
+            ("done", "ret void"),
+        ],
+    )
     entry = 'define i32 @"m.quick.entry"()\n{\nentry:\n  call void @"m.quick.body"()\n  ret i32 0\n}\n'
-    modules = first_tier.first_tier_modules(helper + "".join(kernels) + body + entry, None, ["m.quick.entry"],
-                                            "m.quick.", parts=3)
+    modules = first_tier.first_tier_modules(
+        helper + "".join(kernels) + body + entry, None, ["m.quick.entry"], "m.quick.", parts=3
+    )
     assert len(modules) == 3 and not any(unoptimized for _, unoptimized, _ in modules)
     bound = set()
     for text, _, exports in modules:
         declared = set(re.findall(r'^declare .*?@"([^"]+)"', text, re.M))
         assert declared <= bound, declared - bound
-        if re.search(r'^define .*kernel', text, re.M):    # copied where called, not called across modules
+        if re.search(r"^define .*kernel", text, re.M):  # copied where called, not called across modules
             assert 'define internal void @"scriptc.rt.alloc"()' in text
         bound |= set(exports)
     assert 'define i32 @"m.quick.entry"()' in modules[-1][0] and '@"m.quick.body"' in modules[-1][0]
     defined = [re.findall(r'^define .*?@"(m\.quick\.kernel\d)"', text, re.M) for text, _, _ in modules]
     assert sorted(sum(defined, [])) == [f"m.quick.kernel{k}" for k in range(4)]
-    assert all(defined[:-1])        # the kernels fill the modules before the program's body
+    assert all(defined[:-1])  # the kernels fill the modules before the program's body
 
 
 @pytest.mark.parametrize("c", corpus.CASES[::8], ids=lambda c: c.id)
 def test_first_tier_in_parts_on_threads_matches_cpython(c, capfd, monkeypatch):
     """The first tier generated in parts on threads (PART_LINES made small): the same results as CPython."""
     from scriptc.backend.llvm import codegen_threads, compile as compiled, first_tier
+
     monkeypatch.setattr(first_tier, "PART_LINES", 40)
     monkeypatch.setattr(codegen_threads, "THREADS", 3)
     real = first_tier.first_tier_modules
@@ -571,6 +655,7 @@ def test_first_tier_in_parts_on_threads_matches_cpython(c, capfd, monkeypatch):
         modules = real(*args, **kwargs)
         PARTS["split" if len(modules) > 1 else "whole"] += 1
         return modules
+
     monkeypatch.setattr(compiled, "first_tier_modules", counted)
     f = fresh(c.fn)
     with optimizer.held():

@@ -2,6 +2,7 @@
 machine code depends on changes (a callee in another file, a global constant, scriptc's version), corrupt
 entries, concurrent writers, and the ``scriptc cache`` command. Each run is a fresh Python process, as a
 user's next run of a program would be."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from scriptc.backend.llvm import disk_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 
-KERNELS = '''
+KERNELS = """
 import numpy as np
 import scriptc
 from helpers import shift
@@ -35,18 +36,18 @@ def add_loop(x: np.ndarray, n: int) -> np.ndarray:
 def pick(x: np.ndarray, i: int) -> float:
     print("x[i] =", x[i], "of", len(x))
     return x[i] / 2.0
-'''
+"""
 
-HELPERS = '''
+HELPERS = """
 import numpy as np
 import scriptc
 
 @scriptc.script
 def shift(x: np.ndarray) -> np.ndarray:
     return x - 0.5
-'''
+"""
 
-RUN = '''
+RUN = """
 import json, sys
 import numpy as np
 {before}
@@ -61,15 +62,21 @@ except IndexError as e:
 out["stats"] = disk_cache.stats
 out["llvmlite"] = "llvmlite" in sys.modules
 print(json.dumps(out))
-'''
+"""
 
 
 def run(where: Path, before: str = "", env_extra=None) -> dict:
     env = dict(os.environ, PYTHONPATH=f"{where}{os.pathsep}{ROOT}")
     env.pop("SCRIPTC_CACHE_DIR", None)
     env.update(env_extra or {})
-    proc = subprocess.run([sys.executable, "-c", RUN.format(before=before)], cwd=where, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN.format(before=before)],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     *printed, last = proc.stdout.strip().splitlines()
     result = json.loads(last)
@@ -94,8 +101,11 @@ def project(tmp_path):
 
 def expected(scale=2.0, offset=0.5):
     x = np.arange(5.0)
-    return {"add_loop": ((x + 3.0 - offset) * scale).tolist(), "pick": x[3] / 2.0,
-            "error": "index 7 is out of bounds for axis 0 with size 5"}
+    return {
+        "add_loop": ((x + 3.0 - offset) * scale).tolist(),
+        "pick": x[3] / 2.0,
+        "error": "index 7 is out of bounds for axis 0 with size 5",
+    }
 
 
 def check(result, **kw):
@@ -110,7 +120,7 @@ def test_second_process_hits_and_gives_the_same_results(project):
     assert first["stats"]["hits"] == 0 and first["stats"]["stores"] == 2
     assert len(list((project / "__pycache__").glob("*.scc"))) == 2
     second = run(project)
-    check(second)      # results, the printed text and the IndexError's message all come from cached code
+    check(second)  # results, the printed text and the IndexError's message all come from cached code
     assert second["stats"] == {"hits": 2, "misses": 0, "stores": 0, "rejected": 0, "untrusted": 0}
 
 
@@ -136,7 +146,7 @@ def test_a_header_that_does_not_match_its_code_is_rejected(project):
     path = next((project / "__pycache__").glob("pick-*.scc"))
     data = path.read_bytes()
     header = disk_cache.read_header(data)
-    obj = data[header.pop("_end"):]
+    obj = data[header.pop("_end") :]
     assert any("out of bounds" in json.dumps(e) for e in header["errors"])
     text = json.dumps(header).replace("out of bounds", "OUT OF BOUNDS").encode()
     path.write_bytes(disk_cache.MAGIC + len(text).to_bytes(8, "little") + text + obj)
@@ -146,7 +156,7 @@ def test_a_header_that_does_not_match_its_code_is_rejected(project):
     assert run(project)["stats"]["hits"] == 2
 
 
-PARALLEL = '''
+PARALLEL = """
 import numpy as np
 import scriptc
 
@@ -156,9 +166,9 @@ def total(x: np.ndarray) -> float:
     for i in scriptc.prange(x.shape[0]):
         s += x[i] * 2.0
     return s + np.sum(x * x)
-'''
+"""
 
-RUN_PARALLEL = '''
+RUN_PARALLEL = """
 import json, sys
 import numpy as np
 import parallel_kernels
@@ -166,7 +176,7 @@ from scriptc.backend.llvm import disk_cache
 x = np.arange(1000.0)
 print(json.dumps({"total": parallel_kernels.total(x), "stats": disk_cache.stats,
                   "llvmlite": "llvmlite" in sys.modules}))
-'''
+"""
 
 
 def test_runtimes_come_from_the_cache_too(tmp_path):
@@ -177,8 +187,9 @@ def test_runtimes_come_from_the_cache_too(tmp_path):
     env.pop("SCRIPTC_CACHE_DIR", None)
 
     def go():
-        proc = subprocess.run([sys.executable, "-c", RUN_PARALLEL], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-c", RUN_PARALLEL], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -202,7 +213,7 @@ def test_a_damaged_host_description_is_made_again(project):
         path.write_text("{not json")
     result = run(project)
     check(result)
-    assert result["stats"]["hits"] == 2 and result["llvmlite"]     # LLVM gave the description again
+    assert result["stats"]["hits"] == 2 and result["llvmlite"]  # LLVM gave the description again
     assert not run(project)["llvmlite"]
 
 
@@ -211,7 +222,7 @@ def test_editing_a_callee_in_another_file_is_a_miss(project):
     rewrite(project / "helpers.py", HELPERS.replace("x - 0.5", "x - 0.25"))
     result = run(project)
     check(result, offset=0.25)
-    assert result["stats"]["misses"] == 1 and result["stats"]["hits"] == 1   # pick does not call shift
+    assert result["stats"]["misses"] == 1 and result["stats"]["hits"] == 1  # pick does not call shift
 
 
 def test_changing_a_global_constant_is_a_miss(project):
@@ -231,8 +242,12 @@ def test_another_scriptc_version_is_a_miss(project):
 
 def test_options_are_part_of_the_key(project):
     run(project)
-    rewrite(project / "kernels.py", KERNELS.replace("@scriptc.script(cache=True)\ndef add_loop",
-                                                    "@scriptc.script(cache=True, nogil=True)\ndef add_loop"))
+    rewrite(
+        project / "kernels.py",
+        KERNELS.replace(
+            "@scriptc.script(cache=True)\ndef add_loop", "@scriptc.script(cache=True, nogil=True)\ndef add_loop"
+        ),
+    )
     result = run(project)
     check(result)
     assert result["stats"]["misses"] == 1 and result["stats"]["hits"] == 1
@@ -244,7 +259,7 @@ def test_a_damaged_entry_is_ignored_and_rewritten(project, damage):
     for entry in (project / "__pycache__").glob("*.scc"):
         data = entry.read_bytes()
         if damage == "truncate":
-            data = data[:len(data) // 2]
+            data = data[: len(data) // 2]
         elif damage == "flip":
             data = data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:]
         else:
@@ -259,8 +274,17 @@ def test_a_damaged_entry_is_ignored_and_rewritten(project, damage):
 
 def test_concurrent_processes_never_read_a_torn_entry(project):
     env = dict(os.environ, PYTHONPATH=f"{project}{os.pathsep}{ROOT}")
-    procs = [subprocess.Popen([sys.executable, "-c", RUN.format(before="")], cwd=project, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RUN.format(before="")],
+            cwd=project,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     for p in procs:
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
@@ -308,11 +332,23 @@ def test_cli_lists_and_clears(project):
     run(project)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("SCRIPTC_CACHE_DIR", None)
-    listed = subprocess.run([sys.executable, "-m", "scriptc", "cache", "--list"], cwd=project, env=env,
-                            capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(
+        [sys.executable, "-m", "scriptc", "cache", "--list"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "add_loop" in listed and "pick" in listed and "2 entries" in listed
-    cleared = subprocess.run([sys.executable, "-m", "scriptc", "cache", "--clear"], cwd=project, env=env,
-                             capture_output=True, text=True, check=True).stdout
+    cleared = subprocess.run(
+        [sys.executable, "-m", "scriptc", "cache", "--clear"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "removed 2 entries" in cleared
     assert not list((project / "__pycache__").glob("*.scc"))
 
@@ -323,26 +359,47 @@ def test_cli_clears_only_the_caches_files(project):
     run(project)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("SCRIPTC_CACHE_DIR", None)
-    users = [project / "scheme" / "lib.scm", project / "scheme" / "data.scc", project / "config" / "host-prod.json",
-             project / "old" / "runtime-1.sco"]
+    users = [
+        project / "scheme" / "lib.scm",
+        project / "scheme" / "data.scc",
+        project / "config" / "host-prod.json",
+        project / "old" / "runtime-1.sco",
+    ]
     for path in users:
         path.parent.mkdir(exist_ok=True)
         path.write_text("(the user's)")
-    listed = subprocess.run([sys.executable, "-m", "scriptc", "cache", "--list"], cwd=project, env=env,
-                            capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(
+        [sys.executable, "-m", "scriptc", "cache", "--list"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "2 entries" in listed and "scheme" not in listed
-    subprocess.run([sys.executable, "-m", "scriptc", "cache", "--clear"], cwd=project, env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "scriptc", "cache", "--clear"], cwd=project, env=env, check=True, capture_output=True
+    )
     assert not list((project / "__pycache__").glob("*.sc[cm]")) and all(p.read_text() == "(the user's)" for p in users)
     # a directory named on the command line: its own files too are the cache's only when scriptc wrote them
     named = [project / "scheme" / "lib-0123456789abcdef0123456789abcdef.scm", project / "scheme" / "vssver.scc"]
     for path in named:
         path.write_text("(the user's)")
-    subprocess.run([sys.executable, "-m", "scriptc", "cache", "--clear", str(project / "scheme")], cwd=project,
-                   env=env, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "scriptc", "cache", "--clear", str(project / "scheme")],
+        cwd=project,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     assert all(p.read_text() == "(the user's)" for p in users + named)
-    missing = subprocess.run([sys.executable, "-m", "scriptc", "cache", "--list", str(project / "nowhere")],
-                             cwd=project, env=env, capture_output=True, text=True)
+    missing = subprocess.run(
+        [sys.executable, "-m", "scriptc", "cache", "--list", str(project / "nowhere")],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert missing.returncode == 2 and "no such directory" in missing.stderr
 
 
@@ -351,7 +408,7 @@ def test_entry_header_is_plain_json(project):
     entry = next((project / "__pycache__").glob("add_loop-*.scc"))
     header = disk_cache.read_header(entry.read_bytes())
     assert header["function"] == "add_loop" and len(header["key"]) == 64
-    raw = entry.read_bytes()[len(disk_cache.MAGIC) + 8:header["_end"]]
+    raw = entry.read_bytes()[len(disk_cache.MAGIC) + 8 : header["_end"]]
     assert json.loads(raw)["sha256"] == header["sha256"]
 
 
@@ -370,6 +427,7 @@ def test_code_drawing_normal_numbers_is_stored(tmp_path):
 
 # -- trust: nothing another user could have written is run ----------------------------------------------------
 
+
 def body_for_trust(x: np.ndarray, k: int) -> np.ndarray:
     return x * k + 1.0
 
@@ -380,15 +438,18 @@ def test_a_directory_others_can_write_is_not_used(tmp_path, mode):
     shared.mkdir()
     shared.chmod(mode)
     stores = disk_cache.stats["stores"]
-    with pytest.warns(disk_cache.CacheWarning, match=rf"not using the cache directory .*shared: it is writable by "
-                                                     rf"other users \(mode {mode:04o}\); chmod go-w it"):
+    with pytest.warns(
+        disk_cache.CacheWarning,
+        match=rf"not using the cache directory .*shared: it is writable by "
+        rf"other users \(mode {mode:04o}\); chmod go-w it",
+    ):
         f = scriptc.script(cache=shared)(body_for_trust)
         np.testing.assert_array_equal(f(np.arange(3.0), 2), np.arange(3.0) * 2 + 1.0)
     assert disk_cache.stats["stores"] == stores and list(shared.iterdir()) == []
 
 
 def test_an_entry_others_can_write_or_another_user_owns_is_not_run(project):
-    check(run(project))                                               # stores the entries
+    check(run(project))  # stores the entries
     entries = list((project / "__pycache__").glob("*.scc"))
     assert entries
     for entry in entries:
@@ -398,12 +459,12 @@ def test_an_entry_others_can_write_or_another_user_owns_is_not_run(project):
     assert result["stats"]["hits"] == 0 and result["stats"]["untrusted"] >= len(entries)
     for entry in entries:
         entry.chmod(0o600)
-    assert run(project)["stats"]["hits"] == len(entries)            # ours again: used
-    if os.getuid() == 0:        # root's files are trusted (as ssh trusts them): give them to another user
+    assert run(project)["stats"]["hits"] == len(entries)  # ours again: used
+    if os.getuid() == 0:  # root's files are trusted (as ssh trusts them): give them to another user
         for entry in entries:
             os.chown(entry, 12345, 12345)
         before = ""
-    else:                       # the child takes itself for another user
+    else:  # the child takes itself for another user
         before = "import os; os.getuid = lambda: 12345"
     result = run(project, before=before)
     check(result)
@@ -416,7 +477,9 @@ def test_the_warning_is_one_line_naming_the_file_and_the_fix(tmp_path):
     path.chmod(0o646)
     with pytest.warns(disk_cache.CacheWarning) as record:
         assert disk_cache.read_trusted(path) is None
-        assert disk_cache.read_trusted(path) is None                 # once per path
+        assert disk_cache.read_trusted(path) is None  # once per path
     (warning,) = record
-    assert str(warning.message) == (f"scriptc: not using the cache file {path}: it is writable by other users (mode "
-                                    f"0646); chmod go-w it, or set SCRIPTC_CACHE_DIR to a directory of your own")
+    assert str(warning.message) == (
+        f"scriptc: not using the cache file {path}: it is writable by other users (mode "
+        f"0646); chmod go-w it, or set SCRIPTC_CACHE_DIR to a directory of your own"
+    )

@@ -1,5 +1,6 @@
 """The compiled-callable core (``scriptc/compiled.py``): scripted functions, gradients and batched functions share
 one implementation of the per-signature caches, the disk cache, the CPython entry points and releasing the GIL."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from scriptc.transforms.vmap_api import VmapFunction
 
 ROOT = Path(__file__).resolve().parents[2]
 
-KERNELS = '''
+KERNELS = """
 import numpy as np
 import scriptc
 from scriptc import prange
@@ -38,9 +39,9 @@ grad_mixed = scriptc.grad(mixed)
 both_mixed = scriptc.value_and_grad(mixed, argnums=(0, 1))
 batched = scriptc.vmap(mixed, in_axes=(0, None))
 batched_doubled = scriptc.vmap(doubled)
-'''
+"""
 
-RUN = '''
+RUN = """
 import json, sys
 import numpy as np
 import kernels
@@ -52,14 +53,13 @@ results = [kernels.grad_mixed(x, 2.0).tolist(), value, gx.tolist(), gw,
            kernels.batched_doubled(np.arange(12.0).reshape(3, 4)).tolist(),
            [kernels.mixed(r, 0.5) for r in np.arange(12.0).reshape(3, 4)]]
 print(json.dumps({"results": results, "stats": disk_cache.stats, "llvmlite": "llvmlite" in sys.modules}))
-'''
+"""
 
 
 def _run(where: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=f"{where}{os.pathsep}{ROOT}")
     env.pop("SCRIPTC_CACHE_DIR", None)
-    proc = subprocess.run([sys.executable, "-c", RUN], cwd=where, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, "-c", RUN], cwd=where, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -71,7 +71,7 @@ def test_grad_and_vmap_of_cached_functions_hit_the_disk_cache(tmp_path):
     first = _run(tmp_path)
     second = _run(tmp_path)
     assert second["results"] == first["results"]
-    assert second["stats"]["hits"] == 5 and second["stats"]["misses"] == 0     # 4 transforms and mixed
+    assert second["stats"]["hits"] == 5 and second["stats"]["misses"] == 0  # 4 transforms and mixed
     assert not second["llvmlite"]
     x = np.linspace(0.0, 1.0, 50)
     assert np.allclose(first["results"][0], np.cos(x) * 2.0, rtol=0, atol=1e-15)
@@ -96,11 +96,14 @@ def test_every_compiled_callable_gets_a_cpython_entry_point():
     """After its first call, calling a scripted function, a gradient or a batched function goes straight to
     native code (the class's ``__call__`` is the JIT-built entry point, not ``_dispatch``)."""
     x = np.arange(4.0)
-    for f, args, want in [(norm2, (x,), 14.0), (scriptc.grad(norm2), (x,), 2 * x),
-                          (scriptc.vmap(norm2), (np.stack([x, x]),), [14.0, 14.0])]:
+    for f, args, want in [
+        (norm2, (x,), 14.0),
+        (scriptc.grad(norm2), (x,), 2 * x),
+        (scriptc.vmap(norm2), (np.stack([x, x]),), [14.0, 14.0]),
+    ]:
         assert np.array_equal(f(*args), want)
         assert type(type(f).__call__).__name__ == "builtin_function_or_method", f
-        assert np.array_equal(f(*args), want)     # through the entry point
+        assert np.array_equal(f(*args), want)  # through the entry point
 
 
 def test_batched_parallel_loops_release_the_gil():
@@ -111,8 +114,16 @@ def test_batched_parallel_loops_release_the_gil():
 
 
 def test_one_implementation():
-    shared = ["native_for_types", "graph_for_types", "_compile_native", "_install_entry", "wait_optimized",
-              "inspect_llvm", "code_for", "frontend_graph_for"]
+    shared = [
+        "native_for_types",
+        "graph_for_types",
+        "_compile_native",
+        "_install_entry",
+        "wait_optimized",
+        "inspect_llvm",
+        "code_for",
+        "frontend_graph_for",
+    ]
     for cls in (ScriptFunction, GradFunction, VmapFunction):
         assert issubclass(cls, CompiledFunction)
         for name in shared:

@@ -54,6 +54,7 @@ LOAD_ERRORS = _load()
 
 # ------------------------------------------------------------------ helpers
 
+
 def _is_scripted(v):
     return isinstance(getattr(v, "py_func", None), types.FunctionType)
 
@@ -73,12 +74,10 @@ def pure_python(fn):
         for name, v in g.items():
             if _is_scripted(v):
                 f = v.py_func
-                ng[name] = types.FunctionType(f.__code__, ng, f.__name__,
-                                              f.__defaults__, f.__closure__)
+                ng[name] = types.FunctionType(f.__code__, ng, f.__name__, f.__defaults__, f.__closure__)
         _pure_cache[key] = ng
     ng = _pure_cache[key]
-    return types.FunctionType(py.__code__, ng, py.__name__,
-                              py.__defaults__, py.__closure__)
+    return types.FunctionType(py.__code__, ng, py.__name__, py.__defaults__, py.__closure__)
 
 
 def _run(func, args, capfd):
@@ -109,14 +108,12 @@ def assert_same(exp, act, rtol=None, atol=0.0, where="result"):
         for i, (e, a) in enumerate(zip(exp, act)):
             assert_same(e, a, rtol, atol, f"{where}[{i}]")
     elif isinstance(exp, np.ndarray):
-        assert isinstance(act, np.ndarray), \
-            f"{where}: expected ndarray, got {type(act).__name__}: {act!r}"
+        assert isinstance(act, np.ndarray), f"{where}: expected ndarray, got {type(act).__name__}: {act!r}"
         assert act.dtype == exp.dtype, f"{where}: dtype {act.dtype} != {exp.dtype}"
         assert act.shape == exp.shape, f"{where}: shape {act.shape} != {exp.shape}"
         if exp.dtype.kind in "fc":
             if rtol is None:
-                ok = (np.array_equal(exp, act, equal_nan=True)
-                      and np.array_equal(np.signbit(exp), np.signbit(act)))
+                ok = np.array_equal(exp, act, equal_nan=True) and np.array_equal(np.signbit(exp), np.signbit(act))
             else:
                 ok = np.allclose(act, exp, rtol=rtol, atol=atol, equal_nan=True)
         else:
@@ -127,22 +124,26 @@ def assert_same(exp, act, rtol=None, atol=0.0, where="result"):
     elif _kind(exp) is not None:
         k = _kind(exp)
         if type(exp) in (bool, int, float):
-            assert type(act) is type(exp), \
+            assert type(act) is type(exp), (
                 f"{where}: expected {type(exp).__name__} {exp!r}, got {type(act).__name__} {act!r}"
+            )
         else:
             # a NumPy scalar (np.float64 from a reduction or an element read)
             # may come back as the corresponding Python scalar (documented)
-            assert type(act) is type(exp) or type(act) is k, \
+            assert type(act) is type(exp) or type(act) is k, (
                 f"{where}: expected {type(exp).__name__} {exp!r}, got {type(act).__name__} {act!r}"
+            )
         if k is float:
             if math.isnan(exp):
                 assert math.isnan(act), f"{where}: expected nan, got {act!r}"
             elif rtol is None:
-                assert exp == act and math.copysign(1.0, exp) == math.copysign(1.0, act), \
+                assert exp == act and math.copysign(1.0, exp) == math.copysign(1.0, act), (
                     f"{where}: expected {exp!r}, got {act!r}"
+                )
             else:
-                assert math.isclose(exp, act, rel_tol=rtol, abs_tol=atol), \
+                assert math.isclose(exp, act, rel_tol=rtol, abs_tol=atol), (
                     f"{where}: expected {exp!r}, got {act!r} (rtol={rtol})"
+                )
         else:
             assert exp == act, f"{where}: expected {exp!r}, got {act!r}"
     else:
@@ -151,11 +152,11 @@ def assert_same(exp, act, rtol=None, atol=0.0, where="result"):
 
 # -------------------------------------------------------------------- tests
 
+
 @pytest.mark.parametrize("module", corpus.MODULES)
 def test_corpus_module_imports(module):
     if module in LOAD_ERRORS:
-        pytest.fail(f"importing corpus module {module!r} failed:\n{LOAD_ERRORS[module]}",
-                    pytrace=False)
+        pytest.fail(f"importing corpus module {module!r} failed:\n{LOAD_ERRORS[module]}", pytrace=False)
 
 
 def test_case_count():
@@ -210,8 +211,7 @@ def check_raises(c, compiled, capfd):
     try:
         compiled(*a2)
     except Exception as e:  # noqa: BLE001
-        assert type(e) is type(py_err.value), \
-            f"CPython raised {py_err.value!r}, scriptc raised {e!r}"
+        assert type(e) is type(py_err.value), f"CPython raised {py_err.value!r}, scriptc raised {e!r}"
     else:
         pytest.fail(f"CPython raised {py_err.value!r}, scriptc raised nothing")
     finally:

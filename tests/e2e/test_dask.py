@@ -2,6 +2,7 @@
 distributed.LocalCluster of worker processes (which unpickle the kernel by reference and load its machine code
 from the on-disk cache), each checked against NumPy; and blocks sent from the client (``da.from_array``), which
 reach the workers at unaligned addresses."""
+
 import sys
 from pathlib import Path
 
@@ -31,9 +32,12 @@ def test_blocks_sent_from_the_client_match_numpy():
     import dask.array as da
     from distributed import Client, LocalCluster
     from dask_kernels import logistic_orbit
+
     x = np.random.default_rng(0).uniform(0.1, 0.9, (300, 300))
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         blocks = da.from_array(x, chunks=(100, 100))
         flags = client.compute(blocks.map_blocks(aligned, dtype=bool, chunks=(1, 1))).result()
         result = client.compute(blocks.map_blocks(logistic_orbit, 3.7, 50, dtype=np.float64)).result()

@@ -12,6 +12,7 @@ generated source and args, plus an automatically reduced reproducer
 (SCRIPTC_FUZZ_REDUCE_SECONDS, default 60; 0 disables).  SCRIPTC_FUZZ_SHRINK=1
 re-enables Hypothesis' own (slow) shrinking.
 """
+
 import ast
 import math
 import os
@@ -30,8 +31,12 @@ SLOW_EXAMPLES = int(os.environ.get("SCRIPTC_FUZZ_SLOW_EXAMPLES", "3000"))
 PRINTS = os.environ.get("SCRIPTC_FUZZ_PRINTS", "1") != "0"
 REDUCE_SECONDS = float(os.environ.get("SCRIPTC_FUZZ_REDUCE_SECONDS", "60"))
 
-_SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large,
-             HealthCheck.filter_too_much, HealthCheck.large_base_example]
+_SUPPRESS = [
+    HealthCheck.too_slow,
+    HealthCheck.data_too_large,
+    HealthCheck.filter_too_much,
+    HealthCheck.large_base_example,
+]
 
 
 def _same(expected, got):
@@ -53,9 +58,12 @@ def _describe(outcome):
 
 
 def _context(prog, args):
-    return ("\n--- generated source ---\n" + prog.source
-            + f"--- args ---\n{args!r}\n"
-            + f"--- reproduce ---\nfn(*{args!r})\n")
+    return (
+        "\n--- generated source ---\n"
+        + prog.source
+        + f"--- args ---\n{args!r}\n"
+        + f"--- reproduce ---\nfn(*{args!r})\n"
+    )
 
 
 def find_mismatch(prog, args):
@@ -71,11 +79,12 @@ def find_mismatch(prog, args):
     except scriptc.CompileError as e:
         return ("CompileError", f"scriptc.CompileError on a valid program: {e}")
     except Exception as e:  # internal compiler crash
-        return (f"compile crash {type(e).__name__}", "scriptc.script crashed:\n" + "".join(
-            traceback.format_exception(type(e), e, e.__traceback__)))
+        return (
+            f"compile crash {type(e).__name__}",
+            "scriptc.script crashed:\n" + "".join(traceback.format_exception(type(e), e, e.__traceback__)),
+        )
 
-    for label, call in (("compiled f(*args)", compiled),
-                        ("f.interpret(*args)", compiled.interpret)):
+    for label, call in (("compiled f(*args)", compiled), ("f.interpret(*args)", compiled.interpret)):
         got, got_out = fuzzgen.run_captured(call, args)
         if expected[0] == "exc":
             ok = got[0] == "exc" and got[1] is expected[1]
@@ -83,11 +92,9 @@ def find_mismatch(prog, args):
             ok = got[0] == "ok" and _same(expected[1], got[1])
         if not ok:
             sig = f"{label} result: " + (got[1].__name__ if got[0] == "exc" else "value")
-            return (sig, f"{label}: result mismatch\n  CPython: {_describe(expected)}\n"
-                         f"  scriptc: {_describe(got)}")
+            return (sig, f"{label}: result mismatch\n  CPython: {_describe(expected)}\n  scriptc: {_describe(got)}")
         if got_out != expected_out:
-            return (f"{label} stdout", f"{label}: stdout mismatch\n  CPython: {expected_out!r}\n"
-                                       f"  scriptc: {got_out!r}")
+            return (f"{label} stdout", f"{label}: stdout mismatch\n  CPython: {expected_out!r}\n  scriptc: {got_out!r}")
     return None
 
 
@@ -104,8 +111,7 @@ def _valid_under_cpython(prog, args):
     if outcome[0] != "ok" or not isinstance(outcome[1], tuple):
         return False
     ann = ast.parse(prog.source).body[0].returns
-    want = [ast.unparse(e) for e in ann.slice.elts] if isinstance(ann.slice, ast.Tuple) \
-        else [ast.unparse(ann.slice)]
+    want = [ast.unparse(e) for e in ann.slice.elts] if isinstance(ann.slice, ast.Tuple) else [ast.unparse(ann.slice)]
     return [type(v).__name__ for v in outcome[1]] == want
 
 
@@ -116,12 +122,14 @@ def reduce_case(prog, args, signature, time_limit=REDUCE_SECONDS):
             return False
         res = find_mismatch(cand, args)
         return res is not None and res[0] == signature
+
     return fuzzgen.reduce_source(prog.source, still_fails, time_limit)
 
 
 def _is_final_run():
     try:
         from hypothesis.control import current_build_context
+
         return bool(current_build_context().is_final)
     except Exception:  # noqa: BLE001 - not inside Hypothesis / API changed
         return True
@@ -140,34 +148,59 @@ def check_program(prog, args):
         reduced = reduce_case(prog, args, signature)
         if reduced != prog.source:
             red = fuzzgen.Program(reduced, prog.params, prog.ret_types)
-            message += ("\n=== automatically reduced reproducer (same failure) ===\n"
-                        + find_mismatch(red, args)[1] + _context(red, args))
+            message += (
+                "\n=== automatically reduced reproducer (same failure) ===\n"
+                + find_mismatch(red, args)[1]
+                + _context(red, args)
+            )
     pytest.fail(message, pytrace=False)
 
 
 # Hypothesis' own shrinker is slow on these programs (minutes); by default we
 # skip it and run the AST reducer above once, on the final failing example.
-_PHASES = ([Phase.explicit, Phase.reuse, Phase.generate]
-           + ([Phase.shrink] if os.environ.get("SCRIPTC_FUZZ_SHRINK") == "1" else []))
+_PHASES = [Phase.explicit, Phase.reuse, Phase.generate] + (
+    [Phase.shrink] if os.environ.get("SCRIPTC_FUZZ_SHRINK") == "1" else []
+)
 
 
-@settings(max_examples=CI_EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=_SUPPRESS, phases=_PHASES, report_multiple_bugs=False)
+@settings(
+    max_examples=CI_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=_SUPPRESS,
+    phases=_PHASES,
+    report_multiple_bugs=False,
+)
 @given(fuzzgen.cases(prints=PRINTS))
 def test_interpreter_matches_cpython(case):
     check_program(*case)
 
 
 @pytest.mark.slow
-@settings(max_examples=SLOW_EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=_SUPPRESS, phases=_PHASES, report_multiple_bugs=False)
+@settings(
+    max_examples=SLOW_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=_SUPPRESS,
+    phases=_PHASES,
+    report_multiple_bugs=False,
+)
 @given(fuzzgen.cases(prints=PRINTS))
 def test_interpreter_matches_cpython_slow(case):
     check_program(*case)
 
 
-@settings(max_examples=CI_EXAMPLES // 2, deadline=None, derandomize=True, database=None,
-          suppress_health_check=_SUPPRESS, phases=_PHASES, report_multiple_bugs=False)
+@settings(
+    max_examples=CI_EXAMPLES // 2,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=_SUPPRESS,
+    phases=_PHASES,
+    report_multiple_bugs=False,
+)
 @given(fuzzgen.cases(extended=True, prints=PRINTS))
 def test_extended_matches_cpython(case):
     """Beyond the core subset: maybe-unbound locals and loop variables read
@@ -177,8 +210,15 @@ def test_extended_matches_cpython(case):
 
 
 @pytest.mark.slow
-@settings(max_examples=SLOW_EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=_SUPPRESS, phases=_PHASES, report_multiple_bugs=False)
+@settings(
+    max_examples=SLOW_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=_SUPPRESS,
+    phases=_PHASES,
+    report_multiple_bugs=False,
+)
 @given(fuzzgen.cases(extended=True, prints=PRINTS))
 def test_extended_matches_cpython_slow(case):
     check_program(*case)
@@ -186,6 +226,7 @@ def test_extended_matches_cpython_slow(case):
 
 # ---------------------------------------------------------------------------
 # The generator itself must not silently degrade into trivial programs.
+
 
 def _features(source):
     tree = ast.parse(source)
@@ -222,26 +263,48 @@ def _features(source):
                 found.add("print_kw")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             found.add("math." + node.func.attr)
+
     # nesting depth of loops
     def depth(node, d=0):
         here = d + isinstance(node, (ast.For, ast.While))
         return max([here] + [depth(c, here) for c in ast.iter_child_nodes(node)])
+
     if depth(fn) >= 2:
         found.add("nested_loops")
     return found
 
 
-REQUIRED = ("for", "range3", "while", "break", "continue", "early_return", "else",
-            "augassign", "ifexp", "boolop", "floordiv_mod", "truediv", "print",
-            "print_kw", "abs", "min", "max", "int", "float", "math.floor",
-            "math.ceil", "math.sqrt", "nested_loops")
+REQUIRED = (
+    "for",
+    "range3",
+    "while",
+    "break",
+    "continue",
+    "early_return",
+    "else",
+    "augassign",
+    "ifexp",
+    "boolop",
+    "floordiv_mod",
+    "truediv",
+    "print",
+    "print_kw",
+    "abs",
+    "min",
+    "max",
+    "int",
+    "float",
+    "math.floor",
+    "math.ceil",
+    "math.sqrt",
+    "nested_loops",
+)
 
 
 def test_generator_produces_rich_programs():
     cases = []
 
-    @settings(max_examples=200, deadline=None, derandomize=True, database=None,
-              suppress_health_check=_SUPPRESS)
+    @settings(max_examples=200, deadline=None, derandomize=True, database=None, suppress_health_check=_SUPPRESS)
     @given(fuzzgen.cases())
     def collect(case):
         cases.append(case)
@@ -269,18 +332,22 @@ def test_harness_captures_and_loads(tmp_path):
     prog = fuzzgen.Program(
         "def fn(a: int, x: float) -> tuple[int, float]:\n"
         "    print(a, x, sep='|', end='!')\n"
-        "    return (a + 1, x * 2.0)\n", [("a", "int"), ("x", "float")], ["int", "float"])
+        "    return (a + 1, x * 2.0)\n",
+        [("a", "int"), ("x", "float")],
+        ["int", "float"],
+    )
     fn = fuzzgen.load(prog, tmp_path)
     import inspect
+
     assert "print(a, x" in inspect.getsource(fn)
     outcome, out = fuzzgen.run_captured(fn, (3, -0.0))
     assert outcome == ("ok", (4, -0.0)) and out == "3|-0.0!"
     assert _same((4, -0.0), outcome[1]) and not _same((4, 0.0), outcome[1])
     assert _same((math.nan,), (float("nan"),)) and not _same((1,), (1.0,))
     big = fuzzgen.Program(
-        "def fn(a: int) -> tuple[int]:\n"
-        "    for i in range(7):\n"
-        "        a = a * a\n"
-        "    return (a,)\n", [("a", "int")], ["int"])
+        "def fn(a: int) -> tuple[int]:\n    for i in range(7):\n        a = a * a\n    return (a,)\n",
+        [("a", "int")],
+        ["int"],
+    )
     assert fuzzgen.in_range(big, (3,)) is False
     assert fuzzgen.in_range(big, (1,)) is True

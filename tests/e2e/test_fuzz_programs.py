@@ -6,6 +6,7 @@ the exception type must match.
 
 SCRIPTC_FUZZ_PROGRAMS sets the bounded CI count (``make test``); ``make test-slow`` (``-m slow``) runs
 SCRIPTC_FUZZ_PROGRAMS_SLOW."""
+
 import itertools
 import os
 
@@ -58,9 +59,11 @@ def check(tmp_path_factory, case):
             assert same(a, b, rtol), f"{where}\nargument after the call: expected {a!r}, got {b!r}"
 
 
-SETTINGS = dict(deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                       HealthCheck.data_too_large])
+SETTINGS = dict(
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
+)
 
 
 @settings(max_examples=CI, **SETTINGS)

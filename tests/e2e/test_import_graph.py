@@ -9,6 +9,7 @@ the CLI).
 Imports go at the top of a file; one inside a function says why on its line or the line above: an optional
 dependency, an import-time saving (``test_import_cost.py``), a cycle.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,14 +21,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2] / "scriptc"
 
 LAYERS = [
-    ("base", ["scriptc.version", "scriptc.interop", "scriptc.parallel", "scriptc.gc_pause", "scriptc.realign",
-              "scriptc.installed", "scriptc.calling"]),
+    (
+        "base",
+        [
+            "scriptc.version",
+            "scriptc.interop",
+            "scriptc.parallel",
+            "scriptc.gc_pause",
+            "scriptc.realign",
+            "scriptc.installed",
+            "scriptc.calling",
+        ],
+    ),
     ("ir", ["scriptc.ir", "scriptc.errors", "scriptc.signatures"]),
     ("ops", ["scriptc.ops"]),
     ("middle", ["scriptc.frontend", "scriptc.passes", "scriptc.transforms"]),
     ("backend", ["scriptc.backend"]),
     ("api", ["scriptc", "scriptc.transforms.api", "scriptc.transforms.vmap_api"]),
 ]
+
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
@@ -61,7 +73,7 @@ def imports(module: str):
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
@@ -70,7 +82,7 @@ def imports(module: str):
             names = [a.name for a in node.names]
         else:
             continue
-        context = " ".join(lines[max(node.lineno - 2, 0):node.end_lineno])
+        context = " ".join(lines[max(node.lineno - 2, 0) : node.end_lineno])
         for name in names:
             if name.startswith("scriptc") and name in MODULES and name != module:
                 yield name, node.lineno, id(node) in inside, context
@@ -88,15 +100,17 @@ def test_no_import_goes_up_a_layer():
 def test_no_cycle_between_packages():
     """Between the packages of one layer (frontend, passes, transforms), imports go one way (no cycle through
     them, of any length)."""
+
     def package(m: str) -> str:
         return m if MODULES[m].name == "__init__.py" else m.rpartition(".")[0]
+
     edges = {}
     for module in MODULES:
         for target, _, _, _ in imports(module):
             a, b = package(module), package(target)
-            if a != b and not a.startswith(b + ".") and not b.startswith(a + ".") and \
-                    layer_of(a) == layer_of(b):
+            if a != b and not a.startswith(b + ".") and not b.startswith(a + ".") and layer_of(a) == layer_of(b):
                 edges.setdefault(a, set()).add(b)
+
     def reachable(start):
         seen, todo = set(), [start]
         while todo:
@@ -105,9 +119,9 @@ def test_no_cycle_between_packages():
                     seen.add(b)
                     todo.append(b)
         return seen
+
     cycles = sorted(a for a in edges if a in reachable(a))
     assert cycles == [], f"packages on an import cycle: {cycles}"
-
 
 
 def comments(path: Path) -> tuple[dict[int, str], set[int]]:
@@ -118,7 +132,7 @@ def comments(path: Path) -> tuple[dict[int, str], set[int]]:
             text = re.sub(r"#\s*(noqa\b[:\s\w,]*|type:.*)", "", tok.string).strip("# ")
             if text:
                 found[tok.start[0]] = text
-                if not tok.line[:tok.start[1]].strip():
+                if not tok.line[: tok.start[1]].strip():
                     alone.add(tok.start[0])
     return found, alone
 
@@ -129,8 +143,11 @@ def test_an_import_inside_a_function_says_why():
     on a cache miss``, ``# at the first compile: decorating loads no pass (test_import_cost)``."""
     unexplained = []
     for module, path in sorted(MODULES.items()):
-        last_line = {n.lineno: n.end_lineno for n in ast.walk(ast.parse(path.read_text()))
-                     if isinstance(n, (ast.Import, ast.ImportFrom))}
+        last_line = {
+            n.lineno: n.end_lineno
+            for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+        }
         found, alone = comments(path)
         for first in sorted({line for _, line, within, _ in imports(module) if within}):
             if not (first - 1 in alone or any(k in found for k in range(first, last_line[first] + 1))):

@@ -1,5 +1,6 @@
 """Scripted functions pickle by reference (module and qualified name), so they travel to process pools;
 ``f.code`` prints the optimized graph as Python-like source."""
+
 import concurrent.futures
 import multiprocessing
 import pickle
@@ -32,7 +33,7 @@ Holder.nested.__qualname__ = "Holder.nested"
 
 def test_pickle_is_by_reference():
     data = pickle.dumps(scale)
-    assert b"scale" in data and len(data) < 200      # a name, not the code or the graph
+    assert b"scale" in data and len(data) < 200  # a name, not the code or the graph
     assert pickle.loads(data) is scale
     assert pickle.loads(pickle.dumps(Holder.nested)) is Holder.nested
 
@@ -41,6 +42,7 @@ def test_local_function_is_a_clear_pickling_error():
     @scriptc.script
     def local(n: int) -> int:
         return n
+
     with pytest.raises(pickle.PicklingError, match="define them at module level"):
         pickle.dumps(local)
 
@@ -112,7 +114,9 @@ def loops(x: np.ndarray, n: int) -> np.ndarray:
 def test_code_shows_control_flow_and_fusion(capsys):
     loops(np.ones(3), 2)
     capsys.readouterr()
-    filecheck(loops.code, textwrap.dedent("""
+    filecheck(
+        loops.code,
+        textwrap.dedent("""
         CHECK: def loops(x: "Double(*)", n: int) -> "Double(*)":
         CHECK: while [[COND:\\w+]]:
         CHECK:   if (i_{{\\d+}} % 2) == 0:
@@ -126,7 +130,8 @@ def test_code_shows_control_flow_and_fusion(capsys):
         CHECK-NEXT: return [[X]]
         CHECK: def FusedLoop_0({{\\w+}}: int, x: "Double(*)") -> "Double(*)":
         CHECK: return aten.exp(x) * 2.0
-    """))
+    """),
+    )
 
 
 def test_code_before_any_call_is_the_frontend_graph():
@@ -136,12 +141,16 @@ def test_code_before_any_call_is_the_frontend_graph():
         for i in range(n):
             s += i * i
         return s
-    filecheck(count.code, textwrap.dedent("""
+
+    filecheck(
+        count.code,
+        textwrap.dedent("""
         CHECK: def count(n: int) -> int:
         CHECK: for i in range(n):
         CHECK: s_{{\\d+}} = s_{{\\d+}} + (i * i)
         CHECK: return s_
-    """))
+    """),
+    )
 
 
 def test_code_is_python_that_computes_the_same_for_scalar_code():
@@ -151,10 +160,11 @@ def test_code_is_python_that_computes_the_same_for_scalar_code():
         for k in range(n):
             acc = acc * x + float(k)
         return acc
+
     poly(1.5, 4)
     namespace = {"prim": types.SimpleNamespace(max=max), "aten": types.SimpleNamespace(Float=float)}
     source = poly.code.replace(": float", "").replace(": int", "").replace("-> float", "")
-    assert "for k_1 in range(" in source          # unrolled by 4: what native code runs
+    assert "for k_1 in range(" in source  # unrolled by 4: what native code runs
     exec(source, namespace)
     for x, n in [(1.5, 4), (-2.0, 7), (0.0, 0)]:
         assert namespace["poly"](x, n) == poly(x, n)
@@ -165,8 +175,10 @@ def test_code_of_every_corpus_function(capfd):
     import ast
     import os
     import sys
+
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import corpus
+
     corpus.load_all()
     seen = 0
     for c in corpus.CASES:

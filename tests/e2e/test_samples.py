@@ -1,6 +1,7 @@
 """The seed articles' programs in samples/, each run at a small size: linear regression by gradient descent (001),
 the digits MLP with Adam on a NamedTuple train state (002), keys and train state outside the model (003); and
 the MNIST IDX reader on a small file written here."""
+
 from __future__ import annotations
 
 import gzip
@@ -32,7 +33,7 @@ def test_linreg_grad_fits_the_line_as_the_hand_written_loop_does(capsys):
     a, b = linreg.train_by_hand(1.0, 0.0, x, y, 1e-2, 3000)
     assert p.a == pytest.approx(a, rel=1e-12) and p.b == pytest.approx(b, rel=1e-12)
     fit_a, fit_b = np.polyfit(x, y, 1)
-    assert abs(p.a - fit_a) < 0.2 and abs(p.b - fit_b) < 0.1      # on its way to the least-squares line
+    assert abs(p.a - fit_a) < 0.2 and abs(p.b - fit_b) < 0.1  # on its way to the least-squares line
     linreg.main(100, 500)
     out = capsys.readouterr().out
     assert "scriptc.grad in a compiled loop" in out and "derivative written by hand" in out
@@ -46,7 +47,7 @@ def test_mlp_digits_learns(capsys):
     out = capsys.readouterr().out
     assert out.count("test_acc") == 3
     losses = [h[0] for h in history]
-    assert losses[2] < losses[0] and history[-1][2] >= 0.85       # 3 epochs on 480 images
+    assert losses[2] < losses[0] and history[-1][2] >= 0.85  # 3 epochs on 480 images
     # the compiled step is the same computation as its interpreted graph
     state = mlp.init_state(mlp.scriptc.random.key(1), [64, 128, 256, 10])
     onehot = np.eye(10)[y_train[:8]]
@@ -78,8 +79,11 @@ def test_idx_reader(tmp_path):
     with pytest.raises(ValueError, match="not an IDX file"):
         mlp.read_idx(str(tmp_path / "bad"))
     labels = np.array([3, 1, 4], dtype=np.uint8)
-    for stem, array in (("train-labels-idx1-ubyte", labels), ("t10k-images-idx3-ubyte", images),
-                        ("t10k-labels-idx1-ubyte", labels[:2])):
+    for stem, array in (
+        ("train-labels-idx1-ubyte", labels),
+        ("t10k-images-idx3-ubyte", images),
+        ("t10k-labels-idx1-ubyte", labels[:2]),
+    ):
         _write_idx(tmp_path / stem, array)
     x_train, y_train, x_test, y_test = mlp.mnist(str(tmp_path))
     assert x_train.shape == (2, 12) and x_train.max() == pytest.approx(23 / 255)
@@ -92,7 +96,7 @@ def test_train_state_runs_are_reproducible(capsys):
     second = sample.run(7, 60, 20)
     assert first == second and len(first) == 4
     other = sample.run(8, 60, 20)
-    assert other != first                           # another seed, other numbers
+    assert other != first  # another seed, other numbers
     losses = [float(line.split("loss without dropout")[1]) for line in first[:-1]]
     assert losses[-1] < losses[0]
 

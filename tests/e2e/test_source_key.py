@@ -2,6 +2,7 @@
 nor the passes, and every name the compiled code depended on — a callee's source in another file, a global
 constant read directly, through a module attribute or by a callee, a NamedTuple's fields — is checked again, so
 that a change is a miss, never a stale result."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-KERNELS = '''
+KERNELS = """
 from typing import NamedTuple
 import numpy as np
 import scriptc
@@ -37,9 +38,9 @@ def add_loop(x: np.ndarray, n: int) -> np.ndarray:
 @scriptc.script(cache=True)
 def stats(x):
     return Stats(np.sum(x), np.max(x))
-'''
+"""
 
-HELPERS = '''
+HELPERS = """
 import numpy as np
 import scriptc
 
@@ -49,9 +50,9 @@ BIAS = 0.5
 @scriptc.script
 def shift(x: np.ndarray) -> np.ndarray:
     return x - BIAS
-'''
+"""
 
-RUN = '''
+RUN = """
 import json, sys
 import numpy as np
 {before}
@@ -63,14 +64,20 @@ out = {{"add_loop": kernels.add_loop(x, 3).tolist(), "stats": [type(s).__name__,
        "passes_ran": "scriptc.passes" in sys.modules, "cache": disk_cache.stats}}
 {after}
 print(json.dumps(out))
-'''
+"""
 
 
 def run(where: Path, before: str = "", after: str = "") -> dict:
     env = dict(os.environ, PYTHONPATH=f"{where}{os.pathsep}{ROOT}")
     env.pop("SCRIPTC_CACHE_DIR", None)
-    proc = subprocess.run([sys.executable, "-c", RUN.format(before=before, after=after)], cwd=where, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN.format(before=before, after=after)],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -106,19 +113,22 @@ def test_a_hit_runs_neither_the_frontend_nor_the_passes(project):
 
 def test_the_graph_is_made_on_first_use_after_a_hit(project):
     show = 'out["graph"] = str(kernels.add_loop.graph_for(x, 3))'
-    hit = run(project, after=show)      # (passes_ran is read before graph_for runs them)
+    hit = run(project, after=show)  # (passes_ran is read before graph_for runs them)
     assert not hit["passes_ran"] and hit["cache"]["hits"] == 2
-    cold = run(project, before="import scriptc.source_key as k; k.FORMAT = -1", after=show)   # no manifest read
+    cold = run(project, before="import scriptc.source_key as k; k.FORMAT = -1", after=show)  # no manifest read
     assert cold["passes_ran"]
     assert hit["graph"] == cold["graph"] and "aten::" in hit["graph"]
 
 
-@pytest.mark.parametrize("path, old, new, expect", [
-    ("helpers.py", "x - BIAS", "x - 2 * BIAS", dict(bias=1.0)),        # a callee's source, in another file
-    ("helpers.py", "BIAS = 0.5", "BIAS = 0.25", dict(bias=0.25)),      # a global a callee reads
-    ("helpers.py", "OFFSET = 0.0", "OFFSET = 1.0", dict(offset=1.0)),  # a module attribute (helpers.OFFSET)
-    ("kernels.py", "SCALE = 2.0", "SCALE = 3.0", dict(scale=3.0)),     # a global the function reads
-])
+@pytest.mark.parametrize(
+    "path, old, new, expect",
+    [
+        ("helpers.py", "x - BIAS", "x - 2 * BIAS", dict(bias=1.0)),  # a callee's source, in another file
+        ("helpers.py", "BIAS = 0.5", "BIAS = 0.25", dict(bias=0.25)),  # a global a callee reads
+        ("helpers.py", "OFFSET = 0.0", "OFFSET = 1.0", dict(offset=1.0)),  # a module attribute (helpers.OFFSET)
+        ("kernels.py", "SCALE = 2.0", "SCALE = 3.0", dict(scale=3.0)),  # a global the function reads
+    ],
+)
 def test_what_the_code_depended_on_changing_is_a_miss(project, path, old, new, expect):
     edit(project / path, old, new)
     result = run(project)
@@ -160,11 +170,13 @@ def test_a_manifest_naming_another_entry_is_a_miss(project):
 
 
 def test_what_cannot_be_checked_by_name_gets_no_manifest(tmp_path):
-    (tmp_path / "kernels.py").write_text(KERNELS.replace("SCALE = 2.0", "class Config:\n    scale = 2.0\n"
-                                                                          "SETTINGS = Config()")
-                                         .replace("* SCALE", "* SETTINGS.scale"))
+    (tmp_path / "kernels.py").write_text(
+        KERNELS.replace("SCALE = 2.0", "class Config:\n    scale = 2.0\nSETTINGS = Config()").replace(
+            "* SCALE", "* SETTINGS.scale"
+        )
+    )
     (tmp_path / "helpers.py").write_text(HELPERS)
     assert run(tmp_path)["add_loop"] == want()
     manifests = sorted(p.name.split("-")[0] for p in (tmp_path / "__pycache__").glob("*.scm"))
-    assert manifests == ["stats"]       # add_loop read an instance of a class defined in the script
+    assert manifests == ["stats"]  # add_loop read an instance of a class defined in the script
     assert run(tmp_path)["add_loop"] == want()

@@ -1,6 +1,7 @@
 """The user kernels of bench/kernels_user.py compiled vs CPython (natively and interpreted) on small inputs, with
 the IR facts their speed rests on; and ``** 2`` bit for bit against CPython (scalars: libm pow, which misrounds
 some squares) and NumPy (arrays: np.square)."""
+
 from __future__ import annotations
 
 import math
@@ -64,24 +65,49 @@ def test_stencil_and_floyd_accesses_are_proven():
 
 @scriptc.script
 def square(x: float) -> float:
-    return x ** 2
+    return x**2
 
 
 @scriptc.script
 def square_float_exponent(x: float) -> float:
-    return x ** 2.0
+    return x**2.0
 
 
 @scriptc.script
 def cube(x: float) -> float:
-    return x ** 3
+    return x**3
 
 
 # squares libm's pow rounds differently from x * x (found by search on glibc 2.36; pow is not correctly rounded)
-MISROUNDED = [float.fromhex(h) for h in ("-0x1.6c5b774b54876p+2", "0x1.51eebf84b8720p+2", "0x1.ceb7f723998b0p+1",
-                                        "-0x1.2da4e80b86597p+0", "0x1.5494894425e04p-1")]
-SPECIAL = [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 1e200, -1e200, 1e154, 1.3407807929942596e154,
-           1e-160, 5e-324, 2.0 ** -485, 2.0 ** 511, 3.0, float(2 ** 27 - 1)]
+MISROUNDED = [
+    float.fromhex(h)
+    for h in (
+        "-0x1.6c5b774b54876p+2",
+        "0x1.51eebf84b8720p+2",
+        "0x1.ceb7f723998b0p+1",
+        "-0x1.2da4e80b86597p+0",
+        "0x1.5494894425e04p-1",
+    )
+]
+SPECIAL = [
+    0.0,
+    -0.0,
+    math.inf,
+    -math.inf,
+    math.nan,
+    1.0,
+    -1.0,
+    1e200,
+    -1e200,
+    1e154,
+    1.3407807929942596e154,
+    1e-160,
+    5e-324,
+    2.0**-485,
+    2.0**511,
+    3.0,
+    float(2**27 - 1),
+]
 
 
 @pytest.mark.parametrize("fn", [square, square_float_exponent, cube])
@@ -104,7 +130,7 @@ def test_constant_exponent_checks_are_folded():
 
 @scriptc.script
 def array_square(x: np.ndarray) -> np.ndarray:
-    return x ** 2
+    return x**2
 
 
 @scriptc.script

@@ -2,6 +2,7 @@
 with the system C compiler against the generated header) and from Python, checked against CPython running the
 same functions: results, returned arrays, error codes and messages, printed text; no leak under LeakSanitizer;
 and loading refuses damaged or foreign libraries."""
+
 from __future__ import annotations
 
 import contextlib
@@ -23,10 +24,11 @@ from scriptc.backend.export.load import LoadError
 
 ROOT = Path(__file__).resolve().parents[2]
 CC = shutil.which("cc") or shutil.which("gcc")
-pytestmark = pytest.mark.skipif(CC is None or not sys.platform.startswith("linux"),
-                                reason="export links with the system C compiler (Linux)")
+pytestmark = pytest.mark.skipif(
+    CC is None or not sys.platform.startswith("linux"), reason="export links with the system C compiler (Linux)"
+)
 
-KERNELS = '''
+KERNELS = """
 import numpy as np
 import scriptc
 
@@ -122,15 +124,24 @@ def raising(k: int) -> int:
     if k == 5:
         raise KeyError("")
     return k
-'''
+"""
 
-TYPES = [("saxpy", ["float64[*]", "float64[*]", "float"]), ("saxpy", ["float32[*]", "float32[*]", "float"]),
-         ("norm", ["float64[*]"]), ("pick", ["float64[*]", "int"]), ("stats", ["float64[*]"]),
-         ("floordiv", ["int", "int"]), ("scale_rows", ["float64[*,*]", "float"]), ("reprs", ["float64[*]"]),
-         ("count_positive", ["int64[*]", "bool"]), ("bump", ["int8[*,*]"]), ("raising", ["int"]),
-         ("shifted", ["float64[*]", "float", "bool"])]
+TYPES = [
+    ("saxpy", ["float64[*]", "float64[*]", "float"]),
+    ("saxpy", ["float32[*]", "float32[*]", "float"]),
+    ("norm", ["float64[*]"]),
+    ("pick", ["float64[*]", "int"]),
+    ("stats", ["float64[*]"]),
+    ("floordiv", ["int", "int"]),
+    ("scale_rows", ["float64[*,*]", "float"]),
+    ("reprs", ["float64[*]"]),
+    ("count_positive", ["int64[*]", "bool"]),
+    ("bump", ["int8[*,*]"]),
+    ("raising", ["int"]),
+    ("shifted", ["float64[*]", "float", "bool"]),
+]
 
-MAIN_C = r'''
+MAIN_C = r"""
 #include <stdio.h>
 #include <string.h>
 #include "corpus.h"
@@ -191,7 +202,7 @@ int main(void) {
     fflush(stdout);
     return 0;
 }
-'''
+"""
 
 
 def expected_main_output(mod) -> str:
@@ -215,10 +226,13 @@ def expected_main_output(mod) -> str:
     lines.append("scale_rows 3 2 " + " ".join(f"{v:.17g}" for v in mod.scale_rows.py_func(m, 0.5).ravel()))
     ints = np.array([3, 0, -1, 5])
     lines += [f"count {mod.count_positive.py_func(ints, True)}", f"count {mod.count_positive.py_func(ints, False)}"]
-    lines.append("error 1 TypeError: norm(): argument 'x': expected a float64 array of rank 1, got a int32 array of "
-                 "rank 1")
-    lines += ["error 1 TypeError: saxpy(): out pointer 'out' is NULL",
-              "error 1 TypeError: stats(): out pointer 'out1' is NULL"]
+    lines.append(
+        "error 1 TypeError: norm(): argument 'x': expected a float64 array of rank 1, got a int32 array of rank 1"
+    )
+    lines += [
+        "error 1 TypeError: saxpy(): out pointer 'out' is NULL",
+        "error 1 TypeError: stats(): out pointer 'out1' is NULL",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -244,7 +258,7 @@ def export_module(where: Path, name: str, source: str, signatures, output: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     argv, last = [], None
-    for fname, types in signatures:     # F --types ... --types ...
+    for fname, types in signatures:  # F --types ... --types ...
         if fname != last:
             argv.append(f"{name}.py:{fname}")
         argv += ["--types", *types]
@@ -256,14 +270,24 @@ def export_module(where: Path, name: str, source: str, signatures, output: str):
 
 def export(where: Path, argv: list[str]) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "scriptc", "export", *argv], cwd=where, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "scriptc", "export", *argv],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def require_address_sanitizer(where: Path) -> None:
     """Skip the test when the C compiler cannot build with -fsanitize=address."""
-    probe = subprocess.run([CC, "-fsanitize=address", "-x", "c", "-", "-o", str(where / "probe")],
-                           input="int main(void){return 0;}", capture_output=True, text=True)
+    probe = subprocess.run(
+        [CC, "-fsanitize=address", "-x", "c", "-", "-o", str(where / "probe")],
+        input="int main(void){return 0;}",
+        capture_output=True,
+        text=True,
+    )
     if probe.returncode != 0:
         pytest.skip("the C compiler has no AddressSanitizer")
 
@@ -272,8 +296,9 @@ def compile_c(where: Path, source: str, name: str, *flags: str, link: list[str] 
     (where / f"{name}.c").write_text(source)
     exe = where / name
     link = link if link is not None else ["-Lbuild", "-lcorpus", f"-Wl,-rpath,{where / 'build'}"]
-    proc = subprocess.run([CC, *flags, "-Ibuild", "-o", str(exe), f"{name}.c", *link], cwd=where,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [CC, *flags, "-Ibuild", "-o", str(exe), f"{name}.c", *link], cwd=where, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     return exe
 
@@ -293,8 +318,10 @@ def test_the_library_needs_only_the_c_and_math_libraries(built):
     where, _ = built
     ldd = subprocess.run(["ldd", str(where / "build" / "libcorpus.so")], capture_output=True, text=True).stdout
     libs = [line.split()[0] for line in ldd.splitlines() if line.strip()]
-    assert libs and all(lib.split(".so")[0].rsplit("/", 1)[-1] in ("linux-vdso", "libc", "libm", "libmvec",
-                                                                     "ld-linux-x86-64") for lib in libs), libs
+    assert libs and all(
+        lib.split(".so")[0].rsplit("/", 1)[-1] in ("linux-vdso", "libc", "libm", "libmvec", "ld-linux-x86-64")
+        for lib in libs
+    ), libs
 
 
 def test_a_c_program_gets_cpythons_results_errors_and_printed_text(built):
@@ -318,7 +345,7 @@ def test_no_leak_under_leak_sanitizer(built):
     assert run.returncode != 0 and "Direct leak" in run.stderr
 
 
-REPR_C = r'''
+REPR_C = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,16 +360,39 @@ int main(int argc, char **argv) {
     int64_t count;
     return corpus_reprs(&x, &count);
 }
-'''
+"""
 
 
 def test_printed_floats_are_cpythons_repr(built):
     where, _ = built
     rng = np.random.default_rng(7)
-    special = [0.1, 1e16, 1e-5, 1e-4, 123456789.123, -0.0, np.inf, -np.inf, np.nan, 5e-324, 1.7976931348623157e308,
-               100.0, 1e22, 9007199254740993.0, 0.3, 2.0 / 3.0, 1234567890123456.7, 12345678901234567.0]
-    values = np.concatenate([special, rng.standard_normal(500) * 10.0 ** rng.integers(-30, 30, 500),
-                             rng.integers(0, 2 ** 63, 500, dtype=np.uint64).view(np.float64)])
+    special = [
+        0.1,
+        1e16,
+        1e-5,
+        1e-4,
+        123456789.123,
+        -0.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        5e-324,
+        1.7976931348623157e308,
+        100.0,
+        1e22,
+        9007199254740993.0,
+        0.3,
+        2.0 / 3.0,
+        1234567890123456.7,
+        12345678901234567.0,
+    ]
+    values = np.concatenate(
+        [
+            special,
+            rng.standard_normal(500) * 10.0 ** rng.integers(-30, 30, 500),
+            rng.integers(0, 2**63, 500, dtype=np.uint64).view(np.float64),
+        ]
+    )
     values = values[np.isfinite(values) | np.isnan(values)]
     values.tofile(where / "values.bin")
     exe = compile_c(where, REPR_C, "reprs")
@@ -352,31 +402,43 @@ def test_printed_floats_are_cpythons_repr(built):
 
 def test_emit_obj_links_statically(built):
     where, _ = built
-    result = export(where, ["corpus_kernels.py:floordiv", "--types", "int", "int", "-o", "static/libcorpus.o",
-                            "--emit=obj"])
+    result = export(
+        where, ["corpus_kernels.py:floordiv", "--types", "int", "int", "-o", "static/libcorpus.o", "--emit=obj"]
+    )
     assert result.returncode == 0, result.stderr
-    source = '#include <stdio.h>\n#include "corpus.h"\nint main(void){int64_t q; int rc = corpus_floordiv(-9, 4, &q);' \
-             ' printf("%d %lld\\n", rc, (long long)q); return 0;}\n'
+    source = (
+        '#include <stdio.h>\n#include "corpus.h"\nint main(void){int64_t q; int rc = corpus_floordiv(-9, 4, &q);'
+        ' printf("%d %lld\\n", rc, (long long)q); return 0;}\n'
+    )
     (where / "static_main.c").write_text(source)
     exe = where / "static_main"
-    subprocess.run([CC, "-Istatic", "-o", str(exe), "static_main.c", "static/libcorpus.o", "-lm", "-pthread"],
-                   cwd=where, check=True)
+    subprocess.run(
+        [CC, "-Istatic", "-o", str(exe), "static_main.c", "static/libcorpus.o", "-lm", "-pthread"],
+        cwd=where,
+        check=True,
+    )
     assert subprocess.run([str(exe)], capture_output=True, text=True).stdout == f"0 {-9 // 4}\n"
 
 
 def test_the_objects_of_two_libraries_link_into_one_program(tmp_path):
     # each object defines the runtime (scriptc_init, the pool...): only the library's own C names stay global
-    (tmp_path / "k.py").write_text("import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n"
-                                   "    return x + 1.0\n\n\n@scriptc.script\ndef g(x: float) -> float:\n"
-                                   "    return x * 3.0\n")
+    (tmp_path / "k.py").write_text(
+        "import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n"
+        "    return x + 1.0\n\n\n@scriptc.script\ndef g(x: float) -> float:\n"
+        "    return x * 3.0\n"
+    )
     for lib, fn in (("one", "f"), ("two", "g")):
         result = export(tmp_path, [f"k.py:{fn}", "--types", "float", "-o", f"static/lib{lib}.o", "--emit=obj"])
         assert result.returncode == 0, result.stderr
     (tmp_path / "main.c").write_text(
         '#include <stdio.h>\n#include "one.h"\n#include "two.h"\nint main(void){double a, b;'
-        ' int rc = one_f(2.0, &a) | two_g(2.0, &b); printf("%d %g %g\\n", rc, a, b); return 0;}\n')
-    subprocess.run([CC, "-Istatic", "-o", "main", "main.c", "static/libone.o", "static/libtwo.o", "-lm", "-pthread"],
-                   cwd=tmp_path, check=True)
+        ' int rc = one_f(2.0, &a) | two_g(2.0, &b); printf("%d %g %g\\n", rc, a, b); return 0;}\n'
+    )
+    subprocess.run(
+        [CC, "-Istatic", "-o", "main", "main.c", "static/libone.o", "static/libtwo.o", "-lm", "-pthread"],
+        cwd=tmp_path,
+        check=True,
+    )
     assert subprocess.run([str(tmp_path / "main")], capture_output=True, text=True).stdout == "0 3 6\n"
 
 
@@ -384,8 +446,10 @@ def test_an_object_without_objcopy_is_an_export_error(tmp_path, monkeypatch):
     # without objcopy the object would keep the runtime's names global: a second library's object would clash
     from scriptc.backend import export as exporting
     from scriptc.ir.types import FLOAT
-    (tmp_path / "k1.py").write_text("import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n"
-                                    "    return x + 1.0\n")
+
+    (tmp_path / "k1.py").write_text(
+        "import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n    return x + 1.0\n"
+    )
     spec = importlib.util.spec_from_file_location("k1", tmp_path / "k1.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -408,28 +472,38 @@ def test_unsupported_code_is_a_clear_export_error(built):
 def test_names_that_would_clash_in_c_are_export_errors(tmp_path):
     """Two functions named alike (from two files: the first ran under both names), a function whose C name
     is the library's own or the runtime's (a C compiler's error) or another signature's (an internal error)."""
-    (tmp_path / "one.py").write_text("import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n"
-                                     "    return x + 1.0\n\n\n@scriptc.script\ndef f_1(x: float) -> float:\n"
-                                     "    return x\n\n\n@scriptc.script\ndef release(x: float) -> float:\n"
-                                     "    return x\n\n\n@scriptc.script\ndef init(x: float) -> float:\n"
-                                     "    return x\n")
-    (tmp_path / "two.py").write_text("import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n"
-                                     "    return x * 2.0\n")
+    (tmp_path / "one.py").write_text(
+        "import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n"
+        "    return x + 1.0\n\n\n@scriptc.script\ndef f_1(x: float) -> float:\n"
+        "    return x\n\n\n@scriptc.script\ndef release(x: float) -> float:\n"
+        "    return x\n\n\n@scriptc.script\ndef init(x: float) -> float:\n"
+        "    return x\n"
+    )
+    (tmp_path / "two.py").write_text(
+        "import scriptc\n\n\n@scriptc.script\ndef f(x: float) -> float:\n    return x * 2.0\n"
+    )
     for argv, message in (
-            (["one.py:f", "--types", "float", "two.py:f", "--types", "float"],
-             "two functions are named f (one.py:4 and two.py:4)"),
-            (["one.py:release", "--types", "float"], "would be both the library's own lib_release and release"),
-            (["one.py:f", "--types", "float", "--types", "int", "one.py:f_1", "--types", "float"],
-             "lib_f_1 would be both f(int) and f_1(float)"),
-            (["one.py:f", "--types", "float", "--types", "float"], "f is exported twice for (float)"),
-            (["one.py:init", "--types", "float", "-o", "build/libscriptc.so"],
-             "the C function scriptc_init (init(float)) would redefine a name of scriptc's runtime")):
+        (
+            ["one.py:f", "--types", "float", "two.py:f", "--types", "float"],
+            "two functions are named f (one.py:4 and two.py:4)",
+        ),
+        (["one.py:release", "--types", "float"], "would be both the library's own lib_release and release"),
+        (
+            ["one.py:f", "--types", "float", "--types", "int", "one.py:f_1", "--types", "float"],
+            "lib_f_1 would be both f(int) and f_1(float)",
+        ),
+        (["one.py:f", "--types", "float", "--types", "float"], "f is exported twice for (float)"),
+        (
+            ["one.py:init", "--types", "float", "-o", "build/libscriptc.so"],
+            "the C function scriptc_init (init(float)) would redefine a name of scriptc's runtime",
+        ),
+    ):
         result = export(tmp_path, argv + ["-o", "build/lib.so"] * ("-o" not in argv))
-        assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr, \
-            result.stderr
+        assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
 
 
 # -- scriptc.load ----------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def lib(built):
@@ -454,8 +528,10 @@ def test_loaded_functions_match_cpython(built, lib):
 
 def test_loaded_errors_are_the_same_exceptions(built, lib):
     _, mod = built
-    for fn, py, args in ((lib.pick, mod.pick.py_func, (np.arange(3.0), 5)),
-                         (lib.floordiv, mod.floordiv.py_func, (1, 0))):
+    for fn, py, args in (
+        (lib.pick, mod.pick.py_func, (np.arange(3.0), 5)),
+        (lib.floordiv, mod.floordiv.py_func, (1, 0)),
+    ):
         with pytest.raises(Exception) as ours:
             with contextlib.redirect_stdout(io.StringIO()):
                 fn(*args)
@@ -489,18 +565,17 @@ def test_a_library_exported_again_to_the_same_path_loads_its_new_code(tmp_path):
     export_module(tmp_path, "edited", source, [("g", ["float"])], "build/libedited.so")
     first = scriptc.load(tmp_path / "build" / "libedited.so")
     assert first.g(1.0) == 2.0
-    export_module(tmp_path, "edited", source.replace("x + 1.0", "x * 100.0"), [("g", ["float"])],
-                  "build/libedited.so")
+    export_module(tmp_path, "edited", source.replace("x + 1.0", "x * 100.0"), [("g", ["float"])], "build/libedited.so")
     second = scriptc.load(tmp_path / "build" / "libedited.so")
     assert second.g(1.0) == 100.0 and "aten::mul" in second.g.graph
-    assert first.g(1.0) == 2.0          # the first library stays loaded, with its own code
+    assert first.g(1.0) == 2.0  # the first library stays loaded, with its own code
 
 
 def test_loaded_functions_pickle_by_reference_to_their_library(built, lib):
     """As scripted functions pickle by module and name: a library by its path, a function by its library's
     path and its name, loaded once per process where unpickled (here, and in a spawned pool's workers)."""
     data = pickle.dumps(lib.saxpy)
-    assert len(data) < 300 and b"libcorpus.so" in data         # a reference, not the code
+    assert len(data) < 300 and b"libcorpus.so" in data  # a reference, not the code
     again = pickle.loads(data)
     assert again is pickle.loads(data) and again.signatures == lib.saxpy.signatures
     assert pickle.loads(pickle.dumps(lib)).saxpy is again
@@ -516,8 +591,7 @@ def test_an_unpickled_function_the_library_no_longer_exports_is_an_unpickling_er
     source = "import scriptc\n\n\n@scriptc.script\ndef g(x: float) -> float:\n    return x + 1.0\n"
     export_module(tmp_path, "renamed", source, [("g", ["float"])], "build/librenamed.so")
     data = pickle.dumps(scriptc.load(tmp_path / "build" / "librenamed.so").g)
-    export_module(tmp_path, "renamed", source.replace("def g", "def h"), [("h", ["float"])],
-                  "build/librenamed.so")
+    export_module(tmp_path, "renamed", source.replace("def g", "def h"), [("h", ["float"])], "build/librenamed.so")
     with pytest.raises(pickle.UnpicklingError, match="exports no function 'g'"):
         pickle.loads(data)
 
@@ -528,10 +602,14 @@ def test_loaded_functions_take_keyword_arguments_and_raise_cpythons_errors(built
     not (float64[*], int)')."""
     _, mod = built
     xs = np.array([1.5, -2.0, 3.25])
-    assert lib.saxpy(xs, a=2.0, y=xs) == pytest.approx(mod.saxpy.py_func(xs, xs, 2.0)) and \
-        lib.pick(i=1, x=xs) == -2.0
-    for args, kwargs in (((xs,), {"i": 1, "j": 2}), ((xs, 1), {"i": 1}), ((xs,), {}), ((xs, 1, 2), {}),
-                         ((xs, 2 ** 70), {})):
+    assert lib.saxpy(xs, a=2.0, y=xs) == pytest.approx(mod.saxpy.py_func(xs, xs, 2.0)) and lib.pick(i=1, x=xs) == -2.0
+    for args, kwargs in (
+        ((xs,), {"i": 1, "j": 2}),
+        ((xs, 1), {"i": 1}),
+        ((xs,), {}),
+        ((xs, 1, 2), {}),
+        ((xs, 2**70), {}),
+    ):
         with pytest.raises((TypeError, OverflowError)) as ours:
             lib.pick(*args, **kwargs)
         with pytest.raises((TypeError, OverflowError)) as theirs:
@@ -565,8 +643,11 @@ def test_loaded_exceptions_have_the_scripted_functions_arguments(built, lib):
 
 def test_a_signature_that_was_not_exported_is_a_type_error(lib):
     assert lib.saxpy.signatures == ["float64[*], float64[*], float", "float32[*], float32[*], float"]
-    with pytest.raises(TypeError, match=r"saxpy\(\) was exported for \(float64\[\*\], float64\[\*\], float\), "
-                                        r"\(float32\[\*\], float32\[\*\], float\), not \(int64\[\*\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"saxpy\(\) was exported for \(float64\[\*\], float64\[\*\], float\), "
+        r"\(float32\[\*\], float32\[\*\], float\), not \(int64\[\*\]",
+    ):
         lib.saxpy(np.arange(3), np.arange(3), 1.0)
 
 
@@ -574,8 +655,11 @@ def test_loaded_functions_refuse_the_arrays_scripted_ones_refuse(built, lib):
     # a mask scripted code would ignore, a matrix's product, a byte order or alignment it cannot read: the same
     # TypeError as the scripted function, not a silent drop or "exported for (float64[*]), not (float64[*])"
     _, mod = built
-    for bad in (np.ma.array([1.0, 2.0], mask=[False, True]), np.array([[1.0, 2.0]]).view(np.matrix),
-                np.arange(3.0).astype(">f8")):
+    for bad in (
+        np.ma.array([1.0, 2.0], mask=[False, True]),
+        np.array([[1.0, 2.0]]).view(np.matrix),
+        np.arange(3.0).astype(">f8"),
+    ):
         with pytest.raises(TypeError) as ours:
             lib.norm(bad)
         with pytest.raises(TypeError) as scripted:
@@ -594,6 +678,7 @@ def test_loaded_functions_take_unaligned_arrays_as_scripted_ones_do(built, lib):
 def test_loaded_graph_is_the_ir_it_was_made_from(built, lib):
     _, mod = built
     from scriptc.signatures import parse_signature
+
     assert "aten::pow" in str(lib.norm.graph)
     assert str(lib.norm.graph) == str(mod.norm.graph_for_types(parse_signature("float64[*]")))
 
@@ -606,12 +691,12 @@ def test_loaded_calls_go_through_the_library_s_cpython_entries(built, lib):
     assert type(lib.norm).__call__ is entry and type(entry).__name__ == "builtin_function_or_method"
     xs = np.array([1.5, -2.0, 3.25, 0.0, 4.0])
     assert lib.norm(xs) == mod.norm.py_func(xs)
-    assert lib.saxpy(xs, xs, 2) .tolist() == lib.saxpy(xs, xs, 2.0).tolist()   # an int: the fallback converts
-    assert lib.saxpy(xs.astype(np.float32), xs.astype(np.float32), 0.5).dtype == np.float32   # the second entry
+    assert lib.saxpy(xs, xs, 2).tolist() == lib.saxpy(xs, xs, 2.0).tolist()  # an int: the fallback converts
+    assert lib.saxpy(xs.astype(np.float32), xs.astype(np.float32), 0.5).dtype == np.float32  # the second entry
     assert lib.count_positive(np.array([1, 0, 2]), np.bool_(False)) == 3
-    assert lib.norm(x=xs) == mod.norm.py_func(xs)      # keywords: the dispatch binds them
+    assert lib.norm(x=xs) == mod.norm.py_func(xs)  # keywords: the dispatch binds them
     tail = lib.stats(xs)[1]
-    assert np.shares_memory(tail, xs)         # a view comes back through the entry's rebuild
+    assert np.shares_memory(tail, xs)  # a view comes back through the entry's rebuild
 
 
 def test_the_library_does_not_need_python(built):
@@ -620,11 +705,16 @@ def test_the_library_does_not_need_python(built):
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("no nm")
-    undefined = subprocess.run([nm, "-D", "--undefined-only", str(where / "build" / "libcorpus.so")],
-                               capture_output=True, text=True, check=True).stdout
+    undefined = subprocess.run(
+        [nm, "-D", "--undefined-only", str(where / "build" / "libcorpus.so")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert not [line for line in undefined.splitlines() if line.split()[-1].startswith(("Py", "_Py"))]
-    defined = subprocess.run([nm, "-D", "--defined-only", str(where / "build" / "libcorpus.so")],
-                             capture_output=True, text=True, check=True).stdout
+    defined = subprocess.run(
+        [nm, "-D", "--defined-only", str(where / "build" / "libcorpus.so")], capture_output=True, text=True, check=True
+    ).stdout
     assert "corpus_norm__python" in defined and "corpus_python_table" in defined
 
 
@@ -638,23 +728,30 @@ def test_load_refuses_foreign_and_damaged_libraries(built, tmp_path):
         scriptc.load(tmp_path / "junk.so")
     data = (where / "build" / "libcorpus.so").read_bytes()
     from scriptc.backend.export import FORMAT
+
     assert f'"format": {FORMAT}'.encode() in data
     (tmp_path / "newer.so").write_bytes(data.replace(f'"format": {FORMAT}'.encode(), b'"format": 9'))
     with pytest.raises(LoadError, match="format 9"):
         scriptc.load(tmp_path / "newer.so")
     from scriptc.backend.export import SECTION
     from scriptc.backend.export.integrity import reseal
+
     at = data.index(b'"features": ["+') + len(b'"features": ["+')
-    (tmp_path / "othercpu.so").write_bytes(data[:at] + b"Q" + data[at + 1:])
+    (tmp_path / "othercpu.so").write_bytes(data[:at] + b"Q" + data[at + 1 :])
     with pytest.raises(LoadError, match="damaged library: its manifest was changed after export"):
         scriptc.load(tmp_path / "othercpu.so")
-    reseal(tmp_path / "othercpu.so", SECTION)     # as exported for a CPU with feature Q
+    reseal(tmp_path / "othercpu.so", SECTION)  # as exported for a CPU with feature Q
     with pytest.raises(LoadError, match="lacks Q"):
         scriptc.load(tmp_path / "othercpu.so")
     # a manifest whose keys or types were edited, a symbol renamed, with their digests made again: LoadError,
     # not the KeyError inside
-    for k, (old, new) in enumerate([(b'"signature"', b'"signaturX"'), (b'"float64[*]"', b'"floatX4[*]"'),
-                                    (b"corpus_last_error\0", b"corpus_last_errox\0")]):
+    for k, (old, new) in enumerate(
+        [
+            (b'"signature"', b'"signaturX"'),
+            (b'"float64[*]"', b'"floatX4[*]"'),
+            (b"corpus_last_error\0", b"corpus_last_errox\0"),
+        ]
+    ):
         assert old in data
         (tmp_path / f"edited{k}.so").write_bytes(data.replace(old, new, 1))
         reseal(tmp_path / f"edited{k}.so", SECTION)
@@ -667,6 +764,7 @@ def test_load_refuses_changed_code_and_a_consistently_rewritten_manifest(built, 
     swapped, still valid, ran the wrong function: both are LoadError now, before anything is loaded."""
     from scriptc.backend.export import SECTION
     from scriptc.backend.export.integrity import section_span
+
     where, _ = built
     path = where / "build" / "libcorpus.so"
     data = path.read_bytes()
@@ -678,11 +776,14 @@ def test_load_refuses_changed_code_and_a_consistently_rewritten_manifest(built, 
     with pytest.raises(LoadError, match="damaged library: its code does not match the digest its manifest records"):
         scriptc.load(tmp_path / "flipped.so")
     offset, size = section_span(data, SECTION)
-    section = data[offset:offset + size]
+    section = data[offset : offset + size]
     assert b'"corpus_norm"' in section and b'"corpus_pick"' in section
-    swapped = section.replace(b'"corpus_norm"', b'"corpus_tmp_"').replace(b'"corpus_pick"', b'"corpus_norm"') \
+    swapped = (
+        section.replace(b'"corpus_norm"', b'"corpus_tmp_"')
+        .replace(b'"corpus_pick"', b'"corpus_norm"')
         .replace(b'"corpus_tmp_"', b'"corpus_pick"')
-    (tmp_path / "swapped.so").write_bytes(data[:offset] + swapped + data[offset + size:])
+    )
+    (tmp_path / "swapped.so").write_bytes(data[:offset] + swapped + data[offset + size :])
     with pytest.raises(LoadError, match="damaged library: its manifest was changed after export"):
         scriptc.load(tmp_path / "swapped.so")
     assert scriptc.load(path).norm(np.array([3.0, 4.0])) == 5.0
@@ -691,7 +792,7 @@ def test_load_refuses_changed_code_and_a_consistently_rewritten_manifest(built, 
 def test_code_with_lists_and_random_keys_links_and_loads(tmp_path):
     """Lists count their buffers apart (``scriptc.list.allocations``), which the library's runtime defines; a
     symbol it did not define made a library that reported success and then failed to link or load."""
-    source = '''import numpy as np
+    source = """import numpy as np
 import scriptc
 
 
@@ -710,9 +811,14 @@ def stacked(x: np.ndarray) -> np.ndarray:
 @scriptc.script
 def draws(key: np.ndarray) -> np.ndarray:
     return scriptc.random.uniform(scriptc.random.split(key)[1], (3,))
-'''
-    mod = export_module(tmp_path, "withlists", source, [("listed", ["int"]), ("stacked", ["float64[*]"]),
-                                                        ("draws", ["uint32[*]"])], "build/libwithlists.so")
+"""
+    mod = export_module(
+        tmp_path,
+        "withlists",
+        source,
+        [("listed", ["int"]), ("stacked", ["float64[*]"]), ("draws", ["uint32[*]"])],
+        "build/libwithlists.so",
+    )
     lib = scriptc.load(tmp_path / "build" / "libwithlists.so")
     x, key = np.array([0.5, 1.5]), scriptc.random.key(3)
     assert lib.listed(5) == mod.listed.py_func(5) == 8
@@ -721,8 +827,10 @@ def draws(key: np.ndarray) -> np.ndarray:
 
 
 def test_a_long_error_message_comes_back_whole(tmp_path):
-    source = ("import scriptc\n\n\n@scriptc.script\ndef long_error(n: int) -> int:\n"
-              "    if n > 0:\n        raise ValueError(f\"{n} " + "0123456789" * 150 + "\")\n    return n\n")
+    source = (
+        "import scriptc\n\n\n@scriptc.script\ndef long_error(n: int) -> int:\n"
+        '    if n > 0:\n        raise ValueError(f"{n} ' + "0123456789" * 150 + '")\n    return n\n'
+    )
     mod = export_module(tmp_path, "longerror", source, [("long_error", ["int"])], "build/liblongerror.so")
     lib = scriptc.load(tmp_path / "build" / "liblongerror.so")
     with pytest.raises(ValueError) as ours:
@@ -732,16 +840,18 @@ def test_a_long_error_message_comes_back_whole(tmp_path):
     assert str(ours.value) == str(theirs.value) and len(str(ours.value)) == 1502
 
 
-SIZES = [10 ** 12, 2 ** 40, 1023 * 2 ** 40 + 2 ** 39, 5 * 10 ** 17, 123456789012345]
+SIZES = [10**12, 2**40, 1023 * 2**40 + 2**39, 5 * 10**17, 123456789012345]
 
 
 def test_an_array_too_big_to_allocate_is_numpys_memory_error(tmp_path):
     """NumPy's message, size in binary units included ("Unable to allocate 7.28 TiB for an array with shape
     (1000000000000, 1) and data type float64"), from the JIT and from an exported library (runtime.c writes
     the size); it was "out of memory"."""
-    source = ("import numpy as np\nimport scriptc\n\n\n@scriptc.script\ndef big(n: int) -> np.ndarray:\n"
-              "    return np.ones((n, 1))\n\n\n@scriptc.script\ndef big1(n: int) -> np.ndarray:\n"
-              "    return np.zeros(n, dtype=np.float32)\n")
+    source = (
+        "import numpy as np\nimport scriptc\n\n\n@scriptc.script\ndef big(n: int) -> np.ndarray:\n"
+        "    return np.ones((n, 1))\n\n\n@scriptc.script\ndef big1(n: int) -> np.ndarray:\n"
+        "    return np.zeros(n, dtype=np.float32)\n"
+    )
     mod = export_module(tmp_path, "toobig", source, [("big", ["int"]), ("big1", ["int"])], "build/libtoobig.so")
     lib = scriptc.load(tmp_path / "build" / "libtoobig.so")
     for n in SIZES:
@@ -774,10 +884,13 @@ def wrap(a: np.ndarray) -> None:
 def test_narrow_element_arithmetic_is_numpys_in_a_library(tmp_path):
     """An np.float32 result leaves the library as the double holding it (C has no NumPy scalars); the float32
     accumulation and the uint8 wrap inside are NumPy's."""
-    mod = export_module(tmp_path, "narrow", NARROW, [("total", ["float32[*]"]), ("wrap", ["uint8[*]"])],
-                        "build/libnarrow.so")
-    assert "int narrow_total(const scriptc_array *x, double *out0, double *out1);" in \
-        (tmp_path / "build" / "narrow.h").read_text()
+    mod = export_module(
+        tmp_path, "narrow", NARROW, [("total", ["float32[*]"]), ("wrap", ["uint8[*]"])], "build/libnarrow.so"
+    )
+    assert (
+        "int narrow_total(const scriptc_array *x, double *out0, double *out1);"
+        in (tmp_path / "build" / "narrow.h").read_text()
+    )
     lib = scriptc.load(str(tmp_path / "build" / "libnarrow.so"))
     x = np.random.default_rng(5).standard_normal(1001).astype(np.float32)
     assert lib.total(x) == tuple(float(v) for v in mod.total(x))

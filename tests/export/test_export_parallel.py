@@ -4,6 +4,7 @@ from C (inputs and outputs through files) and through ``scriptc.load``, checked 
 1e-12 of the largest element in float64, their summation order is not BLAS's) and against the JIT (parallel
 code with the same thread count: the same chunks, bit-identical); no leak under LeakSanitizer; a forked child
 runs regions on a fresh pool; ``ldd`` still lists only the C and math libraries."""
+
 from __future__ import annotations
 
 import ctypes
@@ -14,10 +15,15 @@ import numpy as np
 import pytest
 
 import scriptc
-from tests.export.test_export import (compile_c, export, export_module, pytestmark,  # noqa: F401  (pytestmark: Linux, a C compiler)
-                               require_address_sanitizer)
+from tests.export.test_export import (
+    compile_c,
+    export,
+    export_module,
+    pytestmark,  # noqa: F401  (pytestmark: Linux, a C compiler)
+    require_address_sanitizer,
+)
 
-KERNELS = '''
+KERNELS = """
 import numpy as np
 import scriptc
 
@@ -64,19 +70,27 @@ def mdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 @scriptc.script
 def vdot(a: np.ndarray, b: np.ndarray) -> float:
     return a @ b
-'''
+"""
 
-SIGNATURES = [("psum", ["float64[*]"]), ("prow", ["float64[*,*]"]), ("pshift", ["float64[*]", "int"]),
-              ("fused", ["float64[*]", "float64[*]"]),
-              ("mm", ["float64[*,*]", "float64[*,*]"]), ("mm", ["float64[*]", "float64[*,*]"]),
-              ("mm", ["float32[*,*]", "float32[*,*]"]), ("mm", ["int64[*,*]", "int64[*,*]"]),
-              ("mm", ["float64[*,*]", "float32[*,*]"]), ("mmul", ["float64[*,*,*]", "float64[*,*,*]"]),
-              ("mdot", ["float64[*,*,*]", "float64[*,*]"]), ("vdot", ["float64[*]", "float64[*]"])]
-N = 1 << 19          # elements of the fusion group and the prange reductions: past PARALLEL_MIN (2**18)
+SIGNATURES = [
+    ("psum", ["float64[*]"]),
+    ("prow", ["float64[*,*]"]),
+    ("pshift", ["float64[*]", "int"]),
+    ("fused", ["float64[*]", "float64[*]"]),
+    ("mm", ["float64[*,*]", "float64[*,*]"]),
+    ("mm", ["float64[*]", "float64[*,*]"]),
+    ("mm", ["float32[*,*]", "float32[*,*]"]),
+    ("mm", ["int64[*,*]", "int64[*,*]"]),
+    ("mm", ["float64[*,*]", "float32[*,*]"]),
+    ("mmul", ["float64[*,*,*]", "float64[*,*,*]"]),
+    ("mdot", ["float64[*,*,*]", "float64[*,*]"]),
+    ("vdot", ["float64[*]", "float64[*]"]),
+]
+N = 1 << 19  # elements of the fusion group and the prange reductions: past PARALLEL_MIN (2**18)
 
 # the C program: "<case> <function> <inputs...>": read each input (files: int64 ndim, dtype, shape, then the
 # C-contiguous data), call, write the result to <case>.out in the same format (a scalar as a 0-d array)
-MAIN_C = r'''
+MAIN_C = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,7 +186,7 @@ int main(int argc, char **argv) {
     free(x.data);
     return 0;
 }
-'''
+"""
 
 DTYPES = ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"]
 
@@ -187,8 +201,8 @@ def write_array(path, a) -> None:
 def read_array(path):
     raw = path.read_bytes()
     ndim, dtype = np.frombuffer(raw[:16], np.int64)
-    shape = tuple(np.frombuffer(raw[16:16 + 8 * ndim], np.int64))
-    return np.frombuffer(raw[16 + 8 * ndim:], DTYPES[dtype]).reshape(shape)
+    shape = tuple(np.frombuffer(raw[16 : 16 + 8 * ndim], np.int64))
+    return np.frombuffer(raw[16 + 8 * ndim :], DTYPES[dtype]).reshape(shape)
 
 
 def cases():
@@ -203,13 +217,17 @@ def cases():
     return {
         "c0-psum": ("psum", [x], np.dot(x, x), 1e-12),
         "c1-prow": ("prow", [m], (np.sin(m) * m).sum(axis=1), 1e-12),
-        "c2-fused": ("fused", [x, y], np.exp(x) * 2.0 + y * y - x, 1e-14),    # exp: libmvec, within an ulp
+        "c2-fused": ("fused", [x, y], np.exp(x) * 2.0 + y * y - x, 1e-14),  # exp: libmvec, within an ulp
         "c3-mm": ("mm", [a, b], a @ b, 1e-12),
         "c4-mm_1": ("mm_1", [a[7], b], a[7] @ b, 1e-12),
         "c5-mm_2": ("mm_2", [f32a, f32b], f32a @ f32b, 1e-5),
         "c6-mm_3": ("mm_3", [ia, ib], ia @ ib, 0),
-        "c7-mm_4": ("mm_4", [a[:30, :40], b[:40, :20].astype(np.float32)], a[:30, :40] @ b[:40, :20].astype(np.float32),
-                    1e-12),
+        "c7-mm_4": (
+            "mm_4",
+            [a[:30, :40], b[:40, :20].astype(np.float32)],
+            a[:30, :40] @ b[:40, :20].astype(np.float32),
+            1e-12,
+        ),
         "c8-mmul": ("mmul", [a3, b3], np.matmul(a3, b3), 1e-12),
         "c9-mdot": ("mdot", [a3, b3[0]], np.dot(a3, b3[0]), 1e-12),
         "c10-vdot": ("vdot", [a[3], b[4]], a[3] @ b[4], 1e-12),
@@ -248,8 +266,9 @@ def link(where) -> list[str]:
 
 def run_main(where, exe, threads: int, env=None):
     env = dict(env or os.environ, SCRIPTC_NUM_THREADS=str(threads))
-    return subprocess.run([str(exe), str(where / "data"), *cases(), "c13-pshift"], cwd=where, capture_output=True,
-                          text=True, env=env)
+    return subprocess.run(
+        [str(exe), str(where / "data"), *cases(), "c13-pshift"], cwd=where, capture_output=True, text=True, env=env
+    )
 
 
 def check_outputs(where, mod, run) -> None:
@@ -267,11 +286,13 @@ def test_the_library_with_the_pool_needs_only_the_c_and_math_libraries(built):
     lib = where / "build" / "libpar.so"
     ldd = subprocess.run(["ldd", str(lib)], capture_output=True, text=True).stdout
     libs = [line.split()[0] for line in ldd.splitlines() if line.strip()]
-    assert libs and all(x.split(".so")[0].rsplit("/", 1)[-1] in ("linux-vdso", "libc", "libm", "libmvec",
-                                                                 "ld-linux-x86-64") for x in libs), libs
+    assert libs and all(
+        x.split(".so")[0].rsplit("/", 1)[-1] in ("linux-vdso", "libc", "libm", "libmvec", "ld-linux-x86-64")
+        for x in libs
+    ), libs
     nm = subprocess.run(["nm", str(lib)], capture_output=True, text=True).stdout
     dynamic = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True).stdout
-    assert " t scriptc.pool.run\n" in nm and "scriptc.pool.run" not in dynamic    # the library's own, hidden
+    assert " t scriptc.pool.run\n" in nm and "scriptc.pool.run" not in dynamic  # the library's own, hidden
     assert "scriptc.blas" not in nm
 
 
@@ -334,12 +355,12 @@ def test_loaded_products_match_numpy(lib):
         if fname.startswith(("mm", "mdot", "vdot")):
             assert_close(lib.mm(*inputs) if fname.startswith("mm_") else getattr(lib, fname)(*inputs), want, tol)
     a = np.random.default_rng(9).standard_normal((60, 50))
-    assert_close(lib.mm(a.T, a[:, ::2]), a.T @ a[:, ::2], 1e-12)     # views: strided rows, no copy needed
+    assert_close(lib.mm(a.T, a[:, ::2]), a.T @ a[:, ::2], 1e-12)  # views: strided rows, no copy needed
     with pytest.raises(ValueError, match="mismatch in its core dimension"):
         lib.mm(a, a)
 
 
-STATIC_C = r'''
+STATIC_C = r"""
 #include <stdio.h>
 #include <string.h>
 #include "par.h"
@@ -355,7 +376,7 @@ int main(int argc, char **argv) {
     printf("%d %.17g\n", rc, s);
     return rc;
 }
-'''
+"""
 
 
 def test_emit_obj_with_the_pool_links_statically_and_honours_scriptc_num_threads(built):
@@ -363,15 +384,20 @@ def test_emit_obj_with_the_pool_links_statically_and_honours_scriptc_num_threads
     where, mod = built
     result = export(where, ["par_kernels.py:psum", "--types", "float64[*]", "-o", "static/libpar.o", "--emit=obj"])
     assert result.returncode == 0, result.stderr
-    exe = compile_c(where, STATIC_C.replace('"par.h"', '"static/par.h"'), "static_main", link=["static/libpar.o",
-                                                                                               "-lm", "-pthread"])
+    exe = compile_c(
+        where, STATIC_C.replace('"par.h"', '"static/par.h"'), "static_main", link=["static/libpar.o", "-lm", "-pthread"]
+    )
     x = np.random.default_rng(11).standard_normal(1 << 19)
     x.tofile(where / "psum.bin")
     old = scriptc.get_num_threads()
     try:
         for threads in (1, 2, 5):
-            run = subprocess.run([str(exe), str(where / "psum.bin")], capture_output=True, text=True,
-                                 env=dict(os.environ, SCRIPTC_NUM_THREADS=str(threads)))
+            run = subprocess.run(
+                [str(exe), str(where / "psum.bin")],
+                capture_output=True,
+                text=True,
+                env=dict(os.environ, SCRIPTC_NUM_THREADS=str(threads)),
+            )
             scriptc.set_num_threads(threads)
             assert run.returncode == 0 and run.stdout == f"0 {mod.psum(x):.17g}\n", (threads, run.stdout, run.stderr)
     finally:

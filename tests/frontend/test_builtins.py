@@ -1,6 +1,7 @@
 """Builtins a numba/TorchScript user expects: enumerate, zip, reversed, round, divmod, sum/any/all of arrays,
 math.isnan/isinf/isfinite/isclose/gcd/factorial, isinstance. Each is run compiled (native and through the
 reference interpreter) against CPython on the same inputs."""
+
 from __future__ import annotations
 
 import math
@@ -148,13 +149,16 @@ def test_enumerate_zip_reversed(mod):
         both(mod.iterate, rng.random(nx), rng.random(ny), n)
 
 
-_EDGES = [-2 ** 63, -2 ** 63 + 1, -1, 0, 1, 2 ** 63 - 2, 2 ** 63 - 1]
+_EDGES = [-(2**63), -(2**63) + 1, -1, 0, 1, 2**63 - 2, 2**63 - 1]
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(-2 ** 63, 2 ** 63 - 1) | st.sampled_from(_EDGES), st.integers(-2 ** 63, 2 ** 63 - 1) |
-       st.sampled_from(_EDGES), st.sampled_from([1, -1, 2, -3, 7, 2 ** 62, -2 ** 63, 2 ** 63 - 1]) |
-       st.integers(-2 ** 63, 2 ** 63 - 1).filter(bool), st.integers(1, 5))
+@given(
+    st.integers(-(2**63), 2**63 - 1) | st.sampled_from(_EDGES),
+    st.integers(-(2**63), 2**63 - 1) | st.sampled_from(_EDGES),
+    st.sampled_from([1, -1, 2, -3, 7, 2**62, -(2**63), 2**63 - 1]) | st.integers(-(2**63), 2**63 - 1).filter(bool),
+    st.integers(1, 5),
+)
 def test_reversed_range_elements_at_any_length(mod, lo, hi, step, k):
     """reversed(range(lo, hi, step)) starts at the range's last element even when the range has more elements
     than an int64 counts (range(-2**63, 2**63 - 1): 2**64 - 1 of them, its trip count capped at 2**63 - 1)."""
@@ -162,10 +166,15 @@ def test_reversed_range_elements_at_any_length(mod, lo, hi, step, k):
 
 
 def test_reversed_range_longer_than_int64_counts(mod):
-    for args in [(-2 ** 63, 2 ** 63 - 1, 1, 4), (2 ** 63 - 1, -2 ** 63, -1, 3), (-2 ** 63, 2 ** 63 - 1, 3, 2),
-                 (0, 5, True, 5), (5, 0, -1, 9)]:
+    for args in [
+        (-(2**63), 2**63 - 1, 1, 4),
+        (2**63 - 1, -(2**63), -1, 3),
+        (-(2**63), 2**63 - 1, 3, 2),
+        (0, 5, True, 5),
+        (5, 0, -1, 9),
+    ]:
         both(mod.reversed_elements, *args)
-    assert mod.reversed_elements(-2 ** 63, 2 ** 63 - 1, 1, 4) == (4, 2 ** 63 - 2, 2 ** 63 - 5)
+    assert mod.reversed_elements(-(2**63), 2**63 - 1, 1, 4) == (4, 2**63 - 2, 2**63 - 5)
 
 
 def test_enumerate_zip_print_like_python(mod):
@@ -175,12 +184,12 @@ def test_enumerate_zip_print_like_python(mod):
 
 def test_sum_any_all_over_arrays(mod):
     rng = np.random.default_rng(1)
-    for n in (1, 5, 17):   # sum of an empty float array: 0.0 in scriptc, the int 0 in Python (documented)
+    for n in (1, 5, 17):  # sum of an empty float array: 0.0 in scriptc, the int 0 in Python (documented)
         x = rng.standard_normal(n)
         m = rng.random(n) < 0.5
         k = rng.integers(-9, 9, n)
         both(mod.reductions, x, m, k)
-    both(mod.reductions, np.zeros(3), np.ones(3, bool), np.array([2**62, 2**62, 2**62]))   # wraps like NumPy
+    both(mod.reductions, np.zeros(3), np.ones(3, bool), np.array([2**62, 2**62, 2**62]))  # wraps like NumPy
 
 
 def test_sum_is_left_to_right_not_pairwise(mod):
@@ -197,8 +206,12 @@ def test_round_ndigits_matches_cpython(mod, x, n):
     assert _outcome(mod.round_to.interpret, x, n) == expected
 
 
-@given(st.one_of(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e18, max_value=1e18),
-                 st.sampled_from([0.5, 1.5, 2.5, -0.5, -2.5, 1e300, float("nan"), float("inf"), -0.0])))
+@given(
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False, min_value=-1e18, max_value=1e18),
+        st.sampled_from([0.5, 1.5, 2.5, -0.5, -2.5, 1e300, float("nan"), float("inf"), -0.0]),
+    )
+)
 @settings(max_examples=300, deadline=None)
 def test_round_to_int_is_half_even(mod, x):
     expected = _outcome(round, x)
@@ -206,18 +219,26 @@ def test_round_to_int_is_half_even(mod, x):
     assert _outcome(mod.round_int.interpret, x) == expected
 
 
-@given(st.integers(-2**63, 2**63 - 1), st.integers(-40, 3))
+@given(st.integers(-(2**63), 2**63 - 1), st.integers(-40, 3))
 @settings(max_examples=300, deadline=None)
 def test_round_int_ndigits(mod, k, n):
     expected = round(k, n)
-    expected = (expected + 2**63) % 2**64 - 2**63     # ints are 64-bit and wrap
+    expected = (expected + 2**63) % 2**64 - 2**63  # ints are 64-bit and wrap
     assert mod.round_intn(k, n) == expected
     assert mod.round_intn.interpret(k, n) == expected
 
 
 def test_round_values(mod):
-    for args in [(2.5, 1, 1234), (-3.675, 2, -15), (0.5, 0, 25), (1e18, -300, 7), (2.675, 2, 125), (1.5, -1, 15),
-                 (123.456, -2, 150), (1e-320, 320, 0)]:
+    for args in [
+        (2.5, 1, 1234),
+        (-3.675, 2, -15),
+        (0.5, 0, 25),
+        (1e18, -300, 7),
+        (2.675, 2, 125),
+        (1.5, -1, 15),
+        (123.456, -2, 150),
+        (1e-320, 320, 0),
+    ]:
         both(mod.rounding, *args)
 
 
@@ -232,7 +253,7 @@ def test_round_overflow_and_conversion_errors(mod):
             fn(float("-inf"))
 
 
-@given(st.integers(-2**62, 2**62), st.integers(-2**62, 2**62), st.floats(allow_nan=True), st.floats(allow_nan=True))
+@given(st.integers(-(2**62), 2**62), st.integers(-(2**62), 2**62), st.floats(allow_nan=True), st.floats(allow_nan=True))
 @settings(max_examples=300, deadline=None)
 def test_divmod_matches_cpython(mod, a, b, x, y):
     expected = _outcome(mod.division.py_func, a, b, x, y)
@@ -254,12 +275,12 @@ def test_math_predicates(mod):
     for x in (0.0, 1.0, 1.05, 0.95, -0.3, float("nan"), float("inf"), -float("inf"), 1e-300):
         for k in (0, -3):
             both(mod.predicates, x, k)
-    both(mod.isclose_tol, 1.0, -0.5)       # ValueError: tolerances must be non-negative
+    both(mod.isclose_tol, 1.0, -0.5)  # ValueError: tolerances must be non-negative
     with pytest.raises(ValueError, match="tolerances must be non-negative"):
         mod.isclose_tol(1.0, -1.0)
 
 
-@given(st.integers(-2**62, 2**62), st.integers(-2**62, 2**62), st.integers(0, 20))
+@given(st.integers(-(2**62), 2**62), st.integers(-(2**62), 2**62), st.integers(0, 20))
 @settings(max_examples=200, deadline=None)
 def test_gcd_and_factorial(mod, a, b, c):
     both(mod.integers, a, b, c)
@@ -276,7 +297,7 @@ def test_factorial_errors(mod):
 
 def test_isinstance_is_folded(mod):
     both(mod.kinds, 1.5, 3, True, np.zeros(2))
-    both(mod.kinds, 2, 3, False, np.zeros((2, 2), np.int32))     # an int passed for a float parameter
+    both(mod.kinds, 2, 3, False, np.zeros((2, 2), np.int32))  # an int passed for a float parameter
     assert "isinstance" not in str(mod.kinds.graph)
 
 
@@ -288,8 +309,12 @@ def _outcome(fn, *args):
     if isinstance(r, float) and r != r:
         return "nan"
     if isinstance(r, tuple):
-        return tuple("nan" if isinstance(v, float) and v != v else (type(v), v, math.copysign(1, v) if
-                     isinstance(v, float) else None) for v in _flatten(r))
+        return tuple(
+            "nan"
+            if isinstance(v, float) and v != v
+            else (type(v), v, math.copysign(1, v) if isinstance(v, float) else None)
+            for v in _flatten(r)
+        )
     return type(r), _wrap(r), math.copysign(1, r) if isinstance(r, float) else None
 
 
@@ -316,10 +341,12 @@ ERRORS = [
     ("def f(x: int) -> int:\n    d = {k: 1 for k in range(x)}\n    return x\n", "dicts are not supported yet", None),
     ("def f(x: int) -> int:\n    return getattr(x, 'real')\n", "'getattr' is not supported", "attributes"),
     ("def f(n: int) -> float:\n    return np.random.rand()\n", "is not supported", "outside with np.random"),
-    ("def f(n: int) -> int:\n    return n + 99999999999999999999\n", "does not fit in a 64-bit int",
-     "64-bit and wrap"),
-    ("def f(n: int) -> int:\n    e = enumerate(range(n))\n    return n\n", "can only be the iterable of a for loop",
-     "for ... in enumerate"),
+    ("def f(n: int) -> int:\n    return n + 99999999999999999999\n", "does not fit in a 64-bit int", "64-bit and wrap"),
+    (
+        "def f(n: int) -> int:\n    e = enumerate(range(n))\n    return n\n",
+        "can only be the iterable of a for loop",
+        "for ... in enumerate",
+    ),
     ("def f(x: np.ndarray) -> float:\n    return sum(x)\n", "sum() of a 2-D array", "np.sum"),
     ("def f(x: float) -> bool:\n    return isinstance(x, str)\n", "isinstance() against 'str'", "np.ndarray"),
     ("def f(x: float) -> int:\n    return math.factorial(x)\n", "cannot be interpreted as an integer", None),
@@ -333,8 +360,9 @@ def test_rejected_builtins_say_what_to_write(tmp_path, source, message, hint):
     mod = load_module(tmp_path, "def run(f, *args):\n    return scriptc.script(f)(*args)\n" + source)
     with pytest.raises(scriptc.CompileError) as info:
         g = scriptc.script(mod.f)
-        g(np.zeros((2, 2))) if "2-D" in message else g(np.zeros(2)) if "np.ndarray" in source.split("\n")[0] \
-            else g(1.5) if "x: float" in source else g(3)
+        g(np.zeros((2, 2))) if "2-D" in message else g(np.zeros(2)) if "np.ndarray" in source.split("\n")[0] else g(
+            1.5
+        ) if "x: float" in source else g(3)
     e = info.value
     assert message in e.reason
     assert e.filename.endswith(".py") and e.lineno >= 6 and e.col >= 1
@@ -344,7 +372,10 @@ def test_rejected_builtins_say_what_to_write(tmp_path, source, message, hint):
 
 def test_builtins_in_the_ir(tmp_path):
     from tests.util import filecheck
-    m = load_module(tmp_path, """
+
+    m = load_module(
+        tmp_path,
+        """
 @scriptc.script
 def f(x: np.ndarray, n: int) -> float:
     assert n > 0, f"n is {n}"
@@ -354,8 +385,11 @@ def f(x: np.ndarray, n: int) -> float:
     if not any(x):
         raise ValueError("all zero")
     return s + round(s, 2)
-""")
-    filecheck(str(m.f.frontend_graph_for(np.zeros(2), 1)), """
+""",
+    )
+    filecheck(
+        str(m.f.frontend_graph_for(np.zeros(2), 1)),
+        """
 CHECK: prim::If
 CHECK: prim::RaiseException[exc="AssertionError"]
 CHECK: %sum{{.*}} : float = prim::Loop
@@ -367,11 +401,25 @@ CHECK: %any{{.*}} : bool = prim::Loop
 CHECK: aten::__not__
 CHECK: prim::RaiseException[exc="ValueError"]
 CHECK: prim::round_ndigits
-""")
+""",
+    )
 
 
-@pytest.mark.parametrize("x, base", [(8.0, 2.0), (1000.0, 10.0), (0.5, 2.0), (2.0, 1.0), (-1.0, 2.0), (2.0, 0.0),
-                                     (1 << 62, 2), (3 ** 39, 3), (float("inf"), 2.0), (2.0, float("nan"))])
+@pytest.mark.parametrize(
+    "x, base",
+    [
+        (8.0, 2.0),
+        (1000.0, 10.0),
+        (0.5, 2.0),
+        (2.0, 1.0),
+        (-1.0, 2.0),
+        (2.0, 0.0),
+        (1 << 62, 2),
+        (3**39, 3),
+        (float("inf"), 2.0),
+        (2.0, float("nan")),
+    ],
+)
 def test_math_log_with_a_base_is_cpythons(tmp_path, x, base):
     """math.log(x, base) is log(x) / log(base) as CPython computes it: its value, the domain's ValueError, the
     ZeroDivisionError of base 1."""

@@ -2,6 +2,7 @@
 with ``signatures=``, numba's signature-string first argument, and arrays from other libraries (DLPack, the
 array interface, torch) viewed without copying. Each against CPython + NumPy 2, natively and in the reference
 interpreter."""
+
 import os
 
 import numpy as np
@@ -22,6 +23,7 @@ def both(fn, *args):
 
 
 # -- 1. unannotated parameters --------------------------------------------------------------------------------
+
 
 @scriptc.script
 def add(x, y):
@@ -67,8 +69,7 @@ def mixed(x: int, y):
     return x * y
 
 
-@pytest.mark.parametrize("args", [(1, 2), (1.5, 2), (2, 0.25), (True, False), (True, 3), (-7, 2.5),
-                                  (2 ** 62, 2 ** 62 - 1)])
+@pytest.mark.parametrize("args", [(1, 2), (1.5, 2), (2, 0.25), (True, False), (True, 3), (-7, 2.5), (2**62, 2**62 - 1)])
 def test_unannotated_scalars_follow_python(args):
     both(add, *args)
 
@@ -120,26 +121,36 @@ def test_unannotated_writes_reach_the_caller():
 @pytest.mark.parametrize("xs", [[1, 2, 3], [0.5, 1.5], [True, False, True]])
 def test_unannotated_lists(xs):
     both(list_sum, xs)
-    assert format_signature((ListType({int: INT, float: FLOAT}.get(type(xs[0]), None) or
-                                      parse_signature("bool")[0]),)) in list_sum.signatures
+    assert (
+        format_signature((ListType({int: INT, float: FLOAT}.get(type(xs[0]), None) or parse_signature("bool")[0]),))
+        in list_sum.signatures
+    )
 
 
 def test_unannotated_list_errors():
     with pytest.raises(TypeError, match=r"list_sum\(\) argument 'xs': an empty list has no element type"):
         list_sum([])
-    with pytest.raises(TypeError, match=r"argument 'xs' mixes int and float elements: annotate the parameter "
-                                        r"list\[float\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"argument 'xs' mixes int and float elements: annotate the parameter "
+        r"list\[float\]",
+    ):
         list_sum([1, 2.5])
 
 
 def test_unannotated_rejects_other_objects():
-    with pytest.raises(TypeError, match=r"add\(\) argument 'x' must be int, float, bool, an array, a list or a tuple, "
-                                        r"not str"):
+    with pytest.raises(
+        TypeError,
+        match=r"add\(\) argument 'x' must be int, float, bool, an array, a list or a tuple, "
+        r"not str",
+    ):
         add("a", 1)
 
 
-@given(st.one_of(st.integers(-2 ** 40, 2 ** 40), st.floats(allow_nan=True), st.booleans()),
-       st.one_of(st.integers(-2 ** 40, 2 ** 40), st.floats(allow_nan=True), st.booleans()))
+@given(
+    st.one_of(st.integers(-(2**40), 2**40), st.floats(allow_nan=True), st.booleans()),
+    st.one_of(st.integers(-(2**40), 2**40), st.floats(allow_nan=True), st.booleans()),
+)
 @settings(max_examples=60, deadline=None)
 def test_unannotated_property(x, y):
     expected = x + y
@@ -158,6 +169,7 @@ def test_graph_needs_a_call_first():
     @scriptc.script
     def local(x, y):
         return x * y
+
     with pytest.raises(GraphNeedsTypes, match="depends on the types passed for its unannotated parameters"):
         local.graph
     assert local(2, 3) == 6
@@ -168,6 +180,7 @@ def test_unannotated_default_values():
     @scriptc.script
     def with_default(x, k=2):
         return x * k
+
     both(with_default, 3)
     both(with_default, 3.5, 0.5)
     assert with_default.signatures[0] == "int, int"
@@ -175,17 +188,19 @@ def test_unannotated_default_values():
 
 # -- 2. signatures= -------------------------------------------------------------------------------------------
 
+
 def test_signatures_compile_at_decoration():
     @scriptc.script(signatures=["float64[*], int", "int32[*], int"])
     def nth(x, n):
         return x[n] * 2
+
     assert nth.signatures == ["float64[*], int", "int32[*], int"]
     assert len(nth._native) == 2
     a = np.arange(5.0)
     assert nth(a, 3) == 6.0 and nth.interpret(a, 3) == 6.0
     assert nth(np.arange(5, dtype=np.int32), -1) == 8
-    assert len(nth._native) == 2                     # no compile at the call
-    nth(np.arange(5, dtype=np.int64), 1)              # another signature: compiled lazily, listed last
+    assert len(nth._native) == 2  # no compile at the call
+    nth(np.arange(5, dtype=np.int64), 1)  # another signature: compiled lazily, listed last
     assert nth.signatures[-1] == "int64[*], int" and len(nth._native) == 3
 
 
@@ -196,6 +211,7 @@ def test_signatures_with_annotations_and_scalars():
         for i in range(m.shape[0]):
             s += m[i, i]
         return s
+
     assert trace.signatures == ["float64[*,*]", "float32[*,*]"]
     m = np.arange(9.0).reshape(3, 3)
     assert trace(m) == 12.0 and len(trace._native) == 2
@@ -203,20 +219,28 @@ def test_signatures_with_annotations_and_scalars():
     @scriptc.script(signatures=["int, float", "bool, bool"])
     def two(a, b):
         return a - b
+
     assert two.signatures == ["int, float", "bool, bool"]
     both(two, 3, 0.5)
     both(two, True, True)
     assert len(two._native) == 2
 
 
-@pytest.mark.parametrize("sig, message", [
-    ("float64[:], int", r"bad signature 'float64\[:\], int': bad type 'float64\[:\]'.*numba's \[:\] is written \[\*\]"),
-    ("complex128[*]", r"bad signature 'complex128\[\*\]': bad type 'complex128\[\*\]'"),
-    ("float64[*]", r"signature 'float64\[\*\]' gives 1 argument type; nth2\(\) takes 2"),
-    ("float, int", r"signature 'float, int': parameter 'x' is annotated int, not float"),
-])
+@pytest.mark.parametrize(
+    "sig, message",
+    [
+        (
+            "float64[:], int",
+            r"bad signature 'float64\[:\], int': bad type 'float64\[:\]'.*numba's \[:\] is written \[\*\]",
+        ),
+        ("complex128[*]", r"bad signature 'complex128\[\*\]': bad type 'complex128\[\*\]'"),
+        ("float64[*]", r"signature 'float64\[\*\]' gives 1 argument type; nth2\(\) takes 2"),
+        ("float, int", r"signature 'float, int': parameter 'x' is annotated int, not float"),
+    ],
+)
 def test_bad_signatures(sig, message):
     with pytest.raises(ValueError, match=message):
+
         @scriptc.script(signatures=[sig])
         def nth2(x: int, n):
             return x + n
@@ -232,11 +256,14 @@ def test_signature_round_trip():
 
 # -- 3. numba's signature string as the first argument ---------------------------------------------------------
 
+
 def test_signature_string_first_is_a_clear_type_error():
     with pytest.raises(TypeError) as e:
+
         @scriptc.script("float64(float64[:])")
         def f(x):
             return x[0]
+
     text = str(e.value)
     assert "scriptc.script takes a function, not a signature ('float64(float64[:])')" in text
     assert "@scriptc.script(signatures=['float64[*]'])" in text
@@ -248,6 +275,7 @@ def test_signature_string_first_is_a_clear_type_error():
 
 
 # -- 4. interop: DLPack, the array interface, torch -------------------------------------------------------------
+
 
 class ArrayInterface:
     """A foreign array exposing only ``__array_interface__`` (a view of a NumPy array)."""
@@ -293,7 +321,7 @@ def test_foreign_arrays_are_viewed_without_copy(wrap, dtype):
         r = run(wrap(base))
         assert r == expected[0]
         assert np.array_equal(base, expected), "the write must reach the original object"
-    for run in (total, total.interpret):   # unannotated: specialised on the dtype and rank of the view
+    for run in (total, total.interpret):  # unannotated: specialised on the dtype and rank of the view
         base = np.arange(6).astype(dtype).reshape(2, 3)
         assert same_value(np.sum(base * base), run(wrap(base)))
 
@@ -305,8 +333,11 @@ def test_foreign_array_results_are_numpy():
 
 
 def test_foreign_array_that_cannot_be_viewed():
-    with pytest.raises(TypeError, match=r"double_in_place\(\) argument 'x': cannot view BrokenDLPack as a NumPy "
-                                        r"array without copying \(BufferError: Can't export"):
+    with pytest.raises(
+        TypeError,
+        match=r"double_in_place\(\) argument 'x': cannot view BrokenDLPack as a NumPy "
+        r"array without copying \(BufferError: Can't export",
+    ):
         double_in_place(BrokenDLPack(np.zeros(2)))
     with pytest.raises(TypeError, match=r"double_in_place\(\) argument 'x' must be a numpy.ndarray, not list"):
         double_in_place([1.0])
@@ -316,8 +347,9 @@ def test_foreign_array_that_cannot_be_viewed():
 def test_torch_cpu_tensors_in_and_out(dtype):
     """CPU tensors through DLPack, contiguous and strided: the write reaches the tensor, results are NumPy's."""
     import torch
+
     t = torch.arange(6, dtype=getattr(torch, dtype)).reshape(2, 3)
-    column = t[:, 1]                                   # a strided view
+    column = t[:, 1]  # a strided view
     out = bump(column, 1.0)
     assert t.tolist() == [[0.0, 2.0, 2.0], [3.0, 5.0, 5.0]]
     assert type(out) is np.ndarray and out.dtype == np.dtype(dtype) and out.tolist() == [2.0, 5.0]
@@ -330,6 +362,7 @@ def test_jax_cpu_arrays_are_read_only_inputs():
     import subprocess
     import sys
     import textwrap
+
     script = textwrap.dedent("""
         import numpy as np, jax.numpy as jnp
         from tests.frontend.test_dispatch import total, double_in_place
@@ -340,8 +373,13 @@ def test_jax_cpu_arrays_are_read_only_inputs():
         except ValueError as e:
             print(e)
     """)
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, JAX_PLATFORMS="cpu"),
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() in ("assignment destination is read-only", "output array is read-only"), run.stdout
 
@@ -370,6 +408,7 @@ def test_gpu_array_check_asks_the_array_not_its_class():
 
 def test_torch_tensors():
     import torch
+
     t = torch.arange(4, dtype=torch.float64)
     assert double_in_place(t) == 0.0 and t.tolist() == [0.0, 2.0, 4.0, 6.0]
     assert total(t) == float(np.sum(t.numpy() ** 2))
@@ -379,18 +418,21 @@ def test_torch_tensors():
     @scriptc.script
     def annotated(x: torch.Tensor) -> float:
         return x[1]
+
     assert annotated(torch.arange(3.0, dtype=torch.float64)) == 1.0
 
 
 def test_tensor_annotation_resolved_by_name():
     """``torch.Tensor`` in an annotation means an array, found by module and name (torch is never imported)."""
     from scriptc.interop import is_array_class
+
     Tensor = type("Tensor", (), {"__module__": "torch"})
     NotTensor = type("Tensor", (), {"__module__": "mylib"})
     assert is_array_class(Tensor) and not is_array_class(NotTensor) and not is_array_class(np.ndarray)
 
 
 # -- callers and the command line --------------------------------------------------------------------------------
+
 
 @scriptc.script
 def norm_of(x: np.ndarray, p: int) -> float:
@@ -404,6 +446,7 @@ def test_scripted_caller_specialises_an_unannotated_callee():
 
 def test_cli_dump_of_unannotated_function(tmp_path, capsys):
     from scriptc.cli import main
+
     path = tmp_path / "unannotated_kernel.py"
     path.write_text("def f(x, n):\n    return x[n] * 2\n")
     assert main(["dump", f"{path}:f"]) == 2
@@ -417,7 +460,7 @@ def test_cli_dump_of_unannotated_function(tmp_path, capsys):
 def test_numpy_scalars_are_not_arrays():
     with pytest.raises(TypeError, match=r"double_in_place\(\) argument 'x' must be a numpy.ndarray, not float64"):
         double_in_place(np.float64(1.0))
-    for runner in (add, add.interpret):      # taken as the Python scalars they convert to (docs/language.md)
+    for runner in (add, add.interpret):  # taken as the Python scalars they convert to (docs/language.md)
         got = runner(np.float32(0.5), np.int8(3))
         assert type(got) is float and got == add.py_func(np.float32(0.5), np.int8(3))
 
@@ -433,6 +476,7 @@ def test_threads_first_calling_one_signature_compile_it_once():
     """The frontend's state is the compile's: threads first-calling one signature at once got an internal
     KeyError from another's compile; now they wait for it, and the signature is compiled once."""
     import threading
+
     f = scriptc.script(threaded_first_calls)
     x = np.ones((4, 3))
     barrier, results, errors = threading.Barrier(6), [], []
@@ -443,6 +487,7 @@ def test_threads_first_calling_one_signature_compile_it_once():
             results.append(f(x))
         except Exception as e:  # noqa: BLE001 - collected for the assertion
             errors.append(repr(e))
+
     run_threads_interleaved([threading.Thread(target=call) for _ in range(6)], 1e-5)
     assert errors == [] and results == [threaded_first_calls(x)] * 6
     assert len(f._native) == 1

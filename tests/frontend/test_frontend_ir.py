@@ -1,4 +1,5 @@
 """The frontend's IR, checked as text with FileCheck directives (the structure TorchScript users expect)."""
+
 import math
 
 import numpy as np
@@ -16,26 +17,33 @@ def squares(x: np.ndarray) -> np.ndarray:
 
 
 def test_loop_carries_the_reassigned_array():
-    filecheck(str(squares.graph), """
+    loop = squares.py_func.__code__.co_firstlineno + 2  # the `for` line (the first line is the decorator's)
+    filecheck(
+        str(squares.graph),
+        f"""
 CHECK: graph(%x : Tensor):
 CHECK:   %[[N:.+]] : int = prim::Constant[value=3]()
 CHECK:   %[[T:.+]] : bool = prim::Constant[value=1]()
-CHECK:   %[[OUT:.+]] : Tensor = prim::Loop(%[[N]], %[[T]], %x)  # test_frontend_ir.py:12:5
+CHECK:   %[[OUT:.+]] : Tensor = prim::Loop(%[[N]], %[[T]], %x)  # test_frontend_ir.py:{loop}:5
 CHECK-NEXT:     block0(%_ : int, %[[X:.+]] : Tensor):
-CHECK-NEXT:       %[[Y:.+]] : Tensor = aten::mul(%[[X]], %[[X]])  # test_frontend_ir.py:13:13
-CHECK-NEXT:        = prim::Print(%[[Y]])  # test_frontend_ir.py:14:9
-CHECK:       -> (%{{.+}}, %[[Y]])
+CHECK-NEXT:       %[[Y:.+]] : Tensor = aten::mul(%[[X]], %[[X]])  # test_frontend_ir.py:{loop + 1}:13
+CHECK-NEXT:        = prim::Print(%[[Y]])  # test_frontend_ir.py:{loop + 2}:9
+CHECK:       -> (%{{{{.+}}}}, %[[Y]])
 CHECK:   return (%[[OUT]])
-""")
+""",
+    )
 
 
 def test_graph_for_specializes_dtype_and_rank():
     x = np.ones((2, 3), np.float32)
-    filecheck(str(squares.frontend_graph_for(x)), """
+    filecheck(
+        str(squares.frontend_graph_for(x)),
+        """
 CHECK: graph(%x : Float(*, *)):
 CHECK: Float(*, *) = prim::Loop
 CHECK: Float(*, *) = aten::mul
-""")
+""",
+    )
 
 
 @scriptc.script
@@ -50,7 +58,9 @@ def branches(a: int, b: int) -> float:
 
 
 def test_if_merges_assigned_variables_into_outputs():
-    filecheck(str(branches.graph), """
+    filecheck(
+        str(branches.graph),
+        """
 CHECK: %[[C:.+]] : bool = aten::gt(%a, %b)
 CHECK: %y{{.*}} : float, %z{{.*}} : int = prim::If(%[[C]])
 CHECK-NEXT: block0():
@@ -59,7 +69,8 @@ CHECK: -> (
 CHECK-NEXT: block1():
 CHECK: -> (
 CHECK: aten::add(%y
-""")
+""",
+    )
 
 
 @scriptc.script
@@ -72,14 +83,17 @@ def countdown(n: int) -> int:
 
 
 def test_while_is_a_loop_with_a_condition():
-    filecheck(str(countdown.graph), """
+    filecheck(
+        str(countdown.graph),
+        """
 CHECK: %[[C0:.+]] : bool = aten::gt(%n, %{{.+}})
 CHECK: %[[MAX:.+]] : int = prim::Constant[value=9223372036854775807]()
 CHECK: %{{.+}} : int, %{{.+}} : int = prim::Loop(%[[MAX]], %[[C0]], %n, %k)
 CHECK: block0(%i : int, %n.{{.+}} : int, %k.{{.+}} : int):
 CHECK: %[[C:.+]] : bool = aten::gt(
 CHECK: -> (%[[C]],
-""")
+""",
+    )
 
 
 @scriptc.script
@@ -91,14 +105,17 @@ def first_negative(x: np.ndarray) -> int:
 
 
 def test_break_becomes_a_flag_in_the_continue_condition():
-    filecheck(str(first_negative.frontend_graph_for(np.zeros(3))), """
+    filecheck(
+        str(first_negative.frontend_graph_for(np.zeros(3))),
+        """
 CHECK: prim::Loop
 CHECK: aten::getitem(%x, %i)
 CHECK: %brk : bool = prim::If
 CHECK: %[[GO:.+]] : bool = aten::__not__(%brk)
 CHECK: -> (%[[GO]],
 CHECK: prim::AssertBound[name="i"]
-""")
+""",
+    )
 
 
 @scriptc.script
@@ -110,13 +127,16 @@ def stepped(a: int, b: int) -> int:
 
 
 def test_range_with_start_and_step_derives_the_index():
-    filecheck(str(stepped.graph), """
+    filecheck(
+        str(stepped.graph),
+        """
 CHECK: %[[S:.+]] : int = prim::Constant[value=-2]()
 CHECK: %[[N:.+]] : int = aten::__range_length(%a, %b, %[[S]])
 CHECK: prim::Loop(%[[N]],
 CHECK-NEXT: block0(%iter : int, %s.{{.+}} : int):
 CHECK-NEXT: %j : int = aten::__derive_index(%iter, %a, %[[S]])
-""")
+""",
+    )
 
 
 @scriptc.script
@@ -125,14 +145,17 @@ def guarded(a: int, b: int) -> bool:
 
 
 def test_and_short_circuits_through_if():
-    filecheck(str(guarded.graph), """
+    filecheck(
+        str(guarded.graph),
+        """
 CHECK: %[[NZ:.+]] : bool = aten::ne(%b,
 CHECK: prim::If(%[[NZ]])
 CHECK-NEXT: block0():
 CHECK: aten::floordiv(%a, %b)
 CHECK: block1():
 CHECK-NEXT: -> (%[[NZ]])
-""")
+""",
+    )
 
 
 @scriptc.script
@@ -146,13 +169,16 @@ def pair(x: float) -> tuple[float, float]:
 
 
 def test_calls_and_tuples():
-    filecheck(str(pair.graph), """
+    filecheck(
+        str(pair.graph),
+        """
 CHECK: %[[R:.+]] : float = prim::CallFunction[fn=norm](%x, %{{.+}})
 CHECK: %[[T:.+]] : (float, float) = prim::TupleConstruct(%[[R]], %x)
 CHECK: return (%[[T]])
 CHECK: with norm = graph(%a : float,
 CHECK: aten::sqrt
-""")
+""",
+    )
 
 
 @scriptc.script
@@ -163,7 +189,9 @@ def kernel(x: np.ndarray, y: np.ndarray, j: int):
 
 
 def test_indexing_views_and_in_place_updates():
-    filecheck(str(kernel.frontend_graph_for(np.zeros((2, 3)), np.zeros(4), 1)), """
+    filecheck(
+        str(kernel.frontend_graph_for(np.zeros((2, 3)), np.zeros(4), 1)),
+        """
 CHECK: = aten::add_(%x,
 CHECK-NOT: aten::slice[dim=0](%x
 CHECK: %[[C:.+]] : Double(*) = aten::select[dim=1](%x, %j)
@@ -171,7 +199,8 @@ CHECK: %[[DST:.+]] : Double(*) = aten::slice[dim=0](%y,
 CHECK: = aten::copy_(%[[DST]], %[[C]])
 CHECK: %[[E:.+]] : float = aten::getitem(%y,
 CHECK: = aten::setitem(%x, %{{.+}}, %j,
-""")
+""",
+    )
 
 
 @scriptc.script
@@ -184,7 +213,9 @@ def early(x: np.ndarray) -> int:
 
 
 def test_early_return_from_nested_loops_guards_the_rest():
-    filecheck(str(early.frontend_graph_for(np.zeros((2, 2)))), """
+    filecheck(
+        str(early.frontend_graph_for(np.zeros((2, 2)))),
+        """
 CHECK: %ret{{.*}} : bool, %retv{{.*}} : int = prim::Loop
 CHECK: %ret{{.*}} : bool, %retv{{.*}} : int = prim::Loop
 CHECK: %retv{{.*}} : int = prim::If(%ret
@@ -193,7 +224,8 @@ CHECK-NEXT: -> (%retv
 CHECK-NEXT: block1():
 CHECK: -> (
 CHECK: return (%retv
-""")
+""",
+    )
 
 
 @scriptc.script
@@ -209,7 +241,9 @@ def over_pair(a: np.ndarray, k: int, limit: float) -> float:
 def test_a_loop_over_a_tuple_is_unrolled_and_a_break_guards_the_iterations_after_it():
     """One body per element, each with its element's type (the second adds an int); no prim::Loop; after a
     possible break, the next iteration runs under a prim::If of the flag."""
-    filecheck(str(over_pair.frontend_graph_for(np.arange(3.0), 4, 1.0)), """
+    filecheck(
+        str(over_pair.frontend_graph_for(np.arange(3.0), 4, 1.0)),
+        """
 CHECK-NOT: prim::Loop
 CHECK: %[[SUM:.+]] : float = aten::sum(%a
 CHECK: %brk : bool = prim::If
@@ -217,6 +251,7 @@ CHECK: prim::If(%brk)
 CHECK: aten::gt(%k, %limit)
 CHECK: aten::add(%{{.+}}, %k)
 CHECK-NOT: prim::Loop
-""")
+""",
+    )
     for args in ((np.arange(3.0), 4, 10.0), (np.arange(3.0), 4, 3.5), (np.arange(3.0), 4, 1.0)):
         assert over_pair(*args) == over_pair.py_func(*args)

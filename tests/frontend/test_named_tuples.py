@@ -1,6 +1,7 @@
 """typing.NamedTuple classes as parameters, results and locals of scripted functions: compiled code, the
 interpreter and CPython agree on values, printed text and the class of what is returned; fields by name,
 construction with keywords and defaults, ``_replace``, nesting, loops and branches; the errors."""
+
 from __future__ import annotations
 
 import re
@@ -86,18 +87,21 @@ def state():
     return TrainState(3, Params(np.arange(4.0), 2.0))
 
 
-@pytest.mark.parametrize("fn, make", [
-    (sgd_step, lambda: (state(), np.ones(4))),
-    (init, lambda: (5,)),
-    (run, lambda: (state(), np.full(4, 0.25), 5)),
-    (run, lambda: (state()._replace(lr=1), np.ones(4), 3)),
-    (swap, lambda: (Pair(1, 9),)),
-    (plain_tuple_in, lambda: ((1.5, np.arange(3.0)), 2)),
-])
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (sgd_step, lambda: (state(), np.ones(4))),
+        (init, lambda: (5,)),
+        (run, lambda: (state(), np.full(4, 0.25), 5)),
+        (run, lambda: (state()._replace(lr=1), np.ones(4), 3)),
+        (swap, lambda: (Pair(1, 9),)),
+        (plain_tuple_in, lambda: ((1.5, np.arange(3.0)), 2)),
+    ],
+)
 def test_compiled_interpreted_and_cpython_agree(fn, make):
     expected = fn.py_func(*make())
     same(fn(*make()), expected)
-    same(fn(*make()), expected)          # the second call goes through the JIT entry point
+    same(fn(*make()), expected)  # the second call goes through the JIT entry point
     same(fn.interpret(*make()), expected)
 
 
@@ -142,19 +146,25 @@ def test_the_graph_prints_field_names_and_parses_back():
     assert "state.params" in sgd_step.code and "Params(" in sgd_step.code
 
 
-@pytest.mark.parametrize("body, message", [
-    ("return p.middle", "'Pair' has no field 'middle'"),
-    ("return Pair(1)", "Pair\\(\\) missing required argument 'hi'"),
-    ("return Pair(1, 2, 3)", "takes 2 arguments, 3 given"),
-    ("return Pair(1, 2.5)", "field 'hi' must be an int, got a float"),
-    ("return p._asdict()", "NamedTuple method '_asdict' is not supported"),
-    ("return p._replace(mid=1)", "got unexpected field name 'mid'"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("return p.middle", "'Pair' has no field 'middle'"),
+        ("return Pair(1)", "Pair\\(\\) missing required argument 'hi'"),
+        ("return Pair(1, 2, 3)", "takes 2 arguments, 3 given"),
+        ("return Pair(1, 2.5)", "field 'hi' must be an int, got a float"),
+        ("return p._asdict()", "NamedTuple method '_asdict' is not supported"),
+        ("return p._replace(mid=1)", "got unexpected field name 'mid'"),
+    ],
+)
 def test_errors_name_the_line(tmp_path, body, message):
     src = tmp_path / "nt_errors.py"
-    src.write_text("import scriptc\nfrom tests.frontend.test_named_tuples import Pair\n\n"
-                   f"@scriptc.script\ndef f(p: Pair):\n    {body}\n")
+    src.write_text(
+        "import scriptc\nfrom tests.frontend.test_named_tuples import Pair\n\n"
+        f"@scriptc.script\ndef f(p: Pair):\n    {body}\n"
+    )
     import importlib.util
+
     spec = importlib.util.spec_from_file_location("nt_errors", src)
     module = importlib.util.module_from_spec(spec)
     with pytest.raises(scriptc.CompileError, match=message) as e:
@@ -171,12 +181,18 @@ def shapes_match(a: np.ndarray, b: np.ndarray) -> tuple[bool, bool]:
 @scriptc.script
 def tuple_equalities(p: Pair, x: int, y: float) -> tuple[bool, bool, bool, bool, bool, bool]:
     t = (y, x)
-    return ((x, y) == (y, x), (x, (y, 1)) == (x, (y, 1)), p == Pair(x, 2), (x, y) == (x, y, 0),
-            (x, y) != x, t == t)
+    return ((x, y) == (y, x), (x, (y, 1)) == (x, (y, 1)), p == Pair(x, 2), (x, y) == (x, y, 0), (x, y) != x, t == t)
 
 
-@pytest.mark.parametrize("args", [(np.ones((2, 3)), np.ones((2, 3))), (np.ones((2, 3)), np.ones((3, 2))),
-                                  (np.ones(3), np.ones((3, 1))), (np.ones(0), np.ones(0))])
+@pytest.mark.parametrize(
+    "args",
+    [
+        (np.ones((2, 3)), np.ones((2, 3))),
+        (np.ones((2, 3)), np.ones((3, 2))),
+        (np.ones(3), np.ones((3, 1))),
+        (np.ones(0), np.ones(0)),
+    ],
+)
 def test_shapes_compare_as_tuples(args):
     want = shapes_match.py_func(*args)
     assert shapes_match(*args) == want and shapes_match.interpret(*args) == want
@@ -190,9 +206,12 @@ def test_tuple_equality_is_element_by_element(args):
 
 def test_tuples_of_arrays_and_tuple_order_are_errors(tmp_path):
     from tests.modules import load_module
-    for body, message in (("return (a, 1) == (b, 1)", "tuples holding arrays cannot be compared"),
-                          ("return a.shape < b.shape", "tuples compare with == and != only")):
-        with pytest.raises(scriptc.CompileError, match=message):      # at decoration, or else at the call
+
+    for body, message in (
+        ("return (a, 1) == (b, 1)", "tuples holding arrays cannot be compared"),
+        ("return a.shape < b.shape", "tuples compare with == and != only"),
+    ):
+        with pytest.raises(scriptc.CompileError, match=message):  # at decoration, or else at the call
             m = load_module(tmp_path, f"@scriptc.script\ndef f(a: np.ndarray, b: np.ndarray) -> bool:\n    {body}\n")
             m.f(np.ones(2), np.ones(2))
 
@@ -200,8 +219,20 @@ def test_tuples_of_arrays_and_tuple_order_are_errors(tmp_path):
 @scriptc.script
 def tuple_arithmetic(p: Pair, x: int, y: float):
     t = (x, y, p.lo, p.hi)
-    return ((x, y) + (p.hi,), (x, 1) * 2, 3 * (y,), (x,) * -1, p + (y,), ((x, y) + ()) * 0, t[1:], t[::-1],
-            t[-3:-1], t[5:], p[:1], t[::2][1:])
+    return (
+        (x, y) + (p.hi,),
+        (x, 1) * 2,
+        3 * (y,),
+        (x,) * -1,
+        p + (y,),
+        ((x, y) + ()) * 0,
+        t[1:],
+        t[::-1],
+        t[-3:-1],
+        t[5:],
+        p[:1],
+        t[::2][1:],
+    )
 
 
 @pytest.mark.parametrize("args", [(Pair(1, 2), 3, 0.5), (Pair(-1, 0), 0, float("inf"))])

@@ -1,4 +1,5 @@
 """Python's and NumPy's rules, checked against CPython running the same function (the oracle)."""
+
 import math
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 import scriptc
 from tests.util import assert_matches_python, run_captured
 
-INT64_MAX = 2 ** 63 - 1
+INT64_MAX = 2**63 - 1
 
 
 @scriptc.script
@@ -164,7 +165,7 @@ def wrap(a: int) -> int:
 
 
 def test_int_is_64_bit_and_wraps():
-    assert wrap(INT64_MAX) == -2 ** 63
+    assert wrap(INT64_MAX) == -(2**63)
 
 
 @scriptc.script
@@ -311,8 +312,12 @@ def test_continue_and_break_in_while():
 
 def test_range_step_zero_raises_value_error(tmp_path):
     from tests.modules import load_module
-    mod = load_module(tmp_path, "@scriptc.script\ndef f(n: int) -> int:\n    s = 0\n    for i in range(0, 5, n):\n"
-                                "        s += i\n    return s\n")
+
+    mod = load_module(
+        tmp_path,
+        "@scriptc.script\ndef f(n: int) -> int:\n    s = 0\n    for i in range(0, 5, n):\n"
+        "        s += i\n    return s\n",
+    )
     assert_matches_python(mod.f, 0)
     assert_matches_python(mod.f, -2)
 
@@ -322,7 +327,7 @@ def wrapping_ops(a: int, b: int):
     return divmod(a, b), a << b if b >= 0 else 0, a + b
 
 
-@pytest.mark.parametrize("a, b", [(-2 ** 63, -1), (1, 2 ** 62), (3, 64), (3, 63), (-5, 70), (7, 3)])
+@pytest.mark.parametrize("a, b", [(-(2**63), -1), (1, 2**62), (3, 64), (3, 63), (-5, 70), (7, 3)])
 def test_the_interpreter_wraps_ints_as_native_code(a, b):
     """The oracle keeps native code's 64-bit rules: divmod's quotient wraps, << by 64 or more is 0 (it made
     the huge int first: MemoryError for 1 << 2**62), an int argument beyond 64 bits is an OverflowError (it was
@@ -330,13 +335,21 @@ def test_the_interpreter_wraps_ints_as_native_code(a, b):
     assert wrapping_ops.interpret(a, b) == wrapping_ops(a, b)
     for fn in (wrapping_ops, wrapping_ops.interpret):
         with pytest.raises(OverflowError, match="int too large to convert to a 64-bit int"):
-            fn(1, 2 ** 70)
+            fn(1, 2**70)
 
 
 @scriptc.script
 def ufuncs_of_scalars(a, b):
-    return (np.floor(a), np.ceil(b), np.trunc(a), np.abs(a), np.maximum(a, b), np.minimum(b, a), np.sqrt(abs(a)),
-            np.exp(b))
+    return (
+        np.floor(a),
+        np.ceil(b),
+        np.trunc(a),
+        np.abs(a),
+        np.maximum(a, b),
+        np.minimum(b, a),
+        np.sqrt(abs(a)),
+        np.exp(b),
+    )
 
 
 @pytest.mark.parametrize("a, b", [(5, 2), (True, 2), (True, False), (-3, 2.5), (2.5, True), (-0.0, -7)])
@@ -349,7 +362,7 @@ def test_ufuncs_of_python_scalars_give_numpys_kind(a, b):
         kinds = [type(g) for g in got]
         assert kinds[:6] == [type(w) for w in want][:6], (kinds, want)
         assert got[:6] == tuple(want[:6]) and all(type(g) is float for g in got[6:])
-        exact = (math.sqrt(abs(a)), math.exp(b))        # the documented math counterparts, to the bit
+        exact = (math.sqrt(abs(a)), math.exp(b))  # the documented math counterparts, to the bit
         assert got[6:] == exact, (got[6:], exact)
 
 
@@ -361,7 +374,7 @@ def roundings(x: float) -> tuple[float, float, float]:
 def test_numpy_rounding_of_a_float_is_numpys_float():
     """np.floor/ceil/trunc of a float went through math's int: 1e300 gave 0.0, 1e20 7.8e18, -0.3's ceiling
     0.0, and NaN and inf raised. NumPy's are floats, whatever the value."""
-    for x in (1e300, 1e20, -1e20, 2.0 ** 63, -0.3, 0.3, -0.0, 0.0, 2.5, -2.5, math.nan, math.inf, -math.inf):
+    for x in (1e300, 1e20, -1e20, 2.0**63, -0.3, 0.3, -0.0, 0.0, 2.5, -2.5, math.nan, math.inf, -math.inf):
         want = tuple(float(f(x)) for f in (np.floor, np.ceil, np.trunc))
         for got in (roundings(x), roundings.interpret(x)):
             assert [g.hex() for g in got] == [w.hex() for w in want], (x, got, want)
@@ -391,6 +404,7 @@ def test_clip_of_numbers_is_numpys():
     """np.clip of three numbers, natively a LoweringError: NumPy's loop on one element (its kind, NaN anywhere
     wins, a -0.0/0.0 tie keeps x, unlike np.minimum's)."""
     import itertools
+
     values = [3, -2, 2.5, -0.0, 0.0, math.nan, True, False]
     for x, lo, hi in itertools.product(values, repeat=3):
         want = np.clip(x, lo, hi).item()
@@ -402,7 +416,7 @@ def test_clip_of_numbers_is_numpys():
 @scriptc.script
 def truth_chains(n: int, x: float) -> int:
     k = 0
-    if n and x > 0:         # as a value, an int on one path and a bool on the other: a CompileError
+    if n and x > 0:  # as a value, an int on one path and a bool on the other: a CompileError
         k += 1
     if n or x:
         k += 10
@@ -432,5 +446,5 @@ def test_a_raising_power_with_an_overlapping_exponent_writes_nothing():
             run(b[1:], b[:-1])
         assert b.tolist() == [2, 3, 2, -1, 2, 2]
         b = np.array([2, 3, 2, 1, 2, 2])
-        run(b[1:], b[:-1])          # no error: the exponents as they were before any write
+        run(b[1:], b[:-1])  # no error: the exponents as they were before any write
         assert b.tolist() == [2, 9, 8, 1, 2, 4]

@@ -1,5 +1,6 @@
 """Finding a function's source from its code object's line table (frontend/source.py) instead of tokenizing the
 file: the same lines as inspect.getsourcelines, or None where that is not certain (inspect then decides)."""
+
 import ast
 import inspect
 import textwrap
@@ -66,8 +67,20 @@ def module(tmp_path_factory):
     return path, namespace
 
 
-@pytest.mark.parametrize("name", ["plain", "decorated", "multi_line", "nested", "ends_with_nested", "continued",
-                                  "docstring_only", "trailing_pass", "Holder.method"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "plain",
+        "decorated",
+        "multi_line",
+        "nested",
+        "ends_with_nested",
+        "continued",
+        "docstring_only",
+        "trailing_pass",
+        "Holder.method",
+    ],
+)
 def test_same_lines_as_inspect_or_none(module, name):
     path, namespace = module
     obj = namespace[name.split(".")[0]]
@@ -75,9 +88,9 @@ def test_same_lines_as_inspect_or_none(module, name):
         obj = getattr(obj, part)
     func = inspect.unwrap(obj)
     found = _lines_from_code(func, str(path))
-    if found is not None:     # the same definition at the same place (trailing comments may be left out)
+    if found is not None:  # the same definition at the same place (trailing comments may be left out)
         lines, start = inspect.getsourcelines(func)
-        assert found[1] == start and found[0] == lines[:len(found[0])]
+        assert found[1] == start and found[0] == lines[: len(found[0])]
         parse = lambda block: ast.dump(ast.parse(textwrap.dedent("".join(block))), include_attributes=True)  # noqa: E731
         assert parse(found[0]) == parse(lines)
     assert get_source(func).tree.name == func.__name__

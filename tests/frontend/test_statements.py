@@ -1,6 +1,7 @@
 """Statements a numba/TorchScript user expects: assert, raise, default parameter values and keyword
 arguments, recursion, forward references; and errors a user can act on (short tracebacks, dump without
 --types). Each construct runs compiled (native and through the interpreter) against CPython."""
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,7 @@ import scriptc
 from tests.modules import load_module
 from tests.util import assert_matches_python
 
-SOURCE = '''
+SOURCE = """
 @scriptc.script
 def check(x: int) -> int:
     assert x > 0, f"x must be positive, got {x}"
@@ -132,7 +133,7 @@ def a(x: int) -> int:
 @scriptc.script
 def b(x: int) -> int:
     return x - 3
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -178,8 +179,14 @@ def test_raise_ends_paths(mod):
 
 def test_defaults_and_keywords_from_python(mod):
     x = np.arange(4.0)
-    for args, kwargs in [((x,), {}), ((x, 3.0), {}), ((x,), {"shift": 5}), ((x,), {"flip": True, "factor": 1.5}),
-                         ((), {"x": x, "shift": 2}), ((x, 1.0, 2, True), {})]:
+    for args, kwargs in [
+        ((x,), {}),
+        ((x, 3.0), {}),
+        ((x,), {"shift": 5}),
+        ((x,), {"flip": True, "factor": 1.5}),
+        ((), {"x": x, "shift": 2}),
+        ((x, 1.0, 2, True), {}),
+    ]:
         expected = mod.scale.py_func(*args, **kwargs)
         for fn in (mod.scale, mod.scale.interpret):
             np.testing.assert_array_equal(fn(*args, **kwargs), expected)
@@ -195,7 +202,7 @@ def test_keyword_binding_errors_are_cpythons(mod):
 
 def test_defaults_and_keywords_between_scripted_functions(mod):
     both(mod.uses_defaults, np.arange(5.0), 4)
-    assert "CallFunction" not in str(mod.uses_defaults.graph_for(np.arange(5.0), 4))   # inlined
+    assert "CallFunction" not in str(mod.uses_defaults.graph_for(np.arange(5.0), 4))  # inlined
 
 
 def test_recursion(mod):
@@ -219,7 +226,7 @@ def test_deep_recursion_raises_recursion_error_not_a_crash(mod):
     for fn in (mod.depth, mod.depth.interpret):
         with pytest.raises(RecursionError, match="maximum recursion depth exceeded"):
             fn(10000)
-    assert mod.depth(300) == 300   # the depth counter is back to 0 after the error
+    assert mod.depth(300) == 300  # the depth counter is back to 0 after the error
 
 
 DEEP = """
@@ -257,20 +264,31 @@ def test_recursion_past_the_c_stack_raises_even_with_a_raised_limit(tmp_path):
     a segfault at depth 200,000. The thread's own stack bounds it too (run in a child: a crash is a failure,
     not the end of the suite)."""
     (tmp_path / "deep.py").write_text(DEEP)
-    run = subprocess.run([sys.executable, str(tmp_path / "deep.py")], capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
+    run = subprocess.run(
+        [sys.executable, str(tmp_path / "deep.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])),
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == "[1000, 'RecursionError', 2000, 'RecursionError']"
 
 
 def test_recursion_without_a_findable_type_asks_for_an_annotation(tmp_path):
-    m = load_module(tmp_path, "@scriptc.script\ndef f(x: int, n: int):\n    if n == 0:\n"
-                              "        return x, x\n    a, b = f(x, n - 1)\n    return b, a\n")
+    m = load_module(
+        tmp_path,
+        "@scriptc.script\ndef f(x: int, n: int):\n    if n == 0:\n"
+        "        return x, x\n    a, b = f(x, n - 1)\n    return b, a\n",
+    )
     with pytest.raises(scriptc.CompileError, match="cannot find the return type of recursive function 'f'") as e:
         m.f(1, 3)
     assert "annotate its return type" in e.value.hint
-    m2 = load_module(tmp_path, "@scriptc.script\ndef f(x: np.ndarray, n: int) -> np.ndarray:\n    if n == 0:\n"
-                               "        return x\n    return f(x, n - 1) * 2.0\n")
+    m2 = load_module(
+        tmp_path,
+        "@scriptc.script\ndef f(x: np.ndarray, n: int) -> np.ndarray:\n    if n == 0:\n"
+        "        return x\n    return f(x, n - 1) * 2.0\n",
+    )
     np.testing.assert_array_equal(m2.f(np.ones(2), 3), np.full(2, 8.0))
     np.testing.assert_array_equal(m2.f.interpret(np.ones(2), 3), np.full(2, 8.0))
 
@@ -295,11 +313,16 @@ STATEMENT_ERRORS = [
     ("def f(x: int) -> int:\n    raise ValueError('a') from None\n", "'raise ... from ...'", "alone"),
     ("def f(x: int) -> int:\n    raise x\n", "only builtin exception types", "ValueError"),
     ("def f(x: int) -> int:\n    raise ValueError(msg='a')\n", "must be positional", None),
-    ("def f(x: int) -> int:\n    return g(x, y=1)\n@scriptc.script\ndef g(x: int) -> int:\n    return x\n",
-     "unexpected keyword argument 'y'", None),
-    ("def f(x: int) -> int:\n    return g()\n@scriptc.script\ndef g(x: int) -> int:\n    return x\n",
-     "missing required argument 'x'",
-     None),
+    (
+        "def f(x: int) -> int:\n    return g(x, y=1)\n@scriptc.script\ndef g(x: int) -> int:\n    return x\n",
+        "unexpected keyword argument 'y'",
+        None,
+    ),
+    (
+        "def f(x: int) -> int:\n    return g()\n@scriptc.script\ndef g(x: int) -> int:\n    return x\n",
+        "missing required argument 'x'",
+        None,
+    ),
 ]
 
 
@@ -335,21 +358,28 @@ def test_compile_error_traceback_is_short(tmp_path):
 
 def test_scriptc_debug_keeps_internal_frames(tmp_path):
     path = tmp_path / "bad.py"
-    path.write_text("import numpy as np\nimport scriptc\n@scriptc.script\ndef f(x: np.ndarray) -> float:\n"
-                    "    return sorted(x)\n")
-    code = "import runpy, sys\ntry:\n    runpy.run_path(sys.argv[1])\nexcept Exception as e:\n" \
-           "    import traceback; print(len(traceback.extract_tb(e.__traceback__)))\n"
+    path.write_text(
+        "import numpy as np\nimport scriptc\n@scriptc.script\ndef f(x: np.ndarray) -> float:\n    return sorted(x)\n"
+    )
+    code = (
+        "import runpy, sys\ntry:\n    runpy.run_path(sys.argv[1])\nexcept Exception as e:\n"
+        "    import traceback; print(len(traceback.extract_tb(e.__traceback__)))\n"
+    )
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     short = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env)
-    debug = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
-                           env=dict(env, SCRIPTC_DEBUG="1"))
+    debug = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=dict(env, SCRIPTC_DEBUG="1")
+    )
     assert int(debug.stdout) > int(short.stdout)
 
 
 def test_graph_before_first_call(tmp_path):
-    m = load_module(tmp_path, "@scriptc.script\ndef generic(x: np.ndarray, n: int) -> np.ndarray:\n"
-                              "    return x * n\n"
-                              "@scriptc.script\ndef typed(x: np.ndarray) -> float:\n    return sum(x)\n")
+    m = load_module(
+        tmp_path,
+        "@scriptc.script\ndef generic(x: np.ndarray, n: int) -> np.ndarray:\n"
+        "    return x * n\n"
+        "@scriptc.script\ndef typed(x: np.ndarray) -> float:\n    return sum(x)\n",
+    )
     assert "%x : Tensor" in str(m.generic.graph)
     with pytest.raises(scriptc.function.GraphNeedsTypes, match="depends on its array arguments' dtypes"):
         m.typed.graph
@@ -359,14 +389,18 @@ def test_graph_before_first_call(tmp_path):
 
 def test_dump_without_types(tmp_path):
     path = tmp_path / "kernels.py"
-    path.write_text("import numpy as np\nimport scriptc\n@scriptc.script\ndef generic(x: np.ndarray, n: int) -> "
-                    "np.ndarray:\n    return x * n\n@scriptc.script\ndef typed(x: np.ndarray) -> float:\n"
-                    "    return sum(x)\n")
+    path.write_text(
+        "import numpy as np\nimport scriptc\n@scriptc.script\ndef generic(x: np.ndarray, n: int) -> "
+        "np.ndarray:\n    return x * n\n@scriptc.script\ndef typed(x: np.ndarray) -> float:\n"
+        "    return sum(x)\n"
+    )
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    ok = subprocess.run([sys.executable, "-m", "scriptc", "dump", f"{path}:generic"], capture_output=True,
-                        text=True, env=env)
+    ok = subprocess.run(
+        [sys.executable, "-m", "scriptc", "dump", f"{path}:generic"], capture_output=True, text=True, env=env
+    )
     assert ok.returncode == 0 and "%x : Tensor" in ok.stdout
-    asks = subprocess.run([sys.executable, "-m", "scriptc", "dump", f"{path}:typed"], capture_output=True,
-                          text=True, env=env)
+    asks = subprocess.run(
+        [sys.executable, "-m", "scriptc", "dump", f"{path}:typed"], capture_output=True, text=True, env=env
+    )
     assert asks.returncode == 2 and "Traceback" not in asks.stderr
     assert asks.stderr.count("\n") == 1 and "--types" in asks.stderr and "float64[*]" in asks.stderr

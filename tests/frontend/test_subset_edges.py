@@ -1,5 +1,6 @@
 """Edges of the subset that differential hunts found wrong: each checked against CPython (result, printed text,
 exception type and message, mutations)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,7 @@ import scriptc
 from tests.modules import load_module
 from tests.util import assert_matches_python
 
-SOURCE = '''
+SOURCE = """
 @scriptc.script
 def count_range_of_bool(b: bool) -> int:
     s = 0
@@ -44,7 +45,7 @@ def first(xs: list[int]) -> int:
 @scriptc.script
 def extremes(x: np.ndarray):
     return np.min(x, axis=1), np.max(x, axis=0), np.max(x * 1, axis=1), np.min(x)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -68,17 +69,20 @@ def test_augmented_mask_checks_the_mask_before_the_value(mod, m):
     assert_matches_python(mod.mask_then_value, np.zeros(3), m, 0.0)
 
 
-@pytest.mark.parametrize("v", [2 ** 64, -2 ** 63 - 1])
+@pytest.mark.parametrize("v", [2**64, -(2**63) - 1])
 def test_an_int_outside_64_bits_in_a_list_argument_is_an_overflow_error(mod, v):
     with pytest.raises(OverflowError, match="int too large to convert to a 64-bit int"):
         mod.first([v])
 
 
-@pytest.mark.parametrize("source, message", [
-    ("def f(b: bool):\n    return np.zeros(b)\n", "an array's dimensions must be ints, not bools"),
-    ("def f(b: bool):\n    return np.full((2, b), 1.0)\n", "an array's dimensions must be ints, not bools"),
-    ("def f(x: np.ndarray):\n    return +(x > 0)\n", r"\+ of a bool array"),
-])
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("def f(b: bool):\n    return np.zeros(b)\n", "an array's dimensions must be ints, not bools"),
+        ("def f(b: bool):\n    return np.full((2, b), 1.0)\n", "an array's dimensions must be ints, not bools"),
+        ("def f(x: np.ndarray):\n    return +(x > 0)\n", r"\+ of a bool array"),
+    ],
+)
 def test_what_numpy_refuses_is_a_compile_error(tmp_path, source, message):
     m = load_module(tmp_path, source)
     with pytest.raises(scriptc.CompileError, match=message):

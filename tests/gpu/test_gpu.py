@@ -1,6 +1,7 @@
 """The NVPTX path without a GPU: every kernel the corpus generates is assembled by ptxas for sm_80 and sm_90, and
 runs in the grid emulator (the same LLVM module compiled for the host) with several block sizes, matching the
 CPU backend bit for bit and NumPy; host control flow around kernels; what is refused, and how."""
+
 from __future__ import annotations
 
 import subprocess
@@ -81,10 +82,13 @@ def test_ptx_assembles(tmp_path, fn, args, arch):
         pytest.skip("libdevice not found")
     ptx = fn.inspect_ptx(*args, arch=arch)
     assert ptx.count(".entry") == 1 and f".target {arch}" in ptx
-    assert ".extern .func __nv_" not in ptx       # libdevice is linked in, not left to the driver
+    assert ".extern .func __nv_" not in ptx  # libdevice is linked in, not left to the driver
     (tmp_path / "k.ptx").write_text(ptx)
-    run = subprocess.run([PTXAS, f"-arch={arch}", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [PTXAS, f"-arch={arch}", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
 
 
@@ -98,11 +102,11 @@ def test_emulated_kernels_match_cpu_and_numpy(emulator, fn, args, block):
     got = result.copy_to_host()
     expected = fn.py_func(*args)
     assert got.dtype == expected.dtype and got.shape == expected.shape
-    if fn in (chain, math_mix):     # the CPU's vectorized loops call libmvec (within 4 ulp), the emulator libm
+    if fn in (chain, math_mix):  # the CPU's vectorized loops call libmvec (within 4 ulp), the emulator libm
         np.testing.assert_allclose(got, fn(*args), rtol=1e-14 if got.dtype == np.float64 else 1e-6)
     else:
-        np.testing.assert_array_equal(got, fn(*args))         # the CPU backend, bit for bit
-    if got.dtype == np.float32:       # float32 math (NumPy's own routines vs libm rounded) differs in last bits
+        np.testing.assert_array_equal(got, fn(*args))  # the CPU backend, bit for bit
+    if got.dtype == np.float32:  # float32 math (NumPy's own routines vs libm rounded) differs in last bits
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     else:
         np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
@@ -144,34 +148,58 @@ def test_without_the_emulator_device_arrays_need_a_driver():
 
 def test_dump_prints_ptx(tmp_path):
     import sys
+
     src = tmp_path / "k.py"
-    src.write_text("import numpy as np\nimport scriptc\n@scriptc.script\ndef f(x: np.ndarray) -> np.ndarray:\n"
-                   "    return x * 2.0 + 1.0\n")
-    out = subprocess.run([sys.executable, "-m", "scriptc", "dump", f"{src}:f", "--target=cuda", "--emit=ptx",
-                          "--types", "float32[*]", "--arch", "sm_90"], capture_output=True, text=True, check=True)
+    src.write_text(
+        "import numpy as np\nimport scriptc\n@scriptc.script\ndef f(x: np.ndarray) -> np.ndarray:\n"
+        "    return x * 2.0 + 1.0\n"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scriptc",
+            "dump",
+            f"{src}:f",
+            "--target=cuda",
+            "--emit=ptx",
+            "--types",
+            "float32[*]",
+            "--arch",
+            "sm_90",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert ".target sm_90" in out.stdout and out.stdout.count(".entry") == 1
 
 
 def test_an_error_in_a_kernel_raises_on_the_host(emulator):
     a = np.arange(5, dtype=np.int32)
     with pytest.raises(OverflowError) as cpu:
-        int_mix(a, a, 2 ** 40)
+        int_mix(a, a, 2**40)
     with pytest.raises(OverflowError) as gpu:
-        int_mix(cuda.to_device(a), cuda.to_device(a), 2 ** 40)
+        int_mix(cuda.to_device(a), cuda.to_device(a), 2**40)
     assert str(gpu.value) == str(cpu.value)
-    np.testing.assert_array_equal(int_mix(cuda.to_device(a), cuda.to_device(a), 2).copy_to_host(),
-                                  int_mix(a, a, 2))          # the flag was cleared
+    np.testing.assert_array_equal(
+        int_mix(cuda.to_device(a), cuda.to_device(a), 2).copy_to_host(), int_mix(a, a, 2)
+    )  # the flag was cleared
 
 
 def test_graph_for_device_arguments_shows_where_nodes_run(emulator):
     from tests.util import filecheck
+
     graph = relax.graph_for(cuda.to_device(np.ones((3, 2))), 4)
-    filecheck(str(graph), """
+    filecheck(
+        str(graph),
+        """
     CHECK: prim::Loop
     CHECK: prim::FusionGroup[{{.*}}device="cuda"]
     CHECK: aten::getitem[copy="device_to_host"]
     CHECK: prim::Print
-    """)
+    """,
+    )
     assert 'device="cuda"' not in str(relax.graph_for(np.ones((3, 2)), 4))
 
 
@@ -191,6 +219,7 @@ def test_the_three_kernel_loops_agree(emulator, monkeypatch, n):
     """VECTORS (aligned, contiguous), CONTIGUOUS (one operand misaligned, or broadcast), STRIDED (a broadcast
     row): every loop and the vector loop's tail."""
     from scriptc.backend.nvptx import executor
+
     chosen = []
     pick = executor._mode
     monkeypatch.setattr(executor, "_mode", lambda *a: chosen.append(pick(*a)) or chosen[-1])
@@ -242,8 +271,13 @@ def int_total(a: np.ndarray, k: int) -> int:
     return np.sum(a * k)
 
 
-REDUCTIONS = [(sum_of_squares, ()), (largest_magnitude, ()), (count_above, (0.5,)), (any_below, (-2.0,)),
-              (any_below, (-9.0,))]
+REDUCTIONS = [
+    (sum_of_squares, ()),
+    (largest_magnitude, ()),
+    (count_above, (0.5,)),
+    (any_below, (-2.0,)),
+    (any_below, (-9.0,)),
+]
 
 
 @pytest.mark.skipif(PTXAS is None, reason="ptxas not found")
@@ -253,8 +287,11 @@ def test_reduction_kernels_assemble(tmp_path, arch):
     ptx = sum_of_squares.inspect_ptx(x, arch=arch)
     assert ptx.count(".entry") == 2 and "bar.sync" in ptx and ".shared" in ptx
     (tmp_path / "r.ptx").write_text(ptx)
-    run = subprocess.run([PTXAS, f"-arch={arch}", str(tmp_path / "r.ptx"), "-o", str(tmp_path / "r.cubin")],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [PTXAS, f"-arch={arch}", str(tmp_path / "r.ptx"), "-o", str(tmp_path / "r.cubin")],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
 
 
@@ -280,17 +317,24 @@ def test_inspect_ptx_and_dump_print_a_prange_nest(tmp_path):
     a = np.ones((6, 5))
     ptx = five_point.inspect_ptx(a, arch="sm_90")
     import re
+
     assert re.search(r"\.visible \.entry scriptc_gpu\d+_five_point_prange0\(", ptx) and ".target sm_90" in ptx
     (tmp_path / "p.ptx").write_text(ptx)
-    run = subprocess.run([PTXAS, "-arch=sm_90", str(tmp_path / "p.ptx"), "-o", str(tmp_path / "p.cubin")],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [PTXAS, "-arch=sm_90", str(tmp_path / "p.ptx"), "-o", str(tmp_path / "p.cubin")], capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stderr
-    assert host_only.inspect_ptx(3) == ("// no kernels: nothing in host_only runs on the GPU for these argument "
-                                        "types (host code only)\n")
+    assert host_only.inspect_ptx(3) == (
+        "// no kernels: nothing in host_only runs on the GPU for these argument types (host code only)\n"
+    )
     import sys
+
     src = tmp_path / "stencil.py"
-    src.write_text("import numpy as np\nimport scriptc\n\n\n@scriptc.script\n" + five_point.source.text +
-                   "\n\n@scriptc.script\ndef host_only(n: int) -> int:\n    return n * 2\n")
+    src.write_text(
+        "import numpy as np\nimport scriptc\n\n\n@scriptc.script\n"
+        + five_point.source.text
+        + "\n\n@scriptc.script\ndef host_only(n: int) -> int:\n    return n * 2\n"
+    )
     dump = [sys.executable, "-m", "scriptc", "dump", "--target=cuda", "--emit=ptx"]
     out = subprocess.run(dump + [f"{src}:five_point", "--types", "float64[*,*]"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.count(".entry") == 1 and "_prange0(" in out.stdout
@@ -316,10 +360,10 @@ def test_emulated_reductions_match_numpy(emulator, block, n):
 def test_an_error_in_a_reduction_kernel_raises_and_the_block_still_finishes(emulator):
     a = np.arange(50, dtype=np.int32)
     with pytest.raises(OverflowError) as cpu:
-        int_total(a, 2 ** 40)
+        int_total(a, 2**40)
     cuda.set_block_size(32)
     with pytest.raises(OverflowError) as gpu:
-        int_total(cuda.to_device(a), 2 ** 40)
+        int_total(cuda.to_device(a), 2**40)
     assert str(gpu.value) == str(cpu.value)
     assert int_total(cuda.to_device(a), 3) == int_total(a, 3)
 
@@ -372,15 +416,20 @@ def creates_in_body(x: np.ndarray) -> None:
 @pytest.mark.skipif(PTXAS is None, reason="ptxas not found")
 def test_prange_kernels_assemble(tmp_path):
     from scriptc.backend.nvptx.executor import GpuProgram
+
     cuda.use_emulator()
     try:
         for fn, args in ((pairwise, (np.ones((3, 2)),)), (dot_and_extremes, (np.ones(3), np.ones(3)))):
             program = GpuProgram(fn.gpu_graph_for_types(fn._bind(args, {})[0]), cuda.current_device())
             from scriptc.backend.nvptx.ptx import compile_ptx
+
             ptx = compile_ptx(program.km.llvm_ir(), "sm_90")
             (tmp_path / "p.ptx").write_text(ptx)
-            run = subprocess.run([PTXAS, "-arch=sm_90", str(tmp_path / "p.ptx"), "-o", str(tmp_path / "p.cubin")],
-                                 capture_output=True, text=True)
+            run = subprocess.run(
+                [PTXAS, "-arch=sm_90", str(tmp_path / "p.ptx"), "-o", str(tmp_path / "p.cubin")],
+                capture_output=True,
+                text=True,
+            )
             assert run.returncode == 0, run.stderr
     finally:
         cuda.use_emulator(False)
@@ -416,11 +465,15 @@ def test_array_creation_in_a_prange_body_is_refused(emulator):
 
 def test_graph_for_shows_a_prange_loop_and_created_arrays_on_the_device(emulator):
     from tests.util import filecheck
-    filecheck(str(pairwise.graph_for(cuda.to_device(np.ones((3, 2))))), """
+
+    filecheck(
+        str(pairwise.graph_for(cuda.to_device(np.ones((3, 2))))),
+        """
     CHECK: aten::empty[{{.*}}device="cuda"]
     CHECK: prim::Loop[parallel=1, reduce=[], device="cuda"]
     CHECK-NOT: copy="device_to_host"
-    """)
+    """,
+    )
 
 
 @scriptc.script
@@ -447,6 +500,7 @@ def fill_3d(out: np.ndarray, scale: int) -> None:
 
 def test_prange_nests_are_one_flattened_grid(emulator):
     from scriptc.backend.nvptx.executor import GpuProgram
+
     for fn, args, depth in ((pairwise_grid, (np.ones((3, 2)),), 2), (fill_3d, (np.zeros((2, 2, 2)), 1), 3)):
         program = GpuProgram(fn.gpu_graph_for_types(fn._bind(args, {})[0]), cuda.current_device())
         assert [len(k.nest) for k in program.loops.values()] == [depth]

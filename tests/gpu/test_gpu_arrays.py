@@ -2,6 +2,7 @@
 copies and dtype casts, writes into existing arrays (``x += y``, slice assignment, ``fill``, overlapping slices),
 and printing a device array. Each is a kernel of its own (``passes/device_groups.py``) and must give what NumPy
 gives, for several block sizes; their PTX assembles."""
+
 from __future__ import annotations
 
 import subprocess
@@ -29,7 +30,7 @@ def axis_of_3d(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 @scriptc.script
 def transposed_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    t = x.T                 # a view: strided lines
+    t = x.T  # a view: strided lines
     return np.sum(t, axis=1), np.max(t[1:, ::2], axis=0)
 
 
@@ -52,7 +53,7 @@ def test_axis_reductions_match_numpy(emulator, block, shape):
         assert isinstance(got, cuda.DeviceArray)
         got = got.copy_to_host()
         assert got.dtype == want.dtype and got.shape == want.shape
-        np.testing.assert_allclose(got, want, rtol=1e-13)     # one thread adds its line in order, NumPy pairwise
+        np.testing.assert_allclose(got, want, rtol=1e-13)  # one thread adds its line in order, NumPy pairwise
     for got, want in zip(bool_lines(cuda.to_device(x)), bool_lines.py_func(x)):
         np.testing.assert_array_equal(got.copy_to_host(), want)
     a = rng.integers(-9, 9, shape).astype(np.int32)
@@ -113,10 +114,12 @@ def copies(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("block", [1, 32, 100])
 def test_writes_into_device_arrays_match_numpy(emulator, block):
     cuda.set_block_size(block)
-    for fn, make in ((accumulate, lambda: (rng.standard_normal((5, 3)), rng.standard_normal(3), 0.25)),
-                     (write_slices, lambda: (rng.standard_normal(9), rng.standard_normal(5))),
-                     (shift_right, lambda: (np.arange(10.0),)),
-                     (fill_rows, lambda: (rng.standard_normal((4, 3)), -1.5))):
+    for fn, make in (
+        (accumulate, lambda: (rng.standard_normal((5, 3)), rng.standard_normal(3), 0.25)),
+        (write_slices, lambda: (rng.standard_normal(9), rng.standard_normal(5))),
+        (shift_right, lambda: (np.arange(10.0),)),
+        (fill_rows, lambda: (rng.standard_normal((4, 3)), -1.5)),
+    ):
         args = make()
         host = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
         device = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
@@ -147,7 +150,7 @@ def test_copies_and_casts_are_new_device_arrays(emulator):
     c, i = copies(d)
     assert isinstance(c, cuda.DeviceArray) and c.pointer != d.pointer
     np.testing.assert_array_equal(c.copy_to_host(), x + 1.0)
-    np.testing.assert_array_equal(d.copy_to_host(), x)         # the copy was written, not the argument
+    np.testing.assert_array_equal(d.copy_to_host(), x)  # the copy was written, not the argument
     assert i.dtype == np.int32
     np.testing.assert_array_equal(i.copy_to_host(), x.astype(np.int32))
 
@@ -172,19 +175,29 @@ def test_mixing_host_and_device_arrays_is_refused(emulator):
 
 def test_graph_for_marks_each_array_operator_as_a_kernel(emulator):
     from tests.util import filecheck
-    filecheck(str(copies.graph_for(cuda.to_device(np.ones((2, 2))))), """
+
+    filecheck(
+        str(copies.graph_for(cuda.to_device(np.ones((2, 2))))),
+        """
     CHECK: prim::FusionGroup[{{.*}}device="cuda"]
     CHECK: prim::FusionGroup[{{.*}}into=0{{.*}}device="cuda"]
     CHECK: prim::FusionGroup[{{.*}}device="cuda"]
-    """)
+    """,
+    )
 
 
 @pytest.mark.skipif(PTXAS is None, reason="ptxas not found")
 def test_axis_reduction_and_write_kernels_assemble(tmp_path):
-    for fn, args in ((column_stats, (np.ones((3, 2)),)), (accumulate, (np.ones((2, 3)), np.ones(3), 1.0)),
-                     (copies, (np.ones(3),))):
+    for fn, args in (
+        (column_stats, (np.ones((3, 2)),)),
+        (accumulate, (np.ones((2, 3)), np.ones(3), 1.0)),
+        (copies, (np.ones(3),)),
+    ):
         ptx = fn.inspect_ptx(*args, arch="sm_90")
         (tmp_path / "k.ptx").write_text(ptx)
-        run = subprocess.run([PTXAS, "-arch=sm_90", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
-                             capture_output=True, text=True)
+        run = subprocess.run(
+            [PTXAS, "-arch=sm_90", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+            capture_output=True,
+            text=True,
+        )
         assert run.returncode == 0, run.stderr

@@ -5,6 +5,7 @@ kernel runs (the test counts those: they may not silently fall back to the host)
 device array to the host unless it prints one. Floats are compared within
 rounding: kernels call glibc's libm (the emulator) or libdevice (a GPU) and single-precision math for float32,
 and block reductions add in another order than NumPy's pairwise sums."""
+
 from __future__ import annotations
 
 import copy
@@ -29,6 +30,7 @@ def whole_copies(monkeypatch):
     def counted(self):
         copies.append(self.shape)
         return real(self)
+
     monkeypatch.setattr(cuda.DeviceArray, "copy_to_host", counted)
     return copies
 
@@ -51,7 +53,7 @@ def test_corpus_on_device_arrays(emulator, whole_copies, c, block, capfd):
     args = c.args_factory()
     a1, a2 = copy.deepcopy(args), copy.deepcopy(args)
     expected, expected_out = _run(pure_python(c.fn), a1, capfd)
-    moved = {}          # the same host array twice (aliased arguments) is the same device array twice
+    moved = {}  # the same host array twice (aliased arguments) is the same device array twice
     device_args = [moved.setdefault(id(a), cuda.to_device(a)) if isinstance(a, np.ndarray) else a for a in a2]
     try:
         got, out = _run(c.fn, device_args, capfd)

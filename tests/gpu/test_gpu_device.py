@@ -2,6 +2,7 @@
 ``make test-gpu`` runs them): the corpus' kernels against NumPy and the emulator, host control flow, scalar reads,
 errors raised by kernels and by the driver, the caching allocator, and arrays shared with CuPy and PyTorch
 without copies; multi-output groups and matrix products (added after the last run on hardware)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,8 +12,13 @@ import scriptc
 import scriptc.cuda as cuda
 from tests.gpu_support import to_host
 from tests.gpu.test_gpu import CASES, IDS, chain, int_mix, math_mix, relax, sum_of_squares
-from tests.gpu.test_gpu_matmul import DOT_SHAPES as PRODUCT_DOT_SHAPES, SHAPES as PRODUCT_SHAPES, dot as product_dot, \
-    in_order, matmul as product_matmul
+from tests.gpu.test_gpu_matmul import (
+    DOT_SHAPES as PRODUCT_DOT_SHAPES,
+    SHAPES as PRODUCT_SHAPES,
+    dot as product_dot,
+    in_order,
+    matmul as product_matmul,
+)
 from tests.gpu.test_gpu_multi import IDS as MULTI_IDS, MULTI, _same as same_within_rounding
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA device")]
@@ -29,9 +35,9 @@ def close_to_numpy(got, expected, libdevice: bool):
     assert got.dtype == expected.dtype and got.shape == expected.shape
     if got.dtype.kind != "f":
         np.testing.assert_array_equal(got, expected)
-    elif libdevice:      # libdevice's exp/sin/... are within 2 ulp, not correctly rounded
+    elif libdevice:  # libdevice's exp/sin/... are within 2 ulp, not correctly rounded
         np.testing.assert_allclose(got, expected, rtol=1e-14 if got.dtype == np.float64 else 2e-6, atol=1e-6)
-    else:                # + - * / are IEEE on the GPU too: bit for bit
+    else:  # + - * / are IEEE on the GPU too: bit for bit
         np.testing.assert_array_equal(got, expected)
 
 
@@ -49,7 +55,7 @@ def test_contiguous_and_strided_loops_agree(n):
     x = np.random.default_rng(n).standard_normal(n)
     row = np.random.default_rng(1).standard_normal((1, n))
     np.testing.assert_array_equal(polynomial2(cuda.to_device(x)).copy_to_host(), polynomial2(x))
-    column = cuda.to_device(np.ones((3, 1)))     # broadcast: the strided loop
+    column = cuda.to_device(np.ones((3, 1)))  # broadcast: the strided loop
     got = add(column, cuda.to_device(row)).copy_to_host()
     np.testing.assert_array_equal(got, np.ones((3, 1)) + row)
 
@@ -79,9 +85,9 @@ def test_host_control_flow_and_scalar_reads(capsys):
 def test_an_error_in_a_kernel_raises_on_the_host():
     a = np.arange(5, dtype=np.int32)
     with pytest.raises(OverflowError) as cpu:
-        int_mix(a, a, 2 ** 40)
+        int_mix(a, a, 2**40)
     with pytest.raises(OverflowError) as gpu:
-        int_mix(cuda.to_device(a), cuda.to_device(a), 2 ** 40)
+        int_mix(cuda.to_device(a), cuda.to_device(a), 2**40)
     assert str(gpu.value) == str(cpu.value)
     np.testing.assert_array_equal(int_mix(cuda.to_device(a), cuda.to_device(a), 2).copy_to_host(), int_mix(a, a, 2))
 
@@ -89,6 +95,7 @@ def test_an_error_in_a_kernel_raises_on_the_host():
 def test_a_driver_error_names_the_kernel_and_the_line():
     from scriptc.backend.nvptx.driver import CudaError
     from scriptc.backend.nvptx.executor import GpuProgram
+
     x = cuda.to_device(np.ones(4))
     add(x, x)
     program = next(iter(add._gpu.values()))
@@ -118,13 +125,13 @@ def test_arrays_pass_to_and_from_cupy_without_copies():
     c = cupy.arange(12, dtype=cupy.float64).reshape(3, 4)
     d = cuda.to_device(c)
     assert d.pointer == c.data.ptr and d.shape == (3, 4)
-    out = polynomial2(c)                       # a CuPy array straight into a scripted function
-    back = cupy.asarray(out)                   # and out, through __cuda_array_interface__
+    out = polynomial2(c)  # a CuPy array straight into a scripted function
+    back = cupy.asarray(out)  # and out, through __cuda_array_interface__
     assert back.data.ptr == out.pointer
     np.testing.assert_array_equal(cupy.asnumpy(back), polynomial2(np.arange(12.0).reshape(3, 4)))
     t = cupy.from_dlpack(out)
     assert t.data.ptr == out.pointer
-    transposed = c.T                           # strided, not contiguous: the strided loop
+    transposed = c.T  # strided, not contiguous: the strided loop
     np.testing.assert_array_equal(polynomial2(transposed).copy_to_host(), polynomial2(cupy.asnumpy(transposed)))
     np.testing.assert_array_equal(cuda.to_device(transposed).copy_to_host(), cupy.asnumpy(transposed))
 
@@ -141,6 +148,7 @@ def test_tensors_pass_to_and_from_torch_without_copies():
     assert via_cai.data_ptr() == out.pointer
     del back, via_cai, out
     import gc
+
     gc.collect()
 
 
@@ -148,13 +156,14 @@ def test_tensors_pass_to_and_from_torch_without_copies():
 @pytest.mark.parametrize("n", [1, 777, 3_000_001])
 def test_reductions_match_numpy(block, n):
     from tests.gpu.test_gpu import REDUCTIONS
+
     cuda.set_block_size(block)
     x = np.random.default_rng(n).standard_normal(n)
     d = cuda.to_device(x)
     for fn, extra in REDUCTIONS:
         got, expected = fn(d, *extra), fn.py_func(x, *extra)
         assert got == pytest.approx(expected, rel=1e-12)
-    f32 = cuda.to_device(x.astype(np.float32))       # float32 elements, accumulated in double on the device
+    f32 = cuda.to_device(x.astype(np.float32))  # float32 elements, accumulated in double on the device
     assert sum_of_squares(f32) == pytest.approx(sum_of_squares.py_func(x.astype(np.float32)), rel=1e-6)
 
 
@@ -166,15 +175,17 @@ def test_reductions_are_deterministic():
 
 def test_a_reduction_error_raises_on_the_host():
     from tests.gpu.test_gpu import int_total
+
     a = np.arange(5000, dtype=np.int32)
     with pytest.raises(OverflowError):
-        int_total(cuda.to_device(a), 2 ** 40)
+        int_total(cuda.to_device(a), 2**40)
     assert int_total(cuda.to_device(a), 3) == int_total(a, 3)
 
 
 @pytest.mark.parametrize("block", [32, 100, 256])
 def test_prange_loops_on_the_gpu(block):
     from tests.gpu.test_gpu import dot_and_extremes, pairwise
+
     cuda.set_block_size(block)
     rng = np.random.default_rng(block)
     x = rng.standard_normal((500, 3))
@@ -186,6 +197,7 @@ def test_prange_loops_on_the_gpu(block):
 
 def test_an_index_out_of_bounds_in_a_prange_kernel_raises_index_error():
     from tests.gpu.test_gpu import shifted_write
+
     with pytest.raises(IndexError, match="index 100000 is out of bounds for axis 0 with size 100000"):
         shifted_write(cuda.to_device(np.zeros(100_000)), 1)
     d = cuda.to_device(np.zeros(100_000))
@@ -196,6 +208,7 @@ def test_an_index_out_of_bounds_in_a_prange_kernel_raises_index_error():
 @pytest.mark.parametrize("block", [32, 100, 256])
 def test_prange_nests_on_the_gpu(block):
     from tests.gpu.test_gpu import fill_3d, pairwise, pairwise_grid
+
     cuda.set_block_size(block)
     x = np.random.default_rng(block).standard_normal((700, 3))
     np.testing.assert_allclose(pairwise_grid(cuda.to_device(x)).copy_to_host(), pairwise(x), rtol=1e-13)
@@ -207,6 +220,7 @@ def test_prange_nests_on_the_gpu(block):
 
 
 # -- added after the last hardware run: written for the GPU, run only in the emulator so far ---------------
+
 
 @pytest.mark.parametrize("block", [32, 100, 256, 1024])
 @pytest.mark.parametrize("fn, make", MULTI, ids=MULTI_IDS)
@@ -226,8 +240,10 @@ def test_matrix_products_on_the_gpu(block, dtype):
     """The tiled product kernel: + and * are IEEE on the GPU, so floats are the in-order sums bit for bit."""
     cuda.set_block_size(block)
     rng = np.random.default_rng(block)
-    for kind, fn, shapes in (("matmul", product_matmul, PRODUCT_SHAPES + [((70, 65), (65, 33))]),
-                             ("dot", product_dot, PRODUCT_DOT_SHAPES)):
+    for kind, fn, shapes in (
+        ("matmul", product_matmul, PRODUCT_SHAPES + [((70, 65), (65, 33))]),
+        ("dot", product_dot, PRODUCT_DOT_SHAPES),
+    ):
         for sa, sb in shapes:
             a, b = ((rng.standard_normal(s) * 4).astype(dtype) for s in (sa, sb))
             got = to_host(fn(cuda.to_device(a), cuda.to_device(b)))

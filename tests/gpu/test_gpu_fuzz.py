@@ -11,6 +11,7 @@ blocks add in another order), maxima exactly the maxima of the arrays the GPU co
 (GpuUnsupported) or copied to the host behind the user's back.
 
 ``SCRIPTC_FUZZ_GPU_EXAMPLES`` bounds the count (CI); the ``slow`` variant runs many more."""
+
 from __future__ import annotations
 
 import itertools
@@ -38,11 +39,12 @@ def gpu_program(draw):
     """(dtype, source, args) of the array fuzzer, maybe stretched, maybe also returning reductions."""
     dtype, source, (x, y, row, n) = draw(program())
     size = draw(st.sampled_from([None, None, 97, 300]))
-    if size is not None:        # the same values repeated: NumPy's semantics do not depend on the size
+    if size is not None:  # the same values repeated: NumPy's semantics do not depend on the size
         x, y, row = (np.resize(a, size) for a in (x, y, row))
     if draw(st.booleans()):
         source = source.replace(") -> np.ndarray:\n", "):\n").replace(
-            "    return z\n", "    return z, np.sum(z * x), np.max(z)\n")
+            "    return z\n", "    return z, np.sum(z * x), np.max(z)\n"
+        )
     return dtype, source, (x, y, row, n)
 
 
@@ -99,8 +101,9 @@ def counting_device(monkeypatch):
     monkeypatch.setattr(device_module, "_EMULATOR", COUNTING)
 
 
-_SETTINGS = dict(deadline=None, derandomize=True,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+_SETTINGS = dict(
+    deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 
 
 @settings(max_examples=EXAMPLES, **_SETTINGS)

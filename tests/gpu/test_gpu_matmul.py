@@ -3,6 +3,7 @@ backend/nvptx/matmul.py, in the grid emulator for block sizes 1, 32, 100 and 256
 errors; integer products exactly NumPy's; float products bit for bit the in-order sum in the dtype NumPy
 accumulates in (float64, float32), hence within rounding of NumPy's BLAS; views without copies; PTX that
 assembles."""
+
 from __future__ import annotations
 
 import subprocess
@@ -37,7 +38,7 @@ def gram_views(a: np.ndarray, v: np.ndarray):
 
 @scriptc.script
 def square(s: np.ndarray) -> np.ndarray:
-    return s @ s            # one operand of the group, read as both sides
+    return s @ s  # one operand of the group, read as both sides
 
 
 def in_order(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
@@ -75,8 +76,18 @@ def _sum(row, col, res):
     return total != 0 if res.kind == "b" else total.astype(res)
 
 
-SHAPES = [((3, 4), (4, 2)), ((4,), (4,)), ((5, 4), (4,)), ((4,), (4, 3)), ((2, 3, 4), (4, 5)),
-          ((2, 1, 3, 4), (5, 4, 2)), ((37, 45), (45, 29)), ((1, 5), (5, 1)), ((3, 0), (0, 2)), ((0, 3), (3, 2))]
+SHAPES = [
+    ((3, 4), (4, 2)),
+    ((4,), (4,)),
+    ((5, 4), (4,)),
+    ((4,), (4, 3)),
+    ((2, 3, 4), (4, 5)),
+    ((2, 1, 3, 4), (5, 4, 2)),
+    ((37, 45), (45, 29)),
+    ((1, 5), (5, 1)),
+    ((3, 0), (0, 2)),
+    ((0, 3), (3, 2)),
+]
 DOT_SHAPES = [((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)), ((2, 3), (3,)), ((6,), (2, 6, 3))]
 
 
@@ -86,7 +97,7 @@ def test_products_match_numpy(counting, dtype, block):
     cuda.set_block_size(block)
     for fn, kind, shapes in ((matmul, "matmul", SHAPES), (dot, "dot", DOT_SHAPES)):
         for sa, sb in shapes:
-            if block == 1 and max(sa + sb) > 30:      # one thread per block: 1073 blocks, slow in the emulator
+            if block == 1 and max(sa + sb) > 30:  # one thread per block: 1073 blocks, slow in the emulator
                 continue
             a, b = ((rng.standard_normal(s) * 4).astype(dtype) for s in (sa, sb))
             want = (np.matmul if kind == "matmul" else np.dot)(a, b)
@@ -105,20 +116,29 @@ def test_products_match_numpy(counting, dtype, block):
             # the kernel's order exactly, and NumPy's BLAS within rounding of the sums
             np.testing.assert_array_equal(got, in_order(a, b, kind), err_msg=f"{sa} {sb}")
             k = sa[-1]
-            bound = 2 * max(k, 1) * np.finfo(dtype).eps * (np.abs(a).astype(float) @ np.abs(b).astype(float)
-                                                           if kind == "matmul" else
-                                                           np.dot(np.abs(a).astype(float), np.abs(b).astype(float)))
+            bound = (
+                2
+                * max(k, 1)
+                * np.finfo(dtype).eps
+                * (
+                    np.abs(a).astype(float) @ np.abs(b).astype(float)
+                    if kind == "matmul"
+                    else np.dot(np.abs(a).astype(float), np.abs(b).astype(float))
+                )
+            )
             assert np.all(np.abs(np.asarray(got, float) - np.asarray(want, float)) <= bound + 1e-300), (sa, sb)
 
 
 @pytest.mark.parametrize("block", [32, 100])
 def test_mixed_dtypes_and_bool_products_take_numpys_result_dtype(counting, block):
     cuda.set_block_size(block)
-    cases = [(rng.integers(-9, 9, (4, 6)).astype(np.int32), rng.standard_normal((6, 3))),
-             (rng.integers(-9, 9, (4, 6)).astype(np.int16), rng.standard_normal(6).astype(np.float32)),
-             (rng.integers(-9, 9, (5, 6)).astype(np.int8), rng.integers(-9, 9, (6, 2)).astype(np.int64)),
-             (rng.standard_normal((3, 5)) > 0.5, rng.standard_normal((5, 4)) > 0.0),
-             (np.full((2, 70), 100, np.int8), np.full(70, 3, np.int8))]          # int8 sums wrap as NumPy's
+    cases = [
+        (rng.integers(-9, 9, (4, 6)).astype(np.int32), rng.standard_normal((6, 3))),
+        (rng.integers(-9, 9, (4, 6)).astype(np.int16), rng.standard_normal(6).astype(np.float32)),
+        (rng.integers(-9, 9, (5, 6)).astype(np.int8), rng.integers(-9, 9, (6, 2)).astype(np.int64)),
+        (rng.standard_normal((3, 5)) > 0.5, rng.standard_normal((5, 4)) > 0.0),
+        (np.full((2, 70), 100, np.int8), np.full(70, 3, np.int8)),
+    ]  # int8 sums wrap as NumPy's
     for a, b in cases:
         want = a @ b
         got = to_host(matmul(*to_device((a, b))))
@@ -164,26 +184,41 @@ def test_float16_products_are_refused(counting):
 
 def test_graph_for_marks_the_product(counting):
     from tests.util import filecheck
-    filecheck(str(matmul.graph_for(*to_device((np.ones(3), np.ones(3))))), """
+
+    filecheck(
+        str(matmul.graph_for(*to_device((np.ones(3), np.ones(3))))),
+        """
     CHECK: prim::FusionGroup[{{.*}}device="cuda", copy="device_to_host"]
     CHECK: aten::matmul
-    """)
-    filecheck(str(dot.graph_for(*to_device((np.ones((2, 3)), np.ones(3))))), """
+    """,
+    )
+    filecheck(
+        str(dot.graph_for(*to_device((np.ones((2, 3)), np.ones(3))))),
+        """
     CHECK: Double(*) = prim::FusionGroup[{{.*}}device="cuda"]
     CHECK-NOT: copy=
-    """)
+    """,
+    )
 
 
 @pytest.mark.skipif(PTXAS is None, reason="ptxas not found")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("a, b", [(np.ones((2, 3)), np.ones((3, 2))), (np.ones((2, 2, 3), np.float32),
-                                                                       np.ones(3, np.float32)),
-                                  (np.ones((2, 3), np.int32), np.ones((4, 3, 2), np.int16))],
-                         ids=["float64", "float32-batched", "int-batched"])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        (np.ones((2, 3)), np.ones((3, 2))),
+        (np.ones((2, 2, 3), np.float32), np.ones(3, np.float32)),
+        (np.ones((2, 3), np.int32), np.ones((4, 3, 2), np.int16)),
+    ],
+    ids=["float64", "float32-batched", "int-batched"],
+)
 def test_product_kernels_assemble(tmp_path, a, b, arch):
     ptx = matmul.inspect_ptx(a, b, arch=arch)
     assert ptx.count(".entry") == 1 and "bar.sync" in ptx and "ld.shared" in ptx
     (tmp_path / "k.ptx").write_text(ptx)
-    run = subprocess.run([PTXAS, f"-arch={arch}", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [PTXAS, f"-arch={arch}", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr

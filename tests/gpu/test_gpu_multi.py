@@ -7,6 +7,7 @@ through the same shuffle/shared-memory tree and finished together; the scalars c
 copy. The emulator runs it for several block sizes against NumPy (reductions within rounding: the blocks add in
 another order than NumPy's pairwise sums) and ptxas assembles it. A device whose copies to the host are counted
 shows that nothing ran on the host behind the user's back."""
+
 from __future__ import annotations
 
 import subprocess
@@ -44,7 +45,7 @@ def array_and_sum(x: np.ndarray) -> tuple[np.ndarray, float]:
 
 @scriptc.script
 def residual_and_stats(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, float, float]:
-    r = x - y                   # read again after the group: the group's third result
+    r = x - y  # read again after the group: the group's third result
     s = np.sum(r * r)
     m = np.max(r)
     return r, s, m, np.min(r)
@@ -64,7 +65,7 @@ def flags(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, bool, bool]:
 
 @scriptc.script
 def row_centred(x: np.ndarray, row: np.ndarray) -> tuple[float, float, np.ndarray]:
-    d = x - row                 # row broadcasts: the strided loop
+    d = x - row  # row broadcasts: the strided loop
     return np.sum(d * d), np.prod(d * 0.5 + 1.0), d * d
 
 
@@ -73,11 +74,15 @@ MULTI = [
     (two_arrays, lambda n, dt: (rng.standard_normal(n).astype(dt), rng.standard_normal(n).astype(dt))),
     (array_and_sum, lambda n, dt: (rng.standard_normal(n).astype(dt),)),
     (residual_and_stats, lambda n, dt: (rng.standard_normal(n).astype(dt), rng.standard_normal(n).astype(dt))),
-    (int_stats, lambda n, dt: (rng.integers(-40, 40, n).astype("int32"), rng.integers(-40, 40, n).astype("int32"),
-                               3)),
+    (int_stats, lambda n, dt: (rng.integers(-40, 40, n).astype("int32"), rng.integers(-40, 40, n).astype("int32"), 3)),
     (flags, lambda n, dt: (rng.standard_normal(n).astype(dt), rng.standard_normal(n).astype(dt))),
-    (row_centred, lambda n, dt: (rng.standard_normal((max(n // 7, 1), 7)).astype(dt) * 0.1,
-                                 rng.standard_normal(7).astype(dt) * 0.1)),
+    (
+        row_centred,
+        lambda n, dt: (
+            rng.standard_normal((max(n // 7, 1), 7)).astype(dt) * 0.1,
+            rng.standard_normal(7).astype(dt) * 0.1,
+        ),
+    ),
 ]
 IDS = [fn.__name__ for fn, _ in MULTI]
 
@@ -122,8 +127,9 @@ def _sizes_and_blocks():
     cover several full blocks."""
     for n in (1, 7, 1000):
         for block in (1, 32, 128, 100):
-            yield pytest.param(n, block, marks=[pytest.mark.slow] if (n, block) == (1000, 128) else [],
-                               id=f"{n}-{block}")
+            yield pytest.param(
+                n, block, marks=[pytest.mark.slow] if (n, block) == (1000, 128) else [], id=f"{n}-{block}"
+            )
 
 
 @pytest.mark.parametrize("n, block", _sizes_and_blocks())
@@ -144,7 +150,7 @@ def test_multi_output_groups_match_numpy(counting, fn, make, n, block):
         assert len(arrays) == len(want) - len(scalars)
         _same(to_host(got), want, dtype == "float32")
         cpu = fn(*args)
-        for g, c in zip(to_host(got), cpu):       # and the CPU backend: the arrays bit for bit
+        for g, c in zip(to_host(got), cpu):  # and the CPU backend: the arrays bit for bit
             if isinstance(c, np.ndarray):
                 np.testing.assert_array_equal(g, c)
 
@@ -152,12 +158,12 @@ def test_multi_output_groups_match_numpy(counting, fn, make, n, block):
 def test_an_error_in_a_multi_output_kernel_raises_and_the_blocks_still_finish(counting):
     a = np.arange(50, dtype=np.int32)
     with pytest.raises(OverflowError) as cpu:
-        int_stats(a, a, 2 ** 40)
+        int_stats(a, a, 2**40)
     cuda.set_block_size(32)
     with pytest.raises(OverflowError) as gpu:
-        int_stats(cuda.to_device(a), cuda.to_device(a), 2 ** 40)
+        int_stats(cuda.to_device(a), cuda.to_device(a), 2**40)
     assert str(gpu.value) == str(cpu.value)
-    got = to_host(int_stats(cuda.to_device(a), cuda.to_device(a), 3))      # the flag was cleared
+    got = to_host(int_stats(cuda.to_device(a), cuda.to_device(a), 3))  # the flag was cleared
     _same(got, int_stats.py_func(a, a, 3), False)
 
 
@@ -170,7 +176,7 @@ def test_empty_multi_output_groups_give_numpys_identities_and_errors(counting):
     assert isinstance(d, cuda.DeviceArray) and d.shape == (0,) and s == 0.0
     with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
         residual_and_stats(cuda.to_device(empty), cuda.to_device(empty))
-    assert counting.to_host == []       # nothing to read: the host ran on empty stand-ins
+    assert counting.to_host == []  # nothing to read: the host ran on empty stand-ins
 
 
 @pytest.mark.skipif(PTXAS is None, reason="ptxas not found")
@@ -182,12 +188,16 @@ def test_multi_output_kernels_assemble(tmp_path, fn, make, arch):
     reduces = any(not isinstance(v, np.ndarray) for v in fn.py_func(*args))
     assert ptx.count(".entry") == (2 if reduces else 1)
     (tmp_path / "k.ptx").write_text(ptx)
-    run = subprocess.run([PTXAS, f"-arch={arch}", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [PTXAS, f"-arch={arch}", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
 
 
 # -- no silent host fallback -----------------------------------------------------------------------------------
+
 
 @scriptc.script
 def sibling_means(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -200,8 +210,9 @@ def test_a_group_without_a_kernel_is_refused_not_run_on_the_host(counting, monke
     naming the group's operators and line, without copying the operands to the host and running it there (as
     multi-output groups did before they were kernels)."""
     from scriptc.backend.nvptx import executor, program
+
     real = program.runs_on_gpu
-    for module in (executor, program):      # where groups are marked, and where kernels are made
+    for module in (executor, program):  # where groups are marked, and where kernels are made
         monkeypatch.setattr(module, "runs_on_gpu", lambda n: real(n) and len(n.outputs) < 2)
     x = cuda.to_device(rng.standard_normal(20))
     with pytest.raises(GpuUnsupported, match=r"fusion group \(aten::mul.*aten::mean\) at test_gpu_multi.py:\d+"):

@@ -1,20 +1,46 @@
 """The IR layer on its own: types, hand-built graphs, printer/parser symmetry, verifier, use lists."""
+
 import math
 
 import pytest
 
-from scriptc.ir import (BOOL, FLOAT, INT, NONE, STR, TENSOR, Graph, Node, TensorType, TupleType, VerifyError,
-                        parse, print_graph, verify)
+from scriptc.ir import (
+    BOOL,
+    FLOAT,
+    INT,
+    NONE,
+    STR,
+    TENSOR,
+    Graph,
+    Node,
+    TensorType,
+    TupleType,
+    VerifyError,
+    parse,
+    print_graph,
+    verify,
+)
 from scriptc.ir.types import join, parse_type
 from tests.util import filecheck
 
 
-@pytest.mark.parametrize("t, text", [
-    (INT, "int"), (FLOAT, "float"), (BOOL, "bool"), (STR, "str"), (NONE, "NoneType"), (TENSOR, "Tensor"),
-    (TensorType("float64", 2), "Double(*, *)"), (TensorType("float32", None, (2, 3)), "Float(2, 3)"),
-    (TensorType("int64", None, (None, 3)), "Long(*, 3)"), (TensorType("bool", 0), "Bool()"),
-    (TensorType("int32"), "Int(...)"), (TupleType((INT, TupleType((FLOAT, TENSOR)))), "(int, (float, Tensor))"),
-])
+@pytest.mark.parametrize(
+    "t, text",
+    [
+        (INT, "int"),
+        (FLOAT, "float"),
+        (BOOL, "bool"),
+        (STR, "str"),
+        (NONE, "NoneType"),
+        (TENSOR, "Tensor"),
+        (TensorType("float64", 2), "Double(*, *)"),
+        (TensorType("float32", None, (2, 3)), "Float(2, 3)"),
+        (TensorType("int64", None, (None, 3)), "Long(*, 3)"),
+        (TensorType("bool", 0), "Bool()"),
+        (TensorType("int32"), "Int(...)"),
+        (TupleType((INT, TupleType((FLOAT, TENSOR)))), "(int, (float, Tensor))"),
+    ],
+)
 def test_type_text_round_trip(t, text):
     assert str(t) == text
     assert parse_type(text) == t
@@ -23,8 +49,9 @@ def test_type_text_round_trip(t, text):
 def test_join_follows_pythons_numeric_tower():
     assert join(INT, FLOAT) == FLOAT
     assert join(INT, TENSOR) is None
-    assert join(TensorType("float64", None, (2, 3)), TensorType("float64", None, (2, 4))) == \
-        TensorType("float64", None, (2, None))
+    assert join(TensorType("float64", None, (2, 3)), TensorType("float64", None, (2, 4))) == TensorType(
+        "float64", None, (2, None)
+    )
     assert join(TensorType("float64", 1), TensorType("float32", 1)) is None
 
 
@@ -49,7 +76,9 @@ def build_loop_graph() -> Graph:
 
 def test_printer_writes_torchscript_text():
     text = print_graph(verify(build_loop_graph()))
-    filecheck(text, """
+    filecheck(
+        text,
+        """
 CHECK: graph(%x : Double(*),
 CHECK-NEXT:       %n : int):
 CHECK-NEXT:   %0 : bool = prim::Constant[value=1]()
@@ -60,7 +89,8 @@ CHECK-NEXT:       %x.3 : Double(*) = aten::mul(%x.2, %1)
 CHECK-NEXT:        = prim::Print[sep=", ", end="!\\n"](%x.3)
 CHECK-NEXT:       -> (%0, %x.3)
 CHECK-NEXT:   return (%x.1)
-""")
+""",
+    )
 
 
 def test_parse_print_is_identity():
@@ -156,6 +186,7 @@ def test_anonymous_printing_numbers_values_and_subgraphs():
 with {helper} = graph(%{y} : float):
   return (%{y})
 """
+
     a, b = parse(text("a", "b", "f")), parse(text("p", "q", "g"))
     assert print_graph(a, anonymous=True) == print_graph(b, anonymous=True)
     assert print_graph(a) != print_graph(b)

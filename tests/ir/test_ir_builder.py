@@ -1,5 +1,6 @@
 """scriptc/ir/builder.py: where ``Builder`` inserts (end, before, after, an index; nested blocks; the ``with``),
 what it names and types, checked on printed graphs; and that outside scriptc/ir/ nodes are made with it only."""
+
 from __future__ import annotations
 
 import ast
@@ -27,7 +28,7 @@ def test_at_end_names_from_hints_and_infers_types():
     g, x = graph_with_x()
     b = Builder.at_end(g.block)
     one = b.constant(1)
-    s = b.op("aten::add", [x, one], hints="s")                 # int + int: the operator's rule says int
+    s = b.op("aten::add", [x, one], hints="s")  # int + int: the operator's rule says int
     lt = b.op("aten::lt", [s.output, one])
     g.block.add_return(b.op("prim::TupleConstruct", [s.output, lt.output], None).output)
     assert text(g) == (
@@ -36,7 +37,8 @@ def test_at_end_names_from_hints_and_infers_types():
         "  %s : int = aten::add(%x, %0)\n"
         "  %1 : bool = aten::lt(%s, %0)\n"
         "  %2 : (int, bool) = prim::TupleConstruct(%s, %1)\n"
-        "  return (%2)\n")
+        "  return (%2)\n"
+    )
 
 
 def test_before_keeps_a_run_of_nodes_in_order_ahead_of_the_anchor():
@@ -46,7 +48,7 @@ def test_before_keeps_a_run_of_nodes_in_order_ahead_of_the_anchor():
     before = Builder.before(last)
     a = before.op("aten::mul", [x, x], hints="a")
     before.op("aten::add", [a.output, x], hints="b")
-    end.op("aten::sub", [x, x], hints="tail")                 # the other builder still appends at the end
+    end.op("aten::sub", [x, x], hints="tail")  # the other builder still appends at the end
     g.block.add_return(last.output)
     assert [n.kind for n in g.nodes] == ["aten::mul", "aten::add", "aten::neg", "aten::sub"]
     assert "  %a : int = aten::mul(%x, %x)\n  %b : int = aten::add(%a, %x)\n  %last" in text(g)
@@ -62,19 +64,24 @@ def test_after_and_at_index():
     after.op("aten::mul", [x, x], hints="m2")
     Builder.at_index(g.block, 0).constant(7)
     Builder.at_index(g.block, len(g.nodes)).constant(None)  # past the last node: the end
-    Builder.after(g.nodes[-1]).constant(True)               # after the last node: the end too
+    Builder.after(g.nodes[-1]).constant(True)  # after the last node: the end too
     assert [(n.kind, n.outputs[0].name) for n in g.nodes] == [
-        ("prim::Constant", "0"), ("aten::neg", "first"), ("aten::mul", "m1"), ("aten::mul", "m2"),
-        ("aten::abs", "second"), ("prim::Constant", "1"), ("prim::Constant", "2")]
-    assert g.nodes[-2].attrs == {} and g.nodes[-2].output.type == NONE     # no attribute for None
+        ("prim::Constant", "0"),
+        ("aten::neg", "first"),
+        ("aten::mul", "m1"),
+        ("aten::mul", "m2"),
+        ("aten::abs", "second"),
+        ("prim::Constant", "1"),
+        ("prim::Constant", "2"),
+    ]
+    assert g.nodes[-2].attrs == {} and g.nodes[-2].output.type == NONE  # no attribute for None
     assert g.nodes[-1].attrs == {"value": True} and g.nodes[-1].output.type == BOOL
 
 
 def test_given_types_hints_per_output_attrs_and_source():
     g, x = graph_with_x()
     where = SourceRange("k.py", 3, 5)
-    n = Builder.at_end(g.block).op("prim::Pair", [x], [INT, BOOL], {"b": 2, "a": 1}, source=where,
-                                   hints=["p", None])
+    n = Builder.at_end(g.block).op("prim::Pair", [x], [INT, BOOL], {"b": 2, "a": 1}, source=where, hints=["p", None])
     g.block.add_return(n.outputs[0])
     assert n.source is where
     assert print_graph(g).splitlines()[1] == "  %p : int, %0 : bool = prim::Pair[b=2, a=1](%x)  # k.py:3:5"
@@ -92,7 +99,7 @@ def test_blocks_and_the_insertion_point_of_a_with():
         assert inside is b
         then.add_return(b.op("aten::neg", [x]).output)
     with pytest.raises(RuntimeError), b.inserting_into(other):
-        raise RuntimeError       # the point comes back on an error too
+        raise RuntimeError  # the point comes back on an error too
     assert b.block is g.block and b.anchor is None
     other.add_return(x)
     loop = b.op("prim::Loop", [x, b.constant(True), branch.output], [INT], hints="acc")
@@ -100,7 +107,7 @@ def test_blocks_and_the_insertion_point_of_a_with():
     with b.inserting_into(body):
         body.add_return(b.constant(True))
         body.add_return(b.op("aten::add", body.params, hints="acc").output)
-    b.op("aten::neg", [loop.output])           # back at the top block's end
+    b.op("aten::neg", [loop.output])  # back at the top block's end
     g.block.add_return(loop.output)
     assert text(g) == (
         "graph(%x : int):\n"
@@ -119,7 +126,8 @@ def test_blocks_and_the_insertion_point_of_a_with():
         "      %acc.2 : int = aten::add(%i, %acc.1)\n"
         "      -> (%4, %acc.2)\n"
         "  %5 : int = aten::neg(%acc)\n"
-        "  return (%acc)\n")
+        "  return (%acc)\n"
+    )
 
 
 def test_inserting_before_a_node_in_a_with():
@@ -151,6 +159,10 @@ def test_the_scan_sees_calls(tmp_path):
 
 
 def test_nodes_are_made_by_the_builder_outside_the_ir():
-    found = [f"{path.relative_to(ROOT.parent)}:{line}" for path in sorted(ROOT.rglob("*.py"))
-             if path.relative_to(ROOT).parts[0] != "ir" for line in calls_to_node(path)]
+    found = [
+        f"{path.relative_to(ROOT.parent)}:{line}"
+        for path in sorted(ROOT.rglob("*.py"))
+        if path.relative_to(ROOT).parts[0] != "ir"
+        for line in calls_to_node(path)
+    ]
     assert found == [], "make nodes with scriptc.ir.builder.Builder, not Node(...): " + ", ".join(found)

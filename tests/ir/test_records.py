@@ -1,5 +1,6 @@
 """ir/records.py: the @record classes behave as the dataclasses they replace (fields, defaults, factories,
 __post_init__, equality, hashing and immutability when frozen, repr)."""
+
 import pickle
 
 import pytest
@@ -29,13 +30,13 @@ def test_init_defaults_factories_and_post_init():
     a, b = Mutable("a"), Mutable("b", 2, [1])
     assert (a.name, a.count, a.items, a.checked) == ("a", 0, [], True)
     assert b == Mutable(items=[1], name="b", count=2) and a != b
-    assert a.items is not Mutable("a").items            # a fresh list each time
+    assert a.items is not Mutable("a").items  # a fresh list each time
     with pytest.raises(TypeError):
         Mutable()
     with pytest.raises(TypeError):
         Mutable("a", name="b")
     with pytest.raises(TypeError):
-        hash(a)                                         # mutable and compared by value: unhashable
+        hash(a)  # mutable and compared by value: unhashable
     assert repr(b) == "Mutable(name='b', count=2, items=[1])"
 
 

@@ -1,6 +1,7 @@
 """The bounds-check elimination pass: which accesses it proves (FileCheck on the IR after it, with the cases it
 must not prove), and that compiled code still raises IndexError wherever Python does (differential tests, and a
 Hypothesis property over loop bounds, offsets and array lengths)."""
+
 from __future__ import annotations
 
 import textwrap
@@ -45,14 +46,18 @@ def recurrence(x: np.ndarray, c: float) -> np.ndarray:
 
 
 def test_recurrence_reads_and_writes_are_proven():
-    check(recurrence, (np.arange(6.0), 0.5), """
+    check(
+        recurrence,
+        (np.arange(6.0), 0.5),
+        """
         CHECK: aten::getitem(%x
         CHECK: aten::setitem(%s
         CHECK: prim::Loop
         CHECK: aten::getitem[checked=[0]](%s
         CHECK: aten::getitem[checked=[0]](%x
         CHECK: aten::setitem[checked=[0]](%s
-    """)
+    """,
+    )
 
 
 @scriptc.script
@@ -69,12 +74,16 @@ def shape_bound(x: np.ndarray) -> float:
 
 
 def test_shape_bound_for_in_and_reverse_range_are_proven():
-    check(shape_bound, (np.arange(5.0),), """
+    check(
+        shape_bound,
+        (np.arange(5.0),),
+        """
         CHECK: aten::getitem[checked=[0]](%x
         CHECK: aten::getitem[checked=[0]](%x
         CHECK: aten::getitem[checked=[0]](%x
         CHECK-NOT: aten::getitem(
-    """)
+    """,
+    )
 
 
 @scriptc.script
@@ -92,13 +101,17 @@ def suffix_sums(x: np.ndarray) -> np.ndarray:
 
 def test_reversed_range_is_proven():
     """reversed(range(lo, hi, k)), k > 0, runs down from its last element (below hi) to lo."""
-    check(suffix_sums, (np.arange(5.0),), """
+    check(
+        suffix_sums,
+        (np.arange(5.0),),
+        """
         CHECK: prim::Loop
         CHECK: aten::getitem[checked=[0]](%x
         CHECK: aten::setitem[checked=[0]](%out
         CHECK: prim::Loop
         CHECK: aten::getitem[checked=[0]](%x
-    """)
+    """,
+    )
     for n in (0, 1, 2, 6):
         assert_matches_python(suffix_sums, np.arange(float(n)))
 
@@ -107,7 +120,7 @@ def test_reversed_range_is_proven():
 def reversed_past_the_end(x: np.ndarray, extra: int) -> float:
     t = 0.0
     for i in reversed(range(-1, len(x))):
-        t = t * 0.5 + x[i]     # -1 wraps: the last element
+        t = t * 0.5 + x[i]  # -1 wraps: the last element
     for i in reversed(range(len(x) + extra)):
         t += x[i]
     return t
@@ -134,7 +147,10 @@ def stencil(x: np.ndarray) -> np.ndarray:
 
 
 def test_nested_stencil_is_proven():
-    check(stencil, (np.arange(30.0).reshape(5, 6),), """
+    check(
+        stencil,
+        (np.arange(30.0).reshape(5, 6),),
+        """
         CHECK: prim::Loop
         CHECK: prim::Loop
         CHECK: aten::getitem[checked=[0, 0]](%x
@@ -144,7 +160,8 @@ def test_nested_stencil_is_proven():
         CHECK: aten::getitem[checked=[0, 0]](%x
         CHECK: aten::getitem[checked=[0, 0]](%x
         CHECK: aten::setitem[checked=[0, 0]](%out
-    """)
+    """,
+    )
 
 
 @scriptc.script
@@ -165,13 +182,17 @@ def pairwise(x: np.ndarray) -> np.ndarray:
 
 
 def test_triangular_loops_and_created_arrays_are_proven():
-    check(pairwise, (np.arange(12.0).reshape(4, 3),), """
+    check(
+        pairwise,
+        (np.arange(12.0).reshape(4, 3),),
+        """
         CHECK: aten::getitem[checked=[0, 0]](%x
         CHECK: aten::getitem[checked=[0, 0]](%x
         CHECK: aten::setitem[checked=[0, 0]](%out
         CHECK: aten::setitem[checked=[0, 0]](%out
         CHECK: aten::setitem[checked=[0, 0]](%out
-    """)
+    """,
+    )
 
 
 @scriptc.script
@@ -187,7 +208,10 @@ def unpacked_stencil(u: np.ndarray) -> np.ndarray:
 def test_dimensions_unpacked_from_shape_are_dimensions():
     """``n, m = u.shape`` names u's dimensions as ``u.shape[0]`` does: the stencil is proven, with no versioned
     (checked) copy of its loops."""
-    check(unpacked_stencil, (np.arange(20.0).reshape(4, 5),), """
+    check(
+        unpacked_stencil,
+        (np.arange(20.0).reshape(4, 5),),
+        """
         CHECK-NOT: prim::If
         CHECK: prim::Loop
         CHECK: prim::Loop
@@ -197,7 +221,8 @@ def test_dimensions_unpacked_from_shape_are_dimensions():
         CHECK: aten::getitem[checked=[0, 0]](%u
         CHECK: aten::setitem[checked=[0, 0]](%v
         CHECK-NOT: prim::If
-    """)
+    """,
+    )
     assert_matches_python(unpacked_stencil, np.ones((2, 7)))
     assert_matches_python(unpacked_stencil, np.ones((0, 3)))
 
@@ -238,24 +263,36 @@ def one_past(n: int) -> float:
 def test_trip_count_bounds_size_linspace_and_arange_are_proven():
     """A triangular loop's ``range(n - 1 - i)`` is below ``n - 1`` (i >= 0); ``x.size`` of a 1-d array,
     ``np.linspace(a, b, num)`` and ``np.arange(n)`` have known lengths: all proven, none versioned."""
-    check(bubble_pass_sort, (np.array([3.0, 1.0, 2.0, -1.0]),), """
+    check(
+        bubble_pass_sort,
+        (np.array([3.0, 1.0, 2.0, -1.0]),),
+        """
         CHECK-NOT: prim::If(
         CHECK: aten::getitem[checked=[0]](%x
         CHECK: aten::getitem[checked=[0]](%x
-    """)
-    check(by_size, (np.arange(5.0),), """
+    """,
+    )
+    check(
+        by_size,
+        (np.arange(5.0),),
+        """
         CHECK-NOT: prim::If(
         CHECK: aten::getitem[checked=[0]](%s
         CHECK: aten::getitem[checked=[0]](%x
         CHECK: aten::setitem[checked=[0]](%s
-    """)
-    check(grid_sum, (0.0, 1.0, 6), """
+    """,
+    )
+    check(
+        grid_sum,
+        (0.0, 1.0, 6),
+        """
         CHECK-NOT: prim::If(
         CHECK: aten::getitem[checked=[0]](%xs
         CHECK: aten::getitem[checked=[0]](%idx
-    """)
-    assert_matches_python(by_size, np.zeros(0))                  # IndexError at s[0]
-    assert_matches_python(one_past, 4)                           # IndexError: the index equals the length
+    """,
+    )
+    assert_matches_python(by_size, np.zeros(0))  # IndexError at s[0]
+    assert_matches_python(one_past, 4)  # IndexError: the index equals the length
     assert "checked" not in ir_after_bce(one_past, 4).split("aten::linspace")[1].split("\n")[1]
 
 
@@ -272,7 +309,10 @@ def bound_from_other_array(x: np.ndarray, y: np.ndarray) -> float:
 
 def test_bound_from_another_array_is_versioned():
     # proven only under a guard before the loop: len(y) < len(x) + 1; the other copy keeps its check
-    check(bound_from_other_array, (np.arange(3.0), np.arange(3.0)), """
+    check(
+        bound_from_other_array,
+        (np.arange(3.0), np.arange(3.0)),
+        """
         CHECK: %[[Y:.*]] : int = prim::TupleIndex[index=0]
         CHECK: %[[X:.*]] : int = prim::TupleIndex[index=0]
         CHECK: %[[BOUND:.*]] : int = aten::add(%[[X]]
@@ -283,7 +323,8 @@ def test_bound_from_another_array_is_versioned():
         CHECK: block1():
         CHECK: prim::Loop
         CHECK: aten::getitem(%x
-    """)
+    """,
+    )
     assert_matches_python(bound_from_other_array, np.arange(3.0), np.arange(5.0))  # IndexError
     assert_matches_python(bound_from_other_array, np.arange(5.0), np.arange(3.0))
 
@@ -302,7 +343,10 @@ def floyd(d: np.ndarray) -> np.ndarray:
 
 
 def test_square_assumption_is_versioned_and_non_square_input_still_raises():
-    check(floyd, (np.arange(9.0).reshape(3, 3) % 4,), """
+    check(
+        floyd,
+        (np.arange(9.0).reshape(3, 3) % 4,),
+        """
         CHECK: prim::If
         CHECK: aten::getitem[checked=[0, 0]](%dist
         CHECK: aten::getitem[checked=[0, 0]](%dist
@@ -310,7 +354,8 @@ def test_square_assumption_is_versioned_and_non_square_input_still_raises():
         CHECK: aten::setitem[checked=[0, 0]](%dist
         CHECK: block1():
         CHECK: aten::getitem[checked=[0, 1]](%dist
-    """)
+    """,
+    )
     assert_matches_python(floyd, np.arange(6.0).reshape(3, 2))  # IndexError on axis 1
     assert_matches_python(floyd, np.arange(6.0).reshape(2, 3))
     assert_matches_python(floyd, np.zeros((0, 0)))
@@ -339,11 +384,15 @@ def off_by_one(x: np.ndarray) -> float:
 
 @pytest.mark.parametrize("fn", [rebinds_loop_variable, off_by_one])
 def test_indices_that_can_leave_the_range_keep_their_check(fn):
-    check(fn, (np.arange(4.0),), """
+    check(
+        fn,
+        (np.arange(4.0),),
+        """
         CHECK-NOT: checked=
         CHECK: aten::getitem(%x
         CHECK-NOT: checked=
-    """)
+    """,
+    )
     assert_matches_python(fn, np.arange(5.0))
 
 
@@ -397,27 +446,38 @@ def break_and_len_minus_one(x: np.ndarray) -> float:
     return t
 
 
-@pytest.mark.parametrize("fn, args", [
-    (reassigned_in_loop, (np.arange(4.0),)),
-    (reshaped, (np.arange(4.0),)),
-    (while_counter, (np.arange(4.0), 6)),
-    (same_name_other_array, (np.arange(5.0), np.arange(3.0))),
-])
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (reassigned_in_loop, (np.arange(4.0),)),
+        (reshaped, (np.arange(4.0),)),
+        (while_counter, (np.arange(4.0), 6)),
+        (same_name_other_array, (np.arange(5.0), np.arange(3.0))),
+    ],
+)
 def test_unprovable_accesses_keep_their_check_and_raise(fn, args):
-    check(fn, args, """
+    check(
+        fn,
+        args,
+        """
         CHECK: aten::getitem(
         CHECK-NOT: checked=
-    """)
+    """,
+    )
 
 
 def test_len_minus_one_minus_i_is_not_proven_but_break_keeps_the_rest():
     # len(x) - 1 - i is not in the analysis's reach (it would need i's upper bound subtracted); nothing wrong
     # is proven, and an empty array still raises for x[len(x) - 1] -- not reached here, the loop runs no time.
-    check(break_and_len_minus_one, (np.arange(30.0),), """
+    check(
+        break_and_len_minus_one,
+        (np.arange(30.0),),
+        """
         CHECK-NOT: checked=
         CHECK: aten::getitem(%x
         CHECK-NOT: checked=
-    """)
+    """,
+    )
     assert_matches_python(break_and_len_minus_one, np.zeros(0))
 
 
@@ -430,11 +490,15 @@ def wraps(x: np.ndarray) -> float:
 
 
 def test_unproven_negative_index_still_wraps_natively():
-    check(wraps, (np.arange(1.0, 5.0),), """
+    check(
+        wraps,
+        (np.arange(1.0, 5.0),),
+        """
         CHECK-NOT: checked=
         CHECK: aten::getitem(%x
         CHECK-NOT: checked=
-    """)
+    """,
+    )
     assert wraps(np.arange(1.0, 5.0)) == wraps.py_func(np.arange(1.0, 5.0)) == 4.0 * 8 + 1 * 4 + 2 * 2 + 3
 
 
@@ -453,12 +517,16 @@ def swapped_buffers(x: np.ndarray, steps: int) -> np.ndarray:
 
 
 def test_swapped_buffers_keep_their_dimensions():
-    check(swapped_buffers, (np.arange(6.0), 3), """
+    check(
+        swapped_buffers,
+        (np.arange(6.0), 3),
+        """
         CHECK: prim::Loop
         CHECK: aten::getitem[checked=[0]](%a
         CHECK: aten::getitem[checked=[0]](%a
         CHECK: aten::setitem[checked=[0]](%b
-    """)
+    """,
+    )
 
 
 @scriptc.script
@@ -490,10 +558,14 @@ def swapped_with_other_size(x: np.ndarray, steps: int) -> float:
 
 @pytest.mark.parametrize("fn", [growing_buffer, swapped_with_other_size])
 def test_carried_arrays_that_change_size_keep_their_check(fn):
-    check(fn, (np.arange(4.0), 1), """
+    check(
+        fn,
+        (np.arange(4.0), 1),
+        """
         CHECK: aten::getitem(%a
         CHECK-NOT: checked=
-    """)
+    """,
+    )
     assert_matches_python(fn, np.arange(4.0), 2)  # IndexError in the second step
 
 
@@ -511,7 +583,10 @@ def insertion_sort(x: np.ndarray) -> np.ndarray:
 
 
 def test_while_conditions_and_a_decreasing_counter_are_proven():
-    check(insertion_sort, (np.array([3.0, 1.0, 2.0, 0.5]),), """
+    check(
+        insertion_sort,
+        (np.array([3.0, 1.0, 2.0, 0.5]),),
+        """
         CHECK: aten::getitem[checked=[0]](%a
         CHECK: aten::getitem[checked=[0]](%a
         CHECK: prim::Loop
@@ -519,7 +594,8 @@ def test_while_conditions_and_a_decreasing_counter_are_proven():
         CHECK: aten::setitem[checked=[0]](%a
         CHECK: aten::getitem[checked=[0]](%a
         CHECK: aten::setitem[checked=[0]](%a
-    """)
+    """,
+    )
 
 
 @scriptc.script
@@ -534,9 +610,13 @@ def counting_while(x: np.ndarray) -> float:
 
 
 def test_while_counter_below_its_bound():
-    check(counting_while, (np.arange(5.0),), """
+    check(
+        counting_while,
+        (np.arange(5.0),),
+        """
         CHECK: aten::getitem(%x
-    """)  # i < n bounds it above, but nothing bounds the increasing counter below without more induction
+    """,
+    )  # i < n bounds it above, but nothing bounds the increasing counter below without more induction
 
 
 @scriptc.script
@@ -572,19 +652,26 @@ def guard_too_weak(x: np.ndarray) -> float:
     return t
 
 
-@pytest.mark.parametrize("fn, args", [
-    (guard_on_the_wrong_branch, (np.arange(4.0), -1)),
-    (guard_on_the_wrong_branch, (np.arange(4.0), 1)),
-    (guard_on_the_wrong_branch, (np.arange(4.0), -7)),
-    (decreasing_without_lower_guard, (np.arange(3.0),)),
-    (guard_too_weak, (np.arange(3.0),)),
-])
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (guard_on_the_wrong_branch, (np.arange(4.0), -1)),
+        (guard_on_the_wrong_branch, (np.arange(4.0), 1)),
+        (guard_on_the_wrong_branch, (np.arange(4.0), -7)),
+        (decreasing_without_lower_guard, (np.arange(3.0),)),
+        (guard_too_weak, (np.arange(3.0),)),
+    ],
+)
 def test_guards_that_do_not_cover_the_index_keep_its_check(fn, args):
-    check(fn, args, """
+    check(
+        fn,
+        args,
+        """
         CHECK-NOT: checked=
         CHECK: aten::getitem(%x
         CHECK-NOT: checked=
-    """)
+    """,
+    )
 
 
 # -- soundness property ------------------------------------------------------------------------------------
@@ -602,8 +689,14 @@ def f(x: np.ndarray, y: np.ndarray) -> float:
 
 
 @settings(max_examples=40, deadline=None)
-@given(lo=st.integers(-3, 3), hi=st.integers(-3, 3), step=st.sampled_from([-2, -1, 1, 2, 3]),
-       k=st.integers(-3, 3), n=st.integers(0, 6), m=st.integers(0, 6))
+@given(
+    lo=st.integers(-3, 3),
+    hi=st.integers(-3, 3),
+    step=st.sampled_from([-2, -1, 1, 2, 3]),
+    k=st.integers(-3, 3),
+    n=st.integers(0, 6),
+    m=st.integers(0, 6),
+)
 def test_proofs_never_drop_an_index_error(tmp_path_factory, lo, hi, step, k, n, m):
     mod = load_module(tmp_path_factory.mktemp("bce"), LOOP.format(lo=lo, hi=hi, step=step, k=k))
     x, y = np.arange(float(n)) + 1.0, np.arange(float(m))
@@ -614,11 +707,11 @@ def test_proofs_never_drop_an_index_error(tmp_path_factory, lo, hi, step, k, n, 
 @scriptc.script
 def partial_indexing(x: np.ndarray, y: np.ndarray, i: int, j: int, k: int):
     if k == 0:
-        return np.sum(x[i, j])          # a row: the second index is x's axis 1
+        return np.sum(x[i, j])  # a row: the second index is x's axis 1
     if k == 1:
         return np.sum(x[0, :, j])
     if k == 2:
-        return np.sum(y[None, j])       # np.newaxis names no axis of y
+        return np.sum(y[None, j])  # np.newaxis names no axis of y
     x[0, :, j] = 7.0
     return np.sum(y[:, None, j])
 
@@ -627,10 +720,12 @@ def partial_indexing(x: np.ndarray, y: np.ndarray, i: int, j: int, k: int):
 def test_index_errors_name_the_indexed_arrays_axis(i, j, k):
     """Partial indexing is a chain of selects, each of the view so far: errors named the view's axis (x[i, j]
     said axis 0 for j), where NumPy names the indexed array's."""
+
     def run(fn):
         try:
             return float(fn(np.zeros((2, 3, 4)), np.zeros((3, 4)), i, j, k))
         except IndexError as e:
             return str(e)
+
     want = run(partial_indexing.py_func)
     assert run(partial_indexing) == want and run(partial_indexing.interpret) == want

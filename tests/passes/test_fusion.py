@@ -1,4 +1,5 @@
 """Fusion: element-wise groups become one prim::FusionGroup and one loop with no intermediate arrays."""
+
 import numpy as np
 import pytest
 
@@ -18,7 +19,9 @@ def chain(x: np.ndarray) -> np.ndarray:
 
 def test_chain_is_exactly_one_fusion_group():
     text = str(chain.graph_for(np.ones(10)))
-    filecheck(text, """
+    filecheck(
+        text,
+        """
 CHECK: graph(%x : Double(10)):
 CHECK-NOT: aten::
 CHECK: %{{.+}} : Double(10) = prim::FusionGroup[subgraph=prim::FusionGroup_0](%x)
@@ -29,7 +32,8 @@ CHECK: aten::neg
 CHECK: aten::exp
 CHECK: aten::sin
 CHECK: aten::add
-""")
+""",
+    )
     assert text.count("prim::FusionGroup[") == 1
 
 
@@ -48,13 +52,16 @@ def dot_like(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def test_reduction_of_a_fused_producer_fuses():
-    filecheck(str(dot_like.graph_for(np.ones(3), np.ones(3))), """
+    filecheck(
+        str(dot_like.graph_for(np.ones(3), np.ones(3))),
+        """
 CHECK: %{{.+}} : float = prim::FusionGroup[subgraph=prim::FusionGroup_0](%x, %y)
 CHECK: with prim::FusionGroup_0 = graph(
 CHECK: aten::exp
 CHECK: aten::mul
 CHECK: aten::sum
-""")
+""",
+    )
     x, y = np.linspace(0, 1, 1001), np.linspace(1, 2, 1001)
     before = allocation_count()
     dot_like(x, y)
@@ -66,7 +73,7 @@ CHECK: aten::sum
 @scriptc.script
 def guarded(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     a = x * 2.0
-    y[0] = 5.0        # a write between the producer and its consumer
+    y[0] = 5.0  # a write between the producer and its consumer
     return a + y
 
 
@@ -116,11 +123,12 @@ def test_fused_graph_interprets_like_the_original_and_round_trips():
 
 def test_simd_math_is_used_for_float64_groups_and_stays_accurate():
     from scriptc.backend.llvm.engine import engine
+
     if "exp" not in engine().vector_math:
         pytest.skip("no libmvec on this machine: float64 groups stay scalar")
-    x = np.linspace(-4, 4, 1003)   # not a multiple of the vector width: the scalar loop finishes the tail
+    x = np.linspace(-4, 4, 1003)  # not a multiple of the vector width: the scalar loop finishes the tail
     asm = chain.inspect_asm(x)
-    assert "_ZGV" in chain.inspect_llvm(x)            # a libmvec variant is called
+    assert "_ZGV" in chain.inspect_llvm(x)  # a libmvec variant is called
     assert "ymm" in asm or "zmm" in asm
     y, ref = chain(x), chain.py_func(x)
     ulp = np.abs(y - ref) / np.spacing(np.abs(ref))
@@ -130,7 +138,7 @@ def test_simd_math_is_used_for_float64_groups_and_stays_accurate():
 @scriptc.script
 def carried(x: np.ndarray, n: int) -> np.ndarray:
     k = 1
-    for _ in range(n):     # a carried scalar that may raise: no time-loop fusion (test_fusion2.py)
+    for _ in range(n):  # a carried scalar that may raise: no time-loop fusion (test_fusion2.py)
         x = x + 1.0
         k = n // k
     return x * k
@@ -138,10 +146,13 @@ def carried(x: np.ndarray, n: int) -> np.ndarray:
 
 def test_loop_carried_update_reuses_its_buffer():
     x = np.random.default_rng(4).random((2, 3))
-    filecheck(str(carried.graph_for(x, 3)), """
+    filecheck(
+        str(carried.graph_for(x, 3)),
+        """
 CHECK: prim::Loop
 CHECK: prim::FusionGroup[subgraph={{.*}}, reuse=0](%x
-""")
+""",
+    )
     carried(x, 5)
     before = allocation_count()
     y = carried(x, 1000)
@@ -176,16 +187,22 @@ def lone_sqrt(z: np.ndarray) -> np.ndarray:
 def test_a_lone_library_math_function_runs_in_the_fused_loop():
     # np.exp alone is a group of one (its loop calls the SIMD variants); np.sqrt, one instruction, stays alone
     z = np.linspace(-3.0, 3.0, 1001)
-    filecheck(str(lone_exp.graph_for(z)), """
+    filecheck(
+        str(lone_exp.graph_for(z)),
+        """
         CHECK: prim::FusionGroup
         CHECK: aten::exp
         CHECK: return
-    """)
-    filecheck(str(lone_sqrt.graph_for(np.abs(z))), """
+    """,
+    )
+    filecheck(
+        str(lone_sqrt.graph_for(np.abs(z))),
+        """
         CHECK-NOT: prim::FusionGroup
         CHECK: aten::sqrt
         CHECK: return
-    """)
-    for x in (z, z[::2]):      # contiguous: SIMD; strided: the scalar loop (NumPy's own SIMD exp is the oracle)
+    """,
+    )
+    for x in (z, z[::2]):  # contiguous: SIMD; strided: the scalar loop (NumPy's own SIMD exp is the oracle)
         got, want = lone_exp(x), lone_exp.interpret(x)
-        assert np.max(np.abs(got - want) / want) < 4 * np.finfo(np.float64).eps      # within 4 ulp
+        assert np.max(np.abs(got - want) / want) < 4 * np.finfo(np.float64).eps  # within 4 ulp

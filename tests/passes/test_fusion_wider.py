@@ -18,11 +18,15 @@ from tests.util import filecheck
 def exactly(got, want) -> bool:
     """Bit-identical arrays (NaNs included) of the same dtype and shape."""
     got, want = np.asarray(got), np.asarray(want)
-    return (got.dtype == want.dtype and got.shape == want.shape
-            and np.array_equal(np.ascontiguousarray(got).view(np.uint8), np.ascontiguousarray(want).view(np.uint8)))
+    return (
+        got.dtype == want.dtype
+        and got.shape == want.shape
+        and np.array_equal(np.ascontiguousarray(got).view(np.uint8), np.ascontiguousarray(want).view(np.uint8))
+    )
 
 
 # -- time-loop fusion ---------------------------------------------------------------------------------------
+
 
 @scriptc.script
 def seed(x: np.ndarray) -> np.ndarray:
@@ -61,7 +65,9 @@ def integers(x: np.ndarray, n: int) -> np.ndarray:
 
 
 def test_seed_loop_becomes_one_fused_loop():
-    filecheck(str(seed.graph_for(np.ones((2, 3)))), """
+    filecheck(
+        str(seed.graph_for(np.ones((2, 3)))),
+        """
 CHECK: graph(%x : Double(2, 3)):
 CHECK-NOT: prim::Loop
 CHECK: %[[N:.+]] : int = prim::Constant[value=1000]()
@@ -71,19 +77,23 @@ CHECK: with prim::FusedLoop_0 = graph(%i : int,
 CHECK-NEXT: %x : Double(*, *)):
 CHECK: prim::Constant[value=1.0]
 CHECK: aten::add
-""")
+""",
+    )
 
 
 def test_several_carried_arrays_are_guarded_by_a_shape_check():
     x = np.ones(5)
-    filecheck(str(coupled.graph_for(x, x, 10, 0.5)), """
+    filecheck(
+        str(coupled.graph_for(x, x, 10, 0.5)),
+        """
 CHECK: %[[OK:.+]] : bool = prim::ShapesFit[carried=2](%x, %y)
 CHECK: prim::If(%[[OK]])
 CHECK: block0():
 CHECK: prim::FusedLoop[subgraph=prim::FusedLoop_0, carried=2](%n, %x, %y, %a)
 CHECK: block1():
 CHECK: prim::Loop
-""")
+""",
+    )
 
 
 @scriptc.script
@@ -138,7 +148,7 @@ def scalar_may_raise(x: np.ndarray, n: int) -> np.ndarray:
     k = 1
     for _ in range(n):
         x = x + 1.0
-        k = n // k        # ZeroDivisionError is possible in general: the scalar must stay in a loop
+        k = n // k  # ZeroDivisionError is possible in general: the scalar must stay in a loop
     return x * k
 
 
@@ -162,20 +172,29 @@ def scalar_carried(x: np.ndarray, n: int) -> tuple[np.ndarray, float, int]:
     return x, t, k
 
 
-NOT_FUSED = [(printing, (np.ones(3), 2)), (reads_another_element, (np.ones(3), 2)),
-             (exits_early, (np.ones(3), 2)), (while_loop, (np.ones(3), 2)), (shrinks, (np.ones(9), 2)),
-             (reduction_feeds_back, (np.ones(3), 2)), (scalar_may_raise, (np.ones(3), 2)),
-             (scalar_from_array, (np.ones(3), 2))]
+NOT_FUSED = [
+    (printing, (np.ones(3), 2)),
+    (reads_another_element, (np.ones(3), 2)),
+    (exits_early, (np.ones(3), 2)),
+    (while_loop, (np.ones(3), 2)),
+    (shrinks, (np.ones(9), 2)),
+    (reduction_feeds_back, (np.ones(3), 2)),
+    (scalar_may_raise, (np.ones(3), 2)),
+    (scalar_from_array, (np.ones(3), 2)),
+]
 
 
 @pytest.mark.parametrize("fn,args", NOT_FUSED, ids=[f.__name__ for f, _ in NOT_FUSED])
 def test_loops_that_must_not_fuse(fn, args):
     text = str(fn.graph_for(*args))
-    filecheck(text, """
+    filecheck(
+        text,
+        """
 CHECK-NOT: prim::FusedLoop
 CHECK: prim::Loop
 CHECK-NOT: prim::FusedLoop
-""")
+""",
+    )
     for n in (0, 1, 3):
         a = [np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in args[:-1]] + [n]
         b = [np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in args[:-1]] + [n]
@@ -201,12 +220,15 @@ def test_fused_time_loop_is_bit_identical(shape, n):
 
 def test_carried_scalars_join_the_fused_loop():
     x = np.linspace(-1, 1, 37)
-    filecheck(str(scalar_carried.graph_for(x, 3)), """
+    filecheck(
+        str(scalar_carried.graph_for(x, 3)),
+        """
 CHECK-NOT: prim::Loop
 CHECK: %x{{.*}} : Double(37), %t{{.*}} : float, %k{{.*}} : int = prim::FusedLoop[subgraph={{.+}}, carried=3](%n, %x, %t, %k)
 CHECK: with prim::FusedLoop_0 = graph(%i : int,
 CHECK: aten::add(%t
-""")
+""",
+    )
     for n in (0, 1, 9, 100):
         for v in (x, x[:0], x[::2]):
             got, want = scalar_carried(v, n), scalar_carried.py_func(v, n)
@@ -231,7 +253,7 @@ def test_layouts_and_broadcast_invariants():
 
 def test_shapes_that_would_change_take_the_original_loop():
     rng = np.random.default_rng(4)
-    x, c = rng.random((1, 5)), rng.random((3, 5))     # the first iteration grows x to (3, 5)
+    x, c = rng.random((1, 5)), rng.random((3, 5))  # the first iteration grows x to (3, 5)
     assert exactly(with_invariant(x, c, 4), with_invariant.py_func(x, c, 4))
     with pytest.raises(ValueError, match="could not be broadcast"):
         with_invariant(rng.random((2, 5)), rng.random((3, 5)), 2)
@@ -269,8 +291,12 @@ def test_fused_loop_round_trips_and_interprets_like_the_original():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.integers(1, 40), min_size=1, max_size=3), st.integers(0, 30),
-       st.floats(-2, 2, allow_nan=False), st.integers(0, 2 ** 31))
+@given(
+    st.lists(st.integers(1, 40), min_size=1, max_size=3),
+    st.integers(0, 30),
+    st.floats(-2, 2, allow_nan=False),
+    st.integers(0, 2**31),
+)
 def test_property_fused_time_loop_matches_numpy(shape, n, a, seed_):
     rng = np.random.default_rng(seed_)
     x, y = rng.standard_normal(shape), rng.standard_normal(shape)
@@ -279,6 +305,7 @@ def test_property_fused_time_loop_matches_numpy(shape, n, a, seed_):
 
 
 # -- multi-output fusion ------------------------------------------------------------------------------------
+
 
 @scriptc.script
 def gd_epochs(x: np.ndarray, y: np.ndarray, epochs: int, lr: float) -> tuple[float, float]:
@@ -308,7 +335,7 @@ def reused_producer(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, fl
 @scriptc.script
 def foreign_array(x: np.ndarray, z: np.ndarray) -> tuple[float, float]:
     e = x * 2.0
-    return np.sum(e * z), np.sum(e)           # z is not read by the producer: its shape could differ
+    return np.sum(e * z), np.sum(e)  # z is not read by the producer: its shape could differ
 
 
 @scriptc.script
@@ -321,7 +348,9 @@ def write_between(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 def test_gd_epoch_is_one_group_with_two_reductions():
     x = np.linspace(0, 1, 10)
-    filecheck(str(gd_epochs.graph_for(x, x, 1, 0.1)), """
+    filecheck(
+        str(gd_epochs.graph_for(x, x, 1, 0.1)),
+        """
 CHECK: %ga{{.*}} : float, %gb{{.*}} : float = prim::FusionGroup[subgraph=[[G:.+]]](%a{{.*}}, %x, %b{{.*}}, %y)
 CHECK-NOT: aten::mean
 CHECK: with [[G]] = graph(
@@ -330,7 +359,8 @@ CHECK: %[[P:.+]] : Double(10) = aten::mul(%[[ERR]], %x)
 CHECK: %[[GA:.+]] : float = aten::mean(%[[P]])
 CHECK: %[[GB:.+]] : float = aten::mean(%[[ERR]])
 CHECK: return (%[[GA]], %[[GB]])
-""")
+""",
+    )
 
 
 def test_gd_epoch_matches_and_allocates_nothing():
@@ -340,21 +370,24 @@ def test_gd_epoch_matches_and_allocates_nothing():
     gd_epochs(x, y, 3, 0.1)
     before = allocation_count()
     got = gd_epochs(x, y, 200, 0.1)
-    assert allocation_count() == before             # no array at all, in any epoch
-    assert got == gd_epochs.py_func(x, y, 200, 0.1)        # bit for bit: the means are NumPy's pairwise sums
+    assert allocation_count() == before  # no array at all, in any epoch
+    assert got == gd_epochs.py_func(x, y, 200, 0.1)  # bit for bit: the means are NumPy's pairwise sums
     assert got == gd_epochs.interpret(x, y, 200, 0.1)
 
 
 def test_reduction_and_elementwise_outputs_share_one_loop():
     x = np.linspace(-2, 3, 101)
     text = str(stats.graph_for(x, 0.5))
-    filecheck(text, """
+    filecheck(
+        text,
+        """
 CHECK: %{{.+}} : float, %{{.+}} : float, %{{.+}} : Double(101) = prim::FusionGroup[subgraph=[[G:.+]]](%x, %m)
 CHECK: with [[G]] = graph(
 CHECK: aten::sum
 CHECK: aten::max
 CHECK: aten::abs
-""")
+""",
+    )
     assert text.count("prim::FusionGroup[") == 1
     for v in (x, x[::-3], np.array([], dtype=float)):
         if v.size == 0:
@@ -369,11 +402,14 @@ CHECK: aten::abs
 
 def test_producer_used_elsewhere_is_one_of_the_results():
     x, y = np.linspace(0, 1, 33), np.linspace(1, 2, 33)
-    filecheck(str(reused_producer.graph_for(x, y)), """
+    filecheck(
+        str(reused_producer.graph_for(x, y)),
+        """
 CHECK: %{{.+}} : float, %{{.+}} : float, %e{{.*}} : Double(33) = prim::FusionGroup
 CHECK-NOT: prim::FusionGroup[
 CHECK: return
-""")
+""",
+    )
     before = allocation_count()
     e, s, mn = reused_producer(x, y)
     assert allocation_count() - before == 1
@@ -385,17 +421,20 @@ CHECK: return
 def raise_between(x: np.ndarray, k: int) -> tuple[float, float]:
     e = x * 2.0
     s = np.sum(e)
-    q = 10 // k                               # raises before np.max(e) of an empty e could
+    q = 10 // k  # raises before np.max(e) of an empty e could
     return s, np.max(e) + q
 
 
 def test_consumers_do_not_move_above_a_raise():
-    filecheck(str(raise_between.graph_for(np.ones(3), 1)), """
+    filecheck(
+        str(raise_between.graph_for(np.ones(3), 1)),
+        """
 CHECK-NOT: prim::FusionGroup
 CHECK: aten::sum(%e)
 CHECK: aten::floordiv
 CHECK: aten::max(%e)
-""")
+""",
+    )
     with pytest.raises(ZeroDivisionError):
         raise_between(np.ones(0), 0)
     with pytest.raises(ValueError, match="zero-size array"):
@@ -406,8 +445,11 @@ CHECK: aten::max(%e)
 def test_siblings_that_must_not_merge():
     for fn in (foreign_array, write_between):
         text = str(fn.graph_for(np.ones(4), np.ones(4)))
-        assert not any(line.count("%") and "float, %" in line.split("=")[0] for line in text.splitlines()
-                       if "prim::FusionGroup[" in line), text
+        assert not any(
+            line.count("%") and "float, %" in line.split("=")[0]
+            for line in text.splitlines()
+            if "prim::FusionGroup[" in line
+        ), text
     rng = np.random.default_rng(8)
     x, z = rng.random(5), rng.random((3, 5))
     assert np.allclose(foreign_array(x, z), foreign_array.py_func(x, z), rtol=1e-13)
@@ -416,7 +458,7 @@ def test_siblings_that_must_not_merge():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.integers(1, 300), st.integers(0, 5), st.integers(0, 2 ** 31))
+@given(st.integers(1, 300), st.integers(0, 5), st.integers(0, 2**31))
 def test_property_multi_output_group_matches_the_interpreter(n, epochs, seed_):
     rng = np.random.default_rng(seed_)
     x, y = rng.standard_normal(n), rng.standard_normal(n)
@@ -426,19 +468,29 @@ def test_property_multi_output_group_matches_the_interpreter(n, epochs, seed_):
 
 def test_time_loop_fusion_before_and_after():
     import io
+
     g = parse(print_graph(affine.frontend_graph_for(np.ones(3), 5, 0.5)))
     out = io.StringIO()
-    PassManager(["inline", "canonicalize", "constant-propagation", "cse", "licm", "time-loop-fusion"],
-                verify_each=True, print_after={"licm", "time-loop-fusion"}, out=out).run(g)
+    PassManager(
+        ["inline", "canonicalize", "constant-propagation", "cse", "licm", "time-loop-fusion"],
+        verify_each=True,
+        print_after={"licm", "time-loop-fusion"},
+        out=out,
+    ).run(g)
     before, after = out.getvalue().split("IR after time-loop-fusion")
-    filecheck(before, """
+    filecheck(
+        before,
+        """
 CHECK: IR after licm
 CHECK: prim::Loop(%n, %{{.+}}, %x)
 CHECK: aten::mul
 CHECK: aten::add
 CHECK-NOT: prim::FusedLoop
-""")
-    filecheck(after, """
+""",
+    )
+    filecheck(
+        after,
+        """
 CHECK-NOT: prim::Loop
 CHECK: %x{{.*}} : Double(*) = prim::FusedLoop[subgraph=prim::FusedLoop_0, carried=1](%n, %x, %a)
 CHECK: with prim::FusedLoop_0 = graph(%i : int,
@@ -447,7 +499,8 @@ CHECK-NEXT: %a : float):
 CHECK: aten::mul(%x, %a)
 CHECK: aten::add
 CHECK: return
-""")
+""",
+    )
 
 
 @scriptc.script
@@ -477,7 +530,7 @@ def test_loops_the_lowering_makes_are_not_runtime_unrolled_but_the_users_are():
     assert user_back_edges and not any("llvm.loop" in rest for rest in user_back_edges)
     assert '!"llvm.loop.unroll.runtime.disable"' in native.unoptimized_ir
     optimized = native.llvm_ir
-    assert not re.search(r"^time[\w.]*\.epil\w*:", optimized, re.M)     # no remainder copy of a time loop
+    assert not re.search(r"^time[\w.]*\.epil\w*:", optimized, re.M)  # no remainder copy of a time loop
 
 
 @scriptc.script
@@ -495,11 +548,13 @@ def test_a_one_dimensional_strided_loop_is_not_vectorized_and_still_right():
     def no_vectorize_loops(*args):
         """How many loops of the element-wise kernel the signature calls carry vectorize.enable = false."""
         from scriptc.backend.llvm.summation import SHARED_IR
+
         caller = compare_arrays.native_for_types(compare_arrays._bind(args, {})[0]).unoptimized_ir
         (kernel,) = set(re.findall(r'call void @"(scriptc\.shared\.ew_le_[^"]*)"', caller))
         text = SHARED_IR[kernel]
         prop = set(re.findall(r'^(!\d+) = !\{ !"llvm\.loop\.vectorize\.enable", i1 false \}', text, re.M))
         loop_ids = re.findall(r"^(!\d+) = !\{ \1, (.*) \}$", text, re.M)
         return sum(1 for _, rest in loop_ids if prop & set(rest.split(", ")))
+
     assert no_vectorize_loops(x, y) == 1
-    assert no_vectorize_loops(x.reshape(41, 1), y.reshape(41, 1)) == 0      # two dimensions: LLVM decides
+    assert no_vectorize_loops(x.reshape(41, 1), y.reshape(41, 1)) == 0  # two dimensions: LLVM decides

@@ -4,6 +4,7 @@ Every test also verifies the graph after the pass, checks that its text parses b
 arguments are given) that the reference interpreter computes the same result, printed text, exception and array
 mutations before and after the pass. Graphs built by the frontend from the functions below are run through the
 passes the same way."""
+
 from __future__ import annotations
 
 import contextlib
@@ -28,8 +29,19 @@ MY_PASSES = ("inline", "constant_propagation", "dce", "cse", "canonicalize", "li
 for _m in MY_PASSES:  # registers them (scriptc.passes imports them once the pipeline lists them)
     importlib.import_module(f"scriptc.passes.{_m}")
 
-PIPELINE = ["inline", "canonicalize", "constant-propagation", "cse", "licm", "unroll", "dead-loop-carried",
-            "canonicalize", "constant-propagation", "cse", "dce"]
+PIPELINE = [
+    "inline",
+    "canonicalize",
+    "constant-propagation",
+    "cse",
+    "licm",
+    "unroll",
+    "dead-loop-carried",
+    "canonicalize",
+    "constant-propagation",
+    "cse",
+    "dce",
+]
 
 
 # -- helpers shared with test_passes_property -------------------------------------------------------------
@@ -222,13 +234,18 @@ with helper = graph(%a : int,
 
 
 def test_inline_replaces_call_by_callee_body():
-    g, changed = run_text("inline", CALLER, """
+    g, changed = run_text(
+        "inline",
+        CALLER,
+        """
         CHECK-NOT: prim::CallFunction
         CHECK: aten::gt(%a, %b)
         CHECK: %[[R:.*]] : int = aten::sub(%a, %b)
         CHECK: aten::mul(%[[R]], %a)
         CHECK-NOT: with helper
-    """, args_list=[(5, 3), (-2, 9)])
+    """,
+        args_list=[(5, 3), (-2, 9)],
+    )
     assert changed
 
 
@@ -255,31 +272,41 @@ def test_inline_callees_of_callees():
       %m : float = aten::mul(%z, %c)
       return (%m)
     """
-    run_text("inline", text, """
+    run_text(
+        "inline",
+        text,
+        """
         CHECK-NOT: CallFunction
         CHECK: aten::mul(%x,
         CHECK: aten::mul(
         CHECK: return
-    """, args_list=[(1.5,), (-0.0,)])
+    """,
+        args_list=[(1.5,), (-0.0,)],
+    )
 
 
 def test_inline_frontend_keeps_print_order():
     g = fe_calls_printer.graph
     out, changed = apply("inline", g, [(3,), (-7,)])
     assert changed
-    filecheck(print_graph(out), textwrap.dedent("""
+    filecheck(
+        print_graph(out),
+        textwrap.dedent("""
         CHECK: prim::Print
         CHECK: prim::Print
         CHECK: prim::Print
         CHECK: prim::Print
         CHECK-NOT: prim::CallFunction
-    """))
+    """),
+    )
     apply(["inline"], fe_caller.graph, [(10, 1.5), (40, -2.0), (0, 1.0)])
 
 
 # ==================================================================================== constant-propagation
 def test_constprop_folds_scalar_chains():
-    run_text("constant-propagation", """
+    run_text(
+        "constant-propagation",
+        """
     graph(%x : int):
       %a : int = prim::Constant[value=6]()
       %b : int = prim::Constant[value=7]()
@@ -290,7 +317,8 @@ def test_constprop_folds_scalar_chains():
       %s : str = aten::format[fmt="{}-{}"](%c, %e)
       %t : (int, str) = prim::TupleConstruct(%f, %s)
       return (%t)
-    """, """
+    """,
+        """
         CHECK: prim::Constant[value=42]()
         CHECK: prim::Constant[value=6.0]()
         CHECK: prim::Constant[value=0]()
@@ -298,24 +326,33 @@ def test_constprop_folds_scalar_chains():
         CHECK: prim::Constant[value="42-False"]()
         CHECK-NOT: aten::mul
         CHECK-NOT: aten::format
-    """, args_list=[(1,)])
+    """,
+        args_list=[(1,)],
+    )
 
 
 def test_constprop_wraps_ints_like_the_interpreter():
-    run_text("constant-propagation", """
+    run_text(
+        "constant-propagation",
+        """
     graph():
       %a : int = prim::Constant[value=4611686018427387904]()
       %b : int = prim::Constant[value=2]()
       %c : int = aten::mul(%a, %b)
       return (%c)
-    """, """
+    """,
+        """
         CHECK: prim::Constant[value=-9223372036854775808]()
         CHECK-NOT: aten::mul
-    """, args_list=[()])
+    """,
+        args_list=[()],
+    )
 
 
 def test_constprop_must_not_fold_raising_arrays_or_io():
-    run_text("constant-propagation", r"""
+    run_text(
+        "constant-propagation",
+        r"""
     graph():
       %a : int = prim::Constant[value=1]()
       %z : int = prim::Constant[value=0]()
@@ -326,16 +363,21 @@ def test_constprop_must_not_fold_raising_arrays_or_io():
        = prim::Print[sep=" ", end="\n"](%a)
       %t : (int, float) = prim::TupleConstruct(%q, %r)
       return (%t)
-    """, """
+    """,
+        """
         CHECK: aten::floordiv(%a, %z)
         CHECK: aten::sqrt(%m)
         CHECK: aten::zeros
         CHECK: prim::Print
-    """, args_list=[()])
+    """,
+        args_list=[()],
+    )
 
 
 def test_constprop_does_not_fold_float_signs_wrong():
-    run_text("constant-propagation", """
+    run_text(
+        "constant-propagation",
+        """
     graph():
       %a : float = prim::Constant[value=-0.0]()
       %b : float = prim::Constant[value=0.0]()
@@ -343,15 +385,20 @@ def test_constprop_does_not_fold_float_signs_wrong():
       %d : float = aten::mul(%a, %b)
       %t : (float, float) = prim::TupleConstruct(%c, %d)
       return (%t)
-    """, """
+    """,
+        """
         CHECK: prim::Constant[value=0.0]()
         CHECK: prim::Constant[value=-0.0]()
         CHECK: prim::TupleConstruct
-    """, args_list=[()])
+    """,
+        args_list=[()],
+    )
 
 
 def test_constprop_control_flow():
-    run_text("constant-propagation", """
+    run_text(
+        "constant-propagation",
+        """
     graph(%x : int):
       %t : bool = prim::Constant[value=1]()
       %zero : int = prim::Constant[value=0]()
@@ -366,26 +413,34 @@ def test_constprop_control_flow():
           %2 : int = aten::floordiv(%acc, %zero)
           -> (%t, %2)
       return (%w)
-    """, """
+    """,
+        """
         CHECK-NOT: prim::If
         CHECK-NOT: prim::Loop
         CHECK: %[[S:.*]] : int = aten::add(%x, %x)
         CHECK: return (%[[S]])
-    """, args_list=[(3,), (-4,)])
+    """,
+        args_list=[(3,), (-4,)],
+    )
 
 
 def test_constprop_assert_bound():
-    out, _ = run_text("constant-propagation", """
+    out, _ = run_text(
+        "constant-propagation",
+        """
     graph(%x : int):
       %t : bool = prim::Constant[value=1]()
       %f : bool = prim::Constant[value=0]()
        = prim::AssertBound[name="v"](%t)
        = prim::AssertBound[name="w"](%f)
       return (%x)
-    """, """
+    """,
+        """
         CHECK-NOT: name="v"
         CHECK: prim::AssertBound[name="w"](%f)
-    """, args_list=[(1,)])
+    """,
+        args_list=[(1,)],
+    )
 
 
 def test_constprop_frontend():
@@ -395,7 +450,9 @@ def test_constprop_frontend():
 
 # ======================================================================================================= dce
 def test_dce_removes_unused_pure_nodes():
-    run_text("dce", """
+    run_text(
+        "dce",
+        """
     graph(%x : int,
           %y : float):
       %a : int = aten::add(%x, %x)
@@ -405,18 +462,23 @@ def test_dce_removes_unused_pure_nodes():
       %d : int = aten::floordiv(%x, %k)
       %u : int = prim::Uninitialized()
       return (%y)
-    """, """
+    """,
+        """
         CHECK-NOT: aten::add
         CHECK-NOT: aten::lt
         CHECK-NOT: aten::mul
         CHECK-NOT: aten::floordiv
         CHECK-NOT: prim::Uninitialized
         CHECK: return (%y)
-    """, args_list=[(3, 1.0)])
+    """,
+        args_list=[(3, 1.0)],
+    )
 
 
 def test_dce_must_keep_raising_writing_and_io_nodes():
-    run_text("dce", r"""
+    run_text(
+        "dce",
+        r"""
     graph(%x : int,
           %arr : Double(*)):
       %d : int = aten::floordiv(%x, %x)
@@ -426,16 +488,21 @@ def test_dce_must_keep_raising_writing_and_io_nodes():
        = prim::Print[sep=" ", end="\n"](%x)
       %n : NoneType = prim::Constant()
       return (%n)
-    """, """
+    """,
+        """
         CHECK: aten::floordiv(%x, %x)
         CHECK: aten::getitem(%arr, %x)
         CHECK: aten::setitem
         CHECK: prim::Print
-    """, args_list=[(0, np.zeros(3)), (1, np.zeros(3)), (5, np.zeros(3))])
+    """,
+        args_list=[(0, np.zeros(3)), (1, np.zeros(3)), (5, np.zeros(3))],
+    )
 
 
 def test_dce_prunes_if_outputs_and_dead_structures():
-    run_text("dce", """
+    run_text(
+        "dce",
+        """
     graph(%c : bool,
           %x : int):
       %a : int, %b : int = prim::If(%c)
@@ -451,16 +518,21 @@ def test_dce_prunes_if_outputs_and_dead_structures():
           %3 : int = aten::add(%acc, %i)
           -> (%t, %3)
       return (%b)
-    """, """
+    """,
+        """
         CHECK: %b : int = prim::If(%c)
         CHECK-NOT: aten::add
         CHECK: aten::sub
         CHECK-NOT: prim::Loop
-    """, args_list=[(True, 3), (False, 4)])
+    """,
+        args_list=[(True, 3), (False, 4)],
+    )
 
 
 def test_dce_keeps_possibly_endless_while_loop():
-    run_text("dce", """
+    run_text(
+        "dce",
+        """
     graph(%x : int):
       %big : int = prim::Constant[value=9223372036854775807]()
       %t : bool = prim::Constant[value=1]()
@@ -470,9 +542,12 @@ def test_dce_keeps_possibly_endless_while_loop():
           %4 : bool = aten::lt(%3, %x)
           -> (%4, %3)
       return (%x)
-    """, """
+    """,
+        """
         CHECK: prim::Loop(%big
-    """, args_list=[(0,)])
+    """,
+        args_list=[(0,)],
+    )
 
 
 def test_dce_frontend():
@@ -482,7 +557,9 @@ def test_dce_frontend():
 
 # ======================================================================================================= cse
 def test_cse_merges_identical_pure_nodes():
-    run_text("cse", """
+    run_text(
+        "cse",
+        """
     graph(%x : int,
           %y : int):
       %a : int = aten::add(%x, %y)
@@ -491,17 +568,22 @@ def test_cse_merges_identical_pure_nodes():
       %d : int = aten::floordiv(%b, %y)
       %e : int = aten::mul(%c, %d)
       return (%e)
-    """, """
+    """,
+        """
         CHECK: %a : int = aten::add(%x, %y)
         CHECK-NOT: aten::add
         CHECK: %c : int = aten::floordiv(%a, %y)
         CHECK-NOT: aten::floordiv
         CHECK: aten::mul(%c, %c)
-    """, args_list=[(7, 2), (1, 0)])
+    """,
+        args_list=[(7, 2), (1, 0)],
+    )
 
 
 def test_cse_respects_dominance():
-    run_text("cse", """
+    run_text(
+        "cse",
+        """
     graph(%p : bool,
           %x : int):
       %a : int = aten::mul(%x, %x)
@@ -516,7 +598,8 @@ def test_cse_respects_dominance():
       %e : int = aten::sub(%x, %a)
       %f : int = aten::add(%r, %e)
       return (%f)
-    """, """
+    """,
+        """
         CHECK: %a : int = aten::mul(%x, %x)
         CHECK: block0():
         CHECK-NOT: aten::mul
@@ -524,11 +607,15 @@ def test_cse_respects_dominance():
         CHECK: block1():
         CHECK: %d : int = aten::sub(%x, %a)
         CHECK: %e : int = aten::sub(%x, %a)
-    """, args_list=[(True, 3), (False, 3)])
+    """,
+        args_list=[(True, 3), (False, 3)],
+    )
 
 
 def test_cse_must_not_merge_array_reads_across_writes_or_array_results():
-    run_text("cse", """
+    run_text(
+        "cse",
+        """
     graph(%x : Double(*),
           %i : int):
       %a : float = aten::getitem(%x, %i)
@@ -545,7 +632,8 @@ def test_cse_must_not_merge_array_reads_across_writes_or_array_results():
       %s : float = aten::sum(%z2)
       %t : (float, float, float, float) = prim::TupleConstruct(%a, %b, %c, %s)
       return (%t)
-    """, """
+    """,
+        """
         CHECK: %a : float = aten::getitem(%x, %i)
         CHECK: aten::setitem
         CHECK: %b : float = aten::getitem(%x, %i)
@@ -553,11 +641,15 @@ def test_cse_must_not_merge_array_reads_across_writes_or_array_results():
         CHECK: %z1 : Double(*) = aten::zeros
         CHECK: %z2 : Double(*) = aten::zeros
         CHECK: prim::TupleConstruct(%a, %b, %b, %s)
-    """, args_list=[(np.array([1.0, 3.0]), 1)])
+    """,
+        args_list=[(np.array([1.0, 3.0]), 1)],
+    )
 
 
 def test_cse_array_reads_not_merged_into_loop_that_writes():
-    run_text("cse", """
+    run_text(
+        "cse",
+        """
     graph(%x : Double(*),
           %n : int):
       %z : int = prim::Constant[value=0]()
@@ -570,14 +662,19 @@ def test_cse_array_reads_not_merged_into_loop_that_writes():
            = aten::setitem(%x, %z, %c)
           -> (%t, %c)
       return (%r)
-    """, """
+    """,
+        """
         CHECK: block0
         CHECK: %b : float = aten::getitem(%x, %z)
-    """, args_list=[(np.array([1.0, 2.0]), 4)])
+    """,
+        args_list=[(np.array([1.0, 2.0]), 4)],
+    )
 
 
 def test_cse_keeps_signed_zero_and_types_apart():
-    run_text("cse", """
+    run_text(
+        "cse",
+        """
     graph():
       %a : float = prim::Constant[value=0.0]()
       %b : float = prim::Constant[value=-0.0]()
@@ -586,9 +683,12 @@ def test_cse_keeps_signed_zero_and_types_apart():
       %e : float = prim::Constant[value=0.0]()
       %t : (float, float, int, bool, float) = prim::TupleConstruct(%a, %b, %c, %d, %e)
       return (%t)
-    """, """
+    """,
+        """
         CHECK: prim::TupleConstruct(%a, %b, %c, %d, %a)
-    """, args_list=[()])
+    """,
+        args_list=[()],
+    )
 
 
 def test_cse_frontend():
@@ -598,7 +698,9 @@ def test_cse_frontend():
 
 # ============================================================================================== canonicalize
 def test_canonicalize_exact_scalar_identities():
-    run_text(["canonicalize", "dce"], """
+    run_text(
+        ["canonicalize", "dce"],
+        """
     graph(%x : int,
           %y : float,
           %p : bool):
@@ -618,7 +720,8 @@ def test_canonicalize_exact_scalar_identities():
       %n2 : bool = aten::__not__(%n1)
       %t : (int, float, bool) = prim::TupleConstruct(%c, %h, %n2)
       return (%t)
-    """, """
+    """,
+        """
         CHECK-NOT: aten::mul
         CHECK-NOT: aten::add
         CHECK-NOT: aten::sub
@@ -626,11 +729,15 @@ def test_canonicalize_exact_scalar_identities():
         CHECK-NOT: aten::neg
         CHECK-NOT: aten::__not__
         CHECK: prim::TupleConstruct(%x, %y, %p)
-    """, args_list=[(5, -0.0, True), (-9223372036854775808, float("nan"), False), (0, 2.5, True)])
+    """,
+        args_list=[(5, -0.0, True), (-9223372036854775808, float("nan"), False), (0, 2.5, True)],
+    )
 
 
 def test_canonicalize_must_not_touch_float_plus_zero_or_array_ops():
-    run_text(["canonicalize", "dce"], """
+    run_text(
+        ["canonicalize", "dce"],
+        """
     graph(%y : float,
           %x : Double(*),
           %k : int):
@@ -645,17 +752,22 @@ def test_canonicalize_must_not_touch_float_plus_zero_or_array_ops():
       %z : Double(*) = aten::mul(%x, %fone)
       %t : (float, float, float, float, Double(*)) = prim::TupleConstruct(%a, %b, %c, %d, %z)
       return (%t)
-    """, """
+    """,
+        """
         CHECK: %a : float = aten::add(%y, %fzero)
         CHECK: %b : float = aten::add(%izero, %y)
         CHECK: %c : float = aten::sub(%y, %nzero)
         CHECK: %d : float = aten::mul(%k, %fone)
         CHECK: %z : Double(*) = aten::mul(%x, %fone)
-    """, args_list=[(-0.0, np.array([1.0, -0.0]), 3)])
+    """,
+        args_list=[(-0.0, np.array([1.0, -0.0]), 3)],
+    )
 
 
 def test_canonicalize_control_flow():
-    run_text(["canonicalize", "dce"], """
+    run_text(
+        ["canonicalize", "dce"],
+        """
     graph(%x : int,
           %p : bool):
       %f : bool = prim::Constant[value=0]()
@@ -683,19 +795,24 @@ def test_canonicalize_control_flow():
           -> (%f)
       %r : (int, bool) = prim::TupleConstruct(%c, %q)
       return (%r)
-    """, """
+    """,
+        """
         CHECK-NOT: prim::If
         CHECK-NOT: prim::Loop
         CHECK: aten::mul(%x, %x)
         CHECK: aten::sub
         CHECK: prim::TupleConstruct({{.*}}, %p)
-    """, args_list=[(3, True), (-2, False)])
+    """,
+        args_list=[(3, True), (-2, False)],
+    )
 
 
 def test_canonicalize_knows_an_ifs_condition_inside_its_blocks():
     # the shape a while loop's first test takes (`while n < maxit and ...` with n = 0): the else-block's
     # copy of the condition is False, so the If is the condition itself and a loop it starts there never runs
-    run_text(["canonicalize", "constant-propagation", "dce"], """
+    run_text(
+        ["canonicalize", "constant-propagation", "dce"],
+        """
     graph(%m : int,
           %x : float):
       %zero : int = prim::Constant[value=0]()
@@ -718,17 +835,22 @@ def test_canonicalize_knows_an_ifs_condition_inside_its_blocks():
           -> (%y)
       %out : (bool, float) = prim::TupleConstruct(%first, %r)
       return (%out)
-    """, """
+    """,
+        """
         CHECK: %c : bool = aten::lt(%zero, %m)
         CHECK-NOT: prim::Loop
         CHECK-NOT: aten::mul
         CHECK: prim::TupleConstruct(%c, %x)
-    """, args_list=[(3, 1.5), (0, 1.5), (-2, 0.5)])
+    """,
+        args_list=[(3, 1.5), (0, 1.5), (-2, 0.5)],
+    )
 
 
 def test_unswitch_leaves_an_if_that_folding_left_dead():
     # a while loop's first test folded to its condition leaves an If nothing uses: no copy of the loop for it
-    out, changed = run_text(["canonicalize", "constant-propagation", "unswitch", "dce"], """
+    out, changed = run_text(
+        ["canonicalize", "constant-propagation", "unswitch", "dce"],
+        """
     graph(%m : int,
           %n : int):
       %t : bool = prim::Constant[value=1]()
@@ -750,14 +872,19 @@ def test_unswitch_leaves_an_if_that_folding_left_dead():
               -> (%t, %a2)
           -> (%t, %w)
       return (%r)
-    """, """
+    """,
+        """
         CHECK-COUNT-2: prim::Loop
         CHECK-NOT: prim::Loop
-    """, args_list=[(3, 4), (0, 4), (-1, 2)])
+    """,
+        args_list=[(3, 4), (0, 4), (-1, 2)],
+    )
 
 
 def test_canonicalize_keeps_loops_that_may_run_more_or_less():
-    run_text("canonicalize", """
+    run_text(
+        "canonicalize",
+        """
     graph(%x : int,
           %p : bool):
       %t : bool = prim::Constant[value=1]()
@@ -772,10 +899,13 @@ def test_canonicalize_keeps_loops_that_may_run_more_or_less():
           %2 : int = aten::add(%acc2, %j)
           -> (%t, %2)
       return (%c)
-    """, """
+    """,
+        """
         CHECK: prim::Loop(%one, %p, %x)
         CHECK: prim::Loop(%two, %t
-    """, args_list=[(3, True), (3, False)])
+    """,
+        args_list=[(3, True), (3, False)],
+    )
 
 
 def test_canonicalize_frontend():
@@ -786,7 +916,9 @@ def test_canonicalize_frontend():
 
 # ====================================================================================================== licm
 def test_licm_hoists_invariant_pure_nodes():
-    run_text("licm", """
+    run_text(
+        "licm",
+        """
     graph(%a : int,
           %b : int,
           %n : int):
@@ -801,18 +933,23 @@ def test_licm_hoists_invariant_pure_nodes():
           %e : int = aten::add(%d, %i)
           -> (%t, %e)
       return (%s)
-    """, """
+    """,
+        """
         CHECK: %m : int = aten::mul(%a, %b)
         CHECK: %c : int = aten::add(%m, %k)
         CHECK: prim::Loop
         CHECK: block0
         CHECK-NOT: aten::mul
         CHECK: aten::add(%acc, %c)
-    """, args_list=[(2, 5, 4), (2, 5, 0)])
+    """,
+        args_list=[(2, 5, 4), (2, 5, 0)],
+    )
 
 
 def test_licm_must_not_hoist_raising_io_or_array_making_nodes():
-    run_text("licm", r"""
+    run_text(
+        "licm",
+        r"""
     graph(%a : int,
           %b : int,
           %n : int,
@@ -828,19 +965,24 @@ def test_licm_must_not_hoist_raising_io_or_array_making_nodes():
           %d : int = aten::add(%acc, %q)
           -> (%t, %d)
       return (%s)
-    """, """
+    """,
+        """
         CHECK: prim::Loop
         CHECK: block0
         CHECK: aten::floordiv(%a, %b)
         CHECK: aten::getitem(%x, %z)
         CHECK: aten::zeros_like
         CHECK: prim::Print
-    """, args_list=[(7, 0, 0, np.zeros(0)), (7, 2, 3, np.ones(2))])
+    """,
+        args_list=[(7, 0, 0, np.zeros(0)), (7, 2, 3, np.ones(2))],
+    )
 
 
 def test_licm_must_not_hoist_ops_on_maybe_unbound_locals():
     # hoisted above its AssertBound, `v % 5` would raise TypeError on the unbound marker, not UnboundLocalError
-    run_text(["licm", "dce", "dead-loop-carried"], """
+    run_text(
+        ["licm", "dce", "dead-loop-carried"],
+        """
     graph(%n : int,
           %p : bool):
       %u : int = prim::Uninitialized()
@@ -859,17 +1001,22 @@ def test_licm_must_not_hoist_ops_on_maybe_unbound_locals():
           %d : int = aten::add(%acc, %m)
           -> (%t, %d)
       return (%one)
-    """, """
+    """,
+        """
         CHECK: prim::Loop
         CHECK: prim::AssertBound
         CHECK: aten::remainder(%v, %k)
-    """, args_list=[(2, False), (2, True), (0, False)])
+    """,
+        args_list=[(2, False), (2, True), (0, False)],
+    )
 
 
 def test_licm_carried_value_returned_unchanged_is_the_initial_value():
     # `for i in range(n): x = x` then `x += 1.0`: the write after the loop goes to the caller's array, so the
     # loop's result must be %x itself (time-loop fusion would otherwise make it a new array)
-    run_text("licm", """
+    run_text(
+        "licm",
+        """
     graph(%x : Double(*),
           %n : int):
       %t : bool = prim::Constant[value=1]()
@@ -882,17 +1029,22 @@ def test_licm_carried_value_returned_unchanged_is_the_initial_value():
       %one : float = prim::Constant[value=1.0]()
        = aten::add_(%x.2, %one)
       return (%s)
-    """, """
+    """,
+        """
         CHECK: %s : int = prim::Loop(%n, %t, %z)
         CHECK-NEXT: block0(%i : int, %acc : int):
         CHECK: aten::getitem(%x, %z)
         CHECK: -> (%t, %d)
         CHECK: aten::add_(%x, %one)
-    """, args_list=[(np.zeros(2), 3), (np.ones(3), 0)])
+    """,
+        args_list=[(np.zeros(2), 3), (np.ones(3), 0)],
+    )
 
 
 def test_licm_nested_loops_hoist_through_both():
-    run_text("licm", """
+    run_text(
+        "licm",
+        """
     graph(%a : int,
           %n : int):
       %t : bool = prim::Constant[value=1]()
@@ -906,15 +1058,20 @@ def test_licm_nested_loops_hoist_through_both():
               -> (%t, %d)
           -> (%t, %s2)
       return (%s)
-    """, """
+    """,
+        """
         CHECK: %m : int = aten::mul(%a, %a)
         CHECK: prim::Loop
         CHECK: prim::Loop
-    """, args_list=[(3, 4), (3, -1)])
+    """,
+        args_list=[(3, 4), (3, -1)],
+    )
 
 
 def test_licm_shape_queries_hoisted_despite_writes():
-    run_text("licm", """
+    run_text(
+        "licm",
+        """
     graph(%x : Double(*),
           %n : int):
       %t : bool = prim::Constant[value=1]()
@@ -928,11 +1085,14 @@ def test_licm_shape_queries_hoisted_despite_writes():
           %d : int = aten::add(%acc, %k)
           -> (%t, %d)
       return (%s)
-    """, """
+    """,
+        """
         CHECK: %k : int = aten::numel(%x)
         CHECK: prim::Loop
         CHECK: aten::getitem
-    """, args_list=[(np.zeros(3), 2)])
+    """,
+        args_list=[(np.zeros(3), 2)],
+    )
 
 
 def test_licm_frontend():
@@ -945,7 +1105,9 @@ def test_licm_frontend():
 
 # ==================================================================================================== unroll
 def test_unroll_full_constant_trip_count():
-    run_text(["unroll", "constant-propagation"], """
+    run_text(
+        ["unroll", "constant-propagation"],
+        """
     graph(%x : int):
       %t : bool = prim::Constant[value=1]()
       %three : int = prim::Constant[value=3]()
@@ -955,18 +1117,23 @@ def test_unroll_full_constant_trip_count():
           %e : int = aten::add(%d, %x)
           -> (%t, %e)
       return (%s)
-    """, """
+    """,
+        """
         CHECK-NOT: prim::Loop
         CHECK: aten::add
         CHECK: aten::mul
         CHECK: aten::add
         CHECK: aten::mul
         CHECK: aten::add
-    """, args_list=[(3,), (-5,)])
+    """,
+        args_list=[(3,), (-5,)],
+    )
 
 
 def test_unroll_partial_by_four_with_runtime_trip_count():
-    g, changed = run_text("unroll", """
+    g, changed = run_text(
+        "unroll",
+        """
     graph(%x : float,
           %n : int):
       %t : bool = prim::Constant[value=1]()
@@ -977,7 +1144,8 @@ def test_unroll_partial_by_four_with_runtime_trip_count():
           %e : float = aten::add(%d, %i)
           -> (%t, %e)
       return (%s)
-    """, """
+    """,
+        """
         CHECK: prim::max(%n,
         CHECK: aten::floordiv
         CHECK: aten::remainder
@@ -986,16 +1154,20 @@ def test_unroll_partial_by_four_with_runtime_trip_count():
         CHECK-NOT: aten::mul(%{{(acc|e)[.0-9]*}}, %k
         CHECK: prim::Loop[unrolled=4]
         CHECK: aten::add(%i,
-    """, args_list=[(1.5, n) for n in (-9, -1, 0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 23)])
+    """,
+        args_list=[(1.5, n) for n in (-9, -1, 0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 23)],
+    )
     assert changed
-    again, changed_again = apply("unroll", g, [(1.5, 9)])      # its loops are marked: not unrolled again
+    again, changed_again = apply("unroll", g, [(1.5, 9)])  # its loops are marked: not unrolled again
     assert not changed_again and print_graph(again) == print_graph(g)
 
 
 def test_unroll_leaves_loops_without_a_float_sum_to_llvm():
     # an int sum or stores only: LLVM vectorizes the loop whole (versioned on unit strides); copies by 4 would
     # be interleaved accesses with strides of 4 times a run-time value
-    g, changed = run_text("unroll", """
+    g, changed = run_text(
+        "unroll",
+        """
     graph(%x : int,
           %n : int):
       %t : bool = prim::Constant[value=1]()
@@ -1006,18 +1178,23 @@ def test_unroll_leaves_loops_without_a_float_sum_to_llvm():
           %e : int = aten::add(%d, %i)
           -> (%t, %e)
       return (%s)
-    """, """
+    """,
+        """
         CHECK: %s : int = prim::Loop(%n, %t, %x)
         CHECK-NEXT: block0(%i : int, %acc : int):
         CHECK: aten::mul(%acc, %k)
         CHECK: -> (%t, %e)
         CHECK-NEXT: return (%s)
-    """, args_list=[(1, n) for n in (-1, 0, 5, 9)])
+    """,
+        args_list=[(1, n) for n in (-1, 0, 5, 9)],
+    )
     assert not changed
 
 
 def test_unroll_must_not_unroll_loops_with_computed_condition():
-    run_text("unroll", """
+    run_text(
+        "unroll",
+        """
     graph(%x : int):
       %t : bool = prim::Constant[value=1]()
       %three : int = prim::Constant[value=3]()
@@ -1027,15 +1204,21 @@ def test_unroll_must_not_unroll_loops_with_computed_condition():
           %c : bool = aten::lt(%e, %three)
           -> (%c, %e)
       return (%s)
-    """, """
+    """,
+        """
         CHECK: prim::Loop(%three, %t, %x)
-    """, args_list=[(0,), (10,)])
+    """,
+        args_list=[(0,), (10,)],
+    )
 
 
 def test_unroll_frontend_array_writes():
     g = frontend(fe_array_loop, np.zeros(20), 3)
-    out, changed = apply(["unroll", "constant-propagation", "dce"], g,
-                         [(np.arange(20.0), n) for n in (0, 3, 8, 11, 17)] + [(np.arange(3.0), 5)])
+    out, changed = apply(
+        ["unroll", "constant-propagation", "dce"],
+        g,
+        [(np.arange(20.0), n) for n in (0, 3, 8, 11, 17)] + [(np.arange(3.0), 5)],
+    )
     assert changed
     apply(["unroll"], fe_early_exit.graph, [(n,) for n in (0, 5, 30)])
     apply(["unroll", "canonicalize", "constant-propagation"], fe_invariant.graph, [(2, 3, n) for n in (-2, 0, 9)])
@@ -1043,7 +1226,9 @@ def test_unroll_frontend_array_writes():
 
 # ========================================================================================= dead-loop-carried
 def test_dead_loop_carried_removes_unused_counter():
-    run_text("dead-loop-carried", """
+    run_text(
+        "dead-loop-carried",
+        """
     graph(%x : float,
           %n : int):
       %t : bool = prim::Constant[value=1]()
@@ -1055,16 +1240,21 @@ def test_dead_loop_carried_removes_unused_counter():
           %c : int = aten::add(%cnt, %i)
           -> (%t, %a, %c)
       return (%y)
-    """, """
+    """,
+        """
         CHECK: %y : float = prim::Loop(%n, %t, %x)
         CHECK: block0(%i : int, %acc : float):
         CHECK-NOT: aten::add
         CHECK: -> (%t, %a)
-    """, args_list=[(1.0, 3), (2.0, 0)])
+    """,
+        args_list=[(1.0, 3), (2.0, 0)],
+    )
 
 
 def test_dead_loop_carried_cycle_of_two():
-    run_text("dead-loop-carried", """
+    run_text(
+        "dead-loop-carried",
+        """
     graph(%n : int):
       %t : bool = prim::Constant[value=1]()
       %z : int = prim::Constant[value=0]()
@@ -1075,14 +1265,19 @@ def test_dead_loop_carried_cycle_of_two():
           %nl : int = aten::add(%live, %i)
           -> (%t, %nl, %na, %nb)
       return (%l)
-    """, """
+    """,
+        """
         CHECK: %l : int = prim::Loop(%n, %t, %z)
         CHECK-NOT: aten::sub
-    """, args_list=[(4,)])
+    """,
+        args_list=[(4,)],
+    )
 
 
 def test_dead_loop_carried_must_keep_raising_updates_and_used_values():
-    run_text("dead-loop-carried", r"""
+    run_text(
+        "dead-loop-carried",
+        r"""
     graph(%n : int,
           %d : int):
       %t : bool = prim::Constant[value=1]()
@@ -1097,10 +1292,13 @@ def test_dead_loop_carried_must_keep_raising_updates_and_used_values():
           %cond : bool = aten::lt(%nc, %n)
           -> (%cond, %nl, %ns, %np, %nc)
       return (%l)
-    """, """
+    """,
+        """
         CHECK: %l : int, %s : int, %p : int, %c : int = prim::Loop
         CHECK: aten::floordiv
-    """, args_list=[(3, 0), (3, 2), (0, 0)])
+    """,
+        args_list=[(3, 0), (3, 2), (0, 0)],
+    )
 
 
 def test_dead_loop_carried_frontend():
@@ -1113,15 +1311,18 @@ def test_dead_loop_carried_frontend():
 
 
 # ================================================================================================== pipeline
-@pytest.mark.parametrize("fn, args_list", [
-    (fe_caller, [(10, 1.5), (40, -2.0), (0, 1.0)]),
-    (fe_calls_printer, [(3,), (-1,)]),
-    (fe_invariant, [(2, 3, 5), (1, 1, 0), (2, 3, 17)]),
-    (fe_divides, [(7, 0, 0), (7, 0, 2), (7, 2, 9)]),
-    (fe_counter, [(3, 1.0), (12, -0.0)]),
-    (fe_maybe_unbound, [(3, True), (3, False)]),
-    (fe_early_exit, [(0,), (30,)]),
-])
+@pytest.mark.parametrize(
+    "fn, args_list",
+    [
+        (fe_caller, [(10, 1.5), (40, -2.0), (0, 1.0)]),
+        (fe_calls_printer, [(3,), (-1,)]),
+        (fe_invariant, [(2, 3, 5), (1, 1, 0), (2, 3, 17)]),
+        (fe_divides, [(7, 0, 0), (7, 0, 2), (7, 2, 9)]),
+        (fe_counter, [(3, 1.0), (12, -0.0)]),
+        (fe_maybe_unbound, [(3, True), (3, False)]),
+        (fe_early_exit, [(0,), (30,)]),
+    ],
+)
 def test_full_pipeline_on_frontend_graphs(fn, args_list):
     apply(PIPELINE, frontend(fn, *args_list[0]), args_list)
 
@@ -1132,8 +1333,7 @@ def test_pipeline_on_arrays():
 
 
 def test_passes_registered_with_docstrings():
-    for name in ("inline", "constant-propagation", "dce", "cse", "canonicalize", "licm", "unroll",
-                 "dead-loop-carried"):
+    for name in ("inline", "constant-propagation", "dce", "cse", "canonicalize", "licm", "unroll", "dead-loop-carried"):
         assert name in PASSES and len(PASSES[name].doc) > 40, name
     for m in MY_PASSES:
         assert importlib.import_module(f"scriptc.passes.{m}").__doc__
@@ -1149,7 +1349,9 @@ def test_clone_graph_keeps_names_and_semantics():
 
 # -- unswitch ------------------------------------------------------------------------------------------------
 def test_unswitch_copies_the_loop_into_both_branches_of_an_invariant_if():
-    run_text("unswitch", """
+    run_text(
+        "unswitch",
+        """
     graph(%x : Double(*),
           %y : Double(*),
           %n : int):
@@ -1172,7 +1374,8 @@ def test_unswitch_copies_the_loop_into_both_branches_of_an_invariant_if():
           %k : Double(*) = aten::add(%h, %acc)
           -> (%t, %k)
       return (%r)
-    """, """
+    """,
+        """
         CHECK: %[[C:.+]] : bool = aten::eq
         CHECK: %r : Double(*) = prim::If(%[[C]])
         CHECK-NEXT: block0():
@@ -1184,12 +1387,19 @@ def test_unswitch_copies_the_loop_into_both_branches_of_an_invariant_if():
         CHECK-NOT: prim::If
         CHECK-NOT: aten::sum
         CHECK: return (%r)
-    """, args_list=[(np.array([0.5]), np.array([1.0, 2.0]), 3), (np.array([0.5, 2.0]), np.array([1.0, 2.0]), 3),
-                    (np.array([0.5]), np.array([1.0, 2.0]), 0)])
+    """,
+        args_list=[
+            (np.array([0.5]), np.array([1.0, 2.0]), 3),
+            (np.array([0.5, 2.0]), np.array([1.0, 2.0]), 3),
+            (np.array([0.5]), np.array([1.0, 2.0]), 0),
+        ],
+    )
 
 
 def test_unswitch_leaves_ifs_on_conditions_computed_in_the_loop():
-    out, changed = run_text("unswitch", """
+    out, changed = run_text(
+        "unswitch",
+        """
     graph(%a : float,
           %n : int):
       %t : bool = prim::Constant[value=1]()
@@ -1206,10 +1416,13 @@ def test_unswitch_leaves_ifs_on_conditions_computed_in_the_loop():
               -> (%w)
           -> (%t, %h)
       return (%r)
-    """, """
+    """,
+        """
         CHECK: prim::Loop
         CHECK: prim::If
-    """, args_list=[(2.0, 5), (-1.0, 3)])
+    """,
+        args_list=[(2.0, 5), (-1.0, 3)],
+    )
     assert not changed
 
 
@@ -1217,7 +1430,9 @@ def test_canonicalize_makes_a_broadcast_shape_once_per_block():
     """Two queries of one broadcast's shape share its expansion, and a third (of a broadcast of it) reuses the
     operand's size and the comparison with 1: a gradient asks for the same shapes many times (the MLP training
     step's first canonicalize made 1,007 nodes, 808 with this)."""
-    run_text("canonicalize", """
+    run_text(
+        "canonicalize",
+        """
     graph(%x : Double(*, *),
           %y : Double(*)):
       %q : Double(*, *) = aten::sub(%x, %y)
@@ -1227,7 +1442,8 @@ def test_canonicalize_makes_a_broadcast_shape_once_per_block():
       %s3 : (int, int) = aten::size(%w)
       %r : ((int, int), (int, int), (int, int)) = prim::TupleConstruct(%s1, %s2, %s3)
       return (%r)
-    """, """
+    """,
+        """
         CHECK: aten::size(%x)
         CHECK: aten::size(%y)
         CHECK: %[[GROW:.*]] : int = aten::Int
@@ -1236,11 +1452,15 @@ def test_canonicalize_makes_a_broadcast_shape_once_per_block():
         CHECK: aten::mul(%{{.*}}, %[[GROW]])
         CHECK-NOT: aten::size(%y)
         CHECK: %r : ((int, int), (int, int), (int, int)) = prim::TupleConstruct(%[[S]], %[[S]], %{{.*}})
-    """, args_list=[(np.ones((2, 3)), np.ones(3)), (np.ones((2, 1)), np.ones(4)), (np.ones((0, 1)), np.ones(5))])
+    """,
+        args_list=[(np.ones((2, 3)), np.ones(3)), (np.ones((2, 1)), np.ones(4)), (np.ones((0, 1)), np.ones(5))],
+    )
 
 
 def test_canonicalize_reads_an_element_wise_results_shape_from_its_operands():
-    run_text("canonicalize", """
+    run_text(
+        "canonicalize",
+        """
     graph(%x : Double(*, *),
           %y : Double(*)):
       %a : float = prim::Constant[value=2.0]()
@@ -1250,9 +1470,12 @@ def test_canonicalize_reads_an_element_wise_results_shape_from_its_operands():
       %s : (int, int) = aten::size(%q)
       %r : (int, (int, int)) = prim::TupleConstruct(%n, %s)
       return (%r)
-    """, """
+    """,
+        """
         CHECK: aten::numel(%x)
         CHECK: aten::size(%x)
         CHECK: aten::size(%y)
         CHECK: %r : (int, (int, int)) = prim::TupleConstruct
-    """, args_list=[(np.ones((2, 3)), np.ones(3)), (np.ones((2, 1)), np.ones(4)), (np.ones((0, 1)), np.ones(5))])
+    """,
+        args_list=[(np.ones((2, 3)), np.ones(3)), (np.ones((2, 1)), np.ones(4)), (np.ones((0, 1)), np.ones(5))],
+    )

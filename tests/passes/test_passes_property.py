@@ -4,6 +4,7 @@ before and after each pass alone and after the whole list; the graph verifies af
 
 SCRIPTC_PASS_EXAMPLES sets the bounded CI count; the ``slow`` variant (``pytest -m slow``) runs
 SCRIPTC_PASS_SLOW_EXAMPLES."""
+
 from __future__ import annotations
 
 import os
@@ -23,15 +24,35 @@ import corpus  # noqa: E402  (the same module objects test_corpus.py uses: compi
 CI_EXAMPLES = int(os.environ.get("SCRIPTC_PASS_EXAMPLES", "16"))
 SLOW_EXAMPLES = int(os.environ.get("SCRIPTC_PASS_SLOW_EXAMPLES", "1500"))
 
-SINGLE = ["inline", "constant-propagation", "dce", "cse", "canonicalize", "licm", "unswitch", "unroll",
-          "dead-loop-carried"]
-CONFIGS = [[p] for p in SINGLE] + [PIPELINE, ["unroll", "constant-propagation", "canonicalize", "cse", "licm",
-                                             "dead-loop-carried", "dce"]]
+SINGLE = [
+    "inline",
+    "constant-propagation",
+    "dce",
+    "cse",
+    "canonicalize",
+    "licm",
+    "unswitch",
+    "unroll",
+    "dead-loop-carried",
+]
+CONFIGS = [[p] for p in SINGLE] + [
+    PIPELINE,
+    ["unroll", "constant-propagation", "canonicalize", "cse", "licm", "dead-loop-carried", "dce"],
+]
 
-_SETTINGS = dict(deadline=None, derandomize=True, database=None, report_multiple_bugs=False,
-                 phases=[Phase.explicit, Phase.reuse, Phase.generate],
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                        HealthCheck.filter_too_much, HealthCheck.large_base_example])
+_SETTINGS = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    report_multiple_bugs=False,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+        HealthCheck.large_base_example,
+    ],
+)
 
 
 def check_case(case):
@@ -85,5 +106,5 @@ ALL_CASES = list(corpus.CASES) + list(corpus.ERROR_CASES)
 @pytest.mark.parametrize("c", ALL_CASES, ids=lambda c: c.id)
 def test_pipeline_preserves_interpreter_on_corpus(c):
     args = c.args_factory()
-    graph = frontend(c.fn, *args)     # every corpus function compiles (its errors are run-time errors)
+    graph = frontend(c.fn, *args)  # every corpus function compiles (its errors are run-time errors)
     apply(PIPELINE, graph, [args])

@@ -1,6 +1,7 @@
 """Shape inference: FileCheck on graphs of scripted functions and of IR text, and a property test against the
 reference interpreter (every array the interpreter computes has the inferred dimensions wherever they are
 known)."""
+
 import numpy as np
 import pytest
 
@@ -27,14 +28,18 @@ def strict_rules(monkeypatch):
 # different shapes (``if c: y = a  # (2, 3)  else: y = b  # (2, 4)`` -> ``Double(2, *)``). The tests check such
 # graphs with the corrected direction and mark the plain ``verify`` as an expected failure until it is fixed.
 
+
 class _JoinVerifier(Verifier):
     def block_signature(self, node, block, params, returns) -> None:
         if [p.type for p in block.params] != params:
             self.fail(node, "block parameters differ")
         got = [v.type for v in block.returns]
         if len(got) != len(returns) or not all(map(compatible, got, returns)):
-            self.fail(node, f"block returns ({', '.join(map(str, got))}) are not at least as precise as "
-                            f"({', '.join(map(str, returns))})")
+            self.fail(
+                node,
+                f"block returns ({', '.join(map(str, got))}) are not at least as precise as "
+                f"({', '.join(map(str, returns))})",
+            )
 
 
 _JOIN = """graph(%c : bool, %x : Double(2, 3), %y : Double(2, 4)):
@@ -72,6 +77,7 @@ def check(graph, xfail=True):
 
 
 # -- scripted functions ---------------------------------------------------------------------------------------
+
 
 @scriptc.script
 def chain(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -206,7 +212,9 @@ def ones(*shape):
 
 def test_elementwise_chain_keeps_the_shape():
     g = check(shaped(chain, ones(2, 3), ones(2, 3)))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: graph(%x : Double(2, 3),
 CHECK-NEXT: %y : Double(2, 3)):
 CHECK: %z : Double(2, 3) = aten::add(%x, %y)
@@ -215,7 +223,8 @@ CHECK: Double(2, 3) = aten::sqrt
 CHECK: %w : Double(2, 3) = aten::sub
 CHECK: Double(2, 3) = aten::maximum
 CHECK-NOT: *
-""")
+""",
+    )
 
 
 def test_broadcasting():
@@ -227,35 +236,52 @@ def test_broadcasting():
     filecheck(str(g), "CHECK: Double(2, *) = aten::mul(%a, %b)")
 
 
-@pytest.mark.parametrize("shapes, expected", [
-    ([(2, 1), (3,)], (2, 3)), ([(None, 1), (3,)], (None, 3)), ([(None, 4), (None,)], (None, 4)),
-    ([(None,), (1,)], (None,)), ([(5, None), (1, 7)], (5, 7)), ([(), (2, 2)], (2, 2)), ([(1,), ()], (1,)),
-    ([(2,), (3,)], (None,)), ([None, (2,)], None),
-])
+@pytest.mark.parametrize(
+    "shapes, expected",
+    [
+        ([(2, 1), (3,)], (2, 3)),
+        ([(None, 1), (3,)], (None, 3)),
+        ([(None, 4), (None,)], (None, 4)),
+        ([(None,), (1,)], (None,)),
+        ([(5, None), (1, 7)], (5, 7)),
+        ([(), (2, 2)], (2, 2)),
+        ([(1,), ()], (1,)),
+        ([(2,), (3,)], (None,)),
+        ([None, (2,)], None),
+    ],
+)
 def test_broadcast_shapes(shapes, expected):
     assert broadcast_shapes(*shapes) == expected
 
 
 def test_reduction_with_axis():
     g = check(shaped(reduce_rows, ones(4, 5)))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: Double(4) = aten::sum[axis=1](%x)
 CHECK: Double(4) = aten::max[axis=-1](%x)
 CHECK: Double(4) = aten::add
-""")
+""",
+    )
 
 
 def test_creation_from_a_non_constant_size():
     g = check(shaped(zeros_n, ones(2, 2), 5))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: %z : Double(*, 3) = aten::zeros[dtype="float64"](%n, %{{.+}})
 CHECK: return (%z)
-""")
+""",
+    )
 
 
 def test_constant_slices():
     g = check(shaped(slices, ones(5, 4)))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: %a : Double(2, 4) = aten::slice[dim=0](%x,
 CHECK: %b : Double(5, 4) = aten::slice[dim=0](%x,
 CHECK: %c : Double(5, 2) = aten::slice[dim=1](%x,
@@ -263,49 +289,62 @@ CHECK: %[[D:.+]] : Double(2, 4) = aten::slice[dim=0](%x,
 CHECK: %d : Double(2, 2) = aten::slice[dim=1](%[[D]],
 CHECK: Double(4) = aten::select[dim=0](%a,
 CHECK: Double(4) = aten::add
-""")
+""",
+    )
 
 
 def test_unknown_length_slices():
     g = check(specialize_shapes(slices.frontend_graph_for(ones(5, 4)), [(None, 4)]))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: %a : Double(*, 4) = aten::slice
 CHECK: %b : Double(*, 4) = aten::slice
 CHECK: %c : Double(*, 2) = aten::slice
 CHECK: Double(*, 4) = aten::slice
 CHECK: %d : Double(*, 2) = aten::slice
-""")
+""",
+    )
 
 
 def test_loop_keeping_its_shape():
     g = check(shaped(loop_keep, ones(2, 3), 4))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: %x{{.*}} : Double(2, 3) = prim::Loop(%n, %{{.+}}, %x)
 CHECK-NEXT: block0(%_ : int, %[[X:.+]] : Double(2, 3)):
 CHECK: Double(2, 3) = aten::mul(%[[X]],
 CHECK: Double(2, 3) = aten::add
 CHECK: return (%x{{.*}})
-""")
+""",
+    )
 
 
 def test_loop_changing_its_shape():
     g = check(shaped(loop_shrink, ones(6), 2))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: graph(%x : Double(6),
 CHECK: %[[OUT:.+]] : Double(*) = prim::Loop(%n, %{{.+}}, %x)
 CHECK-NEXT: block0(%_ : int, %[[X:.+]] : Double(*)):
 CHECK: Double(*) = aten::slice[dim=0](%[[X]],
 CHECK: return (%[[OUT]])
-""")
+""",
+    )
 
 
 def test_if_joins_dimensions():
     g = shaped(if_join, True, ones(2, 3), ones(2, 4))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: %y{{.*}} : Double(2, *) = prim::If(%c)
 CHECK: Double(2, 4) = aten::add(%b,
 CHECK: return (%y{{.*}})
-""")
+""",
+    )
     check(g)
 
 
@@ -328,54 +367,69 @@ def test_reshape_with_minus_one():
 
 def test_dimensions_read_from_a_known_shape():
     g = check(shaped(from_shape, ones(2, 5)))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: %out : Double(5, 2) = aten::zeros
 CHECK: Double(5) = aten::select[dim=1](%out
-""")
+""",
+    )
 
 
 def test_arange_linspace_and_creation():
     g = check(shaped(ranges, 7))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: %a : Long(4) = aten::arange
 CHECK: %b : Double(4) = aten::linspace
 CHECK: %c : Double(*) = aten::ones
 CHECK: Double(4) = aten::add(%a, %b)
 CHECK: Double(*) = aten::slice[dim=0](%c
-""")
+""",
+    )
 
 
 def test_call_is_specialized_on_a_copy_of_the_callee():
     original = calls.frontend_graph_for(ones(5))
     callee = original.nodes[0].attrs["fn"]
     g = check(shaped(calls, ones(5)))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: graph(%x : Double(5)):
 CHECK: Double(4) = prim::CallFunction[fn=helper](%x)
 CHECK: Double(4) = aten::add
 CHECK: with helper = graph(%v : Double(5)):
 CHECK: Double(4) = aten::slice
 CHECK: Double(4) = aten::mul
-""")
+""",
+    )
     assert str(callee.inputs[0].type) == "Double(*)"
 
 
 def test_variable_first_bound_in_a_loop():
     g = check(shaped(first_bound_in_loop, ones(2, 3), 3))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: Double(3, 2) = prim::Uninitialized()
 CHECK: %y{{.*}} : Double(3, 2), %y.bound{{.*}} : bool = prim::Loop
 CHECK: Double(3, 2) = aten::numpy_T(%x)
-""")
+""",
+    )
 
 
 def test_variable_bound_on_one_branch():
     g = check(shaped(bound_on_one_path, True, ones(2, 3)))
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: %y{{.*}} : Double(2, 3), %y.bound{{.*}} : bool = prim::If(%c)
 CHECK: Double(2, 3) = aten::mul(%x,
 CHECK: Double(2, 3) = prim::Uninitialized()
-""")
+""",
+    )
 
 
 def test_nested_loops_and_ifs():
@@ -406,11 +460,14 @@ def test_fusion_groups_are_specialized_like_calls():
     before = print_graph(optimized)
     g = check(specialize_shapes(optimized, [(2, 3), (2, 3)]))
     assert print_graph(optimized) == before
-    filecheck(str(g), """
+    filecheck(
+        str(g),
+        """
 CHECK: Double(2, 3) = prim::FusionGroup
 CHECK: with prim::FusionGroup{{.*}} = graph(
 CHECK-NOT: *
-""")
+""",
+    )
 
 
 def test_default_pipeline_with_shaped_inputs():
@@ -436,6 +493,7 @@ def test_infer_shapes_rejects_bad_ranks():
 
 # -- IR text ----------------------------------------------------------------------------------------------------
 
+
 def infer_text(text, shapes=None):
     g = parse(text)
     if shapes is not None:
@@ -446,7 +504,8 @@ def infer_text(text, shapes=None):
 
 
 def test_ir_matmul_dot_and_batches():
-    g = infer_text("""graph(%a : Double(*, *, *), %b : Double(*, *), %v : Double(*), %m : Double(*, *)):
+    g = infer_text(
+        """graph(%a : Double(*, *, *), %b : Double(*, *), %v : Double(*), %m : Double(*, *)):
   %0 : Double(*, *, *) = aten::matmul(%a, %b)
   %1 : Double(*, *) = aten::matmul(%a, %v)
   %2 : float = aten::dot(%v, %v)
@@ -454,19 +513,25 @@ def test_ir_matmul_dot_and_batches():
   %4 : Double(*, *) = aten::dot(%m, %m)
   %5 : Double(*) = aten::matmul(%v, %m)
   return (%0)
-""", [(7, 2, 3), (3, 4), (3,), (3, 3)])
-    filecheck(str(g), """
+""",
+        [(7, 2, 3), (3, 4), (3,), (3, 3)],
+    )
+    filecheck(
+        str(g),
+        """
 CHECK: Double(7, 2, 4) = aten::matmul(%a, %b)
 CHECK: Double(7, 2) = aten::matmul(%a, %v)
 CHECK: float = aten::dot(%v, %v)
 CHECK: Double(3) = aten::dot(%m, %v)
 CHECK: Double(3, 3) = aten::dot(%m, %m)
 CHECK: Double(3) = aten::matmul(%v, %m)
-""")
+""",
+    )
 
 
 def test_ir_where_clip_like_and_casts():
-    g = infer_text("""graph(%c : Bool(*, *), %x : Double(*), %y : Float(*, *)):
+    g = infer_text(
+        """graph(%c : Bool(*, *), %x : Double(*), %y : Float(*, *)):
   %0 : float = prim::Constant[value=0.0]()
   %1 : Double(*, *) = aten::where(%c, %x, %0)
   %2 : Double(*) = aten::clip(%x, %0, %0)
@@ -476,8 +541,12 @@ def test_ir_where_clip_like_and_casts():
   %6 : Float(*, *) = aten::numpy_T(%y)
   %7 : Bool(*, *) = aten::lt(%y, %0)
   return (%1)
-""", [(4, 1), (6,), (2, 5)])
-    filecheck(str(g), """
+""",
+        [(4, 1), (6,), (2, 5)],
+    )
+    filecheck(
+        str(g),
+        """
 CHECK: Double(4, 6) = aten::where
 CHECK: Double(6) = aten::clip
 CHECK: Float(2, 5) = aten::full_like
@@ -485,11 +554,13 @@ CHECK: Long(2, 5) = aten::to
 CHECK: Double(4, 6) = aten::clone
 CHECK: Float(5, 2) = aten::numpy_T
 CHECK: Bool(2, 5) = aten::lt
-""")
+""",
+    )
 
 
 def test_ir_reshape_and_full_from_constants():
-    g = infer_text("""graph(%x : Double(*, *), %n : int):
+    g = infer_text(
+        """graph(%x : Double(*, *), %n : int):
   %m1 : int = prim::Constant[value=-1]()
   %two : int = prim::Constant[value=2]()
   %three : int = prim::Constant[value=3]()
@@ -502,35 +573,47 @@ def test_ir_reshape_and_full_from_constants():
   %4 : Double(*, *) = aten::full[dtype="float64"](%f, %six, %n)
   %5 : Double(*, *) = aten::empty[dtype="float64"](%three, %two)
   return (%0)
-""", [(4, 3), None])
-    filecheck(str(g), """
+""",
+        [(4, 3), None],
+    )
+    filecheck(
+        str(g),
+        """
 CHECK: Double(2, 6) = aten::reshape(%x, %m1, %six)
 CHECK: Double(2, 2, 3) = aten::reshape
 CHECK: Double(*, *) = aten::reshape(%x, %n, %m1)
 CHECK: Double(12) = aten::reshape(%x, %m1)
 CHECK: Double(6, *) = aten::full
 CHECK: Double(3, 2) = aten::empty
-""")
+""",
+    )
 
 
 def test_ir_select_slice_with_unknown_bounds():
-    g = infer_text("""graph(%x : Double(*, *, *), %i : int):
+    g = infer_text(
+        """graph(%x : Double(*, *, *), %i : int):
   %none : NoneType = prim::Constant()
   %0 : Double(*, *) = aten::select[dim=1](%x, %i)
   %1 : Double(*, *, *) = aten::slice[dim=2](%x, %i, %none, %none)
   %2 : Double(*, *, *) = aten::slice[dim=0](%x, %none, %none, %none)
   return (%0)
-""", [(2, 3, 4), None])
-    filecheck(str(g), """
+""",
+        [(2, 3, 4), None],
+    )
+    filecheck(
+        str(g),
+        """
 CHECK: Double(2, 4) = aten::select[dim=1](%x, %i)
 CHECK: Double(2, 3, *) = aten::slice[dim=2]
 CHECK: Double(2, 3, 4) = aten::slice[dim=0]
-""")
+""",
+    )
 
 
 def test_ir_loop_fixed_point_needs_two_rounds():
     """y becomes x's transpose in the body: the carried (3, 3) survives, the (2, 3) / (3, 2) swap does not."""
-    g = infer_text("""graph(%x : Double(*, *), %s : Double(*, *), %n : int):
+    g = infer_text(
+        """graph(%x : Double(*, *), %s : Double(*, *), %n : int):
   %true : bool = prim::Constant[value=1]()
   %y : Double(*, *), %z : Double(*, *) = prim::Loop(%n, %true, %x, %s)
     block0(%i : int, %y.1 : Double(*, *), %z.1 : Double(*, *)):
@@ -538,17 +621,23 @@ def test_ir_loop_fixed_point_needs_two_rounds():
       %u : Double(*, *) = aten::mul(%z.1, %z.1)
       -> (%true, %t, %u)
   return (%y)
-""", [(2, 3), (3, 3), None])
-    filecheck(str(g), """
+""",
+        [(2, 3), (3, 3), None],
+    )
+    filecheck(
+        str(g),
+        """
 CHECK: %y : Double(*, *), %z : Double(3, 3) = prim::Loop
 CHECK-NEXT: block0(%i : int, %y.1 : Double(*, *), %z.1 : Double(3, 3)):
 CHECK: %t : Double(*, *) = aten::numpy_T
 CHECK: %u : Double(3, 3) = aten::mul
-""")
+""",
+    )
 
 
 def test_ir_tuples_carry_shapes():
-    g = infer_text("""graph(%x : Double(*, *), %v : Double(*)):
+    g = infer_text(
+        """graph(%x : Double(*, *), %v : Double(*)):
   %p : (Double(*, *), Double(*)) = prim::TupleConstruct(%x, %v)
   %a : Double(*, *), %b : Double(*) = prim::TupleUnpack(%p)
   %c : Double(*) = prim::TupleIndex[index=1](%p)
@@ -556,23 +645,32 @@ def test_ir_tuples_carry_shapes():
   %r : int, %k : int = prim::TupleUnpack(%s)
   %z : Double(*, *) = aten::zeros[dtype="float64"](%k, %r)
   return (%p)
-""", [(2, 3), None])
-    filecheck(str(g), """
+""",
+        [(2, 3), None],
+    )
+    filecheck(
+        str(g),
+        """
 CHECK: %p : (Double(2, 3), Double(*)) = prim::TupleConstruct
 CHECK: %a : Double(2, 3), %b : Double(*) = prim::TupleUnpack
 CHECK: %c : Double(*) = prim::TupleIndex
 CHECK: %z : Double(3, 2) = aten::zeros
 CHECK: return (%p)
-""")
+""",
+    )
 
 
 def test_every_array_op_has_a_shape_rule():
-    missing = [name for name, op in REGISTRY.items() if op.shape is None and "Tensor" in op.schema.split("->")[1]
-               and not op.extra.get("structural")]
+    missing = [
+        name
+        for name, op in REGISTRY.items()
+        if op.shape is None and "Tensor" in op.schema.split("->")[1] and not op.extra.get("structural")
+    ]
     assert missing == []
 
 
 # -- property test: inferred dimensions agree with the interpreter ------------------------------------------------
+
 
 class RecordingInterpreter(Interpreter):
     """Checks, after every block it runs (every loop iteration, every callee), that each array the block

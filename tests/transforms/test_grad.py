@@ -1,5 +1,6 @@
 """scriptc.grad / value_and_grad: gradients against central finite differences and analytic derivatives,
 native code against the reference interpreter, the backward graph of a loop, and the argnums errors."""
+
 import math
 import textwrap
 
@@ -42,7 +43,7 @@ def assert_close(got, want, rtol=1e-6):
 # -- scalar functions --------------------------------------------------------------------------------------
 @scriptc.script
 def poly_trig(x: float, y: float) -> float:
-    return math.sin(x) * x ** 3 + y / x - math.exp(y) * math.tanh(x) + math.sqrt(x * x + y * y)
+    return math.sin(x) * x**3 + y / x - math.exp(y) * math.tanh(x) + math.sqrt(x * x + y * y)
 
 
 @scriptc.script
@@ -50,7 +51,7 @@ def many_fns(x: float) -> float:
     a = math.log(x) + math.log2(x) + math.log10(x) + math.log1p(x) + math.expm1(x) * math.cos(x)
     b = math.tan(x) + math.atan(x) + math.asin(x / 2.0) + math.acos(x / 3.0) + math.sinh(x) + math.cosh(x)
     c = math.atan2(x, 2.0) + math.hypot(x, 1.5) + abs(-x) + math.fabs(x) - x % 0.25 + math.fmod(x, 0.4)
-    return a * b + c + x ** 2.5 + 2.0 ** x + max(x, 0.5) - min(x, 0.25) + float(math.floor(x))
+    return a * b + c + x**2.5 + 2.0**x + max(x, 0.5) - min(x, 0.25) + float(math.floor(x))
 
 
 @scriptc.script
@@ -59,7 +60,7 @@ def loop_branch_break(x: float, n: int) -> float:
     for i in range(n):
         if s > 10.0:
             break
-        s = s + math.sin(x * i) * x ** 2
+        s = s + math.sin(x * i) * x**2
     return s
 
 
@@ -98,7 +99,7 @@ def nested_loops_call(x: float, y: float) -> float:
 @scriptc.script
 def maybe_overwritten(x: float, n: int) -> float:
     k = 0
-    while k < n:     # the body forgets x: with no iteration, the result is x itself
+    while k < n:  # the body forgets x: with no iteration, the result is x itself
         k += 1
         x = 0.5 * k
     return x * x
@@ -126,7 +127,7 @@ def test_scalar_gradients_match_finite_differences(f, args, argnums):
     native, interpreted = g(*args), g.interpret(*args)
     assert isinstance(native, tuple) and len(native) == len(argnums)
     for k, got, oracle in zip(argnums, native, interpreted):
-        assert got == oracle     # native code and the interpreter agree exactly on scalar code
+        assert got == oracle  # native code and the interpreter agree exactly on scalar code
         assert_close(got, central_difference(f, args, k))
 
 
@@ -134,27 +135,27 @@ def test_scalar_gradients_match_finite_differences(f, args, argnums):
 def test_analytic(x):
     @scriptc.script
     def cube(x: float) -> float:
-        return x ** 3
+        return x**3
 
     @scriptc.script
     def recip_exp(x: float) -> float:
         return 1.0 / (1.0 + math.exp(-x))
 
-    assert_close(scriptc.grad(cube)(x), 3 * x ** 2, 1e-14)
+    assert_close(scriptc.grad(cube)(x), 3 * x**2, 1e-14)
     s = 1.0 / (1.0 + math.exp(-x))
     assert_close(scriptc.grad(recip_exp)(x), s * (1 - s), 1e-14)
     value, slope = scriptc.value_and_grad(cube)(x)
-    assert value == x ** 3 and slope == 3 * x ** 2
+    assert value == x**3 and slope == 3 * x**2
 
 
 def test_grad_of_grad():
     @scriptc.script
     def f(x: float) -> float:
-        return x ** 3 * math.sin(x)
+        return x**3 * math.sin(x)
 
     dd = scriptc.grad(scriptc.grad(f))
     for x in (0.3, 1.7):
-        want = 6 * x * math.sin(x) + 6 * x ** 2 * math.cos(x) - x ** 3 * math.sin(x)
+        want = 6 * x * math.sin(x) + 6 * x**2 * math.cos(x) - x**3 * math.sin(x)
         assert_close(dd(x), want, 1e-12)
         assert_close(dd.interpret(x), want, 1e-12)
 
@@ -186,8 +187,11 @@ RNG = np.random.default_rng(7)
 X, Y = RNG.normal(size=(5, 3)), RNG.normal(size=(5, 3))
 
 
-@pytest.mark.parametrize("w", [0.7, RNG.normal(size=3), RNG.normal(size=(5, 3)), RNG.normal(size=(1, 3)),
-                               RNG.normal(size=(5, 1))], ids=["float", "row", "full", "1x3", "5x1"])
+@pytest.mark.parametrize(
+    "w",
+    [0.7, RNG.normal(size=3), RNG.normal(size=(5, 3)), RNG.normal(size=(1, 3)), RNG.normal(size=(5, 1))],
+    ids=["float", "row", "full", "1x3", "5x1"],
+)
 def test_mse_gradient_broadcasting(w):
     g = scriptc.grad(mse, argnums=(0, 1, 2))
     native, interpreted = g(w, X, Y), g.interpret(w, X, Y)
@@ -226,7 +230,9 @@ def test_backward_graph_of_a_loop():
 
     g = scriptc.grad(power_sum)
     text = print_graph(g.frontend_graph_for(0.5, 4))
-    filecheck(text, textwrap.dedent("""
+    filecheck(
+        text,
+        textwrap.dedent("""
         CHECK: %[[TAPE:.+]] : float[] = prim::ListConstruct
         CHECK: prim::Loop
         CHECK: aten::append(%[[TAPE]]
@@ -236,7 +242,8 @@ def test_backward_graph_of_a_loop():
         CHECK: aten::list_getitem(%[[TAPE]]
         CHECK: aten::cos
         CHECK: return
-    """))
+    """),
+    )
     assert_close(g(0.5, 4), central_difference(power_sum, [0.5, 4], 0))
 
 
@@ -280,8 +287,12 @@ def mlp_loss(m: Model, x: np.ndarray, y: np.ndarray) -> float:
 
 def _model():
     r = np.random.default_rng(11)
-    return Model(Dense(r.normal(size=(4, 5)) * 0.5, r.normal(size=5) * 0.1),
-                 Dense(r.normal(size=(5, 3)) * 0.5, r.normal(size=3) * 0.1), 1.3, 7)
+    return Model(
+        Dense(r.normal(size=(4, 5)) * 0.5, r.normal(size=5) * 0.1),
+        Dense(r.normal(size=(5, 3)) * 0.5, r.normal(size=3) * 0.1),
+        1.3,
+        7,
+    )
 
 
 def test_a_named_tuple_of_parameters_gets_a_named_tuple_of_gradients():
@@ -290,12 +301,14 @@ def test_a_named_tuple_of_parameters_gets_a_named_tuple_of_gradients():
     x, y = r.normal(size=(6, 4)), np.eye(3)[r.integers(0, 3, 6)]
     g = scriptc.grad(mlp_loss)(m, x, y)
     assert isinstance(g, Model) and isinstance(g.hidden, Dense)
-    assert g.steps == 0          # an int field has no gradient: its zero
+    assert g.steps == 0  # an int field has no gradient: its zero
     interpreted = scriptc.grad(mlp_loss).interpret(m, x, y)
     for path in (("hidden", "w"), ("hidden", "b"), ("out", "w"), ("out", "b")):
+
         def at(value, path=path):
             outer, inner = path
             return mlp_loss(m._replace(**{outer: getattr(m, outer)._replace(**{inner: value})}), x, y)
+
         got = getattr(getattr(g, path[0]), path[1])
         assert_close(got, getattr(getattr(interpreted, path[0]), path[1]), 1e-12)
         assert_close(got, central_difference(at, [getattr(getattr(m, path[0]), path[1])], 0))
@@ -352,7 +365,7 @@ def test_grad_called_inside_a_scripted_training_loop():
     np.testing.assert_array_equal(descend.interpret(w, x, y, 0.1, 25), expected)
     w2, loss = descend_inline(w, x, y, 0.1, 25)
     np.testing.assert_array_equal(w2, expected)
-    assert "prim::CallFunction" not in str(descend.graph_for(w, x, y, 0.1, 25))    # inlined: one native loop
+    assert "prim::CallFunction" not in str(descend.graph_for(w, x, y, 0.1, 25))  # inlined: one native loop
 
 
 def test_backward_graph_of_a_branch():
@@ -365,7 +378,9 @@ def test_backward_graph_of_a_branch():
         return z
 
     g = scriptc.grad(branchy, argnums=(0, 1))
-    filecheck(print_graph(g.frontend_graph_for(0.5, 0.25)), textwrap.dedent("""
+    filecheck(
+        print_graph(g.frontend_graph_for(0.5, 0.25)),
+        textwrap.dedent("""
         CHECK: %[[C:.+]] : bool = aten::gt(%x, %y)
         CHECK: prim::If(%[[C]])
         CHECK: aten::sin
@@ -377,7 +392,8 @@ def test_backward_graph_of_a_branch():
         CHECK: block1():
         CHECK: aten::mul
         CHECK: return
-    """))
+    """),
+    )
     for args in ((0.5, 0.25), (0.25, 0.5)):
         for k, got in enumerate(g(*args)):
             assert_close(got, central_difference(branchy, list(args), k))
@@ -401,7 +417,7 @@ def joined(x: np.ndarray, y: np.ndarray) -> float:
     c = np.concatenate([x, y * 2.0], axis=0)
     s = np.stack([x[:3], y[1:4]], axis=1)
     d = np.diff(c, n=2) + np.round(c[:7])
-    return np.sum(c * c) + np.sum(s ** 3) + np.sum(d * np.arange(d.shape[0]))
+    return np.sum(c * c) + np.sum(s**3) + np.sum(d * np.arange(d.shape[0]))
 
 
 def test_concatenate_stack_diff_round():
@@ -417,7 +433,7 @@ def test_concatenate_stack_diff_round():
 def from_displays(a: float, b: float, x: np.ndarray) -> float:
     v = np.array([a, b * 2.0, 3.0])
     m = np.array([x, x * a, x[::-1]])
-    return np.sum(v * v * np.arange(3.0)) + np.sum(m ** 3) + float(np.array([a * b])[0])
+    return np.sum(v * v * np.arange(3.0)) + np.sum(m**3) + float(np.array([a * b])[0])
 
 
 def test_arrays_from_list_displays():
@@ -448,18 +464,23 @@ def root_of_array(x: np.ndarray) -> float:
 def test_infinite_derivatives_are_inf_not_zero_division():
     """Where a function is defined but its derivative is not finite, the derivative is inf (jax and torch give
     the same), native and interpreted; not the ZeroDivisionError of Python's division in the rule."""
-    for g, x, expected in ((scriptc.grad(root_of_abs), 0.0, math.inf), (scriptc.grad(arcsine), 1.0, math.inf),
-                           (scriptc.grad(arcsine), -1.0, math.inf), (scriptc.grad(root_of_abs), 4.0, 0.25)):
+    for g, x, expected in (
+        (scriptc.grad(root_of_abs), 0.0, math.inf),
+        (scriptc.grad(arcsine), 1.0, math.inf),
+        (scriptc.grad(arcsine), -1.0, math.inf),
+        (scriptc.grad(root_of_abs), 4.0, 0.25),
+    ):
         assert g(x) == expected and g.interpret(x) == expected, (g, x)
     with np.errstate(divide="ignore"):
         got = scriptc.grad(root_of_array)(np.array([0.0, 4.0]))
     np.testing.assert_array_equal(got, [math.inf, 0.25])
-    with pytest.raises(ValueError, match="math domain error"):     # outside the domain the function raises
+    with pytest.raises(ValueError, match="math domain error"):  # outside the domain the function raises
         scriptc.grad(arcsine)(1.5)
 
 
 def test_a_derivative_rule_division_is_printed_and_parsed_with_its_attribute():
     from scriptc.ir import parse
+
     text = print_graph(scriptc.grad(root_of_abs).graph_for(2.0))
     assert "aten::div[ieee=True]" in text
     again = parse(text)
@@ -484,8 +505,9 @@ def sum_of_where(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @pytest.mark.parametrize("fn", [sum_of_product, mean_of_quotient, sum_of_where], ids=lambda f: f.__name__)
-@pytest.mark.parametrize("shapes", [((3, 1), (1, 4)), ((3, 4), (4,)), ((1,), (5,)), ((2, 3), (2, 3)), ((4,), ())],
-                         ids=str)
+@pytest.mark.parametrize(
+    "shapes", [((3, 1), (1, 4)), ((3, 4), (4,)), ((1,), (5,)), ((2, 3), (2, 3)), ((4,), ())], ids=str
+)
 def test_operands_broadcast_inside_a_total_reduction(fn, shapes):
     """The whole reduction's adjoint is one number for every element of the broadcast result: each operand's
     gradient sums it over the axes the operand was broadcast along (it was summed as if the other operand
@@ -515,7 +537,7 @@ def test_clip_passes_gradients_to_its_bounds():
     minimum(maximum(x, lo), hi) does, ties included."""
     x, hi = np.array([-2.0, 0.5, 3.0, 4.0, 1.0, 0.0]), np.array([2.0, 2.0, 2.0, 5.0, 1.0, 1.0])
     grads = scriptc.grad(clipped, argnums=(0, 1, 2))
-    smooth = x[:4], hi[:4]      # no element at a kink: central differences apply
+    smooth = x[:4], hi[:4]  # no element at a kink: central differences apply
     for got in (grads(smooth[0], 0.0, smooth[1]), grads.interpret(smooth[0], 0.0, smooth[1])):
         for k in range(3):
             assert_close(got[k], central_difference(clipped.py_func, [smooth[0], 0.0, smooth[1]], k))
@@ -526,12 +548,12 @@ def test_clip_passes_gradients_to_its_bounds():
 
 @scriptc.script
 def root(x: float) -> float:
-    return x ** 0.5
+    return x**0.5
 
 
 @scriptc.script
 def power_zero(x: float) -> float:
-    return x ** 0.0 + x
+    return x**0.0 + x
 
 
 @scriptc.script
@@ -598,7 +620,8 @@ def test_tied_extrema_share_their_gradient_equally():
     direction = np.ones_like(x)
     h = 1e-6
     assert float(np.sum(want * direction)) == pytest.approx(
-        (max_and_row_mins.py_func(x + h * direction) - max_and_row_mins.py_func(x - h * direction)) / (2 * h))
+        (max_and_row_mins.py_func(x + h * direction) - max_and_row_mins.py_func(x - h * direction)) / (2 * h)
+    )
     x[0, 1] = np.nan
     np.testing.assert_array_equal(grad(x)[0], [0.0, 0.0, 0.0])
 
@@ -611,8 +634,11 @@ def recursive_power(x: float, n: int) -> float:
 
 
 def test_a_recursive_call_is_named_as_what_grad_cannot_differentiate():
-    with pytest.raises(scriptc.CompileError, match=r"grad: a recursive call \(of recursive_power, which calls "
-                                                   r"itself\) is not differentiable") as info:
+    with pytest.raises(
+        scriptc.CompileError,
+        match=r"grad: a recursive call \(of recursive_power, which calls "
+        r"itself\) is not differentiable",
+    ) as info:
         scriptc.grad(recursive_power)(1.5, 3)
     assert f":{recursive_power.py_func.__code__.co_firstlineno + 4}:" in str(info.value)
 
@@ -620,7 +646,7 @@ def test_a_recursive_call_is_named_as_what_grad_cannot_differentiate():
 @scriptc.script
 def stored_row(x: np.ndarray, w: np.ndarray) -> float:
     out = np.zeros(3)
-    out[:] = w * x          # (1, 3) into (3,): the leading axis of length 1 is dropped
+    out[:] = w * x  # (1, 3) into (3,): the leading axis of length 1 is dropped
     return np.sum(out * out)
 
 

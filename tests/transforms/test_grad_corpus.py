@@ -2,6 +2,7 @@
 float array) arguments is differentiated with respect to all of them. Native code must agree with the reference
 interpreter running the gradient graph, and both with central finite differences of CPython running the
 function (each evaluation on fresh copies of the arguments: many corpus functions write them)."""
+
 from __future__ import annotations
 
 import copy
@@ -31,8 +32,11 @@ def _float_cases():
             g = c.fn.graph_for_types(types, optimize=False)
         except Exception:  # noqa: BLE001 - cases that do not compile are test_corpus's business
             continue
-        argnums = tuple(k for k, p in enumerate(g.inputs)      # (central_difference moves floats and arrays)
-                        if differentiable(p) and not isinstance(p.type, TupleType))
+        argnums = tuple(
+            k
+            for k, p in enumerate(g.inputs)  # (central_difference moves floats and arrays)
+            if differentiable(p) and not isinstance(p.type, TupleType)
+        )
         if len(g.outputs) == 1 and g.outputs[0].type == FLOAT and argnums:
             out.append(pytest.param(c, argnums, id=c.id))
     return out

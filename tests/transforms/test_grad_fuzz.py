@@ -9,6 +9,7 @@ differences of the first derivative, where the program is smooth around the poin
 
 SCRIPTC_GRAD_FUZZ_EXAMPLES and SCRIPTC_GRAD_FUZZ_SECOND_EXAMPLES set the bounded CI counts (first and second
 derivatives); ``pytest -m slow`` runs many more."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -24,7 +25,7 @@ import scriptc
 from tests import fuzzgen
 
 CI_EXAMPLES = int(os.environ.get("SCRIPTC_GRAD_FUZZ_EXAMPLES", "15"))
-CI_SECOND = int(os.environ.get("SCRIPTC_GRAD_FUZZ_SECOND_EXAMPLES", "5"))     # ~10 s each: grad(grad) compiles
+CI_SECOND = int(os.environ.get("SCRIPTC_GRAD_FUZZ_SECOND_EXAMPLES", "5"))  # ~10 s each: grad(grad) compiles
 SLOW_EXAMPLES = int(os.environ.get("SCRIPTC_GRAD_FUZZ_SLOW_EXAMPLES", "400"))
 _counter = itertools.count()
 
@@ -94,8 +95,11 @@ def check(case, tmp_path_factory, native: bool):
     interpreted = g.interpret(*args)
     if native:
         compiled = g(*args)
-        assert all(a == b or math.isnan(a) and math.isnan(b) for a, b in zip(compiled, interpreted, strict=True)), \
-            ("native and interpreted gradients differ", compiled, interpreted)
+        assert all(a == b or math.isnan(a) and math.isnan(b) for a, b in zip(compiled, interpreted, strict=True)), (
+            "native and interpreted gradients differ",
+            compiled,
+            interpreted,
+        )
     for k, got, (fine, noise) in zip(argnums, interpreted, expected):
         if not math.isfinite(got):
             # through a point where an elementary function's derivative is infinite (sqrt(|x|) of an x that
@@ -113,7 +117,7 @@ def _central_difference(loss, args, k: int, value: float, path) -> tuple[float, 
     # the function is around it, so the point and both neighbours must take the same path
     assume(up_path == path == down_path)
     fine = (up - down) / (2 * h)
-    noise = 8 * 2.0 ** -52 * max(1.0, abs(value)) / h
+    noise = 8 * 2.0**-52 * max(1.0, abs(value)) / h
     # smooth here: the one-sided slopes agree (|x| at 0 has a central difference, but no derivative)
     assume(abs((up - value) / h - (value - down) / h) <= 1e-4 * max(1.0, abs(fine)) + 10 * noise)
     # and rounding is not amplified: a step 16 times smaller gives the same slope (in `big % small` an ulp
@@ -123,9 +127,17 @@ def _central_difference(loss, args, k: int, value: float, path) -> tuple[float, 
     return fine, noise
 
 
-_SETTINGS = dict(deadline=None, database=None, phases=[Phase.generate],
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                        HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+_SETTINGS = dict(
+    deadline=None,
+    database=None,
+    phases=[Phase.generate],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 
 
 def check_second(case, tmp_path_factory):
@@ -147,7 +159,7 @@ def check_second(case, tmp_path_factory):
     first = scriptc.grad(loss, argnums=k)
     second = scriptc.grad(first, argnums=k)
     h = 1e-4 * max(1.0, abs(args[k]))
-    for step in (h, -h, h / 16, -h / 16):        # the same path everywhere the difference looks
+    for step in (h, -h, h / 16, -h / 16):  # the same path everywhere the difference looks
         assume(_at(plain.loss, args, k, step)[1] == path)
     at = [list(args) for _ in range(4)]
     for moved, step in zip(at, (h, -h, h / 16, -h / 16)):
@@ -157,8 +169,8 @@ def check_second(case, tmp_path_factory):
     assume(all(math.isfinite(v) and abs(v) < 1e8 for v in slopes + [g]))
     fine = (slopes[0] - slopes[1]) / (2 * h)
     finer = (slopes[2] - slopes[3]) / (h / 8)
-    noise = 64 * 2.0 ** -52 * max(1.0, abs(g), *map(abs, slopes)) / h
-    assume(abs(fine - finer) <= 1e-3 * max(1.0, abs(fine)) + 20 * noise)     # smooth enough to tell
+    noise = 64 * 2.0**-52 * max(1.0, abs(g), *map(abs, slopes)) / h
+    assume(abs(fine - finer) <= 1e-3 * max(1.0, abs(fine)) + 20 * noise)  # smooth enough to tell
     # and the first derivative has no kink here (x / (|x| + 1) at 0): the one-sided slopes agree
     assume(abs((slopes[0] - g) / h - (g - slopes[1]) / h) <= 1e-3 * max(1.0, abs(fine)) + 20 * noise)
     got = second(*args)

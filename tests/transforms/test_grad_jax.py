@@ -3,6 +3,7 @@ gradient graph's own tapes differentiated again), and JAX's rules at ties and at
 written twice, once for scriptc and once for jax.numpy, line for line; native code and the interpreter must
 both match JAX. JAX runs in a child process (``jax_reference.py``); its twins of these programs are in
 ``jax_programs.py``."""
+
 import math
 
 import numpy as np
@@ -27,14 +28,12 @@ def power_by_loop(x: float) -> float:
     return y
 
 
-
 @scriptc.script
 def sine_twice(x: float) -> float:
     y = x
     for _ in range(2):
         y = np.sin(y)
     return y
-
 
 
 @scriptc.script
@@ -45,7 +44,6 @@ def fourier_times_x(x: float) -> float:
     return s * x
 
 
-
 @scriptc.script
 def array_recurrence(x: float) -> float:
     v = np.linspace(0.0, 1.0, 5)
@@ -54,7 +52,6 @@ def array_recurrence(x: float) -> float:
         v = np.sin(v * x) + x
         s = s + np.sum(v * v)
     return s
-
 
 
 @scriptc.script
@@ -70,7 +67,6 @@ def branches_in_nested_loops(x: float) -> float:
     return y
 
 
-
 @scriptc.script
 def in_place_in_a_loop(x: float) -> float:
     v = np.linspace(0.0, 1.0, 5)
@@ -80,7 +76,6 @@ def in_place_in_a_loop(x: float) -> float:
         a += v * x * x
         s = s + np.sum(a * a)
     return s
-
 
 
 @scriptc.script
@@ -96,7 +91,6 @@ def history_list(x: float) -> float:
     return s + hist[0] + hist[-1]
 
 
-
 @scriptc.script
 def list_of_arrays(x: float) -> float:
     arrs = [np.linspace(0.0, 1.0, 4) * x]
@@ -105,9 +99,16 @@ def list_of_arrays(x: float) -> float:
     return np.sum(arrs[-1] * arrs[1]) + np.sum(arrs[0])
 
 
-
-HIGHER = [(power_by_loop, 3), (sine_twice, 3), (fourier_times_x, 3), (array_recurrence, 3),
-          (branches_in_nested_loops, 3), (in_place_in_a_loop, 2), (history_list, 3), (list_of_arrays, 3)]
+HIGHER = [
+    (power_by_loop, 3),
+    (sine_twice, 3),
+    (fourier_times_x, 3),
+    (array_recurrence, 3),
+    (branches_in_nested_loops, 3),
+    (in_place_in_a_loop, 2),
+    (history_list, 3),
+    (list_of_arrays, 3),
+]
 ORDERS = [(f, k) for f, most in HIGHER for k in range(1, most + 1)]
 POINTS = (0.7, -0.4)
 
@@ -124,8 +125,7 @@ def fourth(x: float) -> float:
 def derivatives():
     """JAX's derivatives of every order checked, at each point (one child process for all)."""
     calls = [(f.__name__, k, x) for f, k in ORDERS + [(fourth, 4)] for x in POINTS]
-    values = jax_values("tests.jax_programs", [f"float(nth(jax.grad, {name}_jax, {k})({x!r}))"
-                                               for name, k, x in calls])
+    values = jax_values("tests.jax_programs", [f"float(nth(jax.grad, {name}_jax, {k})({x!r}))" for name, k, x in calls])
     return dict(zip(calls, values))
 
 
@@ -133,8 +133,13 @@ def derivatives():
 SLOW_ORDERS = {(array_recurrence, 3), (branches_in_nested_loops, 3), (list_of_arrays, 3)}
 
 
-@pytest.mark.parametrize("f, order", [pytest.param(f, k, marks=[pytest.mark.slow] if (f, k) in SLOW_ORDERS else [],
-                                                   id=f"{f.__name__}-{k}") for f, k in ORDERS])
+@pytest.mark.parametrize(
+    "f, order",
+    [
+        pytest.param(f, k, marks=[pytest.mark.slow] if (f, k) in SLOW_ORDERS else [], id=f"{f.__name__}-{k}")
+        for f, k in ORDERS
+    ],
+)
 def test_derivatives_of_every_order_match_jax(derivatives, f, order):
     ours = nth(scriptc.grad, f, order)
     for x in POINTS:
@@ -150,6 +155,7 @@ def test_fourth_derivative_through_a_loop(derivatives):
 def test_a_list_mutated_in_a_loop_is_replayed_not_mutated_again():
     """The backward recomputes the loop body: it must not append again (len() grew: 18 instead of 9) nor pop
     again (IndexError: pop from empty list)."""
+
     @scriptc.script
     def counted(x: float) -> float:
         idx = [0]
@@ -181,8 +187,10 @@ def test_a_list_made_from_derivatives_then_written_is_a_compile_error():
         xs.append(1.0)
         return xs[0]
 
-    with pytest.raises(scriptc.CompileError, match="grad: a list made by aten::list_mul from values that carry "
-                                                   "derivatives, then written in place"):
+    with pytest.raises(
+        scriptc.CompileError,
+        match="grad: a list made by aten::list_mul from values that carry derivatives, then written in place",
+    ):
         scriptc.grad(doubled)(1.0)
 
 
@@ -232,8 +240,7 @@ def tie_gradients():
     calls = [(f.__name__, a, b) for f in TIES for a, b in TIE_POINTS]
     exprs = [f"jax.grad(TIES[{name!r}], (0, 1))({a!r}, {b!r})" for name, a, b in calls]
     a, b = (f"np.array({list(map(float, v))!r})" for v in ARRAY_TIES)
-    exprs += [f"jax.grad(array_ties_jax, (0, 1))({a}.astype({d!r}), {b}.astype({d!r}))"
-              for d in ("float64", "float32")]
+    exprs += [f"jax.grad(array_ties_jax, (0, 1))({a}.astype({d!r}), {b}.astype({d!r}))" for d in ("float64", "float32")]
     values = jax_values("tests.jax_programs", exprs)
     return dict(zip(calls + ["float64", "float32"], values))
 

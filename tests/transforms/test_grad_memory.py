@@ -1,6 +1,7 @@
 """scriptc.grad through arrays written in place (element and slice assignment, ``x op= y``, ``fill``, writes
 through views, in loops and branches), against finite differences of CPython on fresh copies; the refusals
 (a written array rebound in a loop, arguments sharing memory); and the forward's effects happening once."""
+
 from __future__ import annotations
 
 import copy
@@ -34,7 +35,7 @@ def inplace_arithmetic(x: np.ndarray, y: np.ndarray) -> float:
     z /= 2.0 + y
     row = z[1:]
     row -= 0.5
-    return np.sum(z ** 2) + z[0]
+    return np.sum(z**2) + z[0]
 
 
 @scriptc.script
@@ -155,7 +156,9 @@ def test_printing_happens_once(capfd):
 def test_reads_in_a_loop_are_taped_and_the_recomputation_skips_writes():
     g = scriptc.grad(prefix_recurrence)
     text = print_graph(g.frontend_graph_for(np.ones(4)))
-    filecheck(text, textwrap.dedent("""
+    filecheck(
+        text,
+        textwrap.dedent("""
         CHECK: %[[OUT:.+]] : Double(*) = aten::zeros
         CHECK: %[[TAPE:.+]] : float[] = prim::ListConstruct
         CHECK: prim::Loop
@@ -169,4 +172,5 @@ def test_reads_in_a_loop_are_taped_and_the_recomputation_skips_writes():
         CHECK: aten::getitem(%[[SHADOW]]
         CHECK: aten::setitem(%[[SHADOW]]
         CHECK: return
-    """))
+    """),
+    )

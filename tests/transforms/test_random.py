@@ -1,6 +1,7 @@
 """scriptc.random: functional keys against vectors recorded from jax 0.10.2 (jax_threefry_partitionable=True,
 its default; float64 values with jax_enable_x64=True), from Python, inside scripted functions natively and in the
 interpreter; uint32 arithmetic against NumPy; distribution tests."""
+
 from __future__ import annotations
 
 import math
@@ -13,44 +14,91 @@ import scriptc.random as jr
 from scriptc.ops.random import fma, threefry2x32
 
 # -- recorded with jax 0.10.2: jax.random.PRNGKey / split / fold_in / bits / uniform / normal / bernoulli / permutation
-KEYS = {0: [0, 0], 42: [0, 42], 1: [0, 1], -1: [0, 4294967295], 2**31 - 1: [0, 2147483647],
-        2**33 + 5: [2, 5], -2**40: [4294967040, 0]}          # the last two: x64 mode (the default mode rejects them)
+KEYS = {
+    0: [0, 0],
+    42: [0, 42],
+    1: [0, 1],
+    -1: [0, 4294967295],
+    2**31 - 1: [0, 2147483647],
+    2**33 + 5: [2, 5],
+    -(2**40): [4294967040, 0],
+}  # the last two: x64 mode (the default mode rejects them)
 SPLIT_0 = [[1797259609, 2579123966], [928981903, 3453687069]]
 SPLIT_42_3 = [[1832780943, 270669613], [64467757, 2916123636], [2465931498, 255383827]]
-FOLD_IN = {(0, 7): [2716826189, 292468403], (42, 0): [1832780943, 270669613],
-           (42, 4000000000): [4151844817, 2174040936]}
-BITS = {(0, (1,)): [4070199207], (42, (1,)): [2098992034],
-        (0, (5,)): [4070199207, 4202968722, 1427181096, 2012915765, 2447653815],
-        (42, (5,)): [2098992034, 2919706841, 2646866425, 2409546199, 1935504149],
-        (0, (2, 3)): [[4070199207, 4202968722, 1427181096], [2012915765, 2447653815, 710830403]],
-        (42, (2, 3)): [[2098992034, 2919706841, 2646866425], [2409546199, 1935504149, 2516274904]],
-        (0, ()): 4070199207}
+FOLD_IN = {
+    (0, 7): [2716826189, 292468403],
+    (42, 0): [1832780943, 270669613],
+    (42, 4000000000): [4151844817, 2174040936],
+}
+BITS = {
+    (0, (1,)): [4070199207],
+    (42, (1,)): [2098992034],
+    (0, (5,)): [4070199207, 4202968722, 1427181096, 2012915765, 2447653815],
+    (42, (5,)): [2098992034, 2919706841, 2646866425, 2409546199, 1935504149],
+    (0, (2, 3)): [[4070199207, 4202968722, 1427181096], [2012915765, 2447653815, 710830403]],
+    (42, (2, 3)): [[2098992034, 2919706841, 2646866425], [2409546199, 1935504149, 2516274904]],
+    (0, ()): 4070199207,
+}
 UNIFORM = {
-    (0, (5,), "float32", 0.0, 1.0): [0.9476670026779175, 0.9785798788070679, 0.33229148387908936,
-                                     0.46866846084594727, 0.569888710975647],
-    (42, (2, 3), "float32", -2.0, 3.0): [[0.4435478448867798, 1.3989858627319336, 1.081357479095459],
-                                         [0.8050804138183594, 0.2532230615615845, 0.9293292760848999]],
+    (0, (5,), "float32", 0.0, 1.0): [
+        0.9476670026779175,
+        0.9785798788070679,
+        0.33229148387908936,
+        0.46866846084594727,
+        0.569888710975647,
+    ],
+    (42, (2, 3), "float32", -2.0, 3.0): [
+        [0.4435478448867798, 1.3989858627319336, 1.081357479095459],
+        [0.8050804138183594, 0.2532230615615845, 0.9293292760848999],
+    ],
     (7, (), "float32", 0.1, 0.2): 0.1674089878797531,
-    (0, (5,), "float64", 0.0, 1.0): [0.41845711171638644, 0.21629545460551136, 0.9653214611189975,
-                                     0.5745005337275046, 0.5322264882505428],
-    (42, (2, 3), "float64", -2.0, 3.0): [[0.13363783324954537, -1.924949652423427, 0.8707220894976759],
-                                         [1.6490944845231543, 1.43900170615283, 1.2196887095830518]],
+    (0, (5,), "float64", 0.0, 1.0): [
+        0.41845711171638644,
+        0.21629545460551136,
+        0.9653214611189975,
+        0.5745005337275046,
+        0.5322264882505428,
+    ],
+    (42, (2, 3), "float64", -2.0, 3.0): [
+        [0.13363783324954537, -1.924949652423427, 0.8707220894976759],
+        [1.6490944845231543, 1.43900170615283, 1.2196887095830518],
+    ],
     (7, (), "float64", 0.1, 0.2): 0.1844106945082353,
 }
 NORMAL = {
-    (0, (8,), "float32"): [1.622642159461975, 2.0252647399902344, -0.4335944354534149, -0.07861734926700592,
-                           0.17609089612960815, -0.9720892310142517, -0.49529874324798584, 0.49437859654426575],
-    (42, (2, 3), "float32"): [[-0.02830461598932743, 0.4671318531036377, 0.2957029640674591],
-                              [0.15354591608047485, -0.12403281778097153, 0.21692314743995667]],
-    (0, (8,), "float64"): [-0.2058421394796434, -0.7847657764467411, 1.8160866726679836, 0.1878440128937887,
-                           0.08086788103743275, -0.3721107933346203, 1.19016372498863, 0.3386422910309605],
-    (42, (2, 3), "float64"): [[-0.18471174528191162, -2.169824560397754, 0.18693555179382582],
-                              [0.6122653570510959, 0.4896249504757018, 0.36900430470828355]],
+    (0, (8,), "float32"): [
+        1.622642159461975,
+        2.0252647399902344,
+        -0.4335944354534149,
+        -0.07861734926700592,
+        0.17609089612960815,
+        -0.9720892310142517,
+        -0.49529874324798584,
+        0.49437859654426575,
+    ],
+    (42, (2, 3), "float32"): [
+        [-0.02830461598932743, 0.4671318531036377, 0.2957029640674591],
+        [0.15354591608047485, -0.12403281778097153, 0.21692314743995667],
+    ],
+    (0, (8,), "float64"): [
+        -0.2058421394796434,
+        -0.7847657764467411,
+        1.8160866726679836,
+        0.1878440128937887,
+        0.08086788103743275,
+        -0.3721107933346203,
+        1.19016372498863,
+        0.3386422910309605,
+    ],
+    (42, (2, 3), "float64"): [
+        [-0.18471174528191162, -2.169824560397754, 0.18693555179382582],
+        [0.6122653570510959, 0.4896249504757018, 0.36900430470828355],
+    ],
 }
-BERNOULLI_0_03_10 = [False, True, False, False, False, False, False, False, False, True]   # p a float64
+BERNOULLI_0_03_10 = [False, True, False, False, False, False, False, False, False, True]  # p a float64
 PERMUTATION = {(0, 10): [0, 1, 8, 5, 6, 4, 3, 2, 7, 9], (42, 5): [4, 2, 3, 0, 1]}
 PERMUTATION_1_3000_HEAD = [36, 2724, 673, 590, 2744, 1042, 1000, 537, 1712, 2790, 2756, 2466, 2898, 1422, 1888, 663]
-PERMUTATION_1_3000_WEIGHTED = 6741750772          # sum(i * p[i]): two sorting rounds at n = 3000
+PERMUTATION_1_3000_WEIGHTED = 6741750772  # sum(i * p[i]): two sorting rounds at n = 3000
 
 
 def same(got, expected, dtype):
@@ -119,10 +167,22 @@ def test_default_arguments():
 def draws(seed: int, data: int):
     k = jr.key(seed)
     ks = jr.split(k, 3)
-    return (k, jr.split(k), ks, jr.fold_in(k, data), jr.bits(k, (2, 3)), jr.bits(k, (5,)), jr.bits(k, (1,)),
-            jr.uniform(k, (5,), dtype=np.float32), jr.uniform(k, (2, 3), np.float64, -2.0, 3.0),
-            jr.uniform(k, minval=0.1, maxval=0.2), jr.normal(k, (8,), np.float32), jr.normal(k, (2, 3)),
-            jr.bernoulli(k, 0.3, (10,)), jr.permutation(k, 10))
+    return (
+        k,
+        jr.split(k),
+        ks,
+        jr.fold_in(k, data),
+        jr.bits(k, (2, 3)),
+        jr.bits(k, (5,)),
+        jr.bits(k, (1,)),
+        jr.uniform(k, (5,), dtype=np.float32),
+        jr.uniform(k, (2, 3), np.float64, -2.0, 3.0),
+        jr.uniform(k, minval=0.1, maxval=0.2),
+        jr.normal(k, (8,), np.float32),
+        jr.normal(k, (2, 3)),
+        jr.bernoulli(k, 0.3, (10,)),
+        jr.permutation(k, 10),
+    )
 
 
 NORMAL_DRAWS = (10, 11)
@@ -130,10 +190,22 @@ NORMAL_DRAWS = (10, 11)
 
 def python_draws(seed, data):
     k = jr.key(seed)
-    return (k, jr.split(k), jr.split(k, 3), jr.fold_in(k, data), jr.bits(k, (2, 3)), jr.bits(k, (5,)),
-            jr.bits(k, (1,)), jr.uniform(k, (5,), dtype=np.float32), jr.uniform(k, (2, 3), np.float64, -2.0, 3.0),
-            jr.uniform(k, minval=0.1, maxval=0.2), jr.normal(k, (8,), np.float32), jr.normal(k, (2, 3)),
-            jr.bernoulli(k, 0.3, (10,)), jr.permutation(k, 10))
+    return (
+        k,
+        jr.split(k),
+        jr.split(k, 3),
+        jr.fold_in(k, data),
+        jr.bits(k, (2, 3)),
+        jr.bits(k, (5,)),
+        jr.bits(k, (1,)),
+        jr.uniform(k, (5,), dtype=np.float32),
+        jr.uniform(k, (2, 3), np.float64, -2.0, 3.0),
+        jr.uniform(k, minval=0.1, maxval=0.2),
+        jr.normal(k, (8,), np.float32),
+        jr.normal(k, (2, 3)),
+        jr.bernoulli(k, 0.3, (10,)),
+        jr.permutation(k, 10),
+    )
 
 
 @pytest.mark.parametrize("seed, data", [(0, 7), (42, 0), (2**33 + 5, 4000000000)])
@@ -142,7 +214,7 @@ def test_scripted_matches_python(seed, data):
     for run in (draws, draws.interpret):
         for i, (got, want) in enumerate(zip(run(seed, data), expected)):
             assert got.dtype == want.dtype and got.shape == want.shape
-            if i in NORMAL_DRAWS:   # log1p/sqrt of a fused, vectorized loop (libmvec) may differ in the last ulp
+            if i in NORMAL_DRAWS:  # log1p/sqrt of a fused, vectorized loop (libmvec) may differ in the last ulp
                 np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
             else:
                 assert np.array_equal(got, want)
@@ -185,9 +257,11 @@ def test_keys_passed_through_scripted_functions():
 
 def test_bad_dtype_is_a_compile_error():
     with pytest.raises(scriptc.CompileError, match="dtype must be float32 or float64"):
+
         @scriptc.script
         def f(seed: int):
             return jr.uniform(jr.key(seed), (3,), np.int64)
+
         f(0)
     with pytest.raises(TypeError, match="dtype must be float32 or float64"):
         jr.normal(jr.key(0), (3,), np.int32)
@@ -213,8 +287,12 @@ def test_threefry_errors_match_the_reference():
 def test_threefry_strided_counts():
     k = jr.key(9)
     words = np.arange(40, dtype=np.uint32)
-    for counts in (words.reshape(10, 4)[::2, 1:3], words.reshape(10, 4)[::2, ::3], words.reshape(2, 20).T,
-                   words.reshape(10, 4)[::-3, 2:0:-1]):
+    for counts in (
+        words.reshape(10, 4)[::2, 1:3],
+        words.reshape(10, 4)[::2, ::3],
+        words.reshape(2, 20).T,
+        words.reshape(10, 4)[::-3, 2:0:-1],
+    ):
         same(run_threefry(k, counts), threefry2x32(k, np.ascontiguousarray(counts)), np.uint32)
 
 
@@ -237,8 +315,24 @@ def test_fma_is_rounded_once(dtype):
 
 @scriptc.script
 def uint32_ops(a: np.ndarray, b: np.ndarray, s: int):
-    return (a + b, a - b, a * b, a ^ b, a & b, a | b, a << s, a >> s, ~a, a < b, a == b,
-            a.astype(np.int64), a.astype(np.float32), (a.astype(np.int64) - 7).astype(np.uint32), a[1], a[::2].copy())
+    return (
+        a + b,
+        a - b,
+        a * b,
+        a ^ b,
+        a & b,
+        a | b,
+        a << s,
+        a >> s,
+        ~a,
+        a < b,
+        a == b,
+        a.astype(np.int64),
+        a.astype(np.float32),
+        (a.astype(np.int64) - 7).astype(np.uint32),
+        a[1],
+        a[::2].copy(),
+    )
 
 
 def test_uint32_arithmetic_matches_numpy():
@@ -263,7 +357,7 @@ def ks_statistic(sample, cdf) -> float:
 
 
 N = 20000
-KS_BOUND = 1.95 / math.sqrt(N)      # Kolmogorov's critical value at the 0.1% level
+KS_BOUND = 1.95 / math.sqrt(N)  # Kolmogorov's critical value at the 0.1% level
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -324,9 +418,13 @@ def test_a_negative_dimension_is_numpys_value_error():
     with pytest.raises(ValueError) as numpy_error:
         np.zeros((2, -3))
     key = scriptc.random.key(0)
-    for call in (lambda: scriptc.random.uniform(key, (-1,)), lambda: scriptc.random.bits(key, (2, -3)),
-                 lambda: draw_rows(key, -3), lambda: draw_rows.interpret(key, -3),
-                 lambda: scriptc.random.split(key, -1)):     # (gave a (0, 2) array: np.arange(-1) is empty)
+    for call in (
+        lambda: scriptc.random.uniform(key, (-1,)),
+        lambda: scriptc.random.bits(key, (2, -3)),
+        lambda: draw_rows(key, -3),
+        lambda: draw_rows.interpret(key, -3),
+        lambda: scriptc.random.split(key, -1),
+    ):  # (gave a (0, 2) array: np.arange(-1) is empty)
         with pytest.raises(ValueError) as ours:
             call()
         assert str(ours.value) == str(numpy_error.value)

@@ -4,6 +4,7 @@ compared bit for bit except where the batched program computes with other routin
 (vectorized transcendental functions, reductions over examples laid out with another stride), as each test says.
 
 Control flow, errors, graphs and the fuzzer are in test_vmap_control.py."""
+
 import math
 from typing import NamedTuple
 
@@ -35,8 +36,10 @@ def stack(results, out_axes):
         axes = out_axes if isinstance(out_axes, tuple) else (out_axes,) * len(results[0])
         return tuple(stack([r[k] for r in results], axes[k]) for k in range(len(results[0])))
     # a float64/int64 NumPy scalar from CPython counts as the Python scalar scriptc returns (docs/language.md)
-    return np.stack([np.asarray(r.item() if isinstance(r, np.generic) and returned_type(r) is not type(r) else r)
-                     for r in results], axis=out_axes)
+    return np.stack(
+        [np.asarray(r.item() if isinstance(r, np.generic) and returned_type(r) is not type(r) else r) for r in results],
+        axis=out_axes,
+    )
 
 
 def assert_matches(got, want, rtol=0.0):
@@ -49,7 +52,7 @@ def assert_matches(got, want, rtol=0.0):
         assert_same_array(got, want)
     else:
         assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
-        scale = max(1.0, float(np.max(np.abs(want), initial=0.0)))   # sums of terms near cancellation
+        scale = max(1.0, float(np.max(np.abs(want), initial=0.0)))  # sums of terms near cancellation
         np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale)
 
 
@@ -87,8 +90,9 @@ def test_elementwise_in_axes(in_axes):
 
 @pytest.mark.parametrize("out_axes", [1, -1, -2])
 def test_out_axes(out_axes):
-    got = check(affine, rng.standard_normal((4, 3)), rng.standard_normal((4, 3)), rng.standard_normal(4),
-                out_axes=out_axes)
+    got = check(
+        affine, rng.standard_normal((4, 3)), rng.standard_normal((4, 3)), rng.standard_normal(4), out_axes=out_axes
+    )
     assert got.shape == ((3, 4) if out_axes in (1, -1) else (4, 3))
 
 
@@ -96,14 +100,19 @@ def test_out_axes(out_axes):
 def scalar_python(a: int, b: int, t: bool, x: float) -> tuple[int, float, bool]:
     q = a // b + a % b + (t + t) - abs(a) + max(a, b) - min(a, 3) + (a << 2) - (b ^ 5)
     r = x / (abs(x) + 1.0) + x // 0.75 + x % 0.5 + float(a) + max(x, 0.25) + min(x, -0.25) + float(math.floor(x))
-    return q, r + x ** 2 + abs(x) ** 0.5 + 2.0 ** x + math.sqrt(abs(x)), (a > b) != (x < 0.0) and not t
+    return q, r + x**2 + abs(x) ** 0.5 + 2.0**x + math.sqrt(abs(x)), (a > b) != (x < 0.0) and not t
 
 
 def test_python_scalar_semantics_bit_for_bit():
     """Batched scalars compute as Python does (bools add as ints, // and % floor, ** is libm's pow): exactly."""
     n = 64
-    check(scalar_python, rng.integers(-50, 50, n), rng.integers(1, 9, n) * rng.choice([-1, 1], n),
-          rng.random(n) < 0.5, rng.standard_normal(n) * 4)
+    check(
+        scalar_python,
+        rng.integers(-50, 50, n),
+        rng.integers(1, 9, n) * rng.choice([-1, 1], n),
+        rng.random(n) < 0.5,
+        rng.standard_normal(n) * 4,
+    )
 
 
 @scriptc.script
@@ -125,7 +134,7 @@ def transcendental(x: float) -> float:
 
 @scriptc.script
 def correctly_rounded(x: float) -> float:
-    return math.sqrt(x + 3.0) * 3.0 - x / 7.0 + abs(x) ** 1.5 + x ** 2 + math.fabs(x) % 0.3
+    return math.sqrt(x + 3.0) * 3.0 - x / 7.0 + abs(x) ** 1.5 + x**2 + math.fabs(x) % 0.3
 
 
 def test_math_on_batched_scalars():
@@ -165,8 +174,18 @@ def test_where_clip_predicates():
 # -- reductions, scans, sorts -----------------------------------------------------------------------------------
 @scriptc.script
 def reductions(x: np.ndarray):
-    return (np.sum(x), np.sum(x, axis=0), np.mean(x, axis=1), np.max(x), np.argmax(x), np.min(x, axis=-1),
-            np.prod(x, axis=1), np.any(x > 1.0), np.all(x > -3.0, axis=0), x.sum(axis=1, keepdims=True))
+    return (
+        np.sum(x),
+        np.sum(x, axis=0),
+        np.mean(x, axis=1),
+        np.max(x),
+        np.argmax(x),
+        np.min(x, axis=-1),
+        np.prod(x, axis=1),
+        np.any(x > 1.0),
+        np.all(x > -3.0, axis=0),
+        x.sum(axis=1, keepdims=True),
+    )
 
 
 def test_reductions():
@@ -252,8 +271,14 @@ def linear_model(w: np.ndarray, b: float, x: np.ndarray) -> np.ndarray:
 
 
 def test_linear_model_over_examples():
-    check(linear_model, rng.standard_normal((8, 3)), 0.5, rng.standard_normal((32, 8)), in_axes=(None, None, 0),
-          rtol=4e-15)
+    check(
+        linear_model,
+        rng.standard_normal((8, 3)),
+        0.5,
+        rng.standard_normal((32, 8)),
+        in_axes=(None, None, 0),
+        rtol=4e-15,
+    )
 
 
 # -- nested vmap ---------------------------------------------------------------------------------------------
@@ -332,14 +357,20 @@ def test_per_sample_gradients(loss):
         # through libm over one example's 5 (the SIMD loop's tail): last bits differ (the interpreter agrees exactly)
         got = per(w, xs, ts)
         assert got.dtype == want.dtype and got.shape == want.shape
-        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)    # (sums of tanh's last bits cancel)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)  # (sums of tanh's last bits cancel)
     else:
         assert_same_array(per(w, xs, ts), want)
     assert_same_array(per.interpret(w, xs, ts), per_sample(lambda *a: g.interpret(*a), w, xs, ts))
 
 
-@pytest.mark.parametrize("make", [lambda f: scriptc.grad(f, argnums=(0, 1)), scriptc.value_and_grad,
-                                  lambda f: scriptc.value_and_grad(f, argnums=(0, 2))])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda f: scriptc.grad(f, argnums=(0, 1)),
+        scriptc.value_and_grad,
+        lambda f: scriptc.value_and_grad(f, argnums=(0, 2)),
+    ],
+)
 def test_vmap_of_value_and_grad_and_argnums(make):
     g = make(compute_loss)
     w, xs, ts = rng.standard_normal(4), rng.standard_normal((8, 4)), rng.standard_normal(8)
@@ -347,6 +378,7 @@ def test_vmap_of_value_and_grad_and_argnums(make):
 
     def flat(v):
         return [e for x in v for e in flat(x)] if isinstance(v, tuple) else [v]
+
     want = [flat(g(w, x, t)) for x, t in zip(xs, ts)]
     for k, part in enumerate(flat(got)):
         assert_same_array(part, np.stack([np.asarray(w_[k]) for w_ in want]))
@@ -400,7 +432,7 @@ def test_a_namedtuple_result_stays_its_class():
 @scriptc.script
 def store_row(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     out = np.zeros(3)
-    out[:] = w * x          # each example's (1, 3) into (3,)
+    out[:] = w * x  # each example's (1, 3) into (3,)
     return out
 
 

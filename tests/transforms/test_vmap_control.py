@@ -1,5 +1,6 @@
 """scriptc.vmap on control flow that depends on mapped values (masking), writes, lists, errors, the batched graph
 (FileCheck), and random programs from the fuzz generator."""
+
 import math
 import os
 
@@ -34,7 +35,7 @@ def piecewise(x: float, k: int) -> float:
 
 
 def test_if_elif_else_and_early_return():
-    check(piecewise, rng.standard_normal(64) * 2, rng.integers(0, 5, 64), rtol=4e-15)   # vectorized exp
+    check(piecewise, rng.standard_normal(64) * 2, rng.integers(0, 5, 64), rtol=4e-15)  # vectorized exp
     check(piecewise, rng.standard_normal(16), 3, in_axes=(0, None), rtol=4e-15)
 
 
@@ -100,7 +101,7 @@ def fill(x: np.ndarray) -> np.ndarray:
     y[1:3] = x[:2] * 2.0
     y += 1.0
     r = y[3:]
-    r[0] = x[0] - 1.0        # through a view
+    r[0] = x[0] - 1.0  # through a view
     if x[0] > 0.5:
         y[4] = 7.0
         y[0:2] -= x[2]
@@ -141,14 +142,14 @@ def collect(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     rows = [x[:2] * 0.0]
     for i in range(n):
         acc.append(x[i] * 2.0)
-        rows.append(x[i:i + 2] + i)
+        rows.append(x[i : i + 2] + i)
     rows[0] = -rows[1]
     return np.array(acc), np.stack(rows, axis=1)
 
 
 def test_lists_of_mapped_values():
     check(collect, rng.random((5, 4)), 2, in_axes=(0, None))
-    with pytest.raises(IndexError):   # rows[1] of a one-row list, as per example
+    with pytest.raises(IndexError):  # rows[1] of a one-row list, as per example
         scriptc.vmap(collect, in_axes=(0, None))(rng.random((5, 4)), 0)
 
 
@@ -172,7 +173,7 @@ def test_list_builtins_fold_left_to_right_per_example():
 @scriptc.script
 def int_power(a: int, n: int, out: np.ndarray) -> int:
     if n >= 0:
-        m = a ** n
+        m = a**n
         if m > 5:
             out[0] = 1.0
         return m
@@ -191,7 +192,7 @@ def zero_d(x: np.ndarray):
 
 def test_examples_of_a_1d_array_for_an_array_parameter_are_0d_arrays():
     xs = rng.random(5)
-    want = stack([zero_d.py_func(np.asarray(v)) for v in xs], 0)   # (native code cannot run 0-d * float yet)
+    want = stack([zero_d.py_func(np.asarray(v)) for v in xs], 0)  # (native code cannot run 0-d * float yet)
     assert_same_array(scriptc.vmap(zero_d)(xs), want)
     assert_same_array(scriptc.vmap(zero_d).interpret(xs), want)
 
@@ -274,6 +275,7 @@ def test_empty_batch():
         if y > 0.0:
             return x * y
         return x
+
     assert scriptc.vmap(f)(np.zeros((0, 3)), np.zeros(0)).shape == (0, 3)
 
 
@@ -313,13 +315,22 @@ def appends_when(x: np.ndarray, c: float) -> int:
     return len(acc)
 
 
-@pytest.mark.parametrize("fn, args, in_axes, text, line", [
-    (prints_when_positive, (rng.random(3),), 0, "print under a condition that depends on a mapped value", 'print("'),
-    (prints_value, (rng.random(3),), 0, "print of a value that differs between examples", "print(x)"),
-    (writes_argument, (rng.random(3), np.zeros(2)), (0, None), "which is not mapped", "y[0] = x"),
-    (writes_argument_when, (rng.random(3), np.zeros(2)), (0, None), "under a condition", "y[0] = 1.0"),
-    (appends_when, (rng.random((3, 4)), rng.random(3)), 0, "append() on a list under a condition", "acc.append(v)"),
-])
+@pytest.mark.parametrize(
+    "fn, args, in_axes, text, line",
+    [
+        (
+            prints_when_positive,
+            (rng.random(3),),
+            0,
+            "print under a condition that depends on a mapped value",
+            'print("',
+        ),
+        (prints_value, (rng.random(3),), 0, "print of a value that differs between examples", "print(x)"),
+        (writes_argument, (rng.random(3), np.zeros(2)), (0, None), "which is not mapped", "y[0] = x"),
+        (writes_argument_when, (rng.random(3), np.zeros(2)), (0, None), "under a condition", "y[0] = 1.0"),
+        (appends_when, (rng.random((3, 4)), rng.random(3)), 0, "append() on a list under a condition", "acc.append(v)"),
+    ],
+)
 def test_compile_errors_point_at_the_line(fn, args, in_axes, text, line):
     with pytest.raises(scriptc.CompileError) as info:
         scriptc.vmap(fn, in_axes=in_axes)(*args)
@@ -350,8 +361,11 @@ def add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def test_argument_errors_are_jax_like():
     x, y = np.zeros((3, 2)), np.zeros((4, 2))
-    with pytest.raises(ValueError, match="inconsistent sizes for array axes to be mapped: axis 0 of argument 'x' "
-                                         "has size 3, axis 0 of argument 'y' has size 4"):
+    with pytest.raises(
+        ValueError,
+        match="inconsistent sizes for array axes to be mapped: axis 0 of argument 'x' "
+        "has size 3, axis 0 of argument 'y' has size 4",
+    ):
         scriptc.vmap(add)(x, y)
     with pytest.raises(ValueError, match="along axis 2, which implies that its rank should be at least 3"):
         scriptc.vmap(add, in_axes=(0, 2))(x, x)
@@ -383,7 +397,9 @@ def branch(x: float) -> float:
 
 def test_batched_branch_becomes_where():
     """Both sides run for every example (element-wise, as JAX does) and np.where picks per example."""
-    filecheck(str(scriptc.vmap(branch).frontend_graph_for(np.zeros(4))), """
+    filecheck(
+        str(scriptc.vmap(branch).frontend_graph_for(np.zeros(4))),
+        """
 CHECK: graph(%x : Double(*)):
 CHECK: %[[C:.+]] : Bool(*) = aten::gt(%x
 CHECK-NOT: prim::If
@@ -392,7 +408,8 @@ CHECK: %[[EXP:.+]] : Double(*) = aten::exp(%x)
 CHECK: %[[E:.+]] : Double(*) = aten::sub(%[[EXP]]
 CHECK: %[[R:.+]] : Double(*) = aten::where(%[[C]], %[[T]], %[[E]])
 CHECK: return (%[[R]])
-""")
+""",
+    )
 
 
 @scriptc.script
@@ -408,7 +425,9 @@ def test_branch_that_may_raise_runs_only_when_some_example_takes_it():
     """x[i] could raise for the examples that do not take the branch: the branch runs only if some example
     takes it, and x[i] (at an index that differs between examples) runs per example, the others reading the
     first taking example's operands; the result is then selected."""
-    filecheck(str(scriptc.vmap(guarded).frontend_graph_for(np.zeros((3, 4)), np.zeros(3, dtype=np.int64))), """
+    filecheck(
+        str(scriptc.vmap(guarded).frontend_graph_for(np.zeros((3, 4)), np.zeros(3, dtype=np.int64))),
+        """
 CHECK: %[[C:.+]] : Bool(*) = aten::lt(%i
 CHECK: %[[ANY:.+]] : bool = aten::any(%[[C]])
 CHECK-NEXT: %[[T:.+]] : Double(*) = prim::If(%[[ANY]])
@@ -418,27 +437,38 @@ CHECK: prim::Loop(
 CHECK: %[[K:.+]] : int = aten::getitem(%[[LANES]], %lane)
 CHECK: aten::getitem(%{{.+}}, %{{.+}})
 CHECK: %[[R:.+]] : Double(*) = aten::where(%[[C]], %[[T]],
-""")
+""",
+    )
     check(guarded, rng.random((6, 4)), np.array([0, 4, 9, -1, 3, 2]))
 
 
 def test_batched_while_carries_an_active_mask():
-    filecheck(str(scriptc.vmap(escape_time, in_axes=(0, 0, None)).frontend_graph_for(np.zeros(3), np.zeros(3), 5)),
-              """
+    filecheck(
+        str(scriptc.vmap(escape_time, in_axes=(0, 0, None)).frontend_graph_for(np.zeros(3), np.zeros(3), 5)),
+        """
 CHECK: = prim::Loop(%{{.+}}, %{{.+}}, %[[A0:.+]], %
 CHECK-NEXT: block0(%{{.+}} : int, %[[A:.+]] : Bool(*),
 CHECK: aten::where(%[[A]],
 CHECK: %[[GO:.+]] : Bool(*) = aten::__and__(%[[A]],
 CHECK: %[[ANY:.+]] : bool = aten::any(%[[GO]])
 CHECK: -> (%[[ANY]], %[[GO]],
-""")
+""",
+    )
 
 
 # -- random programs ---------------------------------------------------------------------------------------
-EXAMPLES = int(os.environ.get("SCRIPTC_FUZZ_VMAP_EXAMPLES", "16"))   # the extended programs: 2/5 as many
-FUZZ_SETTINGS = dict(deadline=None, derandomize=True, database=None,
-                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                            HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
+EXAMPLES = int(os.environ.get("SCRIPTC_FUZZ_VMAP_EXAMPLES", "16"))  # the extended programs: 2/5 as many
+FUZZ_SETTINGS = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 
 
 def check_program_batched(prog, data):
@@ -463,8 +493,11 @@ def check_program_batched(prog, data):
         got, want = run(*columns), stack([e[1] for e in expected], 0)
         assert isinstance(got, tuple) and len(got) == len(want), prog.source
         for g, w in zip(got, want):
-            assert g.dtype == w.dtype and np.array_equal(g, w, equal_nan=True) and \
-                np.array_equal(np.signbit(g), np.signbit(w)), f"{prog.source}\n{batch}\n{g} != {w}"
+            assert (
+                g.dtype == w.dtype
+                and np.array_equal(g, w, equal_nan=True)
+                and np.array_equal(np.signbit(g), np.signbit(w))
+            ), f"{prog.source}\n{batch}\n{g} != {w}"
 
 
 @settings(max_examples=EXAMPLES, **FUZZ_SETTINGS)

@@ -21,6 +21,7 @@ Not exported (an ExportError says so): module-level array constants, ``round(x, 
 types ``n`` and ``c``, zero padding with grouping, ``!a`` of text and specs CPython rejects; printing 0-d
 float32/float16 arrays.
 """
+
 from __future__ import annotations
 
 import re
@@ -43,12 +44,14 @@ from . import cabi
 from .cabi import ExportError, Exported, header, plan_supported, source
 from .integrity import PLACEHOLDER, seal
 
-FORMAT = 3     # 2: the manifest says which arguments each signature may write; 3: digests (integrity.py)
+FORMAT = 3  # 2: the manifest says which arguments each signature may write; 3: digests (integrity.py)
 POOL_C = Path(__file__).with_name("pool.c")
 SECTION = ".scriptc_manifest"
-UNSUPPORTED = {"scriptc.blas.": "the code calls OpenBLAS, which exported libraries do not link",
-               "scriptc.py.round_ndigits": "round(x, ndigits) calls Python's round",
-               "scriptc.py.gil_": "the GIL"}
+UNSUPPORTED = {
+    "scriptc.blas.": "the code calls OpenBLAS, which exported libraries do not link",
+    "scriptc.py.round_ndigits": "round(x, ndigits) calls Python's round",
+    "scriptc.py.gil_": "the GIL",
+}
 
 
 def library_name(output: Path) -> str:
@@ -90,8 +93,10 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
         for fn, signatures in functions:
             owner = owners.setdefault(fn.__name__, fn)
             if owner is not fn:
-                raise ExportError(f"two functions are named {fn.__name__} ({_where(owner)} and {_where(fn)}): the "
-                                  f"functions of one library need distinct names")
+                raise ExportError(
+                    f"two functions are named {fn.__name__} ({_where(owner)} and {_where(fn)}): the "
+                    f"functions of one library need distinct names"
+                )
             for types in signatures:
                 types = tuple(t.erase_shape() if isinstance(t, TensorType) else t for t in types)
                 if any(e.fname == fn.__name__ and e.signature == format_signature(types) for e in exported):
@@ -101,14 +106,19 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
                 k = seen[fn.__name__] = seen.get(fn.__name__, -1) + 1
                 c_name = f"{lib}_{fn.__name__}" + (f"_{k}" if k else "")
                 if c_name in runtime:
-                    raise ExportError(f"the C function {c_name} ({fn.__name__}({format_signature(types)})) would "
-                                      f"redefine a name of scriptc's runtime: name the library otherwise")
+                    raise ExportError(
+                        f"the C function {c_name} ({fn.__name__}({format_signature(types)})) would "
+                        f"redefine a name of scriptc's runtime: name the library otherwise"
+                    )
                 clash = taken.setdefault(c_name, f"{fn.__name__}({format_signature(types)})")
                 if clash != f"{fn.__name__}({format_signature(types)})":
-                    raise ExportError(f"the C function {c_name} would be both {clash} and {fn.__name__}"
-                                      f"({format_signature(types)}): rename the function")
-                exported.append(Exported(fn.__name__, c_name, mod.entry(graph), graph, format_signature(types),
-                                         fn.param_names))
+                    raise ExportError(
+                        f"the C function {c_name} would be both {clash} and {fn.__name__}"
+                        f"({format_signature(types)}): rename the function"
+                    )
+                exported.append(
+                    Exported(fn.__name__, c_name, mod.entry(graph), graph, format_signature(types), fn.param_names)
+                )
     text = str(mod.module)
     check_standalone(text)
     plans = {pid: strings._PLANS[pid] for pid in map(int, re.findall(r'@"scriptc\.py\.callback"\(i64 (-?\d+)', text))}
@@ -116,16 +126,21 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
         plan_supported(plan)
     strs = str_constants(text)
     eng = engine()
-    manifest = {"format": FORMAT, "library": lib, **{k: v for k, v in disk_cache.target_description().items()
-                                                     if k in ("scriptc", "triple", "cpu")},
-                "features": [f for f in eng.features.split(",") if f.startswith("+")],
-                "functions": {}, **python_entries(mod.module, lib, exported), "digests": dict(PLACEHOLDER)}
+    manifest = {
+        "format": FORMAT,
+        "library": lib,
+        **{k: v for k, v in disk_cache.target_description().items() if k in ("scriptc", "triple", "cpu")},
+        "features": [f for f in eng.features.split(",") if f.startswith("+")],
+        "functions": {},
+        **python_entries(mod.module, lib, exported),
+        "digests": dict(PLACEHOLDER),
+    }
     for e in exported:
         manifest["functions"].setdefault(e.fname, []).append(e.manifest())
     manifest["errors"] = exact_errors(codes)
     manifest["defaults"] = {fn.__name__: parameter_defaults(fn) for fn, _ in functions}
     objects = {"kernels.o": compile_object(str(mod.module))}
-    uses_pool = '@"scriptc.pool.' in text      # scriptc.pool.run, scriptc.pool.threads
+    uses_pool = '@"scriptc.pool.' in text  # scriptc.pool.run, scriptc.pool.threads
     if uses_pool:
         objects["pool.o"] = compile_object(pool_text())
     header_path = output.with_name(f"{lib}.h")
@@ -140,8 +155,9 @@ def export_library(functions, output, emit: str = "so", command: str = "scriptc 
             (tmp / "pool.c").write_text(POOL_C.read_text())
             sources.append("pool.c")
         (tmp / f"{lib}.h").write_text(header_path.read_text())
-        (tmp / "exported.c").write_text(source(lib, exported, {c: ERROR_TABLE[c] for c in codes}, plans, strs,
-                                               manifest))
+        (tmp / "exported.c").write_text(
+            source(lib, exported, {c: ERROR_TABLE[c] for c in codes}, plans, strs, manifest)
+        )
         public = [e.c_name for e in exported] + [f"{lib}_{what}" for what in LIBRARY_SYMBOLS]
         link(tmp, list(objects), sources, output, emit, needs_mvec="_ZGV" in text, public=public)
     if emit != "obj":
@@ -157,18 +173,29 @@ def python_entries(module, lib: str, exported: list[Exported]) -> dict:
     for e in exported:
         types = [t for _, t in e.params] + e.results
         if any(t == STR for t in types):
-            continue     # strs are const char * in exported code, PyObject * in entries
+            continue  # strs are const char * in exported code, PyObject * in entries
         e.python_entry = f"{e.c_name}__python"
-        lower_python_entry(module, e.python_entry, module.globals[e.entry], [t for _, t in e.params], e.result_type,
-                           e.written, nogil=False, table=table)
-    return {"python_table": {"symbol": f"{lib}_python_table", "slots": table.names},
-            "python_error": f"{lib}__python_error"}
+        lower_python_entry(
+            module,
+            e.python_entry,
+            module.globals[e.entry],
+            [t for _, t in e.params],
+            e.result_type,
+            e.written,
+            nogil=False,
+            table=table,
+        )
+    return {
+        "python_table": {"symbol": f"{lib}_python_table", "slots": table.names},
+        "python_error": f"{lib}__python_error",
+    }
 
 
 def parameter_defaults(fn) -> dict:
     """{parameter: its default as JSON (errors.py's encoding)} of the Python function, for scriptc.load's
     binding; a default without a JSON form is left out (the argument must then be passed)."""
     import inspect
+
     found = {}
     for name, p in inspect.signature(getattr(fn, "py_func", fn)).parameters.items():
         if p.default is not inspect.Parameter.empty and encode_argument(p.default) is not None:
@@ -199,8 +226,10 @@ def pool_text() -> str:
 
 def check_standalone(text: str) -> None:
     if disk_cache.ABSOLUTE_ADDRESS.search(text):
-        raise ExportError("the code embeds a Python object's address (a module-level array constant): pass the "
-                          "array as an argument to export it")
+        raise ExportError(
+            "the code embeds a Python object's address (a module-level array constant): pass the "
+            "array as an argument to export it"
+        )
     for prefix, why in UNSUPPORTED.items():
         if f'@"{prefix}' in text:
             raise ExportError(f"cannot export: {why}")
@@ -232,8 +261,9 @@ def compile_object(text: str) -> bytes:
     return tm.emit_object(mod)
 
 
-def link(tmp: Path, objects: list[str], sources: list[str], output: Path, emit: str, needs_mvec: bool,
-         public: list[str]) -> None:
+def link(
+    tmp: Path, objects: list[str], sources: list[str], output: Path, emit: str, needs_mvec: bool, public: list[str]
+) -> None:
     """Link the compiled ``objects`` and the C ``sources`` (files in ``tmp``) into ``output``; of an object, only
     the ``public`` names stay global (objcopy), so that a program links the objects of several libraries."""
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
@@ -249,16 +279,33 @@ def link(tmp: Path, objects: list[str], sources: list[str], output: Path, emit: 
         run([ld or cc, "-r", *(str(tmp / o) for o in objects), *map(str, compiled), "-o", str(output)])
         objcopy = shutil.which("objcopy") or shutil.which("llvm-objcopy")
         if objcopy is None:
-            raise ExportError("--emit=obj needs objcopy (binutils or LLVM) to keep only the library's names "
-                              "global; install binutils, or export a shared library")
+            raise ExportError(
+                "--emit=obj needs objcopy (binutils or LLVM) to keep only the library's names "
+                "global; install binutils, or export a shared library"
+            )
         (tmp / "public.txt").write_text("".join(f"{name}\n" for name in public))
         run([objcopy, f"--keep-global-symbols={tmp / 'public.txt'}", str(output)])
         return
     libs = ["-lmvec"] if needs_mvec else []
     # a library with the pool is never unloaded: its workers (which never exit) run its code
     keep = ["-Wl,-z,nodelete"] if "pool.o" in objects else []
-    run([cc, *flags, "-shared", "-o", str(output), *(str(tmp / o) for o in objects), *(str(tmp / s) for s in sources),
-         *libs, "-lm", "-pthread", "-Wl,-Bsymbolic", "-Wl,--no-undefined", *keep])
+    run(
+        [
+            cc,
+            *flags,
+            "-shared",
+            "-o",
+            str(output),
+            *(str(tmp / o) for o in objects),
+            *(str(tmp / s) for s in sources),
+            *libs,
+            "-lm",
+            "-pthread",
+            "-Wl,-Bsymbolic",
+            "-Wl,--no-undefined",
+            *keep,
+        ]
+    )
 
 
 def run(cmd: list[str]) -> None:

@@ -4,6 +4,7 @@ An exported function is a C function per signature that checks its array argumen
 leaves of the kernel's entry point (``lower.py``: ``i32 entry(<leaves>, out*)``, bools as i8), calls it, and
 stores the results through one out pointer per returned value. The source includes ``runtime.c``.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -12,16 +13,19 @@ import re
 import string
 from pathlib import Path
 
-from ...ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, NONE, STR, NamedTupleType, TensorType, TupleType, Type,
-                        decayed)
+from ...ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, NONE, STR, NamedTupleType, TensorType, TupleType, Type, decayed
 from ..argument_writes import written_inputs
 from ..llvm.callbacks import PendingException
 from ..llvm.common import PTR, leaves
 from ..llvm.strings import Plan
 
 # scriptc_dtype, the C ABI's codes: new dtypes are appended (uint32 came after bool)
-DTYPE_CODES = {name: k for k, name in enumerate(["float64", "float32", "float16", "int64", "int32", "int16", "int8",
-                                                 "uint8", "bool", "uint32"])}
+DTYPE_CODES = {
+    name: k
+    for k, name in enumerate(
+        ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool", "uint32"]
+    )
+}
 assert set(DTYPE_CODES) == set(DTYPE_NAMES)
 C_LEAF = {INT: "int64_t", FLOAT: "double", BOOL: "int8_t", PTR: "void *"}
 C_SCALAR = {INT: "int64_t", FLOAT: "double", BOOL: "bool", STR: "const char *"}
@@ -58,64 +62,92 @@ class Exported:
         self.params = [(name, v.type) for name, v in zip(param_names, graph.inputs)]
         result = graph.outputs[0].type
         results = list(result.elems) if isinstance(result, TupleType) else ([] if result == NONE else [result])
-        self.results = [decayed(t) for t in results]    # an np.float32 result: the double holding it, exactly
-        self.result_type = result if isinstance(result, NamedTupleType) else \
-            TupleType(tuple(self.results)) if isinstance(result, TupleType) else decayed(result)
-        self.python_entry = None      # the CPython entry's symbol, when the library has one (export.python_entries)
-        self.written = written_inputs(graph)    # {argument it may write: NumPy's message for a read-only one}
+        self.results = [decayed(t) for t in results]  # an np.float32 result: the double holding it, exactly
+        self.result_type = (
+            result
+            if isinstance(result, NamedTupleType)
+            else TupleType(tuple(self.results))
+            if isinstance(result, TupleType)
+            else decayed(result)
+        )
+        self.python_entry = None  # the CPython entry's symbol, when the library has one (export.python_entries)
+        self.written = written_inputs(graph)  # {argument it may write: NumPy's message for a read-only one}
         for name, t in self.params:
             check_exportable(t, f"argument '{name}' of {fname}")
-        if isinstance(result, NamedTupleType):     # (its class is Python's: a loaded library has no source)
-            raise ExportError(f"the result of {fname} is a {result.cls.__name__} (a NamedTuple): exported functions "
-                              f"return a plain tuple (return tuple(...))")
+        if isinstance(result, NamedTupleType):  # (its class is Python's: a loaded library has no source)
+            raise ExportError(
+                f"the result of {fname} is a {result.cls.__name__} (a NamedTuple): exported functions "
+                f"return a plain tuple (return tuple(...))"
+            )
         for t in self.results:
             check_exportable(t, f"the result of {fname}")
 
     def prototype(self) -> str:
-        params = [f"const scriptc_array *{n}" if isinstance(t, TensorType) else f"{C_SCALAR[t]} {n}"
-                  for n, t in self.params]
+        params = [
+            f"const scriptc_array *{n}" if isinstance(t, TensorType) else f"{C_SCALAR[t]} {n}" for n, t in self.params
+        ]
         outs = ["out" if len(self.results) == 1 else f"out{k}" for k in range(len(self.results))]
-        params += [f"scriptc_array *{o}" if isinstance(t, TensorType) else f"{C_SCALAR[t]} *{o}"
-                   for o, t in zip(outs, self.results)]
+        params += [
+            f"scriptc_array *{o}" if isinstance(t, TensorType) else f"{C_SCALAR[t]} *{o}"
+            for o, t in zip(outs, self.results)
+        ]
         return f"int {self.c_name}({', '.join(params) or 'void'})"
 
     def manifest(self) -> dict:
-        return {"c_name": self.c_name, "signature": self.signature, "graph": str(self.graph),
-                "params": [n for n, _ in self.params], "results": [type_text(t) for t in self.results],
-                "tuple": isinstance(self.result_type, TupleType), "python_entry": self.python_entry,
-                "written": {str(k): message for k, message in sorted(self.written.items())}}
+        return {
+            "c_name": self.c_name,
+            "signature": self.signature,
+            "graph": str(self.graph),
+            "params": [n for n, _ in self.params],
+            "results": [type_text(t) for t in self.results],
+            "tuple": isinstance(self.result_type, TupleType),
+            "python_entry": self.python_entry,
+            "written": {str(k): message for k, message in sorted(self.written.items())},
+        }
 
     def definition(self) -> str:
         leaf_types = [t for _, p in self.params for t in leaves(p)]
         out_leaves = leaves(self.result_type)
-        lines = [f"int32_t {symbol(self.entry)}({', '.join([C_LEAF[t] for t in leaf_types] + ['void *'])}) "
-                 f"__asm__(\"{self.entry}\");",
-                 f"{self.prototype()} {{", "    scriptc_init();"]
+        lines = [
+            f"int32_t {symbol(self.entry)}({', '.join([C_LEAF[t] for t in leaf_types] + ['void *'])}) "
+            f'__asm__("{self.entry}");',
+            f"{self.prototype()} {{",
+            "    scriptc_init();",
+        ]
         args = []
         for name, t in self.params:
             if isinstance(t, TensorType):
                 any_shape = ", ".join(["-1"] * max(t.rank, 1))
-                lines.append(f"    if (scriptc_check_array(\"{self.fname}\", \"{name}\", {name}, "
-                             f"{DTYPE_CODES[t.dtype]}, {t.rank}, (const int64_t[]){{{any_shape}}})) return -1;")
-                args += ["NULL", f"{name}->data"] + [f"{name}->shape[{k}]" for k in range(t.rank)] + \
-                    [f"{name}->strides[{k}]" for k in range(t.rank)]
+                lines.append(
+                    f'    if (scriptc_check_array("{self.fname}", "{name}", {name}, '
+                    f"{DTYPE_CODES[t.dtype]}, {t.rank}, (const int64_t[]){{{any_shape}}})) return -1;"
+                )
+                args += (
+                    ["NULL", f"{name}->data"]
+                    + [f"{name}->shape[{k}]" for k in range(t.rank)]
+                    + [f"{name}->strides[{k}]" for k in range(t.rank)]
+                )
             elif t == BOOL:
                 args.append(f"(int8_t){name}")
             else:
                 args.append(f"(void *){name}" if t == STR else name)
         for k in range(len(self.results)):
             out = "out" if len(self.results) == 1 else f"out{k}"
-            lines.append(f"    if (scriptc_check_out(\"{self.fname}\", \"{out}\", {out})) return -1;")
+            lines.append(f'    if (scriptc_check_out("{self.fname}", "{out}", {out})) return -1;')
         fields = " ".join(f"{C_LEAF[t]} f{k};" for k, t in enumerate(out_leaves)) or "char unused;"
-        lines += [f"    struct {{ {fields} }} r;",
-                  f"    int32_t status = {symbol(self.entry)}({', '.join(args + ['&r'])});",
-                  "    if (status) return scriptc_fail(status);"]
+        lines += [
+            f"    struct {{ {fields} }} r;",
+            f"    int32_t status = {symbol(self.entry)}({', '.join(args + ['&r'])});",
+            "    if (status) return scriptc_fail(status);",
+        ]
         at = 0
         for k, t in enumerate(self.results):
             out = "out" if len(self.results) == 1 else f"out{k}"
             if isinstance(t, TensorType):
-                lines += [f"    {out}->owner = r.f{at}; {out}->data = r.f{at + 1};",
-                          f"    {out}->ndim = {t.rank}; {out}->dtype = {DTYPE_CODES[t.dtype]};"]
+                lines += [
+                    f"    {out}->owner = r.f{at}; {out}->data = r.f{at + 1};",
+                    f"    {out}->ndim = {t.rank}; {out}->dtype = {DTYPE_CODES[t.dtype]};",
+                ]
                 for d in range(8):
                     shape = f"r.f{at + 2 + d}" if d < t.rank else "0"
                     stride = f"r.f{at + 2 + t.rank + d}" if d < t.rank else "0"
@@ -134,11 +166,14 @@ class Exported:
 def check_exportable(t: Type, what: str) -> None:
     if isinstance(t, TensorType):
         if t.dtype not in DTYPE_CODES or t.rank is None or t.rank > 8:
-            raise ExportError(f"{what} is a {t} array: the C ABI has the dtypes {', '.join(DTYPE_CODES)} and at "
-                              "most 8 dimensions")
+            raise ExportError(
+                f"{what} is a {t} array: the C ABI has the dtypes {', '.join(DTYPE_CODES)} and at most 8 dimensions"
+            )
     elif t not in C_SCALAR:
-        raise ExportError(f"{what} has type {t}: exported functions take and return int, float, bool, str and "
-                          "arrays (a tuple of them as the result)")
+        raise ExportError(
+            f"{what} has type {t}: exported functions take and return int, float, bool, str and "
+            "arrays (a tuple of them as the result)"
+        )
 
 
 def type_text(t: Type) -> str:
@@ -150,43 +185,64 @@ def symbol(name: str) -> str:
 
 
 def c_string(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False).replace("?", "\\?")   # JSON escapes are C escapes; no trigraphs
+    return json.dumps(text, ensure_ascii=False).replace("?", "\\?")  # JSON escapes are C escapes; no trigraphs
 
 
 def header(lib: str, exported: list[Exported], command: str) -> str:
     guard = f"SCRIPTC_{lib.upper()}_H"
-    lines = [f"/* {lib}.h: the C interface of lib{lib}.so, made by scriptc ({command}).",
-             " *",
-             " * Each function returns 0 on success, or an error code; then "
-             f"{lib}_last_error() gives this thread's",
-             " * message, CPython's exception type and text (\"IndexError: index 7 is out of bounds ...\").",
-             " * Scalars are passed by value (int64_t, double, bool), arrays by pointer, strings as const char *",
-             " * (UTF-8); each returned value is stored through an out pointer (a tuple gives several). An array",
-             f" * the library made has owner != NULL: give it back with {lib}_release(). An array whose owner is NULL",
-             " * is a view of an argument (or of constant data) and lives as long as that argument. */",
-             f"#ifndef {guard}", f"#define {guard}", "#include <stdbool.h>", "#include <stdint.h>",
-             "#ifdef __cplusplus", 'extern "C" {', "#endif", "", ARRAY_DECLARATIONS]
+    lines = [
+        f"/* {lib}.h: the C interface of lib{lib}.so, made by scriptc ({command}).",
+        " *",
+        f" * Each function returns 0 on success, or an error code; then {lib}_last_error() gives this thread's",
+        ' * message, CPython\'s exception type and text ("IndexError: index 7 is out of bounds ...").',
+        " * Scalars are passed by value (int64_t, double, bool), arrays by pointer, strings as const char *",
+        " * (UTF-8); each returned value is stored through an out pointer (a tuple gives several). An array",
+        f" * the library made has owner != NULL: give it back with {lib}_release(). An array whose owner is NULL",
+        " * is a view of an argument (or of constant data) and lives as long as that argument. */",
+        f"#ifndef {guard}",
+        f"#define {guard}",
+        "#include <stdbool.h>",
+        "#include <stdint.h>",
+        "#ifdef __cplusplus",
+        'extern "C" {',
+        "#endif",
+        "",
+        ARRAY_DECLARATIONS,
+    ]
     for e in exported:
         lines += [f"/* {e.fname}({e.signature}) */", f"{e.prototype()};", ""]
-    lines += [f"const char *{lib}_last_error(void);    /* thread-local: this thread's last error */",
-              f"void {lib}_release(scriptc_array *a);   /* frees an array the library returned (owner != NULL) */",
-              f"void {lib}_release_str(const char *s);  /* frees a str the library made and returned (an f-string); "
-              "other strs: nothing */",
-              "", "#ifdef __cplusplus", "}", "#endif", f"#endif  /* {guard} */", ""]
+    lines += [
+        f"const char *{lib}_last_error(void);    /* thread-local: this thread's last error */",
+        f"void {lib}_release(scriptc_array *a);   /* frees an array the library returned (owner != NULL) */",
+        f"void {lib}_release_str(const char *s);  /* frees a str the library made and returned (an f-string); "
+        "other strs: nothing */",
+        "",
+        "#ifdef __cplusplus",
+        "}",
+        "#endif",
+        f"#endif  /* {guard} */",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def source(lib: str, exported: list[Exported], errors: dict, plans: dict, strs: dict, manifest: dict) -> str:
     """The C source of the library's entry points, tables and runtime."""
     callbacks, needs = callback(plans)
-    parts = [f"#define SCRIPTC_LIB {lib}", f'#include "{lib}.h"', RUNTIME.read_text(), (HERE / "text.c").read_text(),
-             *[(HERE / f"{part}.c").read_text() for part in ("arrays", "format") if part in needs],
-             error_table(errors),
-             "\n".join(f"const char {symbol(name)}[] __asm__(\"{name}\") = {c_string(value)};"
-                       for name, value in strs.items()),
-             callbacks,
-             f"__attribute__((used, section(\".scriptc_manifest\"))) static const char scriptc_manifest[] = "
-             f"{c_string(json.dumps(manifest))};"]
+    parts = [
+        f"#define SCRIPTC_LIB {lib}",
+        f'#include "{lib}.h"',
+        RUNTIME.read_text(),
+        (HERE / "text.c").read_text(),
+        *[(HERE / f"{part}.c").read_text() for part in ("arrays", "format") if part in needs],
+        error_table(errors),
+        "\n".join(
+            f'const char {symbol(name)}[] __asm__("{name}") = {c_string(value)};' for name, value in strs.items()
+        ),
+        callbacks,
+        f'__attribute__((used, section(".scriptc_manifest"))) static const char scriptc_manifest[] = '
+        f"{c_string(json.dumps(manifest))};",
+    ]
     parts += [e.definition() for e in exported]
     return "\n\n".join(parts) + "\n"
 
@@ -195,33 +251,47 @@ def error_table(errors: dict) -> str:
     """``errors``: code -> RuntimeErrorEntry, as text: CPython's message, or the template of one with numbers."""
     rows = []
     for code, entry in sorted(errors.items()):
-        if entry.exc_type is PendingException:     # a callback's error: the callback sets the text
-            rows.append(f"    {{{code}, \"PendingException\", \"\", -1}},")
+        if entry.exc_type is PendingException:  # a callback's error: the callback sets the text
+            rows.append(f'    {{{code}, "PendingException", "", -1}},')
             continue
         if entry.payload:
             text = entry.args[0]
         else:
             text = str(entry.exc_type(*entry.args))
         rows.append(f"    {{{code}, {c_string(entry.exc_type.__name__)}, {c_string(text)}, {entry.payload}}},")
-    return "\n".join(["static const scriptc_error scriptc_errors[] = {", *rows, "    {0, 0, 0, 0}", "};",
-                      "static const scriptc_error *scriptc_find_error(int32_t code) {",
-                      "    for (const scriptc_error *e = scriptc_errors; e->type; e++)",
-                      "        if (e->code == code) return e;",
-                      "    return NULL;", "}"])
+    return "\n".join(
+        [
+            "static const scriptc_error scriptc_errors[] = {",
+            *rows,
+            "    {0, 0, 0, 0}",
+            "};",
+            "static const scriptc_error *scriptc_find_error(int32_t code) {",
+            "    for (const scriptc_error *e = scriptc_errors; e->type; e++)",
+            "        if (e->code == code) return e;",
+            "    return NULL;",
+            "}",
+        ]
+    )
 
 
 def callback(plans: dict) -> tuple[str, set[str]]:
     """``scriptc.py.callback`` for the print, format and raise plans the code uses (``plans``: id -> Plan), and
     the runtime parts it needs (``arrays``, ``format``)."""
-    lines = ['int32_t scriptc_callback(int64_t, void *) __asm__("scriptc.py.callback");',
-             "int32_t scriptc_callback(int64_t plan, void *record) {", "    switch (plan) {"]
+    lines = [
+        'int32_t scriptc_callback(int64_t, void *) __asm__("scriptc.py.callback");',
+        "int32_t scriptc_callback(int64_t plan, void *record) {",
+        "    switch (plan) {",
+    ]
     needs: set[str] = set()
     for pid, plan in plans.items():
         glue = PlanGlue(plan)
         lines += [f"    case {pid}LL: {{", *glue.lines, "    }"]
         needs |= glue.needs
-    lines += ["    }", '    return scriptc_callback_error("SystemError", "native code called an unknown print plan");',
-              "}"]
+    lines += [
+        "    }",
+        '    return scriptc_callback_error("SystemError", "native code called an unknown print plan");',
+        "}",
+    ]
     return "\n".join(lines), needs
 
 
@@ -230,9 +300,11 @@ def plan_supported(plan: Plan) -> None:
     PlanGlue(plan)
 
 
-FORMAT_SPEC = re.compile(r"(?:(?P<fill>.)?(?P<align>[<>=^]))?(?P<sign>[-+ ])?(?P<z>z)?(?P<alt>#)?(?P<zero>0)?"
-                         r"(?P<width>\d+)?(?P<group>[,_])?(?:\.(?P<precision>\d+))?(?P<type>[bcdeEfFgGnosxX%])?",
-                         re.DOTALL)
+FORMAT_SPEC = re.compile(
+    r"(?:(?P<fill>.)?(?P<align>[<>=^]))?(?P<sign>[-+ ])?(?P<z>z)?(?P<alt>#)?(?P<zero>0)?"
+    r"(?P<width>\d+)?(?P<group>[,_])?(?:\.(?P<precision>\d+))?(?P<type>[bcdeEfFgGnosxX%])?",
+    re.DOTALL,
+)
 SPEC_SAMPLES = {INT: 12345, FLOAT: 1.5, BOOL: True, STR: "ab"}
 
 
@@ -246,8 +318,10 @@ class PlanGlue:
         fields = " ".join(f"{C_LEAF[t]} f{k};" for k, t in enumerate(leaf_types))
         if plan.kind == "format":
             fields += " void *out;"
-        self.lines = [f"        struct {{ {fields or 'char unused;'} }} *r = record; (void)r;",
-                      "        scriptc_text text = {0};"]
+        self.lines = [
+            f"        struct {{ {fields or 'char unused;'} }} *r = record; (void)r;",
+            "        scriptc_text text = {0};",
+        ]
         self.at = []
         at = 0
         for t in plan.types:
@@ -270,9 +344,11 @@ class PlanGlue:
         name, types = self.plan.fmt, self.plan.types
         exc = getattr(builtins, name, None)
         if exc is None or issubclass(exc, UnicodeError) or (issubclass(exc, OSError) and len(types) > 1):
-            raise ExportError(f"raise {name}(...) with {len(types)} computed values: its message is not "
-                              "str(value) or repr(args); not supported in exported code")
-        if len(types) == 1:       # str(exception) is str(arg), or repr(arg) for KeyError
+            raise ExportError(
+                f"raise {name}(...) with {len(types)} computed values: its message is not "
+                "str(value) or repr(args); not supported in exported code"
+            )
+        if len(types) == 1:  # str(exception) is str(arg), or repr(arg) for KeyError
             self.value(types[0], self.at[0], "&text", repr_=issubclass(exc, KeyError))
         elif types:
             self.tuple_text(types, self.at, "&text")
@@ -314,7 +390,7 @@ class PlanGlue:
         if kind == STR and t != STR or (conversion == "r" and t == STR):
             self.emit("{ scriptc_text v = {0};")
             self.value(t, at, "&v", repr_=conversion == "r")
-            self.emit(f"  scriptc_format_str(&text, v.p ? v.p : \"\", &{name}); text.failed |= v.failed; free(v.p); }}")
+            self.emit(f'  scriptc_format_str(&text, v.p ? v.p : "", &{name}); text.failed |= v.failed; free(v.p); }}')
         elif kind == STR:
             self.emit(f"scriptc_format_str(&text, (const char *)r->f{at}, &{name});")
         elif kind == FLOAT:
@@ -330,22 +406,36 @@ class PlanGlue:
         g = m.groupdict()
         typ, fill, align = g["type"] or "", g["fill"], g["align"]
         default_align = "<" if kind == STR else ">"
-        if g["zero"] and fill is None:           # CPython: '0' is fill '0', and sign-aware for numbers
+        if g["zero"] and fill is None:  # CPython: '0' is fill '0', and sign-aware for numbers
             fill = "0"
             if align is None and default_align == ">":
                 align = "="
         fill, align = fill or " ", align or default_align
         precision = int(g["precision"]) if g["precision"] is not None else -1
-        if typ in ("n", "c") or (g["group"] and fill == "0" and align == "=") or precision > 50 or \
-                (g["alt"] and kind == FLOAT and not typ):
-            raise ExportError(f"{where}: the format spec is not supported in exported code (the types n and c, "
-                              "zero padding with grouping, '#' without a type for floats, precisions over 50)")
+        if (
+            typ in ("n", "c")
+            or (g["group"] and fill == "0" and align == "=")
+            or precision > 50
+            or (g["alt"] and kind == FLOAT and not typ)
+        ):
+            raise ExportError(
+                f"{where}: the format spec is not supported in exported code (the types n and c, "
+                "zero padding with grouping, '#' without a type for floats, precisions over 50)"
+            )
         self.needs.add("format")
         self.specs += 1
         name = f"spec{self.specs}"
-        fields = [c_string(fill), f"'{align}'", f"'{g['sign'] or '-'}'", "'z'" if g["z"] else "0",
-                  "'#'" if g["alt"] else "0", str(int(g["width"] or 0)), f"'{g['group']}'" if g["group"] else "0",
-                  str(precision), f"'{typ}'" if typ else "0"]
+        fields = [
+            c_string(fill),
+            f"'{align}'",
+            f"'{g['sign'] or '-'}'",
+            "'z'" if g["z"] else "0",
+            "'#'" if g["alt"] else "0",
+            str(int(g["width"] or 0)),
+            f"'{g['group']}'" if g["group"] else "0",
+            str(precision),
+            f"'{typ}'" if typ else "0",
+        ]
         self.emit(f"static const scriptc_spec {name} = {{{', '.join(fields)}}};")
         return name
 
@@ -361,7 +451,7 @@ class PlanGlue:
             self.emit(f'scriptc_puts({text}, "None");')
         elif t == STR:
             self.emit(f"scriptc_put_str{'_repr' if repr_ else ''}({text}, (const char *)r->f{at});")
-        elif isinstance(t, NamedTupleType) and t.cls is not None:    # P(a=1, b=2.0)
+        elif isinstance(t, NamedTupleType) and t.cls is not None:  # P(a=1, b=2.0)
             self.emit(f"scriptc_puts({text}, {c_string(t.cls.__name__ + '(')});")
             for k, (field, e) in enumerate(zip(t.fields, t.elems)):
                 self.emit(f"scriptc_puts({text}, {c_string((', ' if k else '') + field + '=')});")
@@ -376,17 +466,22 @@ class PlanGlue:
             self.tuple_text(list(t.elems), ats, text)
         elif isinstance(t, TensorType) and t.known and t.dtype in DTYPE_CODES:
             if t.rank == 0 and not repr_ and t.dtype in ("float32", "float16"):
-                raise ExportError(f"printing a 0-d {t.dtype} array (NumPy's {t.dtype} scalar text) is not "
-                                  "supported in exported code")
+                raise ExportError(
+                    f"printing a 0-d {t.dtype} array (NumPy's {t.dtype} scalar text) is not supported in exported code"
+                )
             self.needs.add("arrays")
             rank = t.rank
             shape = ", ".join(f"r->f{at + 2 + d}" for d in range(rank)) or "0"
             strides = ", ".join(f"r->f{at + 2 + rank + d}" for d in range(rank)) or "0"
-            self.emit(f"{{ scriptc_array a = {{r->f{at + 1}, {{{shape}}}, {{{strides}}}, {rank}, "
-                      f"{DTYPE_CODES[t.dtype]}, NULL}}; scriptc_put_array({text}, &a, {int(repr_)}); }}")
+            self.emit(
+                f"{{ scriptc_array a = {{r->f{at + 1}, {{{shape}}}, {{{strides}}}, {rank}, "
+                f"{DTYPE_CODES[t.dtype]}, NULL}}; scriptc_put_array({text}, &a, {int(repr_)}); }}"
+            )
         else:
-            raise ExportError(f"printing a {t} is not supported in exported code (ints, floats, bools, None, strs, "
-                              "arrays and tuples of them are)")
+            raise ExportError(
+                f"printing a {t} is not supported in exported code (ints, floats, bools, None, strs, "
+                "arrays and tuples of them are)"
+            )
 
     def tuple_text(self, elems: list, ats: list, text: str) -> None:
         self.emit(f"scriptc_putc({text}, '(');")

@@ -8,6 +8,7 @@ both before loading: a flipped byte in the code, or a manifest edited to call ot
 ``LoadError``. This guards against damage (a bad copy, a truncated download, an edit by mistake), not against
 someone who can rewrite the file and its digests alike.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,37 +20,40 @@ PLACEHOLDER = {"code": ZERO, "manifest": ZERO}
 
 def section_span(data: bytes, name: str) -> tuple[int, int] | None:
     """(offset, size) of the ELF section ``name`` in a 64-bit little-endian ELF file, or None."""
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + k * shentsize) for k in range(shnum)]
     names_at = sections[shstrndx][4]
     for name_at, _, _, _, offset, size, *_ in sections:
         end = data.index(b"\0", names_at + name_at)
-        if data[names_at + name_at:end].decode() == name:
+        if data[names_at + name_at : end].decode() == name:
             return offset, size
     return None
 
 
 def _digests_text(code: str, manifest: str) -> bytes:
     import json
+
     return json.dumps({"code": code, "manifest": manifest}).encode()
 
 
 def code_digest(data: bytes, span: tuple[int, int]) -> str:
     offset, size = span
     h = hashlib.sha256(data[:offset])
-    h.update(data[offset + size:])
+    h.update(data[offset + size :])
     return h.hexdigest()
 
 
 def manifest_digest(section: bytes, code: str) -> str:
     """The digest of the manifest section with its own digest zeroed (``code``: the code digest in it)."""
-    return hashlib.sha256(section.replace(_digests_text(code, _current_manifest(section)),
-                                          _digests_text(code, ZERO), 1)).hexdigest()
+    return hashlib.sha256(
+        section.replace(_digests_text(code, _current_manifest(section)), _digests_text(code, ZERO), 1)
+    ).hexdigest()
 
 
 def _current_manifest(section: bytes) -> str:
     import json
+
     return json.loads(section.rstrip(b"\0")).get("digests", {}).get("manifest", ZERO)
 
 
@@ -57,13 +61,13 @@ def seal(path, section_name: str) -> None:
     """Write the digests into a freshly linked library (whose manifest holds ``PLACEHOLDER``)."""
     data = bytearray(open(path, "rb").read())
     offset, size = section_span(bytes(data), section_name)
-    section = bytes(data[offset:offset + size])
+    section = bytes(data[offset : offset + size])
     zeroed = _digests_text(ZERO, ZERO)
     at = section.index(zeroed)
     code = code_digest(bytes(data), (offset, size))
-    half = section[:at] + _digests_text(code, ZERO) + section[at + len(zeroed):]
-    sealed = section[:at] + _digests_text(code, hashlib.sha256(half).hexdigest()) + section[at + len(zeroed):]
-    data[offset:offset + size] = sealed
+    half = section[:at] + _digests_text(code, ZERO) + section[at + len(zeroed) :]
+    sealed = section[:at] + _digests_text(code, hashlib.sha256(half).hexdigest()) + section[at + len(zeroed) :]
+    data[offset : offset + size] = sealed
     with open(path, "wb") as f:
         f.write(data)
 
@@ -71,13 +75,14 @@ def seal(path, section_name: str) -> None:
 def reseal(path, section_name: str) -> None:
     """Write the digests of a library's present bytes (for tests that edit a library on purpose)."""
     import json
+
     data = open(path, "rb").read()
     offset, size = section_span(data, section_name)
-    section = data[offset:offset + size]
+    section = data[offset : offset + size]
     digests = json.loads(section.rstrip(b"\0"))["digests"]
     zeroed = section.replace(_digests_text(digests["code"], digests["manifest"]), _digests_text(ZERO, ZERO), 1)
     with open(path, "wb") as f:
-        f.write(data[:offset] + zeroed + data[offset + size:])
+        f.write(data[:offset] + zeroed + data[offset + size :])
     seal(path, section_name)
 
 
@@ -90,7 +95,7 @@ def damage(data: bytes, section_name: str, manifest: dict) -> str | None:
     offset, size = span
     if code_digest(data, span) != digests.get("code"):
         return "its code does not match the digest its manifest records"
-    if manifest_digest(data[offset:offset + size], digests.get("code", "")) != digests.get("manifest"):
+    if manifest_digest(data[offset : offset + size], digests.get("code", "")) != digests.get("manifest"):
         return "its manifest was changed after export"
     return None
 

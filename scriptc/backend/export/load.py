@@ -14,6 +14,7 @@ function, so that a call whose arguments are exactly a signature's kinds goes fr
 Python code in between, as a ``@scriptc.script`` function's does. An entry is used only where the first
 signature accepting such arguments is its own (the dispatch above would pick no other).
 """
+
 from __future__ import annotations
 
 import ast
@@ -50,8 +51,14 @@ class LoadError(ImportError):
 
 
 class ScriptcArray(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_int64 * 8), ("strides", ctypes.c_int64 * 8),
-                ("ndim", ctypes.c_int32), ("dtype", ctypes.c_int32), ("owner", ctypes.c_void_p)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("shape", ctypes.c_int64 * 8),
+        ("strides", ctypes.c_int64 * 8),
+        ("ndim", ctypes.c_int32),
+        ("dtype", ctypes.c_int32),
+        ("owner", ctypes.c_void_p),
+    ]
 
 
 C_TYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_bool, STR: ctypes.c_char_p}
@@ -60,7 +67,7 @@ C_TYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_bool, STR
 def read_manifest(path: Path) -> dict:
     """The manifest of an exported library, read from its ELF section headers (the library is not loaded)."""
     try:
-        if not path.is_file():      # (a device or a pipe would be read without end)
+        if not path.is_file():  # (a device or a pipe would be read without end)
             raise LoadError(f"{path} is not a file")
         with open(path, "rb") as f:
             if f.read(6) != b"\x7fELF\x02\x01":
@@ -73,12 +80,14 @@ def read_manifest(path: Path) -> dict:
         if span is None:
             raise LoadError(f"{path} was not made by scriptc export (no {SECTION} section)")
         offset, size = span
-        manifest = json.loads(data[offset:offset + size].rstrip(b"\0"))
+        manifest = json.loads(data[offset : offset + size].rstrip(b"\0"))
     except (struct.error, ValueError, IndexError, UnicodeDecodeError) as e:
         raise LoadError(f"{path}: damaged library or manifest ({e})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise LoadError(f"{path}: manifest format {manifest.get('format') if isinstance(manifest, dict) else '?'}, "
-                        f"this scriptc reads format {FORMAT}: export it again")
+        raise LoadError(
+            f"{path}: manifest format {manifest.get('format') if isinstance(manifest, dict) else '?'}, "
+            f"this scriptc reads format {FORMAT}: export it again"
+        )
     why = damage(data, SECTION, manifest)
     if why is not None:
         raise LoadError(f"{path}: damaged library: {why}; export it again")
@@ -87,15 +96,18 @@ def read_manifest(path: Path) -> dict:
 
 def check_target(path: Path, manifest: dict) -> None:
     import llvmlite.binding as llvm
+
     triple = llvm.get_process_triple()
     if manifest.get("triple", "").split("-")[0] != triple.split("-")[0]:
         raise LoadError(f"{path} was compiled for {manifest.get('triple')}, this machine is {triple}")
     have = set(llvm.get_host_cpu_features().flatten().split(","))
     missing = [f for f in manifest.get("features", []) if f not in have]
     if missing:
-        raise LoadError(f"{path} was compiled for a {manifest.get('cpu')} CPU; this CPU "
-                        f"({llvm.get_host_cpu_name()}) lacks {', '.join(f.lstrip('+') for f in missing[:8])}: "
-                        "export it again on (or for) this machine")
+        raise LoadError(
+            f"{path} was compiled for a {manifest.get('cpu')} CPU; this CPU "
+            f"({llvm.get_host_cpu_name()}) lacks {', '.join(f.lstrip('+') for f in missing[:8])}: "
+            "export it again on (or for) this machine"
+        )
 
 
 class Library:
@@ -115,8 +127,10 @@ class Library:
         self._exact_errors = {int(code): entry for code, entry in manifest.get("errors", {}).items()}
         entries = self._fill_python_table(manifest)
         defaults = manifest.get("defaults", {})
-        self.functions = {name: LoadedFunction(self, name, sigs, entries, defaults.get(name))
-                          for name, sigs in manifest["functions"].items()}
+        self.functions = {
+            name: LoadedFunction(self, name, sigs, entries, defaults.get(name))
+            for name, sigs in manifest["functions"].items()
+        }
         for name, fn in self.functions.items():
             setattr(self, name, fn)
 
@@ -149,12 +163,12 @@ class Library:
     def __repr__(self):
         return f"<scriptc library {self.name!r} from {self.path}: {', '.join(self.functions)}>"
 
-    def __reduce__(self):       # by reference, as scripted functions pickle: the file is loaded where unpickled
+    def __reduce__(self):  # by reference, as scripted functions pickle: the file is loaded where unpickled
         return _restore, (self.path,)
 
     def raise_error(self, status: int):
         exact = self._exact_errors.get(status)
-        if exact is not None:       # the exception the scripted function raises, its arguments as they were
+        if exact is not None:  # the exception the scripted function raises, its arguments as they were
             exc_type = exception_class(exact[0])
             if exc_type is not None:
                 raise exc_type(*(decode_argument(a) for a in exact[1]))
@@ -163,7 +177,7 @@ class Library:
         exc_type = getattr(builtins, name, None)
         if not (isinstance(exc_type, type) and issubclass(exc_type, Exception)):
             exc_type, message = RuntimeError, f"{text} (status {status})"
-        if exc_type is KeyError:        # its text is its argument's repr: KeyError(2) says 2, KeyError('2') '2'
+        if exc_type is KeyError:  # its text is its argument's repr: KeyError(2) says 2, KeyError('2') '2'
             try:
                 raise exc_type(ast.literal_eval(message))
             except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -181,8 +195,9 @@ class GraphText(str):
 class LoadedFunction:
     """One exported function: its signatures, each a C entry point (and a CPython one, ``entries``)."""
 
-    def __init__(self, library: Library, name: str, signatures: list[dict], entries: bool = False,
-                 defaults: dict | None = None):
+    def __init__(
+        self, library: Library, name: str, signatures: list[dict], entries: bool = False, defaults: dict | None = None
+    ):
         self.__name__ = name
         self._library = library
         self._signatures = [_Signature(library, s) for s in signatures]
@@ -213,8 +228,8 @@ class LoadedFunction:
             args = self._bind(args, kwargs)
         for name, a in zip(self._params, args):
             if isinstance(a, np.ndarray) and (type(a) is not np.ndarray or not a.dtype.isnative):
-                check_array_kind(self.__name__, name, a, alignment=False)   # a mask, a byte order: as scripted
-        if needs_twins(args):       # unaligned arrays: through aligned twins, as scripted functions take them
+                check_array_kind(self.__name__, name, a, alignment=False)  # a mask, a byte order: as scripted
+        if needs_twins(args):  # unaligned arrays: through aligned twins, as scripted functions take them
             twins = Twins(args)
             sig = next((sig for sig in self._signatures if sig.accepts(twins.args)), None)
             if sig is not None:
@@ -226,7 +241,7 @@ class LoadedFunction:
         for sig in self._signatures:
             if sig.accepts(args):
                 return sig.call(args)
-        for sig in self._signatures:      # an int beyond 64 bits where an int goes: the scripted function's error
+        for sig in self._signatures:  # an int beyond 64 bits where an int goes: the scripted function's error
             if sig.accepts([0 if type(a) is int else a for a in args]):
                 raise OverflowError("int too large to convert to a 64-bit int")
         got = ", ".join(_describe(a) for a in args)
@@ -268,15 +283,18 @@ class _Signature:
         self.written = {int(k): str(message) for k, message in entry.get("written", {}).items()}
         # the kernel's signature, as the CPython entry sees it
         self.arg_types = self.types
-        self.result_type = (TupleType(tuple(self.results)) if self.is_tuple else
-                            self.results[0] if self.results else NONE)
+        self.result_type = (
+            TupleType(tuple(self.results)) if self.is_tuple else self.results[0] if self.results else NONE
+        )
         self._reader = None
         self.fn = getattr(library._lib, entry["c_name"])
         self.fn.restype = ctypes.c_int
-        self.fn.argtypes = [ctypes.POINTER(ScriptcArray) if isinstance(t, TensorType) else C_TYPES[t]
-                            for t in self.types] + \
-                           [ctypes.POINTER(ScriptcArray) if isinstance(t, TensorType) else ctypes.POINTER(C_TYPES[t])
-                            for t in self.results]
+        self.fn.argtypes = [
+            ctypes.POINTER(ScriptcArray) if isinstance(t, TensorType) else C_TYPES[t] for t in self.types
+        ] + [
+            ctypes.POINTER(ScriptcArray) if isinstance(t, TensorType) else ctypes.POINTER(C_TYPES[t])
+            for t in self.results
+        ]
 
     def accepts(self, args) -> bool:
         return len(args) == len(self.types) and all(_fits(t, a) for t, a in zip(self.types, args))
@@ -291,12 +309,16 @@ class _Signature:
         for k, message in self.written.items():
             if isinstance(args[k], np.ndarray) and not args[k].flags.writeable:
                 raise ValueError(message)
-        c_args = [_c_array(a) if isinstance(t, TensorType) else
-                  (a.encode() if t == STR else (bool(a) if t == BOOL else (int(a) if t == INT else float(a))))
-                  for t, a in zip(self.types, args)]
+        c_args = [
+            _c_array(a)
+            if isinstance(t, TensorType)
+            else (a.encode() if t == STR else (bool(a) if t == BOOL else (int(a) if t == INT else float(a))))
+            for t, a in zip(self.types, args)
+        ]
         outs = [ScriptcArray() if isinstance(t, TensorType) else C_TYPES[t]() for t in self.results]
-        status = self.fn(*[ctypes.byref(a) if isinstance(a, ScriptcArray) else a for a in c_args],
-                         *[ctypes.byref(o) for o in outs])
+        status = self.fn(
+            *[ctypes.byref(a) if isinstance(a, ScriptcArray) else a for a in c_args], *[ctypes.byref(o) for o in outs]
+        )
         if status:
             self.library.raise_error(status)
         values = [self._result(t, o, args) for t, o in zip(self.results, outs)]
@@ -309,14 +331,19 @@ class _Signature:
             value = out.value
             if t != STR:
                 return value
-            if self.library._release_str is not None:     # a str the library made: copied, then given back
+            if self.library._release_str is not None:  # a str the library made: copied, then given back
                 self.library._release_str(ctypes.cast(ctypes.byref(out), ctypes.POINTER(ctypes.c_void_p))[0])
             return value.decode()
-        shape = tuple(out.shape[:out.ndim])
-        strides = tuple(out.strides[:out.ndim])
+        shape = tuple(out.shape[: out.ndim])
+        strides = tuple(out.strides[: out.ndim])
         dtype = DTYPES[out.dtype]
-        interface = {"data": (out.data or 0, False), "shape": shape, "strides": strides, "typestr": dtype.str,
-                     "version": 3}
+        interface = {
+            "data": (out.data or 0, False),
+            "shape": shape,
+            "strides": strides,
+            "typestr": dtype.str,
+            "version": 3,
+        }
         holder = _Memory(interface)
         if out.owner:
             kept = ScriptcArray.from_buffer_copy(out)
@@ -329,7 +356,7 @@ class _Signature:
                 if not a.flags.writeable:
                     interface["data"] = (out.data, True)
                 return np.asarray(holder)
-        return np.array(np.asarray(holder), copy=True)     # constant data inside the library
+        return np.array(np.asarray(holder), copy=True)  # constant data inside the library
 
 
 class _Memory:
@@ -362,12 +389,17 @@ def _shadows(earlier: _Signature, later: _Signature) -> bool:
 
 def _fits(t, a) -> bool:
     if isinstance(t, TensorType):
-        return isinstance(a, np.ndarray) and a.dtype.name == t.dtype and a.ndim == t.rank and \
-            a.dtype.isnative and a.flags.aligned
+        return (
+            isinstance(a, np.ndarray)
+            and a.dtype.name == t.dtype
+            and a.ndim == t.rank
+            and a.dtype.isnative
+            and a.flags.aligned
+        )
     if t == BOOL:
         return isinstance(a, (bool, np.bool_))
     if t == INT:
-        return isinstance(a, (int, np.integer)) and -2 ** 63 <= int(a) < 2 ** 63
+        return isinstance(a, (int, np.integer)) and -(2**63) <= int(a) < 2**63
     if t == FLOAT:
         return isinstance(a, (float, int, np.floating, np.integer))
     return t == STR and isinstance(a, str)
@@ -395,10 +427,10 @@ def load(path) -> Library:
     check_target(path, manifest)
     try:
         lib = _dlopen(path)
-    except (OSError, UnicodeDecodeError) as e:      # (dlopen's message, of a damaged file, need not be UTF-8)
+    except (OSError, UnicodeDecodeError) as e:  # (dlopen's message, of a damaged file, need not be UTF-8)
         raise LoadError(f"cannot load {path}: {e}") from None
     try:
-        count = ctypes.c_int64.in_dll(lib, THREADS_SYMBOL)     # a library with parallel regions (pool.c)
+        count = ctypes.c_int64.in_dll(lib, THREADS_SYMBOL)  # a library with parallel regions (pool.c)
     except ValueError:
         count = None
     if count is not None:
@@ -409,8 +441,8 @@ def load(path) -> Library:
         raise LoadError(f"{path}: damaged library or manifest ({type(e).__name__}: {e})") from None
 
 
-_OPENED: dict[str, tuple] = {}      # path -> the file's identity when this process loaded it
-_UNPICKLED: dict[tuple, Library] = {}   # (path, identity) -> the library unpickled functions come from
+_OPENED: dict[str, tuple] = {}  # path -> the file's identity when this process loaded it
+_UNPICKLED: dict[tuple, Library] = {}  # (path, identity) -> the library unpickled functions come from
 
 
 def _restore(path: str, name: str | None = None):
@@ -424,8 +456,10 @@ def _restore(path: str, name: str | None = None):
         return found
     function = found.functions.get(name)
     if function is None:
-        raise pickle.UnpicklingError(f"{path} exports no function {name!r} (any more): exported functions "
-                                     f"pickle by reference to their library's file")
+        raise pickle.UnpicklingError(
+            f"{path} exports no function {name!r} (any more): exported functions "
+            f"pickle by reference to their library's file"
+        )
     return function
 
 
@@ -433,7 +467,7 @@ def _identity(path: Path) -> tuple | None:
     try:
         st = path.stat()
     except OSError:
-        return None     # load() says what is wrong with the file
+        return None  # load() says what is wrong with the file
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
@@ -448,4 +482,4 @@ def _dlopen(path: Path) -> ctypes.CDLL:
     with tempfile.TemporaryDirectory(prefix="scriptc-load-") as tmp:
         copy = Path(tmp) / path.name
         shutil.copyfile(path, copy)
-        return ctypes.CDLL(str(copy))       # (mapped: the file may go)
+        return ctypes.CDLL(str(copy))  # (mapped: the file may go)

@@ -8,6 +8,7 @@
 Importing this package loads nothing: the names below are imported on first use, so that code from the on-disk
 cache (``cached.py``) runs without importing llvmlite.
 """
+
 import importlib
 
 _LAZY = {"ERROR_TABLE": "errors", "LoweringError": "errors", "NativeFunction": "native", "compile_graph": "compile"}

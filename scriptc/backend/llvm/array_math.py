@@ -8,6 +8,7 @@ division and modulo by zero give 0, float division by zero gives inf/nan, ``maxi
 NaN, ``bool + bool`` is ``or``. Float sums and means are NumPy's pairwise summation (summation.py); the other
 reductions accumulate sequentially.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,7 +27,7 @@ from .summation import KernelRaises, pairwise_reducible
 ELEMENTWISE = [name for name, op in REGISTRY.items() if op.elementwise]
 INPLACE = [name for name, op in REGISTRY.items() if "inplace_of" in op.extra]
 REDUCTIONS = [name for name, op in REGISTRY.items() if op.extra.get("reduction")]
-_RAISING: set = set()     # element-wise kernels whose element code raises: lowered inline
+_RAISING: set = set()  # element-wise kernels whose element code raises: lowered inline
 
 
 _CASTS = ("sitofp", "uitofp", "fpext", "fptrunc", "fptosi", "fptoui", "zext", "sext", "trunc", "bitcast")
@@ -34,6 +35,7 @@ _CASTS = ("sitofp", "uitofp", "fpext", "fptrunc", "fptosi", "fptoui", "zext", "s
 
 class Operand:
     """An operand position of a shared element-wise kernel (``call_elementwise_kernel``)."""
+
     __slots__ = ("type",)
 
     def __init__(self, t):
@@ -45,8 +47,11 @@ def folded(x):
     so that a kernel compiled for it sees a constant (``x * x`` for ``x ** 2``, as NumPy's square); else ``x``."""
     if getattr(x, "opname", None) in _CASTS:
         inner = folded(x.operands[0])
-        if isinstance(inner, ir.Constant) and isinstance(inner.constant, (int, float)) and \
-                not isinstance(inner.constant, bool):
+        if (
+            isinstance(inner, ir.Constant)
+            and isinstance(inner.constant, (int, float))
+            and not isinstance(inner.constant, bool)
+        ):
             value = inner.constant
             if x.opname in ("sitofp", "fpext") or (x.opname == "uitofp" and value >= 0):
                 return ir.Constant(x.type, float(value))
@@ -61,8 +66,6 @@ def reduction_dtype(kind: str, src: TensorType, axis) -> str:
     return np.asarray(impl(np.ones((1,) * src.rank, src.dtype), axis=axis)).dtype.name
 
 
-
-
 def element_name(node) -> str:
     """The element operation of an element-wise node: its operator, ``pow_scalar`` for an array to a Python
     scalar power (NumPy's fast powers apply), ``clip_arrays`` for a clip with an array bound."""
@@ -70,26 +73,29 @@ def element_name(node) -> str:
     if op == "pow" and not isinstance(node.inputs[1].type, TensorType):
         return "pow_scalar"
     if op == "clip" and any(isinstance(v.type, TensorType) for v in node.inputs[1:]):
-        return "clip_arrays"    # NumPy's generic clip loop (a bound is an array) takes the bound on a tie
+        return "clip_arrays"  # NumPy's generic clip loop (a bound is an array) takes the bound on a tie
     return op
 
 
 class ArrayMath:
     """Mixin of FunctionLowering."""
 
-
     def zero_d_elementwise(self, node, op: str):
         """An element-wise operator on 0-d arrays: NumPy gives a scalar of the loop's dtype (here a Python
         scalar of that value, as reading ``x[()]`` gives), computed as one element of the loop."""
         as_1d = [TensorType(v.type.dtype, 1) if isinstance(v.type, TensorType) else v.type for v in node.inputs]
         out = lookup(node.kind).result_types(as_1d, node.attrs)[0]
-        out = out.dtype if isinstance(out, TensorType) else scalar_dtype(out)      # (numbers only: np.clip)
+        out = out.dtype if isinstance(out, TensorType) else scalar_dtype(out)  # (numbers only: np.clip)
         dtype = result_dtype(*as_1d) if op in COMPARE or op in PREDICATES else out
-        scalars = {k: self.weak_scalar(op, k, *self.scalar_operand(v), dtype)
-                   for k, v in enumerate(node.inputs) if not isinstance(v.type, TensorType)}
+        scalars = {
+            k: self.weak_scalar(op, k, *self.scalar_operand(v), dtype)
+            for k, v in enumerate(node.inputs)
+            if not isinstance(v.type, TensorType)
+        }
         kind, x = self.element_of(node, dtype, scalars)(
-            lambda v: (kind_of(v.type.dtype), self.load_element(self.element_ptr(self.arr(v), []), v.type.dtype)))
-        kind, x = self.round_through(kind, x, out)       # as stored in the result's dtype (float16: rounded)
+            lambda v: (kind_of(v.type.dtype), self.load_element(self.element_ptr(self.arr(v), []), v.type.dtype))
+        )
+        kind, x = self.round_through(kind, x, out)  # as stored in the result's dtype (float16: rounded)
         return [self.scalar_result(x, kind, node.output.type)]
 
     def element_of(self, node, dtype: str, scalars: dict, inputs=None):
@@ -106,6 +112,7 @@ class ArrayMath:
                 want = "b" if op == "where" and k == 0 else compute
                 args.append(self.cast(x, kind, want))
             return self.in_loop_precision(*self.element_op(element_name(node), args, compute, dtype), dtype)
+
         return element
 
     def call_elementwise_kernel(self, node, dtype: str, out: Arr, arrays: list[Arr], scalars: dict) -> bool:
@@ -119,9 +126,14 @@ class ArrayMath:
         rank = out.t.rank
         scalars = {k: (kind, folded(x)) for k, (kind, x) in scalars.items()}
         params = [k for k, (_, x) in sorted(scalars.items()) if not isinstance(x, ir.Constant)]
-        operands = [f"{v.type.dtype}{v.type.rank}" if isinstance(v.type, TensorType) else
-                    f"{scalars[k][0]}.{scalars[k][1].type}" if k in params else str(scalars[k][1])
-                    for k, v in enumerate(node.inputs)]
+        operands = [
+            f"{v.type.dtype}{v.type.rank}"
+            if isinstance(v.type, TensorType)
+            else f"{scalars[k][0]}.{scalars[k][1].type}"
+            if k in params
+            else str(scalars[k][1])
+            for k, v in enumerate(node.inputs)
+        ]
         attrs = [f"{name}={value}" for name, value in sorted(node.attrs.items())]
         key = ("ew", node.kind.split("::")[1], *attrs, dtype, f"{out.t.dtype}{rank}", *operands)
         if key in _RAISING:
@@ -132,7 +144,7 @@ class ArrayMath:
         types += [scalars[k][1].type for k in params]
 
         def build(lowering, fn):
-            fn.args[0].add_attribute("noalias")     # the output is a new array: no operand reads it
+            fn.args[0].add_attribute("noalias")  # the output is a new array: no operand reads it
             args = iter(fn.args)
             null = ir.Constant(I8P, None)
             data = next(args)
@@ -141,16 +153,18 @@ class ArrayMath:
             views = []
             for a in arrays:
                 data = next(args)
-                views.append(Arr(a.t, [null, data, *shape[rank - a.t.rank:], *[next(args) for _ in a.shape]]))
+                views.append(Arr(a.t, [null, data, *shape[rank - a.t.rank :], *[next(args) for _ in a.shape]]))
             own = dict(scalars)
             own.update({k: (scalars[k][0], next(args)) for k in params})
-            lowering.node = node        # (what an unsupported operator's LoweringError names)
+            lowering.node = node  # (what an unsupported operator's LoweringError names)
             # one operand per position, never the node's values: the kernel serves every node of this key,
             # and one that reads a value twice (s * s) must not make it read one argument twice
             operands = [Operand(v.type) for v in node.inputs]
-            lowering.elementwise_loops(kernel_out, operands, views,
-                                       lowering.element_of(node, dtype, own, operands), broadcast=False)
+            lowering.elementwise_loops(
+                kernel_out, operands, views, lowering.element_of(node, dtype, own, operands), broadcast=False
+            )
             lowering.b.ret_void()
+
         try:
             kernel = self.call_compiled_once(key, ir.FunctionType(ir.VoidType(), types), build)
         except KernelRaises:
@@ -166,8 +180,10 @@ class ArrayMath:
         """The strides reading ``a`` broadcast to ``shape`` (checked already): 0 where ``a`` has length 1."""
         b = self.b
         pad = len(shape) - a.t.rank
-        return [b.select(b.icmp_signed("==", d, shape[pad + k]), s, i64(0))
-                for k, (d, s) in enumerate(zip(a.shape, a.strides))]
+        return [
+            b.select(b.icmp_signed("==", d, shape[pad + k]), s, i64(0))
+            for k, (d, s) in enumerate(zip(a.shape, a.strides))
+        ]
 
     def loop_dtype(self, node) -> str:
         """The dtype NumPy's ufunc loop computes in: the operands' common dtype (Python scalars weak), which
@@ -183,7 +199,7 @@ class ArrayMath:
         NumPy's OverflowError, except where NumPy compares it exactly (comparisons), casts it (``np.where``)
         or treats it as no bound (``np.clip``). Call it outside the element loop: the check runs once."""
         k = kind_of(dtype)
-        if k == "f" and op == "where" and kind == "i":   # np.where casts the int (as int64) to the dtype directly
+        if k == "f" and op == "where" and kind == "i":  # np.where casts the int (as int64) to the dtype directly
             return "f", self.from_memory(self.to_memory(x, kind, dtype), dtype)
         if k == "f":
             return "f", self.round_float(self.cast(x, kind, "f"), dtype)
@@ -191,9 +207,12 @@ class ArrayMath:
             return kind, x
         b = self.b
         lo, hi = INT_RANGE[dtype]
-        if op == "clip":    # numpy's _clip drops a bound beyond the dtype's range on its own side
-            x = b.select(b.icmp_signed("<", x, i64(lo)), i64(lo), x) if position == 1 else \
-                b.select(b.icmp_signed(">", x, i64(hi)), i64(hi), x)
+        if op == "clip":  # numpy's _clip drops a bound beyond the dtype's range on its own side
+            x = (
+                b.select(b.icmp_signed("<", x, i64(lo)), i64(lo), x)
+                if position == 1
+                else b.select(b.icmp_signed(">", x, i64(hi)), i64(hi), x)
+            )
         bad = b.or_(b.icmp_signed("<", x, i64(lo)), b.icmp_signed(">", x, i64(hi)))
         self.raise_with(bad, OverflowError, f"Python integer {{0}} out of bounds for {dtype}", [x])
         return kind, x
@@ -219,10 +238,12 @@ class ArrayMath:
             for k, d in enumerate(dims):
                 cur = shape[pad + k]
                 if isinstance(cur, ir.Constant) and cur.constant == 1:
-                    shape[pad + k] = d      # the first operand with this axis: no clash, its length
+                    shape[pad + k] = d  # the first operand with this axis: no clash, its length
                     continue
-                clash = b.and_(b.icmp_signed("!=", d, cur),
-                               b.and_(b.icmp_signed("!=", d, i64(1)), b.icmp_signed("!=", cur, i64(1))))
+                clash = b.and_(
+                    b.icmp_signed("!=", d, cur),
+                    b.and_(b.icmp_signed("!=", d, i64(1)), b.icmp_signed("!=", cur, i64(1))),
+                )
                 bad = b.or_(bad, clash)
                 shape[pad + k] = b.select(b.icmp_signed("==", d, i64(1)), cur, d)
         if len(shapes) > 1:
@@ -230,36 +251,47 @@ class ArrayMath:
             for dims in shapes:
                 parts.append(shape_text(len(dims), first) if dims else "()")
                 first += len(dims)
-            self.raise_with(bad, ValueError, "operands could not be broadcast together with shapes "
-                            + " ".join(parts) + " ", [d for dims in shapes for d in dims])
+            self.raise_with(
+                bad,
+                ValueError,
+                "operands could not be broadcast together with shapes " + " ".join(parts) + " ",
+                [d for dims in shapes for d in dims],
+            )
         return shape
 
     def group_shapes(self, node, sub, stop=None) -> dict:
         """The shapes (registers) of a fusion group's array values, its operations broadcast one by one in
         program order: a shape error names the first operation whose operands do not broadcast, as NumPy, which
         runs them one by one, names it. ``stop``: the node to end before (a reduction)."""
-        dims = {id(p): self.arr(outer).shape for p, outer in zip(sub.inputs, node.inputs)
-                if isinstance(outer.type, TensorType)}
+        dims = {
+            id(p): self.arr(outer).shape
+            for p, outer in zip(sub.inputs, node.inputs)
+            if isinstance(outer.type, TensorType)
+        }
         for n in sub.nodes:
             if n is stop:
                 break
             if n.kind == "prim::Constant" or len(n.outputs) != 1 or not isinstance(n.output.type, TensorType):
                 continue
-            dims[id(n.output)] = self.broadcast_dims([dims[id(v)] for v in n.inputs
-                                                      if isinstance(v.type, TensorType)], n.output.type.rank)
+            dims[id(n.output)] = self.broadcast_dims(
+                [dims[id(v)] for v in n.inputs if isinstance(v.type, TensorType)], n.output.type.rank
+            )
         return dims
 
     def elementwise_loops(self, out: Arr, inputs, arrays: list[Arr], element, broadcast: bool = True) -> None:
         """Store ``element(load)`` into every element of ``out``; ``load(value)`` reads that operand's element
         (kind, register) at the current index. ``broadcast=False``: the arrays are views of the output's shape
         already (``call_elementwise_kernel``)."""
+
         def store(kind, x, flat, index):
             if flat is not None:
-                ptr = self.b.bitcast(self.b.gep(out.data, [self.b.mul(flat, i64(out.itemsize))]),
-                                     self.elem_ptr_type(out))
+                ptr = self.b.bitcast(
+                    self.b.gep(out.data, [self.b.mul(flat, i64(out.itemsize))]), self.elem_ptr_type(out)
+                )
             else:
                 ptr = self.element_ptr(out, index)
             self.store_element(ptr, x, kind, out.t.dtype)
+
         self.broadcast_loops(out.shape, inputs, arrays, element, store, out=out, broadcast=broadcast)
 
     def all_flat(self, shape: list, arrays: list[Arr]):
@@ -274,8 +306,19 @@ class ArrayMath:
                 same = b.and_(same, b.icmp_signed("==", d, e))
         return same
 
-    def broadcast_loops(self, shape: list, inputs, arrays: list[Arr], element, sink, out: Arr | None = None,
-                        flat_start=None, flat: bool = True, broadcast: bool = True, checked: bool = False):
+    def broadcast_loops(
+        self,
+        shape: list,
+        inputs,
+        arrays: list[Arr],
+        element,
+        sink,
+        out: Arr | None = None,
+        flat_start=None,
+        flat: bool = True,
+        broadcast: bool = True,
+        checked: bool = False,
+    ):
         """Run ``sink(kind, x, flat_index | None, index | None)`` with ``(kind, x) = element(load)`` for every
         index of ``shape``: one flat loop when every array is C-contiguous with exactly this shape (and so is
         ``out``), else a loop nest reading broadcast operands (only that with ``flat=False``: the caller has
@@ -284,21 +327,25 @@ class ArrayMath:
         by_value = {id(v): a for v, a in zip([v for v in inputs if isinstance(v.type, TensorType)], arrays)}
 
         def nested():
-            strides = {id(a): self.broadcast_to(a, shape, None if checked else "") if broadcast else a.strides
-                       for a in arrays}
+            strides = {
+                id(a): self.broadcast_to(a, shape, None if checked else "") if broadcast else a.strides for a in arrays
+            }
 
             def body(index):
                 def load(v):
                     a = by_value[id(v)]
                     view = Arr(a.t, [a.mi, a.data, *a.shape, *strides[id(a)]])
-                    ptr = self.element_ptr(view, index[len(index) - a.t.rank:])
+                    ptr = self.element_ptr(view, index[len(index) - a.t.rank :])
                     return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+
                 kind, x = element(load)
                 sink(kind, x, None, index)
+
             # in one dimension the nest runs only when an operand is strided or broadcast (stride 0): a vector
             # loop LLVM versions on unit strides would never run, and not making one saves a third of a simple
             # operator's LLVM time
             self.loop_nest(shape, body, inner_hints=(NO_VECTORIZE,) if len(shape) == 1 else ())
+
         if not flat:
             nested()
             return
@@ -307,10 +354,12 @@ class ArrayMath:
         with b.if_else(same, likely=True) as (flat_case, nested_case):
             with flat_case:
                 with self.for_range(n, flat_start) as i:
+
                     def load(v, i=i):
                         a = by_value[id(v)]
                         ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(a.itemsize))]), self.elem_ptr_type(a))
                         return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+
                     kind, x = element(load)
                     sink(kind, x, i, None)
             with nested_case:
@@ -341,19 +390,27 @@ class ArrayMath:
             slots = self.alloca_leaves(src.t)
             self.store_leaves(slots, src.leaves)
             with b.if_then(b.not_(apart), likely=False):
+
                 def check(index):
-                    y = self.load_element(self.element_ptr(Arr(src.t, [src.mi, src.data, *src.shape, *strides]),
-                                                           index[len(index) - src.t.rank:]), src.t.dtype)
-                    self.raise_if(b.icmp_signed("<", self.cast(y, kind_of(src.t.dtype), "i"), i64(0)),
-                                  ValueError, message)
+                    y = self.load_element(
+                        self.element_ptr(
+                            Arr(src.t, [src.mi, src.data, *src.shape, *strides]), index[len(index) - src.t.rank :]
+                        ),
+                        src.t.dtype,
+                    )
+                    self.raise_if(
+                        b.icmp_signed("<", self.cast(y, kind_of(src.t.dtype), "i"), i64(0)), ValueError, message
+                    )
+
                 self.loop_nest(dst.shape, check)
                 copy = self.alloc(TensorType(src.t.dtype, src.t.rank), src.shape)
                 self.copy_into(copy, src)
                 self.store_leaves(slots, copy.leaves)
             source = Arr(src.t, self.load_leaves(slots))
             pad = dst.t.rank - src.t.rank
-            full = Arr(TensorType(src.t.dtype, dst.t.rank),
-                       [source.mi, source.data, *dst.shape, *[i64(0)] * pad, *strides])
+            full = Arr(
+                TensorType(src.t.dtype, dst.t.rank), [source.mi, source.data, *dst.shape, *[i64(0)] * pad, *strides]
+            )
             target, operand = self.in_memory_order(dst, [full])
         else:
             src = source = None
@@ -369,11 +426,11 @@ class ArrayMath:
             args = [self.cast(x, kind_of(dst.t.dtype), compute), self.cast(y, ky, compute)]
             kind, r = self.in_loop_precision(*self.element_op("pow", args, compute, dtype), dtype)
             self.store_element(self.element_ptr(target, index), r, kind, dst.t.dtype)
+
         self.loop_nest(target.shape, body)
         if src is not None:
             self.release_temp(source, src)
         return []
-
 
     def vector_minmax(self, name: str, a: Arr, out_index: list, reduce_dims: list, acc, exact_body) -> None:
         """A float64 max/min over ``reduce_dims`` into ``acc``, vectorized: LLVM vectorizes ``maxnum``/``minnum``
@@ -395,6 +452,7 @@ class ArrayMath:
             x = self.load_element(self.element_ptr(a, index), "float64")
             b.store(b.call(fn, [b.load(best), x], fastmath=("nnan", "nsz")), best)
             b.store(b.or_(b.load(seen_nan), self.isnan(x)), seen_nan)
+
         self.loop_nest([a.shape[d] for d in reduce_dims], body)
         found = b.load(best)
         # (a select, not an ``and``: with a NaN seen, ``found`` is poison and must not be looked at)
@@ -429,7 +487,7 @@ class ArrayMath:
             return {"f": f64(1.0), "b": ir.Constant(I1, 1)}.get(k, i64(1))
         if name in ("max", "argmax"):
             return {"f": f64(float("-inf")), "b": ir.Constant(I1, 0)}.get(k, i64(INT64_MIN))
-        return {"f": f64(float("inf")), "b": ir.Constant(I1, 1)}.get(k, i64(2 ** 63 - 1))
+        return {"f": f64(float("inf")), "b": ir.Constant(I1, 1)}.get(k, i64(2**63 - 1))
 
     def reduction_step(self, name, acc, x, k, res: str):
         """(new accumulator, whether x became the best so far (arg reductions) or None); ``res``: the
@@ -438,7 +496,7 @@ class ArrayMath:
         if name in ("sum", "mean"):
             return (b.fadd(acc, x) if k == "f" else b.or_(acc, x) if k == "b" else b.add(acc, x)), None
         if name == "prod":
-            if k == "f" and res == "float32":       # NumPy multiplies in float32, one product at a time
+            if k == "f" and res == "float32":  # NumPy multiplies in float32, one product at a time
                 return self.round_float(b.fmul(acc, x), res), None
             return (b.fmul(acc, x) if k == "f" else b.and_(acc, x) if k == "b" else b.mul(acc, x)), None
         if name == "any":
@@ -451,8 +509,10 @@ class ArrayMath:
             # equals), for max/min also equal ones, as NumPy's maximum(acc, x) returns x on a tie (-0.0 vs 0.0);
             # its float16 loop keeps the first
             strict = name.startswith("arg") or res == "float16"
-            better = b.or_(b.fcmp_ordered((">" if greater else "<") + ("" if strict else "="), x, acc),
-                           b.and_(self.isnan(x), b.not_(self.isnan(acc))))
+            better = b.or_(
+                b.fcmp_ordered((">" if greater else "<") + ("" if strict else "="), x, acc),
+                b.and_(self.isnan(x), b.not_(self.isnan(acc))),
+            )
         elif k == "b":
             better = b.icmp_unsigned(">" if greater else "<", x, acc)
         else:
@@ -476,8 +536,11 @@ def lower_elementwise(ctx, node):
     shape = ctx.broadcast_shape(arrays, out_t.rank)
     out = ctx.alloc(out_t, shape)
     dtype = ctx.loop_dtype(node)
-    scalars = {k: ctx.weak_scalar(op, k, *ctx.scalar_operand(v), dtype)
-               for k, v in enumerate(node.inputs) if not isinstance(v.type, TensorType)}
+    scalars = {
+        k: ctx.weak_scalar(op, k, *ctx.scalar_operand(v), dtype)
+        for k, v in enumerate(node.inputs)
+        if not isinstance(v.type, TensorType)
+    }
     if not ctx.call_elementwise_kernel(node, dtype, out, arrays, scalars):
         ctx.elementwise_loops(out, node.inputs, arrays, ctx.element_of(node, dtype, scalars))
     return [out.leaves]
@@ -490,11 +553,16 @@ def lower_inplace(ctx, node):
     dst = ctx.arr(node.inputs[0])
     other = node.inputs[1]
     # the loop's dtype (a 0-d operand asked as 1-d: NumPy's 0-d result is a scalar, its loop the same)
-    dtype = lookup(op).result_types([TensorType(v.type.dtype, 1) if isinstance(v.type, TensorType) else v.type
-                                     for v in node.inputs], {})[0].dtype
+    dtype = (
+        lookup(op)
+        .result_types(
+            [TensorType(v.type.dtype, 1) if isinstance(v.type, TensorType) else v.type for v in node.inputs], {}
+        )[0]
+        .dtype
+    )
     compute = kind_of(dtype)
     name = op.split("::")[1]
-    if name == "pow" and compute == "i":   # an element may raise: NumPy's order and temporaries matter
+    if name == "pow" and compute == "i":  # an element may raise: NumPy's order and temporaries matter
         return ctx.lower_raising_inplace(node, dst, dtype)
     if isinstance(other.type, TensorType):
         src0 = ctx.arr(other)
@@ -508,14 +576,15 @@ def lower_inplace(ctx, node):
     def body(index):
         x = ctx.load_element(ctx.element_ptr(dst, index), dst.t.dtype)
         if src is not None:
-            y = ctx.load_element(ctx.element_ptr(view, index[len(index) - src.t.rank:]), src.t.dtype)
+            y = ctx.load_element(ctx.element_ptr(view, index[len(index) - src.t.rank :]), src.t.dtype)
             ky = kind_of(src.t.dtype)
         else:
             ky, y = scalar
         args = [ctx.cast(x, kind_of(dst.t.dtype), compute), ctx.cast(y, ky, compute)]
-        op_name = "pow_scalar" if name == "pow" and src is None else name     # x **= s: NumPy's fast powers
+        op_name = "pow_scalar" if name == "pow" and src is None else name  # x **= s: NumPy's fast powers
         kind, r = ctx.in_loop_precision(*ctx.element_op(op_name, args, compute, dtype), dtype)
         ctx.store_element(ctx.element_ptr(dst, index), r, kind, dst.t.dtype)
+
     ctx.loop_nest(dst.shape, body)
     if src is not None:
         ctx.release_temp(src, src0)
@@ -565,6 +634,7 @@ def lower_reduction(ctx, node):
             if better is not None:
                 b.store(b.select(better, b.load(counter), b.load(pos)), pos)
             b.store(b.add(b.load(counter), i64(1)), counter)
+
         if name in ("max", "min") and acc_kind == "f" and a.t.dtype == "float64":
             ctx.vector_minmax(name, a, out_index, reduce_dims, acc, body)
         else:

@@ -8,6 +8,7 @@ and products, differences and a stable merge sort, each computing what NumPy com
 - ``sort``/``argsort`` sort each lane along the axis with a bottom-up merge sort of indices (stable; NaN
   greater than everything, so NaNs come last as in NumPy): ``argsort`` equals NumPy's ``kind="stable"``.
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -24,7 +25,7 @@ from .text_builder import TextBuilder
 def power_of_ten(n: int) -> float:
     """NumPy's ``power_of_ten`` for ``np.round``: a table up to 1e8, then repeated multiplication."""
     if n < 9:
-        return 10.0 ** n
+        return 10.0**n
     r = 1e9
     for _ in range(n - 9):
         r *= 10.0
@@ -34,12 +35,10 @@ def power_of_ten(n: int) -> float:
 class ArrayFns:
     """Mixin of FunctionLowering."""
 
-
     def round_dtype(self, x, dtype: str):
         """A double result of ``dtype``'s float loop as NumPy's loop leaves it (the element-wise rule: rounded
         in the loop's precision, then to ``dtype``)."""
         return self.round_through(*self.in_loop_precision("f", x, dtype), dtype)[1]
-
 
     # -- lanes along an axis -----------------------------------------------------------------------------------
     def lanes(self, a: Arr, axis):
@@ -63,12 +62,12 @@ class ArrayFns:
             full = list(index)
             full.insert(axis, None)
             body(full)
+
         self.loop_nest([a.shape[d] for d in others], at)
 
     @staticmethod
     def at_position(index: list, axis: int, i) -> list:
         return [i if d == axis else x for d, x in enumerate(index)]
-
 
     def merge_sort_function(self, kk: str) -> ir.Function:
         """``void sort(key *keys, i64 *idx, i64 *work, i64 n)``: idx (a permutation) stably sorted by keys,
@@ -79,8 +78,7 @@ class ArrayFns:
             return decls[name]
         key_t = F64 if kk == "f" else I64
         i64p = I64.as_pointer()
-        fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [key_t.as_pointer(), i64p, i64p, I64]),
-                         name)
+        fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [key_t.as_pointer(), i64p, i64p, I64]), name)
         fn.linkage = "internal"
         decls[name] = fn
         keys, idx, work, n = fn.args
@@ -98,16 +96,39 @@ class ArrayFns:
             """keys[q] < keys[p] decides "take from the right" (NaN greatest; ties keep the left)."""
             x, y = b.load(b.gep(keys, [p])), b.load(b.gep(keys, [q]))
             if kk == "f":
-                return b.or_(b.fcmp_ordered("<", x, y), b.and_(b.fcmp_unordered("uno", y, y),
-                                                               b.fcmp_ordered("ord", x, x)))
+                return b.or_(
+                    b.fcmp_ordered("<", x, y), b.and_(b.fcmp_unordered("uno", y, y), b.fcmp_ordered("ord", x, x))
+                )
             return b.icmp_signed("<", x, y)
 
         def min_(x, y):
             return b.select(b.icmp_signed("<", x, y), x, y)
 
-        pass_head, pass_body, run_head, run_body, merge_head, merge_body, merge_done, run_next, pass_next, \
-            copy_back, done = blocks("pass", "pass_body", "run", "run_body", "merge", "merge_body", "merge_done",
-                                     "run_next", "pass_next", "copy_back", "done")
+        (
+            pass_head,
+            pass_body,
+            run_head,
+            run_body,
+            merge_head,
+            merge_body,
+            merge_done,
+            run_next,
+            pass_next,
+            copy_back,
+            done,
+        ) = blocks(
+            "pass",
+            "pass_body",
+            "run",
+            "run_body",
+            "merge",
+            "merge_body",
+            "merge_done",
+            "run_next",
+            "pass_next",
+            "copy_back",
+            "done",
+        )
         b.branch(pass_head)
         b.position_at_end(pass_head)
         b.cbranch(b.icmp_signed("<", b.load(width_slot), n), pass_body, copy_back)
@@ -150,13 +171,21 @@ class ArrayFns:
         b.store(s, dst_slot)
         b.store(b.mul(b.load(width_slot), i64(2)), width_slot)
         b.branch(pass_head)
-        b.position_at_end(copy_back)   # the sorted permutation is in src: leave it in idx
+        b.position_at_end(copy_back)  # the sorted permutation is in src: leave it in idx
         final = b.load(src_slot)
         with b.if_then(b.icmp_unsigned("!=", final, idx)):
-            memcpy = self.mod.module.declare_intrinsic("llvm.memcpy", [ir.IntType(8).as_pointer(),
-                                                                       ir.IntType(8).as_pointer(), I64])
-            b.call(memcpy, [b.bitcast(idx, ir.IntType(8).as_pointer()), b.bitcast(final, ir.IntType(8).as_pointer()),
-                            b.mul(n, i64(8)), ir.Constant(I1, 0)])
+            memcpy = self.mod.module.declare_intrinsic(
+                "llvm.memcpy", [ir.IntType(8).as_pointer(), ir.IntType(8).as_pointer(), I64]
+            )
+            b.call(
+                memcpy,
+                [
+                    b.bitcast(idx, ir.IntType(8).as_pointer()),
+                    b.bitcast(final, ir.IntType(8).as_pointer()),
+                    b.mul(n, i64(8)),
+                    ir.Constant(I1, 0),
+                ],
+            )
         b.branch(done)
         b.position_at_end(done)
         b.ret_void()
@@ -200,6 +229,7 @@ def lower_np_round(ctx, node):
             y = ctx.b.call(rint, [y])
             x = ctx.round_dtype(then(y, factor), dtype) if decimals else y
         ctx.store_element(ctx.element_ptr(out, index), x, k, out.t.dtype)
+
     ctx.loop_nest(a.shape, body)
     return [out.leaves]
 
@@ -215,19 +245,19 @@ def lower_scan(ctx, node):
     k = "i" if k == "b" else k
     add = node.kind == "aten::cumsum"
     step = (b.fadd if add else b.fmul) if k == "f" else (b.add if add else b.mul)
-    init = (f64(-0.0) if add else f64(1.0)) if k == "f" else i64(0 if add else 1)   # -0.0 + x is x, even -0.0
+    init = (f64(-0.0) if add else f64(1.0)) if k == "f" else i64(0 if add else 1)  # -0.0 + x is x, even -0.0
 
     def lane(index):
         acc = ctx.alloca(F64 if k == "f" else I64)
         b.store(init, acc)
         with ctx.for_range(src.shape[axis]) as i:
             where = ctx.at_position(index, axis, i)
-            x = ctx.cast(ctx.load_element(ctx.element_ptr(src, where), src.t.dtype),
-                          kind_of(src.t.dtype), k)
+            x = ctx.cast(ctx.load_element(ctx.element_ptr(src, where), src.t.dtype), kind_of(src.t.dtype), k)
             value = step(b.load(acc), x)
             value = ctx.round_dtype(value, out_t.dtype) if k == "f" else value
             b.store(value, acc)
             ctx.store_element(ctx.element_ptr(out, where), value, k, out_t.dtype)
+
     ctx.for_each_lane(src, axis, lane)
     if tmp is not None:
         ctx.release_scratch(tmp)
@@ -255,6 +285,7 @@ def lower_diff(ctx, node):
             y = ctx.cast(ctx.load_element(ctx.element_ptr(cur, index), cur.t.dtype), kind_of(cur.t.dtype), k)
             r = b.xor(x, y) if k == "b" else b.fsub(x, y) if k == "f" else b.sub(x, y)
             ctx.store_element(ctx.element_ptr(nxt, index), r, k, dtype)
+
         ctx.loop_nest(shape, body)
         if owned is not None:
             ctx.release_scratch(owned)
@@ -278,6 +309,7 @@ def lower_nonzero(ctx, node):
 
     def count(index):
         b.store(b.add(b.load(counter), b.zext(nonzero(index), I64)), counter)
+
     ctx.loop_nest(a.shape, count)
     total = b.load(counter)
     if node.kind == "aten::argwhere":
@@ -293,6 +325,7 @@ def lower_nonzero(ctx, node):
                 out, where = (outs[0], [k, i64(d)]) if node.kind == "aten::argwhere" else (outs[d], [k])
                 ctx.store_element(ctx.element_ptr(out, where), i, "i", "int64")
             b.store(b.add(k, i64(1)), counter)
+
     ctx.loop_nest(a.shape, record)
     return [[leaf for out in outs for leaf in out.leaves]]
 
@@ -327,6 +360,7 @@ def lower_sort(ctx, node):
                 ctx.store_element(where, j, "i", out_t.dtype)
             else:
                 ctx.store_element(where, b.load(b.gep(key_ptr, [j])), kk, out_t.dtype)
+
     ctx.for_each_lane(src, axis, lane)
     for t in (keys, idx, work) + ((tmp,) if tmp is not None else ()):
         ctx.release_scratch(t)

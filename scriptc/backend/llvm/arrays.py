@@ -8,6 +8,7 @@ their base's meminfo and take a reference; arrays borrowed from the caller have 
 freed. Semantics are NumPy's: Python's slice rules, negative indices wrap, IndexError out of bounds with
 NumPy's message, assignment casts to the destination dtype and reads overlapping sources as copied first.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,13 +19,13 @@ from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, INT, NumpyScalarType, TensorType, element_type
 from . import symbols
-from .common import (F64, I1, I8, I8P, I32, I64, i32, i64, leaves, loop_hints, process_global, reg_type)
+from .common import F64, I1, I8, I8P, I32, I64, i32, i64, leaves, loop_hints, process_global, reg_type
 from .rules import lowers_array
 from .text_builder import TextBuilder
 
 HEADER = 64
-SMALL_DATA = 256              # array data up to this many bytes comes from malloc (allocate_block)
-HUGE_PAGE_MIN = 1 << 22      # NumPy's threshold for madvise(MADV_HUGEPAGE)
+SMALL_DATA = 256  # array data up to this many bytes comes from malloc (allocate_block)
+HUGE_PAGE_MIN = 1 << 22  # NumPy's threshold for madvise(MADV_HUGEPAGE)
 MADV_HUGEPAGE = 14
 # Arrays native code has allocated in this process (a test hook: fused code allocates only its result).
 ALLOCATIONS = symbols.ALLOCATIONS
@@ -47,8 +48,18 @@ I16 = ir.IntType(16)
 F32 = ir.FloatType()
 # float16 elements are kept as their bits (i16) and converted by our own routines (half_to_double,
 # double_to_half): LLVM lowers double -> half to a compiler-rt call (__truncdfhf2) that the JIT cannot link.
-ELEM = {"float64": F64, "float32": F32, "float16": I16, "int64": I64, "int32": I32,
-        "int16": I16, "int8": I8, "uint8": I8, "uint32": I32, "bool": I8}
+ELEM = {
+    "float64": F64,
+    "float32": F32,
+    "float16": I16,
+    "int64": I64,
+    "int32": I32,
+    "int16": I16,
+    "int8": I8,
+    "uint8": I8,
+    "uint32": I32,
+    "bool": I8,
+}
 INT_RANGE = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in ("int8", "int16", "int32", "uint8", "uint32")}
 
 
@@ -69,12 +80,13 @@ TOO_BIG = "array is too big; `arr.size * arr.dtype.itemsize` is larger than the 
 
 class Arr:
     """An array value's leaves, by name."""
+
     __slots__ = ("t", "mi", "data", "shape", "strides")
 
     def __init__(self, t: TensorType, vals: list):
         r = t.rank
         self.t, self.mi, self.data = t, vals[0], vals[1]
-        self.shape, self.strides = list(vals[2:2 + r]), list(vals[2 + r:2 + 2 * r])
+        self.shape, self.strides = list(vals[2 : 2 + r]), list(vals[2 + r : 2 + 2 * r])
 
     @property
     def leaves(self) -> list:
@@ -105,7 +117,7 @@ class ArrayOps:
     def runtime(self, name: str) -> ir.Function:
         decls = self.mod._decls
         if getattr(self, "atomic_refcounts", False) and name in ("alloc", "retain", "release"):
-            name += "_atomic"     # in a parallel loop's kernel (parallel.py)
+            name += "_atomic"  # in a parallel loop's kernel (parallel.py)
         key = "scriptc.rt." + name
         if key not in decls:
             decls[key] = getattr(self, f"_build_rt_{name}")(key)
@@ -203,11 +215,15 @@ class ArrayOps:
         b = self.b
         itemsize = np.dtype(t.dtype).itemsize
         dims = ", ".join(f"{{{k + 1}}}" for k in range(len(shape))) + ("," if len(shape) == 1 else "")
-        codes = [self.error_code(ValueError, "negative dimensions are not allowed"),
-                 self.error_code(ValueError, TOO_BIG),
-                 self.error_code(MemoryError,       # NumPy's message
-                                 f"Unable to allocate {{0!B}} for an array with shape ({dims}) and data type {t.dtype}",
-                                 values=1 + len(shape))]
+        codes = [
+            self.error_code(ValueError, "negative dimensions are not allowed"),
+            self.error_code(ValueError, TOO_BIG),
+            self.error_code(
+                MemoryError,  # NumPy's message
+                f"Unable to allocate {{0!B}} for an array with shape ({dims}) and data type {t.dtype}",
+                values=1 + len(shape),
+            ),
+        ]
         slot = self.allocation_slot()
         status = b.call(self._allocator(len(shape), itemsize), [slot, *shape, *map(i32, codes)])
         with b.if_then(b.icmp_unsigned("!=", status, i32(0)), likely=False):
@@ -228,11 +244,12 @@ class ArrayOps:
         fn = self.mod._decls.get(key)
         if fn is not None:
             return fn
-        fn = self.mod._decls[key] = ir.Function(self.mod.module, ir.FunctionType(I32, [I8P.as_pointer(), *[I64] * rank,
-                                                                                      I32, I32, I32]), key)
+        fn = self.mod._decls[key] = ir.Function(
+            self.mod.module, ir.FunctionType(I32, [I8P.as_pointer(), *[I64] * rank, I32, I32, I32]), key
+        )
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        slot, dims, (negative, too_big, no_memory) = fn.args[0], fn.args[1:1 + rank], fn.args[1 + rank:]
+        slot, dims, (negative, too_big, no_memory) = fn.args[0], fn.args[1 : 1 + rank], fn.args[1 + rank :]
         b = TextBuilder(fn.append_basic_block())
         nbytes, zero = i64(itemsize), ir.Constant(I1, 0)
         for d in dims:
@@ -256,7 +273,7 @@ class ArrayOps:
         if not shape:
             return []
         strides = [i64(itemsize)]
-        for d in reversed(shape[1:]):       # (the outermost dimension's length scales nothing)
+        for d in reversed(shape[1:]):  # (the outermost dimension's length scales nothing)
             strides.insert(0, self.b.mul(strides[0], d))
         return strides
 
@@ -320,8 +337,7 @@ class ArrayOps:
         b = self.b
         fn = b.function
         pre = b.block
-        header, body, done = fn.append_basic_block("for"), fn.append_basic_block("body"), \
-            fn.append_basic_block("done")
+        header, body, done = fn.append_basic_block("for"), fn.append_basic_block("body"), fn.append_basic_block("done")
         b.branch(header)
         b.position_at_end(header)
         i = b.phi(I64)
@@ -342,12 +358,14 @@ class ArrayOps:
     def loop_nest(self, shape: list, body, inner_hints=()) -> None:
         """Call ``body(index)`` for every index of ``shape`` in row-major order; ``inner_hints``: LLVM loop hints
         for the innermost loop."""
+
         def level(k, index):
             if k == len(shape):
                 body(index)
                 return
             with self.for_range(shape[k], hints=inner_hints if k == len(shape) - 1 else ()) as i:
                 level(k + 1, index + [i])
+
         level(0, [])
 
     def in_memory_order(self, target: Arr, others: list) -> tuple:
@@ -360,7 +378,7 @@ class ArrayOps:
         shape = list(target.shape)
         strides = [list(a.strides) for a in arrays]
         magnitude = [self.abs_int(s) for s in strides[0]]
-        for end in range(rank - 1, 0, -1):      # a stable sorting network of selects
+        for end in range(rank - 1, 0, -1):  # a stable sorting network of selects
             for k in range(end):
                 swap = b.icmp_signed("<", magnitude[k], magnitude[k + 1])
                 for row in (shape, magnitude, *strides):
@@ -370,7 +388,6 @@ class ArrayOps:
     def abs_int(self, v):
         b = self.b
         return b.select(b.icmp_signed("<", v, i64(0)), b.neg(v), v)
-
 
     def alloca_leaves(self, t):
         return [self.alloca(reg_type(x)) for x in leaves(t)]
@@ -382,15 +399,14 @@ class ArrayOps:
     def load_leaves(self, slots) -> list:
         return [self.b.load(s) for s in slots]
 
-
     def memset_zero(self, a: Arr) -> None:
         memset = self.mod.module.declare_intrinsic("llvm.memset", [I8P, I64])
-        self.b.call(memset, [a.data, ir.Constant(I8, 0), self.b.mul(self.size(a.shape), i64(a.itemsize)),
-                             ir.Constant(I1, 0)])
+        self.b.call(
+            memset, [a.data, ir.Constant(I8, 0), self.b.mul(self.size(a.shape), i64(a.itemsize)), ir.Constant(I1, 0)]
+        )
 
     def fill(self, a: Arr, kind: str, x) -> None:
         self.loop_nest(a.shape, lambda index: self.store_element(self.element_ptr(a, index), x, kind, a.t.dtype))
-
 
     def arange_int(self, args):
         """(length, start, start + step, delta) for int arguments: Python's exact difference, true division
@@ -405,15 +421,17 @@ class ArrayOps:
         nonzero = b.or_(b.extract_value(diff, 1), b.icmp_signed("!=", b.extract_value(diff, 0), i64(0)))
         n = self.arange_length(q, nonzero)
         second = b.sadd_with_overflow(start, step)
-        self.raise_if(b.and_(b.icmp_signed(">=", n, i64(2)), b.extract_value(second, 1)), OverflowError,
-                      "Python int too large to convert to C long")
+        self.raise_if(
+            b.and_(b.icmp_signed(">=", n, i64(2)), b.extract_value(second, 1)),
+            OverflowError,
+            "Python int too large to convert to C long",
+        )
         return n, start, b.extract_value(second, 0), step
 
     def arange_float(self, args):
         b = self.b
         start, stop, step = args
-        self.raise_if(b.fcmp_ordered("==", step, ir.Constant(F64, 0.0)), ZeroDivisionError,
-                      "float division by zero")
+        self.raise_if(b.fcmp_ordered("==", step, ir.Constant(F64, 0.0)), ZeroDivisionError, "float division by zero")
         diff = b.fsub(stop, start)
         n = self.arange_length(b.fdiv(diff, step), b.fcmp_unordered("!=", diff, ir.Constant(F64, 0.0)))
         second = b.fadd(start, step)
@@ -426,15 +444,15 @@ class ArrayOps:
         zero = ir.Constant(F64, 0.0)
         c = b.call(self.mod.intrinsic("ceil"), [q])
         self.raise_if(b.fcmp_unordered("uno", c, c), ValueError, "arange: cannot compute length")
-        in_range = b.and_(b.fcmp_ordered(">=", c, ir.Constant(F64, -2.0 ** 63)),
-                          b.fcmp_ordered("<=", c, ir.Constant(F64, 2.0 ** 63)))
+        in_range = b.and_(
+            b.fcmp_ordered(">=", c, ir.Constant(F64, -(2.0**63))), b.fcmp_ordered("<=", c, ir.Constant(F64, 2.0**63))
+        )
         self.raise_if(b.not_(in_range), ValueError, "Maximum allowed size exceeded")
-        n = self.float_to_int(c, "int64")      # 2**63 becomes INT64_MIN there too: no elements
+        n = self.float_to_int(c, "int64")  # 2**63 becomes INT64_MIN there too: no elements
         negative = b.icmp_signed("<", b.bitcast(q, I64), i64(0))
         underflow = b.select(negative, i64(0), i64(1))
         n = b.select(b.and_(b.fcmp_ordered("==", q, zero), diff_nonzero), underflow, n)
         return b.select(b.icmp_signed(">", n, i64(0)), n, i64(0))
-
 
     def copy_into(self, dst: Arr, src: Arr, src_strides=None) -> None:
         """dst[...] = src, element by element with a cast; ``src_strides`` broadcasts (stride 0). A copy of at
@@ -449,12 +467,14 @@ class ArrayOps:
 
         def build(lowering, fn):
             data, *rest = fn.args
-            shape, dst_strides, (src_data, *src_strides) = rest[:rank], rest[rank:2 * rank], rest[2 * rank:]
+            shape, dst_strides, (src_data, *src_strides) = rest[:rank], rest[rank : 2 * rank], rest[2 * rank :]
             null = ir.Constant(I8P, None)
-            lowering.copy_loops(Arr(TensorType(dst.t.dtype, rank), [null, data, *shape, *dst_strides]),
-                                Arr(TensorType(src.t.dtype, src_rank), [null, src_data, *shape[rank - src_rank:],
-                                                                        *src_strides]))
+            lowering.copy_loops(
+                Arr(TensorType(dst.t.dtype, rank), [null, data, *shape, *dst_strides]),
+                Arr(TensorType(src.t.dtype, src_rank), [null, src_data, *shape[rank - src_rank :], *src_strides]),
+            )
             lowering.b.ret_void()
+
         copy = self.call_compiled_once(("copy", src.t.dtype, dst.t.dtype, rank, src_rank), fnty, build)
         self.b.call(copy, [dst.data, *dst.shape, *dst.strides, src.data, *strides])
 
@@ -463,8 +483,9 @@ class ArrayOps:
         rank = view.t.rank
 
         def body(index):
-            x = self.load_element(self.element_ptr(view, index[len(index) - rank:]), view.t.dtype)
+            x = self.load_element(self.element_ptr(view, index[len(index) - rank :]), view.t.dtype)
             self.store_element(self.element_ptr(dst, index), x, kind_of(view.t.dtype), dst.t.dtype)
+
         self.loop_nest(dst.shape, body)
 
     def extent(self, a: Arr):
@@ -518,10 +539,12 @@ class ArrayOps:
         """Strides that read ``src`` broadcast to ``shape`` (0 where src has length 1), or NumPy's ValueError
         (``what`` None: the caller knows that src broadcasts to shape)."""
         b = self.b
-        lead = max(src.t.rank - len(shape), 0)     # a copy's source may have extra leading dimensions of length 1
+        lead = max(src.t.rank - len(shape), 0)  # a copy's source may have extra leading dimensions of length 1
         pad = len(shape) - src.t.rank + lead
-        strides = [b.select(b.icmp_signed("==", d, shape[pad + k]), s, i64(0))
-                   for k, (d, s) in enumerate(zip(src.shape[lead:], src.strides[lead:]))]
+        strides = [
+            b.select(b.icmp_signed("==", d, shape[pad + k]), s, i64(0))
+            for k, (d, s) in enumerate(zip(src.shape[lead:], src.strides[lead:]))
+        ]
         if what is None:
             return strides
         bad = ir.Constant(I1, 0)
@@ -530,11 +553,17 @@ class ArrayOps:
         for k, d in enumerate(src.shape[lead:]):
             out = shape[pad + k]
             bad = b.or_(bad, b.and_(b.icmp_signed("!=", d, out), b.icmp_signed("!=", d, i64(1))))
-        if what == "in place" and src.t.rank:     # x += y: NumPy's two messages, the output operand named
+        if what == "in place" and src.t.rank:  # x += y: NumPy's two messages, the output operand named
             self.inplace_broadcast_errors(src, shape, bad)
             return strides
-        message = (f"could not broadcast input array from shape {shape_text(src.t.rank, 0)} into shape "
-                   f"{shape_text(len(shape), src.t.rank)}") if what == "copy" else what
+        message = (
+            (
+                f"could not broadcast input array from shape {shape_text(src.t.rank, 0)} into shape "
+                f"{shape_text(len(shape), src.t.rank)}"
+            )
+            if what == "copy"
+            else what
+        )
         if src.t.rank:
             self.raise_with(bad, ValueError, message, [*src.shape, *shape])
         return strides
@@ -547,14 +576,28 @@ class ArrayOps:
         wide = list(shape)
         for k, d in enumerate(src.shape):
             out = shape[pad + k]
-            clash = b.or_(clash, b.and_(b.icmp_signed("!=", d, out), b.and_(b.icmp_signed("!=", d, i64(1)),
-                                                                            b.icmp_signed("!=", out, i64(1)))))
+            clash = b.or_(
+                clash,
+                b.and_(
+                    b.icmp_signed("!=", d, out),
+                    b.and_(b.icmp_signed("!=", d, i64(1)), b.icmp_signed("!=", out, i64(1))),
+                ),
+            )
             wide[pad + k] = b.select(b.icmp_signed("==", out, i64(1)), d, out)
         together = shape_text(n, 0)
-        self.raise_with(clash, ValueError, f"operands could not be broadcast together with shapes {together} "
-                        f"{shape_text(src.t.rank, n)} {together} ", [*shape, *src.shape])
-        self.raise_with(bad, ValueError, f"non-broadcastable output operand with shape {shape_text(n, 0)} doesn't "
-                        f"match the broadcast shape {shape_text(n, n)}", [*shape, *wide])
+        self.raise_with(
+            clash,
+            ValueError,
+            f"operands could not be broadcast together with shapes {together} {shape_text(src.t.rank, n)} {together} ",
+            [*shape, *src.shape],
+        )
+        self.raise_with(
+            bad,
+            ValueError,
+            f"non-broadcastable output operand with shape {shape_text(n, 0)} doesn't "
+            f"match the broadcast shape {shape_text(n, n)}",
+            [*shape, *wide],
+        )
 
 
 # -- lowering rules ----------------------------------------------------------------------------------------------------
@@ -585,8 +628,10 @@ def lower_len(ctx, node):
 @lowers_array("aten::getitem")
 def lower_getitem(ctx, node):
     a = ctx.arr(node.inputs[0])
-    index = [ctx.normalize_index(ctx.scalar(v), n, k, index_checked(node, k))
-             for k, (v, n) in enumerate(zip(node.inputs[1:], a.shape))]
+    index = [
+        ctx.normalize_index(ctx.scalar(v), n, k, index_checked(node, k))
+        for k, (v, n) in enumerate(zip(node.inputs[1:], a.shape))
+    ]
     x = ctx.load_element(ctx.user_element_ptr(a, index), a.t.dtype)
     return [ctx.scalar_result(x, kind_of(a.t.dtype), element_type(a.t.dtype))]
 
@@ -595,8 +640,9 @@ def lower_getitem(ctx, node):
 def lower_setitem(ctx, node):
     a = ctx.arr(node.inputs[0])
     *idx, value = node.inputs[1:]
-    index = [ctx.normalize_index(ctx.scalar(v), n, k, index_checked(node, k))
-             for k, (v, n) in enumerate(zip(idx, a.shape))]
+    index = [
+        ctx.normalize_index(ctx.scalar(v), n, k, index_checked(node, k)) for k, (v, n) in enumerate(zip(idx, a.shape))
+    ]
     kind, x = ctx.element_from_python(value, a.t.dtype)
     ctx.store_element(ctx.user_element_ptr(a, index), x, kind, a.t.dtype)
     return []
@@ -670,8 +716,7 @@ def lower_linspace(ctx, node):
     t = node.output.type
     (ka, a), (kb, z), (_, num) = [ctx.scalar_operand(v) for v in node.inputs]
     a, z = ctx.cast(a, ka, "f"), ctx.cast(z, kb, "f")
-    ctx.raise_with(b.icmp_signed("<", num, i64(0)), ValueError,
-                    "Number of samples, {0}, must be non-negative.", [num])
+    ctx.raise_with(b.icmp_signed("<", num, i64(0)), ValueError, "Number of samples, {0}, must be non-negative.", [num])
     out = ctx.alloc(t, [num])
     div = b.sub(num, i64(1))
     delta = b.fsub(z, a)
@@ -679,9 +724,15 @@ def lower_linspace(ctx, node):
     step = b.fdiv(delta, b.sitofp(b.select(has_div, div, i64(1)), F64))
     with ctx.for_range(num) as i:
         fi = b.sitofp(i, F64)
-        y = b.select(has_div, b.select(b.fcmp_ordered("==", step, ir.Constant(F64, 0.0)),
-                                       b.fmul(b.fdiv(fi, b.sitofp(div, F64)), delta), b.fmul(fi, step)),
-                     b.fmul(fi, delta))
+        y = b.select(
+            has_div,
+            b.select(
+                b.fcmp_ordered("==", step, ir.Constant(F64, 0.0)),
+                b.fmul(b.fdiv(fi, b.sitofp(div, F64)), delta),
+                b.fmul(fi, step),
+            ),
+            b.fmul(fi, delta),
+        )
         y = b.fadd(y, a)
         last = b.and_(has_div, b.icmp_signed("==", i, div))
         ctx.store_element(ctx.element_ptr(out, [i]), b.select(last, z, y), "f", t.dtype)

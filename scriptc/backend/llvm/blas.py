@@ -17,6 +17,7 @@ default.
 When the package is not installed (or its library does not load), ``available()`` is false and float products
 use the generated loop that integer products use.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -41,6 +42,7 @@ def _find_library() -> str | None:
     """NumPy's own OpenBLAS where its wheel ships the scipy-openblas64 build (the very kernels NumPy's products
     run: bit-identical results whatever the two packages' versions), else the scipy-openblas64 package's."""
     import numpy
+
     root = os.path.dirname(numpy.__file__)
     for lib_dir in (os.path.join(os.path.dirname(root), "numpy.libs"), os.path.join(root, ".dylibs")):
         if os.path.isdir(lib_dir):
@@ -74,7 +76,7 @@ def library() -> ctypes.CDLL | None:
                 except (OSError, AttributeError):
                     lib = None
                 if lib is not None and os.environ.get("SCRIPTC_NUM_THREADS", "").strip():
-                    _set_threads(lib, default_threads())    # (raises for an invalid value, as scripted code does)
+                    _set_threads(lib, default_threads())  # (raises for an invalid value, as scripted code does)
                 _LIB, _LOADED = lib, True
     return _LIB
 

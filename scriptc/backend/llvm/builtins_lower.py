@@ -14,6 +14,7 @@
   checked against this thread's floor, set at its first check to that address less ``stack_budget()`` and kept
   in its payload buffer (``errors.STACK_FLOOR_SLOT``).
 """
+
 from __future__ import annotations
 
 import math
@@ -33,10 +34,10 @@ from .text_builder import TextBuilder
 
 DEPTH_GLOBAL = "scriptc.call_depth"
 RECURSION_MESSAGE = "maximum recursion depth exceeded"
-STACK_CHECK_EVERY = 64      # levels of calls between two checks of the C stack's room (a power of 2)
-STACK_MARGIN = 1 << 20      # bytes kept free above the stack's end (at most a quarter of it): STACK_CHECK_EVERY
+STACK_CHECK_EVERY = 64  # levels of calls between two checks of the C stack's room (a power of 2)
+STACK_MARGIN = 1 << 20  # bytes kept free above the stack's end (at most a quarter of it): STACK_CHECK_EVERY
 #                             frames, and the error's way out
-PTHREAD_ATTR_BYTES = 64     # sizeof(pthread_attr_t) is 56 on x86-64 and aarch64 glibc
+PTHREAD_ATTR_BYTES = 64  # sizeof(pthread_attr_t) is 56 on x86-64 and aarch64 glibc
 
 
 def build_stack_floor_function(mod) -> ir.Function:
@@ -47,7 +48,7 @@ def build_stack_floor_function(mod) -> ir.Function:
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     fn.attributes.add("cold")
-    here, = fn.args
+    (here,) = fn.args
     b = TextBuilder(fn.append_basic_block("entry"))
     slot = b.gep(b.call(mod.helper("payload"), []), [i64(STACK_FLOOR_SLOT)])
     known = b.load(slot)
@@ -55,8 +56,10 @@ def build_stack_floor_function(mod) -> ir.Function:
         b.ret(known)
 
     def libc(name, ret, args):
-        return mod._decls.get(name) or mod._decls.setdefault(name, ir.Function(mod.module, ir.FunctionType(ret, args),
-                                                                                name))
+        return mod._decls.get(name) or mod._decls.setdefault(
+            name, ir.Function(mod.module, ir.FunctionType(ret, args), name)
+        )
+
     attr = b.bitcast(b.alloca(ir.ArrayType(I64, PTHREAD_ATTR_BYTES // 8)), I8P)
     start, size = b.alloca(I8P), b.alloca(I64)
     b.store(ir.Constant(I8P, None), start)
@@ -66,7 +69,7 @@ def build_stack_floor_function(mod) -> ir.Function:
     with b.if_then(b.icmp_signed("==", got, i32(0))):
         b.call(libc("pthread_attr_getstack", I32, [I8P, I8P.as_pointer(), I64.as_pointer()]), [attr, start, size])
         b.call(libc("pthread_attr_destroy", I32, [I8P]), [attr])
-    quarter = b.lshr(b.load(size), i64(2))     # (a small thread's stack keeps a quarter of it)
+    quarter = b.lshr(b.load(size), i64(2))  # (a small thread's stack keeps a quarter of it)
     margin = b.select(b.icmp_unsigned("<", quarter, i64(STACK_MARGIN)), quarter, i64(STACK_MARGIN))
     bottom = b.add(b.ptrtoint(b.load(start), I64), margin)
     floor = b.select(b.and_(b.icmp_signed("==", got, i32(0)), b.icmp_unsigned("<", bottom, here)), bottom, floor)
@@ -80,7 +83,8 @@ def stack_budget() -> int:
     the stack limit, else glibc's 8 MB), less 1 MB for what the thread used before and between two checks."""
     size = threading.stack_size()
     if not size:
-        import resource     # (here: not on every process's import path)
+        import resource  # (here: not on every process's import path)
+
         soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
         size = soft if 0 < soft != resource.RLIM_INFINITY else 8 << 20
     return max(size - (1 << 20), 256 << 10)
@@ -110,21 +114,20 @@ class BuiltinOps:
         b = self.b
         depth = self.module_global(DEPTH_GLOBAL, I64, i64(0))
         deeper = b.add(b.load(depth), i64(1))
-        self.raise_if(b.icmp_signed(">", deeper, i64(sys.getrecursionlimit())), RecursionError,
-                      RECURSION_MESSAGE)
+        self.raise_if(b.icmp_signed(">", deeper, i64(sys.getrecursionlimit())), RecursionError, RECURSION_MESSAGE)
         if self.mod.stack_budget is not None:
             checks = b.icmp_unsigned("==", b.and_(deeper, i64(STACK_CHECK_EVERY - 1)), i64(0))
             with b.if_then(checks, likely=False):
                 frame = self.mod._decls.get("frameaddress") or self.mod._decls.setdefault(
-                    "frameaddress", ir.Function(self.mod.module, ir.FunctionType(I8P, [I32]), "llvm.frameaddress.p0i8"))
-                here = b.ptrtoint(b.call(frame, [i32(0)]), I64)     # this frame's address
+                    "frameaddress", ir.Function(self.mod.module, ir.FunctionType(I8P, [I32]), "llvm.frameaddress.p0i8")
+                )
+                here = b.ptrtoint(b.call(frame, [i32(0)]), I64)  # this frame's address
                 floor = b.call(self.mod.helper("stack_floor"), [here])
                 self.raise_if(b.icmp_unsigned("<", here, floor), RecursionError, RECURSION_MESSAGE)
         b.store(deeper, depth)
         status = b.call(fn, args)
         b.store(b.sub(deeper, i64(1)), depth)
         return status
-
 
     def round_int(self, x, n):
         """round(x, n) of an int: x for n >= 0, else the nearest multiple of 10**-n, ties to even, wrapped to
@@ -133,19 +136,21 @@ class BuiltinOps:
         b = self.b
         k = b.sub(i64(0), n)
         small = b.and_(b.icmp_signed(">", k, i64(0)), b.icmp_signed("<=", k, i64(18)))
-        q = self.table_lookup("scriptc.pow10", I64, [10 ** j for j in range(19)], b.select(small, k, i64(0)))
+        q = self.table_lookup("scriptc.pow10", I64, [10**j for j in range(19)], b.select(small, k, i64(0)))
         r = self.int_mod(x, q)
         base = b.sub(x, r)
         twice = b.shl(r, i64(1))
         odd = b.trunc(self.int_floordiv(base, q), I1)
         up = b.or_(b.icmp_signed(">", twice, q), b.and_(b.icmp_signed("==", twice, q), odd))
         rounded = b.add(base, b.select(up, q, i64(0)))
-        wrap19 = (10 ** 19 + 2 ** 63) % 2 ** 64 - 2 ** 63
-        at19 = b.select(b.icmp_signed(">", x, i64(5 * 10 ** 18)), i64(wrap19),
-                        b.select(b.icmp_signed("<", x, i64(-5 * 10 ** 18)), i64(-wrap19), i64(0)))
+        wrap19 = (10**19 + 2**63) % 2**64 - 2**63
+        at19 = b.select(
+            b.icmp_signed(">", x, i64(5 * 10**18)),
+            i64(wrap19),
+            b.select(b.icmp_signed("<", x, i64(-5 * 10**18)), i64(-wrap19), i64(0)),
+        )
         big = b.select(b.icmp_signed("==", k, i64(19)), at19, i64(0))
         return b.select(b.icmp_signed(">=", n, i64(0)), x, b.select(small, rounded, big))
-
 
     def gcd_helper(self) -> ir.Function:
         """i64 gcd(i64, i64): Euclid on the magnitudes as unsigned (gcd(INT64_MIN, 0) is 2**63, which wraps)."""
@@ -181,7 +186,7 @@ def lower_raise(ctx, node):
     exc = exception_class(node.attrs["exc"])
     if all(v.node is not None and v.node.kind == "prim::Constant" for v in node.inputs):
         ctx.raise_if(i1(True), exc, *[v.node.attrs.get("value") for v in node.inputs])
-    else:   # a message known at run time: the exception is made in Python from the values
+    else:  # a message known at run time: the exception is made in Python from the values
         ctx.call_back(plan_id("raise", [v.type for v in node.inputs], fmt=exc.__name__), node.inputs)
     return []
 
@@ -233,9 +238,12 @@ def lower_isclose(ctx, node):
     negative = b.or_(b.fcmp_ordered("<", rel, f64(0.0)), b.fcmp_ordered("<", tol, f64(0.0)))
     ctx.raise_if(negative, ValueError, "tolerances must be non-negative")
     diff = ctx.fabs(b.fsub(c, a))
-    close = b.or_(b.or_(b.fcmp_ordered("<=", diff, ctx.fabs(b.fmul(rel, c))),
-                        b.fcmp_ordered("<=", diff, ctx.fabs(b.fmul(rel, a)))),
-                  b.fcmp_ordered("<=", diff, tol))
+    close = b.or_(
+        b.or_(
+            b.fcmp_ordered("<=", diff, ctx.fabs(b.fmul(rel, c))), b.fcmp_ordered("<=", diff, ctx.fabs(b.fmul(rel, a)))
+        ),
+        b.fcmp_ordered("<=", diff, tol),
+    )
     close = b.and_(close, b.not_(b.or_(ctx.isinf(a), ctx.isinf(c))))
     return [[b.or_(b.fcmp_ordered("==", a, c), close)]]
 
@@ -251,8 +259,11 @@ def lower_factorial(ctx, node):
     n = ctx.to_i64(ctx.scalar(node.inputs[0]), node.inputs[0].type)
     b = ctx.b
     ctx.raise_if(b.icmp_signed("<", n, i64(0)), ValueError, "factorial() not defined for negative values")
-    ctx.raise_with(b.icmp_signed(">", n, i64(FACTORIAL_MAX)), OverflowError,
-                    "factorial() of {0} does not fit in a 64-bit int (scriptc ints are 64-bit: n must be at "
-                    f"most {FACTORIAL_MAX})", [n])
-    return [[ctx.table_lookup("scriptc.factorials", I64, [math.factorial(k) for k in range(FACTORIAL_MAX + 1)],
-                               n)]]
+    ctx.raise_with(
+        b.icmp_signed(">", n, i64(FACTORIAL_MAX)),
+        OverflowError,
+        "factorial() of {0} does not fit in a 64-bit int (scriptc ints are 64-bit: n must be at "
+        f"most {FACTORIAL_MAX})",
+        [n],
+    )
+    return [[ctx.table_lookup("scriptc.factorials", I64, [math.factorial(k) for k in range(FACTORIAL_MAX + 1)], n)]]

@@ -8,6 +8,7 @@ does not check out (a damaged entry, a runtime missing, a description that does 
 symbol nothing in the process provides) is a rejected entry: the caller compiles, and stores a fresh one.
 Nothing here imports llvmlite.
 """
+
 from __future__ import annotations
 
 import threading
@@ -22,8 +23,8 @@ from .entry_runtime import entry_unsupported_reason
 from .errors import ERROR_TABLE
 from .native import NativeFunction
 
-_LOADED: dict[str, dict[str, int]] = {}     # cache key -> addresses of code already linked into this process
-_REJECTED: set[str] = set()                # keys of entries this process found damaged
+_LOADED: dict[str, dict[str, int]] = {}  # cache key -> addresses of code already linked into this process
+_REJECTED: set[str] = set()  # keys of entries this process found damaged
 _LOCK = threading.Lock()
 
 
@@ -38,28 +39,27 @@ def load_cached(graph: Graph, fastmath: bool, nogil: bool, cache, python_entry: 
     options = {"fastmath": fastmath, "nogil": nogil}
     text, files = str(graph), source_files(graph)
     key = disk_cache.cache_key(text, files, options, cache.directory, llvm=False)
-    if key is None:     # no host description kept for this machine yet: ask LLVM (and keep its answer)
+    if key is None:  # no host description kept for this machine yet: ask LLVM (and keep its answer)
         key = disk_cache.cache_key(text, files, options, cache.directory, llvm=True)
     signature = (graph.name, [v.type for v in graph.inputs], graph.outputs[0].type)
     return load_entry(key, signature, graph, cache, python_entry, fastmath, nogil), key
 
 
-def load_entry(key: str, signature: tuple, graph, cache, python_entry: bool, fastmath: bool, nogil: bool,
-               written=None):
+def load_entry(key: str, signature: tuple, graph, cache, python_entry: bool, fastmath: bool, nogil: bool, written=None):
     """The NativeFunction of the entry ``key`` (None when absent or rejected). ``signature``: (name, argument
     types, result type); ``graph``: the graph, or a function making it (the source key's hits: see
     ``source_key.py``), then with the ``written`` inputs recorded with the entry."""
     name, arg_types, result_type = signature
     with _LOCK:
         addresses = _LOADED.get(key)
-        if addresses is None and key in _REJECTED:     # the source key's lookup found it damaged: compile
+        if addresses is None and key in _REJECTED:  # the source key's lookup found it damaged: compile
             return None
     if addresses is None:
         found = cache.load(name, key)
         addresses = _link(*found, cache) if found is not None else None
         if addresses is None:
             disk_cache.stats["rejected"] += found is not None
-            if found is not None or cache.path(name, key).exists():     # there, but damaged
+            if found is not None or cache.path(name, key).exists():  # there, but damaged
                 with _LOCK:
                     _REJECTED.add(key)
             return None
@@ -70,13 +70,23 @@ def load_entry(key: str, signature: tuple, graph, cache, python_entry: bool, fas
 
     def remake():
         from .compile import remake_ir  # compile loads llvmlite: only when the code is remade (a hit loads none)
+
         return remake_ir(graph if isinstance(graph, Graph) else graph(), prefix, nogil, fastmath, python_entry)
 
     if pyentry and not (python_entry and _entry_usable(arg_types, result_type)):
         pyentry = 0
-    return NativeFunction(graph, None, addresses["entry_symbol"], entry, None, remake,
-                          python_entry_address=pyentry or 0, release_address=release or 0, written=written,
-                          signature=signature)
+    return NativeFunction(
+        graph,
+        None,
+        addresses["entry_symbol"],
+        entry,
+        None,
+        remake,
+        python_entry_address=pyentry or 0,
+        release_address=release or 0,
+        written=written,
+        signature=signature,
+    )
 
 
 def _entry_usable(arg_types: list, result_type: Type) -> bool:
@@ -100,5 +110,5 @@ def _link(header: dict, obj: bytes, cache) -> dict[str, int] | None:
         wanted = {what: header[what] for what in ("entry", "python_entry", "release") if header.get(what)}
         found = objload.link(obj, list(wanted.values()))
         return {"entry_symbol": header["entry"], **{what: found[name] for what, name in wanted.items()}}
-    except (objload.ObjectLoadError, KeyError, TypeError, ValueError):     # the JIT's LinkError included
+    except (objload.ObjectLoadError, KeyError, TypeError, ValueError):  # the JIT's LinkError included
         return None

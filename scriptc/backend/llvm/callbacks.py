@@ -3,6 +3,7 @@ the plans of ``print`` and ``aten::format`` nodes and the callback that runs the
 raised. The lowering that emits the calls is ``strings.py`` (whose docstring describes the protocol); this half
 is what a process running cached machine code needs, so it does not import llvmlite.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -12,8 +13,20 @@ import threading
 
 import numpy as np
 
-from ...ir.types import (BOOL, FLOAT, INT, NONE, STR, ListType, NamedTupleType, NumpyScalarType, TensorType, TupleType,
-                         Type, parse_type)
+from ...ir.types import (
+    BOOL,
+    FLOAT,
+    INT,
+    NONE,
+    STR,
+    ListType,
+    NamedTupleType,
+    NumpyScalarType,
+    TensorType,
+    TupleType,
+    Type,
+    parse_type,
+)
 from . import symbols
 from .digests import blake2b
 from .errors import TRAVELLING_EXCEPTIONS
@@ -22,10 +35,13 @@ from .layout import PTR, leaves
 # -- symbols bound in the JIT ------------------------------------------------------------------------------
 
 CALLBACK_SYMBOL = "scriptc.py.callback"
-PY_SYMBOLS = {"incref": ("scriptc.py.incref", "Py_IncRef"), "decref": ("scriptc.py.decref", "Py_DecRef"),
-              "gil_ensure": ("scriptc.py.gil_ensure", "PyGILState_Ensure"),
-              "gil_release": ("scriptc.py.gil_release", "PyGILState_Release"),
-              "check_signals": ("scriptc.py.check_signals", "PyErr_CheckSignals")}
+PY_SYMBOLS = {
+    "incref": ("scriptc.py.incref", "Py_IncRef"),
+    "decref": ("scriptc.py.decref", "Py_DecRef"),
+    "gil_ensure": ("scriptc.py.gil_ensure", "PyGILState_Ensure"),
+    "gil_release": ("scriptc.py.gil_release", "PyGILState_Release"),
+    "check_signals": ("scriptc.py.check_signals", "PyErr_CheckSignals"),
+}
 
 
 def _address(cfunc) -> int:
@@ -77,15 +93,20 @@ class _ArrayInterface:
     """Exposes native array memory to ``np.asarray`` (a view: no copy)."""
 
     def __init__(self, data: int, dtype: np.dtype, shape: tuple, strides: tuple):
-        self.__array_interface__ = {"data": (data, True), "shape": shape, "strides": strides,
-                                    "typestr": dtype.str, "version": 3}
+        self.__array_interface__ = {
+            "data": (data, True),
+            "shape": shape,
+            "strides": strides,
+            "typestr": dtype.str,
+            "version": 3,
+        }
 
 
 def _decoder(t: Type):
     """A function taking an iterator over a record's leaves to the Python value of type ``t``."""
     if t == INT or t == FLOAT:
         return next
-    if isinstance(t, NumpyScalarType):     # printed and formatted as NumPy does (float32's 0.1)
+    if isinstance(t, NumpyScalarType):  # printed and formatted as NumPy does (float32's 0.1)
         make = np.dtype(t.dtype).type
         return lambda it: make(next(it))
     if t == BOOL:
@@ -93,31 +114,35 @@ def _decoder(t: Type):
     if t == NONE:
         return lambda it: None
     if t == STR:
+
         def decode_str(it):
             p = next(it)
             if not p:
                 raise SystemError("native code passed a null str")
             return ctypes.cast(p, ctypes.py_object).value
+
         return decode_str
     if isinstance(t, TupleType):
         elems = [_decoder(e) for e in t.elems]
-        if isinstance(t, NamedTupleType):       # printed as its class prints it: P(a=1, b=2.0)
+        if isinstance(t, NamedTupleType):  # printed as its class prints it: P(a=1, b=2.0)
             return lambda it: t.make([d(it) for d in elems])
         return lambda it: tuple(d(it) for d in elems)
     if isinstance(t, TensorType) and t.known:
         dtype, rank = t.np_dtype, t.rank
 
         def decode_array(it):
-            next(it)                                    # meminfo: native code keeps the memory alive
+            next(it)  # meminfo: native code keeps the memory alive
             data = next(it) or 0
             shape = tuple(next(it) for _ in range(rank))
             strides = tuple(next(it) for _ in range(rank))
             if 0 in shape or not data:
                 return np.empty(shape, dtype)
             return np.asarray(_ArrayInterface(data, dtype, shape, strides))
+
         return decode_array
     if isinstance(t, ListType):
         from .listbox import from_native  # listbox loads llvmlite.ir: only for lists (other hits load no llvmlite)
+
         return lambda it: from_native(t, next(it))
     raise TypeError(f"cannot pass {t} to a callback")
 
@@ -138,7 +163,7 @@ class Plan:
 
     def __init__(self, kind: str, types: tuple, sep: str = " ", end: str = "\n", fmt: str = ""):
         self.kind, self.types, self.sep, self.end, self.fmt = kind, types, sep, end, fmt
-        self.kw = ()        # the keywords plan_id was given (its id hashes them)
+        self.kw = ()  # the keywords plan_id was given (its id hashes them)
         leaf_types = [x for t in types for x in leaves(t)]
         fields = [(f"f{i}", _ctype(x)) for i, x in enumerate(leaf_types)]
         if kind == "format":
@@ -154,13 +179,13 @@ class Plan:
 
     def run(self, address: int) -> None:
         values = self.values(address)
-        if self.kind == "raise":      # ``raise`` with values known at run time: fmt names the builtin exception
+        if self.kind == "raise":  # ``raise`` with values known at run time: fmt names the builtin exception
             raise getattr(builtins, self.fmt)(*map(_detached, values))
         if self.kind == "print":
             print(*values, sep=self.sep, end=self.end)
             return
         s = self.fmt.format(*values)
-        _incref(s)                                    # native code owns one reference to the result
+        _incref(s)  # native code owns one reference to the result
         self.Record.from_address(address).out = id(s)
 
 
@@ -256,7 +281,7 @@ def _callback(pid: int, address: int) -> int:
     try:
         _PLANS[pid].run(address)
         return 0
-    except BaseException as e:      # noqa: BLE001 -- every exception goes back to the caller of native code
+    except BaseException as e:  # noqa: BLE001 -- every exception goes back to the caller of native code
         _PENDING.exc = e
         return 1
 
@@ -273,12 +298,13 @@ def _round_ndigits(x: float, n: int, out) -> int:
     try:
         out[0] = round(x, n)
         return 0
-    except OverflowError:   # "rounded value too large to represent": the only error for a float and an int
+    except OverflowError:  # "rounded value too large to represent": the only error for a float and an int
         return 1
 
 
 _ROUND = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_double, ctypes.c_int64, ctypes.POINTER(ctypes.c_double))(
-    _round_ndigits)
+    _round_ndigits
+)
 
 
 def _bind_symbols() -> None:

@@ -13,6 +13,7 @@ with one protection, are merged by the kernel into one mapping. The arenas lie w
 the small code model's PC-relative references between an object's code and its data need. When an arena is
 full, a new reservation is made; an object too large for an empty arena gets a mapping of its own.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -21,17 +22,19 @@ import threading
 PAGE = 4096
 PROT_NONE, PROT_READ, PROT_WRITE, PROT_EXEC = 0, 1, 2, 4
 MAP_PRIVATE, MAP_ANONYMOUS, MAP_NORESERVE = 0x02, 0x20, 0x4000
-ARENA = 128 << 20       # bytes of address space per kind of page and reservation
-FINAL = (PROT_READ | PROT_EXEC, PROT_READ, PROT_READ | PROT_WRITE)     # code, read-only data, writable data
+ARENA = 128 << 20  # bytes of address space per kind of page and reservation
+FINAL = (PROT_READ | PROT_EXEC, PROT_READ, PROT_READ | PROT_WRITE)  # code, read-only data, writable data
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _mmap = _libc.mmap
-_mmap.restype, _mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                                                  ctypes.c_int, ctypes.c_long]
+_mmap.restype, _mmap.argtypes = (
+    ctypes.c_void_p,
+    [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long],
+)
 _mprotect = _libc.mprotect
 _mprotect.restype, _mprotect.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 _LOCK = threading.Lock()
-_cursors: list[int] = []     # the next free page of each arena of the current reservation
+_cursors: list[int] = []  # the next free page of each arena of the current reservation
 _ends: list[int] = []
 
 

@@ -11,6 +11,7 @@ Why: in a large program's first tier most of the time is code generation of its 
 step: 48 functions, 825 of its 1,300 ms), which ``first_tier.first_tier_modules`` splits into independent
 modules.
 """
+
 from __future__ import annotations
 
 import collections
@@ -29,6 +30,7 @@ THREADS = max(1, int(os.environ.get("SCRIPTC_CODEGEN_THREADS", "0")) or min(_COR
 def _raw(name: str):
     """llvmlite's ctypes function ``name`` without its process-wide lock."""
     from llvmlite.binding import ffi
+
     return getattr(ffi.lib, name)._cfn
 
 
@@ -37,6 +39,7 @@ class Worker:
 
     def __init__(self, machine):
         from llvmlite.binding import create_context
+
         self.context = create_context()
         self.machines = {False: machine(3), True: machine(0)}
 
@@ -72,8 +75,10 @@ class Pool:
             finally:
                 self._idle.put(worker)
 
-        threads = [threading.Thread(target=run, name="scriptc-codegen", daemon=True)
-                   for _ in range(min(THREADS, len(modules)) - 1)]
+        threads = [
+            threading.Thread(target=run, name="scriptc-codegen", daemon=True)
+            for _ in range(min(THREADS, len(modules)) - 1)
+        ]
         for t in threads:
             t.start()
         run()
@@ -91,7 +96,8 @@ class Pool:
             return Worker(self._machine)
 
     def _object(self, worker: Worker, text: str, unoptimized: bool, triple: str, data_layout: str) -> bytes:
-        from llvmlite import binding as llvm    # (imported by the engine by now: importing scriptc does not)
+        from llvmlite import binding as llvm  # (imported by the engine by now: importing scriptc does not)
+
         with llvm.ffi.OutputString() as error:
             ptr = _raw("LLVMPY_ParseAssembly")(worker.context, ctypes.c_char_p(text.encode()), error)
             if error:
@@ -121,7 +127,7 @@ class Pool:
 # kernels took 88 ms for 5 ms of LLVM work. Shorter while a stream runs.
 STREAM_SWITCH_INTERVAL = 0.0002
 _SWITCHING_LOCK = threading.Lock()
-_SWITCHING = [0, 0.0]       # streams running, the switch interval before the first
+_SWITCHING = [0, 0.0]  # streams running, the switch interval before the first
 
 
 def _quick_switching(start: bool) -> None:

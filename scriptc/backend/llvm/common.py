@@ -1,5 +1,6 @@
 """Shared vocabulary of the LLVM lowering: LLVM types of IR types (a value is a list of scalar leaves),
 constants."""
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -12,7 +13,7 @@ from .layout import PTR, holds_ref, is_lowerable, leaves, ref_parts  # noqa: F40
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F64 = ir.DoubleType()
 
-INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 TWO63 = 9223372036854775808.0
 
 
@@ -78,14 +79,18 @@ def out_struct(t: Type, module: ir.Module | None = None) -> ir.Type:
 
 
 ARITH = ("add", "sub", "mul", "div", "floordiv", "remainder", "pow")
-COMPARE = {"eq": ("==", "oeq"), "ne": ("!=", "une"), "lt": ("<", "olt"), "le": ("<=", "ole"),
-           "gt": (">", "ogt"), "ge": (">=", "oge")}
+COMPARE = {
+    "eq": ("==", "oeq"),
+    "ne": ("!=", "une"),
+    "lt": ("<", "olt"),
+    "le": ("<=", "ole"),
+    "gt": (">", "ogt"),
+    "ge": (">=", "oge"),
+}
 BITWISE = ("__and__", "__or__", "__xor__")
 # the one-argument math functions computed by a libm call: CPython's math_1 on scalars (scalar_ops.py)
 MATH1 = {name: c for name, c in C_MATH.items() if c.nargs == 1}
 UNSUPPORTED_DETAIL: dict[str, str] = {}
-
-
 
 
 # -- this process's objects, by name -----------------------------------------------------------------------
@@ -98,12 +103,14 @@ def loop_hints(module: ir.Module, back_edge: ir.Instruction, *hints) -> None:
     """Attach ``llvm.loop`` metadata with ``hints`` (LLVM loop properties: a name such as
     ``llvm.loop.unroll.runtime.disable``, or a (name, bool) pair such as ``NO_VECTORIZE``) to a loop's back-edge
     branch. Each loop gets its own ID node."""
+
     def prop(h):
         if isinstance(h, str):
             return module.add_metadata([ir.MetaDataString(module, h)])
         name, value = h
         return module.add_metadata([ir.MetaDataString(module, name), ir.Constant(ir.IntType(1), value)])
-    loop_id = ir.values.MDValue(module, [], name=str(len(module.metadata)))   # registers itself in the module
+
+    loop_id = ir.values.MDValue(module, [], name=str(len(module.metadata)))  # registers itself in the module
     loop_id.operands = (loop_id, *map(prop, hints))
     back_edge.set_metadata("llvm.loop", loop_id)
 

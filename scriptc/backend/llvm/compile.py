@@ -9,6 +9,7 @@ compilation may compile it as two modules: ``first_tier.py``.) With a ``disk_cac
 object is stored with what the code refers to in this process (error codes, print plans, str constants) as
 plain JSON, so that ``cached.py`` can load it in another process without LLVM.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -54,8 +55,9 @@ class Lowered:
     """A graph lowered to one module's LLVM IR text, with the symbols of its entry points and the error codes
     its code returns."""
 
-    def __init__(self, graph: Graph, prefix: str, nogil: bool, fastmath: bool, python_entry: bool, written,
-                 stream=None):
+    def __init__(
+        self, graph: Graph, prefix: str, nogil: bool, fastmath: bool, python_entry: bool, written, stream=None
+    ):
         """``stream``: a ``streaming.KernelStream`` that generates the first tier's code as functions are done."""
         try:
             text = self._lower(graph, prefix, nogil, python_entry, written, stream)
@@ -71,12 +73,19 @@ class Lowered:
         mod = ModuleLowering(prefix, nogil=nogil)
         mod.stream = stream
         with ERROR_TABLE.record() as codes:
-            self.entry = mod.entry(graph)   # also binds, in this process, what the code refers to by name
+            self.entry = mod.entry(graph)  # also binds, in this process, what the code refers to by name
             self.python_entry = self.release = None
             if python_entry and entry_unsupported_reason(_Signature(graph), rebuild=True) is None:
                 self.python_entry = f"{prefix}.pyentry.{graph.name}"
-                lower_python_entry(mod.module, self.python_entry, mod.module.globals[self.entry],
-                                   [v.type for v in graph.inputs], graph.outputs[0].type, written, nogil)
+                lower_python_entry(
+                    mod.module,
+                    self.python_entry,
+                    mod.module.globals[self.entry],
+                    [v.type for v in graph.inputs],
+                    graph.outputs[0].type,
+                    written,
+                    nogil,
+                )
                 self.release = release_symbol(mod.module)
         self.codes = codes
         if stream is not None and stream.shipped:
@@ -111,15 +120,22 @@ def _dismantle(module) -> None:
     for fn in module.functions:
         for block in fn.blocks:
             for instruction in block.instructions:
-                if hasattr(instruction, "__dict__"):     # (a Register, text_builder.py, has no links to clear)
+                if hasattr(instruction, "__dict__"):  # (a Register, text_builder.py, has no links to clear)
                     instruction.__dict__.clear()
             block.__dict__.clear()
         fn.__dict__.clear()
     module.globals.clear()
 
 
-def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cache=None,
-                  python_entry: bool = False, key: str | None = None, optimized=None) -> NativeFunction:
+def compile_graph(
+    graph: Graph,
+    fastmath: bool = False,
+    nogil: bool = False,
+    cache=None,
+    python_entry: bool = False,
+    key: str | None = None,
+    optimized=None,
+) -> NativeFunction:
     """Compile a graph (scalars, arrays, tuples of them; calls to other such graphs) to native code. Raises
     LoweringError, naming the operator and its source position, for anything it cannot lower. ``cache``: a
     ``disk_cache.DiskCache`` to take the machine code from, or to store it in. ``python_entry``: also compile
@@ -130,11 +146,12 @@ def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cac
     check_graph(graph)
     if cache is not None and key is None:
         from .cached import load_cached  # on-disk cache only: without it, no cached nor disk_cache
+
         native, key = load_cached(graph, fastmath, nogil, cache, python_entry)
         if native is not None:
             return native
     if cache is not None:
-        prefix = f"scriptc.c{key[:20]}"     # the same code has the same symbols in every process
+        prefix = f"scriptc.c{key[:20]}"  # the same code has the same symbols in every process
     else:
         key = None
         with _COUNTER_LOCK:
@@ -156,36 +173,72 @@ def compile_graph(graph: Graph, fastmath: bool = False, nogil: bool = False, cac
     return _linked(graph, lowered, obj, cache, key, written, llmod)
 
 
-def _linked(graph: Graph, lowered: Lowered, obj: bytes, cache, key: str | None, written, llmod=None,
-            rename=lambda symbol: symbol) -> NativeFunction:
+def _linked(
+    graph: Graph,
+    lowered: Lowered,
+    obj: bytes,
+    cache,
+    key: str | None,
+    written,
+    llmod=None,
+    rename=lambda symbol: symbol,
+) -> NativeFunction:
     """Link a module's object file (its symbols renamed by ``rename``); with a cache key, store it."""
     symbols = {s: rename(s) for s in (lowered.entry, lowered.python_entry, lowered.release) if s}
     found = link(obj, list(symbols.values()), llmod)
     addresses = {s: found[renamed] for s, renamed in symbols.items()}
     if key is not None:
-        from . import disk_cache    # here: a process without the on-disk cache does not import it (nor json)
+        from . import disk_cache  # here: a process without the on-disk cache does not import it (nor json)
+
         disk_cache.stats["misses"] += 1
         from .cached import remember  # on-disk cache only (as load_cached)
-        remember(key, {"entry_symbol": lowered.entry, "entry": addresses[lowered.entry],
-                       "python_entry": addresses.get(lowered.python_entry), "release": addresses.get(lowered.release)})
+
+        remember(
+            key,
+            {
+                "entry_symbol": lowered.entry,
+                "entry": addresses[lowered.entry],
+                "python_entry": addresses.get(lowered.python_entry),
+                "release": addresses.get(lowered.release),
+            },
+        )
         references = lowered.references()
         needed = runtime_dependencies(obj)
         if references is not None and needed is not None and not disk_cache.ABSOLUTE_ADDRESS.search(lowered.text):
-            cache.store(graph.name, key, obj, {"entry": lowered.entry, "python_entry": lowered.python_entry,
-                                               "release": lowered.release, "runtimes": needed, **references},
-                        runtimes=runtime_objects(needed))
+            cache.store(
+                graph.name,
+                key,
+                obj,
+                {
+                    "entry": lowered.entry,
+                    "python_entry": lowered.python_entry,
+                    "release": lowered.release,
+                    "runtimes": needed,
+                    **references,
+                },
+                runtimes=runtime_objects(needed),
+            )
     text = lowered.text
 
-    def remake():       # the optimized IR as text, for inspect_llvm (printing it costs a first call several ms)
+    def remake():  # the optimized IR as text, for inspect_llvm (printing it costs a first call several ms)
         return text, str(engine().optimize(text))
 
-    return NativeFunction(graph, None, lowered.entry, addresses[lowered.entry], lowered.text, remake,
-                          python_entry_address=addresses.get(lowered.python_entry, 0),
-                          release_address=addresses.get(lowered.release, 0), written=written)
+    return NativeFunction(
+        graph,
+        None,
+        lowered.entry,
+        addresses[lowered.entry],
+        lowered.text,
+        remake,
+        python_entry_address=addresses.get(lowered.python_entry, 0),
+        release_address=addresses.get(lowered.release, 0),
+        written=written,
+    )
 
 
-def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | None, written,
-                optimized, stream=None) -> NativeFunction:
+def _first_tier(
+    graph: Graph, lowered: Lowered, prefix: str, cache, key: str | None, written, optimized, stream=None
+) -> NativeFunction:
     """The first tier's code, its symbols renamed (both tiers' objects live in one process); O3 queued.
     ``stream``: the ``streaming.KernelStream`` that generated some of its functions meanwhile."""
     quick = f"{prefix}.quick."
@@ -198,14 +251,19 @@ def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | N
         exports = stream.exports
     else:
         entries = [rename(s) for s in (lowered.entry, lowered.python_entry, lowered.release) if s]
-        modules = first_tier_modules(lowered.text.replace(f'"{prefix}.', f'"{quick}'),
-                                     lowered.python_entry and rename(lowered.python_entry), entries, quick,
-                                     parts=codegen_threads.THREADS)
+        modules = first_tier_modules(
+            lowered.text.replace(f'"{prefix}.', f'"{quick}'),
+            lowered.python_entry and rename(lowered.python_entry),
+            entries,
+            quick,
+            parts=codegen_threads.THREADS,
+        )
         with collecting_meanwhile() as collect:
-            objects = engine().quick_objects([(text, unoptimized) for text, unoptimized, _ in modules],
-                                             before_codegen=collect)
+            objects = engine().quick_objects(
+                [(text, unoptimized) for text, unoptimized, _ in modules], before_codegen=collect
+            )
         exports = [exports for _, _, exports in modules]
-    for obj, names in zip(objects[:-1], exports):     # what the modules after it call in this one
+    for obj, names in zip(objects[:-1], exports):  # what the modules after it call in this one
         for name, address in link(obj, names).items():
             bind(name, address)
     native = _linked(graph, lowered, objects[-1], None, None, written, rename=rename)
@@ -221,8 +279,11 @@ def _first_tier(graph: Graph, lowered: Lowered, prefix: str, cache, key: str | N
         try:
             if error is not None:
                 native.tier_error = error
-                warnings.warn(f"scriptc: optimizing {graph.name} failed, its first-tier code stays: {error}",
-                              RuntimeWarning, stacklevel=1)
+                warnings.warn(
+                    f"scriptc: optimizing {graph.name} failed, its first-tier code stays: {error}",
+                    RuntimeWarning,
+                    stacklevel=1,
+                )
         finally:
             native.optimizing.set()
 

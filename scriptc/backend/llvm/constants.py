@@ -5,6 +5,7 @@ as a borrowed array (null meminfo: never retained or freed). The copy is registe
 process, so that machine code referring to it never outlives it, and so that the Python boundary recognises a
 result pointing into it and returns a copy (a caller writing into a result must not change the constant).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,9 @@ class ArrayConstants:
     def array_constant(self, node) -> list:
         a = node.attrs["value"]
         if isinstance(a, UnrestoredArray):
-            raise LoweringError(node.kind, f"the array constant {a!r} was read from IR text without its data",
-                                node.source)
+            raise LoweringError(
+                node.kind, f"the array constant {a!r} was read from IR text without its data", node.source
+            )
         address = a.ctypes.data
         _CONSTANTS.setdefault(address, a)
         data = self.b.inttoptr(i64(address), I8P)

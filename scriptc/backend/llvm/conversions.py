@@ -3,6 +3,7 @@ register kinds (f: double, i/u: i64, b: i1), NumPy's casts on x86-64 (int64 -> f
 int as the C cast compiles there), float16 through correctly rounded routines of our own (no compiler-rt
 libcall for the JIT to resolve), and Python scalars stored into arrays (``x[i] = v``, ``fill``: NumPy 2's
 conversion and range checks)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,7 +39,7 @@ class Conversions:
         k = kind_of(dtype)
         if k == "f":
             if dtype == "float32" and kind in "iu":
-                return b.sitofp(x, F32)         # u values are zero-extended, so non-negative in i64
+                return b.sitofp(x, F32)  # u values are zero-extended, so non-negative in i64
             x = self.cast(x, kind, "f")
             if dtype == "float32":
                 return b.fptrunc(x, F32)
@@ -57,12 +58,14 @@ class Conversions:
         b = self.b
         bits = 64 if dtype == "int64" else 32
         wide = ir.IntType(bits)
-        lo, hi = -2.0 ** (bits - 1), 2.0 ** (bits - 1)
-        ok = b.and_(b.fcmp_ordered(">", x, ir.Constant(F64, lo - 1.0 if bits == 32 else lo)),
-                    b.fcmp_ordered("<", x, ir.Constant(F64, hi)))
-        if bits == 64:   # -2**63 - 1 is not a double; -2**63 itself converts
+        lo, hi = -(2.0 ** (bits - 1)), 2.0 ** (bits - 1)
+        ok = b.and_(
+            b.fcmp_ordered(">", x, ir.Constant(F64, lo - 1.0 if bits == 32 else lo)),
+            b.fcmp_ordered("<", x, ir.Constant(F64, hi)),
+        )
+        if bits == 64:  # -2**63 - 1 is not a double; -2**63 itself converts
             ok = b.or_(ok, b.fcmp_ordered("==", x, ir.Constant(F64, lo)))
-        y = b.select(ok, b.fptosi(x, wide), ir.Constant(wide, -2 ** (bits - 1)))
+        y = b.select(ok, b.fptosi(x, wide), ir.Constant(wide, -(2 ** (bits - 1))))
         return y if ELEM[dtype] == wide else b.trunc(y, ELEM[dtype])
 
     def round_float(self, x, dtype: str):
@@ -94,17 +97,19 @@ class Conversions:
         kept = b.lshr(rebased, i64(42))
         rest = b.and_(rebased, i64((1 << 42) - 1))
         half_way = i64(1 << 41)
-        up = b.or_(b.icmp_unsigned(">", rest, half_way),
-                   b.and_(b.icmp_unsigned("==", rest, half_way), b.icmp_unsigned("!=", b.and_(kept, i64(1)), i64(0))))
+        up = b.or_(
+            b.icmp_unsigned(">", rest, half_way),
+            b.and_(b.icmp_unsigned("==", rest, half_way), b.icmp_unsigned("!=", b.and_(kept, i64(1)), i64(0))),
+        )
         normal = b.add(kept, b.zext(up, I64))
         normal = b.select(b.icmp_unsigned(">", normal, i64(0x7C00)), i64(0x7C00), normal)
         # subnormal halves (|x| < 2**-14): k * 2**-24 with k = |x| * 2**24 rounded to even by adding 2**52
         # (exact scaling; strict FP keeps the addition)
-        scaled = b.fmul(b.bitcast(mag, F64), ir.Constant(F64, 2.0 ** 24))
-        k = b.fsub(b.fadd(scaled, ir.Constant(F64, 2.0 ** 52)), ir.Constant(F64, 2.0 ** 52))
+        scaled = b.fmul(b.bitcast(mag, F64), ir.Constant(F64, 2.0**24))
+        k = b.fsub(b.fadd(scaled, ir.Constant(F64, 2.0**52)), ir.Constant(F64, 2.0**52))
         sub = b.fptosi(k, I64)
-        small = b.icmp_unsigned("<", mag, i64(0x3F10000000000000))             # 2**-14
-        huge = b.icmp_unsigned(">=", mag, i64(0x40F0000000000000))             # 2**16 and beyond
+        small = b.icmp_unsigned("<", mag, i64(0x3F10000000000000))  # 2**-14
+        huge = b.icmp_unsigned(">=", mag, i64(0x40F0000000000000))  # 2**16 and beyond
         is_nan = b.icmp_unsigned(">", mag, i64(0x7FF0000000000000))
         h = b.select(small, sub, b.select(huge, i64(0x7C00), normal))
         h = b.select(is_nan, nan, h)
@@ -123,9 +128,10 @@ class Conversions:
         frac = b.and_(h, i64(0x3FF))
         normal = b.or_(b.shl(b.add(exp, i64(1023 - 15)), i64(52)), b.shl(frac, i64(42)))
         special = b.or_(i64(0x7FF0000000000000), b.shl(frac, i64(42)))
-        sub = b.bitcast(b.fmul(b.sitofp(frac, F64), ir.Constant(F64, 2.0 ** -24)), I64)
-        mag = b.select(b.icmp_unsigned("==", exp, i64(0)), sub,
-                       b.select(b.icmp_unsigned("==", exp, i64(0x1F)), special, normal))
+        sub = b.bitcast(b.fmul(b.sitofp(frac, F64), ir.Constant(F64, 2.0**-24)), I64)
+        mag = b.select(
+            b.icmp_unsigned("==", exp, i64(0)), sub, b.select(b.icmp_unsigned("==", exp, i64(0x1F)), special, normal)
+        )
         b.ret(b.bitcast(b.or_(mag, sign), F64))
         return fn
 
@@ -135,8 +141,7 @@ class Conversions:
         if src == dst or {src, dst} == {"i", "u"}:
             return x
         if dst == "b":
-            return b.fcmp_unordered("!=", x, ir.Constant(F64, 0.0)) if src == "f" else \
-                b.icmp_unsigned("!=", x, i64(0))
+            return b.fcmp_unordered("!=", x, ir.Constant(F64, 0.0)) if src == "f" else b.icmp_unsigned("!=", x, i64(0))
         if src == "b":
             return b.uitofp(x, F64) if dst == "f" else b.zext(x, I64)
         if dst == "f":
@@ -177,8 +182,9 @@ class Conversions:
         b = self.b
         if kind == "f":
             self.check_float_to_int(x)
-            too_big = b.or_(b.fcmp_ordered(">=", x, ir.Constant(F64, 2.0 ** 63)),
-                            b.fcmp_ordered("<", x, ir.Constant(F64, -2.0 ** 63)))
+            too_big = b.or_(
+                b.fcmp_ordered(">=", x, ir.Constant(F64, 2.0**63)), b.fcmp_ordered("<", x, ir.Constant(F64, -(2.0**63)))
+            )
             self.raise_if(too_big, OverflowError, "Python int too large to convert to C long")
             x = b.fptosi(x, I64)
         info = np.iinfo(dtype)

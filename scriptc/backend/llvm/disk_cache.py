@@ -36,6 +36,7 @@ others is not read: each gives a one-line ``CacheWarning`` (once per path), and 
 Directories scriptc creates are 0755 (less under the umask), files 0600. This guards against other users of the
 machine, not against the user's own processes (nor on Windows, which has no such modes).
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,8 @@ MAGIC = b"scriptc-cache\0"
 SUFFIX = ".scc"
 RUNTIME_SUFFIX = ".sco"
 MANIFEST_SUFFIX = ".scm"
-ABSOLUTE_ADDRESS = re.compile(r"inttoptr \(?i64 -?\d{4,}")    # an address as an instruction or a constant
-stats = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0, "untrusted": 0}   # tests and `scriptc cache` read it
+ABSOLUTE_ADDRESS = re.compile(r"inttoptr \(?i64 -?\d{4,}")  # an address as an instruction or a constant
+stats = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0, "untrusted": 0}  # tests and `scriptc cache` read it
 CHECKS_OWNERS = hasattr(os, "getuid")
 
 
@@ -76,12 +77,17 @@ def _untrusted(st) -> str | None:
 
 def _refuse(path: Path, why: str, what: str) -> None:
     import warnings
+
     stats["untrusted"] += 1
     if str(path) not in _WARNED:
         _WARNED.add(str(path))
         fix = "chmod go-w it" if "writable" in why else "remove it"
-        warnings.warn(f"scriptc: not using the cache {what} {path}: {why}; {fix}, or set SCRIPTC_CACHE_DIR to a "
-                      f"directory of your own", CacheWarning, stacklevel=3)
+        warnings.warn(
+            f"scriptc: not using the cache {what} {path}: {why}; {fix}, or set SCRIPTC_CACHE_DIR to a "
+            f"directory of your own",
+            CacheWarning,
+            stacklevel=3,
+        )
 
 
 def usable_directory(directory) -> bool:
@@ -125,7 +131,8 @@ def target_description(directory=None, llvm: bool = True) -> dict | None:
     """What the machine code depends on besides the graph: versions and target. Without ``llvm``, None when
     the LLVM half cannot be had without loading LLVM (no host file for this machine in ``directory`` yet)."""
     import numpy as np
-    from ... import version     # (read when called: a test stands in another version)
+    from ... import version  # (read when called: a test stands in another version)
+
     host = host_description(directory, llvm)
     if host is None:
         return None
@@ -136,17 +143,26 @@ def _llvm_description() -> dict:
     import llvmlite
     import llvmlite.binding as llvm
     from .engine import engine  # only with no host description kept: a hit loads no engine
+
     eng = engine()
-    return {"llvmlite": llvmlite.__version__, "llvm": ".".join(map(str, llvm.llvm_version_info)),
-            "triple": eng.triple, "cpu": eng.cpu, "features": eng.features}
+    return {
+        "llvmlite": llvmlite.__version__,
+        "llvm": ".".join(map(str, llvm.llvm_version_info)),
+        "triple": eng.triple,
+        "cpu": eng.cpu,
+        "features": eng.features,
+    }
 
 
 def host_description(directory=None, llvm: bool = True) -> dict | None:
     """The LLVM half of the target description: from LLVM when it is loaded (or ``llvm`` allows loading it),
     else from the host file LLVM's answer was kept in on this machine."""
     fingerprint = host_fingerprint()
-    path = Path(directory) / f"host-{fingerprint[:32]}.json" if directory is not None and fingerprint and \
-        usable_directory(directory) else None
+    path = (
+        Path(directory) / f"host-{fingerprint[:32]}.json"
+        if directory is not None and fingerprint and usable_directory(directory)
+        else None
+    )
     if path is not None and not engine_loaded():
         raw = read_trusted(path)
         try:
@@ -170,8 +186,19 @@ def engine_loaded() -> bool:
 
 
 _FINGERPRINT: list = []
-_CPU_FIELDS = (b"vendor_id", b"cpu family", b"model", b"model name", b"stepping", b"flags", b"CPU implementer",
-               b"CPU architecture", b"CPU variant", b"CPU part", b"Features")
+_CPU_FIELDS = (
+    b"vendor_id",
+    b"cpu family",
+    b"model",
+    b"model name",
+    b"stepping",
+    b"flags",
+    b"CPU implementer",
+    b"CPU architecture",
+    b"CPU variant",
+    b"CPU part",
+    b"Features",
+)
 
 
 def host_fingerprint() -> str | None:
@@ -182,6 +209,7 @@ def host_fingerprint() -> str | None:
     fingerprint = None
     try:
         import importlib.util
+
         with open("/proc/cpuinfo", "rb") as f:
             first = f.read(1 << 16).split(b"\n\n", 1)[0]
         cpu = sorted(line for line in first.splitlines() if line.split(b":")[0].strip() in _CPU_FIELDS)
@@ -203,8 +231,9 @@ def cache_key(graph_text: str, source_files: list[str], options: dict, directory
     target = target_description(directory, llvm)
     if target is None:
         return None
-    content = json.dumps({"graph": graph_text, "files": sorted(set(source_files)), "options": options,
-                          "target": target}, sort_keys=True)
+    content = json.dumps(
+        {"graph": graph_text, "files": sorted(set(source_files)), "options": options, "target": target}, sort_keys=True
+    )
     return sha256(content.encode()).hexdigest()
 
 
@@ -221,7 +250,8 @@ def source_files(graph) -> list[str]:
 def write_atomically(path: Path, data: bytes) -> bool:
     """Write ``data`` to a temporary file beside ``path`` and rename it into place (False on a read-only or
     full disk: a cache write failing costs a recompile next time, nothing else)."""
-    import tempfile     # here: a hit, which writes nothing, need not import it
+    import tempfile  # here: a hit, which writes nothing, need not import it
+
     try:
         path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
@@ -259,7 +289,7 @@ class DiskCache:
         if header is None or header.get("key") != key:
             stats["rejected"] += header is None
             return None
-        obj = data[header["_end"]:]
+        obj = data[header["_end"] :]
         if sha256(obj).hexdigest() != header.get("sha256"):
             stats["rejected"] += 1
             return None
@@ -271,10 +301,18 @@ class DiskCache:
         if not self.usable():
             return
         for sha, code in runtimes:
-            if self.load_runtime(sha) is None:      # absent or damaged
+            if self.load_runtime(sha) is None:  # absent or damaged
                 write_atomically(self.runtime_path(sha), code)
-        header = json.dumps({"format": FORMAT, "key": key, "function": name, "sha256": sha256(obj).hexdigest(),
-                             "size": len(obj), **info}).encode()
+        header = json.dumps(
+            {
+                "format": FORMAT,
+                "key": key,
+                "function": name,
+                "sha256": sha256(obj).hexdigest(),
+                "size": len(obj),
+                **info,
+            }
+        ).encode()
         if write_atomically(self.path(name, key), MAGIC + len(header).to_bytes(8, "little") + header + obj):
             stats["stores"] += 1
 
@@ -292,8 +330,10 @@ class DiskCache:
 
     def store_manifest(self, name: str, source_key: str, manifest: dict) -> None:
         if self.usable():
-            write_atomically(self.manifest_path(name, source_key),
-                             json.dumps({"source_key": source_key, **manifest}, sort_keys=True).encode())
+            write_atomically(
+                self.manifest_path(name, source_key),
+                json.dumps({"source_key": source_key, **manifest}, sort_keys=True).encode(),
+            )
 
     def runtime_path(self, sha: str) -> Path:
         return self.directory / f"runtime-{sha[:40]}{RUNTIME_SUFFIX}"
@@ -308,12 +348,12 @@ def read_header(data: bytes) -> dict | None:
     """An entry's header (with ``_end``, the offset of the object file), or None if it is not a valid entry."""
     if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 8:
         return None
-    n = int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little")
+    n = int.from_bytes(data[len(MAGIC) : len(MAGIC) + 8], "little")
     start = len(MAGIC) + 8
     if start + n > len(data):
         return None
     try:
-        header = json.loads(data[start:start + n])
+        header = json.loads(data[start : start + n])
     except ValueError:
         return None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -333,8 +373,10 @@ def cache_directories(directories=None) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in found))
 
 
-_OUR_NAMES = re.compile(rf"(.+-[0-9a-f]{{32}}({re.escape(SUFFIX)}|{re.escape(MANIFEST_SUFFIX)})"
-                        rf"|runtime-[0-9a-f]{{40}}{re.escape(RUNTIME_SUFFIX)}|host-[0-9a-f]{{1,32}}\.json)")
+_OUR_NAMES = re.compile(
+    rf"(.+-[0-9a-f]{{32}}({re.escape(SUFFIX)}|{re.escape(MANIFEST_SUFFIX)})"
+    rf"|runtime-[0-9a-f]{{40}}{re.escape(RUNTIME_SUFFIX)}|host-[0-9a-f]{{1,32}}\.json)"
+)
 
 
 def written_by_scriptc(path: Path) -> bool:
@@ -349,10 +391,10 @@ def written_by_scriptc(path: Path) -> bool:
     except OSError:
         return False
     if path.suffix == SUFFIX:
-        return MAGIC.startswith(head)     # (an entry cut short is still ours, to rewrite or remove)
+        return MAGIC.startswith(head)  # (an entry cut short is still ours, to rewrite or remove)
     if path.suffix == RUNTIME_SUFFIX:
         return head.startswith(b"\x7fELF")
-    return head.startswith(b"{")      # a manifest's or host description's JSON (names matched above)
+    return head.startswith(b"{")  # a manifest's or host description's JSON (names matched above)
 
 
 def side_files(directories=None) -> list[Path]:
@@ -360,8 +402,11 @@ def side_files(directories=None) -> list[Path]:
     (``scriptc cache --clear``)."""
     found = []
     for d in cache_directories(directories):
-        found += sorted(d.glob(f"runtime-*{RUNTIME_SUFFIX}")) + sorted(d.glob("host-*.json")) + \
-            sorted(d.glob(f"*{MANIFEST_SUFFIX}"))
+        found += (
+            sorted(d.glob(f"runtime-*{RUNTIME_SUFFIX}"))
+            + sorted(d.glob("host-*.json"))
+            + sorted(d.glob(f"*{MANIFEST_SUFFIX}"))
+        )
     return [path for path in found if written_by_scriptc(path)]
 
 

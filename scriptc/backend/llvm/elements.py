@@ -11,6 +11,7 @@ The one-argument math functions computed by a C call (``ops.mathfns.C_MATH``) ne
 float rule of ``C_MATH`` calls the target's symbol for the function (libm, or libdevice on the GPU), in single
 precision where the target asks for it.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -28,20 +29,28 @@ _RULES: dict[tuple[str, str], tuple[ElementRule, str | None]] = {}
 KIND_NAMES = {"f": "float", "i": "integer", "u": "integer", "b": "bool"}
 # float-only spellings of an operator; on integers and bools, the operator itself
 FLOAT_VARIANTS = {"pow_scalar": "pow", "clip_arrays": "clip"}
-INTRINSIC = {"sqrt", "floor", "ceil", "trunc", "fabs"}      # llvm.<name>.f64: exact operations
+INTRINSIC = {"sqrt", "floor", "ceil", "trunc", "fabs"}  # llvm.<name>.f64: exact operations
 PREDICATES = {name.split("::")[1] for name, op in REGISTRY.items() if op.extra.get("predicate")}
-COMPARE = {"eq": ("==", "oeq"), "ne": ("!=", "une"), "lt": ("<", "olt"), "le": ("<=", "ole"),
-           "gt": (">", "ogt"), "ge": (">=", "oge")}
+COMPARE = {
+    "eq": ("==", "oeq"),
+    "ne": ("!=", "une"),
+    "lt": ("<", "olt"),
+    "le": ("<=", "ole"),
+    "gt": (">", "ogt"),
+    "ge": (">=", "oge"),
+}
 
 
 def rule(*ops: str, kinds: str, result: str | None = None):
     """Register the decorated function as the element rule of ``ops`` on registers of ``kinds``."""
+
     def deco(fn: ElementRule) -> ElementRule:
         for op in ops:
             for k in kinds:
                 assert (k, op) not in _RULES, f"two element rules for {op} on kind {k}"
                 _RULES[(k, op)] = fn, result
         return fn
+
     return deco
 
 
@@ -78,6 +87,7 @@ FAST_POWERS = (0.5, -1.0, 2.0, 1.0)
 
 # -- comparisons and predicates: a bool of any kind -----------------------------------------------------------
 
+
 @rule(*COMPARE, kinds="fiub", result="b")
 def compare(ctx, op, args, k, dtype):
     ipred, fpred = COMPARE[op]
@@ -92,7 +102,7 @@ def compare(ctx, op, args, k, dtype):
 @rule("isnan", "isinf", "isfinite", kinds="fiub", result="b")
 def number_class(ctx, op, args, k, dtype):
     b, x = ctx.b, args[0]
-    if k != "f":                                     # ints and bools are finite, never NaN
+    if k != "f":  # ints and bools are finite, never NaN
         return ir.Constant(I1, int(op == "isfinite"))
     if op == "isnan":
         return b.fcmp_unordered("uno", x, x)
@@ -130,8 +140,15 @@ def where(ctx, op, args, k, dtype):
 
 # -- bools ----------------------------------------------------------------------------------------------------
 
-_BOOL_OPS = {"add": "or_", "__or__": "or_", "maximum": "or_", "mul": "and_", "__and__": "and_",
-             "minimum": "and_", "__xor__": "xor"}
+_BOOL_OPS = {
+    "add": "or_",
+    "__or__": "or_",
+    "maximum": "or_",
+    "mul": "and_",
+    "__and__": "and_",
+    "minimum": "and_",
+    "__xor__": "xor",
+}
 
 
 @rule(*_BOOL_OPS, kinds="b")
@@ -140,7 +157,7 @@ def bool_arith(ctx, op, args, k, dtype):
 
 
 @rule("abs", "floor", "ceil", "trunc", kinds="b")
-@rule("floor", "ceil", "trunc", kinds="iu")     # NumPy 2: integers (and bools) are their own floor
+@rule("floor", "ceil", "trunc", kinds="iu")  # NumPy 2: integers (and bools) are their own floor
 def identity(ctx, op, args, k, dtype):
     return args[0]
 
@@ -279,8 +296,12 @@ def scalar_power(ctx, op, args, k, dtype):
     """``array ** y`` on one element, y a Python scalar: NumPy's fast powers (FAST_POWERS), else pow; a constant
     y decides here, for a variable one each candidate is computed and selected by y's value."""
     b, (x, y) = ctx.b, args
-    fast = {0.5: lambda: b.call(ctx.mod.intrinsic("sqrt"), [x]), -1.0: lambda: b.fdiv(f64(1.0), x),
-            2.0: lambda: b.fmul(x, x), 1.0: lambda: x}
+    fast = {
+        0.5: lambda: b.call(ctx.mod.intrinsic("sqrt"), [x]),
+        -1.0: lambda: b.fdiv(f64(1.0), x),
+        2.0: lambda: b.fmul(x, x),
+        1.0: lambda: x,
+    }
     c = constant_number(y)
     if c is not None:
         return fast[c]() if c in fast else b.call(ctx.mod.libm("pow", 2), [x, y])

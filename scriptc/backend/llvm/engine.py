@@ -10,6 +10,7 @@ neither constant-folds them with its own implementation nor rewrites them (``pow
 the code leaves undefined is resolved through ``symbols.address_of`` (what scriptc binds, then the process's
 libraries), as the loader of cached code (``objload.py``) resolves it.
 """
+
 from __future__ import annotations
 
 import struct
@@ -44,6 +45,7 @@ class Engine:
     def __init__(self):
         global llvm
         import llvmlite.binding as llvm
+
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()
@@ -64,8 +66,11 @@ class Engine:
         vectorized array loops (simd.py); the double variants under the function's name (``exp``: 8 lanes with
         AVX-512, 4 with AVX2, 2 with SSE), the float ones under its float name (``expf``: 16, 8 or 4 lanes).
         Scalar math keeps plain libm, bit-identical to CPython's math module."""
-        isa = [(f, lanes) for f, lanes, feature in (("e", 8, "+avx512f"), ("d", 4, "+avx2"), ("b", 2, "+sse4.2"))
-               if feature in self.features.split(",")]
+        isa = [
+            (f, lanes)
+            for f, lanes, feature in (("e", 8, "+avx512f"), ("d", 4, "+avx2"), ("b", 2, "+sse4.2"))
+            if feature in self.features.split(",")
+        ]
         found = {}
         for name, nargs in ((c.name, c.nargs) for c in C_MATH.values() if c.vector):
             for suffix, per_double in (("", 1), ("f", 2)):
@@ -105,9 +110,12 @@ class Engine:
         """``quick_object`` of each ``(text, unoptimized)``, generated at once on several threads
         (codegen_threads.py) when there are several."""
         from . import codegen_threads  # code generation only: linking cached code loads no codegen_threads
+
         if len(modules) == 1 or codegen_threads.THREADS == 1:
-            return [self.quick_object(text, before_codegen if k == 0 else lambda: None, unoptimized)
-                    for k, (text, unoptimized) in enumerate(modules)]
+            return [
+                self.quick_object(text, before_codegen if k == 0 else lambda: None, unoptimized)
+                for k, (text, unoptimized) in enumerate(modules)
+            ]
         with self._lock:
             if self._codegen_pool is None:
                 self._codegen_pool = codegen_threads.Pool(self._machine, self.quick_passes)
@@ -117,6 +125,7 @@ class Engine:
     def stream(self):
         """A ``codegen_threads.Stream`` of first-tier modules (generated as ``quick_objects`` generates them)."""
         from . import codegen_threads  # code generation only: linking cached code loads no codegen_threads
+
         with self._lock:
             if self._codegen_pool is None:
                 self._codegen_pool = codegen_threads.Pool(self._machine, self.quick_passes)
@@ -143,9 +152,11 @@ class Engine:
         generate that way, 29 ms without (the kernels: 13 -> 9 ms per 3,600 lines)."""
         if opt == 0:
             return llvm.Target.from_triple(self.triple).create_target_machine(
-                cpu=self.cpu, features=self.features, opt=0, reloc="pic", codemodel="small")
-        return llvm.Target.from_triple(self.triple).create_target_machine(cpu=self.cpu, features=self.features,
-                                                                          opt=opt, jit=True)
+                cpu=self.cpu, features=self.features, opt=0, reloc="pic", codemodel="small"
+            )
+        return llvm.Target.from_triple(self.triple).create_target_machine(
+            cpu=self.cpu, features=self.features, opt=opt, jit=True
+        )
 
     def _parse(self, ir_text: str) -> llvm.ModuleRef:
         mod = llvm.parse_assembly(ir_text)
@@ -179,8 +190,12 @@ class Engine:
     def _resolves(self, name: str) -> bool:
         # what scriptc binds (bound into LLVM as a side effect) and the process's libraries; then code already
         # in this JIT
-        return bool(symbols.address_of(name)) or bool(llvm.address_of_symbol(name)) or name in LINKER_SYMBOLS \
+        return (
+            bool(symbols.address_of(name))
+            or bool(llvm.address_of_symbol(name))
+            or name in LINKER_SYMBOLS
             or bool(self._ee.get_function_address(name))
+        )
 
     def assembly(self, ir_text: str) -> str:
         with self._lock:
@@ -191,7 +206,7 @@ class LinkError(ObjectLoadError, RuntimeError):
     """Native code refers to a symbol nothing in the process defines (a bug of the backend)."""
 
 
-LINKER_SYMBOLS = {"_GLOBAL_OFFSET_TABLE_"}   # provided by the JIT's own linker
+LINKER_SYMBOLS = {"_GLOBAL_OFFSET_TABLE_"}  # provided by the JIT's own linker
 
 
 def undefined_symbols(obj: bytes, mod: llvm.ModuleRef | None) -> list[str]:
@@ -201,19 +216,19 @@ def undefined_symbols(obj: bytes, mod: llvm.ModuleRef | None) -> list[str]:
         if mod is None:
             raise LinkError("cannot check the symbols of a non-ELF object file")
         return [f.name for f in mod.functions if f.is_declaration and not f.name.startswith("llvm.")]
-    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + k * shentsize) for k in range(shnum)]
     names = []
     for _, kind, _, _, offset, size, link, _, _, entsize in sections:
-        if kind != 2:       # SHT_SYMTAB
+        if kind != 2:  # SHT_SYMTAB
             continue
         strtab = sections[link][4]
         for k in range(1, size // entsize):
             name_at, _, _, shndx = struct.unpack_from("<IBBH", obj, offset + k * entsize)
-            if shndx == 0 and name_at:      # SHN_UNDEF
+            if shndx == 0 and name_at:  # SHN_UNDEF
                 end = obj.index(b"\0", strtab + name_at)
-                names.append(obj[strtab + name_at:end].decode())
+                names.append(obj[strtab + name_at : end].decode())
     return names
 
 

@@ -49,6 +49,7 @@ machine code itself is never unmapped.
 straight to native code (a new signature's entry falls back to the previous one's, the last to Python's
 dispatcher: a chain).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -60,14 +61,43 @@ from llvmlite import ir
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, NamedTupleType, TensorType, TupleType, Type
 from .common import F64, I8, I8P, I32, I64, leaves, mem_type, out_struct, process_function, process_global
 from .engine import engine
-from .entry_runtime import (ARR_DATA, ARR_DESCR, ARR_DIMS, ARR_FLAGS, ARR_ND, ARR_STRIDES,  # noqa: F401
-                            ARRAY_LAYOUT_ERROR, CANONICAL_DESCRS, FLOAT_VALUE, NPY_ARRAY_ALIGNED,
-                            NPY_ARRAY_WRITEABLE, NUMPY_ADDRESSES, NUMPY_SLOTS, OB_TYPE, OBJECT_LAYOUT_ERROR, OBJECTS,
-                            RELEASE_SYMBOL, STATE_FALLBACK, STATE_RAISE, STATE_REBUILD, TUPLE_ITEMS, EntryState,
-                            EntryUnsupported, bind_to_class, builtin_function, descr_symbol, entry_unsupported_reason,
-                            holds_str as _holds_str, make_state, named_tuple_symbol, needs_rebuild as _needs_rebuild,
-                            object_symbol,
-                            out_reader, rebind, release_capsule_address)
+from .entry_runtime import (
+    ARR_DATA,
+    ARR_DESCR,
+    ARR_DIMS,
+    ARR_FLAGS,
+    ARR_ND,
+    ARR_STRIDES,  # noqa: F401
+    ARRAY_LAYOUT_ERROR,
+    CANONICAL_DESCRS,
+    FLOAT_VALUE,
+    NPY_ARRAY_ALIGNED,
+    NPY_ARRAY_WRITEABLE,
+    NUMPY_ADDRESSES,
+    NUMPY_SLOTS,
+    OB_TYPE,
+    OBJECT_LAYOUT_ERROR,
+    OBJECTS,
+    RELEASE_SYMBOL,
+    STATE_FALLBACK,
+    STATE_RAISE,
+    STATE_REBUILD,
+    TUPLE_ITEMS,
+    EntryState,
+    EntryUnsupported,
+    bind_to_class,
+    builtin_function,
+    descr_symbol,
+    entry_unsupported_reason,
+    holds_str as _holds_str,
+    make_state,
+    named_tuple_symbol,
+    needs_rebuild as _needs_rebuild,
+    object_symbol,
+    out_reader,
+    rebind,
+    release_capsule_address,
+)
 from .folding import FoldingBuilder
 from .text_builder import TextBuilder
 
@@ -96,10 +126,14 @@ CAPI = {
     "PyErr_Occurred": ir.FunctionType(I8P, []),
 }
 # NumPy's array API functions, called under ``scriptc.<name>`` (bound by entry_runtime)
-NUMPY_API = {"PyArray_DescrFromType": (NUMPY_SLOTS["PyArray_DescrFromType"], ir.FunctionType(I8P, [I32])),
-             "PyArray_NewFromDescr": (NUMPY_SLOTS["PyArray_NewFromDescr"],
-                                      ir.FunctionType(I8P, [I8P, I8P, I32, I8P, I8P, I8P, I32, I8P])),
-             "PyArray_SetBaseObject": (NUMPY_SLOTS["PyArray_SetBaseObject"], ir.FunctionType(I32, [I8P, I8P]))}
+NUMPY_API = {
+    "PyArray_DescrFromType": (NUMPY_SLOTS["PyArray_DescrFromType"], ir.FunctionType(I8P, [I32])),
+    "PyArray_NewFromDescr": (
+        NUMPY_SLOTS["PyArray_NewFromDescr"],
+        ir.FunctionType(I8P, [I8P, I8P, I32, I8P, I8P, I8P, I32, I8P]),
+    ),
+    "PyArray_SetBaseObject": (NUMPY_SLOTS["PyArray_SetBaseObject"], ir.FunctionType(I32, [I8P, I8P])),
+}
 RELEASE_TYPE = ir.FunctionType(VOID, [I8P])
 
 # -- code generation ---------------------------------------------------------------------------------------
@@ -127,8 +161,12 @@ def _i64(v: int) -> ir.Constant:
 def python_table_names() -> list[str]:
     """Every name a CPython entry may refer to (C API and NumPy functions, objects), in a fixed order: the slots
     of a ``PythonTable``."""
-    return (list(CAPI) + ["scriptc." + name for name in NUMPY_API] + [object_symbol(k) for k in OBJECTS]
-            + [descr_symbol(d, k) for d, descrs in CANONICAL_DESCRS.items() for k in range(len(descrs))])
+    return (
+        list(CAPI)
+        + ["scriptc." + name for name in NUMPY_API]
+        + [object_symbol(k) for k in OBJECTS]
+        + [descr_symbol(d, k) for d, descrs in CANONICAL_DESCRS.items() for k in range(len(descrs))]
+    )
 
 
 class PythonTable:
@@ -155,9 +193,18 @@ class EntryLowering:
     ``arg_types``/``result_type`` are the kernel's signature, ``written`` the indices of the arguments whose
     arrays it may write; with a ``table``, what the entry refers to in Python comes from that ``PythonTable``."""
 
-    def __init__(self, module: ir.Module, symbol: str, arg_types, result_type, written, nogil: bool,
-                 kernel: ir.Function | None = None, kernel_address: int | None = None,
-                 table: PythonTable | None = None):
+    def __init__(
+        self,
+        module: ir.Module,
+        symbol: str,
+        arg_types,
+        result_type,
+        written,
+        nogil: bool,
+        kernel: ir.Function | None = None,
+        kernel_address: int | None = None,
+        table: PythonTable | None = None,
+    ):
         self.module, self.symbol, self.table = module, symbol, table
         self.arg_types, self.result_type, self.written = list(arg_types), result_type, set(written)
         self.kernel, self.kernel_address = kernel, kernel_address
@@ -186,7 +233,7 @@ class EntryLowering:
         descriptor given as (dtype name, index in CANONICAL_DESCRS)."""
         if isinstance(x, tuple):
             name, address = descr_symbol(*x), id(CANONICAL_DESCRS[x[0]][x[1]])
-        elif isinstance(x, NamedTupleType):      # its class, found by name in every process
+        elif isinstance(x, NamedTupleType):  # its class, found by name in every process
             name, address = named_tuple_symbol(x.qualname), id(x.cls)
         else:
             key = next(k for k, v in OBJECTS.items() if v is x)
@@ -261,11 +308,11 @@ class EntryLowering:
     def unpack_array(self, obj, t: TensorType, what: str, written: bool) -> list:
         b = self.b
         leaves_ = self.alloca(ir.ArrayType(I64, 1 + 2 * t.rank), f"{what}.leaves")
-        self.require(b.call(self._unboxer(t, written), [obj, b.gep(leaves_, [_i64(0), _i64(0)], inbounds=True)]),
-                     f"{what}.array")
-        data, *dims_strides = [b.load(b.gep(leaves_, [_i64(0), _i64(k)], inbounds=True))
-                               for k in range(1 + 2 * t.rank)]
-        dims = dims_strides[:t.rank]
+        self.require(
+            b.call(self._unboxer(t, written), [obj, b.gep(leaves_, [_i64(0), _i64(0)], inbounds=True)]), f"{what}.array"
+        )
+        data, *dims_strides = [b.load(b.gep(leaves_, [_i64(0), _i64(k)], inbounds=True)) for k in range(1 + 2 * t.rank)]
+        dims = dims_strides[: t.rank]
         for k, (d, want) in enumerate(zip(dims, t.shape)):
             if want is not None:
                 self.require(b.icmp_unsigned("==", d, _i64(want)), f"{what}.dim{k}")
@@ -291,6 +338,7 @@ class EntryLowering:
             def check(cond) -> None:
                 with b.if_then(b.not_(cond), likely=False):
                     b.ret(no)
+
             check(self.type_is(obj, np.ndarray))
             check(b.icmp_unsigned("==", self.field(obj, ARR_ND, I32), ir.Constant(I32, t.rank)))
             descr = self.field(obj, ARR_DESCR, I8P)
@@ -300,14 +348,16 @@ class EntryLowering:
                 same = eq if same is None else b.or_(same, eq)
             check(same)
             need = NPY_ARRAY_ALIGNED | (NPY_ARRAY_WRITEABLE if written else 0)
-            check(b.icmp_unsigned("==", b.and_(self.field(obj, ARR_FLAGS, I32), ir.Constant(I32, need)),
-                                  ir.Constant(I32, need)))
+            check(
+                b.icmp_unsigned(
+                    "==", b.and_(self.field(obj, ARR_FLAGS, I32), ir.Constant(I32, need)), ir.Constant(I32, need)
+                )
+            )
             b.store(b.ptrtoint(self.field(obj, ARR_DATA, I8P), I64), leaves_)
             for base, offset in ((1, ARR_DIMS), (1 + t.rank, ARR_STRIDES)):
                 p = self.field(obj, offset, I64.as_pointer())
                 for k in range(t.rank):
-                    b.store(b.load(b.gep(p, [_i64(k)], inbounds=True)),
-                            b.gep(leaves_, [_i64(base + k)], inbounds=True))
+                    b.store(b.load(b.gep(p, [_i64(k)], inbounds=True)), b.gep(leaves_, [_i64(base + k)], inbounds=True))
             b.ret(ir.Constant(ir.IntType(1), 1))
         finally:
             self.b = saved
@@ -374,12 +424,19 @@ class EntryLowering:
             b.store(vals[2 + k], b.gep(dims, [_i64(0), _i64(k)], inbounds=True))
             b.store(vals[2 + t.rank + k], b.gep(strides, [_i64(0), _i64(k)], inbounds=True))
         descr = self.call("PyArray_DescrFromType", ir.Constant(I32, np.dtype(t.dtype).num))
-        arr = self.call("PyArray_NewFromDescr", self.obj(np.ndarray), descr, ir.Constant(I32, t.rank),
-                        b.bitcast(dims, I8P), b.bitcast(strides, I8P), data, ir.Constant(I32, 0x0400),
-                        ir.Constant(I8P, None))
+        arr = self.call(
+            "PyArray_NewFromDescr",
+            self.obj(np.ndarray),
+            descr,
+            ir.Constant(I32, t.rank),
+            b.bitcast(dims, I8P),
+            b.bitcast(strides, I8P),
+            data,
+            ir.Constant(I32, 0x0400),
+            ir.Constant(I8P, None),
+        )
         self.fail_if_null(arr, None)
-        capsule = self.call("PyCapsule_New", meminfo, ir.Constant(I8P, None),
-                            b.bitcast(self.capsule_destructor(), I8P))
+        capsule = self.call("PyCapsule_New", meminfo, ir.Constant(I8P, None), b.bitcast(self.capsule_destructor(), I8P))
         self.call("PyArray_SetBaseObject", arr, capsule)
         return arr
 
@@ -416,17 +473,25 @@ class EntryLowering:
         stack = self.alloca(ir.ArrayType(I8P, max(len(items), 1)), "stack")
         for i, x in enumerate(items):
             self.b.store(x, self.b.gep(stack, [_i64(0), _i64(i)], inbounds=True))
-        return self.call("PyObject_Vectorcall", callable_,
-                         self.b.gep(stack, [_i64(0), _i64(0)], inbounds=True), _i64(len(items)),
-                         ir.Constant(I8P, None))
+        return self.call(
+            "PyObject_Vectorcall",
+            callable_,
+            self.b.gep(stack, [_i64(0), _i64(0)], inbounds=True),
+            _i64(len(items)),
+            ir.Constant(I8P, None),
+        )
 
     # -- the whole function ------------------------------------------------------------------------------
     def lower(self) -> None:
         b = self.b
         arg_types, result_type = self.arg_types, self.result_type
         n = len(arg_types)
-        self.require(b.and_(b.icmp_unsigned("==", self.kwnames, ir.Constant(I8P, None)),
-                            b.icmp_unsigned("==", self.nargs, _i64(n))), "nargs")
+        self.require(
+            b.and_(
+                b.icmp_unsigned("==", self.kwnames, ir.Constant(I8P, None)), b.icmp_unsigned("==", self.nargs, _i64(n))
+            ),
+            "nargs",
+        )
         kernel_args = []
         for i, t in enumerate(arg_types):
             obj = b.load(b.gep(self.args, [_i64(i)], inbounds=True))
@@ -435,9 +500,9 @@ class EntryLowering:
         assert len(kernel_args) == len(in_types)
         out_t = out_struct(result_type, self.module)
         out = self.alloca(out_t, "out")
-        b.store(ir.Constant(out_t, None), out)    # a kernel that writes no result leaves null meminfos
+        b.store(ir.Constant(out_t, None), out)  # a kernel that writes no result leaves null meminfos
         kernel = self.kernel
-        if kernel is None:   # machine code elsewhere, by a private symbol bound to its address: a direct call
+        if kernel is None:  # machine code elsewhere, by a private symbol bound to its address: a direct call
             kty = ir.FunctionType(I32, [mem_type(x) for x in in_types] + [out_t.as_pointer()])
             kernel = process_function(self.module, kernel_symbol(self.kernel_address), self.kernel_address, kty)
         if self.nogil:
@@ -455,10 +520,12 @@ class EntryLowering:
             r = self.vectorcall(self.state_item(STATE_RAISE), [code])
             self.call("Py_DecRef", code)
             with b.if_then(b.icmp_unsigned("!=", r, ir.Constant(I8P, None)), likely=False):
-                self.call("Py_DecRef", r)     # raise_error returned instead of raising: SystemError
+                self.call("Py_DecRef", r)  # raise_error returned instead of raising: SystemError
             b.ret(ir.Constant(I8P, None))
-        vals = [b.load(b.gep(out, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True))
-                for k, _ in enumerate(leaves(result_type))]
+        vals = [
+            b.load(b.gep(out, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True))
+            for k, _ in enumerate(leaves(result_type))
+        ]
         if _needs_rebuild(result_type) and NUMPY_ADDRESSES is not None and not _holds_str(result_type):
             # arrays native code allocated: boxed here; borrowed ones (views of arguments) go to rebuild
             owned = ir.Constant(ir.IntType(1), 1)
@@ -481,8 +548,13 @@ class EntryLowering:
         else:
             b.ret(self.box(result_type, vals))
         b.position_at_end(self.slow)
-        b.ret(b.call(self.capi("PyObject_Vectorcall"),
-                     [self.state_item(STATE_FALLBACK), self.args, self.nargs, self.kwnames], tail=True))
+        b.ret(
+            b.call(
+                self.capi("PyObject_Vectorcall"),
+                [self.state_item(STATE_FALLBACK), self.args, self.nargs, self.kwnames],
+                tail=True,
+            )
+        )
 
 
 def release_symbol(module: ir.Module) -> str:
@@ -502,8 +574,9 @@ def define_release_capsule(module: ir.Module, table: PythonTable | None = None) 
     if table is not None:
         get = b.bitcast(table.load(b, "PyCapsule_GetPointer"), CAPI["PyCapsule_GetPointer"].as_pointer())
     else:
-        get = module.globals.get("PyCapsule_GetPointer") or ir.Function(module, CAPI["PyCapsule_GetPointer"],
-                                                                        "PyCapsule_GetPointer")
+        get = module.globals.get("PyCapsule_GetPointer") or ir.Function(
+            module, CAPI["PyCapsule_GetPointer"], "PyCapsule_GetPointer"
+        )
     mi = b.call(get, [fn.args[0], ir.Constant(I8P, None)])
     rc = b.bitcast(mi, I64.as_pointer())
     n = b.sub(b.load(rc), _i64(1))
@@ -526,8 +599,16 @@ def kernel_symbol(address: int) -> str:
     return f"scriptc.kernel.{address:x}"
 
 
-def lower_python_entry(module: ir.Module, symbol: str, kernel: ir.Function, arg_types, result_type, written,
-                       nogil: bool, table: PythonTable | None = None) -> None:
+def lower_python_entry(
+    module: ir.Module,
+    symbol: str,
+    kernel: ir.Function,
+    arg_types,
+    result_type,
+    written,
+    nogil: bool,
+    table: PythonTable | None = None,
+) -> None:
     """Add ``symbol``, the CPython entry of ``kernel`` (a function of ``module``), and the module's
     ``release_capsule``, to ``module``."""
     define_release_capsule(module, table)
@@ -554,8 +635,15 @@ def make_entry(native, fallback, *, nogil: bool = False, rebuild=None, raise_err
     with _COUNTER_LOCK:
         symbol = f"scriptc.pyentry{next(_COUNTER)}.{name}"
     module = ir.Module(name=symbol)
-    EntryLowering(module, symbol, native.arg_types, native.result_type, getattr(native, "written_inputs", {}),
-                  nogil, kernel_address=native.address).lower()
+    EntryLowering(
+        module,
+        symbol,
+        native.arg_types,
+        native.result_type,
+        getattr(native, "written_inputs", {}),
+        nogil,
+        kernel_address=native.address,
+    ).lower()
     eng = engine()
     llmod = eng.optimize(str(module))
     address = eng.add_module(llmod, [symbol])[symbol]
@@ -563,5 +651,14 @@ def make_entry(native, fallback, *, nogil: bool = False, rebuild=None, raise_err
     return builtin_function(address, name, state, nogil)
 
 
-__all__ = ["ARRAY_LAYOUT_ERROR", "OBJECT_LAYOUT_ERROR", "EntryState", "EntryUnsupported", "bind_to_class",
-           "entry_unsupported_reason", "make_entry", "out_reader", "rebind"]
+__all__ = [
+    "ARRAY_LAYOUT_ERROR",
+    "OBJECT_LAYOUT_ERROR",
+    "EntryState",
+    "EntryUnsupported",
+    "bind_to_class",
+    "entry_unsupported_reason",
+    "make_entry",
+    "out_reader",
+    "rebind",
+]

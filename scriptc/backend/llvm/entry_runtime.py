@@ -3,6 +3,7 @@ NumPy layouts the code relies on, checked against live objects; the objects it r
 entry reads its callables from; and the builtin function object wrapping the machine code. This half imports no
 LLVM, so that an entry point loaded from the on-disk cache becomes a callable without llvmlite.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -11,8 +12,21 @@ import threading
 
 import numpy as np
 
-from ...ir.types import (BOOL, DTYPE_NAMES, FLOAT, INT, NAMED_TUPLES, NONE, STR, ListType, NamedTupleType,
-                         NumpyScalarType, TensorType, TupleType, Type)
+from ...ir.types import (
+    BOOL,
+    DTYPE_NAMES,
+    FLOAT,
+    INT,
+    NAMED_TUPLES,
+    NONE,
+    STR,
+    ListType,
+    NamedTupleType,
+    NumpyScalarType,
+    TensorType,
+    TupleType,
+    Type,
+)
 from . import symbols
 from .errors import ERROR_TABLE
 from .layout import holds_ref, leaves
@@ -39,7 +53,7 @@ class EntryState(tuple):
         return f"<EntryState {name} -> {getattr(self, 'symbol', '?')}{nogil}>"
 
 
-STATE_FALLBACK, STATE_REBUILD, STATE_RAISE = 0, 1, 2     # the items of an EntryState
+STATE_FALLBACK, STATE_REBUILD, STATE_RAISE = 0, 1, 2  # the items of an EntryState
 
 
 METH_FASTCALL = 0x0080
@@ -50,7 +64,7 @@ NPY_ARRAY_WRITEABLE = 0x0400
 # CPython object layout (64-bit, release build; checked below)
 OB_TYPE = 8
 FLOAT_VALUE = 16
-TUPLE_ITEMS = 24        # PyTupleObject's ob_item: the entry reads its callables from its state tuple
+TUPLE_ITEMS = 24  # PyTupleObject's ob_item: the entry reads its callables from its state tuple
 # PyArrayObject_fields (checked below)
 ARR_DATA, ARR_ND, ARR_DIMS, ARR_STRIDES, ARR_DESCR, ARR_FLAGS = 16, 24, 32, 40, 56, 64
 
@@ -60,6 +74,7 @@ class EntryUnsupported(Exception):
 
 
 # -- layout checks -----------------------------------------------------------------------------------------
+
 
 def _word(address: int) -> int:
     return ctypes.c_void_p.from_address(address).value or 0
@@ -86,8 +101,13 @@ def _check_object_layout() -> str | None:
 def _check_array_layout() -> str | None:
     """None if NumPy's ``PyArrayObject_fields`` are where the generated code reads them, else what differs."""
     base = np.arange(48, dtype=np.float64).reshape(4, 3, 4)
-    samples = [base[1:, ::-1, ::2], np.asfortranarray(base), np.zeros((2, 3), np.int32), np.ones(3, bool),
-               np.frombuffer(b"\0" * 17, np.uint8)[1:].view(np.int64)]   # the last one is misaligned
+    samples = [
+        base[1:, ::-1, ::2],
+        np.asfortranarray(base),
+        np.zeros((2, 3), np.int32),
+        np.ones(3, bool),
+        np.frombuffer(b"\0" * 17, np.uint8)[1:].view(np.int64),
+    ]  # the last one is misaligned
     for a in samples:
         addr = id(a)
         if _word(addr + OB_TYPE) != id(np.ndarray):
@@ -114,7 +134,7 @@ def _check_array_layout() -> str | None:
 def _layout_error(check) -> str | None:
     try:
         return check()
-    except Exception as e:   # noqa: BLE001 - any surprise means: do not generate code that reads memory
+    except Exception as e:  # noqa: BLE001 - any surprise means: do not generate code that reads memory
         return f"{type(e).__name__}: {e}"
 
 
@@ -151,22 +171,38 @@ def _numpy_api() -> dict[str, int] | None:
         api.PyCapsule_GetPointer.restype = ctypes.c_void_p
         api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
         table = api.PyCapsule_GetPointer(np._core._multiarray_umath._ARRAY_API, None)
-        addresses = {name: ctypes.c_void_p.from_address(table + 8 * slot).value
-                     for name, slot in NUMPY_SLOTS.items()}
+        addresses = {name: ctypes.c_void_p.from_address(table + 8 * slot).value for name, slot in NUMPY_SLOTS.items()}
         descr = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_int)(addresses["PyArray_DescrFromType"])(12)
         if descr != np.dtype("float64"):
             return None
-        new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_int,
-                                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
-                                ctypes.c_void_p)(addresses["PyArray_NewFromDescr"])
+        new = ctypes.PYFUNCTYPE(
+            ctypes.py_object,
+            ctypes.c_void_p,
+            ctypes.py_object,
+            ctypes.c_int,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_int,
+            ctypes.c_void_p,
+        )(addresses["PyArray_NewFromDescr"])
         buf, dims, strides = (ctypes.c_double * 6)(*range(6)), (ctypes.c_int64 * 2)(2, 3), (ctypes.c_int64 * 2)(8, 16)
         api.Py_IncRef(ctypes.py_object(descr))
-        a = new(id(np.ndarray), descr, 2, ctypes.addressof(dims), ctypes.addressof(strides),
-                ctypes.addressof(buf), 0x0400, None)
+        a = new(
+            id(np.ndarray),
+            descr,
+            2,
+            ctypes.addressof(dims),
+            ctypes.addressof(strides),
+            ctypes.addressof(buf),
+            0x0400,
+            None,
+        )
         base = object()
         api.Py_IncRef(ctypes.py_object(base))
         set_base = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.py_object)(
-            addresses["PyArray_SetBaseObject"])
+            addresses["PyArray_SetBaseObject"]
+        )
         if set_base(a, base) != 0 or a.base is not base or a.tolist() != [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]:
             return None
         return addresses
@@ -177,11 +213,18 @@ def _numpy_api() -> dict[str, int] | None:
 NUMPY_ADDRESSES = _numpy_api()
 
 
-
 # -- what the generated code refers to by name ------------------------------------------------------------
 
-OBJECTS = {"int": int, "float": float, "str": str, "tuple": tuple, "ndarray": np.ndarray, "True": True,
-           "False": False, "None": None}
+OBJECTS = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "tuple": tuple,
+    "ndarray": np.ndarray,
+    "True": True,
+    "False": False,
+    "None": None,
+}
 
 
 def object_symbol(name: str) -> str:
@@ -239,6 +282,7 @@ def release_capsule_address() -> int:
     if not _RELEASE:
         # (cycle: entry imports this module); entry loads llvmlite: only with no release capsule yet
         from .entry import compile_release_capsule
+
         register_release_capsule(compile_release_capsule())
     return _RELEASE[0]
 
@@ -250,9 +294,14 @@ def _release_symbol(name: str) -> int | None:
 
 # -- the builtin function object ---------------------------------------------------------------------------
 
+
 class _PyMethodDef(ctypes.Structure):
-    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p), ("ml_flags", ctypes.c_int),
-                ("ml_doc", ctypes.c_char_p)]
+    _fields_ = [
+        ("ml_name", ctypes.c_char_p),
+        ("ml_meth", ctypes.c_void_p),
+        ("ml_flags", ctypes.c_int),
+        ("ml_doc", ctypes.c_char_p),
+    ]
 
 
 _PyCFunction_NewEx = ctypes.pythonapi.PyCFunction_NewEx
@@ -260,11 +309,8 @@ _PyCFunction_NewEx.restype = ctypes.py_object
 _PyCFunction_NewEx.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
 
 
-
-
 def _raise_native_error(status: int):
     raise ERROR_TABLE[status].make()
-
 
 
 def needs_rebuild(t: Type) -> bool:
@@ -273,8 +319,12 @@ def needs_rebuild(t: Type) -> bool:
 
 def holds_str(t: Type) -> bool:
     """Strs, lists (listbox.py) and NumPy scalars are boxed by ``rebuild`` in Python."""
-    return t == STR or isinstance(t, (ListType, NumpyScalarType)) or \
-        isinstance(t, TupleType) and any(map(holds_str, t.elems))
+    return (
+        t == STR
+        or isinstance(t, (ListType, NumpyScalarType))
+        or isinstance(t, TupleType)
+        and any(map(holds_str, t.elems))
+    )
 
 
 def entry_unsupported_reason(native, rebuild=None) -> str | None:
@@ -323,8 +373,8 @@ def named_tuple_symbol(qualname: str) -> str:
 
 @symbols.provider("scriptc.obj.namedtuple.")
 def _named_tuple_class(name: str) -> int | None:
-    cls = NAMED_TUPLES.get(name[len("scriptc.obj.namedtuple."):])
-    return id(cls) if cls is not None else None      # registered for good: the address stays valid
+    cls = NAMED_TUPLES.get(name[len("scriptc.obj.namedtuple.") :])
+    return id(cls) if cls is not None else None  # registered for good: the address stays valid
 
 
 _OUT_CTYPES = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8}
@@ -355,12 +405,15 @@ def out_reader(result_type: Type):
     return read
 
 
-
 def builtin_function(address: int, name: str, state: EntryState, nogil: bool = False):
     """The builtin function object (``METH_FASTCALL | METH_KEYWORDS``) running the entry at ``address`` with
     ``state`` as its ``__self__`` (which keeps the method definition alive)."""
-    state.method_def = _PyMethodDef(name.encode(), address, METH_FASTCALL | METH_KEYWORDS,
-                                    f"native entry of {name}{' (nogil)' if nogil else ''}".encode())
+    state.method_def = _PyMethodDef(
+        name.encode(),
+        address,
+        METH_FASTCALL | METH_KEYWORDS,
+        f"native entry of {name}{' (nogil)' if nogil else ''}".encode(),
+    )
     return _PyCFunction_NewEx(ctypes.addressof(state.method_def), state, None)
 
 
@@ -376,8 +429,11 @@ def bind_to_class(entry, base: type = object, name: str | None = None) -> type:
     """A subclass of ``base`` whose instances' ``__call__`` is ``entry`` itself (no bound method, no
     wrapper): ``obj(*args)`` runs the entry's native code. ``rebind(cls, entry)`` swaps in a newer entry."""
     cls_name = name or f"{base.__name__}_native"
-    return type(cls_name, (base,), {"__call__": staticmethod(entry), "__slots__": (),
-                                    "__module__": getattr(base, "__module__", __name__)})
+    return type(
+        cls_name,
+        (base,),
+        {"__call__": staticmethod(entry), "__slots__": (), "__module__": getattr(base, "__module__", __name__)},
+    )
 
 
 def rebind(cls: type, entry) -> None:

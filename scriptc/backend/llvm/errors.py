@@ -14,6 +14,7 @@ the exception. The buffer is a POSIX thread-specific value (``pthread_getspecifi
 globals are not supported by MCJIT), allocated by native code on a thread's first raise and freed when the
 thread exits, so two threads raising at once (``nogil=True``) never see each other's numbers.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -42,11 +43,11 @@ class LoweringError(CompileError):
 
 # The payload: PAYLOAD_SLOTS i64 per thread, under one pthread key created here (its destructor frees a thread's
 # buffer when the thread exits). FALLBACK_PAYLOAD is used by a thread whose buffer could not be allocated.
-PAYLOAD_SLOTS = 64     # numbers one message carries: every dimension of 8 rank-8 operands
+PAYLOAD_SLOTS = 64  # numbers one message carries: every dimension of 8 rank-8 operands
 _LIBC = ctypes.CDLL(None)
 PTHREAD_KEY_T = ctypes.c_uint if sys.platform.startswith("linux") else ctypes.c_ulong
 PAYLOAD_SYMBOLS = {name: f"scriptc.{name}" for name in ("pthread_getspecific", "pthread_setspecific", "calloc")}
-STACK_FLOOR_SLOT = PAYLOAD_SLOTS    # after them: the thread's lowest safe stack address (builtins_lower.py)
+STACK_FLOOR_SLOT = PAYLOAD_SLOTS  # after them: the thread's lowest safe stack address (builtins_lower.py)
 FALLBACK_PAYLOAD = (ctypes.c_int64 * (PAYLOAD_SLOTS + 1))()
 FALLBACK_PAYLOAD_ADDRESS = ctypes.addressof(FALLBACK_PAYLOAD)
 
@@ -60,7 +61,7 @@ def _payload_key() -> int:
 
 
 PAYLOAD_KEY = _payload_key()
-_PAYLOAD_KEY_CELL = PTHREAD_KEY_T(PAYLOAD_KEY)    # native code loads the key from here (by name, not value)
+_PAYLOAD_KEY_CELL = PTHREAD_KEY_T(PAYLOAD_KEY)  # native code loads the key from here (by name, not value)
 PAYLOAD_KEY_ADDRESS = ctypes.addressof(_PAYLOAD_KEY_CELL)
 _getspecific = _LIBC.pthread_getspecific
 _getspecific.restype, _getspecific.argtypes = ctypes.c_void_p, [PTHREAD_KEY_T]
@@ -106,6 +107,7 @@ _PAYLOAD_FORMAT = _PayloadFormatter()
 class RuntimeErrorEntry:
     """What native code means by one error code. With ``payload`` > 0, ``args[0]`` is a template whose
     ``{0}``, ``{1}``... are the first values of this thread's payload."""
+
     exc_type: type
     args: tuple
     op: str
@@ -115,8 +117,9 @@ class RuntimeErrorEntry:
     def make(self, values: list[int] | None = None) -> BaseException:
         """The exception; ``values``: the payload numbers (default: this thread's payload)."""
         if self.payload:
-            exc = self.exc_type(_PAYLOAD_FORMAT.format(self.args[0], *(values if values is not None else
-                                                                     payload(self.payload))))
+            exc = self.exc_type(
+                _PAYLOAD_FORMAT.format(self.args[0], *(values if values is not None else payload(self.payload)))
+            )
         else:
             exc = self.exc_type(*self.args)
         if self.source is not None:
@@ -140,11 +143,18 @@ class ErrorTable:
         self._codes: dict[RuntimeErrorEntry, int] = {}
         self._lock = threading.Lock()
         self.deterministic = True
-        self._recording = threading.local()    # sets collecting the codes asked for on this thread (record())
+        self._recording = threading.local()  # sets collecting the codes asked for on this thread (record())
 
     def code(self, exc_type: type, args: tuple, node: Node | None, payload: int = 0) -> int:
-        return self.code_of(RuntimeErrorEntry(exc_type, tuple(args), node.kind if node is not None else "",
-                                              node.source if node is not None else None, payload))
+        return self.code_of(
+            RuntimeErrorEntry(
+                exc_type,
+                tuple(args),
+                node.kind if node is not None else "",
+                node.source if node is not None else None,
+                payload,
+            )
+        )
 
     def relocated(self, code: int, places: dict) -> int:
         """The code of ``code``'s error raised at ``places[its source position]`` instead; ``code`` itself when
@@ -153,8 +163,9 @@ class ErrorTable:
         entry = self._entries.get(code)
         if entry is None or entry.source not in places:
             return code
-        return self.code_of(RuntimeErrorEntry(entry.exc_type, entry.args, entry.op, places[entry.source],
-                                              entry.payload))
+        return self.code_of(
+            RuntimeErrorEntry(entry.exc_type, entry.args, entry.op, places[entry.source], entry.payload)
+        )
 
     def code_of(self, entry: RuntimeErrorEntry) -> int:
         with self._lock:
@@ -180,7 +191,7 @@ class ErrorTable:
         try:
             yield codes
         finally:
-            del sets[next(k for k, s in enumerate(sets) if s is codes)]   # by identity: equal sets are others
+            del sets[next(k for k, s in enumerate(sets) if s is codes)]  # by identity: equal sets are others
 
     def describe(self, code: int) -> list | None:
         """What ``code`` means, as plain JSON values; None when it cannot travel to another process (a collision

@@ -16,21 +16,24 @@ short IR pipeline: the MLP training step's two kernel modules of ~4,800 lines to
 optimized, 20 ms not, for code that runs about 2x slower (0.57 against 0.27 ms a step) until O3's replaces it,
 which for programs that size takes seconds.
 """
+
 from __future__ import annotations
 
 import re
 
 # Reference counts, allocations and the entry's array arguments: calls in the first tier (inlined, they were most
 # of a large function's code: the MLP training step's 12,600 lines after inlining, ~600 counts), inlined at O3
-_RUNTIME_INLINE = re.compile(r'(@"scriptc\.rt\.(?:retain|release|(?:alloc_array|unbox_array|reshape_dims)\.[^"]+)"'
-                             r'\([^\n]*\)) alwaysinline\n')
+_RUNTIME_INLINE = re.compile(
+    r'(@"scriptc\.rt\.(?:retain|release|(?:alloc_array|unbox_array|reshape_dims)\.[^"]+)"'
+    r"\([^\n]*\)) alwaysinline\n"
+)
 _BRANCH_TARGET = re.compile(r'label %"?([^",\s\]]+)')
-_LABEL = re.compile(r'\n([^ \n][^\n]*):(?=\n)')      # a block's label (a line not indented)
+_LABEL = re.compile(r"\n([^ \n][^\n]*):(?=\n)")  # a block's label (a line not indented)
 REFERENCE = re.compile(r'@"([^"]+)"')
 CONSTANT_GLOBAL = re.compile(r'^@"[^"]+" = (external global|(private |internal )?(unnamed_addr )?constant)', re.M)
-STRAIGHT_LINE_UNOPTIMIZED = 300     # lines: a loop-free function this long is code generated without optimization
-SPLIT_LINES = 1000                  # lines of unoptimized functions from which they are a module of their own
-FAST_CODEGEN_LINES = 3000           # lines of kernels from which they too get the unoptimizing code generator
+STRAIGHT_LINE_UNOPTIMIZED = 300  # lines: a loop-free function this long is code generated without optimization
+SPLIT_LINES = 1000  # lines of unoptimized functions from which they are a module of their own
+FAST_CODEGEN_LINES = 3000  # lines of kernels from which they too get the unoptimizing code generator
 
 
 class _Function:
@@ -39,8 +42,8 @@ class _Function:
     def __init__(self, text: str, at: int):
         self.header_end = text.index("\n", at)
         self.end = text.find("\n}\n", self.header_end) + 3
-        self.name = text[text.index('@"', at) + 2:text.index('"(', at)]
-        self.header, self.body = text[at:self.header_end], text[self.header_end:self.end]
+        self.name = text[text.index('@"', at) + 2 : text.index('"(', at)]
+        self.header, self.body = text[at : self.header_end], text[self.header_end : self.end]
         self.lines = self.body.count("\n") - 2
         self.unoptimized = " optnone" in self.header
 
@@ -52,14 +55,14 @@ class _Function:
 def declaration(header: str, name: str) -> str:
     """``declare`` with the signature of the function ``name`` whose ``define`` line is ``header``."""
     name_at = header.index(f'@"{name}"(')
-    result = header[len("define "):name_at].replace("internal ", "").strip()
-    k = header.rindex(")")      # the parameters' end, unless a function attribute has parentheses
+    result = header[len("define ") : name_at].replace("internal ", "").strip()
+    k = header.rindex(")")  # the parameters' end, unless a function attribute has parentheses
     if "(" in header[k:]:
         depth, k = 0, name_at + len(name) + 4
         while header[k] != ")" or depth:
             depth += {"(": 1, ")": -1}.get(header[k], 0)
             k += 1
-    return f'declare {result} {header[name_at:k + 1]}\n'
+    return f"declare {result} {header[name_at : k + 1]}\n"
 
 
 def _functions(text: str) -> tuple[list[_Function], list[str]]:
@@ -85,16 +88,18 @@ def first_tier_text(text: str, python_entry: str | None) -> str:
     out = []
     for fn, before in zip(functions, rest):
         out.append(before)
-        if "alwaysinline" not in fn.header and (fn.name == python_entry or (
-                fn.lines >= STRAIGHT_LINE_UNOPTIMIZED and _loop_free(fn.body))):
+        if "alwaysinline" not in fn.header and (
+            fn.name == python_entry or (fn.lines >= STRAIGHT_LINE_UNOPTIMIZED and _loop_free(fn.body))
+        ):
             out.append(fn.header + (" optnone" if " noinline" in fn.header else " optnone noinline") + fn.body)
         else:
             out.append(fn.header + fn.body)
     return "".join(out) + rest[-1]
 
 
-def first_tier_modules(text: str, python_entry: str | None, entries: list[str], prefix: str, parts: int = 1
-                       ) -> list[tuple[str, bool, list[str]]]:
+def first_tier_modules(
+    text: str, python_entry: str | None, entries: list[str], prefix: str, parts: int = 1
+) -> list[tuple[str, bool, list[str]]]:
     """The first tier's modules, each ``(text, unoptimized, exports)``, to be linked in order, the names in
     ``exports`` bound (``symbols.bind``) before the next is linked; they may be generated at once (each calls
     only what modules before it export).
@@ -117,7 +122,7 @@ def first_tier_modules(text: str, python_entry: str | None, entries: list[str], 
     inlined = {fn.name for fn in functions if "alwaysinline" in fn.header}
     late = _late(functions, calls, inlined, entries)
     if late and all(fn.name in late or fn.name in inlined for fn in functions):
-        return [(text, True, [])]       # all of it runs once per call: one module, unoptimized code generation
+        return [(text, True, [])]  # all of it runs once per call: one module, unoptimized code generation
     early = [fn for fn in functions if fn.name not in late and fn.name not in inlined]
     groups = _partition(early, calls, inlined, set(entries) - late, parts)
     if late:
@@ -128,7 +133,7 @@ def first_tier_modules(text: str, python_entry: str | None, entries: list[str], 
     local = {k: {n for name in group for n in _closure(name, calls, home)} for k, group in enumerate(groups)}
     needs = {k: set().union(*(calls[n] for n in local[k] | inlined)) - local[k] - inlined for k in local}
     if any(home.get(name, k) >= k for k in needs for name in needs[k]):
-        return [(text, fast, [])]       # a module would call one linked after it (an inlined function's call)
+        return [(text, fast, [])]  # a module would call one linked after it (an inlined function's call)
     exported = sorted(set().union(*needs.values()))
     renamed = {name: exported_name(name, prefix) for name in exported}
     rename = renaming(exported, prefix)
@@ -137,12 +142,23 @@ def first_tier_modules(text: str, python_entry: str | None, entries: list[str], 
     for k in range(len(groups)):
         own = set(groups[k])
         defined = "".join(
-            rename(by_name[name].header.replace("define internal ", "define ", 1) if name in exported and name in own
-                   else by_name[name].header) + rename(by_name[name].body)
-            for name in (fn.name for fn in functions) if name in local[k] or name in inlined)
+            rename(
+                by_name[name].header.replace("define internal ", "define ", 1)
+                if name in exported and name in own
+                else by_name[name].header
+            )
+            + rename(by_name[name].body)
+            for name in (fn.name for fn in functions)
+            if name in local[k] or name in inlined
+        )
         declared = "".join(rename(by_name[name].declaration()) for name in sorted(needs[k]))
-        modules.append((shared + declared + defined, fast or (bool(late) and k == len(groups) - 1),
-                        [renamed[name] for name in exported if name in own]))
+        modules.append(
+            (
+                shared + declared + defined,
+                fast or (bool(late) and k == len(groups) - 1),
+                [renamed[name] for name in exported if name in own],
+            )
+        )
     return modules
 
 
@@ -163,11 +179,11 @@ def renaming(names, prefix: str):
 def first_tier_symbol(name: str, prefix: str, quick: str) -> str:
     """A symbol of the compile (``prefix``) under the first tier's own prefix ``quick`` (both tiers' objects live
     in one process); another symbol as it is."""
-    return quick + name[len(prefix) + 1:] if name.startswith(prefix + ".") else name
+    return quick + name[len(prefix) + 1 :] if name.startswith(prefix + ".") else name
 
 
-SHARED_LINES = 60       # a function this short, called from several modules, is in each of them
-PART_LINES = 1500       # lines of kernels from which they are generated in parts, on threads
+SHARED_LINES = 60  # a function this short, called from several modules, is in each of them
+PART_LINES = 1500  # lines of kernels from which they are generated in parts, on threads
 
 
 def _late(functions: list[_Function], calls: dict, inlined: set, entries: list[str]) -> set[str]:
@@ -177,19 +193,18 @@ def _late(functions: list[_Function], calls: dict, inlined: set, entries: list[s
     if sum(fn.lines for fn in functions if fn.unoptimized) < SPLIT_LINES:
         return set()
     grew = True
-    while grew:        # a function calling into the second module is in it
+    while grew:  # a function calling into the second module is in it
         grew = False
         for fn in functions:
             if fn.name not in late and fn.name not in inlined and calls[fn.name] & late:
                 if not _loop_free(fn.body):
-                    return set()     # a kernel would lose its optimization
+                    return set()  # a kernel would lose its optimization
                 late.add(fn.name)
                 grew = True
     return late
 
 
-def _partition(early: list[_Function], calls: dict, inlined: set, entries: set[str], parts: int
-               ) -> list[list[str]]:
+def _partition(early: list[_Function], calls: dict, inlined: set, entries: set[str], parts: int) -> list[list[str]]:
     """The early functions in groups of about equal lines, each calling only into groups before it; the
     entries in the last. Short functions called from several places are in every group that calls them
     (``_closure``), not in a group of their own."""
@@ -197,7 +212,7 @@ def _partition(early: list[_Function], calls: dict, inlined: set, entries: set[s
     parts = max(1, min(parts, size // PART_LINES))
     names = [fn.name for fn in early]
     copied = {fn.name for fn in early if fn.lines <= SHARED_LINES and fn.header.startswith("define internal ")}
-    while True:         # ... calling only copied functions (so that a copy never calls a later group)
+    while True:  # ... calling only copied functions (so that a copy never calls a later group)
         calling_others = {n for n in copied if calls[n] - copied - inlined}
         if not calling_others:
             break
@@ -207,10 +222,12 @@ def _partition(early: list[_Function], calls: dict, inlined: set, entries: set[s
         return [names]
     lines = {fn.name: fn.lines for fn in early}
     order = _callees_first(units, {n: calls[n] & set(units) for n in units})
+
     # the entries and functions calling several others (a program's body) in the last group, whose lines count
     # from the start, so that the kernels they call fill the others first
     def calls_several(scc):
         return len(set().union(*(calls[n] for n in scc)) & set(units) - scc) > 1
+
     last = [scc for scc in order if scc & entries or calls_several(scc)]
     load, group_of = [0] * parts, {}
     load[-1] = sum(lines[n] for scc in last for n in scc)
@@ -221,7 +238,7 @@ def _partition(early: list[_Function], calls: dict, inlined: set, entries: set[s
             group_of[n] = k
             load[k] += lines[n] if scc not in last else 0
     groups = [[n for n in units if group_of[n] == k] for k in range(parts)]
-    for n in copied:       # defined where called; one never called is in the first group
+    for n in copied:  # defined where called; one never called is in the first group
         if not any(n in calls[u] for u in units):
             groups[0].append(n)
     return [g for g in groups if g]
@@ -278,12 +295,12 @@ def _callees_first(units: list[str], calls: dict) -> list[set[str]]:
 def _loop_free(body: str) -> bool:
     """Whether a function's control-flow graph (its text's blocks and branches) has no cycle."""
     if ", !llvm.loop !" in body:
-        return False        # a loop's back-edge (common.loop_hints): the loops the lowering makes have one
-    pieces = _LABEL.split(body)     # code before the first label, then (label, its block's code) pairs
+        return False  # a loop's back-edge (common.loop_hints): the loops the lowering makes have one
+    pieces = _LABEL.split(body)  # code before the first label, then (label, its block's code) pairs
     successors: dict[str, list[str]] = {"": _BRANCH_TARGET.findall(pieces[0])}
     for label, code in zip(pieces[1::2], pieces[2::2]):
         successors.setdefault(label.strip('"'), []).extend(_BRANCH_TARGET.findall(code))
-    state = dict.fromkeys(successors, 0)      # 0 unvisited, 1 on the path, 2 done
+    state = dict.fromkeys(successors, 0)  # 0 unvisited, 1 on the path, 2 done
     for root in successors:
         if state[root]:
             continue

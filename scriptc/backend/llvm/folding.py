@@ -13,6 +13,7 @@ operand's width), so the IR means the same.
 A select of booleans is written as and/or: FastISel, the first tier's code generator, has no i1 select and hands
 the rest of its block to the SelectionDAG (the MLP training step's body had 19: 33 -> 25 ms of code generation).
 """
+
 from __future__ import annotations
 
 import operator
@@ -21,8 +22,14 @@ from llvmlite import ir
 
 from .text_builder import TextBuilder
 
-_SIGNED = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-           ">=": operator.ge}
+_SIGNED = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 _BOOL = ir.IntType(1)
 
 

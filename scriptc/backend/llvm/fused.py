@@ -3,6 +3,7 @@
 when the group ends in a full reduction (float sums and means in blocks, summed pairwise as NumPy sums the
 materialized array: summation.py). Every intermediate is rounded to its own dtype, as NumPy's materialized
 temporaries are, so a fused group computes what the unfused operators compute."""
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -19,7 +20,6 @@ from .summation import pairwise_reducible
 
 class FusedOps:
     """Mixin of FunctionLowering."""
-
 
     def fused_scalars(self, node, sub, reduction) -> dict:
         """{(id(member), operand position): (kind, x)} for every Python scalar a member reads, converted as
@@ -94,11 +94,13 @@ class FusedOps:
     def store_sink(self, out):
         def store(kind, x, flat, index):
             if flat is not None:
-                ptr = self.b.bitcast(self.b.gep(out.data, [self.b.mul(flat, i64(out.itemsize))]),
-                                     ELEM[out.t.dtype].as_pointer())
+                ptr = self.b.bitcast(
+                    self.b.gep(out.data, [self.b.mul(flat, i64(out.itemsize))]), ELEM[out.t.dtype].as_pointer()
+                )
             else:
                 ptr = self.element_ptr(out, index)
             self.store_element(ptr, x, kind, out.t.dtype)
+
         return store
 
     def round_through(self, kind, x, dtype):
@@ -130,6 +132,7 @@ class FusedOps:
         def sink(k, x, flat, index):
             new, _ = self.reduction_step(name, b.load(acc), self.cast(x, k, acc_kind), acc_kind, res)
             b.store(new, acc)
+
         self.broadcast_loops(shape, node.inputs, arrays, element, sink)
         total = b.load(acc)
         if name == "mean":
@@ -163,22 +166,26 @@ def lower_fusion_group(ctx, node):
         for n in sub.nodes:
             if n is reduction:
                 break
-            if n.kind != "prim::Constant":     # constants: read through ``scalars``
+            if n.kind != "prim::Constant":  # constants: read through ``scalars``
                 ctx.fused_element_node(n, env, scalars)
         return env[id(value)]
 
-    if reduction is None:   # (the operands broadcast to the shape: group_shapes or broadcast_shape said so)
+    if reduction is None:  # (the operands broadcast to the shape: group_shapes or broadcast_shape said so)
         out = ctx.output_buffer(node, shape)
+
         def sequential():
             start = ctx.simd_loop(node, sub, out, arrays, shape)
-            ctx.broadcast_loops(out.shape, node.inputs, arrays, element, ctx.store_sink(out), out=out,
-                                 flat_start=start, checked=True)
+            ctx.broadcast_loops(
+                out.shape, node.inputs, arrays, element, ctx.store_sink(out), out=out, flat_start=start, checked=True
+            )
+
         in_chunks = ctx.parallel_flat_group(node, sub, out, arrays, shape, scalars)
         if in_chunks is None:
             sequential()
-        else:       # the flat case ran as chunks: what is left is strided or broadcast
+        else:  # the flat case ran as chunks: what is left is strided or broadcast
             with ctx.b.if_then(ctx.b.not_(in_chunks)):
-                ctx.broadcast_loops(out.shape, node.inputs, arrays, element, ctx.store_sink(out), out=out,
-                                     flat=False, checked=True)
+                ctx.broadcast_loops(
+                    out.shape, node.inputs, arrays, element, ctx.store_sink(out), out=out, flat=False, checked=True
+                )
         return [out.leaves]
     return [ctx.fused_reduction(reduction, node, shape, arrays, element)]

@@ -18,6 +18,7 @@ NumPy does).
 Zero trips (or fewer) return the initial arrays themselves, as Python's loop does; otherwise each carried result
 is a new array of the carried shape (the pass proved, or ``prim::ShapesFit`` checked, that shapes never change).
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -29,24 +30,26 @@ from .rules import lowers, rule_for
 from .interrupts import CHUNK
 from .simd import itemsize
 
-UNROLL_CHAINS = 8     # independent vector chains per tile: latency 4 x 2 FP ports on current x86
+UNROLL_CHAINS = 8  # independent vector chains per tile: latency 4 x 2 FP ports on current x86
 
 
 class FusedLoopOps:
     """Mixin of FunctionLowering."""
 
-
     def scalar_time_loop(self, node, trips) -> list:
         """The final values of the carried scalars (computed from scalars only: the pass checked)."""
         sub = node.attrs["subgraph"]
         k = node.attrs["carried"]
-        inits, invariants = node.inputs[1:1 + k], node.inputs[1 + k:]
+        inits, invariants = node.inputs[1 : 1 + k], node.inputs[1 + k :]
         scalar = [not isinstance(v.type, TensorType) for v in inits]
         if not any(scalar):
             return []
-        env = {id(p): self.scalar_operand(v) for p, v in zip(sub.inputs[1 + k:], invariants)
-               if not isinstance(v.type, TensorType)}
-        params = [p for p, s in zip(sub.inputs[1:1 + k], scalar) if s]
+        env = {
+            id(p): self.scalar_operand(v)
+            for p, v in zip(sub.inputs[1 + k :], invariants)
+            if not isinstance(v.type, TensorType)
+        }
+        params = [p for p, s in zip(sub.inputs[1 : 1 + k], scalar) if s]
         results = [r for r, s in zip(sub.outputs, scalar) if s]
 
         def step(i, vals):
@@ -58,8 +61,9 @@ class FusedLoopOps:
                     self.fused_element_node(n, local)
                 elif not isinstance(n.output.type, TensorType):
                     local[id(n.output)] = self.scalar_node(n, local)
-            return [(scalar_kind(r.type), self.cast(local[id(r)][1], local[id(r)][0], scalar_kind(r.type)))
-                    for r in results]
+            return [
+                (scalar_kind(r.type), self.cast(local[id(r)][1], local[id(r)][0], scalar_kind(r.type))) for r in results
+            ]
 
         final = self.time_loop(trips, [self.scalar_operand(v) for v, s in zip(inits, scalar) if s], step)
         return [x for _, x in final]
@@ -68,7 +72,7 @@ class FusedLoopOps:
         """The element loop with the time loop inside; the new carried arrays."""
         sub = node.attrs["subgraph"]
         k = node.attrs["carried"]
-        inits, invariants = node.inputs[1:1 + k], node.inputs[1 + k:]
+        inits, invariants = node.inputs[1 : 1 + k], node.inputs[1 + k :]
         operands = node.inputs[1:]
         arrays = [self.arr(v) for v in operands if isinstance(v.type, TensorType)]
         shape = self.arr(next(v for v in inits if isinstance(v.type, TensorType))).shape
@@ -80,7 +84,7 @@ class FusedLoopOps:
 
         def element(load):
             env = {}
-            for p, outer in zip(sub.inputs[1 + k:], invariants):
+            for p, outer in zip(sub.inputs[1 + k :], invariants):
                 env[id(p)] = load(outer) if isinstance(outer.type, TensorType) else self.scalar_operand(outer)
             carried = [load(v) if isinstance(v.type, TensorType) else self.scalar_operand(v) for v in inits]
             return None, self.time_loop(trips, carried, lambda i, vals: self.scalar_step(sub, env, i, vals))
@@ -169,7 +173,7 @@ class FusedLoopOps:
         k = len(vals)
         env = dict(env)
         env[id(sub.inputs[0])] = ("i", i)
-        for p, (kind, x) in zip(sub.inputs[1:1 + k], vals):
+        for p, (kind, x) in zip(sub.inputs[1 : 1 + k], vals):
             env[id(p)] = (kind, x)
         for n in sub.nodes:
             if isinstance(n.output.type, TensorType) or n.kind == "prim::Constant":
@@ -199,7 +203,7 @@ class FusedLoopOps:
         with the carried shape; the flat index the one-element loop starts from."""
         b = self.b
         k = node.attrs["carried"]
-        inits, invariants = node.inputs[1:1 + k], node.inputs[1 + k:]
+        inits, invariants = node.inputs[1 : 1 + k], node.inputs[1 + k :]
         chains = UNROLL_CHAINS
         n = self.size(shape)
         flat = self.all_flat(shape, arrays + outs)
@@ -217,19 +221,23 @@ class FusedLoopOps:
             envs, state = [], []
             for u in range(chains):
                 env = {}
-                for p, outer in zip(sub.inputs[1 + k:], invariants):
-                    env[id(p)] = (load(outer, index[u]) if isinstance(outer.type, TensorType)
-                                  else self.scalar_operand(outer))
+                for p, outer in zip(sub.inputs[1 + k :], invariants):
+                    env[id(p)] = (
+                        load(outer, index[u]) if isinstance(outer.type, TensorType) else self.scalar_operand(outer)
+                    )
                 envs.append(env)
-                state += [load(v, index[u]) if isinstance(v.type, TensorType) else self.scalar_operand(v)
-                          for v in inits]
+                state += [
+                    load(v, index[u]) if isinstance(v.type, TensorType) else self.scalar_operand(v) for v in inits
+                ]
 
             def step(i, vals):
-                return [kx for u in range(chains) for kx in self.scalar_step(sub, envs[u], i, vals[u * k:(u + 1) * k])]
+                return [
+                    kx for u in range(chains) for kx in self.scalar_step(sub, envs[u], i, vals[u * k : (u + 1) * k])
+                ]
 
             final = self.time_loop(trips, state, step)
             for u in range(chains):
-                results = [kx for kx, v in zip(final[u * k:(u + 1) * k], inits) if isinstance(v.type, TensorType)]
+                results = [kx for kx, v in zip(final[u * k : (u + 1) * k], inits) if isinstance(v.type, TensorType)]
                 for store, (kind, x) in zip(sinks, results):
                     store(kind, x, index[u], None)
         return full
@@ -239,7 +247,7 @@ class FusedLoopOps:
         """Run the vector tiles (float64 or float32: simd.py) where every array is contiguous with the carried
         shape; the flat index the scalar loop starts from (None when the body is not vectorized)."""
         vec = self.simd_vector(sub)
-        if vec is None or not all(isinstance(v.type, TensorType) for v in node.inputs[1:1 + node.attrs["carried"]]):
+        if vec is None or not all(isinstance(v.type, TensorType) for v in node.inputs[1 : 1 + node.attrs["carried"]]):
             return None
         b = self.b
         k = node.attrs["carried"]
@@ -256,9 +264,15 @@ class FusedLoopOps:
 
         with self.for_range(b.sdiv(full, i64(tile))) as c:
             base = b.mul(c, i64(tile))
-            self.vector_tile(node, sub, trips, vec, chains,
-                             lambda v, u: self.simd_load(self.arr(v).data, at(base, u), vec),
-                             lambda j, u, x: self.simd_store(outs[j].data, at(base, u), x))
+            self.vector_tile(
+                node,
+                sub,
+                trips,
+                vec,
+                chains,
+                lambda v, u: self.simd_load(self.arr(v).data, at(base, u), vec),
+                lambda j, u, x: self.simd_store(outs[j].data, at(base, u), x),
+            )
         rest = b.sub(n, full)
         with b.if_then(b.and_(flat, b.icmp_signed(">", rest, i64(0)))):
             # a short rest (a small array) runs one vector: a full tile would do `chains` times the work
@@ -294,8 +308,15 @@ class FusedLoopOps:
 
         # the scratch arrays are aligned for their elements, not vectors
         align = itemsize(vec)
-        self.vector_tile(node, sub, trips, vec, chains, lambda v, u: b.load(vec_ptr(copies[id(v)], u), align=align),
-                         lambda j, u, x: b.store(x, vec_ptr(results[j], u), align=align))
+        self.vector_tile(
+            node,
+            sub,
+            trips,
+            vec,
+            chains,
+            lambda v, u: b.load(vec_ptr(copies[id(v)], u), align=align),
+            lambda j, u, x: b.store(x, vec_ptr(results[j], u), align=align),
+        )
         for out, res in zip(outs, results):
             dst = b.bitcast(out.data, element.as_pointer())
             with self.for_range(rest, hints=once) as j:
@@ -305,9 +326,9 @@ class FusedLoopOps:
         """``chains`` vectors of every carried array through the whole time loop; ``load(value, u)`` reads
         vector u of an array operand, ``store(j, u, x)`` writes vector u of carried result j."""
         k = node.attrs["carried"]
-        inits, invariants = node.inputs[1:1 + k], node.inputs[1 + k:]
+        inits, invariants = node.inputs[1 : 1 + k], node.inputs[1 + k :]
         env = {}
-        for p, outer in zip(sub.inputs[1 + k:], invariants):
+        for p, outer in zip(sub.inputs[1 + k :], invariants):
             if isinstance(outer.type, TensorType):
                 env[id(p)] = [load(outer, u) for u in range(chains)]
             else:
@@ -317,15 +338,16 @@ class FusedLoopOps:
         def step(i, vals):
             local = dict(env)
             local[id(sub.inputs[0])] = [self.simd_scalar(i, INT, vec)] * chains
-            for j, p in enumerate(sub.inputs[1:1 + k]):
-                local[id(p)] = [x for _, x in vals[j * chains:(j + 1) * chains]]
+            for j, p in enumerate(sub.inputs[1 : 1 + k]):
+                local[id(p)] = [x for _, x in vals[j * chains : (j + 1) * chains]]
             for m in sub.nodes:
                 if m.kind == "prim::Constant":
                     local[id(m.output)] = [self.simd_constant(m, vec)] * chains
                     continue
                 op = m.kind.split("::")[1]
-                local[id(m.output)] = [self.simd_op(op, [local[id(v)][u] for v in m.inputs], vec)
-                                       for u in range(chains)]
+                local[id(m.output)] = [
+                    self.simd_op(op, [local[id(v)][u] for v in m.inputs], vec) for u in range(chains)
+                ]
             return [("v", x) for r in sub.outputs for x in local[id(r)]]
 
         final = self.time_loop(trips, carried, step)
@@ -360,7 +382,7 @@ def lower_fused_loop(ctx, node):
     b = ctx.b
     k = node.attrs["carried"]
     trips = ctx.scalar(node.inputs[0])
-    inits = node.inputs[1:1 + k]
+    inits = node.inputs[1 : 1 + k]
     slots = [ctx.alloca_leaves(o.type) for o in node.outputs]
     with b.if_else(b.icmp_signed(">", trips, i64(0))) as (run, skip):
         with run:

@@ -12,6 +12,7 @@ position order (``Accumulator``). A sum that NumPy casts (a float16 or integer m
 nothing. The fusion pass only groups consumers whose arrays are the producer's, so every result iterates over
 the same shape.
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -21,8 +22,16 @@ from ...ir.types import TensorType
 from .array_math import reduction_dtype
 from .arrays import Arr, kind_of
 from .common import F64, I8, I64, i64
-from .summation import (BUFFER_SIZE, PW_BLOCKSIZE, UNROLL, Source, accumulator_type, fty_size,
-                        pairwise_reducible, summation_dtype)
+from .summation import (
+    BUFFER_SIZE,
+    PW_BLOCKSIZE,
+    UNROLL,
+    Source,
+    accumulator_type,
+    fty_size,
+    pairwise_reducible,
+    summation_dtype,
+)
 
 
 def is_full_reduction(n) -> bool:
@@ -47,8 +56,7 @@ class Accumulator:
 
     def add(self, kind, x) -> None:
         low = self.low
-        new, _ = low.reduction_step(self.name, low.b.load(self.slot), low.cast(x, kind, self.kind), self.kind,
-                                    self.res)
+        new, _ = low.reduction_step(self.name, low.b.load(self.slot), low.cast(x, kind, self.kind), self.kind, self.res)
         low.b.store(new, self.slot)
 
     def result(self) -> list:
@@ -79,7 +87,7 @@ class PairwiseSum:
     def put(self, j, kind, x) -> None:
         """Element ``j`` of the current leaf block."""
         low, b = self.low, self.low.b
-        x = low.cast(x, kind, "f")      # exact: the element is already rounded to its dtype
+        x = low.cast(x, kind, "f")  # exact: the element is already rounded to its dtype
         if x.type != self.fty:
             x = b.fptrunc(x, self.fty)
         b.store(x, b.gep(self.buffer, [i64(0), j]))
@@ -101,14 +109,15 @@ class PairwiseSum:
             # process-wide compiled run loop keeps each sum's block code out of this function
             dtype = "float64" if self.fty == F64 else "float32"
             data = b.bitcast(self.buffer, I8.as_pointer())
-            return self.low.run_sum(ir.Constant(self.fty, -0.0), data, i64(fty_size(self.fty)), count, dtype,
-                                    dtype, None)
+            return self.low.run_sum(
+                ir.Constant(self.fty, -0.0), data, i64(fty_size(self.fty)), count, dtype, dtype, None
+            )
+
         return Source(scalar, vector, block=block)
 
     def result(self, total, count) -> list:
         low = self.low
-        value = low.finish_mean(total, count, self.res, array=False) if self.name == "mean" else \
-            low.widen(total)
+        value = low.finish_mean(total, count, self.res, array=False) if self.name == "mean" else low.widen(total)
         return low.scalar_result(low.round_result(value, self.res), "f", self.reduction.output.type)
 
 
@@ -158,18 +167,26 @@ class FusedMultiOps:
         chunks = sorted({s.chunk for _, s in sums}, key=lambda c: c is not None)
         if not chunks:
             first_out = next((r for r in results if not isinstance(r, Accumulator)), None)
-            self.broadcast_loops(shape, node.inputs, arrays, element,
-                                 lambda _, env, flat, index: sink(env, flat, index), out=first_out)
+            self.broadcast_loops(
+                shape, node.inputs, arrays, element, lambda _, env, flat, index: sink(env, flat, index), out=first_out
+            )
         for pass_number, chunk in enumerate(chunks):
             # one walk over the elements per chunking (in practice one: mixing a cast mean with an uncast
             # sum in one group is rare); the first walk also stores the arrays and feeds the other reductions
             group = [(v, s) for v, s in sums if s.chunk == chunk]
-            walked = self.pairwise_walk(shape, count, node, arrays, element, group, chunk,
-                                        sink if pass_number == 0 else None)
+            walked = self.pairwise_walk(
+                shape, count, node, arrays, element, group, chunk, sink if pass_number == 0 else None
+            )
             totals.update(zip([id(s) for _, s in group], walked))
 
-        return [r.result() if isinstance(r, Accumulator) else r.result(totals[id(r)], count)
-                if isinstance(r, PairwiseSum) else r.leaves for r in results]
+        return [
+            r.result()
+            if isinstance(r, Accumulator)
+            else r.result(totals[id(r)], count)
+            if isinstance(r, PairwiseSum)
+            else r.leaves
+            for r in results
+        ]
 
     def pairwise_walk(self, shape, count, node, arrays, element, group, chunk, sink) -> list:
         """The totals of the group's pairwise sums ``group`` ([(value, PairwiseSum)], one chunking), walking
@@ -199,6 +216,7 @@ class FusedMultiOps:
                             a = by_value[id(v)]
                             ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(a.itemsize))]), self.elem_ptr_type(a))
                             return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+
                         compute(i, j, load)
                 with broadcast:
                     with self.for_range(n) as j:
@@ -208,8 +226,9 @@ class FusedMultiOps:
                         def load(v, index=index):
                             a = by_value[id(v)]
                             view = Arr(a.t, [a.mi, a.data, *a.shape, *strides[id(a)]])
-                            ptr = self.element_ptr(view, index[len(index) - a.t.rank:])
+                            ptr = self.element_ptr(view, index[len(index) - a.t.rank :])
                             return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+
                         compute(i, j, load)
 
         sums = [s for _, s in group]
@@ -218,8 +237,15 @@ class FusedMultiOps:
             def begin(start, length):
                 b.store(start, leaf_start)
                 fill(b.add(offset, start), length)
+
             sources = [s.source(lambda: b.load(leaf_start)) for s in sums]
             return self.pairwise_sums(n, [s.fty for s in sums], sources, begin)
 
-        return self.chunked_sums([ir.Constant(s.fty, 0.0) for s in sums], count, [s.fty for s in sums],
-                                 [s.sum_dtype for s in sums], chunk, sums_of)
+        return self.chunked_sums(
+            [ir.Constant(s.fty, 0.0) for s in sums],
+            count,
+            [s.fty for s in sums],
+            [s.sum_dtype for s in sums],
+            chunk,
+            sums_of,
+        )

@@ -8,6 +8,7 @@ the same instructions as on one thread and the result is bit-identical. Chunks a
 whose element code can raise (an integer power with a negative exponent) stays sequential (the range checks of
 Python scalar operands run before, on the calling thread), so chunks need no error or reference-count handling.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -21,8 +22,8 @@ from .pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runt
 from .folding import FoldingBuilder
 from .text_builder import TextBuilder
 
-PARALLEL_MIN = 1 << 18     # elements; below this a region's wake-up costs more than it saves
-CHUNK_ALIGN = 64           # a multiple of every SIMD width, so chunk boundaries never split a vector
+PARALLEL_MIN = 1 << 18  # elements; below this a region's wake-up costs more than it saves
+CHUNK_ALIGN = 64  # a multiple of every SIMD width, so chunk boundaries never split a vector
 
 
 class FusedParallelOps:
@@ -37,14 +38,16 @@ class FusedParallelOps:
         if not self.mod.target.parallel:
             return None
         b = self.b
-        values = [out.data] + [x for v in _operands(node)
-                               for x in ([self.arr(v).data] if isinstance(v.type, TensorType) else self.get(v))]
+        values = [out.data] + [
+            x for v in _operands(node) for x in ([self.arr(v).data] if isinstance(v.type, TensorType) else self.get(v))
+        ]
         scalar_keys = list(scalars)
         values += [scalars[k][1] for k in scalar_keys]
         ctx_t = self.mod.struct_type("fused.ctx.t", [I64, I64] + [x.type for x in values])
         vec = self.simd_vector(sub)
-        chunk = self.fused_chunk_function(node, sub, out.t, ctx_t, scalar_keys,
-                                          {k: kind for k, (kind, _) in scalars.items()}, vec)
+        chunk = self.fused_chunk_function(
+            node, sub, out.t, ctx_t, scalar_keys, {k: kind for k, (kind, _) in scalars.items()}, vec
+        )
         if chunk is None:
             return None
         if not self.mod.target.standalone:
@@ -56,8 +59,13 @@ class FusedParallelOps:
             pool = b.and_(b.icmp_signed(">=", n, i64(PARALLEL_MIN)), b.icmp_signed(">", threads, i64(1)))
             with b.goto_entry_block():
                 ctx = b.alloca(ctx_t, name="fused.ctx")
-            chunks = b.select(pool, self.smin(self.smin(threads, i64(MAX_THREADS)),
-                                              b.sdiv(b.add(n, i64(CHUNK_ALIGN - 1)), i64(CHUNK_ALIGN))), i64(1))
+            chunks = b.select(
+                pool,
+                self.smin(
+                    self.smin(threads, i64(MAX_THREADS)), b.sdiv(b.add(n, i64(CHUNK_ALIGN - 1)), i64(CHUNK_ALIGN))
+                ),
+                i64(1),
+            )
             for k, x in enumerate([n, chunks] + values):
                 b.store(x, b.gep(ctx, [i32(0), i32(k)], inbounds=True))
             with b.if_else(pool) as (on_pool, here):
@@ -72,7 +80,7 @@ class FusedParallelOps:
         """``void chunk(i8* ctx, i64 c)``: the group's elements of chunk ``c``."""
         fn = ir.Function(self.mod.module, CHUNK_FN, self.mod.unique("fused.chunk"))
         fn.linkage = "internal"
-        fn.attributes.add("noinline")     # called in two places (the pool, and directly): kept as one copy
+        fn.attributes.add("noinline")  # called in two places (the pool, and directly): kept as one copy
         low = type(self).into(self.mod, fn, node, nogil=self.nogil, graph=getattr(self, "graph", None))
         body = fn.append_basic_block("body")
         TextBuilder(low.entry_block).branch(body)
@@ -82,11 +90,15 @@ class FusedParallelOps:
 
         def field():
             return b.load(b.gep(ctx, [i32(0), i32(next(fields))], inbounds=True))
+
         n, chunks, out_data = field(), field(), field()
         # of a flat array only its data is read (its shape is the result's, its strides C-contiguous)
         for v in _operands(node):
-            low.env[id(v)] = ([ir.Constant(I8P, None), field()] + [i64(0)] * (2 * v.type.rank)
-                              if isinstance(v.type, TensorType) else [field() for _ in leaves(v.type)])
+            low.env[id(v)] = (
+                [ir.Constant(I8P, None), field()] + [i64(0)] * (2 * v.type.rank)
+                if isinstance(v.type, TensorType)
+                else [field() for _ in leaves(v.type)]
+            )
         scalars = {k: (scalar_kinds[k], field()) for k in scalar_keys}
         c = fn.args[1]
         lanes = vec.count if vec is not None else None
@@ -124,7 +136,7 @@ class FusedParallelOps:
             kind, x = env[id(sub.outputs[0])]
             low.store_sink(out)(kind, x, i, None)
         b.ret_void()
-        if low._unwind_bb is not None:     # the element code can raise: not on the pool (the function is dead)
+        if low._unwind_bb is not None:  # the element code can raise: not on the pool (the function is dead)
             b.position_at_end(low._unwind_bb)
             b.ret_void()
             return None

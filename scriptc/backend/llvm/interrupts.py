@@ -17,6 +17,7 @@ handler runs once. A handler installed later with ``signal.signal`` replaces thi
 (called before each compile) puts it back in front. Exported libraries and GPU kernels have no Python to call:
 their loops do not look at the flag. Linux only (the layout of ``struct sigaction`` is glibc's).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -34,12 +35,12 @@ from .errors import ERROR_TABLE
 FLAG = "scriptc.interrupt.flag"
 CHECK = "scriptc.interrupt.check"
 INSTALL = "scriptc.interrupt.install"
-CHECK_SIGNALS = PY_SYMBOLS["check_signals"][0]      # bound by callbacks.py (no LLVM in cache loads)
-CHUNK = 4096              # iterations of an innermost loop between two looks at the flag
+CHECK_SIGNALS = PY_SYMBOLS["check_signals"][0]  # bound by callbacks.py (no LLVM in cache loads)
+CHUNK = 4096  # iterations of an innermost loop between two looks at the flag
 SUPPORTED = sys.platform.startswith("linux")
 
 SIGINT, SA_SIGINFO = 2, 4
-SIGACTION_BYTES, FLAGS_OFFSET = 152, 136      # glibc's struct sigaction: handler, sa_mask[128], sa_flags, restorer
+SIGACTION_BYTES, FLAGS_OFFSET = 152, 136  # glibc's struct sigaction: handler, sa_mask[128], sa_flags, restorer
 
 _LOCK = threading.Lock()
 _RUNTIME: dict | None = None
@@ -76,7 +77,7 @@ def build_module() -> ir.Module:
         with siginfo:
             b.call(b.bitcast(before, handler_t.as_pointer()), [sig, info, ctx])
         with plain:
-            with b.if_then(b.icmp_unsigned(">", b.ptrtoint(before, I64), i64(1))):   # not SIG_DFL, SIG_IGN
+            with b.if_then(b.icmp_unsigned(">", b.ptrtoint(before, I64), i64(1))):  # not SIG_DFL, SIG_IGN
                 b.call(b.bitcast(before, ir.FunctionType(void, [I32]).as_pointer()), [sig])
     b.ret_void()
 
@@ -102,7 +103,7 @@ def build_module() -> ir.Module:
     (held,) = check.args
     b = ir.IRBuilder(check.append_basic_block("entry"))
     with b.if_then(b.icmp_unsigned("!=", b.call(gettid, []), b.call(getpid, [])), likely=False):
-        b.ret(i32(0))      # not the main thread (whose id is the process's): Python runs signal handlers there only
+        b.ret(i32(0))  # not the main thread (whose id is the process's): Python runs signal handlers there only
     was = b.atomic_rmw("xchg", flag, i32(0), "seq_cst")
     with b.if_then(b.icmp_unsigned("==", was, i32(0))):
         b.ret(i32(0))
@@ -125,10 +126,11 @@ def ensure_runtime() -> None:
     with _LOCK:
         if _RUNTIME is not None:
             return
-        if symbols.bound(CHECK):        # linked from the on-disk cache (runtimes.py), its install run
+        if symbols.bound(CHECK):  # linked from the on-disk cache (runtimes.py), its install run
             addresses = {name: symbols.bound(name) for name in (FLAG, CHECK, INSTALL)}
         else:
             from .compile import link  # (cycle: compile imports lower, which imports this module)
+
             eng = engine()
             llmod = eng.optimize(str(build_module()))
             obj = eng.emit_object(llmod)
@@ -143,7 +145,7 @@ def ensure_runtime() -> None:
 
 @symbols.provider("scriptc.interrupt.")
 def _runtime_symbol(name: str) -> int | None:
-    ensure_runtime()        # compiles the runtime with LLVM, once per process
+    ensure_runtime()  # compiles the runtime with LLVM, once per process
     return symbols.bound(name)
 
 
@@ -155,6 +157,7 @@ def watch_interrupts() -> bool:
 
 
 # -- lowering -------------------------------------------------------------------------------------------------
+
 
 class InterruptChecks:
     """Mixin of FunctionLowering: the looks at the flag that loops make."""
@@ -169,7 +172,7 @@ class InterruptChecks:
         """If the flag is set: in a parallel kernel, stop with KeyboardInterrupt's code (the loop's caller runs
         the check); elsewhere run the check, and unwind when Python's handler raised."""
         b = self.b
-        flag = b.load_atomic(self.interrupt_flag(), "monotonic", 4)     # (atomic: read on every pass)
+        flag = b.load_atomic(self.interrupt_flag(), "monotonic", 4)  # (atomic: read on every pass)
         with b.if_then(b.icmp_unsigned("!=", flag, i32(0)), likely=False):
             if self.in_parallel_kernel:
                 self.fail(self.interrupt_code())
@@ -217,12 +220,16 @@ def at_most_one_chunk(trips) -> bool:
         return isinstance(n.attrs.get("value"), int) and n.attrs["value"] <= CHUNK
     if n.kind == "aten::remainder":
         d = n.inputs[1].node
-        return d is not None and d.kind == "prim::Constant" and isinstance(d.attrs.get("value"), int) and \
-            0 < d.attrs["value"] <= CHUNK
+        return (
+            d is not None
+            and d.kind == "prim::Constant"
+            and isinstance(d.attrs.get("value"), int)
+            and 0 < d.attrs["value"] <= CHUNK
+        )
     return False
 
 
 def is_unbounded_while(max_trips) -> bool:
     """The trip count the frontend gives ``while`` loops: the constant 2**63 - 1."""
     n = max_trips.node
-    return n is not None and n.kind == "prim::Constant" and n.attrs.get("value") == 2 ** 63 - 1
+    return n is not None and n.kind == "prim::Constant" and n.attrs.get("value") == 2**63 - 1

@@ -1,12 +1,14 @@
 """How IR values are laid out as machine values ("leaves"), without LLVM: shared by the lowering (``common.py``)
 and by the Python side of compiled code (``native.py``, the entry points), which must not load llvmlite when the
 machine code comes from the on-disk cache."""
+
 from __future__ import annotations
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NumpyScalarType, TensorType, TupleType, Type
 
 
 # -- leaves ------------------------------------------------------------------------------------------------
+
 
 class _Pointer(Type):
     """The leaf type of a pointer: an array's meminfo and data, a str's PyObject."""
@@ -24,7 +26,7 @@ def leaves(t: Type) -> list[Type]:
     An array of rank R is ``(meminfo, data, shape_0..shape_R-1, stride_0..stride_R-1)``: a meminfo pointer
     (null for memory borrowed from the caller), a data pointer, and shape and byte strides as i64, as NumPy
     keeps them. A str is one pointer to a Python str object."""
-    if isinstance(t, TensorType):       # (the commonest first: a lowering asks ~4,000 times)
+    if isinstance(t, TensorType):  # (the commonest first: a lowering asks ~4,000 times)
         if t.known:
             return [PTR, PTR] + [INT] * (2 * t.rank)
         raise TypeError(str(t))
@@ -32,14 +34,14 @@ def leaves(t: Type) -> list[Type]:
         return [x for e in t.elems for x in leaves(e)]
     if t == INT or t == FLOAT or t == BOOL:
         return [t]
-    if isinstance(t, NumpyScalarType):     # held as the Python scalar holding its value (an i64, a double)
+    if isinstance(t, NumpyScalarType):  # held as the Python scalar holding its value (an i64, a double)
         return [t.decayed]
     if t == NONE:
         return []
     if t == STR:
         return [PTR]
     if isinstance(t, ListType) and t.elem is not None and (t.elem.is_scalar or is_lowerable(t.elem)):
-        return [PTR]   # lists.py: a pointer to the list object
+        return [PTR]  # lists.py: a pointer to the list object
     raise TypeError(str(t))
 
 

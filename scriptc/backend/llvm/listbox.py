@@ -9,6 +9,7 @@ compare equal to the old ones (same type, same value) stay the caller's objects;
 object when native code returns the list it was given. The boundary then drops its references: the last one
 frees the list (and releases the arrays it held).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -81,8 +82,11 @@ def from_native(t: ListType, p: int, args=()) -> list:
     h = _words(p, 4)
     n, data, elem = h[1], h[3], t.elem
     if not isinstance(elem, TensorType):
-        raw = np.ctypeslib.as_array((ctypes.c_uint8 * (n * elem_size(elem))).from_address(data)) if n else \
-            np.zeros(0, np.uint8)
+        raw = (
+            np.ctypeslib.as_array((ctypes.c_uint8 * (n * elem_size(elem))).from_address(data))
+            if n
+            else np.zeros(0, np.uint8)
+        )
         values = raw.view(_SCALAR_DTYPES[elem]).tolist()
         return [bool(v) for v in values] if elem == BOOL else values
     width = 2 + 2 * elem.rank
@@ -90,7 +94,7 @@ def from_native(t: ListType, p: int, args=()) -> list:
     for k in range(n):
         row = list(_words(data + 8 * width * k, width))
         if row[0]:
-            ctypes.c_int64.from_address(row[0]).value += 1     # the new array's own reference
+            ctypes.c_int64.from_address(row[0]).value += 1  # the new array's own reference
         out.append(_array(elem, iter(row), args))
     return out
 
@@ -140,14 +144,18 @@ def _call_with_lists(native, args):
     if len(args) != len(native.arg_types):
         raise TypeError(f"{native.name}() takes {len(native.arg_types)} arguments ({len(args)} given)")
     flat, lists, borrowed = [], [], list(args)
-    made = {}       # one native list per Python list: a list passed twice is one list, as in CPython
+    made = {}  # one native list per Python list: a list passed twice is one list, as in CPython
     try:
         for k, (t, a, conv) in enumerate(zip(native.arg_types, args, native._converters)):
             if isinstance(t, ListType):
                 message = native.written_inputs.get(k)
-                if message is not None and isinstance(t.elem, TensorType) and isinstance(a, list) and \
-                        any(isinstance(e, np.ndarray) and not e.flags.writeable for e in a):
-                    raise ValueError(message)       # (an array in it the code may write, as for an argument)
+                if (
+                    message is not None
+                    and isinstance(t.elem, TensorType)
+                    and isinstance(a, list)
+                    and any(isinstance(e, np.ndarray) and not e.flags.writeable for e in a)
+                ):
+                    raise ValueError(message)  # (an array in it the code may write, as for an argument)
                 if (id(a), t) in made:
                     flat.append(made[id(a), t])
                     continue

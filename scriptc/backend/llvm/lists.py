@@ -11,6 +11,7 @@ meminfos) and frees both blocks. Elements are stored in memory types: i64, doubl
 leaves as a struct (meminfo, data, shape..., strides...); a list holds one reference to each array in it.
 Semantics and messages are CPython's (IndexError "list index out of range", "pop from empty list", ...).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -36,7 +37,7 @@ def list_counts() -> tuple[int, int]:
     return LIST_ALLOCATIONS.value, LIST_FREES.value
 
 
-MAX_BYTES = 2 ** 63 - 1      # bytes: a list's element buffer is at most this long (its size is an i64)
+MAX_BYTES = 2**63 - 1  # bytes: a list's element buffer is at most this long (its size is an i64)
 
 
 def elem_mem_type(elem) -> ir.Type:
@@ -81,16 +82,18 @@ class ListOps:
 
     def list_runtime_new(self, elem):
         """i8* new(i64 n): a list of length n (elements uninitialized), one reference; null when out of memory."""
+
         def build(fn, b):
             malloc = self._libc("malloc", I8P, [I64])
             n = fn.args[0]
             cap = b.select(b.icmp_signed("<", n, i64(4)), i64(4), n)
             with b.if_then(b.icmp_signed(">", cap, i64(MAX_BYTES // elem_size(elem)))):
-                b.ret(ir.Constant(I8P, None))       # (its size in bytes would wrap: CPython's MemoryError)
+                b.ret(ir.Constant(I8P, None))  # (its size in bytes would wrap: CPython's MemoryError)
             data = b.call(malloc, [b.mul(cap, i64(elem_size(elem)))])
             head = b.call(malloc, [i64(32)])
-            ok = b.and_(b.icmp_unsigned("!=", data, ir.Constant(I8P, None)),
-                        b.icmp_unsigned("!=", head, ir.Constant(I8P, None)))
+            ok = b.and_(
+                b.icmp_unsigned("!=", data, ir.Constant(I8P, None)), b.icmp_unsigned("!=", head, ir.Constant(I8P, None))
+            )
             with b.if_then(b.not_(ok)):
                 free = self._libc("free", ir.VoidType(), [I8P])
                 b.call(free, [data])
@@ -100,6 +103,7 @@ class ListOps:
                 b.store(v, self._field(b, head, k))
             self._count(b, LIST_ALLOCATIONS)
             b.ret(head)
+
         return self._list_fn("new", elem, ir.FunctionType(I8P, [I64]), build)
 
     def list_runtime_release(self, elem):
@@ -124,11 +128,13 @@ class ListOps:
                     b.call(free, [p])
                     self._count(b, LIST_FREES)
             b.ret_void()
+
         return self._list_fn("release", elem, ir.FunctionType(ir.VoidType(), [I8P]), build)
 
     def list_runtime_reserve(self, elem):
         """i1 reserve(i8* list, i64 need): room for ``need`` elements (capacity doubles); false when out of
         memory."""
+
         def build(fn, b):
             p, need = fn.args
             cap = b.load(self._field(b, p, CAP))
@@ -144,6 +150,7 @@ class ListOps:
                 b.store(data, self._field(b, p, DATA))
                 b.store(new_cap, self._field(b, p, CAP))
             b.ret(ir.Constant(I1, 1))
+
         return self._list_fn("reserve", elem, ir.FunctionType(I1, [I8P, I64]), build)
 
     def list_release(self, vals, t: ListType) -> None:
@@ -214,7 +221,6 @@ class ListOps:
         x = self.scalar(v)
         return self.b.zext(x, I64) if v.type == BOOL else x
 
-
     def _equal(self, x, xt, y, yt):
         """``x == y`` for numbers as CPython compares them (an int and a float exactly)."""
         b = self.b
@@ -224,12 +230,12 @@ class ListOps:
             return b.fcmp_ordered("==", x, y)
         f, i = (x, self.to_i64(y, yt)) if xt == FLOAT else (y, self.to_i64(x, xt))
         # equal iff the float is integral, in range, and converts to exactly that int
-        in_range = b.and_(b.fcmp_ordered(">=", f, ir.Constant(F64, -2.0 ** 63)),
-                          b.fcmp_ordered("<", f, ir.Constant(F64, 2.0 ** 63)))
+        in_range = b.and_(
+            b.fcmp_ordered(">=", f, ir.Constant(F64, -(2.0**63))), b.fcmp_ordered("<", f, ir.Constant(F64, 2.0**63))
+        )
         as_int = b.fptosi(b.select(in_range, f, ir.Constant(F64, 0.0)), I64)
         exact = b.fcmp_ordered("==", b.sitofp(as_int, F64), f)
         return b.and_(b.and_(in_range, exact), b.icmp_signed("==", as_int, i))
-
 
     def _extreme(self, node, name, message):
         (lst,) = node.inputs
@@ -251,9 +257,9 @@ class ListOps:
             b.store(b.select(better, e, c), cur)
         return [[b.load(cur)]]
 
-
     def _sort_function(self, elem, reverse: bool):
         """void sort(i8* list, i64 n): bottom-up merge sort through a scratch buffer (stable)."""
+
         def build(fn, b):
             p, n = fn.args
             saved, self.b = self.b, b
@@ -261,6 +267,7 @@ class ListOps:
                 self._build_merge_sort(b, p, n, elem, reverse)
             finally:
                 self.b = saved
+
         name = "sort_desc" if reverse else "sort"
         return self._list_fn(name, elem, ir.FunctionType(ir.VoidType(), [I8P, I64]), build)
 
@@ -329,7 +336,6 @@ class ListOps:
             return b.icmp_unsigned(op, y, x)
         return b.icmp_signed(op, y, x)
 
-
     def _elem_arr(self, p, elem, j, n) -> Arr:
         """Element j as an Arr (j < n; the first element's shape is read as zeros from an empty list)."""
         b = self.b
@@ -337,7 +343,7 @@ class ListOps:
         nonempty = b.icmp_signed(">", n, i64(0))
         vals = self.list_load(p, elem, safe)
         r = elem.rank
-        vals = vals[:2] + [b.select(nonempty, x, i64(0)) for x in vals[2:2 + r]] + vals[2 + r:]
+        vals = vals[:2] + [b.select(nonempty, x, i64(0)) for x in vals[2 : 2 + r]] + vals[2 + r :]
         return Arr(elem, vals)
 
     def _sub(self, out: Arr, axis: int, j) -> Arr:
@@ -345,12 +351,29 @@ class ListOps:
         b = self.b
         data = b.gep(out.data, [b.mul(j, out.strides[axis])])
         t = TensorType(out.t.dtype, out.t.rank - 1)
-        return Arr(t, [out.mi, data, *(out.shape[:axis] + out.shape[axis + 1:]),
-                       *(out.strides[:axis] + out.strides[axis + 1:])])
+        return Arr(
+            t,
+            [
+                out.mi,
+                data,
+                *(out.shape[:axis] + out.shape[axis + 1 :]),
+                *(out.strides[:axis] + out.strides[axis + 1 :]),
+            ],
+        )
 
 
-__all__ = ["ListOps", "list_counts", "elem_mem_type", "elem_size", "HEADER_T", "LIST_ALLOCATIONS", "LIST_FREES",
-           "kind_of", "I8", "I32"]
+__all__ = [
+    "ListOps",
+    "list_counts",
+    "elem_mem_type",
+    "elem_size",
+    "HEADER_T",
+    "LIST_ALLOCATIONS",
+    "LIST_FREES",
+    "kind_of",
+    "I8",
+    "I32",
+]
 
 
 # -- lowering rules ----------------------------------------------------------------------------------------------------
@@ -380,7 +403,7 @@ def lower_list_getitem(ctx, node):
     j = ctx.list_index(ctx._int_index(index), ctx.list_len(p), "list index out of range")
     vals = ctx.list_load(p, elem, j)
     if isinstance(elem, TensorType):
-        ctx.take_ref(elem, vals)     # the output owns a reference, the list keeps its own
+        ctx.take_ref(elem, vals)  # the output owns a reference, the list keeps its own
     return [vals]
 
 
@@ -418,8 +441,11 @@ def lower_insert(ctx, node):
     i = ctx._int_index(index)
     # list.insert clamps: i < 0 counts from the end (then at least 0), i > len appends
     neg = b.add(i, n)
-    j = b.select(b.icmp_signed("<", i, i64(0)), b.select(b.icmp_signed("<", neg, i64(0)), i64(0), neg),
-                 b.select(b.icmp_signed(">", i, n), n, i))
+    j = b.select(
+        b.icmp_signed("<", i, i64(0)),
+        b.select(b.icmp_signed("<", neg, i64(0)), i64(0), neg),
+        b.select(b.icmp_signed(">", i, n), n, i),
+    )
     ctx.list_grow(p, elem, b.add(n, i64(1)))
     ctx.list_move(p, elem, b.add(j, i64(1)), j, b.sub(n, j))
     vals = ctx.get(value)
@@ -436,7 +462,7 @@ def lower_pop(ctx, node):
     n = ctx.list_len(p)
     ctx.raise_if(b.icmp_signed("==", n, i64(0)), IndexError, "pop from empty list")
     j = ctx.list_index(ctx._int_index(index), n, "pop index out of range")
-    vals = ctx.list_load(p, elem, j)      # the list's reference moves to the output
+    vals = ctx.list_load(p, elem, j)  # the list's reference moves to the output
     ctx.list_move(p, elem, j, b.add(j, i64(1)), b.sub(b.sub(n, j), i64(1)))
     b.store(b.sub(n, i64(1)), ctx._field(b, p, LEN))
     return [vals]
@@ -472,7 +498,7 @@ def lower_list_mul(ctx, node):
     k = ctx._int_index(times)
     k = b.select(b.icmp_signed("<", k, i64(0)), i64(0), k)
     total = b.smul_with_overflow(n, k)
-    ctx.raise_if(b.extract_value(total, 1), MemoryError)      # (CPython's, for a length beyond its sizes)
+    ctx.raise_if(b.extract_value(total, 1), MemoryError)  # (CPython's, for a length beyond its sizes)
     out = ctx.list_new(elem, b.extract_value(total, 0))
     with ctx.for_range(k) as r:
         ctx.list_copy_range(p, out, elem, i64(0), i64(1), n, b.mul(r, n))
@@ -544,8 +570,7 @@ def lower_list_to_array(ctx, node):
         out = ctx.alloc(out_t, [n])
         with ctx.for_range(n) as i:
             (x,) = ctx.list_load(p, elem, i)
-            ctx.store_element(ctx.element_ptr(out, [i]), x, {INT: "i", FLOAT: "f", BOOL: "b"}[elem],
-                               out_t.dtype)
+            ctx.store_element(ctx.element_ptr(out, [i]), x, {INT: "i", FLOAT: "f", BOOL: "b"}[elem], out_t.dtype)
         return [out.leaves]
     rank = elem.rank
     first = ctx._elem_arr(p, elem, i64(0), n)
@@ -561,10 +586,13 @@ def lower_list_to_array(ctx, node):
     m = b.load(agree)
     for k in range(rank):
         shape = "(" + ", ".join(f"{{{x}}}" for x in range(k + 1)) + (",)" if k == 0 else ")")
-        ctx.raise_with(b.icmp_signed("==", m, i64(k)), ValueError,
-                        "setting an array element with a sequence. The requested array has an inhomogeneous "
-                        f"shape after {k + 1} dimensions. The detected shape was {shape} + inhomogeneous part.",
-                        [n, *first.shape[:k]])
+        ctx.raise_with(
+            b.icmp_signed("==", m, i64(k)),
+            ValueError,
+            "setting an array element with a sequence. The requested array has an inhomogeneous "
+            f"shape after {k + 1} dimensions. The detected shape was {shape} + inhomogeneous part.",
+            [n, *first.shape[:k]],
+        )
     out = ctx.alloc(out_t, [n, *first.shape])
     with ctx.for_range(n) as j:
         a = ctx._elem_arr(p, elem, j, n)
@@ -588,10 +616,14 @@ def lower_concatenate(ctx, node):
         for d in range(rank):
             if d == axis:
                 continue
-            ctx.raise_with(b.icmp_signed("!=", a.shape[d], first.shape[d]), ValueError,
-                            "all the input array dimensions except for the concatenation axis must match "
-                            f"exactly, but along dimension {d}, the array at index 0 has size {{0}} and the "
-                            "array at index {1} has size {2}", [first.shape[d], j, a.shape[d]])
+            ctx.raise_with(
+                b.icmp_signed("!=", a.shape[d], first.shape[d]),
+                ValueError,
+                "all the input array dimensions except for the concatenation axis must match "
+                f"exactly, but along dimension {d}, the array at index 0 has size {{0}} and the "
+                "array at index {1} has size {2}",
+                [first.shape[d], j, a.shape[d]],
+            )
         b.store(b.add(b.load(total), a.shape[axis]), total)
     shape = list(first.shape)
     shape[axis] = b.load(total)

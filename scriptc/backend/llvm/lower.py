@@ -15,6 +15,7 @@ rounded, comparisons between ints and floats are exact, float ``//``/``%``/``**`
 and the math functions Modules/mathmodule.c (``math_1``: a NaN from a non-NaN argument is a domain error, an
 infinity from a finite argument a range error or a domain error). No fast-math flags anywhere.
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -23,8 +24,27 @@ from ...ir.core import Block, Graph, Node, Value
 from ...ir.types import BOOL, FLOAT, INT, ListType, NumpyScalarType, TensorType, TupleType, Type
 from .. import ownership
 from ..ownership import consumes
-from .common import (F64, I1, I8, I32, I64, INT64_MIN, TWO63, UNSUPPORTED_DETAIL, f64, holds_ref, i1, i32, i64,
-                     is_lowerable, leaves, mem_type, out_struct, ref_parts, reg_type)
+from .common import (
+    F64,
+    I1,
+    I8,
+    I32,
+    I64,
+    INT64_MIN,
+    TWO63,
+    UNSUPPORTED_DETAIL,
+    f64,
+    holds_ref,
+    i1,
+    i32,
+    i64,
+    is_lowerable,
+    leaves,
+    mem_type,
+    out_struct,
+    ref_parts,
+    reg_type,
+)
 from .rules import rule_for
 from .target import CPU, Target
 from .errors import LoweringError
@@ -70,30 +90,41 @@ def check_graph(graph: Graph, seen=None) -> None:
             detail = UNSUPPORTED_DETAIL.get(node.kind)
             if detail is None:
                 bad = [v.type for v in list(node.inputs) + list(node.outputs) if not is_lowerable(v.type)]
-                detail = (f"values of type {bad[0]} are not supported by the native backend yet" if bad
-                          else "operator not supported by the native backend yet")
+                detail = (
+                    f"values of type {bad[0]} are not supported by the native backend yet"
+                    if bad
+                    else "operator not supported by the native backend yet"
+                )
             raise LoweringError(node.kind, detail, node.source)
         if isinstance(node.attrs.get("axis"), (tuple, list)):
-            raise LoweringError(node.kind, "a tuple of axes is not supported by the native backend yet; reduce one "
-                                           "axis at a time: np.sum(np.sum(x, axis=1), axis=0)", node.source)
+            raise LoweringError(
+                node.kind,
+                "a tuple of axes is not supported by the native backend yet; reduce one "
+                "axis at a time: np.sum(np.sum(x, axis=1), axis=0)",
+                node.source,
+            )
         if node.kind == "prim::CallFunction":
             check_graph(node.attrs["fn"], seen)
     for v in graph.inputs:
         if not is_lowerable(v.type):
-            raise LoweringError(f"graph input %{v.name}", f"values of type {v.type} are not supported by the "
-                                                          f"native backend yet")
+            raise LoweringError(
+                f"graph input %{v.name}", f"values of type {v.type} are not supported by the native backend yet"
+            )
     for node in graph.walk():
         for v in list(node.outputs) + [p for b in node.blocks for p in b.params]:
             if not is_lowerable(v.type):
-                raise LoweringError(node.kind, f"values of type {v.type} are not supported by the native "
-                                               f"scalar backend yet", node.source)
+                raise LoweringError(
+                    node.kind,
+                    f"values of type {v.type} are not supported by the native scalar backend yet",
+                    node.source,
+                )
     for v in graph.outputs:
         if not is_lowerable(v.type):
-            raise LoweringError("prim::Return", f"returning {v.type} is not supported by the native scalar "
-                                                f"backend yet")
+            raise LoweringError("prim::Return", f"returning {v.type} is not supported by the native scalar backend yet")
 
 
 # -- module ----------------------------------------------------------------------------------------------
+
 
 class ModuleLowering:
     """One LLVM module: the compiled graph, its callees, helper functions and libm declarations."""
@@ -101,17 +132,17 @@ class ModuleLowering:
     def __init__(self, prefix: str, nogil: bool = False, target: Target = CPU):
         self.prefix = prefix
         self.target = target
-        self.nogil = nogil          # the code runs without the GIL: Python refcounts must take it
-        self.stack_budget = stack_budget() if target.stack_checks else None     # C stack calls may take
-        self.module = ir.Module(name=prefix, context=ir.Context())   # its named struct types are its own
+        self.nogil = nogil  # the code runs without the GIL: Python refcounts must take it
+        self.stack_budget = stack_budget() if target.stack_checks else None  # C stack calls may take
+        self.module = ir.Module(name=prefix, context=ir.Context())  # its named struct types are its own
         if target.triple is not None:
             self.module.triple, self.module.data_layout = target.triple, target.data_layout
-        self._functions: dict[int, tuple[Graph, ir.Function]] = {}   # the graph kept: its id stays its own
+        self._functions: dict[int, tuple[Graph, ir.Function]] = {}  # the graph kept: its id stays its own
         self._names: set[str] = set()
         self._decls: dict[str, ir.Function] = {}
-        self._outlined: dict = {}       # structure key -> outline.Shared
-        self._lowering: list[ir.Function] = []     # the functions being lowered (a caller waits on its callees)
-        self.stream = None      # a streaming.KernelStream: finished functions are generated meanwhile
+        self._outlined: dict = {}  # structure key -> outline.Shared
+        self._lowering: list[ir.Function] = []  # the functions being lowered (a caller waits on its callees)
+        self.stream = None  # a streaming.KernelStream: finished functions are generated meanwhile
 
     def unique(self, base: str) -> str:
         name, k = f"{self.prefix}.{base}", 0
@@ -154,8 +185,9 @@ class ModuleLowering:
         fnty = ir.FunctionType(I32, [mem_type(t) for t in in_types] + [out_t.as_pointer()])
         fn = ir.Function(self.module, fnty, self.unique(f"entry.{graph.name}"))
         b = TextBuilder(fn.append_basic_block("entry"))
-        args = [b.icmp_unsigned("!=", a, ir.Constant(I8, 0)) if t == BOOL else a
-                for a, t in zip(fn.args[:-1], in_types)]
+        args = [
+            b.icmp_unsigned("!=", a, ir.Constant(I8, 0)) if t == BOOL else a for a, t in zip(fn.args[:-1], in_types)
+        ]
         b.ret(b.call(inner, args + [fn.args[-1]]))
         return fn.name
 
@@ -226,14 +258,15 @@ class ModuleLowering:
         fn = ir.Function(self.module, ir.FunctionType(F64, [I64, I64]), self.unique("int_truediv"))
         fn.linkage = "internal"
         a, bb = fn.args
-        entry, fast, slow, loop, body, done = (fn.append_basic_block(n) for n in
-                                               ("entry", "fast", "slow", "loop", "body", "done"))
+        entry, fast, slow, loop, body, done = (
+            fn.append_basic_block(n) for n in ("entry", "fast", "slow", "loop", "body", "done")
+        )
         b = TextBuilder(entry)
         zero = i64(0)
         a_neg, b_neg = b.icmp_signed("<", a, zero), b.icmp_signed("<", bb, zero)
         ua = b.select(a_neg, b.sub(zero, a), a)
         ub = b.select(b_neg, b.sub(zero, bb), bb)
-        lim = i64(2 ** 53)
+        lim = i64(2**53)
         small = b.and_(b.icmp_unsigned("<=", ua, lim), b.icmp_unsigned("<=", ub, lim))
         small = b.or_(small, b.icmp_unsigned("==", ua, zero))
         b.cbranch(small, fast, slow)
@@ -246,7 +279,7 @@ class ModuleLowering:
         q, r, s = b.phi(I64, "q"), b.phi(I64, "r"), b.phi(I64, "s")
         b.cbranch(b.icmp_unsigned(">=", q, i64(INT64_MIN)), done, body)
         b.position_at_end(body)
-        r2 = b.shl(r, i64(1))                                   # r < ub <= 2**63: no overflow
+        r2 = b.shl(r, i64(1))  # r < ub <= 2**63: no overflow
         bit = b.icmp_unsigned(">=", r2, ub)
         r3 = b.select(bit, b.sub(r2, ub), r2)
         q2 = b.or_(b.shl(q, i64(1)), b.zext(bit, I64))
@@ -258,7 +291,7 @@ class ModuleLowering:
         b.position_at_end(done)
         sticky = b.zext(b.icmp_unsigned("!=", r, zero), I64)
         d = b.uitofp(b.or_(q, sticky), F64)
-        scale = b.bitcast(b.shl(b.sub(i64(1023), s), i64(52)), F64)   # 2**-s, s <= 127: a normal double
+        scale = b.bitcast(b.shl(b.sub(i64(1023), s), i64(52)), F64)  # 2**-s, s <= 127: a normal double
         res = b.fmul(d, scale)
         neg = b.xor(a_neg, b_neg)
         b.ret(b.select(neg, b.fneg(res), res))
@@ -267,6 +300,7 @@ class ModuleLowering:
 
 # -- functions -------------------------------------------------------------------------------------------
 
+
 def _arrays_in(t: Type) -> int:
     """How many arrays a value of type ``t`` holds (tuples looked into)."""
     if isinstance(t, TupleType):
@@ -274,10 +308,32 @@ def _arrays_in(t: Type) -> int:
     return int(isinstance(t, TensorType))
 
 
-class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayOps, ViewOps, Conversions, ArrayMath,
-                       ArrayFns, MatmulOps, FusedOps, FusedLoopOps, FusedMultiOps, SimdOps, StringOps, ListOps,
-                       SumReductions, MaskOps, ArrayConstants, ParallelOps, FusedParallelOps, RandomOps, Outlining,
-                       NumpyScalarOps):
+class FunctionLowering(
+    Unwinding,
+    InterruptChecks,
+    BuiltinOps,
+    ScalarOps,
+    ArrayOps,
+    ViewOps,
+    Conversions,
+    ArrayMath,
+    ArrayFns,
+    MatmulOps,
+    FusedOps,
+    FusedLoopOps,
+    FusedMultiOps,
+    SimdOps,
+    StringOps,
+    ListOps,
+    SumReductions,
+    MaskOps,
+    ArrayConstants,
+    ParallelOps,
+    FusedParallelOps,
+    RandomOps,
+    Outlining,
+    NumpyScalarOps,
+):
     """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
@@ -297,8 +353,9 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
         self.init_unwind(arrays=2 * sum(_arrays_in(v.type) for n in graph.walk() for v in n.outputs))
 
     @classmethod
-    def into(cls, mod: ModuleLowering, function: ir.Function, node: Node, *, nogil: bool,
-             graph: Graph | None = None) -> FunctionLowering:
+    def into(
+        cls, mod: ModuleLowering, function: ir.Function, node: Node, *, nogil: bool, graph: Graph | None = None
+    ) -> FunctionLowering:
         """A lowering writing the element code of ``node`` (a fusion group) into ``function``, a kernel or chunk
         function whose parameters its caller binds (``env``): no graph and no result of its own."""
         self = cls.__new__(cls)
@@ -344,7 +401,7 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
         releases what is held at each raise point (unwind.py)."""
         outer, outer_in_flight = self.node, self.in_flight
         self.in_flight = None
-        if block is not self.graph.block:   # the graph's parameters are borrowed from the caller
+        if block is not self.graph.block:  # the graph's parameters are borrowed from the caller
             for p in block.params:
                 if holds_ref(p.type):
                     self.hold(p)
@@ -355,14 +412,14 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
             self.retain_consumed(node)
             self.in_flight = []
             outs = self.lower_outlined(node) if self.outlines(node) else rule_for(node)(self, node)
-            self.node = node      # nested blocks moved it
+            self.node = node  # nested blocks moved it
             moved = self.own.moved_into.get(id(node))
             for v, vals in zip(node.outputs, outs):
                 self.bind(v, vals)
                 if not holds_ref(v.type) or id(v) in self.own.borrowed:
                     continue
                 if moved and node.kind == "prim::TupleConstruct":
-                    self.hold_taking_over(v, node.inputs, moved)    # (the moved elements' slots: no stores)
+                    self.hold_taking_over(v, node.inputs, moved)  # (the moved elements' slots: no stores)
                 else:
                     self.hold(v)
             self.land_in_flight()
@@ -383,7 +440,7 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
         for v in self.own.after(node):
             self.release(v)
         for v in self.own.moved_into.get(id(node), ()):
-            self.unhold(v)     # its reference now belongs to the consumer's result
+            self.unhold(v)  # its reference now belongs to the consumer's result
 
     def retain(self, v: Value) -> None:
         """A consuming use's own reference to ``v`` (held by the consumer's result)."""
@@ -445,8 +502,11 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
             return [self.to_f64(vals[0], src)]
         if dst == INT and src == BOOL:
             return [self.to_i64(vals[0], src)]
-        if isinstance(src, TensorType) and isinstance(dst, TensorType) and (src.dtype, src.rank) == (
-                dst.dtype, dst.rank):
+        if (
+            isinstance(src, TensorType)
+            and isinstance(dst, TensorType)
+            and (src.dtype, src.rank) == (dst.dtype, dst.rank)
+        ):
             return vals  # the shapes the types know differ; the values carry the real ones
         raise LoweringError(self.node.kind, f"cannot pass {src} where {dst} is expected", self.node.source)
 
@@ -481,7 +541,7 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
         in_range = b.fcmp_ordered("<", self.fabs(x), f64(TWO63))
         small = b.fptosi(b.select(in_range, x, f64(0.0)), I64)
         bits = b.bitcast(x, I64)
-        e = b.sub(b.and_(b.lshr(bits, i64(52)), i64(0x7FF)), i64(1075))      # x = m * 2**e, e >= 11 here
+        e = b.sub(b.and_(b.lshr(bits, i64(52)), i64(0x7FF)), i64(1075))  # x = m * 2**e, e >= 11 here
         m = b.or_(b.and_(bits, i64((1 << 52) - 1)), i64(1 << 52))
         e_ok = b.icmp_signed("<", e, i64(64))
         big = b.select(e_ok, b.shl(m, b.select(e_ok, e, i64(0))), i64(0))
@@ -492,7 +552,6 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
         self.raise_if(self.isnan(x), ValueError, "cannot convert float NaN to integer")
         self.raise_if(self.isinf(x), OverflowError, "cannot convert float infinity to integer")
 
-
     def projected(self, v: Value, vals: list) -> list:
         """An element taken out of a tuple: like every node's output it owns its references (the tuple keeps
         its own until it is dropped), unless it is borrowed, as an element of a graph input is."""
@@ -500,7 +559,6 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
             for part_t, part in ref_parts(v.type, vals):
                 self.take_ref(part_t, part)
         return vals
-
 
     @staticmethod
     def _split(vals, values):
@@ -510,7 +568,6 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
             outs.append(list(vals[:n]))
             vals = vals[n:]
         return outs
-
 
     def lower_versioned_loop(self, node, init, types):
         """An innermost counted loop twice: in chunks when it has more than CHUNK trips, else plain (paying
@@ -596,8 +653,9 @@ class FunctionLowering(Unwinding, InterruptChecks, BuiltinOps, ScalarOps, ArrayO
         trips = self.scalar(max_trips)
         budget = self.interrupt_budget()
         pre = b.block
-        outer, chunk, inner, body_bb, chunk_end, exit_bb = (b.append_basic_block(f"loop.{x}") for x in (
-            "chunks", "chunk", "header", "body", "chunk.end", "exit"))
+        outer, chunk, inner, body_bb, chunk_end, exit_bb = (
+            b.append_basic_block(f"loop.{x}") for x in ("chunks", "chunk", "header", "body", "chunk.end", "exit")
+        )
         b.branch(outer)
         b.position_at_end(outer)
         start = b.phi(I64, "chunk.start")

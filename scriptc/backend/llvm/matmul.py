@@ -20,6 +20,7 @@ loop over a row of B and C LLVM vectorizes (each element summed in order over k,
 float64: about 3x NumPy's time with one OpenBLAS thread, where the i-j-k loop takes 50x with two), so they are not
 bit-identical to NumPy's.
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -32,8 +33,10 @@ from .rules import lowers_array
 from .errors import LoweringError
 
 BLAS_DTYPES = ("float64", "float32")
-MATMUL_MISMATCH = ("matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
-                   "(n?,k),(k,m?)->(n?,m?) (size {1} is different from {0})")
+MATMUL_MISMATCH = (
+    "matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+    "(n?,k),(k,m?)->(n?,m?) (size {1} is different from {0})"
+)
 
 
 def tuple_text(rank: int, first: int) -> str:
@@ -45,6 +48,7 @@ def tuple_text(rank: int, first: int) -> str:
 
 class Core:
     """One core product's operand views: A (m x k), B (k x n), C (m x n), as 2-d Arrs (data, shape, strides)."""
+
     __slots__ = ("a", "b", "c")
 
     def __init__(self, a: Arr, b: Arr, c: Arr):
@@ -58,7 +62,6 @@ def view2d(dtype: str, data, rows, cols, s0, s1) -> Arr:
 class MatmulOps:
     """Mixin of FunctionLowering."""
 
-
     # -- shapes and errors ----------------------------------------------------------------------------------
     def check_core_sizes(self, node, x: Arr, y: Arr) -> None:
         """NumPy's ValueError when a's last dimension is not b's summed one."""
@@ -68,8 +71,10 @@ class MatmulOps:
         if node.kind == "aten::matmul":
             self.raise_with(bad, ValueError, MATMUL_MISMATCH, [kx, ky])
             return
-        message = (f"shapes {tuple_text(rx, 0)} and {tuple_text(ry, rx)} not aligned: "
-                   f"{{{rx + ry}}} (dim {rx - 1}) != {{{rx + ry + 1}}} (dim {max(ry - 2, 0)})")
+        message = (
+            f"shapes {tuple_text(rx, 0)} and {tuple_text(ry, rx)} not aligned: "
+            f"{{{rx + ry}}} (dim {rx - 1}) != {{{rx + ry + 1}}} (dim {max(ry - 2, 0)})"
+        )
         self.raise_with(bad, ValueError, message, [*x.shape, *y.shape, kx, ky])
 
     def matmul_batch_shape(self, x: Arr, y: Arr) -> list:
@@ -82,12 +87,21 @@ class MatmulOps:
         for k in range(nb):
             dx = x.shape[k - nb + bx] if k >= nb - bx else i64(1)
             dy = y.shape[k - nb + by] if k >= nb - by else i64(1)
-            bad = b.or_(bad, b.and_(b.icmp_signed("!=", dx, dy),
-                                    b.and_(b.icmp_signed("!=", dx, i64(1)), b.icmp_signed("!=", dy, i64(1)))))
+            bad = b.or_(
+                bad,
+                b.and_(
+                    b.icmp_signed("!=", dx, dy),
+                    b.and_(b.icmp_signed("!=", dx, i64(1)), b.icmp_signed("!=", dy, i64(1))),
+                ),
+            )
             extents.append(b.select(b.icmp_signed("==", dx, i64(1)), dy, dx))
         if bx and by:
-            self.raise_with(bad, ValueError, self.remapped_message(rx, ry),
-                            [*x.shape, *x.shape[:bx], *y.shape, *y.shape[:by], x.shape[-2], y.shape[-1]])
+            self.raise_with(
+                bad,
+                ValueError,
+                self.remapped_message(rx, ry),
+                [*x.shape, *x.shape[:bx], *y.shape, *y.shape[:by], x.shape[-2], y.shape[-1]],
+            )
         return extents
 
     def matmul_batches(self, x: Arr, y: Arr, extents: list):
@@ -102,6 +116,7 @@ class MatmulOps:
             if j < 0:
                 return i64(0)
             return b.select(b.icmp_signed("==", a.shape[j], i64(1)), i64(0), a.strides[j])
+
         batch = [(extents[k], stride(x, k), stride(y, k), k) for k in range(nb)]
         shape = extents + ([x.shape[-2]] if rx >= 2 else []) + ([y.shape[-1]] if ry >= 2 else [])
         return batch, shape
@@ -116,8 +131,11 @@ class MatmulOps:
             batch = ",".join([f"{{{first + r + k}}}" for k in range(r - 2)] + ["newaxis", "newaxis"])
             parts.append(f"({dims})->({batch})")
             first += 2 * r - 2
-        return ("operands could not be broadcast together with remapped shapes [original->remapped]: "
-                + " ".join(parts) + f"  and requested shape ({{{first}}},{{{first + 1}}})")
+        return (
+            "operands could not be broadcast together with remapped shapes [original->remapped]: "
+            + " ".join(parts)
+            + f"  and requested shape ({{{first}}},{{{first + 1}}})"
+        )
 
     def dot_batches(self, x: Arr, y: Arr):
         """np.dot: every leading index of a with every leading index of b; out is a.shape[:-1] + b.shape[:-2]
@@ -137,6 +155,7 @@ class MatmulOps:
             for i, (_, sx, sy, _) in zip(index, batch):
                 ox, oy = b.add(ox, b.mul(i, sx)), b.add(oy, b.mul(i, sy))
             run(ox, oy, [(i, dim) for i, (*_, dim) in zip(index, batch)])
+
         self.loop_nest([extent for extent, *_ in batch], body)
 
     def core_views(self, kind: str, x: Arr, y: Arr, out: Arr, res: str):
@@ -158,9 +177,12 @@ class MatmulOps:
             oc = zero
             for i, dim in out_index:
                 oc = b.add(oc, b.mul(i, out.strides[dim]))
-            return Core(view2d(x.t.dtype, b.gep(x.data, [ox]), m, k, *xs),
-                        view2d(y.t.dtype, b.gep(y.data, [oy]), k, n, *ys),
-                        view2d(res, b.gep(out.data, [oc]), m, n, *cs))
+            return Core(
+                view2d(x.t.dtype, b.gep(x.data, [ox]), m, k, *xs),
+                view2d(y.t.dtype, b.gep(y.data, [oy]), k, n, *ys),
+                view2d(res, b.gep(out.data, [oc]), m, n, *cs),
+            )
+
         return make
 
     # -- BLAS --------------------------------------------------------------------------------------------
@@ -194,20 +216,24 @@ class MatmulOps:
     def row_major(self, rows, cols, s0, s1, e: int):
         """i1: rows of unit stride one leading dimension apart (s0 / e >= cols)."""
         b = self.b
-        return b.and_(b.icmp_signed("==", s1, i64(e)),
-                      b.and_(b.icmp_signed("==", b.srem(s0, i64(e)), i64(0)),
-                             b.icmp_signed(">=", s0, b.mul(cols, i64(e)))))
+        return b.and_(
+            b.icmp_signed("==", s1, i64(e)),
+            b.and_(b.icmp_signed("==", b.srem(s0, i64(e)), i64(0)), b.icmp_signed(">=", s0, b.mul(cols, i64(e)))),
+        )
 
     def blas_matrix_ok(self, rows, cols, s0, s1, e: int):
         """i1: a core BLAS reads in place: row- or column-major with a leading dimension, or a single row or
         column with a usable increment (every size-1 case ends in a vector routine or the outer product)."""
         b = self.b
         one = i64(1)
-        single_row = b.and_(b.icmp_signed("==", rows, one),
-                            b.or_(b.icmp_signed("==", cols, one), self.blas_vector_ok(s1, e)))
+        single_row = b.and_(
+            b.icmp_signed("==", rows, one), b.or_(b.icmp_signed("==", cols, one), self.blas_vector_ok(s1, e))
+        )
         single_col = b.and_(b.icmp_signed("==", cols, one), self.blas_vector_ok(s0, e))
-        return b.or_(b.or_(self.row_major(rows, cols, s0, s1, e), self.row_major(cols, rows, s1, s0, e)),
-                     b.or_(single_row, single_col))
+        return b.or_(
+            b.or_(self.row_major(rows, cols, s0, s1, e), self.row_major(cols, rows, s1, s0, e)),
+            b.or_(single_row, single_col),
+        )
 
     def blas_function(self, name: str) -> ir.Function:
         decls = self.mod._decls
@@ -215,11 +241,12 @@ class MatmulOps:
         if key not in decls:
             t = F64 if name[0] == "d" else ir.FloatType()
             p = t.as_pointer()
-            args = {"gemm": [I32, I32, I32, I64, I64, I64, t, p, I64, p, I64, t, p, I64],
-                    "gemv": [I32, I32, I64, I64, t, p, I64, p, I64, t, p, I64],
-                    "dot": [I64, p, I64, p, I64]}[name[1:]]
-            fn = ir.Function(self.mod.module, ir.FunctionType(t if name.endswith("dot") else ir.VoidType(), args),
-                             key)
+            args = {
+                "gemm": [I32, I32, I32, I64, I64, I64, t, p, I64, p, I64, t, p, I64],
+                "gemv": [I32, I32, I64, I64, t, p, I64, p, I64, t, p, I64],
+                "dot": [I64, p, I64, p, I64],
+            }[name[1:]]
+            fn = ir.Function(self.mod.module, ir.FunctionType(t if name.endswith("dot") else ir.VoidType(), args), key)
             fn.attributes.add("nounwind")
             decls[key] = fn
         return decls[key]
@@ -232,9 +259,10 @@ class MatmulOps:
 
         def build(lowering, fn):
             data, dims = fn.args[:3], fn.args[3:]
-            views = [view2d(dt, data[j], *dims[4 * j:4 * j + 4]) for j, dt in enumerate((res, res, res))]
+            views = [view2d(dt, data[j], *dims[4 * j : 4 * j + 4]) for j, dt in enumerate((res, res, res))]
             lowering.blas_core(Core(*views), res)
             lowering.b.ret_void()
+
         callee = self.call_compiled_once(("blas_core", res), fnty, build)
         self.b.call(callee, [self.b.bitcast(a, I8P) for a in args[:3]] + args[3:])
 
@@ -316,13 +344,17 @@ class MatmulOps:
         def element(index):
             i, j = index
             one = i64(1)
-            row = view2d(c.a.t.dtype, b.gep(c.a.data, [b.mul(i, c.a.strides[0])]), one, c.a.shape[1],
-                         *c.a.strides)
-            col = view2d(c.b.t.dtype, b.gep(c.b.data, [b.mul(j, c.b.strides[1])]), c.b.shape[0], one,
-                         *c.b.strides)
-            out = view2d(res, b.gep(c.c.data, [b.add(b.mul(i, c.c.strides[0]), b.mul(j, c.c.strides[1]))]),
-                         one, one, *c.c.strides)
+            row = view2d(c.a.t.dtype, b.gep(c.a.data, [b.mul(i, c.a.strides[0])]), one, c.a.shape[1], *c.a.strides)
+            col = view2d(c.b.t.dtype, b.gep(c.b.data, [b.mul(j, c.b.strides[1])]), c.b.shape[0], one, *c.b.strides)
+            out = view2d(
+                res,
+                b.gep(c.c.data, [b.add(b.mul(i, c.c.strides[0]), b.mul(j, c.c.strides[1]))]),
+                one,
+                one,
+                *c.c.strides,
+            )
             self.blas_dot(Core(row, col, out), res)
+
         self.loop_nest([c.a.shape[0], c.b.shape[1]], element)
 
     def blas_gemv(self, g: Arr, x: Arr, x_axis: int, y: Arr, y_axis: int, res: str) -> None:
@@ -336,8 +368,23 @@ class MatmulOps:
         is_row = b.icmp_signed("==", trans, ir.Constant(I32, blas.NO_TRANS))
         big_m, big_n = b.select(is_row, rows, cols), b.select(is_row, cols, rows)
         fn = self.blas_function("dgemv" if res == "float64" else "sgemv")
-        b.call(fn, [ir.Constant(I32, blas.ROW_MAJOR), trans, big_m, big_n, self.blas_scalar(1.0, res), pg, ld,
-                    px, incx, self.blas_scalar(0.0, res), py, incy])
+        b.call(
+            fn,
+            [
+                ir.Constant(I32, blas.ROW_MAJOR),
+                trans,
+                big_m,
+                big_n,
+                self.blas_scalar(1.0, res),
+                pg,
+                ld,
+                px,
+                incx,
+                self.blas_scalar(0.0, res),
+                py,
+                incy,
+            ],
+        )
 
     def blas_gemm(self, c: Core, res: str) -> None:
         b = self.b
@@ -347,8 +394,25 @@ class MatmulOps:
         ldc = b.sdiv(c.c.strides[0], i64(c.c.itemsize))
         m, k, n = c.a.shape[0], c.a.shape[1], c.b.shape[1]
         fn = self.blas_function("dgemm" if res == "float64" else "sgemm")
-        b.call(fn, [ir.Constant(I32, blas.ROW_MAJOR), ta, tb, m, n, k, self.blas_scalar(1.0, res), pa, lda, pb, ldb,
-                    self.blas_scalar(0.0, res), pc, ldc])
+        b.call(
+            fn,
+            [
+                ir.Constant(I32, blas.ROW_MAJOR),
+                ta,
+                tb,
+                m,
+                n,
+                k,
+                self.blas_scalar(1.0, res),
+                pa,
+                lda,
+                pb,
+                ldb,
+                self.blas_scalar(0.0, res),
+                pc,
+                ldc,
+            ],
+        )
 
     # -- the generated loops --------------------------------------------------------------------------------
     def cast_operand(self, a: Arr, res: str) -> Arr:
@@ -366,9 +430,10 @@ class MatmulOps:
 
         def build(lowering, fn):
             data, dims = fn.args[:3], fn.args[3:]
-            views = [view2d(res, data[j], *dims[4 * j:4 * j + 4]) for j in range(3)]
+            views = [view2d(res, data[j], *dims[4 * j : 4 * j + 4]) for j in range(3)]
             lowering.row_core(Core(*views), res)
             lowering.b.ret_void()
+
         callee = self.call_compiled_once(("row_core", res), fnty, build)
         self.b.call(callee, [self.b.bitcast(a, I8P) for a in args[:3]] + args[3:])
 
@@ -394,6 +459,7 @@ class MatmulOps:
                     if contiguous:
                         return b.gep(b.bitcast(base, t.as_pointer()), [j])
                     return b.bitcast(b.gep(base, [b.mul(j, stride)]), t.as_pointer())
+
                 with self.for_range(n) as j:
                     b.store(zero, at(crow, c.c.strides[1], j))
                 with self.for_range(k) as p:
@@ -402,6 +468,7 @@ class MatmulOps:
                     with self.for_range(n) as j:
                         out = at(crow, c.c.strides[1], j)
                         b.store(b.fadd(b.load(out), b.fmul(aip, b.load(at(brow, c.b.strides[1], j)))), out)
+
         with b.if_else(unit, likely=True) as (fast, other):
             with fast:
                 nest(True)
@@ -412,7 +479,7 @@ class MatmulOps:
         """C[i, j] = sum over p of A[i, p] * B[p, j], accumulated in order in the result's register kind (float16
         in float32, as NumPy's half loop)."""
         b = self.b
-        k = "i" if kind_of(res) == "b" else kind_of(res)   # bool products accumulate as ints
+        k = "i" if kind_of(res) == "b" else kind_of(res)  # bool products accumulate as ints
         half = res == "float16"
         acc_type = ir.FloatType() if half else F64 if k == "f" else I64
         inner = c.a.shape[1]
@@ -430,8 +497,9 @@ class MatmulOps:
                 cur = b.load(acc)
                 b.store(b.fadd(cur, b.fmul(xv, yv)) if k == "f" else b.add(cur, b.mul(xv, yv)), acc)
             ptr = self.element_ptr(c.c, [i, j])
-            value = b.fpext(b.load(acc), F64) if half else b.load(acc)   # exact: one rounding to half below
+            value = b.fpext(b.load(acc), F64) if half else b.load(acc)  # exact: one rounding to half below
             self.store_element(ptr, value, k, res)
+
         self.loop_nest([c.a.shape[0], c.b.shape[1]], element)
 
 
@@ -450,18 +518,18 @@ def lower_matmul(ctx, node):
     use_blas = res in BLAS_DTYPES and not rows and blas.bind()
     ctx.check_core_sizes(node, x0, y0)
     matmul = node.kind == "aten::matmul"
-    extents = ctx.matmul_batch_shape(x0, y0) if matmul else None     # raises before any temporary exists
+    extents = ctx.matmul_batch_shape(x0, y0) if matmul else None  # raises before any temporary exists
     operand = ctx.blas_operand if use_blas else ctx.cast_operand if rows else lambda a, _: a
     x, y = operand(x0, res), operand(y0, res)
     batch, out_shape = ctx.matmul_batches(x, y, extents) if matmul else ctx.dot_batches(x, y)
     if isinstance(out_t, TensorType):
         out = ctx.alloc(out_t, out_shape)
-    else:   # a scalar: the core writes its one element into a stack slot
+    else:  # a scalar: the core writes its one element into a stack slot
         slot = ctx.alloca(ELEM[res])
         out = Arr(TensorType(res, 0), [ir.Constant(I8P, None), ctx.b.bitcast(slot, I8P)])
     core_at = ctx.core_views(node.kind, x, y, out, res)
     product = ctx.loop_core
-    if use_blas:    # NumPy's np.dot beyond 2-d calls ?dot once per output element
+    if use_blas:  # NumPy's np.dot beyond 2-d calls ?dot once per output element
         product = ctx.blas_dots if not matmul and max(x0.t.rank, y0.t.rank) > 2 else ctx.shared_blas_core
     elif rows:
         product = ctx.shared_row_core

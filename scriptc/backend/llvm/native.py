@@ -1,6 +1,7 @@
 """``NativeFunction``: machine code for one graph, called from Python (the ctypes path), and its CPython entry
 point when the module carries one. Compiling is ``compile.py``; this half imports no LLVM, so that code the
 on-disk cache loads (``cached.py``) runs without llvmlite."""
+
 from __future__ import annotations
 
 import ctypes
@@ -11,8 +12,14 @@ from ...ir.core import Graph
 from ..argument_writes import written_inputs
 from ...ir.types import BOOL, FLOAT, INT, STR, ListType, NamedTupleType, NumpyScalarType, TensorType, TupleType, Type
 from .callbacks import take_str
-from .entry_runtime import (builtin_function, make_state, needs_rebuild, out_reader, register_release_capsule,
-                            release_capsule_address)
+from .entry_runtime import (
+    builtin_function,
+    make_state,
+    needs_rebuild,
+    out_reader,
+    register_release_capsule,
+    release_capsule_address,
+)
 from .errors import ERROR_TABLE
 from .layout import PTR, leaves
 from .symbols import LIBC
@@ -20,7 +27,7 @@ from .symbols import LIBC
 _probe = np.zeros(3)
 _ARRAY_LAYOUT_OK = ctypes.c_void_p.from_address(id(_probe) + 16).value == _probe.__array_interface__["data"][0]
 del _probe
-INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _arg_converter(t: Type, read_only_message: str | None = None):
@@ -28,6 +35,7 @@ def _arg_converter(t: Type, read_only_message: str | None = None):
     bool is an int, an int a float). ``read_only_message``: the input may be written, so a read-only array is
     refused with NumPy's ValueError."""
     if t == INT:
+
         def conv(x):
             if not isinstance(x, (int, np.integer)):
                 raise TypeError(f"expected int, got {type(x).__name__}")
@@ -35,20 +43,26 @@ def _arg_converter(t: Type, read_only_message: str | None = None):
             if not INT64_MIN <= v <= INT64_MAX:
                 raise OverflowError("int too large to convert to a 64-bit int")
             return [v]
+
         return conv
     if t == FLOAT:
+
         def conv(x):
             if not isinstance(x, (float, int, np.floating, np.integer)):
                 raise TypeError(f"expected float, got {type(x).__name__}")
             return [float(x)]
+
         return conv
     if t == BOOL:
+
         def conv(x):
             if not isinstance(x, (bool, np.bool_)):
                 raise TypeError(f"expected bool, got {type(x).__name__}")
             return [bool(x)]
+
         return conv
     if isinstance(t, TensorType):
+
         def conv(x):
             if not isinstance(x, np.ndarray) or x.dtype.name != t.dtype or x.ndim != t.rank:
                 raise TypeError(f"expected a {t.dtype} array of rank {t.rank}, got {_describe(x)}")
@@ -57,9 +71,10 @@ def _arg_converter(t: Type, read_only_message: str | None = None):
             if read_only_message is not None and not x.flags.writeable:
                 raise ValueError(read_only_message)
             return [0, x.__array_interface__["data"][0], *x.shape, *x.strides]
+
         return conv
     if isinstance(t, ListType):
-        return None   # listbox.call_with_lists converts lists
+        return None  # listbox.call_with_lists converts lists
     if isinstance(t, TupleType):
         parts = [_arg_converter(e, read_only_message) for e in t.elems]
 
@@ -67,6 +82,7 @@ def _arg_converter(t: Type, read_only_message: str | None = None):
             if not isinstance(x, tuple) or len(x) != len(parts):
                 raise TypeError(f"expected {t}, got {_describe(x)}")
             return [leaf for p, e in zip(parts, x) for leaf in p(e)]
+
         return conv
     raise TypeError(f"cannot pass {t} to native code")
 
@@ -89,6 +105,7 @@ class _ArrayMemory:
     """The object a returned array's ``base`` is: it exposes native memory to NumPy and keeps alive what owns
     that memory (``owner``): the argument it views, or for memory native code allocated a capsule holding one
     reference, whose destructor (native code, no Python: it may run late in interpreter exit) releases it."""
+
     __slots__ = ("__array_interface__", "owner")
 
 
@@ -122,18 +139,19 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
         mem.owner, mem.__array_interface__ = _owning_capsule(meminfo), interface
         return np.asarray(mem)
     borrowed = args if isinstance(args, Borrowed) else Borrowed(args)
-    for a in borrowed.at.get(data, ()):     # memory borrowed from an argument: return it, or a view of it
+    for a in borrowed.at.get(data, ()):  # memory borrowed from an argument: return it, or a view of it
         if a.shape == shape and a.strides == strides and a.dtype.name == t.dtype:
             return a
     mem = _ArrayMemory()
     mem.owner = next((a for a in borrowed.arrays if _contains(a, data)), None)
     if mem.owner is not None and not mem.owner.flags.writeable:
-        interface["data"] = (data, True)    # a view of a read-only argument is read-only, as in NumPy
+        interface["data"] = (data, True)  # a view of a read-only argument is read-only, as in NumPy
     mem.__array_interface__ = interface
     if mem.owner is None:
         from .constants import constant_containing  # loads llvmlite.ir: only for a constant array (a hit loads none)
+
         constant = constant_containing(data)
-        if constant is not None:   # a module-level array frozen into the code: the caller gets a copy
+        if constant is not None:  # a module-level array frozen into the code: the caller gets a copy
             mem.owner = constant
             return np.array(np.asarray(mem), copy=True)
     return np.asarray(mem)
@@ -143,6 +161,7 @@ class Borrowed:
     """The arrays among a call's arguments (inside tuples too), indexed by data pointer: the arrays of a list
     argument come back in one pass, not one scan of the arguments per element (quadratic in the list's
     length: 570 ms a call for 1,000 arrays)."""
+
     __slots__ = ("arrays", "at")
 
     def __init__(self, args):
@@ -178,11 +197,12 @@ def _rebuild(t: Type, vals, args=()):
     if t in (INT, FLOAT, BOOL):
         return next(vals)
     if isinstance(t, NumpyScalarType):
-        return np.dtype(t.dtype).type(next(vals))      # (the value fits: it was computed in the dtype)
+        return np.dtype(t.dtype).type(next(vals))  # (the value fits: it was computed in the dtype)
     if isinstance(t, TensorType):
         return _array(t, vals, args)
     if isinstance(t, ListType):
         from .listbox import take_list  # listbox loads llvmlite.ir: only for lists (other hits load no llvmlite)
+
         return take_list(t, next(vals), args)
     return None
 
@@ -199,14 +219,27 @@ class NativeFunction:
     optimizing = None
     tier_error = None
 
-    def __init__(self, graph: Graph, ir_text: str | None, entry: str, address: int, unoptimized_ir: str | None,
-                 remake_ir=None, python_entry_address: int = 0, release_address: int = 0, written=None,
-                 signature=None):
+    def __init__(
+        self,
+        graph: Graph,
+        ir_text: str | None,
+        entry: str,
+        address: int,
+        unoptimized_ir: str | None,
+        remake_ir=None,
+        python_entry_address: int = 0,
+        release_address: int = 0,
+        written=None,
+        signature=None,
+    ):
         """``signature``: (name, argument types, result type) of code loaded from the on-disk cache by the source
         key, whose ``graph`` is then a function making the graph (the frontend and the passes) on first use."""
         self._graph = graph
-        self.name, self.arg_types, self.result_type = signature or (graph.name, [v.type for v in graph.inputs],
-                                                                    graph.outputs[0].type)
+        self.name, self.arg_types, self.result_type = signature or (
+            graph.name,
+            [v.type for v in graph.inputs],
+            graph.outputs[0].type,
+        )
         self._llvm_ir, self._unoptimized_ir, self._remake_ir = ir_text, unoptimized_ir, remake_ir
         self.entry = entry
         self.address = address
@@ -231,8 +264,9 @@ class NativeFunction:
     def _call(self):
         """The ctypes caller (made on first use: calls through the CPython entry never need it)."""
         if self._caller is None:
-            self._caller = make_caller(self.address, [t for ty in self.arg_types for t in leaves(ty)],
-                                       leaves(self.result_type))
+            self._caller = make_caller(
+                self.address, [t for ty in self.arg_types for t in leaves(ty)], leaves(self.result_type)
+            )
         return self._caller
 
     def python_entry(self, fallback, nogil: bool = False, raise_error=None):
@@ -260,6 +294,7 @@ class NativeFunction:
     def asm(self) -> str:
         if self._asm is None:
             from .engine import engine  # .asm only: a cache hit loads no engine (nor LLVM)
+
             self._asm = engine().assembly(self.llvm_ir)
         return self._asm
 
@@ -267,6 +302,7 @@ class NativeFunction:
         if self._has_lists:
             # listbox loads llvmlite.ir: only for lists (other hits load no llvmlite)
             from .listbox import call_with_lists
+
             return call_with_lists(self, args)
         if len(args) != len(self._converters):
             raise TypeError(f"{self.name}() takes {len(self._converters)} arguments ({len(args)} given)")

@@ -7,6 +7,7 @@ the array operators (array_math.py): the operands converted to the loop's dtype 
 converts it, ``weak_scalar``: an int out of the dtype's range is OverflowError), the operation, and the result
 as its dtype holds it (int32 wraps, float32 rounds). NumPy's RuntimeWarnings on overflow are not raised.
 """
+
 from __future__ import annotations
 
 from ...ir.types import NumpyScalarType, result_dtype, scalar_dtype
@@ -23,9 +24,11 @@ class NumpyScalarOps:
     def check_element_errors(self, op: str, args: list, kind: str) -> None:
         """The errors NumPy raises computing one element: an integer to a negative integer power."""
         if op == "pow" and kind in "iu":
-            self.raise_if(self.b.icmp_signed("<", args[1], i64(0)), ValueError,
-                          "Integers to negative integer powers are not allowed.")
-
+            self.raise_if(
+                self.b.icmp_signed("<", args[1], i64(0)),
+                ValueError,
+                "Integers to negative integer powers are not allowed.",
+            )
 
     def numpy_scalar_stored(self, v, dtype: str):
         """(kind, x) of a NumPy scalar written into an element of an array of ``dtype``: NumPy 2 casts it into an
@@ -47,8 +50,7 @@ def lower_numpy_scalar_op(ctx, node):
     """An element-wise operator on NumPy scalars: one element of its ufunc loop, in the loop's dtype."""
     op = node.kind.split("::")[1]
     out = node.outputs[0].type
-    dtype = result_dtype(*[v.type for v in node.inputs]) if op in COMPARE or op in PREDICATES \
-        else scalar_dtype(out)
+    dtype = result_dtype(*[v.type for v in node.inputs]) if op in COMPARE or op in PREDICATES else scalar_dtype(out)
     compute = kind_of(dtype)
     args = []
     for k, v in enumerate(node.inputs):

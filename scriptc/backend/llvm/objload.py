@@ -15,6 +15,7 @@ constructors, other relocations, another machine or format) raises ``ObjectLoadE
 through the JIT instead. Code is read+execute and data read-only or read+write once relocated, never writable
 and executable at once.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -33,7 +34,7 @@ R_X86_64_NONE, R_X86_64_64, R_X86_64_PC32, R_X86_64_PLT32 = 0, 1, 2, 4
 R_X86_64_GOTPCREL, R_X86_64_PC64, R_X86_64_GOTPCRELX, R_X86_64_REX_GOTPCRELX = 9, 24, 41, 42
 GOT_RELOCATIONS = (R_X86_64_GOTPCREL, R_X86_64_GOTPCRELX, R_X86_64_REX_GOTPCRELX)
 
-STUB = b"\xff\x25\x00\x00\x00\x00"       # jmp *0(%rip), followed by the 8-byte target
+STUB = b"\xff\x25\x00\x00\x00\x00"  # jmp *0(%rip), followed by the 8-byte target
 
 
 class ObjectLoadError(Exception):
@@ -68,13 +69,13 @@ def _sections(obj: bytes) -> list[_Section]:
     e_type, e_machine = struct.unpack_from("<HH", obj, 16)
     if e_type != 1 or e_machine != 62:
         raise ObjectLoadError(f"not an x86-64 relocatable object (type {e_type}, machine {e_machine})")
-    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", obj, 0x3A)
     raw = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + k * shentsize) for k in range(shnum)]
     names = raw[shstrndx][4]
     out = []
     for k, (name_at, kind, flags, _, offset, size, link, info, align, entsize) in enumerate(raw):
-        name = obj[names + name_at:obj.index(b"\0", names + name_at)].decode()
+        name = obj[names + name_at : obj.index(b"\0", names + name_at)].decode()
         out.append(_Section(k, name, kind, flags, offset, size, align, link, info, entsize))
     return out
 
@@ -85,7 +86,7 @@ def _symbols(obj: bytes, symtab: _Section, sections: list[_Section]) -> list[tup
     out = []
     for off in range(symtab.offset, symtab.offset + symtab.size, symtab.entsize):
         name_at, info, _, shndx, value, _ = struct.unpack_from("<IBBHQQ", obj, off)
-        name = obj[strtab + name_at:obj.index(b"\0", strtab + name_at)].decode() if name_at else ""
+        name = obj[strtab + name_at : obj.index(b"\0", strtab + name_at)].decode() if name_at else ""
         out.append((name, info >> 4, shndx, value))
     return out
 
@@ -106,11 +107,15 @@ def _load(obj: bytes, resolve) -> dict[str, int]:
     symtabs = [s for s in sections if s.kind == SHT_SYMTAB]
     if len(symtabs) != 1:
         raise ObjectLoadError("expected one symbol table")
-    loaded = [s for s in sections if s.flags & SHF_ALLOC and s.kind != SHT_X86_64_UNWIND and s.size
-              and s.name != ".eh_frame"]
+    loaded = [
+        s for s in sections if s.flags & SHF_ALLOC and s.kind != SHT_X86_64_UNWIND and s.size and s.name != ".eh_frame"
+    ]
     for s in loaded:
-        if s.flags & SHF_TLS or s.kind not in (SHT_PROGBITS, SHT_NOBITS) or s.name.startswith((".init", ".fini",
-                                                                                                ".ctors", ".dtors")):
+        if (
+            s.flags & SHF_TLS
+            or s.kind not in (SHT_PROGBITS, SHT_NOBITS)
+            or s.name.startswith((".init", ".fini", ".ctors", ".dtors"))
+        ):
             raise ObjectLoadError(f"section {s.name} is not supported")
     by_index = {s.index: s for s in loaded}
     relocations = []
@@ -122,7 +127,7 @@ def _load(obj: bytes, resolve) -> dict[str, int]:
     symbols = _symbols(obj, symtabs[0], sections)
 
     external: dict[str, int] = {}
-    got_defined: list[int] = []     # symbols the object defines and reads through the GOT (position-independent
+    got_defined: list[int] = []  # symbols the object defines and reads through the GOT (position-independent
     # code reaches what it exports that way: a first-tier module's functions, whose names another module may bind)
     for rel, _ in relocations:
         for off in range(rel.offset, rel.offset + rel.size, rel.entsize):
@@ -154,7 +159,7 @@ def _load(obj: bytes, resolve) -> dict[str, int]:
     for s in loaded:
         s.address = starts[s.region] + offsets[s.index]
         if s.kind == SHT_PROGBITS:
-            ctypes.memmove(s.address, obj[s.offset:s.offset + s.size], s.size)
+            ctypes.memmove(s.address, obj[s.offset : s.offset + s.size], s.size)
     stub = {n: starts[0] + stubs_at + 16 * k for k, n in enumerate(names)}
     got = {n: starts[2] + got_at + 8 * k for k, n in enumerate(names)}
     for n in names:
@@ -185,13 +190,13 @@ def _load(obj: bytes, resolve) -> dict[str, int]:
             if kind == R_X86_64_NONE:
                 continue
             if kind == R_X86_64_64:
-                struct.pack_into("<Q", (ctypes.c_char * 8).from_address(p), 0, (value_of(index) + addend) % 2 ** 64)
+                struct.pack_into("<Q", (ctypes.c_char * 8).from_address(p), 0, (value_of(index) + addend) % 2**64)
             elif kind == R_X86_64_PC64:
                 struct.pack_into("<q", (ctypes.c_char * 8).from_address(p), 0, value_of(index) + addend - p)
             elif kind in (R_X86_64_PC32, R_X86_64_PLT32):
                 s = value_of(index)
                 name, _, shndx, _ = symbols[index]
-                if not -2 ** 31 <= s + addend - p < 2 ** 31 and shndx == SHN_UNDEF and kind == R_X86_64_PLT32:
+                if not -(2**31) <= s + addend - p < 2**31 and shndx == SHN_UNDEF and kind == R_X86_64_PLT32:
                     s = stub[name]
                 _put32(p, s + addend - p)
             elif kind in GOT_RELOCATIONS:
@@ -200,8 +205,11 @@ def _load(obj: bytes, resolve) -> dict[str, int]:
             else:
                 raise ObjectLoadError(f"relocation type {kind} is not supported")
     code_memory.seal(starts, (sizes[0], sizes[1], sizes[2]))
-    return {name: value_of(k) for k, (name, bind, shndx, _) in enumerate(symbols)
-            if bind != STB_LOCAL and name and shndx != SHN_UNDEF}
+    return {
+        name: value_of(k)
+        for k, (name, bind, shndx, _) in enumerate(symbols)
+        if bind != STB_LOCAL and name and shndx != SHN_UNDEF
+    }
 
 
 def link(obj: bytes, wanted: list[str], llmod=None) -> dict[str, int]:
@@ -213,12 +221,13 @@ def link(obj: bytes, wanted: list[str], llmod=None) -> dict[str, int]:
         found = load_object(obj, symbols.address_of)
     except ObjectLoadError:
         from .engine import engine  # (cycle: engine imports this module); LLVM only where this linker declines
+
         return engine().add_object(obj, wanted, llmod)
     return {name: found[name] for name in wanted}
 
 
 def _put32(p: int, value: int) -> None:
-    if not -2 ** 31 <= value < 2 ** 31:
+    if not -(2**31) <= value < 2**31:
         raise ObjectLoadError("a 32-bit relocation is out of range")
     struct.pack_into("<i", (ctypes.c_char * 4).from_address(p), 0, value)
 

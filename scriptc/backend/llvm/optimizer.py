@@ -18,6 +18,7 @@ here (``process_error()`` says why).
 ``fork`` sends what was queued to its own process; at exit, jobs whose code goes to the on-disk cache finish,
 the others are dropped.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -31,7 +32,7 @@ from . import optimizer_worker as protocol
 from .engine import PIPELINE, engine
 
 
-IDLE_SECONDS = 10.0     # the optimizer process ends after this long without work
+IDLE_SECONDS = 10.0  # the optimizer process ends after this long without work
 MAX_PROCESS_FAILURES = 3
 
 
@@ -48,6 +49,7 @@ def applies(fn) -> bool:
 class Job:
     """One module to optimize. ``done(obj, error)`` runs on the optimizer's thread: ``obj`` the optimized object
     file, or None and ``error`` saying why there is none."""
+
     __slots__ = ("text", "done", "persistent", "finished")
 
     def __init__(self, text: str, done, persistent: bool):
@@ -63,9 +65,9 @@ class _State:
         self.held = 0
         self.thread: threading.Thread | None = None
         self.process: _Process | None = None
-        self.process_error: str | None = None     # why modules are optimized in this process (None: they are not)
+        self.process_error: str | None = None  # why modules are optimized in this process (None: they are not)
         self.process_failures = 0
-        self.closing = False                      # the interpreter exits: what is left is dropped
+        self.closing = False  # the interpreter exits: what is left is dropped
 
 
 _STATE = _State()
@@ -126,8 +128,8 @@ def _serve(state: _State) -> None:
                 job = None
             else:
                 job = state.running = state.queue.popleft()
-        if job is None:     # idle: the process's memory (100-300 MB) goes back, and this thread ends (a process
-            with _FORK_LOCK:    # with threads is one Python 3.12+ warns about at fork); both start again on demand
+        if job is None:  # idle: the process's memory (100-300 MB) goes back, and this thread ends (a process
+            with _FORK_LOCK:  # with threads is one Python 3.12+ warns about at fork); both start again on demand
                 _stop(state, reap=True)
             with state.cond:
                 if not state.queue:
@@ -135,7 +137,7 @@ def _serve(state: _State) -> None:
                     return
             continue
         _run(state, job)
-        job = None      # (a waiting thread's locals are no garbage: the job's done() refers to its function)
+        job = None  # (a waiting thread's locals are no garbage: the job's done() refers to its function)
 
 
 def _run(state: _State, job: Job) -> None:
@@ -148,6 +150,7 @@ def _run(state: _State, job: Job) -> None:
             job.done(obj, error)
         except BaseException:  # noqa: BLE001 - done() raised (its warning made an error?): say so, go on
             import traceback
+
             traceback.print_exc()
         finally:
             job.finished.set()
@@ -172,7 +175,7 @@ def _optimize(state: _State, text: str) -> tuple[bytes | None, str | None]:
         else:
             if obj is not None:
                 return obj, None
-    eng = engine()     # here, LLVM raises its error for the job's done() to report
+    eng = engine()  # here, LLVM raises its error for the job's done() to report
     return eng.emit_object(eng.optimize(text)), None
 
 
@@ -196,6 +199,7 @@ def _from_process(state: _State, text: str) -> bytes | None:
 
 def _send_header(proc: _Process) -> None:
     import json
+
     eng = engine()
     header = {"triple": eng.triple, "cpu": eng.cpu, "features": eng.features, "pipeline": PIPELINE}
     protocol.write_frame(proc.stdin, json.dumps(header).encode())
@@ -211,15 +215,22 @@ class _Process:
 
     def __init__(self):
         import llvmlite
+
         if not sys.executable or not hasattr(os, "posix_spawn"):
             raise OSError("no Python executable to run it" if hasattr(os, "posix_spawn") else "no posix_spawn here")
         llvmlite_dir = os.path.dirname(os.path.dirname(os.path.abspath(llvmlite.__file__)))
         to_child, to_parent = os.pipe(), os.pipe()
         try:
             self.pid = os.posix_spawn(
-                sys.executable, [sys.executable, "-I", "-S", protocol.__file__, llvmlite_dir], os.environ,
-                file_actions=[(os.POSIX_SPAWN_DUP2, to_child[0], 0), (os.POSIX_SPAWN_DUP2, to_parent[1], 1),
-                              (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)])
+                sys.executable,
+                [sys.executable, "-I", "-S", protocol.__file__, llvmlite_dir],
+                os.environ,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, to_child[0], 0),
+                    (os.POSIX_SPAWN_DUP2, to_parent[1], 1),
+                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                ],
+            )
         except BaseException:
             for fd in (*to_child, *to_parent):
                 os.close(fd)
@@ -242,6 +253,7 @@ class _Process:
     def wait(self, timeout: float | None = None) -> int | None:
         """The exit status; None if ``timeout`` seconds passed first."""
         import time
+
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None and (deadline is None or time.monotonic() < deadline):
             time.sleep(0.005)
@@ -274,7 +286,7 @@ def _after_fork_in_child() -> None:
     _FORK_LOCK.release()
     old = _STATE
     pending = ([old.running] if old.running is not None else []) + list(old.queue)
-    _stop(old)      # the child's copies of the parent's pipes; the parent's optimizer stays the parent's
+    _stop(old)  # the child's copies of the parent's pipes; the parent's optimizer stays the parent's
     _STATE = _State(pending)
     if pending:
         _start_thread(_STATE)
@@ -283,9 +295,9 @@ def _after_fork_in_child() -> None:
 def _at_exit() -> None:
     """Finish the jobs whose code goes to the on-disk cache; drop the others."""
     state = _STATE
-    with state.cond:     # up to the last job whose code goes to the cache: those before may be what it calls
+    with state.cond:  # up to the last job whose code goes to the cache: those before may be what it calls
         last = max((k for k, job in enumerate(state.queue) if job.persistent), default=-1)
-        state.queue = collections.deque(list(state.queue)[:last + 1])
+        state.queue = collections.deque(list(state.queue)[: last + 1])
         waiting = [j for j in (state.running, *state.queue) if j is not None and j.persistent]
         state.held = 0
         state.cond.notify_all()
@@ -294,7 +306,7 @@ def _at_exit() -> None:
     with state.cond:
         state.closing = True
         state.queue.clear()
-    _stop(state, kill=True)     # O3 of a job nobody will run is not worth finishing
+    _stop(state, kill=True)  # O3 of a job nobody will run is not worth finishing
 
 
 def _before_fork() -> None:
@@ -306,7 +318,5 @@ def _after_fork_in_parent() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
-                        after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 atexit.register(_at_exit)
-

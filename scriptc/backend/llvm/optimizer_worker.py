@@ -9,6 +9,7 @@ Messages are frames: an 8-byte little-endian length, then that many bytes.
   parent -> child:  frame(JSON {"triple", "cpu", "features", "pipeline"}), then frame(IR text) per job
   child -> parent:  per job, frame(one status byte, b"o" then the object file or b"e" then LLVM's error text)
 """
+
 import os
 import struct
 import sys
@@ -21,7 +22,7 @@ def read_frame(stream) -> bytes | None:
     head = read_exactly(stream, 8)
     if head is None:
         return None
-    size, = struct.unpack("<Q", head)
+    (size,) = struct.unpack("<Q", head)
     return read_exactly(stream, size)
 
 
@@ -40,12 +41,13 @@ def write_frame(stream, data: bytes) -> None:
     """Write a frame; ``stream`` may be raw (a write may take part of the data)."""
     view = memoryview(struct.pack("<Q", len(data)) + data)
     while view:
-        view = view[stream.write(view):]
+        view = view[stream.write(view) :]
 
 
 def serve(llvm, target: dict, stdin, stdout) -> None:
     machine = llvm.Target.from_triple(target["triple"]).create_target_machine(
-        cpu=target["cpu"], features=target["features"], opt=3, jit=True)
+        cpu=target["cpu"], features=target["features"], opt=3, jit=True
+    )
     pipeline = target["pipeline"]
     while True:
         text = read_frame(stdin)
@@ -71,8 +73,9 @@ def serve(llvm, target: dict, stdin, stdout) -> None:
 
 def main() -> None:
     import json
-    import signal      # here: the user's process imports this module for its frames, not to run it
-    signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C in a terminal is for the user's process, not this one
+    import signal  # here: the user's process imports this module for its frames, not to run it
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in a terminal is for the user's process, not this one
     # background work: where the cores are all busy (the user's threads, the first tier's code generation on
     # threads), they go first; O3's code replaces code that already runs
     try:
@@ -80,7 +83,8 @@ def main() -> None:
     except OSError:
         pass
     sys.path.insert(0, sys.argv[1])
-    import llvmlite.binding as llvm     # before the header: LLVM loads while the parent writes it
+    import llvmlite.binding as llvm  # before the header: LLVM loads while the parent writes it
+
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer

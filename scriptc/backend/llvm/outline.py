@@ -17,6 +17,7 @@ counted, as Adam's update of each layer names its values after that layer's). Th
 errors differ only in the position they name, so each call site turns the codes the shared function returns
 into its own place's (``Shared.relocation``).
 """
+
 from __future__ import annotations
 
 import os
@@ -38,9 +39,12 @@ OUTLINE_MIN = int(os.environ.get("SCRIPTC_OUTLINE_MIN", "6"))
 def outlinable(node: Node) -> bool:
     """A node lowered to loop nests of its own: fusion groups, fused loops, matrix products, reductions of an
     array along an axis (but sums and means, whose loops are compiled once per process)."""
-    if node.kind in REDUCTIONS:     # (a float sum or any mean along an axis is a call already: sum_reductions.py)
-        return ("axis" in node.attrs and isinstance(node.inputs[0].type, TensorType)
-                and not pairwise_reducible(node.kind.split("::")[1], node.inputs[0].type.dtype))
+    if node.kind in REDUCTIONS:  # (a float sum or any mean along an axis is a call already: sum_reductions.py)
+        return (
+            "axis" in node.attrs
+            and isinstance(node.inputs[0].type, TensorType)
+            and not pairwise_reducible(node.kind.split("::")[1], node.inputs[0].type.dtype)
+        )
     return node.kind in OUTLINED_KINDS
 
 
@@ -59,7 +63,7 @@ def node_graph(node: Node, name: str) -> NodeGraph:
     inputs = []
     for v, is_param in zip(node.inputs, node_params(node)):
         if is_param:
-            inputs.append(g.add_input(v.type))     # unnamed: equal nodes print (and key) alike
+            inputs.append(g.add_input(v.type))  # unnamed: equal nodes print (and key) alike
         else:
             src = v.node
             inputs.append(body.op("prim::Constant", (), [v.type], src.attrs, source=src.source).output)
@@ -109,11 +113,12 @@ class Outlining:
 
     def outlines(self, node: Node) -> bool:
         if not self.mod.target.outline or not outlinable(node) or self.atomic_refcounts:
-            return False        # (a prange body's nodes count references atomically: they stay in its kernel)
+            return False  # (a prange body's nodes count references atomically: they stay in its kernel)
         decided = getattr(self, "_outlining", None)
-        if decided is None:     # (an outlined node's own graph lowers it inline)
-            decided = self._outlining = not isinstance(self.graph, NodeGraph) and \
-                outlinable_count(self.graph) >= OUTLINE_MIN
+        if decided is None:  # (an outlined node's own graph lowers it inline)
+            decided = self._outlining = (
+                not isinstance(self.graph, NodeGraph) and outlinable_count(self.graph) >= OUTLINE_MIN
+            )
         return decided
 
     def lower_outlined(self, node: Node) -> list[list]:
@@ -122,7 +127,7 @@ class Outlining:
         shared = self.mod._outlined.get(key)
         relocation = shared.relocation(sources) if shared is not None else None
         if relocation is None:
-            if shared is not None:      # equal code, but not to be told apart by where it raises
+            if shared is not None:  # equal code, but not to be told apart by where it raises
                 key += "\n" + print_graph(g)
                 shared = self.mod._outlined.get(key)
             if shared is None:
@@ -137,13 +142,13 @@ class Outlining:
         out = self.alloca(out_struct(result_t, self.mod.module))
         status = self.b.call(shared.fn, args + [out])
         with self.b.if_then(self.b.icmp_signed("!=", status, i32(0)), likely=False):
-            for code, to in relocation.items():     # this place's errors
+            for code, to in relocation.items():  # this place's errors
                 status = self.b.select(self.b.icmp_signed("==", status, i32(code)), i32(to), status)
-            self.fail(status)    # the outlined function has released its own references
+            self.fail(status)  # the outlined function has released its own references
         vals = []
         for k, t in enumerate(leaves(result_t)):
             x = self.b.load(self.b.gep(out, [i32(0), i32(k)], inbounds=True))
-            vals.append(self.b.trunc(x, I1) if t == BOOL else x)     # bools travel as i8 in result structs
+            vals.append(self.b.trunc(x, I1) if t == BOOL else x)  # bools travel as i8 in result structs
         outs = []
         for o in node.outputs:
             n = len(leaves(o.type))

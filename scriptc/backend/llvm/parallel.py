@@ -21,6 +21,7 @@ touches strs or lists (Python objects and list headers are not thread-safe) or c
 registered ``calls_python``, ``round(x, n)``: a worker would wait for the GIL that a caller holding it waits on),
 or when its reductions are not recognised (the ``reduce`` attribute does not match the carried values).
 """
+
 from __future__ import annotations
 
 import math
@@ -38,9 +39,17 @@ from .text_builder import TextBuilder
 from .errors import PAYLOAD_SLOTS
 from .pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runtime
 
-INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
-IDENTITY = {("add", INT): 0, ("add", FLOAT): -0.0, ("mul", INT): 1, ("mul", FLOAT): 1.0,
-            ("max", INT): INT64_MIN, ("max", FLOAT): -math.inf, ("min", INT): INT64_MAX, ("min", FLOAT): math.inf}
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+IDENTITY = {
+    ("add", INT): 0,
+    ("add", FLOAT): -0.0,
+    ("mul", INT): 1,
+    ("mul", FLOAT): 1.0,
+    ("max", INT): INT64_MIN,
+    ("max", FLOAT): -math.inf,
+    ("min", INT): INT64_MAX,
+    ("min", FLOAT): math.inf,
+}
 
 
 def parallel_plan(node: Node) -> list[str] | None:
@@ -54,7 +63,7 @@ def parallel_plan(node: Node) -> list[str] | None:
         return None
     for n in body.walk():
         if n.kind == "prim::CallFunction" or REGISTRY.get(n.kind) and REGISTRY[n.kind].extra.get("calls_python"):
-            return None     # (a worker calling into Python would wait for the GIL that the caller holds)
+            return None  # (a worker calling into Python would wait for the GIL that the caller holds)
         for v in list(n.inputs) + list(n.outputs):
             if _python_object(v.type):
                 return None
@@ -83,6 +92,7 @@ def captured_values(body) -> list[Value]:
         for v in block.returns:
             if id(v) not in defined:
                 out.setdefault(id(v), v)
+
     visit(body)
     return list(out.values())
 
@@ -97,8 +107,13 @@ def kernel_graph(node: Node, captured: list[Value], name: str) -> Graph:
     top = Builder.at_end(g.block)
     trips = top.op("aten::sub", [hi, lo], [INT], hints="trips").output
     true = top.constant(True)
-    loop = top.op("prim::Loop", [trips, true] + accs, [p.type for p in body.params[1:]], source=node.source,
-                  hints=[p.name for p in body.params[1:]])
+    loop = top.op(
+        "prim::Loop",
+        [trips, true] + accs,
+        [p.type for p in body.params[1:]],
+        source=node.source,
+        hints=[p.name for p in body.params[1:]],
+    )
     inner = Builder.add_block(loop, [(INT, "j")])
     j = inner.params[0]
     value_map[id(body.params[0])] = Builder.at_end(inner).op("aten::add", [lo, j], [INT], hints="i").output
@@ -120,12 +135,12 @@ def kernel_graph(node: Node, captured: list[Value], name: str) -> Graph:
 class ParallelOps:
     """Mixin of FunctionLowering: parallel loops, and the atomic reference-count runtime kernels use."""
 
-    in_parallel_kernel = False   # lowering a kernel: nested parallel loops run sequentially
-    atomic_refcounts = False     # retain/release/alloc through the atomic runtime functions
+    in_parallel_kernel = False  # lowering a kernel: nested parallel loops run sequentially
+    atomic_refcounts = False  # retain/release/alloc through the atomic runtime functions
 
     def lower_parallel_loop(self, node: Node, kinds: list[str]):
         if not self.mod.target.standalone:
-            ensure_runtime()     # an exported library includes its own copy of the pool (export.py)
+            ensure_runtime()  # an exported library includes its own copy of the pool (export.py)
         b = self.b
         body = node.blocks[0]
         params = body.params[1:]
@@ -136,8 +151,14 @@ class ParallelOps:
         idents = [self.constant_leaf(IDENTITY[(k, p.type)], p.type) for k, p in zip(kinds, params)]
         acc_types = [reg_type(p.type) for p in params]
         part_t = out_struct(kernel_out, self.mod.module)
-        ctx_t = self.mod.struct_type("parallel.ctx.t", [I64, I64] + [x.type for x in cap_vals] + acc_types +
-                                     acc_types + [I32.as_pointer(), I64.as_pointer(), part_t.as_pointer()])
+        ctx_t = self.mod.struct_type(
+            "parallel.ctx.t",
+            [I64, I64]
+            + [x.type for x in cap_vals]
+            + acc_types
+            + acc_types
+            + [I32.as_pointer(), I64.as_pointer(), part_t.as_pointer()],
+        )
         with b.goto_entry_block():
             ctx = b.alloca(ctx_t, name="parallel.ctx")
             status = b.alloca(ir.ArrayType(I32, MAX_THREADS), name="parallel.status")
@@ -147,8 +168,13 @@ class ParallelOps:
         threads = b.load(self.mod_global(THREADS_SYMBOL, I64))
         n = self.smin(self.smin(threads, i64(MAX_THREADS)), trips)
         status0 = b.gep(status, [i32(0), i32(0)])
-        fields = [trips, n] + cap_vals + inits + idents + [status0, b.gep(payloads, [i32(0), i32(0)]),
-                                                           b.gep(parts, [i32(0), i32(0)])]
+        fields = (
+            [trips, n]
+            + cap_vals
+            + inits
+            + idents
+            + [status0, b.gep(payloads, [i32(0), i32(0)]), b.gep(parts, [i32(0), i32(0)])]
+        )
         for k, x in enumerate(fields):
             b.store(x, b.gep(ctx, [i32(0), i32(k)], inbounds=True))
         pre = b.block
@@ -170,7 +196,7 @@ class ParallelOps:
             theirs = b.gep(payloads, [i32(0), b.mul(c, i64(PAYLOAD_SLOTS))])
             for k in range(PAYLOAD_SLOTS):
                 b.store(b.load(b.gep(theirs, [i64(k)])), b.gep(mine, [i64(k)]))
-            if self.interruptible:      # chunks stopped at Ctrl-C: Python's handler runs here, once
+            if self.interruptible:  # chunks stopped at Ctrl-C: Python's handler runs here, once
                 with b.if_then(b.icmp_signed("==", code, i32(self.interrupt_code())), likely=False):
                     self.run_interrupt_check()
             self.fail(code)
@@ -247,6 +273,7 @@ class ParallelOps:
 
         def field(k):
             return b.load(b.gep(ctx, [i32(0), i32(k)], inbounds=True))
+
         trips, n = field(0), field(1)
         caps = [field(2 + k) for k in range(n_caps)]
         inits = [field(2 + n_caps + k) for k in range(n_accs)]
@@ -306,7 +333,3 @@ class ParallelOps:
             b.atomic_rmw("add", counter, i64(1), "monotonic")
         b.ret(p)
         return fn
-
-
-
-

@@ -27,6 +27,7 @@ else the CPUs, read at load), and resets it when loaded and in a forked child (p
 assumptions hold there: chunk code never touches Python (exported code has no GIL calls) and a nested region runs
 serially.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -42,9 +43,9 @@ from .engine import engine
 from .threads import THREADS, THREADS_SYMBOL, default_threads, get_threads, set_threads  # noqa: F401
 from .text_builder import TextBuilder
 
-MAX_THREADS = 64          # chunks (and threads) one region uses at most
-SPIN = 20000              # loads of the generation a worker makes before sleeping (about 10-40 us)
-SYNC_BYTES = 64           # room for a pthread_mutex_t or pthread_cond_t (40/48 bytes on Linux, 64/48 on macOS)
+MAX_THREADS = 64  # chunks (and threads) one region uses at most
+SPIN = 20000  # loads of the generation a worker makes before sleeping (about 10-40 us)
+SYNC_BYTES = 64  # room for a pthread_mutex_t or pthread_cond_t (40/48 bytes on Linux, 64/48 on macOS)
 RUN_SYMBOL = "scriptc.pool.run"
 VOID = ir.VoidType()
 CHUNK_FN = ir.FunctionType(VOID, [I8P, I64])
@@ -62,10 +63,11 @@ def ensure_runtime() -> None:
         if _RUNTIME is not None:
             return
         get_threads()
-        if symbols.bound(RUN_SYMBOL):      # linked from the on-disk cache (runtimes.py) before any compile
+        if symbols.bound(RUN_SYMBOL):  # linked from the on-disk cache (runtimes.py) before any compile
             _RUNTIME = {"scriptc.pool.run.impl": symbols.bound(RUN_SYMBOL)}
             return
         from .compile import link  # (cycle: compile imports lower, lower parallel, parallel this module)
+
         eng = engine()
         llmod = eng.optimize(str(build_module()))
         obj = eng.emit_object(llmod)
@@ -76,7 +78,7 @@ def ensure_runtime() -> None:
         reset = ctypes.CFUNCTYPE(None)(addresses["scriptc.pool.reset"])
         reset()
         if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=reset)   # the child has no workers: start over
+            os.register_at_fork(after_in_child=reset)  # the child has no workers: start over
         _RUNTIME = {"reset": reset, **addresses}
 
 
@@ -92,23 +94,29 @@ class _Builder:
             g = ir.GlobalVariable(m, ty, f"scriptc.pool.{name}")
             g.linkage, g.initializer, g.align = "internal", init, 64
             return g
+
         zero_sync = ir.Constant(sync, None)
         self.mutex, self.work, self.done = (glob(n, sync, zero_sync) for n in ("mutex", "work", "done"))
         self.generation = glob("generation", I64, i64(0))
-        self.claim = glob("claim", I64, i64(0))        # generation << 32 | next chunk
+        self.claim = glob("claim", I64, i64(0))  # generation << 32 | next chunk
         self.remaining = glob("remaining", I64, i64(0))
         self.job_fn = glob("job_fn", I8P, ir.Constant(I8P, None))
         self.job_ctx = glob("job_ctx", I8P, ir.Constant(I8P, None))
         self.job_n = glob("job_n", I64, i64(0))
         self.busy = glob("busy", I64, i64(0))
         self.started = glob("started", I64, i64(0))
-        self.threads = ir.GlobalVariable(m, I64, THREADS_SYMBOL)   # external: THREADS, bound by ensure_runtime
+        self.threads = ir.GlobalVariable(m, I64, THREADS_SYMBOL)  # external: THREADS, bound by ensure_runtime
         self.c = {}
-        for name, ret, args in (("pthread_mutex_init", I32, [I8P, I8P]), ("pthread_cond_init", I32, [I8P, I8P]),
-                                ("pthread_mutex_lock", I32, [I8P]), ("pthread_mutex_unlock", I32, [I8P]),
-                                ("pthread_cond_wait", I32, [I8P, I8P]), ("pthread_cond_broadcast", I32, [I8P]),
-                                ("pthread_create", I32, [I64.as_pointer(), I8P, I8P, I8P]),
-                                ("pthread_detach", I32, [I64])):
+        for name, ret, args in (
+            ("pthread_mutex_init", I32, [I8P, I8P]),
+            ("pthread_cond_init", I32, [I8P, I8P]),
+            ("pthread_mutex_lock", I32, [I8P]),
+            ("pthread_mutex_unlock", I32, [I8P]),
+            ("pthread_cond_wait", I32, [I8P, I8P]),
+            ("pthread_cond_broadcast", I32, [I8P]),
+            ("pthread_create", I32, [I64.as_pointer(), I8P, I8P, I8P]),
+            ("pthread_detach", I32, [I64]),
+        ):
             self.c[name] = ir.Function(m, ir.FunctionType(ret, args), name)
 
     def ptr(self, b, g):
@@ -235,13 +243,14 @@ class _Builder:
         have = b.load(self.started)
         b.cbranch(b.icmp_signed("<", have, want), create, created)
         b.position_at_end(create)
-        status = self.call(b, "pthread_create", tid, ir.Constant(I8P, None), b.bitcast(worker, I8P),
-                           ir.Constant(I8P, None))
+        status = self.call(
+            b, "pthread_create", tid, ir.Constant(I8P, None), b.bitcast(worker, I8P), ir.Constant(I8P, None)
+        )
         ok = b.icmp_signed("==", status, i32(0))
         with b.if_then(ok):
             self.call(b, "pthread_detach", b.load(tid))
             b.store(b.add(have, i64(1)), self.started)
-        b.cbranch(ok, create_head, created)        # no more threads: go on with those there are
+        b.cbranch(ok, create_head, created)  # no more threads: go on with those there are
         b.position_at_end(created)
         self.lock(b)
         gen = b.add(b.load(self.generation), i64(1))
@@ -290,5 +299,5 @@ def build_module(run_name: str = "scriptc.pool.run.impl") -> ir.Module:
     return builder.m
 
 
-if sys.platform == "win32":   # pragma: no cover - scriptc targets POSIX systems (pthreads)
+if sys.platform == "win32":  # pragma: no cover - scriptc targets POSIX systems (pthreads)
     raise ImportError("scriptc's thread pool needs POSIX threads")

@@ -2,6 +2,7 @@
 counter rows, the 20 rounds unrolled in 32-bit registers (adds wrap modulo 2**32, rotations are two shifts and
 an or), as the reference implementation computes them in NumPy ``uint32``; the loop is compiled once per process
 (``threefry_rows``), the shape checks and the allocation where the node is."""
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -21,7 +22,6 @@ def u32(v: int):
 
 class RandomOps:
     """Mixin of FunctionLowering."""
-
 
     def threefry_rows(self, args) -> None:
         """The body of ``void rows(i8* counts, i64 n, i64 stride0, i64 stride1, i32 k0, i32 k1, i8* out)``: the
@@ -56,10 +56,18 @@ def lower_threefry2x32(ctx, node):
     b = ctx.b
     key, counts = ctx.arr(node.inputs[0]), ctx.arr(node.inputs[1])
     n, width = counts.shape
-    ctx.raise_with(b.icmp_signed("!=", key.shape[0], i64(2)), ValueError,
-                    "threefry2x32: key must have shape (2,), got ({0},)", [key.shape[0]])
-    ctx.raise_with(b.icmp_signed("!=", width, i64(2)), ValueError,
-                    "threefry2x32: counts must have shape (n, 2), got ({0}, {1})", [n, width])
+    ctx.raise_with(
+        b.icmp_signed("!=", key.shape[0], i64(2)),
+        ValueError,
+        "threefry2x32: key must have shape (2,), got ({0},)",
+        [key.shape[0]],
+    )
+    ctx.raise_with(
+        b.icmp_signed("!=", width, i64(2)),
+        ValueError,
+        "threefry2x32: counts must have shape (n, 2), got ({0}, {1})",
+        [n, width],
+    )
     k0 = b.load(ctx.element_ptr(key, [i64(0)]))
     k1 = b.load(ctx.element_ptr(key, [i64(1)]))
     out = ctx.alloc(node.output.type, [n, i64(2)])
@@ -75,8 +83,7 @@ def lower_random_fma(ctx, node):
     b = ctx.b
     x, scale, offset = (ctx.arr(v) for v in node.inputs)
     for v in (scale, offset):
-        ctx.raise_if(b.icmp_signed("!=", v.shape[0], i64(1)), ValueError,
-                      "fma: scale and offset must have shape (1,)")
+        ctx.raise_if(b.icmp_signed("!=", v.shape[0], i64(1)), ValueError, "fma: scale and offset must have shape (1,)")
     ty = ELEM[x.t.dtype]
     fma = ctx.mod.module.declare_intrinsic("llvm.fma", [ty], ir.FunctionType(ty, [ty, ty, ty]))
     s = b.load(ctx.element_ptr(scale, [i64(0)]))

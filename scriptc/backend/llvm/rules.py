@@ -11,9 +11,10 @@ an array (``@lowers_array``). An element-wise operator on NumPy scalars takes ``
 (numpy_scalars.py): NumPy's arithmetic in the scalar's own dtype.
 
 The NVPTX target runs the same rules inside its kernels; what differs (math symbols, the loop driver) is its
-``Target`` (target.py). ``tests/test_lowering_rules.py`` fails when a registered operator has no rule and no
+``Target`` (target.py). ``tests/cpu/test_lowering_rules.py`` fails when a registered operator has no rule and no
 stated reason.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -36,6 +37,7 @@ def _register(table: dict, kinds):
             assert name not in table, f"two lowering rules for {kind}"
             table[name] = fn
         return fn
+
     return deco
 
 
@@ -65,7 +67,10 @@ def rule_for(node) -> Rule | None:
     values = list(node.inputs) + list(node.outputs)
     if op.name in ARRAY_RULES and any(isinstance(v.type, TensorType) for v in values):
         return ARRAY_RULES[op.name]
-    if op.elementwise and node.kind != "aten::numpy_scalar" and \
-            any(isinstance(v.type, NumpyScalarType) for v in values):
+    if (
+        op.elementwise
+        and node.kind != "aten::numpy_scalar"
+        and any(isinstance(v.type, NumpyScalarType) for v in values)
+    ):
         return _numpy_scalar_rule
     return SCALAR_RULES.get(op.name)

@@ -9,6 +9,7 @@ records them with the object files' SHA-256); ``load(description, read)`` links 
 process that has not compiled it, and binds what it provides. A runtime's file is content-addressed, so a cache
 entry always gets exactly the runtime its code was linked against.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -18,14 +19,15 @@ import threading
 from . import objload, symbols
 from .digests import sha256
 
-_BY_NAME: dict[str, dict] = {}      # a name a runtime provides -> its description
-_LOADED: set[str] = set()           # SHA-256 of the runtimes linked into this process
+_BY_NAME: dict[str, dict] = {}  # a name a runtime provides -> its description
+_LOADED: set[str] = set()  # SHA-256 of the runtimes linked into this process
 _LOCK = threading.RLock()
-_INIT_CALLS: list = []              # ctypes functions kept alive (and re-run after fork)
+_INIT_CALLS: list = []  # ctypes functions kept alive (and re-run after fork)
 
 
-def register(obj: bytes, provides: dict[str, str], init: str | None = None, address_of=None,
-             first_tier: bool = False) -> dict:
+def register(
+    obj: bytes, provides: dict[str, str], init: str | None = None, address_of=None, first_tier: bool = False
+) -> dict:
     """Record a runtime linked in this process from ``obj``; ``address_of(symbol)``: where it was linked.
     ``first_tier``: code to be replaced by O3's (``summation.compiled_once``), which no cache entry records."""
     sha = sha256(obj).hexdigest()
@@ -82,7 +84,7 @@ def ensure(dependencies: list, read) -> bool:
             if sha in _LOADED:
                 continue
             if any(symbols.bound(name) for name in provides):
-                return False      # this process has its own (another build of it): do not mix the two
+                return False  # this process has its own (another build of it): do not mix the two
             obj = read(sha)
             if obj is None or sha256(obj).hexdigest() != sha:
                 return False

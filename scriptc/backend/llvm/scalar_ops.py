@@ -1,4 +1,5 @@
 """Lowering of operators on Python scalars (int, float, bool): CPython's semantics exactly (see lower.py)."""
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,6 @@ def constant_exponent(v) -> float | None:
 class ScalarOps:
     """Mixin of FunctionLowering: one method per scalar operator family."""
 
-
     def int_floordiv(self, a, b):
         """Python's a // b on i64 (b != 0); INT64_MIN // -1 wraps to INT64_MIN without trapping."""
         B = self.b
@@ -43,7 +43,7 @@ class ScalarOps:
         """float_rem (Objects/floatobject.c), wx != 0."""
         B = self.b
         mod = self.fmod(vx, wx)
-        nonzero = B.fcmp_unordered("!=", mod, f64(0.0))          # C truthiness: NaN is true
+        nonzero = B.fcmp_unordered("!=", mod, f64(0.0))  # C truthiness: NaN is true
         flip = B.xor(B.fcmp_ordered("<", wx, f64(0.0)), B.fcmp_ordered("<", mod, f64(0.0)))
         adjusted = B.select(flip, B.fadd(mod, wx), mod)
         return B.select(nonzero, adjusted, self.copysign(f64(0.0), wx))
@@ -102,9 +102,11 @@ class ScalarOps:
             fractional = i1(finite and y_const != math.floor(y_const))
         # the cases, as nested selects from the last to the first
         general = B.not_(B.or_(B.or_(B.or_(y_zero, x_nan), B.or_(y_nan, y_inf)), B.or_(x_inf, x_zero)))
-        self.raise_if(B.and_(B.and_(B.not_(B.or_(B.or_(B.or_(y_zero, x_nan), B.or_(y_nan, y_inf)), x_inf)),
-                                    x_zero), y_neg),
-                      ZeroDivisionError, "0.0 cannot be raised to a negative power")
+        self.raise_if(
+            B.and_(B.and_(B.not_(B.or_(B.or_(B.or_(y_zero, x_nan), B.or_(y_nan, y_inf)), x_inf)), x_zero), y_neg),
+            ZeroDivisionError,
+            "0.0 cannot be raised to a negative power",
+        )
         p = B.call(self.mod.libm("pow", 2), [ax, y])
         # CPython computes the complex power (complex_pow: OverflowError when its modulus overflows), and
         # scriptc's ** raises for a complex result
@@ -119,11 +121,13 @@ class ScalarOps:
         # x == 0.0: odd ? x : 0.0
         r = B.select(x_zero, B.select(y_odd, x, zero), r)
         # x infinite
-        r = B.select(x_inf, B.select(y_pos, B.select(y_odd, x, ax), B.select(y_odd, self.copysign(zero, x), zero)),
-                     r)
+        r = B.select(x_inf, B.select(y_pos, B.select(y_odd, x, ax), B.select(y_odd, self.copysign(zero, x), zero)), r)
         # y infinite
-        y_inf_r = B.select(B.fcmp_ordered("==", ax, one), one,
-                           B.select(B.icmp_unsigned("==", y_pos, B.fcmp_ordered(">", ax, one)), self.fabs(y), zero))
+        y_inf_r = B.select(
+            B.fcmp_ordered("==", ax, one),
+            one,
+            B.select(B.icmp_unsigned("==", y_pos, B.fcmp_ordered(">", ax, one)), self.fabs(y), zero),
+        )
         r = B.select(y_inf, y_inf_r, r)
         r = B.select(y_nan, B.select(B.fcmp_ordered("==", x, one), one, y), r)
         r = B.select(x_nan, x, r)
@@ -151,17 +155,24 @@ class ScalarOps:
         bits = B.bitcast(c, I64)
         exponent = B.and_(bits, i64(0x7FF0000000000000))
         ulp = B.bitcast(B.sub(exponent, i64(52 << 52)), F64)
-        return B.and_(B.and_(B.icmp_unsigned(">=", exponent, i64(53 << 52)),
-                             B.icmp_unsigned("<", exponent, i64(0x7FF0000000000000))),
-                      B.and_(B.icmp_unsigned("!=", B.and_(bits, i64((1 << 52) - 1)), i64(0)),
-                             B.fcmp_ordered("<=", self.fabs(residual), B.fmul(ulp, margin))))
+        return B.and_(
+            B.and_(
+                B.icmp_unsigned(">=", exponent, i64(53 << 52)), B.icmp_unsigned("<", exponent, i64(0x7FF0000000000000))
+            ),
+            B.and_(
+                B.icmp_unsigned("!=", B.and_(bits, i64((1 << 52) - 1)), i64(0)),
+                B.fcmp_ordered("<=", self.fabs(residual), B.fmul(ulp, margin)),
+            ),
+        )
 
     def exponent_within(self, x, low: int, high: int):
         """Whether |x| is finite, nonzero and 2**low <= |x| < 2**high: no residual below underflows."""
         B = self.b
         biased = B.and_(B.bitcast(x, I64), i64(0x7FF0000000000000))
-        return B.and_(B.icmp_unsigned(">=", biased, i64((1023 + low) << 52)),
-                      B.icmp_unsigned("<", biased, i64((1023 + high) << 52)))
+        return B.and_(
+            B.icmp_unsigned(">=", biased, i64((1023 + low) << 52)),
+            B.icmp_unsigned("<", biased, i64((1023 + high) << 52)),
+        )
 
     def fma(self, a, b, c):
         return self.b.call(self.mod.intrinsic("fma"), [a, b, c])
@@ -181,10 +192,11 @@ class ScalarOps:
         e1 = self.fma(x, x, B.fneg(p))
         c = B.fmul(p, x)
         residual = B.fadd(self.fma(p, x, B.fneg(c)), B.fmul(e1, x))
-        rounded = B.fadd(c, residual)                      # c or a neighbour of c: rounded - c is exact
+        rounded = B.fadd(c, residual)  # c or a neighbour of c: rounded - c is exact
         residual = B.fsub(residual, B.fsub(rounded, c))
-        return rounded, B.and_(self.exponent_within(x, -300, 300),
-                               self.pow_is(rounded, residual, self.exponent_within(x, -30, 30)))
+        return rounded, B.and_(
+            self.exponent_within(x, -300, 300), self.pow_is(rounded, residual, self.exponent_within(x, -30, 30))
+        )
 
     def reciprocal_is_pow(self, x):
         """``(1 / x, certain)``: 1 - q * x is exact (fma), and e - q = (1 - q * x) / x, which (1 - q * x) * q
@@ -192,8 +204,9 @@ class ScalarOps:
         B = self.b
         q = B.fdiv(f64(1.0), x)
         residual = B.fmul(self.fma(B.fneg(q), x, f64(1.0)), q)
-        return q, B.and_(self.exponent_within(x, -1000, 1000),
-                         self.pow_is(q, residual, self.exponent_within(x, -92, 92)))
+        return q, B.and_(
+            self.exponent_within(x, -1000, 1000), self.pow_is(q, residual, self.exponent_within(x, -92, 92))
+        )
 
     def sqrt_is_pow(self, x):
         """``(sqrt(x), certain)`` for x > 0 (CPython raises for x < 0, and pow(-0.0, 0.5) is 0.0): x - s * s is
@@ -202,12 +215,12 @@ class ScalarOps:
         B = self.b
         s = B.call(self.mod.intrinsic("sqrt"), [x])
         positive = B.fcmp_ordered(">", x, f64(0.0))
-        return s, B.and_(B.and_(positive, self.exponent_within(x, -900, 1024)),
-                         self.pow_is(s, self.fma(B.fneg(s), s, x), self.exponent_within(x, -184, 184),
-                                     scale=B.fadd(s, s)))
+        return s, B.and_(
+            B.and_(positive, self.exponent_within(x, -900, 1024)),
+            self.pow_is(s, self.fma(B.fneg(s), s, x), self.exponent_within(x, -184, 184), scale=B.fadd(s, s)),
+        )
 
     FAST_POWERS = {2.0: square_is_pow, 3.0: cube_is_pow, -1.0: reciprocal_is_pow, 0.5: sqrt_is_pow}
-
 
     def compare_int_float(self, pred: str, a, f):
         """``a <pred> f`` for an i64 and a double, exactly (float_richcompare): no rounding of ``a``."""
@@ -224,9 +237,14 @@ class ScalarOps:
         lt = B.select(in_range, lt, B.fcmp_ordered(">=", f, f64(TWO63)))
         gt = B.select(in_range, gt, B.fcmp_ordered("<", f, f64(-TWO63)))
         eq = B.select(in_range, eq, i1(False))
-        return {"<": lambda: lt, ">": lambda: gt, "==": lambda: eq, "!=": lambda: B.not_(eq),
-                "<=": lambda: B.or_(lt, eq), ">=": lambda: B.or_(gt, eq)}[pred]()
-
+        return {
+            "<": lambda: lt,
+            ">": lambda: gt,
+            "==": lambda: eq,
+            "!=": lambda: B.not_(eq),
+            "<=": lambda: B.or_(lt, eq),
+            ">=": lambda: B.or_(gt, eq),
+        }[pred]()
 
     def _range_steps(self, node):
         """(nonempty, steps, lo, step) of range(lo, hi, step): ``steps`` = (span - 1) // |step| with the span
@@ -237,11 +255,10 @@ class ScalarOps:
         self.raise_if(B.icmp_signed("==", step, i64(0)), ValueError, "range() arg 3 must not be zero")
         pos = B.icmp_signed(">", step, i64(0))
         nonempty = B.select(pos, B.icmp_signed("<", lo, hi), B.icmp_signed(">", lo, hi))
-        span = B.select(pos, B.sub(hi, lo), B.sub(lo, hi))                   # unsigned, > 0 when nonempty
-        mag = B.select(pos, step, B.sub(i64(0), step))                        # unsigned |step|
+        span = B.select(pos, B.sub(hi, lo), B.sub(lo, hi))  # unsigned, > 0 when nonempty
+        mag = B.select(pos, step, B.sub(i64(0), step))  # unsigned |step|
         safe_mag = B.select(nonempty, mag, i64(1))
         return nonempty, B.udiv(B.sub(span, i64(1)), safe_mag), lo, step
-
 
     # -- math ------------------------------------------------------------------------------------------------
     def math_1(self, x, r, can_overflow: bool):
@@ -274,7 +291,7 @@ def lower_arith(ctx, node):
         ia, ib = ctx.to_i64(a, ta), ctx.to_i64(b, tb)
         return [[{"add": B.add, "sub": B.sub, "mul": B.mul}[op](ia, ib)]]
     if op == "div":
-        if node.attrs.get("ieee"):      # a derivative rule's: no ZeroDivisionError (see ops/arith._truediv)
+        if node.attrs.get("ieee"):  # a derivative rule's: no ZeroDivisionError (see ops/arith._truediv)
             return [[B.fdiv(ctx.to_f64(a, ta), ctx.to_f64(b, tb))]]
         if ta != FLOAT and tb != FLOAT:
             ia, ib = ctx.to_i64(a, ta), ctx.to_i64(b, tb)
@@ -302,8 +319,7 @@ def lower_arith(ctx, node):
             ctx.raise_if(negative, ValueError, "integers to negative integer powers are not allowed")
         elif ta == BOOL and tb == INT:
             # True ** -n is the float 1.0 (an int once stored), False ** -n divides by zero
-            ctx.raise_if(B.and_(negative, B.not_(a)), ZeroDivisionError,
-                          "0.0 cannot be raised to a negative power")
+            ctx.raise_if(B.and_(negative, B.not_(a)), ZeroDivisionError, "0.0 cannot be raised to a negative power")
             ib = B.select(negative, i64(0), ib)
         return [[B.call(ctx.mod.helper("ipow"), [ia, ib])]]
     raise AssertionError(op)
@@ -325,14 +341,22 @@ def lower_math_pow(ctx, node):
     ax = ctx.fabs(x)
     y_pos, y_neg = B.fcmp_ordered(">", y, zero), B.fcmp_ordered("<", y, zero)
     # y infinite (x finite or not, x not NaN)
-    r_yinf = B.select(B.fcmp_ordered("==", ax, one), one,
-                      B.select(B.and_(y_pos, B.fcmp_ordered(">", ax, one)), y,
-                               B.select(B.and_(y_neg, B.fcmp_ordered("<", ax, one)), B.fneg(y), zero)))
+    r_yinf = B.select(
+        B.fcmp_ordered("==", ax, one),
+        one,
+        B.select(
+            B.and_(y_pos, B.fcmp_ordered(">", ax, one)),
+            y,
+            B.select(B.and_(y_neg, B.fcmp_ordered("<", ax, one)), B.fneg(y), zero),
+        ),
+    )
     # x infinite
     odd_y = B.and_(ctx.isfinite(y), ctx.is_odd_integer(y))
-    r_xinf = B.select(y_pos, B.select(odd_y, x, ax),
-                      B.select(B.fcmp_ordered("==", y, zero), one,
-                               B.select(odd_y, ctx.copysign(zero, x), zero)))
+    r_xinf = B.select(
+        y_pos,
+        B.select(odd_y, x, ax),
+        B.select(B.fcmp_ordered("==", y, zero), one, B.select(odd_y, ctx.copysign(zero, x), zero)),
+    )
     r = B.select(ctx.isinf(y), r_yinf, p)
     r = B.select(ctx.isinf(x), r_xinf, r)
     r = B.select(ctx.isnan(y), B.select(B.fcmp_ordered("==", x, one), one, y), r)
@@ -401,7 +425,7 @@ def lower_compare(ctx, node):
     if ta == FLOAT and tb == INT:
         swapped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}[ipred]
         return [[ctx.compare_int_float(swapped, b, a)]]
-    fa, fb = ctx.to_f64(a, ta), ctx.to_f64(b, tb)      # bools convert exactly
+    fa, fb = ctx.to_f64(a, ta), ctx.to_f64(b, tb)  # bools convert exactly
     if fpred == "une":
         return [[B.fcmp_unordered("!=", fa, fb)]]
     return [[B.fcmp_ordered(ipred, fa, fb)]]
@@ -476,7 +500,7 @@ def lower_range_length(ctx, node):
     B = ctx.b
     nonempty, steps, _, _ = ctx._range_steps(node)
     n = B.add(steps, i64(1))
-    n = B.select(B.icmp_signed("<", n, i64(0)), i64(2 ** 63 - 1), n)      # (beyond int64 as a signed)
+    n = B.select(B.icmp_signed("<", n, i64(0)), i64(2**63 - 1), n)  # (beyond int64 as a signed)
     return [[B.select(nonempty, n, i64(0))]]
 
 
@@ -506,7 +530,7 @@ def lower_math1(ctx, node):
 @lowers("aten::sqrt")
 def lower_sqrt(ctx, node):
     x = ctx.to_f64(ctx.scalar(node.inputs[0]), node.inputs[0].type)
-    r = ctx.b.call(ctx.mod.intrinsic("sqrt"), [x])       # IEEE sqrt: the same bits as libm's
+    r = ctx.b.call(ctx.mod.intrinsic("sqrt"), [x])  # IEEE sqrt: the same bits as libm's
     return [[ctx.math_1(x, r, False)]]
 
 
@@ -545,11 +569,16 @@ def lower_atan2(ctx, node):
     pi = 3.141592653589793
     x_pos_sign = B.fcmp_ordered("==", ctx.copysign(f64(1.0), x), f64(1.0))
     r = B.call(ctx.mod.libm("atan2", 2), [y, x])
-    r = B.select(B.or_(ctx.isinf(x), B.fcmp_ordered("==", y, f64(0.0))),
-                 B.select(x_pos_sign, ctx.copysign(f64(0.0), y), ctx.copysign(f64(pi), y)), r)
-    y_inf_r = B.select(ctx.isinf(x),
-                       B.select(x_pos_sign, ctx.copysign(f64(0.25 * pi), y), ctx.copysign(f64(0.75 * pi), y)),
-                       ctx.copysign(f64(0.5 * pi), y))
+    r = B.select(
+        B.or_(ctx.isinf(x), B.fcmp_ordered("==", y, f64(0.0))),
+        B.select(x_pos_sign, ctx.copysign(f64(0.0), y), ctx.copysign(f64(pi), y)),
+        r,
+    )
+    y_inf_r = B.select(
+        ctx.isinf(x),
+        B.select(x_pos_sign, ctx.copysign(f64(0.25 * pi), y), ctx.copysign(f64(0.75 * pi), y)),
+        ctx.copysign(f64(0.5 * pi), y),
+    )
     r = B.select(ctx.isinf(y), y_inf_r, r)
     r = B.select(B.or_(ctx.isnan(x), ctx.isnan(y)), f64(float("nan")), r)
     return [[r]]
@@ -567,8 +596,7 @@ def lower_math_fmod(ctx, node):
     B = ctx.b
     x, y = [ctx.to_f64(ctx.scalar(v), v.type) for v in node.inputs]
     r = ctx.fmod(x, y)
-    ctx.raise_if(B.and_(ctx.isnan(r), B.not_(B.or_(ctx.isnan(x), ctx.isnan(y)))), ValueError,
-                  "math domain error")
+    ctx.raise_if(B.and_(ctx.isnan(r), B.not_(B.or_(ctx.isnan(x), ctx.isnan(y)))), ValueError, "math domain error")
     return [[B.select(B.and_(ctx.isinf(y), ctx.isfinite(x)), x, r)]]
 
 

@@ -9,6 +9,7 @@ float's precision, so that rounding is the float32 operation's). Groups using an
 floor division, ...) stay scalar. A group ending in a full sum computes its elements the same way
 (summation.py), so it sums what the element-wise loop stores: ``simd_width`` (float64 groups only) is what its
 callers that load and store doubles ask; ``simd_vector`` gives the vector type of either kind of group."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,7 +29,7 @@ LIBMVEC = {c.name for c in C_MATH.values() if c.nargs == 1 and c.vector}
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 OTHER = {"neg", "maximum", "minimum", "where", "pow"}
 ELEMENT = {"float64": F64, "float32": F32}
-SUFFIX = {"float64": "", "float32": "f"}     # libmvec's name of a function's variant (engine.vector_math)
+SUFFIX = {"float64": "", "float32": "f"}  # libmvec's name of a function's variant (engine.vector_math)
 # float32 functions computed by libmvec's double variant, two half vectors widened and the results rounded to
 # float32 (as the scalar loop rounds libm's double result): glibc's float variant of log is within 4 ulp of the
 # correctly rounded value, as NumPy's own float32 log is, but the two err in opposite directions near 1 (7 ulp
@@ -106,9 +107,9 @@ class SimdOps:
             if t.dtype != dtype:
                 return None
             if op == "pow" and not isinstance(n.inputs[1].type, TensorType) and not is_constant(n.inputs[1]):
-                return None     # a variable Python scalar exponent: NumPy's fast powers are decided per call
+                return None  # a variable Python scalar exponent: NumPy's fast powers are decided per call
             if op == "where" and dtype == "float32" and any(v.type == INT for v in n.inputs[1:]):
-                return None     # np.where casts an int to float32 directly (weak_scalar), not through double
+                return None  # np.where casts an int to float32 directly (weak_scalar), not through double
             if op in LIBMVEC or op == "pow":
                 variant, width = (op, lanes // 2) if suffix and op in THROUGH_DOUBLE else (op + suffix, lanes)
                 if not any(width == w for _, w in vm.get(variant, [])):
@@ -178,8 +179,9 @@ class SimdOps:
     def splat(self, x, vec):
         b = self.b
         one = b.insert_element(ir.Constant(vec, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-        return b.shuffle_vector(one, ir.Constant(vec, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32),
-                                                                                               vec.count), None))
+        return b.shuffle_vector(
+            one, ir.Constant(vec, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), vec.count), None)
+        )
 
     def simd_op(self, op, args, vec):
         b = self.b
@@ -194,9 +196,9 @@ class SimdOps:
             return b.select(*args)
         if op in ("maximum", "minimum"):
             x, y = args
-            keep = b.fcmp_ordered(">" if op == "maximum" else "<", x, y)   # equal values: the second (NumPy)
+            keep = b.fcmp_ordered(">" if op == "maximum" else "<", x, y)  # equal values: the second (NumPy)
             return b.select(b.or_(keep, b.fcmp_unordered("uno", x, x)), x, y)
-        if op == "pow" and splat_constant(args[1]) in FAST_POWERS:   # NumPy's fast powers (array_math)
+        if op == "pow" and splat_constant(args[1]) in FAST_POWERS:  # NumPy's fast powers (array_math)
             x, c = args[0], splat_constant(args[1])
             if c == 0.5:
                 return self.simd_op("sqrt", [x], vec)
@@ -227,5 +229,6 @@ class SimdOps:
             pick = ir.Constant(mask, list(range(k * half, (k + 1) * half)))
             wide = [b.fpext(b.shuffle_vector(a, ir.Constant(vec, ir.Undefined), pick), halves) for a in args]
             results.append(b.fptrunc(self.simd_op(op, wide, halves), ir.VectorType(F32, half)))
-        return b.shuffle_vector(results[0], results[1],
-                                ir.Constant(ir.VectorType(ir.IntType(32), vec.count), list(range(vec.count))))
+        return b.shuffle_vector(
+            results[0], results[1], ir.Constant(ir.VectorType(ir.IntType(32), vec.count), list(range(vec.count)))
+        )

@@ -15,16 +15,24 @@ the functions they call, so that a later module calls an earlier one. Every batc
 optimization, as a large program's kernels are in the first tier (first_tier.py); O3 gets the whole module as
 before. Only the first tier streams: the cache and O3 see one module, printed from the batches' texts.
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
 
-from .first_tier import (CONSTANT_GLOBAL, REFERENCE, declaration, exported_name, first_tier_symbol, first_tier_text,
-                         renaming)
+from .first_tier import (
+    CONSTANT_GLOBAL,
+    REFERENCE,
+    declaration,
+    exported_name,
+    first_tier_symbol,
+    first_tier_text,
+    renaming,
+)
 from .text_builder import function_text, module_head
 
-MIN_OUTLINED = 16       # outlined nodes from which a program's kernels stream (the MLP step: 40, train_state: 21)
-BATCH_LINES = 700       # instructions of finished functions that make a batch
+MIN_OUTLINED = 16  # outlined nodes from which a program's kernels stream (the MLP step: 40, train_state: 21)
+BATCH_LINES = 700  # instructions of finished functions that make a batch
 
 
 class KernelStream:
@@ -35,9 +43,9 @@ class KernelStream:
         self.prefix, self.quick, self.codegen = prefix, quick, codegen
         # called before this thread generates code too: gc_pause.collecting_meanwhile's start(before)
         self.before_finish = before_finish
-        self.shipped: set[str] = set()          # names in the module
-        self.printed: dict[str, str] = {}       # the text of each function shipped, by its name
-        self.exports: list[list[str]] = []      # each batch's exported names, in the first tier's text
+        self.shipped: set[str] = set()  # names in the module
+        self.printed: dict[str, str] = {}  # the text of each function shipped, by its name
+        self.exports: list[list[str]] = []  # each batch's exported names, in the first tier's text
         self.stopped = False
         self._declarations: dict[str, str] = {}
         self._first_tier_names: set[str] = set()
@@ -53,11 +61,11 @@ class KernelStream:
         globals_ = [str(v) for v in module.globals.values() if not isinstance(v, ir.Function)]
         defined = [line for text in globals_ for line in text.split("\n") if line.startswith('@"')]
         if not all(CONSTANT_GLOBAL.match(line) for line in defined):
-            self.stopped = True     # a global that is not a constant would be defined by two modules
+            self.stopped = True  # a global that is not a constant would be defined by two modules
             return
         texts = {name: function_text(fn) for name, fn in batch.items()}
         waiting = busy
-        while True:     # a function calling one that is not finished waits with it
+        while True:  # a function calling one that is not finished waits with it
             late = {name for name, text in texts.items() if waiting & set(REFERENCE.findall(text))}
             if not late:
                 break
@@ -69,12 +77,16 @@ class KernelStream:
     def ship_rest(self, module: ir.Module, python_entry: str | None) -> None:
         """What is left of ``module`` (the entry points, what is lowered after the program), as the last module."""
         texts = {name: function_text(fn) for name, fn in self._unshipped(module, set()).items()}
-        self._ship(module, texts, [str(v) for v in module.globals.values() if not isinstance(v, ir.Function)],
-                   python_entry)
+        self._ship(
+            module, texts, [str(v) for v in module.globals.values() if not isinstance(v, ir.Function)], python_entry
+        )
 
     def _unshipped(self, module: ir.Module, busy: set[str]) -> dict[str, ir.Function]:
-        return {v.name: v for v in module.globals.values()
-                if isinstance(v, ir.Function) and v.blocks and v.name not in busy and v.name not in self.shipped}
+        return {
+            v.name: v
+            for v in module.globals.values()
+            if isinstance(v, ir.Function) and v.blocks and v.name not in busy and v.name not in self.shipped
+        }
 
     def _ship(self, module: ir.Module, texts: dict[str, str], globals_: list[str], python_entry: str | None) -> None:
         """A module defining ``texts`` (exported) with the globals, and declaring the functions they refer to."""
@@ -104,7 +116,7 @@ class KernelStream:
                     header: list[str] = []
                     fn.descr_prototype(header)
                     printed = header[0]
-                made = declaration(printed[:printed.index("\n")], fn.name)
+                made = declaration(printed[: printed.index("\n")], fn.name)
             else:
                 made = str(fn)
             self._declarations[fn.name] = made

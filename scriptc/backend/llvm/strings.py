@@ -25,13 +25,14 @@ GIL held; a lowering with ``nogil`` true routes them through ``scriptc.str.incre
 ``scriptc.str.decref.gil`` (internal functions wrapping the call in ``PyGILState_Ensure``/``Release``).
 ``FunctionLowering.py_refcount`` is the one place that chooses.
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
 
 from ...ir.types import BOOL
-from .callbacks import (CALLBACK_SYMBOL, PY_SYMBOLS, PendingException, Plan, keep_str, plan_id,  # noqa: F401
-                        str_symbol, take_str, _CONSTANTS, _PLANS)
+from .callbacks import CALLBACK_SYMBOL, PY_SYMBOLS, PendingException, keep_str, str_symbol
+from .callbacks import _CONSTANTS, _PLANS, Plan, plan_id, take_str  # noqa: F401  (re-exported)
 from .common import I8, I8P, I32, I64, i32, i64, leaves, mem_type, process_global
 from .rules import lowers
 from .text_builder import TextBuilder
@@ -41,10 +42,11 @@ VOID = ir.VoidType()
 
 # -- lowering ------------------------------------------------------------------------------------------------
 
+
 class StringOps:
     """Mixin of FunctionLowering: str constants and reference counts, printing and formatting."""
 
-    nogil = False       # native code runs with the GIL held; true: refcount calls take the GIL themselves
+    nogil = False  # native code runs with the GIL held; true: refcount calls take the GIL themselves
 
     def extern(self, name: str, fnty: ir.FunctionType) -> ir.Function:
         """The module's declaration of an external function (bound with ``llvm.add_symbol``)."""
@@ -115,8 +117,9 @@ class StringOps:
 
 @lowers("prim::Print")
 def lower_print(ctx, node):
-    pid = plan_id("print", [v.type for v in node.inputs], sep=node.attrs.get("sep", " "),
-                  end=node.attrs.get("end", "\n"))
+    pid = plan_id(
+        "print", [v.type for v in node.inputs], sep=node.attrs.get("sep", " "), end=node.attrs.get("end", "\n")
+    )
     ctx.call_back(pid, node.inputs)
     return []
 

@@ -1,5 +1,6 @@
 """Lowering rules of the structural operators: constants, tuples, ``prim::If``, ``prim::Loop`` and calls of
 scripted functions (the loop drivers they use are the lowering core's, lower.py)."""
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -10,6 +11,7 @@ from .common import I1, INT64_MIN, f64, i1, i32, i64, leaves, out_struct, reg_ty
 from .interrupts import at_most_one_chunk, is_unbounded_while
 from .parallel import parallel_plan
 from .rules import lowers
+
 
 @lowers("prim::Constant")
 def lower_constant(ctx, node):
@@ -23,12 +25,13 @@ def lower_constant(ctx, node):
         if t == NONE:
             return []
         if t == INT:
-            return [i64((int(val) - INT64_MIN) % 2 ** 64 + INT64_MIN)]
+            return [i64((int(val) - INT64_MIN) % 2**64 + INT64_MIN)]
         if t == FLOAT:
             return [f64(float(val))]
         if t == BOOL:
             return [i1(val)]
         return [x for e, et in zip(val, t.elems) for x in flat(e, et)]
+
     return [flat(value, node.output.type)]
 
 
@@ -42,8 +45,11 @@ def lower_uninitialized(ctx, node):
 def lower_assert_bound(ctx, node):
     defined = ctx.scalar(node.inputs[0])
     name = node.attrs["name"]
-    ctx.raise_if(ctx.b.not_(defined), UnboundLocalError,
-                  f"cannot access local variable '{name}' where it is not associated with a value")
+    ctx.raise_if(
+        ctx.b.not_(defined),
+        UnboundLocalError,
+        f"cannot access local variable '{name}' where it is not associated with a value",
+    )
     return []
 
 
@@ -68,7 +74,7 @@ def lower_tuple_index(ctx, node):
     index = node.attrs["index"] % len(t.elems)
     start = sum(len(leaves(e)) for e in t.elems[:index])
     n = len(leaves(t.elems[index]))
-    return [ctx.projected(node.output, ctx.get(node.inputs[0])[start:start + n])]
+    return [ctx.projected(node.output, ctx.get(node.inputs[0])[start : start + n])]
 
 
 @lowers("prim::If")
@@ -82,8 +88,7 @@ def lower_if(ctx, node):
     incoming = []
     for blk, bb in zip(node.blocks, (then_bb, else_bb)):
         b.position_at_end(bb)
-        results = [ctx.convert(r, v.type, o.type) for r, v, o in zip(ctx.lower_block(blk), blk.returns,
-                                                                       node.outputs)]
+        results = [ctx.convert(r, v.type, o.type) for r, v, o in zip(ctx.lower_block(blk), blk.returns, node.outputs)]
         incoming.append(([x for r in results for x in r], b.block))
         b.branch(merge_bb)
     b.position_at_end(merge_bb)
@@ -126,7 +131,7 @@ def lower_call(ctx, node):
     out = ctx.alloca(struct)
     status = ctx.call_counting_depth(fn, args + [out])
     with ctx.b.if_then(ctx.b.icmp_signed("!=", status, i32(0)), likely=False):
-        ctx.fail(status)    # the callee has released its own references
+        ctx.fail(status)  # the callee has released its own references
     vals = []
     for k, t in enumerate(leaves(out_t)):
         x = ctx.b.load(ctx.b.gep(out, [i32(0), i32(k)], inbounds=True))

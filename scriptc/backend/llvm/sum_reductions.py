@@ -24,6 +24,7 @@ The loop over a run, the full-reduction driver and the loop over an axis reducti
 process (per dtype, and rank; and axis) and called from every function that sums (allocating the output where the
 node is); a fused group's loop is inlined, as its elements are computed in it.
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -31,8 +32,19 @@ from llvmlite import ir
 from ...ir.types import TensorType
 from .arrays import ELEM, Arr, kind_of
 from .common import F64, I1, I8, I64, i64
-from .summation import (BUFFER_SIZE, ELEM_SIZE, F32, HALF, PW_BLOCKSIZE, UNROLL, Source, Summation,
-                        accumulator_type, fty_size, summation_dtype)
+from .summation import (
+    BUFFER_SIZE,
+    ELEM_SIZE,
+    F32,
+    HALF,
+    PW_BLOCKSIZE,
+    UNROLL,
+    Source,
+    Summation,
+    accumulator_type,
+    fty_size,
+    summation_dtype,
+)
 
 
 class SumReductions(Summation):
@@ -46,11 +58,10 @@ class SumReductions(Summation):
         fty = accumulator_type(sum_dtype)
         chunk = BUFFER_SIZE if sum_dtype != a.t.dtype else None
         zero = ir.Constant(fty, 0.0)
-        if axis is None or not isinstance(node.output.type, TensorType):   # all axes, or the only one
+        if axis is None or not isinstance(node.output.type, TensorType):  # all axes, or the only one
             total = self.shared_full_sum(a, zero, sum_dtype, chunk is not None)
             count = self.size(a.shape)
-            value = self.finish_mean(total, count, res, array=False) if name == "mean" else \
-                self.widen(total)
+            value = self.finish_mean(total, count, res, array=False) if name == "mean" else self.widen(total)
             return [self.scalar_result(self.round_result(value, res), "f", node.output.type)]
         axis %= a.t.rank
         out_t = node.output.type
@@ -59,12 +70,20 @@ class SumReductions(Summation):
         fnty = ir.FunctionType(ir.VoidType(), [i8p] + [I64] * (2 * rank) + [i8p] + [I64] * (rank - 1))
 
         def build(lowering, fn):
-            data, *dims = fn.args[:1 + 2 * rank]
-            into, *strides = fn.args[1 + 2 * rank:]
+            data, *dims = fn.args[: 1 + 2 * rank]
+            into, *strides = fn.args[1 + 2 * rank :]
             shape = [dims[d] for d in range(rank) if d != axis]
-            lowering.axis_reduction(name, Arr(a.t, [ir.Constant(i8p, None), data, *dims]), axis, res, sum_dtype,
-                                    chunk, Arr(out_t, [ir.Constant(i8p, None), into, *shape, *strides]))
+            lowering.axis_reduction(
+                name,
+                Arr(a.t, [ir.Constant(i8p, None), data, *dims]),
+                axis,
+                res,
+                sum_dtype,
+                chunk,
+                Arr(out_t, [ir.Constant(i8p, None), into, *shape, *strides]),
+            )
             lowering.b.ret_void()
+
         reduce = self.call_compiled_once(("axis", name, a.t.dtype, rank, axis, res, out_t.dtype), fnty, build)
         b.call(reduce, [a.data, *a.shape, *a.strides, out.data, *out.strides])
         return [out.leaves]
@@ -107,6 +126,7 @@ class SumReductions(Summation):
                     with lowering.for_range(n) as k:
                         b.store(lowering.round_sum(b.fadd(b.load(slot), source.scalar(k)), sum_dtype), slot)
             b.ret(b.load(slot))
+
         return self.call_compiled_once(("line", dtype, sum_dtype, chunk), fnty, build)
 
     def shared_full_sum(self, a: Arr, total, sum_dtype: str, cast: bool):
@@ -119,6 +139,7 @@ class SumReductions(Summation):
             data, *dims, start = fn.args
             arr = Arr(a.t, [ir.Constant(I8.as_pointer(), None), data, *dims])
             lowering.b.ret(lowering.full_sum(arr, start, sum_dtype, cast))
+
         callee = self.call_compiled_once(("full", a.t.dtype, sum_dtype, rank, cast), fnty, build)
         return self.b.call(callee, [self.b.bitcast(a.data, I8.as_pointer()), *a.shape, *a.strides, total])
 
@@ -140,8 +161,10 @@ class SumReductions(Summation):
             buffer = self.alloca(ir.ArrayType(fty, BUFFER_SIZE))
             fdtype = "float64" if fty == F64 else "float32"
             with self.for_range(b.sdiv(n, block)) as j:
-                base = b.gep(b.bitcast(a.data, I8.as_pointer()),
-                             [self.offset_of(j, lengths, strides, b.add(best_dim, i64(1)), k)])
+                base = b.gep(
+                    b.bitcast(a.data, I8.as_pointer()),
+                    [self.offset_of(j, lengths, strides, b.add(best_dim, i64(1)), k)],
+                )
                 with self.for_range(b.sdiv(b.add(block, b.sub(chunk, i64(1))), chunk)) as c:
                     first = b.mul(c, chunk)
                     rest = b.sub(block, first)
@@ -150,24 +173,25 @@ class SumReductions(Summation):
                         with run:
                             stride = b.load(b.gep(strides, [i64(0), i64(0)]))
                             start = b.gep(base, [b.mul(first, stride)])
-                            b.store(self.run_sum(b.load(acc), start, stride, count, a.t.dtype, sum_dtype, None),
-                                    acc)
+                            b.store(self.run_sum(b.load(acc), start, stride, count, a.t.dtype, sum_dtype, None), acc)
                         with spanning:
                             # chunks hold whole rows of the innermost axis (they are multiples of the core)
                             row = b.load(b.gep(lengths, [i64(0), i64(0)]))
                             stride = b.load(b.gep(strides, [i64(0), i64(0)]))
                             with self.for_range(b.sdiv(count, row)) as r:
-                                at = self.offset_of(b.add(b.sdiv(first, row), r), lengths, strides, i64(1),
-                                                    b.add(best_dim, i64(1)))
+                                at = self.offset_of(
+                                    b.add(b.sdiv(first, row), r), lengths, strides, i64(1), b.add(best_dim, i64(1))
+                                )
                                 start = b.gep(base, [at])
                                 with self.for_range(row) as e:
-                                    ptr = b.bitcast(b.gep(start, [b.mul(e, stride)]),
-                                                    ELEM[a.t.dtype].as_pointer())
+                                    ptr = b.bitcast(b.gep(start, [b.mul(e, stride)]), ELEM[a.t.dtype].as_pointer())
                                     x = self.convert_to(b.load(ptr), a.t.dtype, fty)
                                     b.store(x, b.gep(buffer, [i64(0), b.add(b.mul(r, row), e)]))
                             data = b.bitcast(buffer, I8.as_pointer())
-                            b.store(self.run_sum(b.load(acc), data, i64(ELEM_SIZE[fdtype]), count, fdtype,
-                                                 sum_dtype, None), acc)
+                            b.store(
+                                self.run_sum(b.load(acc), data, i64(ELEM_SIZE[fdtype]), count, fdtype, sum_dtype, None),
+                                acc,
+                            )
         return b.load(acc)
 
     def iterator_axes(self, a: Arr):
@@ -235,8 +259,7 @@ class SumReductions(Summation):
             last = b.load(merged)
             length, stride = b.load(at(lengths, i)), b.load(at(strides, i))
             last_length = b.load(at(lengths, last))
-            with b.if_else(b.icmp_signed("==", b.mul(last_length, b.load(at(strides, last))), stride)) as (
-                    merge, new):
+            with b.if_else(b.icmp_signed("==", b.mul(last_length, b.load(at(strides, last))), stride)) as (merge, new):
                 with merge:
                     b.store(b.mul(last_length, length), at(lengths, last))
                 with new:
@@ -263,12 +286,17 @@ class SumReductions(Summation):
         does not increase; the input needs a buffer once the core spans two axes (or when it is cast).
         (best axis, block = elements of the axes up to it, chunk = elements per inner-loop call)."""
         b = self.b
-        slots = {name: self.alloca(I64) for name in ("size", "cost", "dim", "best_cost", "best_size", "core",
-                                                     "stop")}
+        slots = {name: self.alloca(I64) for name in ("size", "cost", "dim", "best_cost", "best_size", "core", "stop")}
         first = b.load(b.gep(lengths, [i64(0), i64(0)]))
-        for name, value in (("size", first), ("cost", i64(2 if cast else 1)), ("dim", i64(0)),
-                            ("best_cost", i64(2 if cast else 1)), ("best_size", first), ("core", i64(1)),
-                            ("stop", i64(0))):
+        for name, value in (
+            ("size", first),
+            ("cost", i64(2 if cast else 1)),
+            ("dim", i64(0)),
+            ("best_cost", i64(2 if cast else 1)),
+            ("best_size", first),
+            ("core", i64(1)),
+            ("stop", i64(0)),
+        ):
             b.store(value, slots[name])
         with self.for_range(k, i64(1)) as idim:
             size, cost = b.load(slots["size"]), b.load(slots["cost"])
@@ -283,11 +311,11 @@ class SumReductions(Summation):
                 b.store(grown, slots["size"])
                 capped = b.and_(b.icmp_signed(">", cost, i64(1)), b.icmp_signed(">", grown, i64(BUFFER_SIZE)))
                 bufsize = b.select(capped, i64(BUFFER_SIZE), grown)
-                better = b.icmp_signed("<=", b.mul(cost, b.load(slots["best_size"])),
-                                       b.mul(b.load(slots["best_cost"]), bufsize))
+                better = b.icmp_signed(
+                    "<=", b.mul(cost, b.load(slots["best_size"])), b.mul(b.load(slots["best_cost"]), bufsize)
+                )
                 with b.if_then(better):
-                    for name, value in (("best_cost", cost), ("core", size), ("best_size", grown),
-                                        ("dim", idim)):
+                    for name, value in (("best_cost", cost), ("core", size), ("best_size", grown), ("dim", idim)):
                         b.store(value, slots[name])
         best_dim, block, core = b.load(slots["dim"]), b.load(slots["best_size"]), b.load(slots["core"])
         buffered = b.or_(ir.Constant(I1, int(cast)), b.icmp_signed(">", best_dim, i64(0)))
@@ -345,7 +373,6 @@ class SumReductions(Summation):
             value = b.fpext(b.fptrunc(value, F32), F64)
         return value
 
-
     # -- the full reduction ending a fusion group ---------------------------------------------------------
     def fused_pairwise_reduction(self, reduction, node, src_dtype: str, res: str, shape, arrays, element):
         """np.sum/np.mean of a fused group's elements, as NumPy sums the materialized (C-contiguous) array:
@@ -375,10 +402,17 @@ class SumReductions(Summation):
 
             def vector(pos):
                 return b.load(at(pos, ir.VectorType(fty, UNROLL)), align=fty_size(fty))
+
             return Source(scalar, vector, begin)
 
-        total = self.chunked_sum(ir.Constant(fty, 0.0), n, fty, sum_dtype, chunk,
-                                 lambda offset, count: self.pairwise_sum(count, fty, source_at(offset)))
+        total = self.chunked_sum(
+            ir.Constant(fty, 0.0),
+            n,
+            fty,
+            sum_dtype,
+            chunk,
+            lambda offset, count: self.pairwise_sum(count, fty, source_at(offset)),
+        )
         value = self.finish_mean(total, n, res, array=False) if name == "mean" else self.widen(total)
         return self.scalar_result(self.round_result(value, res), "f", node.output.type)
 
@@ -409,6 +443,7 @@ class SumReductions(Summation):
                 a = by_value[id(v)]
                 ptr = b.bitcast(b.gep(a.data, [b.mul(i, i64(a.itemsize))]), self.elem_ptr_type(a))
                 return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+
             store(buffer, j, *element(load))
 
         def flat_elements(buffer, first, count):
@@ -427,8 +462,7 @@ class SumReductions(Summation):
                         b.store(values, b.bitcast(b.gep(buffer, [i64(0), j]), vec.as_pointer()), align=8)
                     with tail:
                         rest = b.sub(count, j)
-                        with self.for_range(b.select(b.icmp_signed("<", rest, i64(lanes)), rest,
-                                                     i64(lanes))) as t:
+                        with self.for_range(b.select(b.icmp_signed("<", rest, i64(lanes)), rest, i64(lanes))) as t:
                             flat_element(buffer, first, b.add(j, t))
 
         def fill(buffer, first, count):
@@ -442,9 +476,11 @@ class SumReductions(Summation):
                         def load(v, index=index):
                             a = by_value[id(v)]
                             view = Arr(a.t, [a.mi, a.data, *a.shape, *strides[id(a)]])
-                            ptr = self.element_ptr(view, index[len(index) - a.t.rank:])
+                            ptr = self.element_ptr(view, index[len(index) - a.t.rank :])
                             return kind_of(a.t.dtype), self.load_element(ptr, a.t.dtype)
+
                         store(buffer, j, *element(load))
+
         return fill
 
     def unravel(self, i, shape) -> list:

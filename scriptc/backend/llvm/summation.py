@@ -15,6 +15,7 @@ add per 8 elements), and the recursion is an explicit stack inside the function,
 fused group's elements is inlined in the leaves. Partial sums have the type of NumPy's loop: double for float64,
 float for float32 and float16 (NumPy's ``HALF_add`` sums halves as floats).
 """
+
 from __future__ import annotations
 
 import threading
@@ -30,12 +31,22 @@ from .text_builder import TextBuilder
 
 PW_BLOCKSIZE = 128
 UNROLL = 8
-BUFFER_SIZE = 8192       # NumPy's default iterator buffer, in elements
-STACK_DEPTH = 64         # the recursion halves n: 64 levels hold any i64 length
+BUFFER_SIZE = 8192  # NumPy's default iterator buffer, in elements
+STACK_DEPTH = 64  # the recursion halves n: 64 levels hold any i64 length
 F32 = ir.FloatType()
 HALF = ir.HalfType()
-ELEM_SIZE = {"float64": 8, "float32": 4, "float16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
-             "uint8": 1, "uint32": 4, "bool": 1}
+ELEM_SIZE = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "uint32": 4,
+    "bool": 1,
+}
 
 
 def summation_dtype(name: str, src_dtype: str) -> str:
@@ -101,8 +112,9 @@ class Summation:
 
         push(i64(0), i64(0), n)
         visit, split, leaf, deliver, up, as_left, as_right, done = (
-            fn.append_basic_block(name) for name in
-            ("pw.visit", "pw.split", "pw.leaf", "pw.deliver", "pw.up", "pw.left", "pw.right", "pw.done"))
+            fn.append_basic_block(name)
+            for name in ("pw.visit", "pw.split", "pw.leaf", "pw.deliver", "pw.up", "pw.left", "pw.right", "pw.done")
+        )
         b.branch(visit)
 
         b.position_at_end(visit)
@@ -222,15 +234,18 @@ class Summation:
         """``total`` plus the sums of ``n`` elements, one inner-loop call per ``chunk`` elements (all at once
         when None), rounded to ``sum_dtype`` after each call as NumPy stores its result.
         ``sum_of(offset, count)`` is the pairwise sum of ``count`` elements from ``offset``."""
-        return self.chunked_sums([total], n, [fty], [sum_dtype], chunk,
-                                 lambda offset, count: [sum_of(offset, count)])[0]
+        return self.chunked_sums([total], n, [fty], [sum_dtype], chunk, lambda offset, count: [sum_of(offset, count)])[
+            0
+        ]
 
     def chunked_sums(self, totals: list, n, ftys: list, sum_dtypes: list, chunk: int | None, sums_of) -> list:
         """``chunked_sum`` of several sums sharing their chunks: ``sums_of(offset, count)`` gives a list."""
         b = self.b
         if chunk is None:
-            return [self.round_sum(b.fadd(total, s), dtype)
-                    for total, s, dtype in zip(totals, sums_of(i64(0), n), sum_dtypes)]
+            return [
+                self.round_sum(b.fadd(total, s), dtype)
+                for total, s, dtype in zip(totals, sums_of(i64(0), n), sum_dtypes)
+            ]
         accs = [self.alloca(fty) for fty in ftys]
         for acc, total in zip(accs, totals):
             b.store(total, acc)
@@ -256,7 +271,7 @@ class Summation:
         vector = isinstance(x.type, ir.VectorType)
         target = ir.VectorType(fty, x.type.count) if vector else fty
         if src_dtype == "float16" and isinstance(x.type.element if vector else x.type, ir.IntType):
-            x = b.bitcast(x, ir.VectorType(HALF, x.type.count) if vector else HALF)   # stored as its bits
+            x = b.bitcast(x, ir.VectorType(HALF, x.type.count) if vector else HALF)  # stored as its bits
         k = kind_of(src_dtype)
         if k == "f":
             if x.type == target:
@@ -290,10 +305,11 @@ class Summation:
                 else:
                     x = ir.Constant(vty, ir.Undefined)
                     for j in range(UNROLL):
-                        x = b.insert_element(x, b.load(ptr(b.add(pos, i64(j)), elem)),
-                                             ir.Constant(ir.IntType(32), j))
+                        x = b.insert_element(x, b.load(ptr(b.add(pos, i64(j)), elem)), ir.Constant(ir.IntType(32), j))
                 return self.convert_to(x, src_dtype, fty)
+
             return Source(scalar, vector)
+
         return source_at
 
     def run_sum(self, total, base, stride, n, src_dtype: str, sum_dtype: str, chunk):
@@ -306,17 +322,18 @@ class Summation:
         def build(lowering, fn):
             base, stride, n = fn.args
             lowering.pairwise_run_body(base, stride, n, src_dtype, fty)
+
         callee = self.call_compiled_once(("pairwise", src_dtype, str(fty)), fnty, build)
 
         def sum_of(offset, count):
             return b.call(callee, [b.gep(base, [b.mul(offset, stride)]), stride, count])
+
         return self.chunked_sum(total, n, fty, sum_dtype, chunk, sum_of)
 
     def pairwise_run_body(self, base, stride, n, src_dtype: str, fty) -> None:
         """Return the pairwise sum of a run: vector loads when it is contiguous, element loads otherwise."""
         b = self.b
-        with b.if_else(b.icmp_signed("==", stride, i64(ELEM_SIZE[src_dtype])), likely=True) as (
-                contiguous, strided):
+        with b.if_else(b.icmp_signed("==", stride, i64(ELEM_SIZE[src_dtype])), likely=True) as (contiguous, strided):
             with contiguous:
                 b.ret(self.pairwise_sum(n, fty, self.run_source(base, stride, src_dtype, fty, True)(i64(0))))
             with strided:
@@ -327,18 +344,18 @@ class Summation:
         """A callee for the function ``build(lowering, fn)`` emits, compiled (strict FP, O3) once per process
         and key: the code every reduction site shares is not optimized again for each compiled function."""
         name = "scriptc.shared." + "_".join(str(k) for k in key).replace(" ", "")
-        if self.mod.target.standalone:     # a library for another process: the function goes into this module
+        if self.mod.target.standalone:  # a library for another process: the function goes into this module
             fn = self.mod.module.globals.get(name)
             if fn is None:
                 fn = build_function(self.mod, name, fnty, build)
                 fn.linkage = "internal"
             return fn
-        compiled_once(key, fnty, build, name)      # bound to the name (which later links resolve)
+        compiled_once(key, fnty, build, name)  # bound to the name (which later links resolve)
         return self.mod.module.globals.get(name) or ir.Function(self.mod.module, fnty, name)
 
 
 _COMPILED: dict = {}
-_COMPILED_LOCK = threading.RLock()   # a shared function may call another one
+_COMPILED_LOCK = threading.RLock()  # a shared function may call another one
 
 
 def compiled_once(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
@@ -358,13 +375,14 @@ def compiled_once(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
 def _compile(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
     from .compile import link  # (cycle: compile imports outline, which imports this module)
     from .lower import ModuleLowering  # (cycle: lower imports fused_multi, which imports this module)
+
     prefix = "scriptc_shared_" + "_".join(str(k) for k in key).replace(" ", "")
     mod = ModuleLowering(prefix)
     fn = build_function(mod, mod.unique("fn"), fnty, build)
     eng = engine()
     text = SHARED_IR[name] = str(mod.module)
-    if optimizer.enabled():     # the first tier's code now (a third of O3's compile time), O3's later
-        quick = f"{fn.name}.quick"          # (both objects live in the process: distinct symbols for the JIT)
+    if optimizer.enabled():  # the first tier's code now (a third of O3's compile time), O3's later
+        quick = f"{fn.name}.quick"  # (both objects live in the process: distinct symbols for the JIT)
         obj = eng.quick_object(text.replace(f'@"{fn.name}"', f'@"{quick}"'))
         address = link(obj, [quick])[quick]
         runtimes.register(obj, {name: quick}, first_tier=True)
@@ -383,10 +401,13 @@ def _install_optimized(key: tuple, name: str, symbol: str, obj: bytes | None, er
     if obj is None:
         if error is not None:
             import warnings
-            warnings.warn(f"scriptc: optimizing {name} failed, its first-tier code stays: {error}", RuntimeWarning,
-                          stacklevel=1)
+
+            warnings.warn(
+                f"scriptc: optimizing {name} failed, its first-tier code stays: {error}", RuntimeWarning, stacklevel=1
+            )
         return
     from .compile import link  # (cycle: compile imports outline, which imports this module)
+
     address = link(obj, [symbol])[symbol]
     with _COMPILED_LOCK:
         _COMPILED[key] = address
@@ -394,7 +415,7 @@ def _install_optimized(key: tuple, name: str, symbol: str, obj: bytes | None, er
         runtimes.register(obj, {name: symbol})
 
 
-SHARED_IR: dict[str, str] = {}      # name -> LLVM IR of the functions compiled once in this process (to read)
+SHARED_IR: dict[str, str] = {}  # name -> LLVM IR of the functions compiled once in this process (to read)
 
 
 class KernelRaises(Exception):
@@ -405,6 +426,7 @@ class KernelRaises(Exception):
 def build_function(mod, name: str, fnty: ir.FunctionType, build) -> ir.Function:
     """A function of ``mod`` whose body ``build(lowering, fn)`` emits."""
     from .lower import FunctionLowering  # (cycle: lower imports fused_multi, which imports this module)
+
     fn = ir.Function(mod.module, fnty, name)
     fn.attributes.add("nounwind")
     # a lowering object for a function with no graph: the emitting helpers need a builder and an entry block

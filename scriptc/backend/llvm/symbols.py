@@ -11,6 +11,7 @@ of *providers*, registered per prefix by the modules that own them and run on fi
 a runtime compiled), then of the process's own libraries (the C library, the C API, libm). This module imports
 no LLVM: the cache's hit path links through it without loading llvmlite.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -19,7 +20,7 @@ import threading
 LIBC = ctypes.CDLL(None)
 _BOUND: dict[str, int] = {}
 _PROVIDERS: list[tuple[str, object]] = []
-_LLVM_ADD = []          # llvmlite's add_symbol, once the engine has loaded LLVM
+_LLVM_ADD = []  # llvmlite's add_symbol, once the engine has loaded LLVM
 _LOCK = threading.RLock()
 
 # Counters native code increments as it allocates and frees arrays and lists (test hooks: arrays.allocations())
@@ -42,9 +43,11 @@ def bound(name: str) -> int | None:
 
 def provider(prefix: str):
     """Decorator: ``fn(name) -> address or None`` binds names starting with ``prefix`` on first use."""
+
     def deco(fn):
         _PROVIDERS.append((prefix, fn))
         return fn
+
     return deco
 
 
@@ -56,7 +59,7 @@ def address_of(name: str) -> int | None:
     address = _import_binding(name)
     if address is not None:
         return address
-    for prefix, fn in list(_PROVIDERS):     # not under the lock: a provider may compile, and take other locks
+    for prefix, fn in list(_PROVIDERS):  # not under the lock: a provider may compile, and take other locks
         if name.startswith(prefix):
             address = fn(name)
             if address:
@@ -66,13 +69,20 @@ def address_of(name: str) -> int | None:
 
 
 # Names bound by a module when it is imported: the module to import for a name nobody bound yet
-_BOUND_ON_IMPORT = {"scriptc.obj.": "entry_runtime", "scriptc.PyArray_": "entry_runtime",
-                    "scriptc.release_capsule": "entry_runtime", "scriptc.py.": "callbacks",
-                    "scriptc.payload_": "errors", "scriptc.pthread_": "errors", "scriptc.calloc": "errors"}
+_BOUND_ON_IMPORT = {
+    "scriptc.obj.": "entry_runtime",
+    "scriptc.PyArray_": "entry_runtime",
+    "scriptc.release_capsule": "entry_runtime",
+    "scriptc.py.": "callbacks",
+    "scriptc.payload_": "errors",
+    "scriptc.pthread_": "errors",
+    "scriptc.calloc": "errors",
+}
 
 
 def _import_binding(name: str) -> int | None:
     import importlib
+
     for prefix, module in _BOUND_ON_IMPORT.items():
         if name.startswith(prefix):
             importlib.import_module(f"{__package__}.{module}")
@@ -120,6 +130,7 @@ def libm() -> ctypes.CDLL:
             lib.sin, lib.frexp
         except AttributeError:
             import ctypes.util
+
             lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
         _LIBM.append(lib)
     return _LIBM[0]
@@ -127,7 +138,7 @@ def libm() -> ctypes.CDLL:
 
 @provider(LIBM_PREFIX)
 def _libm_function(name: str) -> int | None:
-    fn = getattr(libm(), name[len(LIBM_PREFIX):], None)
+    fn = getattr(libm(), name[len(LIBM_PREFIX) :], None)
     return function_address(fn) if fn is not None else None
 
 
@@ -154,17 +165,20 @@ def _vector_function(name: str) -> int | None:
 @provider("scriptc.blas.")
 def _blas_function(name: str) -> int | None:
     from . import blas  # (cycle: blas imports this module)
+
     return _BOUND.get(name) if blas.bind() else None
 
 
 @provider("scriptc.pool.threads")
 def _pool_threads(name: str) -> int | None:
     from . import threads  # when code refers to it: a cache hit of code that does not loads no threads
+
     return threads.address() if name == threads.THREADS_SYMBOL else None
 
 
 @provider("scriptc.pool.run")
 def _pool_run(name: str) -> int | None:
-    from . import pool      # compiles the thread pool's runtime with LLVM, once per process
+    from . import pool  # compiles the thread pool's runtime with LLVM, once per process
+
     pool.ensure_runtime()
     return _BOUND.get(name)

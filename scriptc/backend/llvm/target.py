@@ -5,6 +5,7 @@ is called by (libm under scriptc's private names on the CPU, libdevice's ``__nv_
 module's triple, whether code may check the C stack, call the thread pool and OpenBLAS, do float32 math in
 single precision, outline loop nests, and which LLVM loop hints the lowering's own loops carry.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,16 +16,16 @@ from .symbols import LIBM_PREFIX
 @dataclass(frozen=True)
 class Target:
     name: str
-    math_prefix: str = LIBM_PREFIX      # the symbol of libm's ``f`` is math_prefix + f
-    triple: str | None = None           # None: the host's
+    math_prefix: str = LIBM_PREFIX  # the symbol of libm's ``f`` is math_prefix + f
+    triple: str | None = None  # None: the host's
     data_layout: str | None = None
-    standalone: bool = False            # shared helpers are built into the module (a library, a kernel module)
-    stack_checks: bool = True           # calls check the C stack's budget (no: a GPU thread's stack)
-    parallel: bool = True               # large groups and prange loops run on a thread pool
-    blas: bool = True                   # float matrix products call OpenBLAS (else the generated row loop)
+    standalone: bool = False  # shared helpers are built into the module (a library, a kernel module)
+    stack_checks: bool = True  # calls check the C stack's budget (no: a GPU thread's stack)
+    parallel: bool = True  # large groups and prange loops run on a thread pool
+    blas: bool = True  # float matrix products call OpenBLAS (else the generated row loop)
     # float32 math in single precision (expf, ...: within 2 ulp) rather than through double, correctly rounded
     single_precision_math: bool = False
-    outline: bool = True                # big functions call their loop nests (outline.py)
+    outline: bool = True  # big functions call their loop nests (outline.py)
     # LLVM loop hints on the loops the lowering makes (element loops, copies; not the user's loops): no runtime
     # unrolling. They are vectorized (the vectorizer interleaves them itself) or chains of dependent operations;
     # copying them with a remainder loop made the seed loop's module 60% larger and cost 15 of its 105 ms of LLVM

@@ -13,6 +13,7 @@ functions, aggregates, branches and returns. Everything else (phi, whose incomin
 element operations; calls with attributes or through inline assembly) is llvmlite's instruction, which takes a
 ``Register`` as an operand like any other value. Registers carry no debug metadata (the lowering sets none).
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -25,6 +26,7 @@ _I1 = ir.IntType(1)
 class Register:
     """An instruction built as text: its result ``type``, ``opname`` and ``operands`` (for the lowering's peephole
     checks), its reference and its line of IR."""
+
     __slots__ = ("type", "opname", "operands", "ref", "text")
 
     def get_reference(self) -> str:
@@ -38,7 +40,7 @@ class Register:
 
     @property
     def function_type(self):
-        return self.type.pointee       # a function pointer's (a call through it)
+        return self.type.pointee  # a function pointer's (a call through it)
 
     def set_metadata(self, name: str, node) -> None:
         self.text += f", !{name} {node.get_reference()}"
@@ -47,6 +49,7 @@ class Register:
 class Anchored(Register):
     """A register that knows its block: an alloca (an IRBuilder is positioned after one: ``position_after``) or
     a terminator (``goto_block`` positions before it; ``if_then`` sets its branch weights)."""
+
     __slots__ = ("parent", "allocated_type")
 
     def set_count(self, count: int) -> None:
@@ -56,11 +59,12 @@ class Anchored(Register):
 
     def set_weights(self, weights) -> None:
         module = self.parent.module
-        made = module.__dict__.setdefault("branch_weights", {})     # one node per weights (llvmlite looks its
-        md = made.get(tuple(weights))                                  # operands up otherwise: slow)
+        made = module.__dict__.setdefault("branch_weights", {})  # one node per weights (llvmlite looks its
+        md = made.get(tuple(weights))  # operands up otherwise: slow)
         if md is None:
-            md = made[tuple(weights)] = module.add_metadata([ir.MetaDataString(module, "branch_weights"),
-                                                             *(ir.Constant(ir.IntType(32), w) for w in weights)])
+            md = made[tuple(weights)] = module.add_metadata(
+                [ir.MetaDataString(module, "branch_weights"), *(ir.Constant(ir.IntType(32), w) for w in weights)]
+            )
         self.set_metadata("prof", md)
 
 
@@ -72,9 +76,9 @@ def _pointer(t, space: int):
     modules' structs of one name differ)."""
     made = _POINTERS.get((id(t), space))
     if made is None:
-        if len(_POINTERS) > 4096:       # (a long process's struct types)
+        if len(_POINTERS) > 4096:  # (a long process's struct types)
             _POINTERS.clear()
-        made = _POINTERS[id(t), space] = (t, t.as_pointer(space))      # (t kept: its id stays its own)
+        made = _POINTERS[id(t), space] = (t, t.as_pointer(space))  # (t kept: its id stays its own)
     return made[1]
 
 
@@ -103,7 +107,7 @@ class TextBuilder(ir.IRBuilder):
         r = cls()
         r.type, r.opname, r.operands = typ, opname, operands
         fn = self._block.parent
-        n = fn.__dict__.get("scriptc_registers", 0) + 1      # (a name llvmlite's Function will not take)
+        n = fn.__dict__.get("scriptc_registers", 0) + 1  # (a name llvmlite's Function will not take)
         fn.scriptc_registers = n
         if '"' in name or "\\" in name:
             name = name.replace("\\", "\\5c").replace('"', "\\22")
@@ -140,8 +144,13 @@ class TextBuilder(ir.IRBuilder):
         t = lhs.type
         result = ir.VectorType(_I1, t.count) if isinstance(t, ir.VectorType) else _I1
         flag_text = "".join(" " + f for f in flags)
-        return self._emit(result, opname, (lhs, rhs),
-                          f"{opname}{flag_text} {op} {t} {lhs.get_reference()}, {rhs.get_reference()}", name)
+        return self._emit(
+            result,
+            opname,
+            (lhs, rhs),
+            f"{opname}{flag_text} {op} {t} {lhs.get_reference()}, {rhs.get_reference()}",
+            name,
+        )
 
     def icmp_signed(self, cmpop, lhs, rhs, name=""):
         return self._compare("icmp", _CMP[cmpop] if cmpop in ("==", "!=") else "s" + _CMP[cmpop], lhs, rhs, name)
@@ -160,8 +169,13 @@ class TextBuilder(ir.IRBuilder):
         if t is not rhs.type and t != rhs.type:
             raise ValueError(f"select of two types ({t}, {rhs.type})")
         op = " ".join(("select", *flags))
-        return self._emit(t, "select", (cond, lhs, rhs),
-                          f"{op} {_typed(cond)}, {t} {lhs.get_reference()}, {t} {rhs.get_reference()}", name)
+        return self._emit(
+            t,
+            "select",
+            (cond, lhs, rhs),
+            f"{op} {_typed(cond)}, {t} {lhs.get_reference()}, {t} {rhs.get_reference()}",
+            name,
+        )
 
     def _cast(self, opname: str, value, typ, name: str):
         if value.type is typ or value.type == typ:
@@ -171,8 +185,14 @@ class TextBuilder(ir.IRBuilder):
     def alloca(self, typ, size=None, name=""):
         if size is not None and not hasattr(size, "type"):
             size = ir.Constant(ir.IntType(32), size)
-        r = self._emit(_pointer(typ, 0), "alloca", (size,) if size is not None else (),
-                       f"alloca {typ}" + (f", {_typed(size)}" if size is not None else ""), name, Anchored)
+        r = self._emit(
+            _pointer(typ, 0),
+            "alloca",
+            (size,) if size is not None else (),
+            f"alloca {typ}" + (f", {_typed(size)}" if size is not None else ""),
+            name,
+            Anchored,
+        )
         r.parent, r.allocated_type = self._block, typ
         return r
 
@@ -180,8 +200,9 @@ class TextBuilder(ir.IRBuilder):
         if not isinstance(ptr.type, ir.PointerType):
             raise TypeError(f"cannot load from value of type {ptr.type}: not a pointer")
         typ = ptr.type.pointee if typ is None else typ
-        return self._emit(typ, "load", (ptr,),
-                          f"load {typ}, {_typed(ptr)}" + (f", align {align}" if align is not None else ""), name)
+        return self._emit(
+            typ, "load", (ptr,), f"load {typ}, {_typed(ptr)}" + (f", align {align}" if align is not None else ""), name
+        )
 
     def store(self, value, ptr, align=None):
         pt = ptr.type
@@ -189,22 +210,29 @@ class TextBuilder(ir.IRBuilder):
             raise TypeError(f"cannot store to value of type {pt}: not a pointer")
         if pt.pointee is not value.type and pt.pointee != value.type:
             raise TypeError(f"cannot store {value.type} to {pt}: mismatching types")
-        return self._emit_void("store", (value, ptr), f"store {_typed(value)}, {pt} {ptr.get_reference()}"
-                               + (f", align {align}" if align is not None else ""))
+        return self._emit_void(
+            "store",
+            (value, ptr),
+            f"store {_typed(value)}, {pt} {ptr.get_reference()}" + (f", align {align}" if align is not None else ""),
+        )
 
     def gep(self, ptr, indices, inbounds=False, name="", source_etype=None):
         if source_etype is not None:
             return super().gep(ptr, indices, inbounds, name, source_etype)
         typ, last, space = ptr.type, None, 0
-        for i in indices:      # the result's type, as llvmlite's GEPInstr finds it
+        for i in indices:  # the result's type, as llvmlite's GEPInstr finds it
             last, typ = typ, typ.gep(i)
             if isinstance(last, ir.PointerType):
                 space = last.addrspace
-        typ = last if not isinstance(typ, ir.PointerType) and isinstance(last, ir.PointerType) else \
-            _pointer(typ, space)
+        typ = last if not isinstance(typ, ir.PointerType) and isinstance(last, ir.PointerType) else _pointer(typ, space)
         op = "getelementptr inbounds" if inbounds else "getelementptr"
-        return self._emit(typ, "getelementptr", (ptr, *indices),
-                          f"{op} {ptr.type.pointee}, {_typed(ptr)}, {', '.join(map(_typed, indices))}", name)
+        return self._emit(
+            typ,
+            "getelementptr",
+            (ptr, *indices),
+            f"{op} {ptr.type.pointee}, {_typed(ptr)}, {', '.join(map(_typed, indices))}",
+            name,
+        )
 
     def call(self, fn, args, name="", cconv=None, tail=False, fastmath=(), attrs=(), arg_attrs=None):
         if not isinstance(fn, ir.Function) or cconv or fastmath or attrs or arg_attrs or fn.calling_convention:
@@ -215,12 +243,14 @@ class TextBuilder(ir.IRBuilder):
             raise TypeError(f"{fn.name} takes {len(expected)} arguments, got {len(args)}")
         for k, (a, t) in enumerate(zip(args, expected)):
             if a.type is not t and a.type != t:
-                if isinstance(t, ir.MetaDataType):      # llvmlite wraps the argument
+                if isinstance(t, ir.MetaDataType):  # llvmlite wraps the argument
                     return super().call(fn, args, name, cconv, tail, fastmath, attrs, arg_attrs)
                 raise TypeError(f"Type of #{k + 1} arg mismatch: {t} != {a.type}")
         tail_marker = "" if not tail else (tail + " " if isinstance(tail, str) else "tail ")
-        body = (f"{tail_marker}call {fnty if fnty.var_arg else fnty.return_type} {fn.get_reference()}"
-                f"({', '.join(map(_typed, args))})")
+        body = (
+            f"{tail_marker}call {fnty if fnty.var_arg else fnty.return_type} {fn.get_reference()}"
+            f"({', '.join(map(_typed, args))})"
+        )
         if isinstance(fnty.return_type, ir.VoidType):
             return self._emit_void("call", (fn, *args), body)
         return self._emit(fnty.return_type, "call", (fn, *args), body, name)
@@ -230,8 +260,9 @@ class TextBuilder(ir.IRBuilder):
         typ = agg.type
         for i in indices:
             typ = typ.elements[i]
-        return self._emit(typ, "extractvalue", (agg,),
-                          f"extractvalue {_typed(agg)}, {', '.join(map(str, indices))}", name)
+        return self._emit(
+            typ, "extractvalue", (agg,), f"extractvalue {_typed(agg)}, {', '.join(map(str, indices))}", name
+        )
 
     def insert_value(self, agg, value, idx, name=""):
         indices = idx if isinstance(idx, (tuple, list)) else (idx,)
@@ -240,15 +271,24 @@ class TextBuilder(ir.IRBuilder):
             typ = typ.elements[i]
         if value.type is not typ and value.type != typ:
             raise TypeError(f"Can only insert {typ} at {list(indices)} in {agg.type}: got {value.type}")
-        return self._emit(agg.type, "insertvalue", (agg, value),
-                          f"insertvalue {_typed(agg)}, {_typed(value)}, {', '.join(map(str, indices))}", name)
+        return self._emit(
+            agg.type,
+            "insertvalue",
+            (agg, value),
+            f"insertvalue {_typed(agg)}, {_typed(value)}, {', '.join(map(str, indices))}",
+            name,
+        )
 
     def branch(self, target):
         return self._emit_void("br", (target,), f"br label {target.get_reference()}", terminator=True)
 
     def cbranch(self, cond, truebr, falsebr):
-        return self._emit_void("br", (cond, truebr, falsebr), f"br {_typed(cond)}, label {truebr.get_reference()}, "
-                               f"label {falsebr.get_reference()}", terminator=True)
+        return self._emit_void(
+            "br",
+            (cond, truebr, falsebr),
+            f"br {_typed(cond)}, label {truebr.get_reference()}, label {falsebr.get_reference()}",
+            terminator=True,
+        )
 
     def ret(self, value):
         return self._emit_void("ret", (value,), f"ret {_typed(value)}", terminator=True)
@@ -263,22 +303,53 @@ class TextBuilder(ir.IRBuilder):
 def _binary(opname: str):
     def build(self, lhs, rhs, name="", flags=()):
         return self._binop(opname, lhs, rhs, name, flags)
+
     return build
 
 
 def _conversion(opname: str):
     def build(self, value, typ, name=""):
         return self._cast(opname, value, typ, name)
+
     return build
 
 
-for _method, _opname in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("sdiv", "sdiv"), ("udiv", "udiv"),
-                         ("srem", "srem"), ("urem", "urem"), ("and_", "and"), ("or_", "or"), ("xor", "xor"),
-                         ("shl", "shl"), ("lshr", "lshr"), ("ashr", "ashr"), ("fadd", "fadd"), ("fsub", "fsub"),
-                         ("fmul", "fmul"), ("fdiv", "fdiv"), ("frem", "frem")):
+for _method, _opname in (
+    ("add", "add"),
+    ("sub", "sub"),
+    ("mul", "mul"),
+    ("sdiv", "sdiv"),
+    ("udiv", "udiv"),
+    ("srem", "srem"),
+    ("urem", "urem"),
+    ("and_", "and"),
+    ("or_", "or"),
+    ("xor", "xor"),
+    ("shl", "shl"),
+    ("lshr", "lshr"),
+    ("ashr", "ashr"),
+    ("fadd", "fadd"),
+    ("fsub", "fsub"),
+    ("fmul", "fmul"),
+    ("fdiv", "fdiv"),
+    ("frem", "frem"),
+):
     setattr(TextBuilder, _method, _binary(_opname))
-for _opname in ("trunc", "zext", "sext", "fptrunc", "fpext", "bitcast", "addrspacecast", "fptoui", "uitofp", "fptosi",
-                "sitofp", "ptrtoint", "inttoptr"):
+for _opname in (
+    "trunc",
+    "zext",
+    "sext",
+    "fptrunc",
+    "fpext",
+    "bitcast",
+    "addrspacecast",
+    "fptoui",
+    "uitofp",
+    "fptosi",
+    "sitofp",
+    "ptrtoint",
+    "inttoptr",
+):
     setattr(TextBuilder, _opname, _conversion(_opname))
 
 
@@ -292,17 +363,22 @@ def module_text(module: ir.Module, printed: dict[str, str] | None = None) -> str
     made (``function_text``), by name."""
     printed = printed or {}
     lines = module_head(module)
-    lines += [(printed.get(v.name) or function_text(v)) if isinstance(v, ir.Function) and v.blocks else str(v)
-              for v in module.globals.values()]
+    lines += [
+        (printed.get(v.name) or function_text(v)) if isinstance(v, ir.Function) and v.blocks else str(v)
+        for v in module.globals.values()
+    ]
     lines += module._get_metadata_lines()
     return "\n".join(lines)
 
 
 def module_head(module: ir.Module) -> list[str]:
     """A module's first lines: its name, target, and named struct types."""
-    return [f'; ModuleID = "{module.name}"', f'target triple = "{module.triple}"',
-            f'target datalayout = "{module.data_layout}"', ""] + \
-        [t.get_declaration() for t in module.get_identified_types().values()]
+    return [
+        f'; ModuleID = "{module.name}"',
+        f'target triple = "{module.triple}"',
+        f'target datalayout = "{module.data_layout}"',
+        "",
+    ] + [t.get_declaration() for t in module.get_identified_types().values()]
 
 
 def function_text(fn: ir.Function) -> str:

@@ -1,6 +1,7 @@
 """The number of threads parallel regions use (``SCRIPTC_NUM_THREADS``, ``scriptc.set_num_threads``), as the
 process-wide value native code reads at each region (``scriptc.pool.threads``). No LLVM here: code loaded from
 the on-disk cache reads it too."""
+
 from __future__ import annotations
 
 import ctypes
@@ -58,7 +59,7 @@ def address() -> int:
     return ctypes.addressof(THREADS)
 
 
-MAX_COUNT = 2 ** 31 - 1      # (OpenBLAS takes a C int)
+MAX_COUNT = 2**31 - 1  # (OpenBLAS takes a C int)
 
 
 def thread_count(n) -> int:

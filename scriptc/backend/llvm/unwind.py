@@ -21,6 +21,7 @@ fails branches there with the callee's code: the callee has already released its
 
 The numbers a message needs go to the calling thread's payload (errors.py) through ``payload_buffer``.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -33,11 +34,17 @@ from ...ir.types import ListType, TensorType
 from .common import I8P, I32, I64, i32, i64, process_global, ref_parts
 from .summation import KernelRaises
 from .text_builder import TextBuilder
-from .errors import (ERROR_TABLE, FALLBACK_PAYLOAD_ADDRESS, PAYLOAD_KEY_ADDRESS, PAYLOAD_SLOTS, PAYLOAD_SYMBOLS,
-                     PTHREAD_KEY_T)
+from .errors import (
+    ERROR_TABLE,
+    FALLBACK_PAYLOAD_ADDRESS,
+    PAYLOAD_KEY_ADDRESS,
+    PAYLOAD_SLOTS,
+    PAYLOAD_SYMBOLS,
+    PTHREAD_KEY_T,
+)
 
 NULL = ir.Constant(I8P, None)
-UNWIND_INLINE_SLOTS = 16    # above this many array slots, the unwind block releases them by one call
+UNWIND_INLINE_SLOTS = 16  # above this many array slots, the unwind block releases them by one call
 
 
 class Unwinding:
@@ -49,8 +56,8 @@ class Unwinding:
     compiled_once = False
 
     # set per function by ``init_unwind``
-    _slots: list            # (slot, is_array) for every slot of this function
-    _held: dict             # id(Value) -> its slots
+    _slots: list  # (slot, is_array) for every slot of this function
+    _held: dict  # id(Value) -> its slots
     in_flight: list | None = None  # slots of the operator being lowered; None outside an operator
     _unwind_bb = None
     _status = None
@@ -59,7 +66,7 @@ class Unwinding:
         """``arrays``: about how many array references the function will hold; above ``UNWIND_INLINE_SLOTS``
         their slots are one stack array (``_array_slot``)."""
         self._slots, self._held, self.in_flight = [], {}, None
-        self._free_array_slots: list = []      # array slots null again, for the next array to take
+        self._free_array_slots: list = []  # array slots null again, for the next array to take
         self._unwind_bb = self._status = None
         self._slot_array = None
         self._array_slots = 0 if arrays > UNWIND_INLINE_SLOTS else None
@@ -87,7 +94,7 @@ class Unwinding:
         with b.goto_block(self.entry_block):
             if self._slot_array is None:
                 b.position_at_start(self.entry_block)
-                self._slot_array = b.alloca(I8P, size=i64(0))      # its count: set_count in finish_unwind
+                self._slot_array = b.alloca(I8P, size=i64(0))  # its count: set_count in finish_unwind
             b.position_after(self._slot_array)
             slot = b.gep(self._slot_array, [i64(self._array_slots)], inbounds=True)
         self._array_slots += 1
@@ -156,7 +163,7 @@ class Unwinding:
     def take_ref(self, t, vals) -> None:
         """Retain one counted part for a value that will hold it (not an operator's in-flight reference)."""
         if isinstance(t, (TensorType, ListType)):
-            self.b.call(self.runtime("retain"), [vals[0]])   # a list's count is at offset 0 too
+            self.b.call(self.runtime("retain"), [vals[0]])  # a list's count is at offset 0 too
         else:
             self.str_retain(vals)
 
@@ -201,8 +208,15 @@ class Unwinding:
             with b.goto_block(self.entry_block):
                 b.position_after(self._slot_array)
                 memset = self.mod.module.declare_intrinsic("llvm.memset", [I8P, I64])
-                b.call(memset, [b.bitcast(self._slot_array, I8P), ir.Constant(ir.IntType(8), 0),
-                                i64(8 * self._array_slots), ir.Constant(ir.IntType(1), 0)])
+                b.call(
+                    memset,
+                    [
+                        b.bitcast(self._slot_array, I8P),
+                        ir.Constant(ir.IntType(8), 0),
+                        i64(8 * self._array_slots),
+                        ir.Constant(ir.IntType(1), 0),
+                    ],
+                )
             b.call(self._release_slots(indirect=False), [self._slot_array, i64(self._array_slots)])
         arrays = [slot for slot, is_array in self._slots if is_array is True]
         out_of_line = len(arrays) > UNWIND_INLINE_SLOTS
@@ -233,8 +247,7 @@ class Unwinding:
             table = b.alloca(ir.ArrayType(I8P.as_pointer(), len(slots)))
         for k, slot in enumerate(slots):
             b.store(slot, b.gep(table, [i32(0), i32(k)], inbounds=True))
-        b.call(self._release_slots(indirect=True), [b.bitcast(table, I8P.as_pointer().as_pointer()),
-                                                     i64(len(slots))])
+        b.call(self._release_slots(indirect=True), [b.bitcast(table, I8P.as_pointer().as_pointer()), i64(len(slots))])
 
     def _release_slots(self, indirect: bool) -> ir.Function:
         release = self.runtime("release")
@@ -255,7 +268,7 @@ class Unwinding:
     def error_code(self, exc_type: type, template: str, values: int = 0) -> int:
         """The code of ``exc_type(template.format(*payload))`` raised by the current node, where code that raises
         it writes ``values`` numbers to the payload."""
-        if values > PAYLOAD_SLOTS:    # more numbers than a payload carries: the message without them
+        if values > PAYLOAD_SLOTS:  # more numbers than a payload carries: the message without them
             template, values = re.sub(r"\{\d+\}", "?", template), 0
         return ERROR_TABLE.code(exc_type, (template,), self.node, payload=values)
 
@@ -286,8 +299,9 @@ class Unwinding:
         key = f"payload_writer.{n}"
         fn = self.mod._decls.get(key)
         if fn is None:
-            fn = self.mod._decls[key] = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [I64] * n),
-                                                    self.mod.unique(f"payload_writer.{n}"))
+            fn = self.mod._decls[key] = ir.Function(
+                self.mod.module, ir.FunctionType(ir.VoidType(), [I64] * n), self.mod.unique(f"payload_writer.{n}")
+            )
             fn.linkage = "internal"
             fn.attributes.add("noinline")
             fn.attributes.add("cold")
@@ -339,7 +353,8 @@ def build_payload_function(mod) -> ir.Function:
     put = extern("pthread_setspecific", ir.FunctionType(I32, [key_t, I8P]))
     calloc = extern("calloc", ir.FunctionType(I8P, [I64, I64]))
     free = mod._decls.get("free") or mod._decls.setdefault(
-        "free", ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P]), "free"))   # shared with ArrayOps._libc
+        "free", ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P]), "free")
+    )  # shared with ArrayOps._libc
     fn = ir.Function(module, ir.FunctionType(I64.as_pointer(), []), mod.unique("payload"))
     fn.linkage = "internal"
     fn.attributes.add("noinline")
@@ -350,13 +365,12 @@ def build_payload_function(mod) -> ir.Function:
     have = b.icmp_unsigned("!=", found, NULL)
     with b.if_then(have):
         b.ret(b.bitcast(found, I64.as_pointer()))
-    fresh = b.call(calloc, [i64(PAYLOAD_SLOTS + 1), i64(8)])     # (and the stack floor: STACK_FLOOR_SLOT)
+    fresh = b.call(calloc, [i64(PAYLOAD_SLOTS + 1), i64(8)])  # (and the stack floor: STACK_FLOOR_SLOT)
     fallback = process_global(module, "scriptc.payload_fallback", FALLBACK_PAYLOAD_ADDRESS, I64)
     with b.if_then(b.icmp_unsigned("==", fresh, NULL), likely=False):
         b.ret(fallback)
     with b.if_then(b.icmp_unsigned("!=", b.call(put, [key, fresh]), ir.Constant(I32, 0)), likely=False):
-        b.call(free, [fresh])   # the Python side would not find it: use the fallback
+        b.call(free, [fresh])  # the Python side would not find it: use the fallback
         b.ret(fallback)
     b.ret(b.bitcast(fresh, I64.as_pointer()))
     return fn
-

@@ -1,6 +1,7 @@
 """Views in native code: transposes, permutations, integer and slice indexing along one axis, reshapes. A view
 shares its base's data and meminfo (and takes a reference); Python's index and slice rules, NumPy's IndexError and
 reshape errors."""
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -29,15 +30,18 @@ class ViewOps:
         b = self.b
         before = b.block
         with b.if_then(b.icmp_unsigned(">=", i, n), likely=False):
-            wrapped = b.add(i, n)       # in [0, n) for a negative index in range; any other index raises
-            self.raise_with(b.icmp_unsigned(">=", wrapped, n), IndexError,
-                            f"index {{0}} is out of bounds for axis {axis} with size {{1}}", [i, n])
+            wrapped = b.add(i, n)  # in [0, n) for a negative index in range; any other index raises
+            self.raise_with(
+                b.icmp_unsigned(">=", wrapped, n),
+                IndexError,
+                f"index {{0}} is out of bounds for axis {axis} with size {{1}}",
+                [i, n],
+            )
             wrapped_block = b.block
         j = b.phi(I64)
         j.add_incoming(i, before)
         j.add_incoming(wrapped, wrapped_block)
         return j
-
 
     def slice_indices(self, start, stop, step, n):
         """PySlice_Unpack + PySlice_AdjustIndices: (first index, length, step)."""
@@ -55,18 +59,21 @@ class ViewOps:
             hi = b.select(neg, b.sub(n, i64(1)), n)
             wrapped = b.add(x, n)
             under = b.select(b.icmp_signed("<", wrapped, i64(0)), lo, wrapped)
-            return b.select(b.icmp_signed("<", x, i64(0)), under,
-                            b.select(b.icmp_signed(">=", x, n), hi, x))
+            return b.select(b.icmp_signed("<", x, i64(0)), under, b.select(b.icmp_signed(">=", x, n), hi, x))
 
         first = adjust(start, i64(0), b.sub(n, i64(1)))
         last = adjust(stop, n, i64(-1))
-        up = b.select(b.icmp_signed("<", first, last),
-                      b.add(b.sdiv(b.sub(b.sub(last, first), i64(1)), b.select(neg, i64(1), step)), i64(1)), i64(0))
-        down = b.select(b.icmp_signed("<", last, first),
-                        b.add(b.sdiv(b.sub(b.sub(first, last), i64(1)), b.select(neg, b.neg(step), i64(1))),
-                              i64(1)), i64(0))
+        up = b.select(
+            b.icmp_signed("<", first, last),
+            b.add(b.sdiv(b.sub(b.sub(last, first), i64(1)), b.select(neg, i64(1), step)), i64(1)),
+            i64(0),
+        )
+        down = b.select(
+            b.icmp_signed("<", last, first),
+            b.add(b.sdiv(b.sub(b.sub(first, last), i64(1)), b.select(neg, b.neg(step), i64(1))), i64(1)),
+            i64(0),
+        )
         return first, b.select(neg, down, up), step
-
 
     def reshape_dims(self, a: Arr, dims: list) -> list:
         """NumPy's ``_fix_unknown_dimension``: a negative dimension (any) is the unknown one, at most one, the
@@ -74,11 +81,13 @@ class ViewOps:
         whose shape shows the unknown as "newaxis" (dropped when it leads). One call to the module's helper for
         the rank (``_reshape_dims_function``: inline, ~30 lines of IR per reshape, the MLP training step has 19)."""
         b, n = self.b, len(dims)
-        codes = [self.error_code(ValueError, "can only specify one unknown dimension")] + \
-            [self.error_code(ValueError, _reshape_message(n, k), 1 + n) for k in range(-1, n)]
+        codes = [self.error_code(ValueError, "can only specify one unknown dimension")] + [
+            self.error_code(ValueError, _reshape_message(n, k), 1 + n) for k in range(-1, n)
+        ]
         out = self.alloca(ir.ArrayType(I64, max(n, 1)))
-        status = b.call(self._reshape_dims_function(n),
-                        [self.size(a.shape), *dims, b.gep(out, [i64(0), i64(0)]), *map(i32, codes)])
+        status = b.call(
+            self._reshape_dims_function(n), [self.size(a.shape), *dims, b.gep(out, [i64(0), i64(0)]), *map(i32, codes)]
+        )
         with b.if_then(b.icmp_unsigned("!=", status, i32(0)), likely=False):
             self.fail(status)
         return [b.load(b.gep(out, [i64(0), i64(k)])) for k in range(n)]
@@ -96,8 +105,8 @@ class ViewOps:
         fn = self.mod._decls[key] = ir.Function(self.mod.module, fnty, key)
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        total, dims, out = fn.args[0], fn.args[1:1 + n], fn.args[1 + n]
-        one_unknown, mismatch = fn.args[2 + n], fn.args[3 + n:]
+        total, dims, out = fn.args[0], fn.args[1 : 1 + n], fn.args[1 + n]
+        one_unknown, mismatch = fn.args[2 + n], fn.args[3 + n :]
         b = FoldingBuilder(fn.append_basic_block())
         negative = [b.icmp_signed("<", d, i64(0)) for d in dims]
         if n > 1:
@@ -117,11 +126,15 @@ class ViewOps:
                 known, overflow = b.extract_value(product, 0), b.or_(overflow, b.extract_value(product, 1))
         safe = b.select(b.icmp_signed("==", known, i64(0)), i64(1), known)
         has_unknown = b.icmp_signed(">=", unknown, i64(0))
-        bad = b.or_(overflow, b.select(has_unknown,
-                                       b.or_(b.icmp_signed("==", known, i64(0)),
-                                             b.icmp_signed("!=", b.srem(total, safe), i64(0))),
-                                       b.icmp_signed("!=", total, known)))
-        with b.if_then(bad, likely=False):      # the message of the place the unknown is in (-1: none)
+        bad = b.or_(
+            overflow,
+            b.select(
+                has_unknown,
+                b.or_(b.icmp_signed("==", known, i64(0)), b.icmp_signed("!=", b.srem(total, safe), i64(0))),
+                b.icmp_signed("!=", total, known),
+            ),
+        )
+        with b.if_then(bad, likely=False):  # the message of the place the unknown is in (-1: none)
             code = mismatch[0]
             for k in range(n):
                 code = b.select(b.icmp_signed("==", unknown, i64(k)), mismatch[1 + k], code)
@@ -142,16 +155,18 @@ class ViewOps:
 
         def build(lowering, fn):
             lowering.view_strides_body(rank, new_rank, fn.args)
+
         callee = self.call_compiled_once(("reshape_view", rank, new_rank), fnty, build)
-        return self.b.call(callee, [*a.shape, *a.strides, *dims, self.b.gep(strides, [i64(0), i64(0)]),
-                                    i64(a.itemsize), same])
+        return self.b.call(
+            callee, [*a.shape, *a.strides, *dims, self.b.gep(strides, [i64(0), i64(0)]), i64(a.itemsize), same]
+        )
 
     def view_strides_body(self, rank: int, new_rank: int, args) -> None:
         """The body of ``view_strides``: the array's own strides for its own shape, C strides for a
         C-contiguous array (NumPy's contiguity: strides of a row-major layout, ignoring dimensions of length 1),
         no view of an empty one that is not, else ``nocopy_reshape_body``."""
         b = self.b
-        old_dims, old_strides, new_dims = args[:rank], args[rank:2 * rank], args[2 * rank:2 * rank + new_rank]
+        old_dims, old_strides, new_dims = args[:rank], args[rank : 2 * rank], args[2 * rank : 2 * rank + new_rank]
         out, itemsize, same = args[-3], args[-2], args[-1]
         if rank == new_rank:
             with b.if_then(same):
@@ -177,7 +192,7 @@ class ViewOps:
         product are matched; each run of old axes must be contiguous, its new axes get the strides of a
         row-major layout ending at the run's last old stride; new axes left over (ones) get the last stride."""
         b = self.b
-        old_dims, old_strides, new_dims = args[:rank], args[rank:2 * rank], args[2 * rank:2 * rank + new_rank]
+        old_dims, old_strides, new_dims = args[:rank], args[rank : 2 * rank], args[2 * rank : 2 * rank + new_rank]
         out, itemsize = args[-2], args[-1]
 
         def array(values):
@@ -190,10 +205,11 @@ class ViewOps:
             slot = self.alloca(I64)
             b.store(init, slot)
             return slot
+
         od, os_, nd = array([i64(1)] * rank), array([i64(0)] * rank), array(list(new_dims))
-        ns = lambda k: b.gep(out, [k])          # noqa: E731
+        ns = lambda k: b.gep(out, [k])  # noqa: E731
         n = var(i64(0))
-        for d, s in zip(old_dims, old_strides):         # the old axes but those of length 1
+        for d, s in zip(old_dims, old_strides):  # the old axes but those of length 1
             with b.if_then(b.icmp_signed("!=", d, i64(1))):
                 k = b.load(n)
                 b.store(d, od(k))
@@ -204,8 +220,9 @@ class ViewOps:
         head, body, done = (fn.append_basic_block(x) for x in ("runs", "run", "runs.done"))
         b.branch(head)
         b.position_at_end(head)
-        b.cbranch(b.and_(b.icmp_signed("<", b.load(ni), i64(new_rank)), b.icmp_signed("<", b.load(oi), b.load(n))),
-                  body, done)
+        b.cbranch(
+            b.and_(b.icmp_signed("<", b.load(ni), i64(new_rank)), b.icmp_signed("<", b.load(oi), b.load(n))), body, done
+        )
         b.position_at_end(body)
         np_, op = var(b.load(nd(b.load(ni)))), var(b.load(od(b.load(oi))))
         grow, grow_body, grown = (fn.append_basic_block(x) for x in ("grow", "grow.body", "grown"))
@@ -224,15 +241,16 @@ class ViewOps:
                 b.store(b.add(j, i64(1)), oj)
         b.branch(grow)
         b.position_at_end(grown)
-        with self.for_range(b.sub(b.load(oj), i64(1)), start=b.load(oi)) as k:     # the run's old axes: contiguous
+        with self.for_range(b.sub(b.load(oj), i64(1)), start=b.load(oi)) as k:  # the run's old axes: contiguous
             after = b.add(k, i64(1))
-            with b.if_then(b.icmp_signed("!=", b.load(os_(k)), b.mul(b.load(od(after)), b.load(os_(after)))),
-                           likely=False):
+            with b.if_then(
+                b.icmp_signed("!=", b.load(os_(k)), b.mul(b.load(od(after)), b.load(os_(after)))), likely=False
+            ):
                 b.ret(ir.Constant(I1, 0))
         last = b.sub(b.load(nj), i64(1))
         b.store(b.load(os_(b.sub(b.load(oj), i64(1)))), ns(last))
         first = b.load(ni)
-        with self.for_range(b.sub(last, first)) as k:      # row-major strides down to the run's first new axis
+        with self.for_range(b.sub(last, first)) as k:  # row-major strides down to the run's first new axis
             at = b.sub(last, k)
             b.store(b.mul(b.load(ns(at)), b.load(nd(at))), ns(b.sub(at, i64(1))))
         b.store(b.load(nj), ni)
@@ -242,10 +260,12 @@ class ViewOps:
         b.branch(head)
         b.position_at_end(done)
         end = b.load(ni)
-        last_stride = b.select(b.icmp_signed(">=", end, i64(1)),
-                               b.load(ns(b.select(b.icmp_signed(">=", end, i64(1)), b.sub(end, i64(1)), i64(0)))),
-                               itemsize)
-        with self.for_range(i64(new_rank), start=end) as k:     # new axes of length 1 left over
+        last_stride = b.select(
+            b.icmp_signed(">=", end, i64(1)),
+            b.load(ns(b.select(b.icmp_signed(">=", end, i64(1)), b.sub(end, i64(1)), i64(0)))),
+            itemsize,
+        )
+        with self.for_range(i64(new_rank), start=end) as k:  # new axes of length 1 left over
             b.store(last_stride, ns(k))
         b.ret(ir.Constant(I1, 1))
 
@@ -255,14 +275,14 @@ class ViewOps:
         ok, expect = ir.Constant(I1, 1), i64(a.itemsize)
         for k, (d, s) in enumerate(zip(reversed(a.shape), reversed(a.strides))):
             ok = b.and_(ok, b.or_(b.icmp_signed("==", d, i64(1)), b.icmp_signed("==", s, expect)))
-            if k + 1 < len(a.shape):        # (the outermost dimension's length scales nothing)
+            if k + 1 < len(a.shape):  # (the outermost dimension's length scales nothing)
                 expect = b.mul(expect, d)
         return ok
 
 
 def _reshape_message(n: int, unknown: int) -> str:
     """NumPy's message for a reshape to ``n`` dimensions, the unknown one at ``unknown`` (-1: none)."""
-    texts = ["newaxis" if j == unknown else f"{{{j + 1}}}" for j in range(n)][1 if unknown == 0 else 0:]
+    texts = ["newaxis" if j == unknown else f"{{{j + 1}}}" for j in range(n)][1 if unknown == 0 else 0 :]
     return f"cannot reshape array of size {{0}} into shape ({','.join(texts)}{',' if n == 1 else ''})"
 
 
@@ -288,8 +308,8 @@ def lower_select(ctx, node):
     dim = node.attrs["dim"]
     j = ctx.normalize_index(ctx.scalar(index), a.shape[dim], node.attrs.get("axis", dim), index_checked(node, 0))
     data = ctx.b.gep(a.data, [ctx.b.mul(j, a.strides[dim])])
-    shape = a.shape[:dim] + a.shape[dim + 1:]
-    strides = a.strides[:dim] + a.strides[dim + 1:]
+    shape = a.shape[:dim] + a.shape[dim + 1 :]
+    strides = a.strides[:dim] + a.strides[dim + 1 :]
     return [ctx.view(a, node.output.type, data, shape, strides)]
 
 
@@ -314,7 +334,7 @@ def lower_reshape(ctx, node):
     b = ctx.b
     a = ctx.arr(node.inputs[0])
     given = [ctx.scalar(v) for v in node.inputs[1:]]
-    same = ir.Constant(I1, len(given) == a.t.rank)     # NumPy's first check: the same shape is a plain view
+    same = ir.Constant(I1, len(given) == a.t.rank)  # NumPy's first check: the same shape is a plain view
     if len(given) == a.t.rank:
         for d, n in zip(given, a.shape):
             same = b.and_(same, b.icmp_signed("==", d, n))
@@ -322,8 +342,9 @@ def lower_reshape(ctx, node):
     strides = ctx.alloca(ir.ArrayType(I64, len(dims)))
     with b.if_else(ctx.view_strides(a, dims, strides, same)) as (then, otherwise):
         with then:
-            viewed = ctx.view(a, node.output.type, a.data, dims,
-                               [b.load(b.gep(strides, [i64(0), i64(k)])) for k in range(len(dims))])
+            viewed = ctx.view(
+                a, node.output.type, a.data, dims, [b.load(b.gep(strides, [i64(0), i64(k)])) for k in range(len(dims))]
+            )
             from_view = b.block
         with otherwise:
             copy = ctx.alloc(TensorType(a.t.dtype, a.t.rank), a.shape)

@@ -14,6 +14,7 @@ Accumulators are the full reductions' (block_reduce.py): float sums in double, r
 dtype; NaN propagates through max and min as in NumPy. Empty lines (NumPy's identity or ValueError) are the
 host's business: the executor does not launch for them.
 """
+
 from __future__ import annotations
 
 from ..llvm.arrays import ELEM, kind_of
@@ -39,8 +40,8 @@ def add_axis_reduction(km, kernel):
     b = low.b
     out, n = fn.args[0], fn.args[1]
     out.add_attribute("noalias")
-    out_shape = fn.args[2:2 + kept]
-    data, strides = fn.args[2 + kept], fn.args[3 + kept:3 + 2 * kept]
+    out_shape = fn.args[2 : 2 + kept]
+    data, strides = fn.args[2 + kept], fn.args[3 + kept : 3 + 2 * kept]
     length, stride = fn.args[3 + 2 * kept], fn.args[4 + 2 * kept]
 
     name = reduction.kind.split("::")[1]
@@ -60,6 +61,7 @@ def add_axis_reduction(km, kernel):
             ptr = b.bitcast(b.gep(data, [b.add(offset, b.mul(k, stride))]), ELEM[src.dtype].as_pointer())
             x = low.cast(low.load_element(ptr, src.dtype), kind_of(src.dtype), kind)
             b.store(low.reduction_step(name, b.load(acc), x, kind, result)[0], acc)
+
         after = fn.append_basic_block("line_done")
         grid_stride_loop(b, fn, i64(0), i64(1), length, step, after)
         b.position_at_end(after)
@@ -76,4 +78,3 @@ def add_axis_reduction(km, kernel):
     b.position_at_end(done)
     b.ret_void()
     return kernel
-

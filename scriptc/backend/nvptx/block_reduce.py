@@ -8,6 +8,7 @@ same result on every run. Thread 0 stores the block's result in a buffer of per-
 (``finish``, one block) combines those the same way and stores the scalar. Accumulators are the CPU lowering's
 (double for floats, i64 for integers, i1 for any/all), with its identities and steps (NaN wins a max).
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -32,8 +33,9 @@ class BlockReduction:
         src = reduction.inputs[0].type
         self.result_dtype = reduction_dtype(reduction.kind, src, None)
         name = self.name
-        self.kind = "f" if name == "mean" else kind_of(src.dtype) if name in ("max", "min") else kind_of(
-            self.result_dtype)
+        self.kind = (
+            "f" if name == "mean" else kind_of(src.dtype) if name in ("max", "min") else kind_of(self.result_dtype)
+        )
         self.register = {"f": F64, "b": I1}.get(self.kind, I64)
         self.shared = km.shared_slots()
 
@@ -61,13 +63,14 @@ class BlockReduction:
         b = self.b
         tid, threads = special(b, "tid.x"), special(b, "ntid.x")
         lane, warp = b.and_(tid, i32(WARP - 1)), b.lshr(tid, i32(5))
-        in_warp = b.sub(threads, b.mul(warp, i32(WARP)))     # lanes that exist in this thread's warp
+        in_warp = b.sub(threads, b.mul(warp, i32(WARP)))  # lanes that exist in this thread's warp
         full = b.icmp_unsigned(">=", in_warp, i32(WARP))
         mask = b.select(full, i32(-1), b.sub(b.shl(i32(1), b.select(full, i32(0), in_warp)), i32(1)))
         x = self._warp_combine(x, lane, b.select(full, i32(WARP), in_warp), mask)
 
         def slot(t):
             return b.addrspacecast(b.gep(self.shared, [i32(0), t], inbounds=True), I64.as_pointer())
+
         with b.if_then(b.icmp_unsigned("==", lane, i32(0))):
             b.store(self.to_bits(x), slot(warp))
         barrier(b)
@@ -75,7 +78,7 @@ class BlockReduction:
         # every warp combines the warps' results (only thread 0's is used): uniform code, no divergent shuffles
         mine = self.from_bits(b.load(slot(b.select(b.icmp_unsigned("<", lane, warps), lane, i32(0)))))
         total = self._warp_combine(mine, lane, warps, mask)
-        barrier(b)            # the slots are free again (a second reduction in the same kernel reuses them)
+        barrier(b)  # the slots are free again (a second reduction in the same kernel reuses them)
         return total
 
     def _warp_combine(self, x, lane, count, mask):
@@ -97,8 +100,9 @@ class BlockReduction:
         b = self.b
         total = self.combine_block(acc)
         index = b.add(b.mul(b.zext(special(b, "ctaid.x"), I64), ir.Constant(I64, count)), ir.Constant(I64, r))
-        self._in_thread_zero(lambda: b.store(self.to_bits(total), b.gep(b.bitcast(partials, I64.as_pointer()),
-                                                                         [index])))
+        self._in_thread_zero(
+            lambda: b.store(self.to_bits(total), b.gep(b.bitcast(partials, I64.as_pointer()), [index]))
+        )
 
     def store_result(self, acc, out, n, out_type) -> None:
         """Combine the block's accumulators; thread 0 stores the group's scalar (a mean divided by n) at out."""
@@ -112,6 +116,7 @@ class BlockReduction:
             memory = {FLOAT: F64, BOOL: I8}.get(decayed(out_type), I64)
             value = b.zext(leaf, I8) if out_type == BOOL else leaf
             b.store(value, b.bitcast(out, memory.as_pointer()))
+
         self._in_thread_zero(emit)
 
 

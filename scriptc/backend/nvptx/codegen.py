@@ -28,6 +28,7 @@ and stores the R scalars (64-bit slots) for one synchronous copy to the host.
 Only what is new for the target lives here: the kernel's parameters, the special registers, the grid-stride
 loop and the kernel annotation; math calls go to NVIDIA's libdevice (``__nv_exp``, ...), linked in by ptx.py.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -43,8 +44,7 @@ from ..llvm.common import I8P, I32, I64, i64
 from ..llvm.errors import PAYLOAD_SLOTS
 from ..llvm.lower import FunctionLowering, ModuleLowering
 from .block_reduce import BlockReduction, shared_slots
-from .groups import (REDUCE, STORE, GpuUnsupported, axis_reduction, grid_rank, grid_results,
-                     matrix_product)
+from .groups import REDUCE, STORE, GpuUnsupported, axis_reduction, grid_rank, grid_results, matrix_product
 from .intrinsics import grid_stride_loop, i32, special
 from .axis_reduce import add_axis_reduction
 from .matmul import add_matrix_product
@@ -52,7 +52,7 @@ from .params import ELEM_BYTES, PARAM_CTYPE, SCALAR_PARAM
 from .ptx import NVPTX
 from ..llvm.text_builder import TextBuilder
 
-STRIDED, CONTIGUOUS, VECTORS = 0, 1, 2      # the kernel's loops (its ``mode`` parameter)
+STRIDED, CONTIGUOUS, VECTORS = 0, 1, 2  # the kernel's loops (its ``mode`` parameter)
 LANES = 4
 _COUNTER = itertools.count()
 _COUNTER_LOCK = threading.Lock()
@@ -61,15 +61,15 @@ _COUNTER_LOCK = threading.Lock()
 @dataclass
 class Kernel:
     name: str
-    node: Node                      # the prim::FusionGroup
-    arrays: list = field(default_factory=list)     # positions of the group's array operands
-    scalars: list = field(default_factory=list)    # positions of its scalar operands
-    params: list = field(default_factory=list)     # the parameters' ctypes types
+    node: Node  # the prim::FusionGroup
+    arrays: list = field(default_factory=list)  # positions of the group's array operands
+    scalars: list = field(default_factory=list)  # positions of its scalar operands
+    params: list = field(default_factory=list)  # the parameters' ctypes types
     can_raise: bool = False
-    results: list = field(default_factory=list)    # a grid group's (STORE, value) / (REDUCE, node), per output
-    axis_reduction: Node | None = None      # the group is one reduction along an axis (axis_reduce.py)
-    product: Node | None = None     # the group is one matrix product (matmul.py)
-    into: int | None = None         # the group stores into this operand (``x += y``, ``x[a:b] = y``): no result
+    results: list = field(default_factory=list)  # a grid group's (STORE, value) / (REDUCE, node), per output
+    axis_reduction: Node | None = None  # the group is one reduction along an axis (axis_reduce.py)
+    product: Node | None = None  # the group is one matrix product (matmul.py)
+    into: int | None = None  # the group stores into this operand (``x += y``, ``x[a:b] = y``): no result
     finish: str | None = None
     finish_params: list = field(default_factory=list)
 
@@ -132,8 +132,9 @@ class KernelModule:
         elif matrix_product(node) is not None:
             kernel = add_matrix_product(self, Kernel(name, node, product=matrix_product(node)))
         else:
-            kernel = self._add_grid_group(Kernel(name, node, results=grid_results(node) or [],
-                                                 into=node.attrs.get("into")))
+            kernel = self._add_grid_group(
+                Kernel(name, node, results=grid_results(node) or [], into=node.attrs.get("into"))
+            )
         self.kernels.append(kernel)
         return kernel
 
@@ -148,7 +149,7 @@ class KernelModule:
             if isinstance(v.type, TensorType):
                 kernel.arrays.append(k)
                 params += [I8P] + [I64] * rank
-            elif decayed(v.type) in SCALAR_PARAM:     # (a NumPy scalar in its Python scalar's register)
+            elif decayed(v.type) in SCALAR_PARAM:  # (a NumPy scalar in its Python scalar's register)
                 kernel.scalars.append(k)
                 params.append(SCALAR_PARAM[decayed(v.type)])
             else:
@@ -174,25 +175,27 @@ class KernelModule:
         b = low.b
         args = list(fn.args)
         node, into = kernel.node, kernel.into
-        stored = [(kernel.results[k][1], (node.inputs[into] if into is not None else node.outputs[k]).type.dtype)
-                  for k in kernel.stores]
-        outs = args[:len(stored)]
+        stored = [
+            (kernel.results[k][1], (node.inputs[into] if into is not None else node.outputs[k]).type.dtype)
+            for k in kernel.stores
+        ]
+        outs = args[: len(stored)]
         at = len(stored)
         if kernel.reductions:
             partials = args[at]
             at += 1
-        n, mode, shape = args[at], args[at + 1], args[at + 2:at + 2 + rank]
+        n, mode, shape = args[at], args[at + 1], args[at + 2 : at + 2 + rank]
         at += 2 + rank
         if into is None:
-            for out in outs:       # new arrays: loads of the operands may move across their stores
+            for out in outs:  # new arrays: loads of the operands may move across their stores
                 out.add_attribute("noalias")
-        else:       # an operand's memory: x += y reads and writes each element in the same iteration
-            out_strides = args[at:at + rank]
+        else:  # an operand's memory: x += y reads and writes each element in the same iteration
+            out_strides = args[at : at + rank]
             at += rank
         operands = {}
         for k, v in enumerate(node.inputs):
             if k in kernel.arrays:
-                operands[k] = (args[at], args[at + 1:at + 1 + rank])
+                operands[k] = (args[at], args[at + 1 : at + 1 + rank])
                 at += 1 + rank
             else:
                 x = args[at]
@@ -200,7 +203,7 @@ class KernelModule:
                 at += 1
         reductions = kernel.reductions
         skipped = {id(r) for r in reductions}
-        scalars = low.fused_scalars(node, sub, None)     # reductions read no scalars: none is skipped
+        scalars = low.fused_scalars(node, sub, None)  # reductions read no scalars: none is skipped
         start = b.add(b.mul(special(b, "ctaid.x"), special(b, "ntid.x")), special(b, "tid.x"))
         step = b.mul(special(b, "nctaid.x"), special(b, "ntid.x"))
         combines = [BlockReduction(self, low, r) for r in reductions]
@@ -219,7 +222,7 @@ class KernelModule:
                 kind, x = value_of(env, v)
                 if index is None or into is None:
                     ptr = _element_ptr(b, out, dtype, i)
-                else:               # the strided loop into an operand: its own strides
+                else:  # the strided loop into an operand: its own strides
                     offset = i64(0)
                     for x_d, st in zip(index, out_strides):
                         offset = b.add(offset, b.mul(x_d, st))
@@ -237,7 +240,7 @@ class KernelModule:
                 ptr = _element_ptr(b, out, dtype, b.mul(j, i32(LANES)))
                 b.store(vec, b.bitcast(ptr, vec.type.as_pointer()), align=_align(dtype))
             for r, c, acc in zip(reductions, combines, accs):
-                for env in envs:          # the lanes in element order
+                for env in envs:  # the lanes in element order
                     b.store(c.step(b.load(acc), value_of(env, r.inputs[0])), acc)
 
         def element(values):
@@ -275,8 +278,10 @@ class KernelModule:
 
         def contiguous(i):
             """Element i of every operand (C-contiguous in the group's shape, or a single element): 32-bit."""
-            values = {k: load(_element_ptr(b, data, node.inputs[k].type.dtype, b.mul(i, unit(k))), k)
-                      for k, (data, _) in operands.items()}
+            values = {
+                k: load(_element_ptr(b, data, node.inputs[k].type.dtype, b.mul(i, unit(k))), k)
+                for k, (data, _) in operands.items()
+            }
             sink(i, element(values))
 
         def vectors(j):
@@ -319,7 +324,7 @@ class KernelModule:
         b.ret_void()
         if low._unwind_bb is None:
             return False
-        b.position_at_end(low._unwind_bb)       # a raise: record it for the host; stop this thread's elements
+        b.position_at_end(low._unwind_bb)  # a raise: record it for the host; stop this thread's elements
         b.store(low._status, self.error)
         b.branch(done) if reductions else b.ret_void()
         return True
@@ -342,8 +347,10 @@ class KernelModule:
                 slot = b.add(b.mul(i, i64(len(reductions))), i64(r))
                 bits = b.load(b.gep(b.bitcast(partials, I64.as_pointer()), [slot]))
                 b.store(combine.merge(b.load(acc), combine.from_bits(bits)), acc)
-            grid_stride_loop(b, fn, b.zext(special(b, "tid.x"), I64), b.zext(special(b, "ntid.x"), I64), count,
-                             accumulate, done)
+
+            grid_stride_loop(
+                b, fn, b.zext(special(b, "tid.x"), I64), b.zext(special(b, "ntid.x"), I64), count, accumulate, done
+            )
             b.position_at_end(done)
             combine.store_result(b.load(acc), b.gep(out, [i64(8 * r)]), n, reduction.output.type)
         b.ret_void()

@@ -1,5 +1,6 @@
 """Device arrays and the device they live on (a GPU through the CUDA driver, or the grid emulator): what
 ``scriptc.cuda`` offers users, and what the host-side executor allocates and launches with."""
+
 from __future__ import annotations
 
 import ctypes
@@ -11,8 +12,12 @@ from ...interop import is_gpu_array
 from .dlpack import dlpack_device, to_capsule
 from .groups import GpuUnsupported
 
-_state = {"emulate": os.environ.get("SCRIPTC_CUDA") == "emulate", "block": int(os.environ.get(
-    "SCRIPTC_CUDA_BLOCK", "256")), "max_blocks": 0, "cuda": None}
+_state = {
+    "emulate": os.environ.get("SCRIPTC_CUDA") == "emulate",
+    "block": int(os.environ.get("SCRIPTC_CUDA_BLOCK", "256")),
+    "max_blocks": 0,
+    "cuda": None,
+}
 
 
 def use_emulator(on: bool = True) -> None:
@@ -35,7 +40,7 @@ def is_available() -> bool:
     except ImportError:
         return False
     try:
-        err, = driver.cuInit(0)
+        (err,) = driver.cuInit(0)
         if int(err) != 0:
             return False
         err, count = driver.cuDeviceGetCount()
@@ -91,7 +96,8 @@ class EmulatorDevice:
         pass
 
     def load(self, km):
-        from .emulator import EmulatedModule      # (the emulator loads LLVM: imported when used)
+        from .emulator import EmulatedModule  # (the emulator loads LLVM: imported when used)
+
         return EmulatedModule(km)
 
     def blocks(self, n: int, threads: int, max_blocks: int) -> int:
@@ -110,9 +116,12 @@ def current_device():
         return _EMULATOR
     if _state["cuda"] is None:
         if not is_available():
-            raise RuntimeError("no CUDA GPU and driver found (cuda-bindings: pip install scriptc[cuda]); "
-                               "use the grid emulator: scriptc.cuda.use_emulator() or SCRIPTC_CUDA=emulate")
-        from .driver import CudaDevice           # (the driver needs cuda-bindings: imported when used)
+            raise RuntimeError(
+                "no CUDA GPU and driver found (cuda-bindings: pip install scriptc[cuda]); "
+                "use the grid emulator: scriptc.cuda.use_emulator() or SCRIPTC_CUDA=emulate"
+            )
+        from .driver import CudaDevice  # (the driver needs cuda-bindings: imported when used)
+
         _state["cuda"] = CudaDevice()
     return _state["cuda"]
 
@@ -125,7 +134,7 @@ class DeviceArray:
     """An array in device memory: ``shape``, ``dtype``, ``strides`` (bytes), ``copy_to_host()``; on a GPU also
     ``__cuda_array_interface__`` and ``__dlpack__``."""
 
-    _scriptc_device = True      # scripted functions called with one run on its device
+    _scriptc_device = True  # scripted functions called with one run on its device
 
     def __init__(self):
         raise TypeError("make device arrays with scriptc.cuda.to_device or scriptc.cuda.device_array")
@@ -150,8 +159,11 @@ class DeviceArray:
 
     @property
     def is_c_contiguous(self) -> bool:
-        return self.size <= 1 or all(s == c for d, s, c in zip(self.shape, self.strides, _contiguous_strides(
-            self.shape, self.dtype.itemsize)) if d != 1)
+        return self.size <= 1 or all(
+            s == c
+            for d, s, c in zip(self.shape, self.strides, _contiguous_strides(self.shape, self.dtype.itemsize))
+            if d != 1
+        )
 
     def __len__(self):
         if not self.shape:
@@ -168,16 +180,19 @@ class DeviceArray:
         high = sum(s * (d - 1) for d, s in zip(self.shape, self.strides) if s > 0 and d)
         span = np.empty(high - low + self.dtype.itemsize, np.uint8)
         self._device.copy_to_host(span, self.pointer + low)
-        view = np.lib.stride_tricks.as_strided(span[-low:].view(self.dtype) if low else span.view(self.dtype),
-                                               self.shape, self.strides)
+        view = np.lib.stride_tricks.as_strided(
+            span[-low:].view(self.dtype) if low else span.view(self.dtype), self.shape, self.strides
+        )
         return view.copy()
 
     def _element(self, index) -> int:
         """The address of one element (an integer per dimension, negative from the end), or an error."""
         index = index if isinstance(index, tuple) else (index,)
         if len(index) != self.ndim or not all(isinstance(i, (int, np.integer)) for i in index):
-            raise GpuUnsupported("indexing a device array on the host reads or writes one element (an integer "
-                                 "per dimension): copy_to_host() for the rest")
+            raise GpuUnsupported(
+                "indexing a device array on the host reads or writes one element (an integer "
+                "per dimension): copy_to_host() for the rest"
+            )
         offset = 0
         for axis, (i, d, s) in enumerate(zip(index, self.shape, self.strides)):
             if not -d <= i < d:
@@ -205,8 +220,14 @@ class DeviceArray:
     def __cuda_array_interface__(self) -> dict:
         if self._device.name != "cuda":
             raise AttributeError("an emulated device array lives in host memory: it has no CUDA array interface")
-        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.pointer, False), "version": 3,
-                "strides": None if self.is_c_contiguous else self.strides, "stream": 1}
+        return {
+            "shape": self.shape,
+            "typestr": self.dtype.str,
+            "data": (self.pointer, False),
+            "version": 3,
+            "strides": None if self.is_c_contiguous else self.strides,
+            "stream": 1,
+        }
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return dlpack_device(self)
@@ -241,8 +262,9 @@ def as_device_array(a) -> DeviceArray:
     device = current_device()
     if device.name != "cuda":
         raise RuntimeError("a GPU array was passed while the emulator is on: scriptc.cuda.use_emulator(False)")
-    return DeviceArray._make(device, cai["shape"], np.dtype(cai["typestr"]), cai.get("strides"),
-                             cai["data"][0], owner=a)
+    return DeviceArray._make(
+        device, cai["shape"], np.dtype(cai["typestr"]), cai.get("strides"), cai["data"][0], owner=a
+    )
 
 
 def to_device(a) -> DeviceArray:
@@ -261,5 +283,17 @@ def device_array(shape, dtype=np.float64) -> DeviceArray:
     return DeviceArray._make(current_device(), shape, np.dtype(dtype))
 
 
-__all__ = ["DeviceArray", "GpuUnsupported", "as_device_array", "device_array", "empty_cache", "is_available",
-           "is_device_array", "memory_stats", "set_block_size", "synchronize", "to_device", "use_emulator"]
+__all__ = [
+    "DeviceArray",
+    "GpuUnsupported",
+    "as_device_array",
+    "device_array",
+    "empty_cache",
+    "is_available",
+    "is_device_array",
+    "memory_stats",
+    "set_block_size",
+    "synchronize",
+    "to_device",
+    "use_emulator",
+]

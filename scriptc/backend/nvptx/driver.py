@@ -10,6 +10,7 @@ Memory comes from a caching allocator: a freed block goes back to a free list of
 up to 512 bytes, or to 2 MiB above 1 MiB) and is handed out again before the driver is asked for more;
 ``empty_cache()`` returns the cached blocks to the driver, as does an allocation that fails for lack of memory.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -164,8 +165,9 @@ class CudaDevice:
         default 32 per multiprocessor: enough resident warps to cover memory latency)."""
         return max(1, min(-(-n // threads), max_blocks or self.multiprocessors * 32))
 
-    def launch(self, module: "CudaModule", kernel: Kernel, blocks: int, threads: int, args,
-               finish: bool = False) -> None:
+    def launch(
+        self, module: "CudaModule", kernel: Kernel, blocks: int, threads: int, args, finish: bool = False
+    ) -> None:
         module.launch(kernel, blocks, threads, args, finish)
 
 
@@ -177,19 +179,26 @@ class CudaModule:
         self.ptx = compile_ptx(km.llvm_ir(), device.arch)
         device.bind()
         self.module = check(cu.cuModuleLoadData(self.ptx.encode() + b"\0"), f"loading the kernels of {km.prefix}")
-        self.functions = {name: check(cu.cuModuleGetFunction(self.module, name.encode()), f"finding kernel {name}")
-                          for k in km.kernels for name in (k.name, k.finish) if name}
+        self.functions = {
+            name: check(cu.cuModuleGetFunction(self.module, name.encode()), f"finding kernel {name}")
+            for k in km.kernels
+            for name in (k.name, k.finish)
+            if name
+        }
         self.error, _ = check(cu.cuModuleGetGlobal(self.module, km.error_symbol.encode()), "finding the error flag")
-        self.payload, _ = check(cu.cuModuleGetGlobal(self.module, km.payload_symbol.encode()),
-                                "finding the error payload")
+        self.payload, _ = check(
+            cu.cuModuleGetGlobal(self.module, km.payload_symbol.encode()), "finding the error payload"
+        )
 
     def launch(self, kernel: Kernel, blocks: int, threads: int, args, finish: bool = False) -> None:
         name, params = (kernel.finish, kernel.finish_params) if finish else (kernel.name, kernel.params)
         values = [t(a) for t, a in zip(params, args)]
         pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
         self.device.bind()
-        check(cu.cuLaunchKernel(self.functions[name], blocks, 1, 1, threads, 1, 1, 0, 0,
-                                ctypes.addressof(pointers), 0), f"launching {name}{_where(kernel)}")
+        check(
+            cu.cuLaunchKernel(self.functions[name], blocks, 1, 1, threads, 1, 1, 0, 0, ctypes.addressof(pointers), 0),
+            f"launching {name}{_where(kernel)}",
+        )
 
     def take_error(self) -> tuple[int, list[int]]:
         """The error code a kernel thread stored (0: none) and its payload, clearing the flag (synchronous)."""

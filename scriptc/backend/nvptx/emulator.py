@@ -21,6 +21,7 @@ block and meeting the others at each barrier and at the end of each block:
 
     void emulate_thread_<kernel>(i32 thread, i32 blocks, i32 threads, <the kernel's parameters>)
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -38,7 +39,7 @@ from .ptx import LIBDEVICE_PREFIX
 
 REGISTERS = ("tid.x", "ntid.x", "ctaid.x", "nctaid.x")
 _LIBC = ctypes.CDLL(None)
-_LAUNCH = threading.Lock()      # one barrier state per module: threaded launches one at a time
+_LAUNCH = threading.Lock()  # one barrier state per module: threaded launches one at a time
 
 
 def host_ir(km: KernelModule) -> str:
@@ -52,17 +53,25 @@ def host_ir(km: KernelModule) -> str:
     for name in names:
         registers = ", ".join(f'i32 %"emu.{reg}"' for reg in REGISTERS)
         text = text.replace(f'define void @"{name}"(', f'define void @"{name}"({registers}, ')
-    text = text.replace(f'call void asm sideeffect "{BARRIER_ASM}", "~{{memory}}"()',
-                        'call void @"scriptc.emu.barrier"()')
-    text = re.sub(r'call i32 @"llvm\.nvvm\.shfl\.sync\.down\.i32"\(i32 [^,]+, i32 ([^,]+), i32 ([^,]+), i32 [^)]+\)',
-                  r'call i32 @"scriptc.emu.shfl_down"(i32 %"emu.tid.x", i32 %"emu.ntid.x", i32 \1, i32 \2)', text)
+    text = text.replace(
+        f'call void asm sideeffect "{BARRIER_ASM}", "~{{memory}}"()', 'call void @"scriptc.emu.barrier"()'
+    )
+    text = re.sub(
+        r'call i32 @"llvm\.nvvm\.shfl\.sync\.down\.i32"\(i32 [^,]+, i32 ([^,]+), i32 ([^,]+), i32 [^)]+\)',
+        r'call i32 @"scriptc.emu.shfl_down"(i32 %"emu.tid.x", i32 %"emu.ntid.x", i32 \1, i32 \2)',
+        text,
+    )
     text = re.sub(r'declare i32 @"llvm\.nvvm\.shfl\.sync\.down\.i32"\(.*\)', "", text)
     text = text.replace(" addrspace(3)", "").replace("addrspacecast", "bitcast")
     text = re.sub(r"^!nvvm\.annotations.*$|^!\d+ = !\{.*\"kernel\".*$", "", text, flags=re.M)
     text = text.replace('target triple = "nvptx64-nvidia-cuda"', "").replace(
-        'target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"', "")
-    defines = {line.split("@", 1)[1].split("(", 1)[0].strip('"'): line for line in text.splitlines()
-               if line.startswith("define void @")}
+        'target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"', ""
+    )
+    defines = {
+        line.split("@", 1)[1].split("(", 1)[0].strip('"'): line
+        for line in text.splitlines()
+        if line.startswith("define void @")
+    }
     barrier = f'''
 @"{barrier_symbol(km)}" = global i8* null
 declare i32 @"pthread_barrier_wait"(i8*)
@@ -102,9 +111,11 @@ def barrier_symbol(km: KernelModule) -> str:
 
 def _signature(define_line: str) -> tuple[str, list[str]]:
     name = define_line.split("@", 1)[1].split("(", 1)[0].strip('"')
-    params = [p.strip().rsplit(" ", 1)[0].replace(" noalias", "")
-              for p in define_line.split("(", 1)[1].rsplit(")", 1)[0].split(",")]
-    return name, params[len(REGISTERS):]
+    params = [
+        p.strip().rsplit(" ", 1)[0].replace(" noalias", "")
+        for p in define_line.split("(", 1)[1].rsplit(")", 1)[0].split(",")
+    ]
+    return name, params[len(REGISTERS) :]
 
 
 def driver(define_line: str) -> str:
@@ -159,20 +170,27 @@ class EmulatedModule:
         llvm.add_symbol("pthread_barrier_wait", ctypes.cast(_LIBC.pthread_barrier_wait, ctypes.c_void_p).value)
         text = host_ir(km)
         self.llvm_ir = text
-        entries = [(name, params) for k in km.kernels for name, params in ((k.name, k.params),
-                                                                           (k.finish, k.finish_params)) if name]
-        addresses = eng.add_module(eng.optimize(text), [f"emulate_{n}" for n, _ in entries] +
-                                   [f"emulate_thread_{n}" for n, _ in entries])
+        entries = [
+            (name, params)
+            for k in km.kernels
+            for name, params in ((k.name, k.params), (k.finish, k.finish_params))
+            if name
+        ]
+        addresses = eng.add_module(
+            eng.optimize(text), [f"emulate_{n}" for n, _ in entries] + [f"emulate_thread_{n}" for n, _ in entries]
+        )
         address = eng._ee.get_global_value_address
         self.error = ctypes.c_int32.from_address(address(km.error_symbol))
         self.payload = (ctypes.c_int64 * PAYLOAD_SLOTS).from_address(address(km.payload_symbol))
         self.barrier = ctypes.c_void_p.from_address(address(barrier_symbol(km)))
         grid = ctypes.c_int32, ctypes.c_int32
         self._drivers = {n: ctypes.CFUNCTYPE(None, *grid, *p)(addresses[f"emulate_{n}"]) for n, p in entries}
-        self._threaded = {n: ctypes.CFUNCTYPE(None, ctypes.c_int32, *grid, *p)(addresses[f"emulate_thread_{n}"])
-                          for n, p in entries}
+        self._threaded = {
+            n: ctypes.CFUNCTYPE(None, ctypes.c_int32, *grid, *p)(addresses[f"emulate_thread_{n}"]) for n, p in entries
+        }
         self._uses_barriers = {k.name for k in km.kernels if k.uses_barriers} | {
-            k.finish for k in km.kernels if k.finish}
+            k.finish for k in km.kernels if k.finish
+        }
 
     def launch(self, name: str, blocks: int, threads: int, args) -> None:
         if name not in self._uses_barriers:
@@ -180,7 +198,7 @@ class EmulatedModule:
             return
         run = self._threaded[name]
         with _LAUNCH:
-            barrier = ctypes.create_string_buffer(128)        # a pthread_barrier_t (32 bytes on glibc)
+            barrier = ctypes.create_string_buffer(128)  # a pthread_barrier_t (32 bytes on glibc)
             _LIBC.pthread_barrier_init(barrier, None, threads)
             self.barrier.value = ctypes.addressof(barrier)
             workers = [threading.Thread(target=run, args=(t, blocks, threads, *args)) for t in range(threads)]
@@ -201,7 +219,7 @@ class EmulatedModule:
 def _libdevice_on_the_host(name: str) -> int | None:
     """libdevice's ``__nv_f`` in an emulated kernel: libm's ``f`` (libdevice's results are within its own ulp
     bounds of libm's, the emulator runs the host's)."""
-    fn = getattr(libm(), name[len(LIBDEVICE_PREFIX):], None)
+    fn = getattr(libm(), name[len(LIBDEVICE_PREFIX) :], None)
     return function_address(fn) if fn is not None else None
 
 

@@ -11,6 +11,7 @@ its shape copies nothing; printing a device array copies it, as documented host 
 group on a device array is refused (``GpuUnsupported``, naming the operator and the line) rather than run on the
 host behind the user's back: the only whole-array copies to the host are the prints'.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,14 +30,24 @@ from .matmul import launch_product
 from .prange import combine_on_host, gpu_parallel_loop
 from .program import Kernels
 
-HOST_SAFE = {"aten::size", "aten::len", "aten::dim", "aten::numel", "prim::TupleIndex", "prim::TupleConstruct",
-             "prim::TupleUnpack", "prim::Constant"}
+HOST_SAFE = {
+    "aten::size",
+    "aten::len",
+    "aten::dim",
+    "aten::numel",
+    "prim::TupleIndex",
+    "prim::TupleConstruct",
+    "prim::TupleUnpack",
+    "prim::Constant",
+}
 SCALAR_READS = {"aten::getitem"}
-SCALAR_WRITES = {"aten::setitem"}        # one element at integer indices: a synchronous copy to the device
-TEXT = {"prim::Print", "aten::format"}     # device arrays printed as the host prints them: a synchronous copy
-VIEWS = {"aten::select", "aten::slice", "aten::numpy_T", "aten::reshape"}   # shape and strides only: no copy
-ON_THE_GPU = ("(element-wise expressions and multi-output groups, full and axis reductions, matrix products, copies, "
-              "writes into arrays and prange loops do; copy_to_host() for the rest)")
+SCALAR_WRITES = {"aten::setitem"}  # one element at integer indices: a synchronous copy to the device
+TEXT = {"prim::Print", "aten::format"}  # device arrays printed as the host prints them: a synchronous copy
+VIEWS = {"aten::select", "aten::slice", "aten::numpy_T", "aten::reshape"}  # shape and strides only: no copy
+ON_THE_GPU = (
+    "(element-wise expressions and multi-output groups, full and axis reductions, matrix products, copies, "
+    "writes into arrays and prange loops do; copy_to_host() for the rest)"
+)
 
 
 class GpuProgram:
@@ -58,14 +69,14 @@ def mark_devices(graph: Graph, device_inputs: list[bool]) -> Graph:
     read of a device array ``copy="device_to_host"`` (synchronous); every other node runs on the host."""
     g = clone_graph(graph)
     on_device = {id(v) for v, d in zip(g.inputs, device_inputs) if d}
-    in_kernel = set()       # the bodies of prange loops run on the device: nothing in them is copied
+    in_kernel = set()  # the bodies of prange loops run on the device: nothing in them is copied
     for node in g.walk():
         if id(node) in in_kernel:
             continue
         if node.kind == "prim::FusionGroup" and runs_on_gpu(node) and any(id(v) in on_device for v in node.inputs):
             node.attrs["device"] = "cuda"
             arrays = [out for out in node.outputs if isinstance(out.type, TensorType)]
-            if len(arrays) < len(node.outputs):    # scalars for the host: copied back after the kernels
+            if len(arrays) < len(node.outputs):  # scalars for the host: copied back after the kernels
                 node.attrs["copy"] = "device_to_host"
             on_device.update(id(out) for out in arrays)
         elif node.kind in SCALAR_READS | TEXT and any(id(v) in on_device for v in node.inputs):
@@ -81,7 +92,7 @@ def mark_devices(graph: Graph, device_inputs: list[bool]) -> Graph:
             node.attrs["device"] = "cuda"
             in_kernel.update(id(n) for n in node.blocks[0].walk())
         elif node.kind in ("prim::Loop", "prim::If"):
-            for block in node.blocks:       # carried device arrays stay on the device
+            for block in node.blocks:  # carried device arrays stay on the device
                 for p, v in zip(block.params[1:] if node.kind == "prim::Loop" else [], node.inputs[2:]):
                     if id(v) in on_device:
                         on_device.add(id(p))
@@ -109,9 +120,9 @@ class _Executor(Interpreter):
         trips, _, *before = inputs
         if trips <= 0:
             return list(before)
-        for inner in kernel.nest[1:]:      # a nest: the product of its trip counts (computed outside it)
+        for inner in kernel.nest[1:]:  # a nest: the product of its trip counts (computed outside it)
             trips *= max(env[id(inner.inputs[0])], 0)
-        if trips == 0:      # only the outer bodies' scalar code runs (and may raise): the host runs it
+        if trips == 0:  # only the outer bodies' scalar code runs (and may raise): the host runs it
             return super().run_loop(node, inputs, env)
         device, module = self.program.device, self.program.module
         args = [trips]
@@ -119,8 +130,10 @@ class _Executor(Interpreter):
             x = env[id(v)]
             if isinstance(v.type, TensorType):
                 if not _is_device(x):
-                    raise GpuUnsupported(f"the prange loop at {node.source.short()} reads host and device arrays: "
-                                         "move them all to the device")
+                    raise GpuUnsupported(
+                        f"the prange loop at {node.source.short()} reads host and device arrays: "
+                        "move them all to the device"
+                    )
                 args += [x.pointer, *x.shape, *x.strides]
             else:
                 args.append(int(x) if v.type == BOOL else x)
@@ -139,20 +152,30 @@ class _Executor(Interpreter):
         totals = np.empty(n, np.int64)
         device.copy_to_host(totals, out.pointer)
         params = node.blocks[0].params[1:]
-        return [combine_on_host(kind, p.type, x0, float(totals[k:k + 1].view(np.float64)[0]) if p.type == FLOAT
-                                else int(totals[k])) for k, (kind, p, x0) in enumerate(zip(kernel.kinds, params,
-                                                                                            before))]
+        return [
+            combine_on_host(
+                kind, p.type, x0, float(totals[k : k + 1].view(np.float64)[0]) if p.type == FLOAT else int(totals[k])
+            )
+            for k, (kind, p, x0) in enumerate(zip(kernel.kinds, params, before))
+        ]
 
     def run_block(self, block, env):
         for node in block.nodes:
-            if node.kind not in ("prim::FusionGroup", "prim::Loop", "prim::If") and node.kind not in HOST_SAFE \
-                    and node.kind not in CREATION | VIEWS | TEXT:
+            if (
+                node.kind not in ("prim::FusionGroup", "prim::Loop", "prim::If")
+                and node.kind not in HOST_SAFE
+                and node.kind not in CREATION | VIEWS | TEXT
+            ):
                 on_device = [v for v in node.inputs if _is_device(env.get(id(v)))]
-                if on_device and not (node.kind in SCALAR_READS and not isinstance(node.output.type, TensorType)) \
-                        and not (node.kind in SCALAR_WRITES and not isinstance(node.inputs[-1].type, TensorType)):
+                if (
+                    on_device
+                    and not (node.kind in SCALAR_READS and not isinstance(node.output.type, TensorType))
+                    and not (node.kind in SCALAR_WRITES and not isinstance(node.inputs[-1].type, TensorType))
+                ):
                     where = f" at {node.source.short()}" if node.source is not None else ""
-                    raise GpuUnsupported(f"{node.kind}{where} on a device array does not run on the GPU yet "
-                                         f"{ON_THE_GPU}")
+                    raise GpuUnsupported(
+                        f"{node.kind}{where} on a device array does not run on the GPU yet {ON_THE_GPU}"
+                    )
         return super().run_block(block, env)
 
     def run_fusion_group(self, node, inputs):
@@ -161,7 +184,7 @@ class _Executor(Interpreter):
             if "into" in node.attrs:
                 return _write_on_host(node, inputs)
             return super().run_fusion_group(node, inputs)
-        if kernel is None:      # never run on the host behind the user's back
+        if kernel is None:  # never run on the host behind the user's back
             raise GpuUnsupported(f"{describe(node)} on a device array does not run on the GPU yet {ON_THE_GPU}")
         if not all(_is_device(inputs[k]) for k in kernel.arrays):
             where = f" at {node.source.short()}" if node.source is not None else ""
@@ -188,7 +211,7 @@ class _Executor(Interpreter):
         n = int(np.prod(shape, dtype=np.int64))
         reductions = kernel.reductions
         if not n:
-            if reductions:      # the empty reductions' results (or NumPy's ValueError) are the host's
+            if reductions:  # the empty reductions' results (or NumPy's ValueError) are the host's
                 return self.on_empty(node, inputs)
             return outs if kernel.into is None else []
         strides = {k: _broadcast_strides(inputs[k], shape) for k in kernel.arrays}
@@ -197,8 +220,14 @@ class _Executor(Interpreter):
         mode = _mode(kernel, inputs, strides, shape, outs, n + 4 * threads * blocks)
         partials = [device.allocate(8 * blocks * len(reductions))] if reductions else []
         out_strides = list(outs[0].strides) if kernel.into is not None else []
-        args = [*(a.pointer for a in outs + partials), n, mode, *shape, *out_strides,
-                *self.operands(kernel, inputs, strides, mode, shape)]
+        args = [
+            *(a.pointer for a in outs + partials),
+            n,
+            mode,
+            *shape,
+            *out_strides,
+            *self.operands(kernel, inputs, strides, mode, shape),
+        ]
         device.launch(module, kernel, blocks, threads, args)
         if kernel.can_raise:
             code, payload = module.take_error()
@@ -211,10 +240,10 @@ class _Executor(Interpreter):
             out = device.allocate(8 * len(reductions))
             device.launch(module, kernel, 1, threads, [out.pointer, partials[0].pointer, blocks, n], finish=True)
             slots = np.empty(len(reductions), np.int64)
-            device.copy_to_host(slots, out.pointer)       # every scalar in one synchronous copy
+            device.copy_to_host(slots, out.pointer)  # every scalar in one synchronous copy
             positions = [k for k in range(len(kernel.results)) if k not in results]
             for r, k in enumerate(positions):
-                results[k] = _scalar(slots[r:r + 1], node.outputs[k].type)
+                results[k] = _scalar(slots[r : r + 1], node.outputs[k].type)
         return [results[k] for k in range(len(kernel.results))]
 
     def on_empty(self, node, inputs) -> list:
@@ -222,8 +251,10 @@ class _Executor(Interpreter):
         errors; its arrays (empty) as device arrays."""
         stand_ins = [np.empty(x.shape, x.dtype) if _is_device(x) else x for x in inputs]
         results = super().run_fusion_group(node, stand_ins)
-        return [DeviceArray._make(self.program.device, r.shape, r.dtype) if isinstance(r, np.ndarray) else r
-                for r in results]
+        return [
+            DeviceArray._make(self.program.device, r.shape, r.dtype) if isinstance(r, np.ndarray) else r
+            for r in results
+        ]
 
     def without_overlap(self, kernel, node, inputs) -> list:
         """The operands of a write into ``inputs[into]``, checked as NumPy checks them (the source broadcasts to
@@ -235,7 +266,7 @@ class _Executor(Interpreter):
             ok = np.broadcast_shapes(dst.shape, *shapes) == dst.shape
         except ValueError:
             ok = False
-        if not ok:          # NumPy's own error, from the host operator on empty arrays of the same shapes
+        if not ok:  # NumPy's own error, from the host operator on empty arrays of the same shapes
             _write_on_host(node, [np.empty(x.shape, x.dtype) if _is_device(x) else x for x in inputs])
             raise ValueError(f"could not broadcast {shapes} into shape {dst.shape}")
         inputs = list(inputs)
@@ -253,9 +284,10 @@ class _Executor(Interpreter):
         kept = [d for d in range(x.ndim) if d != axis]
         shape = tuple(x.shape[d] for d in kept)
         device = self.program.device
-        if x.shape[axis] == 0 or 0 in shape:    # NumPy's identities and errors for empty lines: the host's
-            host = super().run_fusion_group(node, [np.empty(v.shape, v.dtype) if _is_device(v) else v
-                                                   for v in inputs])[0]
+        if x.shape[axis] == 0 or 0 in shape:  # NumPy's identities and errors for empty lines: the host's
+            host = super().run_fusion_group(node, [np.empty(v.shape, v.dtype) if _is_device(v) else v for v in inputs])[
+                0
+            ]
             out = DeviceArray._make(device, host.shape, host.dtype)
             device.copy_from_host(out.pointer, host)
             return out
@@ -281,8 +313,16 @@ class _Executor(Interpreter):
         return args
 
 
-CREATION = {"aten::zeros", "aten::ones", "aten::empty", "aten::full", "aten::zeros_like", "aten::ones_like",
-            "aten::empty_like", "aten::full_like"}
+CREATION = {
+    "aten::zeros",
+    "aten::ones",
+    "aten::empty",
+    "aten::full",
+    "aten::zeros_like",
+    "aten::ones_like",
+    "aten::empty_like",
+    "aten::full_like",
+}
 
 
 class _DeviceImpls(dict):
@@ -296,10 +336,17 @@ class _DeviceImpls(dict):
     def get(self, kind, default=None):
         impl = dict.get(self, kind)
         if impl is None:
-            impl = self[kind] = (self._creating(kind) if kind in CREATION else _viewing(kind) if kind in VIEWS
-                                 else _on_host(kind) if kind in TEXT
-                                 else lookup(kind).impl if kind in HOST_SAFE | SCALAR_READS | SCALAR_WRITES
-                                 else _host_only(kind))
+            impl = self[kind] = (
+                self._creating(kind)
+                if kind in CREATION
+                else _viewing(kind)
+                if kind in VIEWS
+                else _on_host(kind)
+                if kind in TEXT
+                else lookup(kind).impl
+                if kind in HOST_SAFE | SCALAR_READS | SCALAR_WRITES
+                else _host_only(kind)
+            )
         return impl
 
     def _creating(self, kind):
@@ -313,6 +360,7 @@ class _DeviceImpls(dict):
             if not kind.startswith("aten::empty"):
                 device.copy_from_host(d.pointer, host)
             return d
+
         return create
 
 
@@ -324,13 +372,24 @@ def _viewing(kind):
     def view(x, *args, **attrs):
         if not _is_device(x):
             return base(x, *args, **attrs)
-        if kind == "aten::reshape" and not x.is_c_contiguous:       # NumPy would copy (read the data)
+        if kind == "aten::reshape" and not x.is_c_contiguous:  # NumPy would copy (read the data)
             raise GpuUnsupported("reshaping a non-contiguous device array does not run on the GPU yet")
-        meta = type("DeviceMemory", (), {"__array_interface__": {
-            "shape": x.shape, "typestr": x.dtype.str, "data": (x.pointer, False), "strides": x.strides,
-            "version": 3}})()
+        meta = type(
+            "DeviceMemory",
+            (),
+            {
+                "__array_interface__": {
+                    "shape": x.shape,
+                    "typestr": x.dtype.str,
+                    "data": (x.pointer, False),
+                    "strides": x.strides,
+                    "version": 3,
+                }
+            },
+        )()
         r = base(np.asarray(meta), *args, **attrs)
         return DeviceArray._make(x._device, r.shape, r.dtype, r.strides, r.__array_interface__["data"][0], x)
+
     return view
 
 
@@ -340,6 +399,7 @@ def _on_host(kind):
 
     def run(*args, **attrs):
         return base(*[_host(a) for a in args], **attrs)
+
     return run
 
 
@@ -352,6 +412,7 @@ def _host_only(kind):
         if any(_is_device(a) for a in args):
             raise GpuUnsupported(f"{kind} on a device array does not run on the GPU yet {ON_THE_GPU}")
         return base(*args, **attrs)
+
     return run
 
 
@@ -365,12 +426,12 @@ def _host(x):
 
 def _mode(kernel, inputs, strides, shape, outs, last_index) -> int:
     """The kernel loop for these operands and destinations (codegen's STRIDED, CONTIGUOUS or VECTORS)."""
-    if not shape or last_index >= 2 ** 31:
+    if not shape or last_index >= 2**31:
         return STRIDED
     whole = [tuple(inputs[k].shape) == tuple(shape) and inputs[k].is_c_contiguous for k in kernel.arrays]
     if not all(w or all(s == 0 for s in strides[k]) for w, k in zip(whole, kernel.arrays)):
         return STRIDED
-    if not all(out.is_c_contiguous for out in outs):       # a write into a strided view
+    if not all(out.is_c_contiguous for out in outs):  # a write into a strided view
         return STRIDED
     arrays = list(outs) + [inputs[k] for k in kernel.arrays]
     if all(whole) and all(a.pointer % _align(a.dtype.name) == 0 for a in arrays):

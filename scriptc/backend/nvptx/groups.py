@@ -9,6 +9,7 @@
 
 Any other group with device operands is refused by the executor (``GpuUnsupported``), never run on the host.
 """
+
 from __future__ import annotations
 
 from ...ir.core import Graph, Node
@@ -36,8 +37,7 @@ def runs_on_gpu(node: Node) -> bool:
 def full_reduction(v) -> Node | None:
     """The node computing ``v`` when it is a full reduction (no axis) of an array of known rank."""
     n = v.node
-    if n is None or n.kind not in GPU_REDUCTIONS or n.attrs.get("axis") is not None or \
-            isinstance(v.type, TensorType):
+    if n is None or n.kind not in GPU_REDUCTIONS or n.attrs.get("axis") is not None or isinstance(v.type, TensorType):
         return None
     src = n.inputs[0].type
     return n if isinstance(src, TensorType) and src.rank is not None else None
@@ -59,9 +59,12 @@ def grid_results(node: Node) -> list[tuple[str, object]] | None:
             results.append((REDUCE, reduction))
             ranks.add(reduction.inputs[0].type.rank)
             continue
-        if v.node is not None and REGISTRY.get(v.node.kind) is not None and \
-                REGISTRY[v.node.kind].extra.get("reduction"):
-            return None          # along an axis, or an arg reduction
+        if (
+            v.node is not None
+            and REGISTRY.get(v.node.kind) is not None
+            and REGISTRY[v.node.kind].extra.get("reduction")
+        ):
+            return None  # along an axis, or an arg reduction
         t = node.inputs[into].type if into is not None else node.outputs[k].type
         if not isinstance(t, TensorType) or t.rank is None:
             return None

@@ -1,5 +1,6 @@
 """What kernels use of the NVPTX target directly: special registers, the block barrier, the grid-stride loop.
 The emulator (emulator.py) gives each of them a host meaning."""
+
 from __future__ import annotations
 
 from llvmlite import ir

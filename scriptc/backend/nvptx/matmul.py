@@ -22,6 +22,7 @@ NumPy's narrower sums give) and bool as "any of and". Operands are converted to 
 (NumPy casts them to the result dtype first). BLAS adds in another order, so float results agree with NumPy
 within rounding.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,10 +39,25 @@ from .groups import GpuUnsupported
 from .device import DeviceArray, launch_config
 from .intrinsics import barrier, grid_stride_loop, i32, special
 
-TILE_SLOTS = 2048       # 64-bit shared slots per tile (16 KiB): rows * depth and depth * cols fit
+TILE_SLOTS = 2048  # 64-bit shared slots per tile (16 KiB): rows * depth and depth * cols fit
 MAX_DEPTH = 32
-CORE = ["m", "n", "k", "a_sm", "a_sk", "b_sk", "b_sn", "c_sm", "c_sn", "rows", "cols", "depth", "tiles_m",
-        "tiles_n", "jobs"]
+CORE = [
+    "m",
+    "n",
+    "k",
+    "a_sm",
+    "a_sk",
+    "b_sk",
+    "b_sn",
+    "c_sm",
+    "c_sn",
+    "rows",
+    "cols",
+    "depth",
+    "tiles_m",
+    "tiles_n",
+    "jobs",
+]
 
 
 def batch_rank(product) -> int:
@@ -76,14 +92,14 @@ def add_matrix_product(km, kernel):
     nb = batch_rank(product)
     params = [I8P] * 3 + [I64] * (len(CORE) + 4 * nb)
     kernel.params = [PARAM_CTYPE[str(t)] for t in params]
-    kernel.arrays = [sub.inputs.index(v) for v in product.inputs]    # a @ a: the same operand twice
+    kernel.arrays = [sub.inputs.index(v) for v in product.inputs]  # a @ a: the same operand twice
     fn = km._kernel_function(kernel.name, params)
     low = FunctionLowering.into(km.mod, fn, node, nogil=True)
     b = low.b
     out, a_data, b_data = fn.args[:3]
-    size = dict(zip(CORE, fn.args[3:3 + len(CORE)]))
-    dims = fn.args[3 + len(CORE):]
-    batch = [dims[4 * d:4 * d + 4] for d in range(nb)]
+    size = dict(zip(CORE, fn.args[3 : 3 + len(CORE)]))
+    dims = fn.args[3 + len(CORE) :]
+    batch = [dims[4 * d : 4 * d + 4] for d in range(nb)]
     acc_type = accumulator(res)
     kind = "f" if isinstance(acc_type, (ir.DoubleType, ir.FloatType)) else "i"
 
@@ -92,11 +108,12 @@ def add_matrix_product(km, kernel):
         slots = km.shared_slots(name, TILE_SLOTS)
         first = b.addrspacecast(b.gep(slots, [i32(0), i32(0)], inbounds=True), I64.as_pointer())
         return b.bitcast(first, acc_type.as_pointer())
+
     a_tile, b_tile = tile("a_tile"), tile("b_tile")
     tid = b.zext(special(b, "tid.x"), I64)
     threads = b.zext(special(b, "ntid.x"), I64)
     rows, cols, depth, k = size["rows"], size["cols"], size["depth"], size["k"]
-    mine = b.icmp_unsigned("<", tid, b.mul(rows, cols))        # a thread with an output in the tile
+    mine = b.icmp_unsigned("<", tid, b.mul(rows, cols))  # a thread with an output in the tile
     r, c = b.udiv(tid, cols), b.urem(tid, cols)
     acc = low.alloca(acc_type)
 
@@ -134,17 +151,21 @@ def add_matrix_product(km, kernel):
                 with b.if_then(b.and_(b.icmp_signed("<", jj, size["n"]), b.icmp_signed("<", p, width))):
                     offset = b.add(b_at, b.add(b.mul(b.add(p0, p), size["b_sk"]), b.mul(jj, size["b_sn"])))
                     b.store(operand(b_data, offset, product.inputs[1].type.dtype), b.gep(b_tile, [e]))
+
             _loop(b, fn, tid, threads, b.mul(rows, depth), load_a)
             _loop(b, fn, tid, threads, b.mul(depth, cols), load_b)
             barrier(b)
             with b.if_then(mine):
+
                 def multiply_add(p):
                     x = b.load(b.gep(a_tile, [b.add(b.mul(r, depth), p)]))
                     y = b.load(b.gep(b_tile, [b.add(b.mul(p, cols), c)]))
                     total = b.load(acc)
                     b.store(b.fadd(total, b.fmul(x, y)) if kind == "f" else b.add(total, b.mul(x, y)), acc)
+
                 _loop(b, fn, i64(0), i64(1), width, multiply_add)
-            barrier(b)          # the tiles are read: the next step may overwrite them
+            barrier(b)  # the tiles are read: the next step may overwrite them
+
         _loop(b, fn, i64(0), depth, k, step)
         i, jj = b.add(i0, r), b.add(j0, c)
         inside = b.and_(mine, b.and_(b.icmp_signed("<", i, size["m"]), b.icmp_signed("<", jj, size["n"])))
@@ -152,7 +173,7 @@ def add_matrix_product(km, kernel):
             ptr = b.gep(out, [b.add(c_at, b.add(b.mul(i, size["c_sm"]), b.mul(jj, size["c_sn"])))])
             value = b.load(acc)
             if isinstance(acc_type, ir.FloatType):
-                value = b.fpext(value, F64)       # exact: the one rounding to float32 happened in the sums
+                value = b.fpext(value, F64)  # exact: the one rounding to float32 happened in the sums
             low.store_element(b.bitcast(ptr, ELEM[res].as_pointer()), value, kind, res)
 
     start = b.zext(special(b, "ctaid.x"), I64)
@@ -173,6 +194,7 @@ def _where(node) -> str:
 
 
 # -- the host side -----------------------------------------------------------------------------------------
+
 
 def tile_shape(m: int, n: int, threads: int, slots: int = TILE_SLOTS) -> tuple[int, int, int]:
     """(rows, cols, depth) of a block's tile: one output per thread, a single row or column for vector
@@ -211,6 +233,7 @@ def product_layout(kind: str, a, b):
         def stride(x, d):
             j = d - nb + max(x.ndim - 2, 0)
             return x.strides[j] if j >= 0 and x.shape[j] != 1 else 0
+
         batch = [(batch_shape[d], stride(a, d), stride(b, d), d) for d in range(nb)]
         shape = batch_shape + ((m,) if ra >= 2 else ()) + ((n,) if rb >= 2 else ())
         m_dim = nb if ra >= 2 else None
@@ -220,8 +243,15 @@ def product_layout(kind: str, a, b):
         shape = a.shape[:-1] + (b.shape[:-2] + b.shape[-1:] if rb >= 2 else ())
         m_dim = ra - 2 if ra >= 2 else None
     n_dim = len(shape) - 1 if rb >= 2 else None
-    core = {"m": m, "n": n, "k": k, "a_sm": a.strides[-2] if ra >= 2 else 0, "a_sk": a.strides[-1],
-            "b_sk": b.strides[-2] if rb >= 2 else b.strides[0], "b_sn": b.strides[-1] if rb >= 2 else 0}
+    core = {
+        "m": m,
+        "n": n,
+        "k": k,
+        "a_sm": a.strides[-2] if ra >= 2 else 0,
+        "a_sk": a.strides[-1],
+        "b_sk": b.strides[-2] if rb >= 2 else b.strides[0],
+        "b_sn": b.strides[-1] if rb >= 2 else 0,
+    }
     return tuple(shape), core, batch, m_dim, n_dim
 
 
@@ -243,14 +273,33 @@ def launch_product(program, kernel, node, inputs):
     tiles_m, tiles_n = -(-core["m"] // rows), -(-core["n"] // cols)
     jobs = tiles_m * tiles_n * int(np.prod([extent for extent, *_ in batch], dtype=np.int64))
     dims = [x for extent, sa, sb, d in batch for x in (extent, sa, sb, out.strides[d])]
-    args = [out.pointer, a.pointer, b.pointer, core["m"], core["n"], core["k"], core["a_sm"], core["a_sk"],
-            core["b_sk"], core["b_sn"], c_sm, c_sn, rows, cols, depth, tiles_m, tiles_n, jobs, *dims]
+    args = [
+        out.pointer,
+        a.pointer,
+        b.pointer,
+        core["m"],
+        core["n"],
+        core["k"],
+        core["a_sm"],
+        core["a_sk"],
+        core["b_sk"],
+        core["b_sn"],
+        c_sm,
+        c_sn,
+        rows,
+        cols,
+        depth,
+        tiles_m,
+        tiles_n,
+        jobs,
+        *dims,
+    ]
     device.launch(program.module, kernel, device.blocks(jobs * threads, threads, max_blocks), threads, args)
     if not scalar:
         return out
     host = np.empty((), res)
-    device.copy_to_host(host, out.pointer)        # the one element, synchronously
+    device.copy_to_host(host, out.pointer)  # the one element, synchronously
     t = node.output.type
     if isinstance(t, NumpyScalarType):
-        return host[()]                             # (np.dot of float32 vectors is an np.float32)
+        return host[()]  # (np.dot of float32 vectors is an np.float32)
     return float(host) if t == FLOAT else bool(host) if t == BOOL else int(host)

@@ -16,6 +16,7 @@ in the module's flag and its thread stops; the host raises it after the launch. 
 combines the value before the loop with the result, as the CPU combines its chunks. The combining order depends
 only on the launch configuration.
 """
+
 from __future__ import annotations
 
 import re
@@ -40,14 +41,14 @@ from .intrinsics import grid_stride_loop, i32, special
 @dataclass
 class ParallelKernel:
     name: str
-    node: Node                      # the prim::Loop
+    node: Node  # the prim::Loop
     captured: list
-    kinds: list                     # the reductions' kinds (add, mul, max, min), one per carried value
-    nest: list                      # the loops of a perfect nest, run as one flattened grid
+    kinds: list  # the reductions' kinds (add, mul, max, min), one per carried value
+    nest: list  # the loops of a perfect nest, run as one flattened grid
     params: list = field(default_factory=list)
     finish: str | None = None
     finish_params: list = field(default_factory=list)
-    can_raise: bool = True          # bounds checks: the host reads the error flag after each launch
+    can_raise: bool = True  # bounds checks: the host reads the error flag after each launch
     reduction = None
 
     @property
@@ -68,8 +69,12 @@ def loop_nest(node: Node) -> list[Node]:
     while not parallel_plan(nest[0]):
         body = nest[-1].blocks[0]
         loops = [n for n in body.nodes if n.kind == "prim::Loop"]
-        if len(loops) != 1 or not gpu_parallel_loop(loops[0]) or parallel_plan(loops[0]) or \
-                not all(n is loops[0] or _pure_scalar(n) for n in body.nodes):
+        if (
+            len(loops) != 1
+            or not gpu_parallel_loop(loops[0])
+            or parallel_plan(loops[0])
+            or not all(n is loops[0] or _pure_scalar(n) for n in body.nodes)
+        ):
             return nest
         inner = loops[0]
         source = inner.inputs[0].node
@@ -82,8 +87,11 @@ def loop_nest(node: Node) -> list[Node]:
 def _pure_scalar(node: Node) -> bool:
     """Scalar code without effects (it may raise: an empty inner loop makes the host run the nest, executor.py)."""
     op = REGISTRY.get(node.kind)
-    return (node.kind == "prim::Constant" or (op is not None and op.effect <= Effect.RAISES)) and not node.blocks \
+    return (
+        (node.kind == "prim::Constant" or (op is not None and op.effect <= Effect.RAISES))
+        and not node.blocks
         and not any(isinstance(v.type, TensorType) for v in list(node.inputs) + list(node.outputs))
+    )
 
 
 def nest_kernel_graph(nest: list[Node], captured: list, name: str) -> Graph:
@@ -107,7 +115,7 @@ def nest_kernel_graph(nest: list[Node], captured: list, name: str) -> Graph:
         index = in_loop.op("aten::remainder", [flat, n], [INT], source=level.source).output
         value_map[id(level.blocks[0].params[0])] = index
         flat = in_loop.op("aten::floordiv", [flat, n], [INT], source=level.source).output
-    for level, deeper in zip(nest, nest[1:]):        # the outer bodies' scalar code, before each inner loop
+    for level, deeper in zip(nest, nest[1:]):  # the outer bodies' scalar code, before each inner loop
         for c in level.blocks[0].nodes:
             if c is not deeper:
                 clone_node_before(c, inner, None, value_map)
@@ -127,8 +135,11 @@ def add_parallel_loop(km, node: Node) -> ParallelKernel:
             raise GpuUnsupported(f"a prange body reading a value of type {v.type} on the GPU")
     index = sum(1 for k in km.kernels if isinstance(k, ParallelKernel))
     kernel = ParallelKernel(f"{km.prefix}_prange{index}", node, captured, kinds, nest)
-    graph = (nest_kernel_graph(nest, captured, f"{kernel.name}_body") if len(nest) > 1 else
-             kernel_graph(node, captured, f"{kernel.name}_body"))
+    graph = (
+        nest_kernel_graph(nest, captured, f"{kernel.name}_body")
+        if len(nest) > 1
+        else kernel_graph(node, captured, f"{kernel.name}_body")
+    )
     body = FunctionLowering(km.mod, graph)
     body.nogil = body.in_parallel_kernel = True
     body.lower()
@@ -156,7 +167,7 @@ def _entry(km, fn: ir.Function, kernel: ParallelKernel, body: FunctionLowering) 
     trips, at, caps = args[0], 1, []
     for v in kernel.captured:
         if isinstance(v.type, TensorType):
-            caps += [ir.Constant(I8P, None)] + args[at:at + 1 + 2 * v.type.rank]
+            caps += [ir.Constant(I8P, None)] + args[at : at + 1 + 2 * v.type.rank]
             at += 1 + 2 * v.type.rank
         else:
             caps.append(b.trunc(args[at], ir.IntType(1)) if v.type == BOOL else args[at])
@@ -177,10 +188,11 @@ def _entry(km, fn: ir.Function, kernel: ParallelKernel, body: FunctionLowering) 
         with b.if_then(failed, likely=False):
             b.store(code, km.error)
         ok = fn.append_basic_block("iterated")
-        b.cbranch(failed, done, ok)       # a failing thread stops (and still joins its block's combine)
+        b.cbranch(failed, done, ok)  # a failing thread stops (and still joins its block's combine)
         b.position_at_end(ok)
         for k, acc in enumerate(accs):
             b.store(b.load(b.gep(out, [i32(0), i32(k)], inbounds=True)), acc)
+
     grid_stride_loop(b, fn, start, step, trips, iteration, done)
     b.position_at_end(done)
     if combines:
@@ -210,8 +222,10 @@ def _finish(km, fn: ir.Function, kernel: ParallelKernel) -> None:
         def accumulate(i, c=c, acc=acc, k=k):
             bits = b.load(b.gep(b.bitcast(partials, I64.as_pointer()), [b.add(b.mul(i, i64(n)), i64(k))]))
             b.store(c.merge(b.load(acc), c.from_bits(bits)), acc)
-        grid_stride_loop(b, fn, b.zext(special(b, "tid.x"), I64), b.zext(special(b, "ntid.x"), I64), count,
-                         accumulate, done)
+
+        grid_stride_loop(
+            b, fn, b.zext(special(b, "tid.x"), I64), b.zext(special(b, "ntid.x"), I64), count, accumulate, done
+        )
         b.position_at_end(done)
         total = c.combine_block(b.load(acc))
         with b.if_then(b.icmp_unsigned("==", special(b, "tid.x"), i32(0))):
@@ -238,5 +252,11 @@ def combine_on_host(kind: str, t, before, total):
     return total if better else before
 
 
-__all__ = ["IDENTITY", "ParallelKernel", "add_parallel_loop", "check_device_code", "combine_on_host",
-           "gpu_parallel_loop"]
+__all__ = [
+    "IDENTITY",
+    "ParallelKernel",
+    "add_parallel_loop",
+    "check_device_code",
+    "combine_on_host",
+    "gpu_parallel_loop",
+]

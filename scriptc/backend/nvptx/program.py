@@ -1,6 +1,7 @@
 """The kernels of a GPU signature's optimized graph, in one module: every fusion group the device runs
 (``groups.py``) and every prange loop not nested in another (``prange.py``: a nested one runs inside its
 parent's kernel). The executor loads them; ``ptx_for_graph`` prints them."""
+
 from __future__ import annotations
 
 from ...ir.core import Graph
@@ -15,8 +16,9 @@ class Kernels:
 
     def __init__(self, graph: Graph):
         self.module = KernelModule(graph.name)
-        self.groups = {id(n): self.module.add(n) for n in graph.walk()
-                       if n.kind == "prim::FusionGroup" and runs_on_gpu(n)}
+        self.groups = {
+            id(n): self.module.add(n) for n in graph.walk() if n.kind == "prim::FusionGroup" and runs_on_gpu(n)
+        }
         self.loops = {id(n): add_parallel_loop(self.module, n) for n in outer_parallel_loops(graph.block)}
         if self.loops:
             check_device_code(self.module.llvm_ir())
