@@ -19,6 +19,7 @@ from .backend.llvm.disk_cache import entries, side_files
 from .errors import CompileError
 from .function import GraphNeedsTypes, ScriptFunction, script
 from .ir.types import TensorType, Type
+from .ir.verifier import verify
 from .signatures import format_type
 from .signatures import parse_arg_type as _parse_arg_type
 
@@ -57,6 +58,8 @@ def _example_type(t: Type | None) -> str:
 
 
 def cmd_dump(args) -> int:
+    if args.target.endswith(".ir"):
+        return dump_ir_file(args)
     fn = load_function(args.target)
     if args.types is None:
         if args.emit != "ir" or args.passes is not None or args.print_after or args.print_after_all or args.time_passes:
@@ -112,12 +115,38 @@ def cmd_dump(args) -> int:
 
 def dump_passes(fn, args) -> int:
     """Run the pass pipeline (or --passes) on the frontend graph with LLVM-style instrumentation."""
-    from .passes import PASSES, PassManager  # dump only: `scriptc cache` loads no pass
-
     if len(args.types) != len(fn.param_types):
         raise SystemExit(
             f"scriptc: {fn.__name__} takes {len(fn.param_types)} arguments, --types gives {len(args.types)}"
         )
+    pm = pass_manager(args)
+    graph = pm.run(fn._compile(tuple(args.types)))
+    if not (args.print_after_all or args.print_after):
+        print(graph, end="")
+    return 0
+
+
+def dump_ir_file(args) -> int:
+    """``scriptc dump file.ir``: the graph of an IR file (as the printer writes graphs; whole-line ``#`` comments
+    are skipped) after the pipeline or ``--passes``, verified after each pass: LLVM's ``opt`` for scriptc IR."""
+    from .ir.parser import parse  # dump only
+
+    if args.types is not None or args.emit != "ir" or args.device != "cpu":
+        raise SystemExit("scriptc: an .ir file's types are in its graph: dump it without --types, --emit or --target")
+    graph = parse(Path(args.target).read_text())
+    verify(graph)
+    if args.no_opt:
+        print(graph, end="")
+        return 0
+    graph = pass_manager(args).run(graph)
+    if not (args.print_after_all or args.print_after):
+        print(graph, end="")
+    return 0
+
+
+def pass_manager(args):
+    from .passes import PASSES, PassManager  # dump only: `scriptc cache` loads no pass
+
     pm = PassManager(
         verify_each=True,
         print_after=set(args.print_after or ()),
@@ -131,10 +160,7 @@ def dump_passes(fn, args) -> int:
         if unknown:
             raise SystemExit(f"scriptc: unknown pass {unknown[0]!r}; known: {', '.join(sorted(PASSES))}")
         pm.passes = names
-    graph = pm.run(fn._compile(tuple(args.types)))
-    if not (args.print_after_all or args.print_after):
-        print(graph, end="")
-    return 0
+    return pm
 
 
 def cmd_cache(args) -> int:
@@ -244,7 +270,7 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("export", help="compile functions into a shared library and a C header: " + EXPORT_USAGE[7:])
     dump = sub.add_parser("dump", help="print a function's IR")
-    dump.add_argument("target", help="path/to/file.py:function")
+    dump.add_argument("target", help="path/to/file.py:function, or an IR file (path/to/graph.ir)")
     dump.add_argument(
         "--types",
         nargs="+",

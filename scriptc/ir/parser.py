@@ -175,7 +175,8 @@ _SOURCE = re.compile(r"\s+# (?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+)$")
 
 class GraphParser:
     def __init__(self, text: str):
-        self.lines = [ln for ln in text.splitlines() if ln.strip()]
+        # blank lines and whole-line comments (an IR test file's RUN and CHECK lines) are not the graph's
+        self.lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
         self.i = 0
         self.env: dict[str, Value] = {}
         self.graph: Graph | None = None
