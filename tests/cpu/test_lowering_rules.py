@@ -148,3 +148,18 @@ def test_fmod_of_integers_is_numpys(dtype):
     got = int_fmod(a, b)
     assert got.dtype == want.dtype and np.array_equal(got, want)
     assert np.array_equal(int_fmod.interpret(a, b), want)
+
+
+def test_the_lowering_core_knows_no_operator():
+    """``FunctionLowering`` is the core: values and blocks, the error path, interrupt checks, outlined calls, and
+    memory, element access and loops. What an operator family needs is module functions of its domain beside its
+    rules: no base class of the core is a domain's, no method is named after an operator, and the core stays small
+    (a new helper goes to its domain's module)."""
+    core = [k for k in FunctionLowering.__mro__ if k is not object]
+    assert [k.__name__ for k in core] == ["FunctionLowering", "Unwinding", "InterruptChecks", "ArrayOps", "Outlining"]
+    methods = {m for k in core for m, v in vars(k).items() if callable(v)}
+    operators = {name.split("::")[1] for name in REGISTRY}
+    assert methods & operators == set()
+    assert len(methods) <= 105, sorted(methods)
+    overridden = [m for m in methods if sum(m in vars(k) for k in core) > 1]
+    assert overridden == [], "a method defined in two parts of the core: the order of the bases would matter"

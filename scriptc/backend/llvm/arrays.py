@@ -17,11 +17,12 @@ import ctypes
 import numpy as np
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT, NumpyScalarType, TensorType, element_type
-from . import symbols
+from ...ir.types import TensorType, element_type
+from . import array_math, conversions, parallel, summation, symbols, views
 from .common import F64, I1, I8, I8P, I32, I64, i32, i64, leaves, loop_hints, process_global, reg_type
 from .rules import lowers_array
 from .text_builder import TextBuilder
+from .array_value import ELEM, TOO_BIG, Arr, index_checked, kind_of, scalar_kind
 
 HEADER = 64
 SMALL_DATA = 256  # array data up to this many bytes comes from malloc (allocate_block)
@@ -44,83 +45,17 @@ def free_count() -> int:
     return FREES.value
 
 
-I16 = ir.IntType(16)
-F32 = ir.FloatType()
-# float16 elements are kept as their bits (i16) and converted by our own routines (half_to_double,
-# double_to_half): LLVM lowers double -> half to a compiler-rt call (__truncdfhf2) that the JIT cannot link.
-ELEM = {
-    "float64": F64,
-    "float32": F32,
-    "float16": I16,
-    "int64": I64,
-    "int32": I32,
-    "int16": I16,
-    "int8": I8,
-    "uint8": I8,
-    "uint32": I32,
-    "bool": I8,
-}
-INT_RANGE = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in ("int8", "int16", "int32", "uint8", "uint32")}
-
-
-def kind_of(dtype: str) -> str:
-    """The register kind an element is computed in: f (double), i (i64), u (i64, zero-extended), b (i1)."""
-    return np.dtype(dtype).kind
-
-
-def scalar_kind(t) -> str:
-    """The register kind of a scalar: a NumPy scalar's is its dtype's (u: an unsigned one, zero-extended)."""
-    if isinstance(t, NumpyScalarType):
-        return kind_of(t.dtype)
-    return {FLOAT: "f", INT: "i", BOOL: "b"}[t]
-
-
-TOO_BIG = "array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size."
-
-
-class Arr:
-    """An array value's leaves, by name."""
-
-    __slots__ = ("t", "mi", "data", "shape", "strides")
-
-    def __init__(self, t: TensorType, vals: list):
-        r = t.rank
-        self.t, self.mi, self.data = t, vals[0], vals[1]
-        self.shape, self.strides = list(vals[2 : 2 + r]), list(vals[2 + r : 2 + 2 * r])
-
-    @property
-    def leaves(self) -> list:
-        return [self.mi, self.data, *self.shape, *self.strides]
-
-    @property
-    def itemsize(self) -> int:
-        return np.dtype(self.t.dtype).itemsize
-
-
-def index_checked(node, k: int) -> bool:
-    """Whether index k of an indexing node needs its bounds check (the bounds-check pass's ``checked``)."""
-    flags = node.attrs.get("checked")
-    return flags is None or bool(flags[k])
-
-
-def shape_text(rank: int, first: int) -> str:
-    """A template printing a shape tuple as NumPy's error messages do: (3,), (2,3)."""
-    if rank == 1:
-        return f"({{{first}}},)"
-    return "(" + ",".join(f"{{{first + k}}}" for k in range(rank)) + ")"
-
-
 class ArrayOps:
-    """Mixin of FunctionLowering: the array runtime and structural array operators."""
+    """Part of FunctionLowering's core: the array runtime, allocation, element access and loops."""
 
     # -- runtime ------------------------------------------------------------------------------------------
     def runtime(self, name: str) -> ir.Function:
         decls = self.mod._decls
-        if getattr(self, "atomic_refcounts", False) and name in ("alloc", "retain", "release"):
+        if self.atomic_refcounts and name in ("alloc", "retain", "release"):
             name += "_atomic"  # in a parallel loop's kernel (parallel.py)
         key = "scriptc.rt." + name
         if key not in decls:
-            decls[key] = getattr(self, f"_build_rt_{name}")(key)
+            decls[key] = runtime_builder(name)(self, key)
         return decls[key]
 
     def _libc(self, name: str, ret, args) -> ir.Function:
@@ -198,9 +133,6 @@ class ArrayOps:
         b.ret_void()
         return fn
 
-    def array_retain(self, vals) -> None:
-        self.b.call(self.runtime("retain"), [vals[0]])
-
     def array_release(self, vals) -> None:
         self.b.call(self.runtime("release"), [vals[0]])
 
@@ -231,15 +163,11 @@ class ArrayOps:
         mi = b.load(slot)
         return Arr(t, [mi, b.gep(mi, [i64(HEADER)]), *shape, *self.c_strides(shape, itemsize)])
 
-    def allocation_slot(self):
-        """Where ``alloc`` has the allocator store the new meminfo (unwind.py: where the error path sees it)."""
-        return self.alloca(I8P)
-
     def _allocator(self, rank: int, itemsize: int) -> ir.Function:
         """``i32 alloc_array(i8** slot, i64 dims..., i32 negative, i32 too_big, i32 no_memory)``: ``alloc``'s
         checks and allocation, once per module, rank and item size (inlined at O3; a call in the first tier: inline,
         they were ~40 lines of IR per allocation, the MLP training step's 33 in its body)."""
-        atomic = getattr(self, "atomic_refcounts", False)
+        atomic = self.atomic_refcounts
         key = f"scriptc.rt.alloc_array.{rank}.{itemsize}" + (".atomic" if atomic else "")
         fn = self.mod._decls.get(key)
         if fn is not None:
@@ -277,7 +205,7 @@ class ArrayOps:
             strides.insert(0, self.b.mul(strides[0], d))
         return strides
 
-    def size(self, shape: list):
+    def element_count(self, shape: list):
         n = i64(1)
         for d in shape:
             n = self.b.mul(n, d)
@@ -316,11 +244,11 @@ class ArrayOps:
 
     def load_element(self, ptr, dtype: str):
         """Load and widen to the register kind (kind_of)."""
-        return self.from_memory(self.b.load(ptr), dtype)
+        return conversions.from_memory(self, self.b.load(ptr), dtype)
 
     def store_element(self, ptr, x, kind: str, dtype: str) -> None:
         """Convert ``x`` of register kind ``kind`` to ``dtype`` (NumPy's unsafe cast) and store it."""
-        self.b.store(self.to_memory(x, kind, dtype), ptr)
+        self.b.store(conversions.to_memory(self, x, kind, dtype), ptr)
 
     def scalar_operand(self, v):
         """(kind, register value) of a Python scalar operand."""
@@ -328,7 +256,7 @@ class ArrayOps:
 
     def scalar_result(self, x, kind: str, t) -> list:
         """The leaves of a scalar of IR type ``t`` from a register value of ``kind``."""
-        return [self.cast(x, kind, scalar_kind(t))]
+        return [conversions.cast(self, x, kind, scalar_kind(t))]
 
     @contextlib.contextmanager
     def for_range(self, n, start=None, hints=()):
@@ -377,17 +305,13 @@ class ArrayOps:
         arrays = [target, *others]
         shape = list(target.shape)
         strides = [list(a.strides) for a in arrays]
-        magnitude = [self.abs_int(s) for s in strides[0]]
+        magnitude = [abs_int(self, s) for s in strides[0]]
         for end in range(rank - 1, 0, -1):  # a stable sorting network of selects
             for k in range(end):
                 swap = b.icmp_signed("<", magnitude[k], magnitude[k + 1])
                 for row in (shape, magnitude, *strides):
                     row[k], row[k + 1] = b.select(swap, row[k + 1], row[k]), b.select(swap, row[k], row[k + 1])
         return tuple(Arr(a.t, [a.mi, a.data, *shape, *st]) for a, st in zip(arrays, strides))
-
-    def abs_int(self, v):
-        b = self.b
-        return b.select(b.icmp_signed("<", v, i64(0)), b.neg(v), v)
 
     def alloca_leaves(self, t):
         return [self.alloca(reg_type(x)) for x in leaves(t)]
@@ -402,57 +326,9 @@ class ArrayOps:
     def memset_zero(self, a: Arr) -> None:
         memset = self.mod.module.declare_intrinsic("llvm.memset", [I8P, I64])
         self.b.call(
-            memset, [a.data, ir.Constant(I8, 0), self.b.mul(self.size(a.shape), i64(a.itemsize)), ir.Constant(I1, 0)]
+            memset,
+            [a.data, ir.Constant(I8, 0), self.b.mul(self.element_count(a.shape), i64(a.itemsize)), ir.Constant(I1, 0)],
         )
-
-    def fill(self, a: Arr, kind: str, x) -> None:
-        self.loop_nest(a.shape, lambda index: self.store_element(self.element_ptr(a, index), x, kind, a.t.dtype))
-
-    def arange_int(self, args):
-        """(length, start, start + step, delta) for int arguments: Python's exact difference, true division
-        rounded to double (exactly NumPy's length while |stop - start| and |step| are below 2**53)."""
-        b = self.b
-        start, stop, step = args
-        self.raise_if(b.icmp_signed("==", step, i64(0)), ZeroDivisionError, "division by zero")
-        diff = b.ssub_with_overflow(stop, start)
-        exact = b.sitofp(b.extract_value(diff, 0), F64)
-        approx = b.fsub(b.sitofp(stop, F64), b.sitofp(start, F64))
-        q = b.fdiv(b.select(b.extract_value(diff, 1), approx, exact), b.sitofp(step, F64))
-        nonzero = b.or_(b.extract_value(diff, 1), b.icmp_signed("!=", b.extract_value(diff, 0), i64(0)))
-        n = self.arange_length(q, nonzero)
-        second = b.sadd_with_overflow(start, step)
-        self.raise_if(
-            b.and_(b.icmp_signed(">=", n, i64(2)), b.extract_value(second, 1)),
-            OverflowError,
-            "Python int too large to convert to C long",
-        )
-        return n, start, b.extract_value(second, 0), step
-
-    def arange_float(self, args):
-        b = self.b
-        start, stop, step = args
-        self.raise_if(b.fcmp_ordered("==", step, ir.Constant(F64, 0.0)), ZeroDivisionError, "float division by zero")
-        diff = b.fsub(stop, start)
-        n = self.arange_length(b.fdiv(diff, step), b.fcmp_unordered("!=", diff, ir.Constant(F64, 0.0)))
-        second = b.fadd(start, step)
-        return n, start, second, b.fsub(second, start)
-
-    def arange_length(self, q, diff_nonzero):
-        """_arange_safe_ceil_to_intp(q), NumPy's errors, and its underflow rule: a zero quotient of a non-zero
-        difference is one element, or none when the zero is negative."""
-        b = self.b
-        zero = ir.Constant(F64, 0.0)
-        c = b.call(self.mod.intrinsic("ceil"), [q])
-        self.raise_if(b.fcmp_unordered("uno", c, c), ValueError, "arange: cannot compute length")
-        in_range = b.and_(
-            b.fcmp_ordered(">=", c, ir.Constant(F64, -(2.0**63))), b.fcmp_ordered("<=", c, ir.Constant(F64, 2.0**63))
-        )
-        self.raise_if(b.not_(in_range), ValueError, "Maximum allowed size exceeded")
-        n = self.float_to_int(c, "int64")  # 2**63 becomes INT64_MIN there too: no elements
-        negative = b.icmp_signed("<", b.bitcast(q, I64), i64(0))
-        underflow = b.select(negative, i64(0), i64(1))
-        n = b.select(b.and_(b.fcmp_ordered("==", q, zero), diff_nonzero), underflow, n)
-        return b.select(b.icmp_signed(">", n, i64(0)), n, i64(0))
 
     def copy_into(self, dst: Arr, src: Arr, src_strides=None) -> None:
         """dst[...] = src, element by element with a cast; ``src_strides`` broadcasts (stride 0). A copy of at
@@ -475,7 +351,7 @@ class ArrayOps:
             )
             lowering.b.ret_void()
 
-        copy = self.call_compiled_once(("copy", src.t.dtype, dst.t.dtype, rank, src_rank), fnty, build)
+        copy = summation.call_compiled_once(self, ("copy", src.t.dtype, dst.t.dtype, rank, src_rank), fnty, build)
         self.b.call(copy, [dst.data, *dst.shape, *dst.strides, src.data, *strides])
 
     def copy_loops(self, dst: Arr, view: Arr) -> None:
@@ -530,75 +406,6 @@ class ArrayOps:
             self.store_leaves(slots, tmp.leaves)
         return Arr(src.t, self.load_leaves(slots))
 
-    def release_temp(self, a: Arr, original: Arr) -> None:
-        b = self.b
-        with b.if_then(b.icmp_unsigned("!=", a.mi, original.mi)):
-            self.array_release([a.mi])
-
-    def broadcast_to(self, src: Arr, shape: list, what: str | None):
-        """Strides that read ``src`` broadcast to ``shape`` (0 where src has length 1), or NumPy's ValueError
-        (``what`` None: the caller knows that src broadcasts to shape)."""
-        b = self.b
-        lead = max(src.t.rank - len(shape), 0)  # a copy's source may have extra leading dimensions of length 1
-        pad = len(shape) - src.t.rank + lead
-        strides = [
-            b.select(b.icmp_signed("==", d, shape[pad + k]), s, i64(0))
-            for k, (d, s) in enumerate(zip(src.shape[lead:], src.strides[lead:]))
-        ]
-        if what is None:
-            return strides
-        bad = ir.Constant(I1, 0)
-        for d in src.shape[:lead]:
-            bad = b.or_(bad, b.icmp_signed("!=", d, i64(1)))
-        for k, d in enumerate(src.shape[lead:]):
-            out = shape[pad + k]
-            bad = b.or_(bad, b.and_(b.icmp_signed("!=", d, out), b.icmp_signed("!=", d, i64(1))))
-        if what == "in place" and src.t.rank:  # x += y: NumPy's two messages, the output operand named
-            self.inplace_broadcast_errors(src, shape, bad)
-            return strides
-        message = (
-            (
-                f"could not broadcast input array from shape {shape_text(src.t.rank, 0)} into shape "
-                f"{shape_text(len(shape), src.t.rank)}"
-            )
-            if what == "copy"
-            else what
-        )
-        if src.t.rank:
-            self.raise_with(bad, ValueError, message, [*src.shape, *shape])
-        return strides
-
-    def inplace_broadcast_errors(self, src: Arr, shape: list, bad) -> None:
-        """``x op= y`` with y not broadcastable to x: shapes that do not broadcast together, or whose broadcast
-        shape is not x's (NumPy's wording for each)."""
-        b, n, pad = self.b, len(shape), len(shape) - src.t.rank
-        clash = ir.Constant(I1, 0)
-        wide = list(shape)
-        for k, d in enumerate(src.shape):
-            out = shape[pad + k]
-            clash = b.or_(
-                clash,
-                b.and_(
-                    b.icmp_signed("!=", d, out),
-                    b.and_(b.icmp_signed("!=", d, i64(1)), b.icmp_signed("!=", out, i64(1))),
-                ),
-            )
-            wide[pad + k] = b.select(b.icmp_signed("==", out, i64(1)), d, out)
-        together = shape_text(n, 0)
-        self.raise_with(
-            clash,
-            ValueError,
-            f"operands could not be broadcast together with shapes {together} {shape_text(src.t.rank, n)} {together} ",
-            [*shape, *src.shape],
-        )
-        self.raise_with(
-            bad,
-            ValueError,
-            f"non-broadcastable output operand with shape {shape_text(n, 0)} doesn't "
-            f"match the broadcast shape {shape_text(n, n)}",
-            [*shape, *wide],
-        )
-
 
 # -- lowering rules ----------------------------------------------------------------------------------------------------
 
@@ -616,7 +423,7 @@ def lower_dim(ctx, node):
 
 @lowers_array("aten::numel")
 def lower_numel(ctx, node):
-    return [[ctx.size(ctx.arr(node.inputs[0]).shape)]]
+    return [[ctx.element_count(ctx.arr(node.inputs[0]).shape)]]
 
 
 @lowers_array("aten::len")
@@ -629,7 +436,7 @@ def lower_len(ctx, node):
 def lower_getitem(ctx, node):
     a = ctx.arr(node.inputs[0])
     index = [
-        ctx.normalize_index(ctx.scalar(v), n, k, index_checked(node, k))
+        views.normalize_index(ctx, ctx.scalar(v), n, k, index_checked(node, k))
         for k, (v, n) in enumerate(zip(node.inputs[1:], a.shape))
     ]
     x = ctx.load_element(ctx.user_element_ptr(a, index), a.t.dtype)
@@ -641,9 +448,10 @@ def lower_setitem(ctx, node):
     a = ctx.arr(node.inputs[0])
     *idx, value = node.inputs[1:]
     index = [
-        ctx.normalize_index(ctx.scalar(v), n, k, index_checked(node, k)) for k, (v, n) in enumerate(zip(idx, a.shape))
+        views.normalize_index(ctx, ctx.scalar(v), n, k, index_checked(node, k))
+        for k, (v, n) in enumerate(zip(idx, a.shape))
     ]
-    kind, x = ctx.element_from_python(value, a.t.dtype)
+    kind, x = conversions.element_from_python(ctx, value, a.t.dtype)
     ctx.store_element(ctx.user_element_ptr(a, index), x, kind, a.t.dtype)
     return []
 
@@ -653,14 +461,14 @@ def lower_setitem(ctx, node):
 def lower_create(ctx, node):
     t = node.output.type
     op = node.kind.split("::")[1]
-    fill = node.inputs[0] if op == "full" else None
-    dims = [ctx.scalar(v) for v in (node.inputs[1:] if fill is not None else node.inputs)]
+    value = node.inputs[0] if op == "full" else None
+    dims = [ctx.scalar(v) for v in (node.inputs[1:] if value is not None else node.inputs)]
     out = ctx.alloc(t, dims)
     if op == "zeros":
         ctx.memset_zero(out)
     elif op != "empty":
-        kind, x = ctx.filled_from_python(fill, t.dtype) if fill is not None else ("i", i64(1))
-        ctx.fill(out, kind, x)
+        kind, x = conversions.filled_from_python(ctx, value, t.dtype) if value is not None else ("i", i64(1))
+        fill(ctx, out, kind, x)
     return [out.leaves]
 
 
@@ -672,16 +480,16 @@ def lower_create_like(ctx, node):
     if op == "zeros_like":
         ctx.memset_zero(out)
     elif op == "ones_like":
-        ctx.fill(out, "i", i64(1))
+        fill(ctx, out, "i", i64(1))
     elif op == "full_like":
-        ctx.fill(out, *ctx.filled_from_python(node.inputs[1], out.t.dtype))
+        fill(ctx, out, *conversions.filled_from_python(ctx, node.inputs[1], out.t.dtype))
     return [out.leaves]
 
 
 @lowers_array("aten::fill_")
 def lower_fill_(ctx, node):
     a = ctx.arr(node.inputs[0])
-    ctx.fill(a, *ctx.element_from_python(node.inputs[1], a.t.dtype))
+    fill(ctx, a, *conversions.element_from_python(ctx, node.inputs[1], a.t.dtype))
     return []
 
 
@@ -694,10 +502,10 @@ def lower_arange(ctx, node):
     t = node.output.type
     operands = [ctx.scalar_operand(v) for v in node.inputs]
     if all(k != "f" for k, _ in operands):
-        n, first, second, delta = ctx.arange_int([ctx.cast(x, k, "i") for k, x in operands])
+        n, first, second, delta = arange_int(ctx, [conversions.cast(ctx, x, k, "i") for k, x in operands])
         kind = "i"
     else:
-        n, first, second, delta = ctx.arange_float([ctx.cast(x, k, "f") for k, x in operands])
+        n, first, second, delta = arange_float(ctx, [conversions.cast(ctx, x, k, "f") for k, x in operands])
         kind = "f"
     out = ctx.alloc(t, [n])
     with ctx.for_range(n) as i:
@@ -715,7 +523,7 @@ def lower_linspace(ctx, node):
     b = ctx.b
     t = node.output.type
     (ka, a), (kb, z), (_, num) = [ctx.scalar_operand(v) for v in node.inputs]
-    a, z = ctx.cast(a, ka, "f"), ctx.cast(z, kb, "f")
+    a, z = conversions.cast(ctx, a, ka, "f"), conversions.cast(ctx, z, kb, "f")
     ctx.raise_with(b.icmp_signed("<", num, i64(0)), ValueError, "Number of samples, {0}, must be non-negative.", [num])
     out = ctx.alloc(t, [num])
     div = b.sub(num, i64(1))
@@ -753,10 +561,83 @@ def lower_copy_(ctx, node):
     dst = ctx.arr(node.inputs[0])
     src_v = node.inputs[1]
     if not isinstance(src_v.type, TensorType):
-        ctx.fill(dst, *ctx.element_from_python(src_v, dst.t.dtype))
+        fill(ctx, dst, *conversions.element_from_python(ctx, src_v, dst.t.dtype))
         return []
     src = ctx.arr(src_v)
     source = ctx.unaliased(src, dst)
-    ctx.copy_into(dst, source, ctx.broadcast_to(source, dst.shape, "copy"))
+    ctx.copy_into(dst, source, array_math.broadcast_to(ctx, source, dst.shape, "copy"))
     ctx.release_temp(source, src)
     return []
+
+
+def abs_int(ctx, v):
+    b = ctx.b
+    return b.select(b.icmp_signed("<", v, i64(0)), b.neg(v), v)
+
+
+def fill(ctx, a: Arr, kind: str, x) -> None:
+    ctx.loop_nest(a.shape, lambda index: ctx.store_element(ctx.element_ptr(a, index), x, kind, a.t.dtype))
+
+
+def arange_int(ctx, args):
+    """(length, start, start + step, delta) for int arguments: Python's exact difference, true division
+    rounded to double (exactly NumPy's length while |stop - start| and |step| are below 2**53)."""
+    b = ctx.b
+    start, stop, step = args
+    ctx.raise_if(b.icmp_signed("==", step, i64(0)), ZeroDivisionError, "division by zero")
+    diff = b.ssub_with_overflow(stop, start)
+    exact = b.sitofp(b.extract_value(diff, 0), F64)
+    approx = b.fsub(b.sitofp(stop, F64), b.sitofp(start, F64))
+    q = b.fdiv(b.select(b.extract_value(diff, 1), approx, exact), b.sitofp(step, F64))
+    nonzero = b.or_(b.extract_value(diff, 1), b.icmp_signed("!=", b.extract_value(diff, 0), i64(0)))
+    n = arange_length(ctx, q, nonzero)
+    second = b.sadd_with_overflow(start, step)
+    ctx.raise_if(
+        b.and_(b.icmp_signed(">=", n, i64(2)), b.extract_value(second, 1)),
+        OverflowError,
+        "Python int too large to convert to C long",
+    )
+    return n, start, b.extract_value(second, 0), step
+
+
+def arange_float(ctx, args):
+    b = ctx.b
+    start, stop, step = args
+    ctx.raise_if(b.fcmp_ordered("==", step, ir.Constant(F64, 0.0)), ZeroDivisionError, "float division by zero")
+    diff = b.fsub(stop, start)
+    n = arange_length(ctx, b.fdiv(diff, step), b.fcmp_unordered("!=", diff, ir.Constant(F64, 0.0)))
+    second = b.fadd(start, step)
+    return n, start, second, b.fsub(second, start)
+
+
+def arange_length(ctx, q, diff_nonzero):
+    """_arange_safe_ceil_to_intp(q), NumPy's errors, and its underflow rule: a zero quotient of a non-zero
+    difference is one element, or none when the zero is negative."""
+    b = ctx.b
+    zero = ir.Constant(F64, 0.0)
+    c = b.call(ctx.mod.intrinsic("ceil"), [q])
+    ctx.raise_if(b.fcmp_unordered("uno", c, c), ValueError, "arange: cannot compute length")
+    in_range = b.and_(
+        b.fcmp_ordered(">=", c, ir.Constant(F64, -(2.0**63))), b.fcmp_ordered("<=", c, ir.Constant(F64, 2.0**63))
+    )
+    ctx.raise_if(b.not_(in_range), ValueError, "Maximum allowed size exceeded")
+    n = conversions.float_to_int(ctx, c, "int64")  # 2**63 becomes INT64_MIN there too: no elements
+    negative = b.icmp_signed("<", b.bitcast(q, I64), i64(0))
+    underflow = b.select(negative, i64(0), i64(1))
+    n = b.select(b.and_(b.fcmp_ordered("==", q, zero), diff_nonzero), underflow, n)
+    return b.select(b.icmp_signed(">", n, i64(0)), n, i64(0))
+
+
+def runtime_builder(name: str):
+    """The builder of runtime function ``name``, declared once per module by ``runtime(name)`` (``*_atomic``: a
+    prange kernel's). Looked up when called: the builders' modules import this one."""
+    return {
+        "alloc": ArrayOps._build_rt_alloc,
+        "retain": ArrayOps._build_rt_retain,
+        "release": ArrayOps._build_rt_release,
+        "alloc_atomic": parallel.build_rt_alloc_atomic,
+        "retain_atomic": parallel.build_rt_retain_atomic,
+        "release_atomic": parallel.build_rt_release_atomic,
+        "double_to_half": conversions.build_rt_double_to_half,
+        "half_to_double": conversions.build_rt_half_to_double,
+    }[name]

@@ -29,8 +29,8 @@ from .common import F64, I1, I8P, I32, I64, f64, i1, i32, i64
 from .rules import lowers
 from .callbacks import ROUND_SYMBOL
 from .errors import STACK_FLOOR_SLOT
-from .strings import plan_id
 from .text_builder import TextBuilder
+from . import scalar_ops, strings
 
 DEPTH_GLOBAL = "scriptc.call_depth"
 RECURSION_MESSAGE = "maximum recursion depth exceeded"
@@ -90,91 +90,95 @@ def stack_budget() -> int:
     return max(size - (1 << 20), 256 << 10)
 
 
-class BuiltinOps:
-    """Mixin of FunctionLowering."""
+# -- helpers: functions of the lowering (``ctx``, a FunctionLowering) --------------------------------
 
-    # -- module-level helpers ---------------------------------------------------------------------------
-    def module_global(self, name: str, ty, init):
-        gv = self.mod.module.globals.get(name)
-        if gv is None:
-            gv = ir.GlobalVariable(self.mod.module, ty, name)
-            gv.linkage = "internal"
-            gv.initializer = init
-        return gv
 
-    def table_lookup(self, name: str, ty, values: list, index):
-        arr = ir.ArrayType(ty, len(values))
-        gv = self.module_global(name, arr, ir.Constant(arr, [ir.Constant(ty, v) for v in values]))
-        gv.global_constant = True
-        return self.b.load(self.b.gep(gv, [i64(0), index], inbounds=True))
+# -- module-level helpers ---------------------------------------------------------------------------
+def module_global(ctx, name: str, ty, init):
+    gv = ctx.mod.module.globals.get(name)
+    if gv is None:
+        gv = ir.GlobalVariable(ctx.mod.module, ty, name)
+        gv.linkage = "internal"
+        gv.initializer = init
+    return gv
 
-    # -- calls ------------------------------------------------------------------------------------------
-    def call_counting_depth(self, fn, args):
-        """Call a compiled function one level deeper; RecursionError past the recursion limit."""
-        b = self.b
-        depth = self.module_global(DEPTH_GLOBAL, I64, i64(0))
-        deeper = b.add(b.load(depth), i64(1))
-        self.raise_if(b.icmp_signed(">", deeper, i64(sys.getrecursionlimit())), RecursionError, RECURSION_MESSAGE)
-        if self.mod.stack_budget is not None:
-            checks = b.icmp_unsigned("==", b.and_(deeper, i64(STACK_CHECK_EVERY - 1)), i64(0))
-            with b.if_then(checks, likely=False):
-                frame = self.mod._decls.get("frameaddress") or self.mod._decls.setdefault(
-                    "frameaddress", ir.Function(self.mod.module, ir.FunctionType(I8P, [I32]), "llvm.frameaddress.p0i8")
-                )
-                here = b.ptrtoint(b.call(frame, [i32(0)]), I64)  # this frame's address
-                floor = b.call(self.mod.helper("stack_floor"), [here])
-                self.raise_if(b.icmp_unsigned("<", here, floor), RecursionError, RECURSION_MESSAGE)
-        b.store(deeper, depth)
-        status = b.call(fn, args)
-        b.store(b.sub(deeper, i64(1)), depth)
-        return status
 
-    def round_int(self, x, n):
-        """round(x, n) of an int: x for n >= 0, else the nearest multiple of 10**-n, ties to even, wrapped to
-        64 bits. 10**k fits in an i64 up to k = 18 (no 128-bit division: the JIT links no compiler-rt); at
-        k = 19 the result is 0 or +-10**19 (wrapped), beyond it always 0 (|x| < 5 * 10**19)."""
-        b = self.b
-        k = b.sub(i64(0), n)
-        small = b.and_(b.icmp_signed(">", k, i64(0)), b.icmp_signed("<=", k, i64(18)))
-        q = self.table_lookup("scriptc.pow10", I64, [10**j for j in range(19)], b.select(small, k, i64(0)))
-        r = self.int_mod(x, q)
-        base = b.sub(x, r)
-        twice = b.shl(r, i64(1))
-        odd = b.trunc(self.int_floordiv(base, q), I1)
-        up = b.or_(b.icmp_signed(">", twice, q), b.and_(b.icmp_signed("==", twice, q), odd))
-        rounded = b.add(base, b.select(up, q, i64(0)))
-        wrap19 = (10**19 + 2**63) % 2**64 - 2**63
-        at19 = b.select(
-            b.icmp_signed(">", x, i64(5 * 10**18)),
-            i64(wrap19),
-            b.select(b.icmp_signed("<", x, i64(-5 * 10**18)), i64(-wrap19), i64(0)),
-        )
-        big = b.select(b.icmp_signed("==", k, i64(19)), at19, i64(0))
-        return b.select(b.icmp_signed(">=", n, i64(0)), x, b.select(small, rounded, big))
+def table_lookup(ctx, name: str, ty, values: list, index):
+    arr = ir.ArrayType(ty, len(values))
+    gv = module_global(ctx, name, arr, ir.Constant(arr, [ir.Constant(ty, v) for v in values]))
+    gv.global_constant = True
+    return ctx.b.load(ctx.b.gep(gv, [i64(0), index], inbounds=True))
 
-    def gcd_helper(self) -> ir.Function:
-        """i64 gcd(i64, i64): Euclid on the magnitudes as unsigned (gcd(INT64_MIN, 0) is 2**63, which wraps)."""
-        name = f"{self.mod.prefix}.gcd"
-        fn = self.mod.module.globals.get(name)
-        if fn is not None:
-            return fn
-        fn = ir.Function(self.mod.module, ir.FunctionType(I64, [I64, I64]), name)
-        fn.linkage = "internal"
-        entry, loop, body, done = (fn.append_basic_block(n) for n in ("entry", "loop", "body", "done"))
-        b = TextBuilder(entry)
-        mags = [b.select(b.icmp_signed("<", v, i64(0)), b.sub(i64(0), v), v) for v in fn.args]
-        b.branch(loop)
-        b.position_at_end(loop)
-        x, y = b.phi(I64, "x"), b.phi(I64, "y")
-        b.cbranch(b.icmp_unsigned("==", y, i64(0)), done, body)
-        b.position_at_end(body)
-        r = b.urem(x, y)
-        b.branch(loop)
-        x.add_incoming(mags[0], entry), x.add_incoming(y, body)
-        y.add_incoming(mags[1], entry), y.add_incoming(r, body)
-        b.position_at_end(done)
-        b.ret(x)
+
+# -- calls ------------------------------------------------------------------------------------------
+def call_counting_depth(ctx, fn, args):
+    """Call a compiled function one level deeper; RecursionError past the recursion limit."""
+    b = ctx.b
+    depth = module_global(ctx, DEPTH_GLOBAL, I64, i64(0))
+    deeper = b.add(b.load(depth), i64(1))
+    ctx.raise_if(b.icmp_signed(">", deeper, i64(sys.getrecursionlimit())), RecursionError, RECURSION_MESSAGE)
+    if ctx.mod.stack_budget is not None:
+        checks = b.icmp_unsigned("==", b.and_(deeper, i64(STACK_CHECK_EVERY - 1)), i64(0))
+        with b.if_then(checks, likely=False):
+            frame = ctx.mod._decls.get("frameaddress") or ctx.mod._decls.setdefault(
+                "frameaddress", ir.Function(ctx.mod.module, ir.FunctionType(I8P, [I32]), "llvm.frameaddress.p0i8")
+            )
+            here = b.ptrtoint(b.call(frame, [i32(0)]), I64)  # this frame's address
+            floor = b.call(ctx.mod.helper("stack_floor"), [here])
+            ctx.raise_if(b.icmp_unsigned("<", here, floor), RecursionError, RECURSION_MESSAGE)
+    b.store(deeper, depth)
+    status = b.call(fn, args)
+    b.store(b.sub(deeper, i64(1)), depth)
+    return status
+
+
+def round_int(ctx, x, n):
+    """round(x, n) of an int: x for n >= 0, else the nearest multiple of 10**-n, ties to even, wrapped to
+    64 bits. 10**k fits in an i64 up to k = 18 (no 128-bit division: the JIT links no compiler-rt); at
+    k = 19 the result is 0 or +-10**19 (wrapped), beyond it always 0 (|x| < 5 * 10**19)."""
+    b = ctx.b
+    k = b.sub(i64(0), n)
+    small = b.and_(b.icmp_signed(">", k, i64(0)), b.icmp_signed("<=", k, i64(18)))
+    q = table_lookup(ctx, "scriptc.pow10", I64, [10**j for j in range(19)], b.select(small, k, i64(0)))
+    r = scalar_ops.int_mod(ctx, x, q)
+    base = b.sub(x, r)
+    twice = b.shl(r, i64(1))
+    odd = b.trunc(scalar_ops.int_floordiv(ctx, base, q), I1)
+    up = b.or_(b.icmp_signed(">", twice, q), b.and_(b.icmp_signed("==", twice, q), odd))
+    rounded = b.add(base, b.select(up, q, i64(0)))
+    wrap19 = (10**19 + 2**63) % 2**64 - 2**63
+    at19 = b.select(
+        b.icmp_signed(">", x, i64(5 * 10**18)),
+        i64(wrap19),
+        b.select(b.icmp_signed("<", x, i64(-5 * 10**18)), i64(-wrap19), i64(0)),
+    )
+    big = b.select(b.icmp_signed("==", k, i64(19)), at19, i64(0))
+    return b.select(b.icmp_signed(">=", n, i64(0)), x, b.select(small, rounded, big))
+
+
+def gcd_helper(ctx) -> ir.Function:
+    """i64 gcd(i64, i64): Euclid on the magnitudes as unsigned (gcd(INT64_MIN, 0) is 2**63, which wraps)."""
+    name = f"{ctx.mod.prefix}.gcd"
+    fn = ctx.mod.module.globals.get(name)
+    if fn is not None:
         return fn
+    fn = ir.Function(ctx.mod.module, ir.FunctionType(I64, [I64, I64]), name)
+    fn.linkage = "internal"
+    entry, loop, body, done = (fn.append_basic_block(n) for n in ("entry", "loop", "body", "done"))
+    b = TextBuilder(entry)
+    mags = [b.select(b.icmp_signed("<", v, i64(0)), b.sub(i64(0), v), v) for v in fn.args]
+    b.branch(loop)
+    b.position_at_end(loop)
+    x, y = b.phi(I64, "x"), b.phi(I64, "y")
+    b.cbranch(b.icmp_unsigned("==", y, i64(0)), done, body)
+    b.position_at_end(body)
+    r = b.urem(x, y)
+    b.branch(loop)
+    x.add_incoming(mags[0], entry), x.add_incoming(y, body)
+    y.add_incoming(mags[1], entry), y.add_incoming(r, body)
+    b.position_at_end(done)
+    b.ret(x)
+    return fn
 
 
 # -- lowering rules ----------------------------------------------------------------------------------------------------
@@ -187,7 +191,7 @@ def lower_raise(ctx, node):
     if all(v.node is not None and v.node.kind == "prim::Constant" for v in node.inputs):
         ctx.raise_if(i1(True), exc, *[v.node.attrs.get("value") for v in node.inputs])
     else:  # a message known at run time: the exception is made in Python from the values
-        ctx.call_back(plan_id("raise", [v.type for v in node.inputs], fmt=exc.__name__), node.inputs)
+        strings.call_back(ctx, strings.plan_id("raise", [v.type for v in node.inputs], fmt=exc.__name__), node.inputs)
     return []
 
 
@@ -196,20 +200,20 @@ def lower_raise(ctx, node):
 def lower_round(ctx, node):
     x, t = ctx.scalar(node.inputs[0]), node.inputs[0].type
     if t != FLOAT:
-        return [[ctx.to_i64(x, t)]]
-    ctx.check_float_to_int(x)
-    return [[ctx.float_to_int_wrapping(ctx.b.call(ctx.mod.intrinsic("rint"), [x]))]]
+        return [[scalar_ops.to_i64(ctx, x, t)]]
+    scalar_ops.check_float_to_int(ctx, x)
+    return [[scalar_ops.float_to_int_wrapping(ctx, ctx.b.call(ctx.mod.intrinsic("rint"), [x]))]]
 
 
 @lowers("prim::round_ndigits")
 def lower_round_ndigits(ctx, node):
     (x, n), (t, tn) = [ctx.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
-    n = ctx.to_i64(n, tn)
+    n = scalar_ops.to_i64(ctx, n, tn)
     if t != FLOAT:
-        return [[ctx.round_int(ctx.to_i64(x, t), n)]]
+        return [[round_int(ctx, scalar_ops.to_i64(ctx, x, t), n)]]
     b = ctx.b
     out = ctx.alloca(F64)
-    fn = ctx.extern(ROUND_SYMBOL, ir.FunctionType(I32, [F64, I64, F64.as_pointer()]))
+    fn = strings.extern(ctx, ROUND_SYMBOL, ir.FunctionType(I32, [F64, I64, F64.as_pointer()]))
     status = b.call(fn, [x, n, out])
     ctx.raise_if(b.icmp_signed("!=", status, i32(0)), OverflowError, "rounded value too large to represent")
     return [[b.load(out)]]
@@ -221,42 +225,43 @@ def lower_divmod(ctx, node):
     (a, c), (ta, tc) = [ctx.scalar(v) for v in node.inputs], [v.type for v in node.inputs]
     b = ctx.b
     if FLOAT not in (ta, tc):
-        ia, ic = ctx.to_i64(a, ta), ctx.to_i64(c, tc)
+        ia, ic = scalar_ops.to_i64(ctx, a, ta), scalar_ops.to_i64(ctx, c, tc)
         ctx.raise_if(b.icmp_signed("==", ic, i64(0)), ZeroDivisionError, "integer division or modulo by zero")
-        return [[ctx.int_floordiv(ia, ic), ctx.int_mod(ia, ic)]]
-    fa, fc = ctx.to_f64(a, ta), ctx.to_f64(c, tc)
+        return [[scalar_ops.int_floordiv(ctx, ia, ic), scalar_ops.int_mod(ctx, ia, ic)]]
+    fa, fc = scalar_ops.to_f64(ctx, a, ta), scalar_ops.to_f64(ctx, c, tc)
     ctx.raise_if(b.fcmp_ordered("==", fc, f64(0.0)), ZeroDivisionError, "float divmod()")
-    return [[ctx.float_floordiv(fa, fc), ctx.float_mod(fa, fc)]]
+    return [[scalar_ops.float_floordiv(ctx, fa, fc), scalar_ops.float_mod(ctx, fa, fc)]]
 
 
 # -- math -------------------------------------------------------------------------------------------
 @lowers("prim::isclose")
 def lower_isclose(ctx, node):
     """math_isclose_impl (Modules/mathmodule.c)."""
-    a, c, rel, tol = [ctx.to_f64(ctx.scalar(v), v.type) for v in node.inputs]
+    a, c, rel, tol = [scalar_ops.to_f64(ctx, ctx.scalar(v), v.type) for v in node.inputs]
     b = ctx.b
     negative = b.or_(b.fcmp_ordered("<", rel, f64(0.0)), b.fcmp_ordered("<", tol, f64(0.0)))
     ctx.raise_if(negative, ValueError, "tolerances must be non-negative")
-    diff = ctx.fabs(b.fsub(c, a))
+    diff = scalar_ops.fabs(ctx, b.fsub(c, a))
     close = b.or_(
         b.or_(
-            b.fcmp_ordered("<=", diff, ctx.fabs(b.fmul(rel, c))), b.fcmp_ordered("<=", diff, ctx.fabs(b.fmul(rel, a)))
+            b.fcmp_ordered("<=", diff, scalar_ops.fabs(ctx, b.fmul(rel, c))),
+            b.fcmp_ordered("<=", diff, scalar_ops.fabs(ctx, b.fmul(rel, a))),
         ),
         b.fcmp_ordered("<=", diff, tol),
     )
-    close = b.and_(close, b.not_(b.or_(ctx.isinf(a), ctx.isinf(c))))
+    close = b.and_(close, b.not_(b.or_(scalar_ops.isinf(ctx, a), scalar_ops.isinf(ctx, c))))
     return [[b.or_(b.fcmp_ordered("==", a, c), close)]]
 
 
 @lowers("prim::gcd")
 def lower_gcd(ctx, node):
-    a, c = [ctx.to_i64(ctx.scalar(v), v.type) for v in node.inputs]
-    return [[ctx.b.call(ctx.gcd_helper(), [a, c])]]
+    a, c = [scalar_ops.to_i64(ctx, ctx.scalar(v), v.type) for v in node.inputs]
+    return [[ctx.b.call(gcd_helper(ctx), [a, c])]]
 
 
 @lowers("prim::factorial")
 def lower_factorial(ctx, node):
-    n = ctx.to_i64(ctx.scalar(node.inputs[0]), node.inputs[0].type)
+    n = scalar_ops.to_i64(ctx, ctx.scalar(node.inputs[0]), node.inputs[0].type)
     b = ctx.b
     ctx.raise_if(b.icmp_signed("<", n, i64(0)), ValueError, "factorial() not defined for negative values")
     ctx.raise_with(
@@ -266,4 +271,4 @@ def lower_factorial(ctx, node):
         f"most {FACTORIAL_MAX})",
         [n],
     )
-    return [[ctx.table_lookup("scriptc.factorials", I64, [math.factorial(k) for k in range(FACTORIAL_MAX + 1)], n)]]
+    return [[table_lookup(ctx, "scriptc.factorials", I64, [math.factorial(k) for k in range(FACTORIAL_MAX + 1)], n)]]

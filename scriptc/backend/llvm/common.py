@@ -88,6 +88,7 @@ COMPARE = {
     "ge": (">=", "oge"),
 }
 BITWISE = ("__and__", "__or__", "__xor__")
+INTRINSIC = {"sqrt", "floor", "ceil", "trunc", "fabs"}  # llvm.<name>.f64: exact operations
 # the one-argument math functions computed by a libm call: CPython's math_1 on scalars (scalar_ops.py)
 MATH1 = {name: c for name, c in C_MATH.items() if c.nargs == 1}
 UNSUPPORTED_DETAIL: dict[str, str] = {}

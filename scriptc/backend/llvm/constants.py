@@ -27,16 +27,14 @@ def constant_containing(address: int) -> np.ndarray | None:
     return None
 
 
-class ArrayConstants:
-    """Mixin of FunctionLowering."""
+# -- helpers: functions of the lowering (``ctx``, a FunctionLowering) --------------------------------
 
-    def array_constant(self, node) -> list:
-        a = node.attrs["value"]
-        if isinstance(a, UnrestoredArray):
-            raise LoweringError(
-                node.kind, f"the array constant {a!r} was read from IR text without its data", node.source
-            )
-        address = a.ctypes.data
-        _CONSTANTS.setdefault(address, a)
-        data = self.b.inttoptr(i64(address), I8P)
-        return [ir.Constant(I8P, None), data, *[i64(d) for d in a.shape], *[i64(s) for s in a.strides]]
+
+def array_constant(ctx, node) -> list:
+    a = node.attrs["value"]
+    if isinstance(a, UnrestoredArray):
+        raise LoweringError(node.kind, f"the array constant {a!r} was read from IR text without its data", node.source)
+    address = a.ctypes.data
+    _CONSTANTS.setdefault(address, a)
+    data = ctx.b.inttoptr(i64(address), I8P)
+    return [ir.Constant(I8P, None), data, *[i64(d) for d in a.shape], *[i64(s) for s in a.strides]]

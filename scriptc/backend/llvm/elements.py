@@ -20,25 +20,17 @@ from llvmlite import ir
 
 from ...ir.registry import REGISTRY
 from ...ops.mathfns import C_MATH
-from .arrays import F32
-from .common import F64, I1, f64, i64
+from .array_value import F32
+from .common import COMPARE, F64, I1, INTRINSIC, f64, i64
 from .errors import LoweringError
+from . import conversions, scalar_ops
 
 ElementRule = Callable[..., ir.Value]
 _RULES: dict[tuple[str, str], tuple[ElementRule, str | None]] = {}
 KIND_NAMES = {"f": "float", "i": "integer", "u": "integer", "b": "bool"}
 # float-only spellings of an operator; on integers and bools, the operator itself
 FLOAT_VARIANTS = {"pow_scalar": "pow", "clip_arrays": "clip"}
-INTRINSIC = {"sqrt", "floor", "ceil", "trunc", "fabs"}  # llvm.<name>.f64: exact operations
 PREDICATES = {name.split("::")[1] for name, op in REGISTRY.items() if op.extra.get("predicate")}
-COMPARE = {
-    "eq": ("==", "oeq"),
-    "ne": ("!=", "une"),
-    "lt": ("<", "olt"),
-    "le": ("<=", "ole"),
-    "gt": (">", "ogt"),
-    "ge": (">=", "oge"),
-}
 
 
 def rule(*ops: str, kinds: str, result: str | None = None):
@@ -188,7 +180,7 @@ def int_divmod(ctx, op, args, k, dtype):
     b, (x, y) = ctx.b, args
     zero = b.icmp_signed("==", y, i64(0))
     safe = b.select(zero, i64(1), y)
-    r = ctx.int_floordiv(x, safe) if op == "floordiv" else ctx.int_mod(x, safe)
+    r = scalar_ops.int_floordiv(ctx, x, safe) if op == "floordiv" else scalar_ops.int_mod(ctx, x, safe)
     return b.select(zero, i64(0), r)
 
 
@@ -267,27 +259,27 @@ def float_divmod(ctx, op, args, k, dtype):
     b, (x, y) = ctx.b, args
     zero = b.fcmp_ordered("==", y, f64(0.0))
     if op == "floordiv":
-        return b.select(zero, b.fdiv(x, y), ctx.float_floordiv(x, y))
-    return b.select(zero, ctx.fmod(x, y), ctx.float_mod(x, y))
+        return b.select(zero, b.fdiv(x, y), scalar_ops.float_floordiv(ctx, x, y))
+    return b.select(zero, scalar_ops.fmod(ctx, x, y), scalar_ops.float_mod(ctx, x, y))
 
 
 def divmod_float32(ctx, op, x, y):
     """npy_divmodf: CPython's float divmod with every step rounded to float32, as NumPy's float32 (and
     float16, which computes in float32) loops compute floor division and remainder."""
     b = ctx.b
-    r = lambda v: ctx.round_float(v, "float32")  # noqa: E731 - float32 arithmetic from double steps
+    r = lambda v: conversions.round_float(ctx, v, "float32")  # noqa: E731 - float32 arithmetic from double steps
     zero, one = f64(0.0), f64(1.0)
-    mod = ctx.fmod(x, y)
+    mod = scalar_ops.fmod(ctx, x, y)
     nonzero = b.fcmp_unordered("!=", mod, zero)
     flip = b.and_(nonzero, b.xor(b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero)))
     if op == "remainder":
-        fixed = b.select(flip, r(b.fadd(mod, y)), b.select(nonzero, mod, ctx.copysign(zero, y)))
+        fixed = b.select(flip, r(b.fadd(mod, y)), b.select(nonzero, mod, scalar_ops.copysign(ctx, zero, y)))
         return b.select(b.fcmp_ordered("==", y, zero), mod, fixed)
     div = r(b.fdiv(r(b.fsub(x, mod)), y))
     div = b.select(flip, r(b.fsub(div, one)), div)
     floor = b.call(ctx.mod.intrinsic("floor"), [div])
     floor = b.select(b.fcmp_ordered(">", r(b.fsub(div, floor)), f64(0.5)), r(b.fadd(floor, one)), floor)
-    quotient = b.select(b.fcmp_unordered("!=", div, zero), floor, ctx.copysign(zero, r(b.fdiv(x, y))))
+    quotient = b.select(b.fcmp_unordered("!=", div, zero), floor, scalar_ops.copysign(ctx, zero, r(b.fdiv(x, y))))
     return b.select(b.fcmp_ordered("==", y, zero), b.fdiv(x, y), quotient)
 
 
@@ -360,15 +352,15 @@ def nan_extremum(ctx, op, args, k, dtype):
 def nan_max(ctx, op, x, y, first_on_tie: bool = False):
     b = ctx.b
     keep = b.fcmp_ordered((">" if op == "maximum" else "<") + ("=" if first_on_tie else ""), x, y)
-    return b.select(b.or_(keep, ctx.isnan(x)), x, y)
+    return b.select(b.or_(keep, scalar_ops.isnan(ctx, x)), x, y)
 
 
 @rule("clip", kinds="f")
 def float_clip(ctx, op, args, k, dtype):
     """NumPy keeps x when it equals a bound (-0.0 stays), and a NaN anywhere wins."""
     b, (x, lo, hi) = ctx.b, args
-    x = b.select(b.or_(b.fcmp_ordered("<", x, lo), ctx.isnan(lo)), lo, x)
-    return b.select(b.or_(b.fcmp_ordered(">", x, hi), ctx.isnan(hi)), hi, x)
+    x = b.select(b.or_(b.fcmp_ordered("<", x, lo), scalar_ops.isnan(ctx, lo)), lo, x)
+    return b.select(b.or_(b.fcmp_ordered(">", x, hi), scalar_ops.isnan(ctx, hi)), hi, x)
 
 
 @rule("clip_arrays", kinds="f")
@@ -376,5 +368,5 @@ def float_clip_arrays(ctx, op, args, k, dtype):
     """_NPY_CLIP: min(max(x, lo), hi), each keeping its first operand if NaN or strictly beyond, else the bound (a
     tie gives the bound's -0.0 or 0.0)."""
     b, (x, lo, hi) = ctx.b, args
-    x = b.select(b.or_(ctx.isnan(x), b.fcmp_ordered(">", x, lo)), x, lo)
-    return b.select(b.or_(ctx.isnan(x), b.fcmp_ordered("<", x, hi)), x, hi)
+    x = b.select(b.or_(scalar_ops.isnan(ctx, x), b.fcmp_ordered(">", x, lo)), x, lo)
+    return b.select(b.or_(scalar_ops.isnan(ctx, x), b.fcmp_ordered("<", x, hi)), x, hi)

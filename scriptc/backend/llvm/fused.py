@@ -10,135 +10,142 @@ from llvmlite import ir
 
 from ...ir.registry import REGISTRY
 from ...ir.types import TensorType
-from .array_math import element_name, reduction_dtype
-from .arrays import ELEM, Arr, kind_of, scalar_kind
+from .array_value import ELEM, Arr, kind_of, scalar_kind
 from .common import F64, I64, i64
 from .rules import lowers
-from .structure import lower_constant
-from .summation import pairwise_reducible
+from . import array_math, conversions, fused_multi, fused_parallel, simd, structure, sum_reductions, summation
 
 
-class FusedOps:
-    """Mixin of FunctionLowering."""
+# -- helpers: functions of the lowering (``ctx``, a FunctionLowering) --------------------------------
 
-    def fused_scalars(self, node, sub, reduction) -> dict:
-        """{(id(member), operand position): (kind, x)} for every Python scalar a member reads, converted as
-        that operator's ufunc converts it (weak_scalar), before the loops: range errors are raised once."""
-        outer_of = {id(p): outer for p, outer in zip(sub.inputs, node.inputs)}
-        scalars = {}
-        for n in sub.nodes:
-            if n is reduction:
-                break
-            if n.kind == "prim::Constant":
-                continue
-            for k, v in enumerate(n.inputs):
-                if isinstance(v.type, TensorType):
-                    continue
-                if v.node is not None and v.node.kind == "prim::Constant":
-                    operand = (scalar_kind(v.type), lower_constant(self, v.node)[0][0])
-                else:
-                    operand = self.scalar_operand(outer_of[id(v)])
-                scalars[id(n), k] = self.weak_scalar(n.kind.split("::")[1], k, *operand, self.loop_dtype(n))
-        return scalars
 
-    def fused_element_node(self, n, env, scalars=None) -> None:
-        """One node of a fused body on one element: ``env`` maps values to (kind, register). A Python scalar
-        operand is converted as the operator's ufunc converts it (``weak_scalar``): taken from ``scalars`` when
-        the caller converted it before the loop, else converted here."""
+def fused_scalars(ctx, node, sub, reduction) -> dict:
+    """{(id(member), operand position): (kind, x)} for every Python scalar a member reads, converted as
+    that operator's ufunc converts it (weak_scalar), before the loops: range errors are raised once."""
+    outer_of = {id(p): outer for p, outer in zip(sub.inputs, node.inputs)}
+    scalars = {}
+    for n in sub.nodes:
+        if n is reduction:
+            break
         if n.kind == "prim::Constant":
-            t = n.output.type
-            env[id(n.output)] = (scalar_kind(t), lower_constant(self, n)[0][0])
-            return
-        op = n.kind.split("::")[1]
-        dtype = self.loop_dtype(n)
-        compute = kind_of(dtype)
-        args = []
+            continue
         for k, v in enumerate(n.inputs):
-            if scalars is not None and (id(n), k) in scalars:
-                kind, x = scalars[id(n), k]
-            elif not isinstance(v.type, TensorType):
-                kind, x = self.weak_scalar(op, k, *env[id(v)], dtype)
+            if isinstance(v.type, TensorType):
+                continue
+            if v.node is not None and v.node.kind == "prim::Constant":
+                operand = (scalar_kind(v.type), structure.lower_constant(ctx, v.node)[0][0])
             else:
-                kind, x = env[id(v)]
-            args.append(self.cast(x, kind, "b" if op == "where" and k == 0 else compute))
-        kind, x = self.in_loop_precision(*self.element_op(element_name(n), args, compute, dtype), dtype)
-        env[id(n.output)] = self.round_through(kind, x, n.output.type.dtype)
+                operand = ctx.scalar_operand(outer_of[id(v)])
+            scalars[id(n), k] = array_math.weak_scalar(
+                ctx, n.kind.split("::")[1], k, *operand, array_math.loop_dtype(ctx, n)
+            )
+    return scalars
 
-    def output_buffer(self, node, shape):
-        """A new array for the result, or (``reuse=k``) input k's buffer when nothing else references it and
-        it has the result's shape; either way the result owns one reference."""
-        t = node.output.type
-        k = node.attrs.get("reuse")
-        if k is None:
-            return self.alloc(t, shape)
-        b = self.b
-        src = self.arr(node.inputs[k])
-        unique = b.icmp_unsigned("!=", src.mi, ir.Constant(src.mi.type, None))
-        slots = self.alloca_leaves(t)
-        with b.if_else(unique) as (known, borrowed):
-            with known:
-                count = b.load(b.bitcast(src.mi, I64.as_pointer()))
-                ok = b.icmp_signed("==", count, i64(1))
-                for d, e in zip(src.shape, shape):
-                    ok = b.and_(ok, b.icmp_signed("==", d, e))
-                with b.if_else(ok) as (inplace, fresh):
-                    with inplace:
-                        self.array_retain([src.mi])
-                        self.store_leaves(slots, src.leaves)
-                    with fresh:
-                        self.store_leaves(slots, self.alloc(t, shape).leaves)
-            with borrowed:
-                self.store_leaves(slots, self.alloc(t, shape).leaves)
-        return Arr(t, self.load_leaves(slots))
 
-    def store_sink(self, out):
-        def store(kind, x, flat, index):
-            if flat is not None:
-                ptr = self.b.bitcast(
-                    self.b.gep(out.data, [self.b.mul(flat, i64(out.itemsize))]), ELEM[out.t.dtype].as_pointer()
-                )
-            else:
-                ptr = self.element_ptr(out, index)
-            self.store_element(ptr, x, kind, out.t.dtype)
+def fused_element_node(ctx, n, env, scalars=None) -> None:
+    """One node of a fused body on one element: ``env`` maps values to (kind, register). A Python scalar
+    operand is converted as the operator's ufunc converts it (``weak_scalar``): taken from ``scalars`` when
+    the caller converted it before the loop, else converted here."""
+    if n.kind == "prim::Constant":
+        t = n.output.type
+        env[id(n.output)] = (scalar_kind(t), structure.lower_constant(ctx, n)[0][0])
+        return
+    op = n.kind.split("::")[1]
+    dtype = array_math.loop_dtype(ctx, n)
+    compute = kind_of(dtype)
+    args = []
+    for k, v in enumerate(n.inputs):
+        if scalars is not None and (id(n), k) in scalars:
+            kind, x = scalars[id(n), k]
+        elif not isinstance(v.type, TensorType):
+            kind, x = array_math.weak_scalar(ctx, op, k, *env[id(v)], dtype)
+        else:
+            kind, x = env[id(v)]
+        args.append(conversions.cast(ctx, x, kind, "b" if op == "where" and k == 0 else compute))
+    kind, x = array_math.in_loop_precision(
+        ctx, *array_math.element_op(ctx, array_math.element_name(n), args, compute, dtype), dtype
+    )
+    env[id(n.output)] = round_through(ctx, kind, x, n.output.type.dtype)
 
-        return store
 
-    def round_through(self, kind, x, dtype):
-        """(kind, x) as it is once stored in an array of ``dtype`` and read back."""
-        b = self.b
-        k = kind_of(dtype)
-        x = self.cast(x, kind, k)
-        if k == "f":
-            x = self.round_float(x, dtype)
-        elif k in "iu" and dtype != "int64":
-            narrow = b.trunc(x, ELEM[dtype])
-            x = b.zext(narrow, I64) if k == "u" else b.sext(narrow, I64)
-        return k, x
+def output_buffer(ctx, node, shape):
+    """A new array for the result, or (``reuse=k``) input k's buffer when nothing else references it and
+    it has the result's shape; either way the result owns one reference."""
+    t = node.output.type
+    k = node.attrs.get("reuse")
+    if k is None:
+        return ctx.alloc(t, shape)
+    b = ctx.b
+    src = ctx.arr(node.inputs[k])
+    unique = b.icmp_unsigned("!=", src.mi, ir.Constant(src.mi.type, None))
+    slots = ctx.alloca_leaves(t)
+    with b.if_else(unique) as (known, borrowed):
+        with known:
+            count = b.load(b.bitcast(src.mi, I64.as_pointer()))
+            ok = b.icmp_signed("==", count, i64(1))
+            for d, e in zip(src.shape, shape):
+                ok = b.and_(ok, b.icmp_signed("==", d, e))
+            with b.if_else(ok) as (inplace, fresh):
+                with inplace:
+                    ctx.array_retain([src.mi])
+                    ctx.store_leaves(slots, src.leaves)
+                with fresh:
+                    ctx.store_leaves(slots, ctx.alloc(t, shape).leaves)
+        with borrowed:
+            ctx.store_leaves(slots, ctx.alloc(t, shape).leaves)
+    return Arr(t, ctx.load_leaves(slots))
 
-    def fused_reduction(self, reduction, node, shape, arrays, element):
-        b = self.b
-        name = reduction.kind.split("::")[1]
-        src_t = reduction.inputs[0].type
-        res = reduction_dtype(reduction.kind, src_t, None)
-        if pairwise_reducible(name, src_t.dtype):
-            return self.fused_pairwise_reduction(reduction, node, src_t.dtype, res, shape, arrays, element)
-        count = self.size(shape)
-        self.check_nonempty(name, count)
-        kind = kind_of(src_t.dtype)
-        acc_kind = "f" if name == "mean" else kind if name in ("max", "min") else kind_of(res)
-        acc = self.alloca(F64 if acc_kind == "f" else ir.IntType(1) if acc_kind == "b" else I64)
-        b.store(self.reduction_init(name, acc_kind), acc)
 
-        def sink(k, x, flat, index):
-            new, _ = self.reduction_step(name, b.load(acc), self.cast(x, k, acc_kind), acc_kind, res)
-            b.store(new, acc)
+def store_sink(ctx, out):
+    def store(kind, x, flat, index):
+        if flat is not None:
+            ptr = ctx.b.bitcast(
+                ctx.b.gep(out.data, [ctx.b.mul(flat, i64(out.itemsize))]), ELEM[out.t.dtype].as_pointer()
+            )
+        else:
+            ptr = ctx.element_ptr(out, index)
+        ctx.store_element(ptr, x, kind, out.t.dtype)
 
-        self.broadcast_loops(shape, node.inputs, arrays, element, sink)
-        total = b.load(acc)
-        if name == "mean":
-            total = b.fdiv(total, b.sitofp(count, F64))
-        k, x = self.round_to(total, acc_kind, res)
-        return self.scalar_result(x, k, node.output.type)
+    return store
+
+
+def round_through(ctx, kind, x, dtype):
+    """(kind, x) as it is once stored in an array of ``dtype`` and read back."""
+    b = ctx.b
+    k = kind_of(dtype)
+    x = conversions.cast(ctx, x, kind, k)
+    if k == "f":
+        x = conversions.round_float(ctx, x, dtype)
+    elif k in "iu" and dtype != "int64":
+        narrow = b.trunc(x, ELEM[dtype])
+        x = b.zext(narrow, I64) if k == "u" else b.sext(narrow, I64)
+    return k, x
+
+
+def fused_reduction(ctx, reduction, node, shape, arrays, element):
+    b = ctx.b
+    name = reduction.kind.split("::")[1]
+    src_t = reduction.inputs[0].type
+    res = array_math.reduction_dtype(reduction.kind, src_t, None)
+    if summation.pairwise_reducible(name, src_t.dtype):
+        return sum_reductions.fused_pairwise_reduction(ctx, reduction, node, src_t.dtype, res, shape, arrays, element)
+    count = ctx.element_count(shape)
+    array_math.check_nonempty(ctx, name, count)
+    kind = kind_of(src_t.dtype)
+    acc_kind = "f" if name == "mean" else kind if name in ("max", "min") else kind_of(res)
+    acc = ctx.alloca(F64 if acc_kind == "f" else ir.IntType(1) if acc_kind == "b" else I64)
+    b.store(array_math.reduction_init(ctx, name, acc_kind), acc)
+
+    def sink(k, x, flat, index):
+        new, _ = array_math.reduction_step(ctx, name, b.load(acc), conversions.cast(ctx, x, k, acc_kind), acc_kind, res)
+        b.store(new, acc)
+
+    array_math.broadcast_loops(ctx, shape, node.inputs, arrays, element, sink)
+    total = b.load(acc)
+    if name == "mean":
+        total = b.fdiv(total, b.sitofp(count, F64))
+    k, x = array_math.round_to(ctx, total, acc_kind, res)
+    return ctx.scalar_result(x, k, node.output.type)
 
 
 # -- lowering rules ----------------------------------------------------------------------------------------------------
@@ -148,15 +155,15 @@ class FusedOps:
 def lower_fusion_group(ctx, node):
     sub = node.attrs["subgraph"]
     if len(sub.outputs) > 1:
-        return ctx.lower_multi_output_group(node)
+        return fused_multi.lower_multi_output_group(ctx, node)
     root = sub.outputs[0].node
     reduction = root if REGISTRY[root.kind].extra.get("reduction") else None
     value = reduction.inputs[0] if reduction is not None else sub.outputs[0]
     arrays = [ctx.arr(v) for v in node.inputs if isinstance(v.type, TensorType)]
-    shapes = ctx.group_shapes(node, sub, reduction)
-    shape = shapes[id(value)] if id(value) in shapes else ctx.broadcast_shape(arrays, value.type.rank)
+    shapes = array_math.group_shapes(ctx, node, sub, reduction)
+    shape = shapes[id(value)] if id(value) in shapes else array_math.broadcast_shape(ctx, arrays, value.type.rank)
 
-    scalars = ctx.fused_scalars(node, sub, reduction)
+    scalars = fused_scalars(ctx, node, sub, reduction)
 
     def element(load):
         env = {}
@@ -167,25 +174,41 @@ def lower_fusion_group(ctx, node):
             if n is reduction:
                 break
             if n.kind != "prim::Constant":  # constants: read through ``scalars``
-                ctx.fused_element_node(n, env, scalars)
+                fused_element_node(ctx, n, env, scalars)
         return env[id(value)]
 
     if reduction is None:  # (the operands broadcast to the shape: group_shapes or broadcast_shape said so)
-        out = ctx.output_buffer(node, shape)
+        out = output_buffer(ctx, node, shape)
 
         def sequential():
-            start = ctx.simd_loop(node, sub, out, arrays, shape)
-            ctx.broadcast_loops(
-                out.shape, node.inputs, arrays, element, ctx.store_sink(out), out=out, flat_start=start, checked=True
+            start = simd.simd_loop(ctx, node, sub, out, arrays, shape)
+            array_math.broadcast_loops(
+                ctx,
+                out.shape,
+                node.inputs,
+                arrays,
+                element,
+                store_sink(ctx, out),
+                out=out,
+                flat_start=start,
+                checked=True,
             )
 
-        in_chunks = ctx.parallel_flat_group(node, sub, out, arrays, shape, scalars)
+        in_chunks = fused_parallel.parallel_flat_group(ctx, node, sub, out, arrays, shape, scalars)
         if in_chunks is None:
             sequential()
         else:  # the flat case ran as chunks: what is left is strided or broadcast
             with ctx.b.if_then(ctx.b.not_(in_chunks)):
-                ctx.broadcast_loops(
-                    out.shape, node.inputs, arrays, element, ctx.store_sink(out), out=out, flat=False, checked=True
+                array_math.broadcast_loops(
+                    ctx,
+                    out.shape,
+                    node.inputs,
+                    arrays,
+                    element,
+                    store_sink(ctx, out),
+                    out=out,
+                    flat=False,
+                    checked=True,
                 )
         return [out.leaves]
-    return [ctx.fused_reduction(reduction, node, shape, arrays, element)]
+    return [fused_reduction(ctx, reduction, node, shape, arrays, element)]

@@ -26,7 +26,7 @@ import threading
 
 from llvmlite import ir
 
-from . import runtimes, symbols
+from . import parallel, runtimes, symbols
 from .common import I8P, I32, I64, i32, i64
 from .callbacks import PY_SYMBOLS
 from .engine import engine
@@ -160,7 +160,7 @@ def watch_interrupts() -> bool:
 
 
 class InterruptChecks:
-    """Mixin of FunctionLowering: the looks at the flag that loops make."""
+    """The core of FunctionLowering: the looks at the flag that loops make."""
 
     def interrupt_flag(self):
         g = self.mod.module.globals.get(FLAG)
@@ -197,14 +197,14 @@ class InterruptChecks:
         """Run Python's SIGINT handler now (on the main thread) and unwind when it raised (its exception is set;
         the entry point leaves it so); the code raises KeyboardInterrupt where nothing is set."""
         b = self.b
-        check = self.mod_function(CHECK, ir.FunctionType(I32, [I32]))
+        check = parallel.mod_function(self, CHECK, ir.FunctionType(I32, [I32]))
         raised = b.call(check, [i32(0 if self.nogil else 1)])
         with b.if_then(b.icmp_unsigned("!=", raised, i32(0)), likely=False):
             self.fail(self.interrupt_code())
 
     @property
     def interruptible(self) -> bool:
-        return SUPPORTED and not self.mod.target.standalone and not getattr(self, "compiled_once", False)
+        return SUPPORTED and not self.mod.target.standalone and not self.compiled_once
 
 
 __all__ = ["CHUNK", "InterruptChecks", "ensure_runtime", "watch_interrupts"]

@@ -22,7 +22,7 @@ from ...ir.types import BOOL, FLOAT, INT, ListType, TensorType
 from .errors import ERROR_TABLE
 from .native import Borrowed, _array, _rebuild, _release
 from .symbols import LIBC
-from .lists import LIST_ALLOCATIONS, LIST_FREES, elem_size
+from . import lists
 
 _SCALAR_DTYPES = {INT: np.int64, FLOAT: np.float64, BOOL: np.uint8}
 _INPUTS = threading.local()
@@ -48,15 +48,15 @@ def to_native(t: ListType, xs: list) -> int:
         buf = rows
     else:
         buf = np.asarray([float(x) for x in xs] if elem == FLOAT else xs, _SCALAR_DTYPES[elem])
-    data = LIBC.malloc(cap * elem_size(elem))
+    data = LIBC.malloc(cap * lists.elem_size(elem))
     head = LIBC.malloc(32)
     if not data or not head:
         raise MemoryError("out of memory")
     if n:
-        ctypes.memmove(data, buf.ctypes.data, n * elem_size(elem))
+        ctypes.memmove(data, buf.ctypes.data, n * lists.elem_size(elem))
     h = _words(head, 4)
     h[0], h[1], h[2], h[3] = 1, n, cap, data
-    LIST_ALLOCATIONS.value += 1
+    lists.LIST_ALLOCATIONS.value += 1
     return head
 
 
@@ -74,7 +74,7 @@ def release(t: ListType, p: int) -> None:
                 _release(mi)
     _free(h[3])
     _free(p)
-    LIST_FREES.value += 1
+    lists.LIST_FREES.value += 1
 
 
 def from_native(t: ListType, p: int, args=()) -> list:
@@ -83,7 +83,7 @@ def from_native(t: ListType, p: int, args=()) -> list:
     n, data, elem = h[1], h[3], t.elem
     if not isinstance(elem, TensorType):
         raw = (
-            np.ctypeslib.as_array((ctypes.c_uint8 * (n * elem_size(elem))).from_address(data))
+            np.ctypeslib.as_array((ctypes.c_uint8 * (n * lists.elem_size(elem))).from_address(data))
             if n
             else np.zeros(0, np.uint8)
         )

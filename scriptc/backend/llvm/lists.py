@@ -19,8 +19,8 @@ import ctypes
 from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, INT, NONE, ListType, TensorType
-from .arrays import Arr, kind_of
-from . import symbols
+from .array_value import Arr, kind_of
+from . import scalar_ops, symbols, views
 from .common import F64, I1, I8, I8P, I32, I64, i32, i64, leaves, mem_type, process_global, reg_type
 from .rules import lowers
 from .text_builder import TextBuilder
@@ -54,316 +54,334 @@ def _key(elem) -> str:
     return str(elem).replace(" ", "").replace("(", "_").replace(")", "").replace(",", "_").replace("*", "x")
 
 
-class ListOps:
-    """Mixin of FunctionLowering: the list runtime and operators."""
+# -- the list runtime and operators (functions of ``ctx``, a FunctionLowering)
 
-    # -- runtime -------------------------------------------------------------------------------------------
-    def _list_fn(self, name: str, elem, fnty, build):
-        decls = self.mod._decls
-        key = f"scriptc.list.{name}.{_key(elem)}"
-        if key not in decls:
-            fn = decls[key] = ir.Function(self.mod.module, fnty, key)
-            fn.linkage = "internal"
-            build(fn, TextBuilder(fn.append_basic_block()))
-        return decls[key]
 
-    def _header(self, b, p):
-        return b.bitcast(p, HEADER_T.as_pointer())
+# -- runtime -------------------------------------------------------------------------------------------
+def _list_fn(ctx, name: str, elem, fnty, build):
+    decls = ctx.mod._decls
+    key = f"scriptc.list.{name}.{_key(elem)}"
+    if key not in decls:
+        fn = decls[key] = ir.Function(ctx.mod.module, fnty, key)
+        fn.linkage = "internal"
+        build(fn, TextBuilder(fn.append_basic_block()))
+    return decls[key]
 
-    def _field(self, b, p, k):
-        return b.gep(self._header(b, p), [i32(0), i32(k)], inbounds=True)
 
-    def _data(self, b, p, elem):
-        return b.bitcast(b.load(self._field(b, p, DATA)), elem_mem_type(elem).as_pointer())
+def _header(ctx, b, p):
+    return b.bitcast(p, HEADER_T.as_pointer())
 
-    def _count(self, b, counter):
-        c = process_global(self.mod.module, _COUNTER_SYMBOLS[id(counter)], ctypes.addressof(counter), I64)
-        b.store(b.add(b.load(c), i64(1)), c)
 
-    def list_runtime_new(self, elem):
-        """i8* new(i64 n): a list of length n (elements uninitialized), one reference; null when out of memory."""
+def _field(ctx, b, p, k):
+    return b.gep(_header(ctx, b, p), [i32(0), i32(k)], inbounds=True)
 
-        def build(fn, b):
-            malloc = self._libc("malloc", I8P, [I64])
-            n = fn.args[0]
-            cap = b.select(b.icmp_signed("<", n, i64(4)), i64(4), n)
-            with b.if_then(b.icmp_signed(">", cap, i64(MAX_BYTES // elem_size(elem)))):
-                b.ret(ir.Constant(I8P, None))  # (its size in bytes would wrap: CPython's MemoryError)
-            data = b.call(malloc, [b.mul(cap, i64(elem_size(elem)))])
-            head = b.call(malloc, [i64(32)])
-            ok = b.and_(
-                b.icmp_unsigned("!=", data, ir.Constant(I8P, None)), b.icmp_unsigned("!=", head, ir.Constant(I8P, None))
-            )
-            with b.if_then(b.not_(ok)):
-                free = self._libc("free", ir.VoidType(), [I8P])
-                b.call(free, [data])
-                b.call(free, [head])
-                b.ret(ir.Constant(I8P, None))
-            for k, v in enumerate((i64(1), n, cap, data)):
-                b.store(v, self._field(b, head, k))
-            self._count(b, LIST_ALLOCATIONS)
-            b.ret(head)
 
-        return self._list_fn("new", elem, ir.FunctionType(I8P, [I64]), build)
+def _data(ctx, b, p, elem):
+    return b.bitcast(b.load(_field(ctx, b, p, DATA)), elem_mem_type(elem).as_pointer())
 
-    def list_runtime_release(self, elem):
-        def build(fn, b):
-            p = fn.args[0]
-            with b.if_then(b.icmp_unsigned("!=", p, ir.Constant(I8P, None))):
-                rc = self._field(b, p, 0)
-                n = b.sub(b.load(rc), i64(1))
-                b.store(n, rc)
-                with b.if_then(b.icmp_signed("==", n, i64(0))):
-                    if isinstance(elem, TensorType):
-                        data = self._data(b, p, elem)
-                        saved, self.b = self.b, b
-                        try:
-                            with self.for_range(b.load(self._field(b, p, LEN))) as i:
-                                mi = b.load(b.gep(data, [i, i32(0)]))
-                                b.call(self.runtime("release"), [mi])
-                        finally:
-                            self.b = saved
-                    free = self._libc("free", ir.VoidType(), [I8P])
-                    b.call(free, [b.load(self._field(b, p, DATA))])
-                    b.call(free, [p])
-                    self._count(b, LIST_FREES)
-            b.ret_void()
 
-        return self._list_fn("release", elem, ir.FunctionType(ir.VoidType(), [I8P]), build)
+def _count(ctx, b, counter):
+    c = process_global(ctx.mod.module, _COUNTER_SYMBOLS[id(counter)], ctypes.addressof(counter), I64)
+    b.store(b.add(b.load(c), i64(1)), c)
 
-    def list_runtime_reserve(self, elem):
-        """i1 reserve(i8* list, i64 need): room for ``need`` elements (capacity doubles); false when out of
-        memory."""
 
-        def build(fn, b):
-            p, need = fn.args
-            cap = b.load(self._field(b, p, CAP))
-            with b.if_then(b.icmp_signed(">", need, cap)):
-                doubled = b.mul(cap, i64(2))
-                new_cap = b.select(b.icmp_signed(">", need, doubled), need, doubled)
-                with b.if_then(b.icmp_signed(">", new_cap, i64(MAX_BYTES // elem_size(elem)))):
-                    b.ret(ir.Constant(I1, 0))
-                realloc = self._libc("realloc", I8P, [I8P, I64])
-                data = b.call(realloc, [b.load(self._field(b, p, DATA)), b.mul(new_cap, i64(elem_size(elem)))])
-                with b.if_then(b.icmp_unsigned("==", data, ir.Constant(I8P, None))):
-                    b.ret(ir.Constant(I1, 0))
-                b.store(data, self._field(b, p, DATA))
-                b.store(new_cap, self._field(b, p, CAP))
-            b.ret(ir.Constant(I1, 1))
+def list_runtime_new(ctx, elem):
+    """i8* new(i64 n): a list of length n (elements uninitialized), one reference; null when out of memory."""
 
-        return self._list_fn("reserve", elem, ir.FunctionType(I1, [I8P, I64]), build)
-
-    def list_release(self, vals, t: ListType) -> None:
-        self.b.call(self.list_runtime_release(t.elem), [vals[0]])
-
-    # -- helpers -------------------------------------------------------------------------------------------
-    def list_len(self, p):
-        return self.b.load(self._field(self.b, p, LEN))
-
-    def list_new(self, elem, n):
-        p = self.b.call(self.list_runtime_new(elem), [n])
-        self.raise_if(self.b.icmp_unsigned("==", p, ir.Constant(I8P, None)), MemoryError)
-        return p
-
-    def list_load(self, p, elem, i) -> list:
-        """The leaves of element i (registers; no reference taken)."""
-        b = self.b
-        ptr = b.gep(self._data(b, p, elem), [i])
-        if isinstance(elem, TensorType):
-            return [b.load(b.gep(ptr, [i32(0), i32(k)])) for k in range(len(leaves(elem)))]
-        x = b.load(ptr)
-        return [b.icmp_unsigned("!=", x, ir.Constant(I8, 0))] if elem == BOOL else [x]
-
-    def list_store(self, p, elem, i, vals) -> None:
-        b = self.b
-        ptr = b.gep(self._data(b, p, elem), [i])
-        if isinstance(elem, TensorType):
-            for k, x in enumerate(vals):
-                b.store(x, b.gep(ptr, [i32(0), i32(k)]))
-        else:
-            b.store(b.zext(vals[0], I8) if elem == BOOL else vals[0], ptr)
-
-    def elem_retain(self, elem, vals) -> None:
-        if isinstance(elem, TensorType):
-            self.b.call(self.runtime("retain"), [vals[0]])
-
-    def elem_release(self, elem, vals) -> None:
-        if isinstance(elem, TensorType):
-            self.b.call(self.runtime("release"), [vals[0]])
-
-    def list_index(self, i, n, message: str):
-        b = self.b
-        j = b.select(b.icmp_signed("<", i, i64(0)), b.add(i, n), i)
-        bad = b.or_(b.icmp_signed("<", j, i64(0)), b.icmp_signed(">=", j, n))
-        self.raise_if(bad, IndexError, message)
-        return j
-
-    def list_move(self, p, elem, dst, src, count) -> None:
-        b = self.b
-        data = b.bitcast(self._data(b, p, elem), I8P)
-        size = i64(elem_size(elem))
-        memmove = self._libc("memmove", I8P, [I8P, I8P, I64])
-        b.call(memmove, [b.gep(data, [b.mul(dst, size)]), b.gep(data, [b.mul(src, size)]), b.mul(count, size)])
-
-    def list_grow(self, p, elem, need) -> None:
-        ok = self.b.call(self.list_runtime_reserve(elem), [p, need])
-        self.raise_if(self.b.not_(ok), MemoryError)
-
-    def list_copy_range(self, src, dst, elem, first, step, count, at) -> None:
-        """dst[at + k] = src[first + k*step] for k < count, taking a reference to each array."""
-        b = self.b
-        with self.for_range(count) as k:
-            vals = self.list_load(src, elem, b.add(first, b.mul(k, step)))
-            self.elem_retain(elem, vals)
-            self.list_store(dst, elem, b.add(at, k), vals)
-
-    def _int_index(self, v):
-        x = self.scalar(v)
-        return self.b.zext(x, I64) if v.type == BOOL else x
-
-    def _equal(self, x, xt, y, yt):
-        """``x == y`` for numbers as CPython compares them (an int and a float exactly)."""
-        b = self.b
-        if FLOAT not in (xt, yt):
-            return b.icmp_signed("==", self.to_i64(x, xt), self.to_i64(y, yt))
-        if xt == FLOAT and yt == FLOAT:
-            return b.fcmp_ordered("==", x, y)
-        f, i = (x, self.to_i64(y, yt)) if xt == FLOAT else (y, self.to_i64(x, xt))
-        # equal iff the float is integral, in range, and converts to exactly that int
-        in_range = b.and_(
-            b.fcmp_ordered(">=", f, ir.Constant(F64, -(2.0**63))), b.fcmp_ordered("<", f, ir.Constant(F64, 2.0**63))
+    def build(fn, b):
+        malloc = ctx._libc("malloc", I8P, [I64])
+        n = fn.args[0]
+        cap = b.select(b.icmp_signed("<", n, i64(4)), i64(4), n)
+        with b.if_then(b.icmp_signed(">", cap, i64(MAX_BYTES // elem_size(elem)))):
+            b.ret(ir.Constant(I8P, None))  # (its size in bytes would wrap: CPython's MemoryError)
+        data = b.call(malloc, [b.mul(cap, i64(elem_size(elem)))])
+        head = b.call(malloc, [i64(32)])
+        ok = b.and_(
+            b.icmp_unsigned("!=", data, ir.Constant(I8P, None)), b.icmp_unsigned("!=", head, ir.Constant(I8P, None))
         )
-        as_int = b.fptosi(b.select(in_range, f, ir.Constant(F64, 0.0)), I64)
-        exact = b.fcmp_ordered("==", b.sitofp(as_int, F64), f)
-        return b.and_(b.and_(in_range, exact), b.icmp_signed("==", as_int, i))
+        with b.if_then(b.not_(ok)):
+            free = ctx._libc("free", ir.VoidType(), [I8P])
+            b.call(free, [data])
+            b.call(free, [head])
+            b.ret(ir.Constant(I8P, None))
+        for k, v in enumerate((i64(1), n, cap, data)):
+            b.store(v, _field(ctx, b, head, k))
+        _count(ctx, b, LIST_ALLOCATIONS)
+        b.ret(head)
 
-    def _extreme(self, node, name, message):
-        (lst,) = node.inputs
-        p, elem, b = self.scalar(lst), lst.type.elem, self.b
-        n = self.list_len(p)
-        self.raise_if(b.icmp_signed("==", n, i64(0)), ValueError, message)
-        cur = self.alloca(reg_type(elem))
-        b.store(self.list_load(p, elem, i64(0))[0], cur)
-        with self.for_range(n, i64(1)) as i:
-            (e,) = self.list_load(p, elem, i)
-            c = b.load(cur)
-            op = "<" if name == "min" else ">"
-            if elem == FLOAT:
-                better = b.fcmp_ordered(op, e, c)
-            elif elem == BOOL:
-                better = b.icmp_unsigned(op, e, c)
-            else:
-                better = b.icmp_signed(op, e, c)
-            b.store(b.select(better, e, c), cur)
-        return [[b.load(cur)]]
+    return _list_fn(ctx, "new", elem, ir.FunctionType(I8P, [I64]), build)
 
-    def _sort_function(self, elem, reverse: bool):
-        """void sort(i8* list, i64 n): bottom-up merge sort through a scratch buffer (stable)."""
 
-        def build(fn, b):
-            p, n = fn.args
-            saved, self.b = self.b, b
-            try:
-                self._build_merge_sort(b, p, n, elem, reverse)
-            finally:
-                self.b = saved
-
-        name = "sort_desc" if reverse else "sort"
-        return self._list_fn(name, elem, ir.FunctionType(ir.VoidType(), [I8P, I64]), build)
-
-    def _build_merge_sort(self, b, p, n, elem, reverse):
-        et = elem_mem_type(elem)
-        data = self._data(b, p, elem)
-        malloc = self._libc("malloc", I8P, [I64])
-        free = self._libc("free", ir.VoidType(), [I8P])
-        tmp = b.bitcast(b.call(malloc, [b.mul(b.add(n, i64(1)), i64(elem_size(elem)))]), et.as_pointer())
-        src, dst = b.alloca(et.as_pointer()), b.alloca(et.as_pointer())
-        b.store(data, src)
-        b.store(tmp, dst)
-        width, i, j = b.alloca(I64), b.alloca(I64), b.alloca(I64)
-        b.store(i64(1), width)
-        fnb = b.function
-        outer, outer_body, done = (fnb.append_basic_block(x) for x in ("w", "w.body", "w.done"))
-        b.branch(outer)
-        b.position_at_end(outer)
-        w = b.load(width)
-        b.cbranch(b.icmp_signed("<", w, n), outer_body, done)
-        b.position_at_end(outer_body)
-        s, d = b.load(src), b.load(dst)
-        step = b.mul(w, i64(2))
-        nruns = b.sdiv(b.add(n, b.sub(step, i64(1))), step)
-        with self.for_range(nruns) as r:
-            lo = b.mul(r, step)
-            mid = self._min(b, b.add(lo, w), n)
-            hi = self._min(b, b.add(lo, step), n)
-            b.store(lo, i)
-            b.store(mid, j)
-            with self.for_range(hi, lo) as k:
-                iv, jv = b.load(i), b.load(j)
-                i_ok = b.icmp_signed("<", iv, mid)
-                j_ok = b.icmp_signed("<", jv, hi)
-                x = b.load(b.gep(s, [b.select(i_ok, iv, lo)]))
-                y = b.load(b.gep(s, [b.select(j_ok, jv, lo)]))
-                # take from the right run only when its element goes strictly first (stability)
-                right_first = self._before(b, y, x, elem, reverse)
-                take_j = b.and_(j_ok, b.or_(b.not_(i_ok), right_first))
-                b.store(b.select(take_j, y, x), b.gep(d, [k]))
-                b.store(b.select(take_j, iv, b.add(iv, i64(1))), i)
-                b.store(b.select(take_j, b.add(jv, i64(1)), jv), j)
-        b.store(d, src)
-        b.store(s, dst)
-        b.store(step, width)
-        b.branch(outer)
-        b.position_at_end(done)
-        final = b.load(src)
-        with b.if_then(b.icmp_unsigned("!=", final, data)):
-            memcpy = self._libc("memmove", I8P, [I8P, I8P, I64])
-            b.call(memcpy, [b.bitcast(data, I8P), b.bitcast(final, I8P), b.mul(n, i64(elem_size(elem)))])
-        b.call(free, [b.bitcast(tmp, I8P)])
+def list_runtime_release(ctx, elem):
+    def build(fn, b):
+        p = fn.args[0]
+        with b.if_then(b.icmp_unsigned("!=", p, ir.Constant(I8P, None))):
+            rc = _field(ctx, b, p, 0)
+            n = b.sub(b.load(rc), i64(1))
+            b.store(n, rc)
+            with b.if_then(b.icmp_signed("==", n, i64(0))):
+                if isinstance(elem, TensorType):
+                    data = _data(ctx, b, p, elem)
+                    saved, ctx.b = ctx.b, b
+                    try:
+                        with ctx.for_range(b.load(_field(ctx, b, p, LEN))) as i:
+                            mi = b.load(b.gep(data, [i, i32(0)]))
+                            b.call(ctx.runtime("release"), [mi])
+                    finally:
+                        ctx.b = saved
+                free = ctx._libc("free", ir.VoidType(), [I8P])
+                b.call(free, [b.load(_field(ctx, b, p, DATA))])
+                b.call(free, [p])
+                _count(ctx, b, LIST_FREES)
         b.ret_void()
 
-    @staticmethod
-    def _min(b, x, y):
-        return b.select(b.icmp_signed("<", x, y), x, y)
+    return _list_fn(ctx, "release", elem, ir.FunctionType(ir.VoidType(), [I8P]), build)
 
-    @staticmethod
-    def _before(b, y, x, elem, reverse):
-        """Whether y sorts strictly before x (y < x, or y > x when reversed)."""
-        op = ">" if reverse else "<"
+
+def list_runtime_reserve(ctx, elem):
+    """i1 reserve(i8* list, i64 need): room for ``need`` elements (capacity doubles); false when out of
+    memory."""
+
+    def build(fn, b):
+        p, need = fn.args
+        cap = b.load(_field(ctx, b, p, CAP))
+        with b.if_then(b.icmp_signed(">", need, cap)):
+            doubled = b.mul(cap, i64(2))
+            new_cap = b.select(b.icmp_signed(">", need, doubled), need, doubled)
+            with b.if_then(b.icmp_signed(">", new_cap, i64(MAX_BYTES // elem_size(elem)))):
+                b.ret(ir.Constant(I1, 0))
+            realloc = ctx._libc("realloc", I8P, [I8P, I64])
+            data = b.call(realloc, [b.load(_field(ctx, b, p, DATA)), b.mul(new_cap, i64(elem_size(elem)))])
+            with b.if_then(b.icmp_unsigned("==", data, ir.Constant(I8P, None))):
+                b.ret(ir.Constant(I1, 0))
+            b.store(data, _field(ctx, b, p, DATA))
+            b.store(new_cap, _field(ctx, b, p, CAP))
+        b.ret(ir.Constant(I1, 1))
+
+    return _list_fn(ctx, "reserve", elem, ir.FunctionType(I1, [I8P, I64]), build)
+
+
+def list_release(ctx, vals, t: ListType) -> None:
+    ctx.b.call(list_runtime_release(ctx, t.elem), [vals[0]])
+
+
+# -- helpers -------------------------------------------------------------------------------------------
+def list_len(ctx, p):
+    return ctx.b.load(_field(ctx, ctx.b, p, LEN))
+
+
+def list_new(ctx, elem, n):
+    p = ctx.b.call(list_runtime_new(ctx, elem), [n])
+    ctx.raise_if(ctx.b.icmp_unsigned("==", p, ir.Constant(I8P, None)), MemoryError)
+    return p
+
+
+def list_load(ctx, p, elem, i) -> list:
+    """The leaves of element i (registers; no reference taken)."""
+    b = ctx.b
+    ptr = b.gep(_data(ctx, b, p, elem), [i])
+    if isinstance(elem, TensorType):
+        return [b.load(b.gep(ptr, [i32(0), i32(k)])) for k in range(len(leaves(elem)))]
+    x = b.load(ptr)
+    return [b.icmp_unsigned("!=", x, ir.Constant(I8, 0))] if elem == BOOL else [x]
+
+
+def list_store(ctx, p, elem, i, vals) -> None:
+    b = ctx.b
+    ptr = b.gep(_data(ctx, b, p, elem), [i])
+    if isinstance(elem, TensorType):
+        for k, x in enumerate(vals):
+            b.store(x, b.gep(ptr, [i32(0), i32(k)]))
+    else:
+        b.store(b.zext(vals[0], I8) if elem == BOOL else vals[0], ptr)
+
+
+def elem_retain(ctx, elem, vals) -> None:
+    if isinstance(elem, TensorType):
+        ctx.b.call(ctx.runtime("retain"), [vals[0]])
+
+
+def elem_release(ctx, elem, vals) -> None:
+    if isinstance(elem, TensorType):
+        ctx.b.call(ctx.runtime("release"), [vals[0]])
+
+
+def list_index(ctx, i, n, message: str):
+    b = ctx.b
+    j = b.select(b.icmp_signed("<", i, i64(0)), b.add(i, n), i)
+    bad = b.or_(b.icmp_signed("<", j, i64(0)), b.icmp_signed(">=", j, n))
+    ctx.raise_if(bad, IndexError, message)
+    return j
+
+
+def list_move(ctx, p, elem, dst, src, count) -> None:
+    b = ctx.b
+    data = b.bitcast(_data(ctx, b, p, elem), I8P)
+    size = i64(elem_size(elem))
+    memmove = ctx._libc("memmove", I8P, [I8P, I8P, I64])
+    b.call(memmove, [b.gep(data, [b.mul(dst, size)]), b.gep(data, [b.mul(src, size)]), b.mul(count, size)])
+
+
+def list_grow(ctx, p, elem, need) -> None:
+    ok = ctx.b.call(list_runtime_reserve(ctx, elem), [p, need])
+    ctx.raise_if(ctx.b.not_(ok), MemoryError)
+
+
+def list_copy_range(ctx, src, dst, elem, first, step, count, at) -> None:
+    """dst[at + k] = src[first + k*step] for k < count, taking a reference to each array."""
+    b = ctx.b
+    with ctx.for_range(count) as k:
+        vals = list_load(ctx, src, elem, b.add(first, b.mul(k, step)))
+        elem_retain(ctx, elem, vals)
+        list_store(ctx, dst, elem, b.add(at, k), vals)
+
+
+def _int_index(ctx, v):
+    x = ctx.scalar(v)
+    return ctx.b.zext(x, I64) if v.type == BOOL else x
+
+
+def _equal(ctx, x, xt, y, yt):
+    """``x == y`` for numbers as CPython compares them (an int and a float exactly)."""
+    b = ctx.b
+    if FLOAT not in (xt, yt):
+        return b.icmp_signed("==", scalar_ops.to_i64(ctx, x, xt), scalar_ops.to_i64(ctx, y, yt))
+    if xt == FLOAT and yt == FLOAT:
+        return b.fcmp_ordered("==", x, y)
+    f, i = (x, scalar_ops.to_i64(ctx, y, yt)) if xt == FLOAT else (y, scalar_ops.to_i64(ctx, x, xt))
+    # equal iff the float is integral, in range, and converts to exactly that int
+    in_range = b.and_(
+        b.fcmp_ordered(">=", f, ir.Constant(F64, -(2.0**63))), b.fcmp_ordered("<", f, ir.Constant(F64, 2.0**63))
+    )
+    as_int = b.fptosi(b.select(in_range, f, ir.Constant(F64, 0.0)), I64)
+    exact = b.fcmp_ordered("==", b.sitofp(as_int, F64), f)
+    return b.and_(b.and_(in_range, exact), b.icmp_signed("==", as_int, i))
+
+
+def _extreme(ctx, node, name, message):
+    (lst,) = node.inputs
+    p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
+    n = list_len(ctx, p)
+    ctx.raise_if(b.icmp_signed("==", n, i64(0)), ValueError, message)
+    cur = ctx.alloca(reg_type(elem))
+    b.store(list_load(ctx, p, elem, i64(0))[0], cur)
+    with ctx.for_range(n, i64(1)) as i:
+        (e,) = list_load(ctx, p, elem, i)
+        c = b.load(cur)
+        op = "<" if name == "min" else ">"
         if elem == FLOAT:
-            return b.fcmp_ordered(op, y, x)
-        if elem == BOOL:
-            return b.icmp_unsigned(op, y, x)
-        return b.icmp_signed(op, y, x)
+            better = b.fcmp_ordered(op, e, c)
+        elif elem == BOOL:
+            better = b.icmp_unsigned(op, e, c)
+        else:
+            better = b.icmp_signed(op, e, c)
+        b.store(b.select(better, e, c), cur)
+    return [[b.load(cur)]]
 
-    def _elem_arr(self, p, elem, j, n) -> Arr:
-        """Element j as an Arr (j < n; the first element's shape is read as zeros from an empty list)."""
-        b = self.b
-        safe = b.select(b.icmp_signed("<", j, n), j, i64(0))
-        nonempty = b.icmp_signed(">", n, i64(0))
-        vals = self.list_load(p, elem, safe)
-        r = elem.rank
-        vals = vals[:2] + [b.select(nonempty, x, i64(0)) for x in vals[2 : 2 + r]] + vals[2 + r :]
-        return Arr(elem, vals)
 
-    def _sub(self, out: Arr, axis: int, j) -> Arr:
-        """The view out[(:,)*axis j] (no reference taken)."""
-        b = self.b
-        data = b.gep(out.data, [b.mul(j, out.strides[axis])])
-        t = TensorType(out.t.dtype, out.t.rank - 1)
-        return Arr(
-            t,
-            [
-                out.mi,
-                data,
-                *(out.shape[:axis] + out.shape[axis + 1 :]),
-                *(out.strides[:axis] + out.strides[axis + 1 :]),
-            ],
-        )
+def _sort_function(ctx, elem, reverse: bool):
+    """void sort(i8* list, i64 n): bottom-up merge sort through a scratch buffer (stable)."""
+
+    def build(fn, b):
+        p, n = fn.args
+        saved, ctx.b = ctx.b, b
+        try:
+            _build_merge_sort(ctx, b, p, n, elem, reverse)
+        finally:
+            ctx.b = saved
+
+    name = "sort_desc" if reverse else "sort"
+    return _list_fn(ctx, name, elem, ir.FunctionType(ir.VoidType(), [I8P, I64]), build)
+
+
+def _build_merge_sort(ctx, b, p, n, elem, reverse):
+    et = elem_mem_type(elem)
+    data = _data(ctx, b, p, elem)
+    malloc = ctx._libc("malloc", I8P, [I64])
+    free = ctx._libc("free", ir.VoidType(), [I8P])
+    tmp = b.bitcast(b.call(malloc, [b.mul(b.add(n, i64(1)), i64(elem_size(elem)))]), et.as_pointer())
+    src, dst = b.alloca(et.as_pointer()), b.alloca(et.as_pointer())
+    b.store(data, src)
+    b.store(tmp, dst)
+    width, i, j = b.alloca(I64), b.alloca(I64), b.alloca(I64)
+    b.store(i64(1), width)
+    fnb = b.function
+    outer, outer_body, done = (fnb.append_basic_block(x) for x in ("w", "w.body", "w.done"))
+    b.branch(outer)
+    b.position_at_end(outer)
+    w = b.load(width)
+    b.cbranch(b.icmp_signed("<", w, n), outer_body, done)
+    b.position_at_end(outer_body)
+    s, d = b.load(src), b.load(dst)
+    step = b.mul(w, i64(2))
+    nruns = b.sdiv(b.add(n, b.sub(step, i64(1))), step)
+    with ctx.for_range(nruns) as r:
+        lo = b.mul(r, step)
+        mid = _min(b, b.add(lo, w), n)
+        hi = _min(b, b.add(lo, step), n)
+        b.store(lo, i)
+        b.store(mid, j)
+        with ctx.for_range(hi, lo) as k:
+            iv, jv = b.load(i), b.load(j)
+            i_ok = b.icmp_signed("<", iv, mid)
+            j_ok = b.icmp_signed("<", jv, hi)
+            x = b.load(b.gep(s, [b.select(i_ok, iv, lo)]))
+            y = b.load(b.gep(s, [b.select(j_ok, jv, lo)]))
+            # take from the right run only when its element goes strictly first (stability)
+            right_first = _before(b, y, x, elem, reverse)
+            take_j = b.and_(j_ok, b.or_(b.not_(i_ok), right_first))
+            b.store(b.select(take_j, y, x), b.gep(d, [k]))
+            b.store(b.select(take_j, iv, b.add(iv, i64(1))), i)
+            b.store(b.select(take_j, b.add(jv, i64(1)), jv), j)
+    b.store(d, src)
+    b.store(s, dst)
+    b.store(step, width)
+    b.branch(outer)
+    b.position_at_end(done)
+    final = b.load(src)
+    with b.if_then(b.icmp_unsigned("!=", final, data)):
+        memcpy = ctx._libc("memmove", I8P, [I8P, I8P, I64])
+        b.call(memcpy, [b.bitcast(data, I8P), b.bitcast(final, I8P), b.mul(n, i64(elem_size(elem)))])
+    b.call(free, [b.bitcast(tmp, I8P)])
+    b.ret_void()
+
+
+def _min(b, x, y):
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _before(b, y, x, elem, reverse):
+    """Whether y sorts strictly before x (y < x, or y > x when reversed)."""
+    op = ">" if reverse else "<"
+    if elem == FLOAT:
+        return b.fcmp_ordered(op, y, x)
+    if elem == BOOL:
+        return b.icmp_unsigned(op, y, x)
+    return b.icmp_signed(op, y, x)
+
+
+def _elem_arr(ctx, p, elem, j, n) -> Arr:
+    """Element j as an Arr (j < n; the first element's shape is read as zeros from an empty list)."""
+    b = ctx.b
+    safe = b.select(b.icmp_signed("<", j, n), j, i64(0))
+    nonempty = b.icmp_signed(">", n, i64(0))
+    vals = list_load(ctx, p, elem, safe)
+    r = elem.rank
+    vals = vals[:2] + [b.select(nonempty, x, i64(0)) for x in vals[2 : 2 + r]] + vals[2 + r :]
+    return Arr(elem, vals)
+
+
+def _sub(ctx, out: Arr, axis: int, j) -> Arr:
+    """The view out[(:,)*axis j] (no reference taken)."""
+    b = ctx.b
+    data = b.gep(out.data, [b.mul(j, out.strides[axis])])
+    t = TensorType(out.t.dtype, out.t.rank - 1)
+    return Arr(
+        t, [out.mi, data, *(out.shape[:axis] + out.shape[axis + 1 :]), *(out.strides[:axis] + out.strides[axis + 1 :])]
+    )
 
 
 __all__ = [
-    "ListOps",
     "list_counts",
     "elem_mem_type",
     "elem_size",
@@ -383,25 +401,25 @@ __all__ = [
 @lowers("prim::ListConstruct")
 def lower_list_construct(ctx, node):
     elem = node.output.type.elem
-    p = ctx.list_new(elem, i64(len(node.inputs)))
+    p = list_new(ctx, elem, i64(len(node.inputs)))
     for k, v in enumerate(node.inputs):
         vals = ctx.get(v)
-        ctx.elem_retain(elem, vals)
-        ctx.list_store(p, elem, i64(k), vals)
+        elem_retain(ctx, elem, vals)
+        list_store(ctx, p, elem, i64(k), vals)
     return [[p]]
 
 
 @lowers("aten::list_len")
 def lower_list_len(ctx, node):
-    return [[ctx.list_len(ctx.scalar(node.inputs[0]))]]
+    return [[list_len(ctx, ctx.scalar(node.inputs[0]))]]
 
 
 @lowers("aten::list_getitem")
 def lower_list_getitem(ctx, node):
     lst, index = node.inputs
     p, elem = ctx.scalar(lst), lst.type.elem
-    j = ctx.list_index(ctx._int_index(index), ctx.list_len(p), "list index out of range")
-    vals = ctx.list_load(p, elem, j)
+    j = list_index(ctx, _int_index(ctx, index), list_len(ctx, p), "list index out of range")
+    vals = list_load(ctx, p, elem, j)
     if isinstance(elem, TensorType):
         ctx.take_ref(elem, vals)  # the output owns a reference, the list keeps its own
     return [vals]
@@ -411,12 +429,12 @@ def lower_list_getitem(ctx, node):
 def lower_list_setitem(ctx, node):
     lst, index, value = node.inputs
     p, elem = ctx.scalar(lst), lst.type.elem
-    j = ctx.list_index(ctx._int_index(index), ctx.list_len(p), "list assignment index out of range")
+    j = list_index(ctx, _int_index(ctx, index), list_len(ctx, p), "list assignment index out of range")
     vals = ctx.get(value)
-    ctx.elem_retain(elem, vals)
-    old = ctx.list_load(p, elem, j)
-    ctx.list_store(p, elem, j, vals)
-    ctx.elem_release(elem, old)
+    elem_retain(ctx, elem, vals)
+    old = list_load(ctx, p, elem, j)
+    list_store(ctx, p, elem, j, vals)
+    elem_release(ctx, elem, old)
     return []
 
 
@@ -424,12 +442,12 @@ def lower_list_setitem(ctx, node):
 def lower_append(ctx, node):
     lst, value = node.inputs
     p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
-    n = ctx.list_len(p)
-    ctx.list_grow(p, elem, b.add(n, i64(1)))
+    n = list_len(ctx, p)
+    list_grow(ctx, p, elem, b.add(n, i64(1)))
     vals = ctx.get(value)
-    ctx.elem_retain(elem, vals)
-    ctx.list_store(p, elem, n, vals)
-    b.store(b.add(n, i64(1)), ctx._field(b, p, LEN))
+    elem_retain(ctx, elem, vals)
+    list_store(ctx, p, elem, n, vals)
+    b.store(b.add(n, i64(1)), _field(ctx, b, p, LEN))
     return []
 
 
@@ -437,8 +455,8 @@ def lower_append(ctx, node):
 def lower_insert(ctx, node):
     lst, index, value = node.inputs
     p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
-    n = ctx.list_len(p)
-    i = ctx._int_index(index)
+    n = list_len(ctx, p)
+    i = _int_index(ctx, index)
     # list.insert clamps: i < 0 counts from the end (then at least 0), i > len appends
     neg = b.add(i, n)
     j = b.select(
@@ -446,12 +464,12 @@ def lower_insert(ctx, node):
         b.select(b.icmp_signed("<", neg, i64(0)), i64(0), neg),
         b.select(b.icmp_signed(">", i, n), n, i),
     )
-    ctx.list_grow(p, elem, b.add(n, i64(1)))
-    ctx.list_move(p, elem, b.add(j, i64(1)), j, b.sub(n, j))
+    list_grow(ctx, p, elem, b.add(n, i64(1)))
+    list_move(ctx, p, elem, b.add(j, i64(1)), j, b.sub(n, j))
     vals = ctx.get(value)
-    ctx.elem_retain(elem, vals)
-    ctx.list_store(p, elem, j, vals)
-    b.store(b.add(n, i64(1)), ctx._field(b, p, LEN))
+    elem_retain(ctx, elem, vals)
+    list_store(ctx, p, elem, j, vals)
+    b.store(b.add(n, i64(1)), _field(ctx, b, p, LEN))
     return []
 
 
@@ -459,12 +477,12 @@ def lower_insert(ctx, node):
 def lower_pop(ctx, node):
     lst, index = node.inputs
     p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
-    n = ctx.list_len(p)
+    n = list_len(ctx, p)
     ctx.raise_if(b.icmp_signed("==", n, i64(0)), IndexError, "pop from empty list")
-    j = ctx.list_index(ctx._int_index(index), n, "pop index out of range")
-    vals = ctx.list_load(p, elem, j)  # the list's reference moves to the output
-    ctx.list_move(p, elem, j, b.add(j, i64(1)), b.sub(b.sub(n, j), i64(1)))
-    b.store(b.sub(n, i64(1)), ctx._field(b, p, LEN))
+    j = list_index(ctx, _int_index(ctx, index), n, "pop index out of range")
+    vals = list_load(ctx, p, elem, j)  # the list's reference moves to the output
+    list_move(ctx, p, elem, j, b.add(j, i64(1)), b.sub(b.sub(n, j), i64(1)))
+    b.store(b.sub(n, i64(1)), _field(ctx, b, p, LEN))
     return [vals]
 
 
@@ -472,10 +490,10 @@ def lower_pop(ctx, node):
 def lower_list_slice(ctx, node):
     lst, *bounds = node.inputs
     p, elem = ctx.scalar(lst), lst.type.elem
-    start, stop, step = [None if v.type == NONE else ctx._int_index(v) for v in bounds]
-    first, length, step = ctx.slice_indices(start, stop, step, ctx.list_len(p))
-    out = ctx.list_new(elem, length)
-    ctx.list_copy_range(p, out, elem, first, step, length, i64(0))
+    start, stop, step = [None if v.type == NONE else _int_index(ctx, v) for v in bounds]
+    first, length, step = views.slice_indices(ctx, start, stop, step, list_len(ctx, p))
+    out = list_new(ctx, elem, length)
+    list_copy_range(ctx, p, out, elem, first, step, length, i64(0))
     return [[out]]
 
 
@@ -483,10 +501,10 @@ def lower_list_slice(ctx, node):
 def lower_list_add(ctx, node):
     a, c = (ctx.scalar(v) for v in node.inputs)
     elem, b = node.output.type.elem, ctx.b
-    na, nc = ctx.list_len(a), ctx.list_len(c)
-    out = ctx.list_new(elem, b.add(na, nc))
-    ctx.list_copy_range(a, out, elem, i64(0), i64(1), na, i64(0))
-    ctx.list_copy_range(c, out, elem, i64(0), i64(1), nc, na)
+    na, nc = list_len(ctx, a), list_len(ctx, c)
+    out = list_new(ctx, elem, b.add(na, nc))
+    list_copy_range(ctx, a, out, elem, i64(0), i64(1), na, i64(0))
+    list_copy_range(ctx, c, out, elem, i64(0), i64(1), nc, na)
     return [[out]]
 
 
@@ -494,14 +512,14 @@ def lower_list_add(ctx, node):
 def lower_list_mul(ctx, node):
     lst, times = node.inputs
     p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
-    n = ctx.list_len(p)
-    k = ctx._int_index(times)
+    n = list_len(ctx, p)
+    k = _int_index(ctx, times)
     k = b.select(b.icmp_signed("<", k, i64(0)), i64(0), k)
     total = b.smul_with_overflow(n, k)
     ctx.raise_if(b.extract_value(total, 1), MemoryError)  # (CPython's, for a length beyond its sizes)
-    out = ctx.list_new(elem, b.extract_value(total, 0))
+    out = list_new(ctx, elem, b.extract_value(total, 0))
     with ctx.for_range(k) as r:
-        ctx.list_copy_range(p, out, elem, i64(0), i64(1), n, b.mul(r, n))
+        list_copy_range(ctx, p, out, elem, i64(0), i64(1), n, b.mul(r, n))
     return [[out]]
 
 
@@ -512,9 +530,9 @@ def lower_list_contains(ctx, node):
     x = ctx.scalar(value)
     found = ctx.alloca(I1)
     b.store(ir.Constant(I1, 0), found)
-    with ctx.for_range(ctx.list_len(p)) as i:
-        (e,) = ctx.list_load(p, elem, i)
-        hit = ctx._equal(e, elem, x, value.type)
+    with ctx.for_range(list_len(ctx, p)) as i:
+        (e,) = list_load(ctx, p, elem, i)
+        hit = _equal(ctx, e, elem, x, value.type)
         b.store(b.or_(b.load(found), hit), found)
     return [[b.load(found)]]
 
@@ -526,23 +544,23 @@ def lower_list_sum(ctx, node):
     out_t = node.output.type
     acc = ctx.alloca(reg_type(out_t))
     b.store(ir.Constant(F64, 0.0) if out_t == FLOAT else i64(0), acc)
-    with ctx.for_range(ctx.list_len(p)) as i:
-        (e,) = ctx.list_load(p, elem, i)
+    with ctx.for_range(list_len(ctx, p)) as i:
+        (e,) = list_load(ctx, p, elem, i)
         if out_t == FLOAT:
             b.store(b.fadd(b.load(acc), e), acc)
         else:
-            b.store(b.add(b.load(acc), ctx.to_i64(e, elem)), acc)
+            b.store(b.add(b.load(acc), scalar_ops.to_i64(ctx, e, elem)), acc)
     return [[b.load(acc)]]
 
 
 @lowers("aten::list_min")
 def lower_list_min(ctx, node):
-    return ctx._extreme(node, "min", MIN_EMPTY)
+    return _extreme(ctx, node, "min", MIN_EMPTY)
 
 
 @lowers("aten::list_max")
 def lower_list_max(ctx, node):
-    return ctx._extreme(node, "max", MAX_EMPTY)
+    return _extreme(ctx, node, "max", MAX_EMPTY)
 
 
 @lowers("aten::sorted")
@@ -551,10 +569,10 @@ def lower_sorted(ctx, node):
     for data without NaN."""
     (lst,) = node.inputs
     p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
-    n = ctx.list_len(p)
-    out = ctx.list_new(elem, n)
-    ctx.list_copy_range(p, out, elem, i64(0), i64(1), n, i64(0))
-    fn = ctx._sort_function(elem, node.attrs.get("reverse", False))
+    n = list_len(ctx, p)
+    out = list_new(ctx, elem, n)
+    list_copy_range(ctx, p, out, elem, i64(0), i64(1), n, i64(0))
+    fn = _sort_function(ctx, elem, node.attrs.get("reverse", False))
     b.call(fn, [out, n])
     return [[out]]
 
@@ -564,25 +582,25 @@ def lower_sorted(ctx, node):
 def lower_list_to_array(ctx, node):
     (lst,) = node.inputs
     p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
-    n = ctx.list_len(p)
+    n = list_len(ctx, p)
     out_t = node.output.type
     if not isinstance(elem, TensorType):
         out = ctx.alloc(out_t, [n])
         with ctx.for_range(n) as i:
-            (x,) = ctx.list_load(p, elem, i)
+            (x,) = list_load(ctx, p, elem, i)
             ctx.store_element(ctx.element_ptr(out, [i]), x, {INT: "i", FLOAT: "f", BOOL: "b"}[elem], out_t.dtype)
         return [out.leaves]
     rank = elem.rank
-    first = ctx._elem_arr(p, elem, i64(0), n)
+    first = _elem_arr(ctx, p, elem, i64(0), n)
     # NumPy: the leading dimensions every element shares with the first; fewer than all is an error
     agree = ctx.alloca(I64)
     b.store(i64(rank), agree)
     with ctx.for_range(n, i64(1)) as j:
-        a = ctx._elem_arr(p, elem, j, n)
+        a = _elem_arr(ctx, p, elem, j, n)
         m = i64(rank)
         for d in reversed(range(rank)):
             m = b.select(b.icmp_signed("!=", a.shape[d], first.shape[d]), i64(d), m)
-        b.store(ctx._min(b, b.load(agree), m), agree)
+        b.store(_min(b, b.load(agree), m), agree)
     m = b.load(agree)
     for k in range(rank):
         shape = "(" + ", ".join(f"{{{x}}}" for x in range(k + 1)) + (",)" if k == 0 else ")")
@@ -595,8 +613,8 @@ def lower_list_to_array(ctx, node):
         )
     out = ctx.alloc(out_t, [n, *first.shape])
     with ctx.for_range(n) as j:
-        a = ctx._elem_arr(p, elem, j, n)
-        ctx.copy_into(ctx._sub(out, 0, j), a)
+        a = _elem_arr(ctx, p, elem, j, n)
+        ctx.copy_into(_sub(ctx, out, 0, j), a)
     return [out.leaves]
 
 
@@ -606,13 +624,13 @@ def lower_concatenate(ctx, node):
     p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
     rank = elem.rank
     axis = node.attrs.get("axis", 0) % rank
-    n = ctx.list_len(p)
+    n = list_len(ctx, p)
     ctx.raise_if(b.icmp_signed("==", n, i64(0)), ValueError, "need at least one array to concatenate")
-    first = ctx._elem_arr(p, elem, i64(0), n)
+    first = _elem_arr(ctx, p, elem, i64(0), n)
     total = ctx.alloca(I64)
     b.store(first.shape[axis], total)
     with ctx.for_range(n, i64(1)) as j:
-        a = ctx._elem_arr(p, elem, j, n)
+        a = _elem_arr(ctx, p, elem, j, n)
         for d in range(rank):
             if d == axis:
                 continue
@@ -631,7 +649,7 @@ def lower_concatenate(ctx, node):
     at = ctx.alloca(I64)
     b.store(i64(0), at)
     with ctx.for_range(n) as j:
-        a = ctx._elem_arr(p, elem, j, n)
+        a = _elem_arr(ctx, p, elem, j, n)
         start = b.load(at)
         data = b.gep(out.data, [b.mul(start, out.strides[axis])])
         part_shape = list(out.shape)
@@ -646,11 +664,11 @@ def lower_stack(ctx, node):
     (lst,) = node.inputs
     p, elem, b = ctx.scalar(lst), lst.type.elem, ctx.b
     axis = node.attrs.get("axis", 0) % (elem.rank + 1)
-    n = ctx.list_len(p)
+    n = list_len(ctx, p)
     ctx.raise_if(b.icmp_signed("==", n, i64(0)), ValueError, "need at least one array to stack")
-    first = ctx._elem_arr(p, elem, i64(0), n)
+    first = _elem_arr(ctx, p, elem, i64(0), n)
     with ctx.for_range(n, i64(1)) as j:
-        a = ctx._elem_arr(p, elem, j, n)
+        a = _elem_arr(ctx, p, elem, j, n)
         bad = ir.Constant(I1, 0)
         for d in range(elem.rank):
             bad = b.or_(bad, b.icmp_signed("!=", a.shape[d], first.shape[d]))
@@ -659,5 +677,5 @@ def lower_stack(ctx, node):
     shape.insert(axis, n)
     out = ctx.alloc(node.output.type, shape)
     with ctx.for_range(n) as j:
-        ctx.copy_into(ctx._sub(out, axis, j), ctx._elem_arr(p, elem, j, n))
+        ctx.copy_into(_sub(ctx, out, axis, j), _elem_arr(ctx, p, elem, j, n))
     return [out.leaves]

@@ -21,7 +21,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir.core import Block, Graph, Node, Value
-from ...ir.types import BOOL, FLOAT, INT, ListType, NumpyScalarType, TensorType, TupleType, Type
+from ...ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type
 from .. import ownership
 from ..ownership import consumes
 from .common import (
@@ -31,9 +31,7 @@ from .common import (
     I32,
     I64,
     INT64_MIN,
-    TWO63,
     UNSUPPORTED_DETAIL,
-    f64,
     holds_ref,
     i1,
     i32,
@@ -48,33 +46,18 @@ from .common import (
 from .rules import rule_for
 from .target import CPU, Target
 from .errors import LoweringError
-from .array_math import ArrayMath
-from .arrayfns import ArrayFns
-from .arrays import ArrayOps, scalar_kind
-from .views import ViewOps
-from .conversions import Conversions
-from .fused import FusedOps
-from .constants import ArrayConstants
-from .masks import MaskOps
-from .random_lower import RandomOps
-from .matmul import MatmulOps
-from .builtins_lower import BuiltinOps, build_stack_floor_function, stack_budget
-from .fused_loop import FusedLoopOps
+from .arrays import ArrayOps
+from .builtins_lower import build_stack_floor_function, stack_budget
 from .interrupts import CHUNK, InterruptChecks, is_unbounded_while
-from .fused_multi import FusedMultiOps
-from .fused_parallel import FusedParallelOps
-from .parallel import ParallelOps
-from .numpy_scalars import NumpyScalarOps
-from .scalar_ops import ScalarOps
-from .simd import SimdOps
-from . import structure  # noqa: F401  (registers the structural operators' rules)
-from .lists import ListOps
-from .strings import StringOps
 from .unwind import Unwinding, build_payload_function
 from .outline import Outlining
-from .sum_reductions import SumReductions
 from .folding import FoldingBuilder
 from .text_builder import TextBuilder
+from . import lists, scalar_ops, strings
+
+# the modules of operator rules: importing one registers its operators' rules (rules.py)
+from . import array_math, arrayfns, constants, fused, fused_loop, fused_multi, fused_parallel  # noqa: F401
+from . import masks, matmul, numpy_scalars, parallel, random_lower, simd, structure, sum_reductions, views  # noqa: F401
 
 
 def check_graph(graph: Graph, seen=None) -> None:
@@ -308,33 +291,16 @@ def _arrays_in(t: Type) -> int:
     return int(isinstance(t, TensorType))
 
 
-class FunctionLowering(
-    Unwinding,
-    InterruptChecks,
-    BuiltinOps,
-    ScalarOps,
-    ArrayOps,
-    ViewOps,
-    Conversions,
-    ArrayMath,
-    ArrayFns,
-    MatmulOps,
-    FusedOps,
-    FusedLoopOps,
-    FusedMultiOps,
-    SimdOps,
-    StringOps,
-    ListOps,
-    SumReductions,
-    MaskOps,
-    ArrayConstants,
-    ParallelOps,
-    FusedParallelOps,
-    RandomOps,
-    Outlining,
-    NumpyScalarOps,
-):
-    """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks."""
+class FunctionLowering(Unwinding, InterruptChecks, ArrayOps, Outlining):
+    """Lowers one graph to one LLVM function: a visitor over nodes, blocks become basic blocks.
+
+    The class is the lowering's core: values, blocks, control flow, unwinding, memory and element access. What an
+    operator does is a rule function of its domain's module (``rules.py``), called with this object as ``ctx``."""
+
+    nogil = False  # native code runs with the GIL held; true: refcount calls take the GIL themselves
+    in_parallel_kernel = False  # lowering a kernel: nested parallel loops run sequentially
+    atomic_refcounts = False  # retain/release/alloc through the atomic runtime functions
+    compiled_once = False  # a function compiled once per process (summation.build_function): no interrupt checks
 
     def __init__(self, mod: ModuleLowering, graph: Graph):
         self.mod, self.graph = mod, graph
@@ -457,35 +423,14 @@ class FunctionLowering(
         if isinstance(t, TensorType):
             self.array_release(vals)
         elif isinstance(t, ListType):
-            self.list_release(vals, t)
+            lists.list_release(self, vals, t)
         else:
-            self.str_release(vals)
+            strings.str_release(self, vals)
 
     def alloca(self, ty):
         with self.b.goto_block(self.entry_block):
             self.b.position_at_start(self.entry_block)
             return self.b.alloca(ty)
-
-    # -- conversions -------------------------------------------------------------------------------------
-    def to_f64(self, x, t: Type):
-        if isinstance(t, NumpyScalarType):
-            return self.cast(x, scalar_kind(t), "f")
-        if t == FLOAT:
-            return x
-        if t == INT:
-            return self.b.sitofp(x, F64)
-        if t == BOOL:
-            return self.b.uitofp(x, F64)
-        raise AssertionError(t)
-
-    def to_i64(self, x, t: Type):
-        if isinstance(t, NumpyScalarType) and t.decayed == INT:
-            return x
-        if t == INT:
-            return x
-        if t == BOOL:
-            return self.b.zext(x, I64)
-        raise AssertionError(t)
 
     def convert(self, vals: list, src: Type, dst: Type) -> list:
         """Convert a value passed where another type is declared (call arguments): int/bool -> float etc."""
@@ -499,9 +444,9 @@ class FunctionLowering(
                 vals = vals[n:]
             return out
         if dst == FLOAT and src in (INT, BOOL):
-            return [self.to_f64(vals[0], src)]
+            return [scalar_ops.to_f64(self, vals[0], src)]
         if dst == INT and src == BOOL:
-            return [self.to_i64(vals[0], src)]
+            return [scalar_ops.to_i64(self, vals[0], src)]
         if (
             isinstance(src, TensorType)
             and isinstance(dst, TensorType)
@@ -509,48 +454,6 @@ class FunctionLowering(
         ):
             return vals  # the shapes the types know differ; the values carry the real ones
         raise LoweringError(self.node.kind, f"cannot pass {src} where {dst} is expected", self.node.source)
-
-    def isnan(self, x):
-        return self.b.fcmp_unordered("uno", x, x)
-
-    def isinf(self, x):
-        return self.b.fcmp_ordered("==", self.fabs(x), f64(float("inf")))
-
-    def isfinite(self, x):
-        return self.b.fcmp_ordered("<", self.fabs(x), f64(float("inf")))
-
-    def fabs(self, x):
-        return self.b.call(self.mod.intrinsic("fabs"), [x])
-
-    def floor(self, x):
-        return self.b.call(self.mod.intrinsic("floor"), [x])
-
-    def copysign(self, x, y):
-        return self.b.call(self.mod.intrinsic("copysign"), [x, y])
-
-    def fmod(self, x, y):
-        return self.b.call(self.mod.libm("fmod", 2), [x, y])
-
-    def is_odd_integer(self, y):
-        """DOUBLE_IS_ODD_INTEGER: fmod(fabs(y), 2.0) == 1.0"""
-        return self.b.fcmp_ordered("==", self.fmod(self.fabs(y), f64(2.0)), f64(1.0))
-
-    def float_to_int_wrapping(self, x):
-        """An integral, finite double as an int, wrapped to 64 bits as the interpreter wraps big ints."""
-        b = self.b
-        in_range = b.fcmp_ordered("<", self.fabs(x), f64(TWO63))
-        small = b.fptosi(b.select(in_range, x, f64(0.0)), I64)
-        bits = b.bitcast(x, I64)
-        e = b.sub(b.and_(b.lshr(bits, i64(52)), i64(0x7FF)), i64(1075))  # x = m * 2**e, e >= 11 here
-        m = b.or_(b.and_(bits, i64((1 << 52) - 1)), i64(1 << 52))
-        e_ok = b.icmp_signed("<", e, i64(64))
-        big = b.select(e_ok, b.shl(m, b.select(e_ok, e, i64(0))), i64(0))
-        big = b.select(b.icmp_signed("<", bits, i64(0)), b.sub(i64(0), big), big)
-        return b.select(in_range, small, big)
-
-    def check_float_to_int(self, x):
-        self.raise_if(self.isnan(x), ValueError, "cannot convert float NaN to integer")
-        self.raise_if(self.isinf(x), OverflowError, "cannot convert float infinity to integer")
 
     def projected(self, v: Value, vals: list) -> list:
         """An element taken out of a tuple: like every node's output it owns its references (the tuple keeps

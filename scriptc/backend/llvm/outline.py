@@ -28,7 +28,7 @@ from ...ir.printer import print_graph
 from ...ir.types import BOOL, TensorType, TupleType
 from .common import I1, i32, leaves, out_struct
 from .errors import ERROR_TABLE
-from .summation import pairwise_reducible
+from . import summation
 
 OUTLINED_KINDS = frozenset({"prim::FusionGroup", "prim::FusedLoop", "aten::matmul"})
 REDUCTIONS = frozenset({"aten::sum", "aten::mean", "aten::prod", "aten::max", "aten::min"})
@@ -43,7 +43,7 @@ def outlinable(node: Node) -> bool:
         return (
             "axis" in node.attrs
             and isinstance(node.inputs[0].type, TensorType)
-            and not pairwise_reducible(node.kind.split("::")[1], node.inputs[0].type.dtype)
+            and not summation.pairwise_reducible(node.kind.split("::")[1], node.inputs[0].type.dtype)
         )
     return node.kind in OUTLINED_KINDS
 
@@ -109,7 +109,7 @@ class Shared:
 
 
 class Outlining:
-    """Mixin of FunctionLowering."""
+    """Part of FunctionLowering's core: operators lowered as calls to functions of their own (big graphs)."""
 
     def outlines(self, node: Node) -> bool:
         if not self.mod.target.outline or not outlinable(node) or self.atomic_refcounts:

@@ -33,11 +33,11 @@ from ...ir.clone import clone_nodes_into
 from ...ir.core import Graph, Node, Value
 from ...ir.registry import REGISTRY
 from ...ir.types import FLOAT, INT, NONE, STR, ListType, TupleType
-from .arrays import ALLOCATIONS_ADDRESS, FREES_ADDRESS, HEADER
 from .common import F64, I8P, I32, I64, i32, i64, out_struct, process_global, reg_type
 from .text_builder import TextBuilder
 from .errors import PAYLOAD_SLOTS
 from .pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runtime
+from . import arrays
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 IDENTITY = {
@@ -132,204 +132,211 @@ def kernel_graph(node: Node, captured: list[Value], name: str) -> Graph:
     return g
 
 
-class ParallelOps:
-    """Mixin of FunctionLowering: parallel loops, and the atomic reference-count runtime kernels use."""
+# -- parallel loops, and the atomic reference-count runtime their kernels use (functions of ``ctx``) -----
 
-    in_parallel_kernel = False  # lowering a kernel: nested parallel loops run sequentially
-    atomic_refcounts = False  # retain/release/alloc through the atomic runtime functions
 
-    def lower_parallel_loop(self, node: Node, kinds: list[str]):
-        if not self.mod.target.standalone:
-            ensure_runtime()  # an exported library includes its own copy of the pool (export.py)
-        b = self.b
-        body = node.blocks[0]
-        params = body.params[1:]
-        inits = [x for v, p in zip(node.inputs[2:], params) for x in self.convert(self.get(v), v.type, p.type)]
-        captured = captured_values(body)
-        kernel, kernel_out = self.kernel_function(node, captured)
-        cap_vals = [x for v in captured for x in self.get(v)]
-        idents = [self.constant_leaf(IDENTITY[(k, p.type)], p.type) for k, p in zip(kinds, params)]
-        acc_types = [reg_type(p.type) for p in params]
-        part_t = out_struct(kernel_out, self.mod.module)
-        ctx_t = self.mod.struct_type(
-            "parallel.ctx.t",
-            [I64, I64]
-            + [x.type for x in cap_vals]
-            + acc_types
-            + acc_types
-            + [I32.as_pointer(), I64.as_pointer(), part_t.as_pointer()],
-        )
-        with b.goto_entry_block():
-            ctx = b.alloca(ctx_t, name="parallel.ctx")
-            status = b.alloca(ir.ArrayType(I32, MAX_THREADS), name="parallel.status")
-            payloads = b.alloca(ir.ArrayType(I64, MAX_THREADS * PAYLOAD_SLOTS), name="parallel.payloads")
-            parts = b.alloca(ir.ArrayType(part_t, MAX_THREADS), name="parallel.parts")
-        trips = self.scalar(node.inputs[0])
-        threads = b.load(self.mod_global(THREADS_SYMBOL, I64))
-        n = self.smin(self.smin(threads, i64(MAX_THREADS)), trips)
-        status0 = b.gep(status, [i32(0), i32(0)])
-        fields = (
-            [trips, n]
-            + cap_vals
-            + inits
-            + idents
-            + [status0, b.gep(payloads, [i32(0), i32(0)]), b.gep(parts, [i32(0), i32(0)])]
-        )
-        for k, x in enumerate(fields):
-            b.store(x, b.gep(ctx, [i32(0), i32(k)], inbounds=True))
-        pre = b.block
-        run_bb, combine_bb, done_bb = (b.append_basic_block(f"parallel.{x}") for x in ("run", "combine", "done"))
-        b.cbranch(b.icmp_signed(">", trips, i64(0)), run_bb, done_bb)
-        b.position_at_end(run_bb)
-        trampoline = self.chunk_trampoline(kernel, ctx_t, len(cap_vals), len(acc_types))
-        run = self.mod_function(RUN_SYMBOL, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64]))
-        b.call(run, [b.bitcast(trampoline, I8P), b.bitcast(ctx, I8P), n])
-        # combine in chunk order; the first failing chunk raises (its payload copied to this thread's)
-        head = b.block
-        b.branch(combine_bb)
-        b.position_at_end(combine_bb)
-        c = b.phi(I64, "chunk")
-        accs = [b.phi(t, "acc") for t in acc_types]
-        code = b.load(b.gep(status, [i32(0), c]))
-        with b.if_then(b.icmp_signed("!=", code, i32(0)), likely=False):
-            mine = b.call(self.mod.helper("payload"), [])
-            theirs = b.gep(payloads, [i32(0), b.mul(c, i64(PAYLOAD_SLOTS))])
-            for k in range(PAYLOAD_SLOTS):
-                b.store(b.load(b.gep(theirs, [i64(k)])), b.gep(mine, [i64(k)]))
-            if self.interruptible:  # chunks stopped at Ctrl-C: Python's handler runs here, once
-                with b.if_then(b.icmp_signed("==", code, i32(self.interrupt_code())), likely=False):
-                    self.run_interrupt_check()
-            self.fail(code)
-        part = b.gep(parts, [i32(0), c])
-        first = b.icmp_signed("==", c, i64(0))
-        merged = []
-        for k, (kind, p, acc) in enumerate(zip(kinds, params, accs)):
-            x = b.load(b.gep(part, [i32(0), i32(k)]))
-            merged.append(b.select(first, x, self.combine(kind, p.type, acc, x)))
-        c1 = b.add(c, i64(1))
-        latch = b.block
-        more = b.icmp_signed("<", c1, n)
-        after = b.append_basic_block("parallel.combined")
-        b.cbranch(more, combine_bb, after)
-        c.add_incoming(i64(0), head)
-        c.add_incoming(c1, latch)
-        for phi, m, x0 in zip(accs, merged, inits):
-            phi.add_incoming(ir.Constant(phi.type, ir.Undefined), head)
-            phi.add_incoming(m, latch)
-        b.position_at_end(after)
-        b.branch(done_bb)
-        b.position_at_end(done_bb)
-        results = []
-        for x0, m in zip(inits, merged):
-            phi = b.phi(x0.type)
-            phi.add_incoming(x0, pre)
-            phi.add_incoming(m, after)
-            results.append(phi)
-        return self._split(results, node.outputs)
+def lower_parallel_loop(ctx, node: Node, kinds: list[str]):
+    if not ctx.mod.target.standalone:
+        ensure_runtime()  # an exported library includes its own copy of the pool (export.py)
+    b = ctx.b
+    body = node.blocks[0]
+    params = body.params[1:]
+    inits = [x for v, p in zip(node.inputs[2:], params) for x in ctx.convert(ctx.get(v), v.type, p.type)]
+    captured = captured_values(body)
+    kernel, kernel_out = kernel_function(ctx, node, captured)
+    cap_vals = [x for v in captured for x in ctx.get(v)]
+    idents = [constant_leaf(ctx, IDENTITY[(k, p.type)], p.type) for k, p in zip(kinds, params)]
+    acc_types = [reg_type(p.type) for p in params]
+    part_t = out_struct(kernel_out, ctx.mod.module)
+    ctx_t = ctx.mod.struct_type(
+        "parallel.ctx.t",
+        [I64, I64]
+        + [x.type for x in cap_vals]
+        + acc_types
+        + acc_types
+        + [I32.as_pointer(), I64.as_pointer(), part_t.as_pointer()],
+    )
+    with b.goto_entry_block():
+        packed = b.alloca(ctx_t, name="parallel.ctx")
+        status = b.alloca(ir.ArrayType(I32, MAX_THREADS), name="parallel.status")
+        payloads = b.alloca(ir.ArrayType(I64, MAX_THREADS * PAYLOAD_SLOTS), name="parallel.payloads")
+        parts = b.alloca(ir.ArrayType(part_t, MAX_THREADS), name="parallel.parts")
+    trips = ctx.scalar(node.inputs[0])
+    threads = b.load(mod_global(ctx, THREADS_SYMBOL, I64))
+    n = smin(ctx, smin(ctx, threads, i64(MAX_THREADS)), trips)
+    status0 = b.gep(status, [i32(0), i32(0)])
+    fields = (
+        [trips, n]
+        + cap_vals
+        + inits
+        + idents
+        + [status0, b.gep(payloads, [i32(0), i32(0)]), b.gep(parts, [i32(0), i32(0)])]
+    )
+    for k, x in enumerate(fields):
+        b.store(x, b.gep(packed, [i32(0), i32(k)], inbounds=True))
+    pre = b.block
+    run_bb, combine_bb, done_bb = (b.append_basic_block(f"parallel.{x}") for x in ("run", "combine", "done"))
+    b.cbranch(b.icmp_signed(">", trips, i64(0)), run_bb, done_bb)
+    b.position_at_end(run_bb)
+    trampoline = chunk_trampoline(ctx, kernel, ctx_t, len(cap_vals), len(acc_types))
+    run = mod_function(ctx, RUN_SYMBOL, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64]))
+    b.call(run, [b.bitcast(trampoline, I8P), b.bitcast(packed, I8P), n])
+    # combine in chunk order; the first failing chunk raises (its payload copied to this thread's)
+    head = b.block
+    b.branch(combine_bb)
+    b.position_at_end(combine_bb)
+    c = b.phi(I64, "chunk")
+    accs = [b.phi(t, "acc") for t in acc_types]
+    code = b.load(b.gep(status, [i32(0), c]))
+    with b.if_then(b.icmp_signed("!=", code, i32(0)), likely=False):
+        mine = b.call(ctx.mod.helper("payload"), [])
+        theirs = b.gep(payloads, [i32(0), b.mul(c, i64(PAYLOAD_SLOTS))])
+        for k in range(PAYLOAD_SLOTS):
+            b.store(b.load(b.gep(theirs, [i64(k)])), b.gep(mine, [i64(k)]))
+        if ctx.interruptible:  # chunks stopped at Ctrl-C: Python's handler runs here, once
+            with b.if_then(b.icmp_signed("==", code, i32(ctx.interrupt_code())), likely=False):
+                ctx.run_interrupt_check()
+        ctx.fail(code)
+    part = b.gep(parts, [i32(0), c])
+    first = b.icmp_signed("==", c, i64(0))
+    merged = []
+    for k, (kind, p, acc) in enumerate(zip(kinds, params, accs)):
+        x = b.load(b.gep(part, [i32(0), i32(k)]))
+        merged.append(b.select(first, x, combine(ctx, kind, p.type, acc, x)))
+    c1 = b.add(c, i64(1))
+    latch = b.block
+    more = b.icmp_signed("<", c1, n)
+    after = b.append_basic_block("parallel.combined")
+    b.cbranch(more, combine_bb, after)
+    c.add_incoming(i64(0), head)
+    c.add_incoming(c1, latch)
+    for phi, m, x0 in zip(accs, merged, inits):
+        phi.add_incoming(ir.Constant(phi.type, ir.Undefined), head)
+        phi.add_incoming(m, latch)
+    b.position_at_end(after)
+    b.branch(done_bb)
+    b.position_at_end(done_bb)
+    results = []
+    for x0, m in zip(inits, merged):
+        phi = b.phi(x0.type)
+        phi.add_incoming(x0, pre)
+        phi.add_incoming(m, after)
+        results.append(phi)
+    return ctx._split(results, node.outputs)
 
-    def smin(self, x, y):
-        return self.b.select(self.b.icmp_signed("<", x, y), x, y)
 
-    def constant_leaf(self, value, t):
-        return ir.Constant(F64, value) if t == FLOAT else i64(value)
+def smin(ctx, x, y):
+    return ctx.b.select(ctx.b.icmp_signed("<", x, y), x, y)
 
-    def combine(self, kind: str, t, a, x):
-        b = self.b
-        if kind == "add":
-            return b.fadd(a, x) if t == FLOAT else b.add(a, x)
-        if kind == "mul":
-            return b.fmul(a, x) if t == FLOAT else b.mul(a, x)
-        # Python's max(a, x) is x only if x > a (min: x < a), so NaNs and ties keep the earlier value
-        op = ">" if kind == "max" else "<"
-        better = b.fcmp_ordered(op, x, a) if t == FLOAT else b.icmp_signed(op, x, a)
-        return b.select(better, x, a)
 
-    def mod_global(self, name: str, ty):
-        g = self.mod.module.globals.get(name)
-        if g is None:
-            g = ir.GlobalVariable(self.mod.module, ty, name)
-        return g
+def constant_leaf(ctx, value, t):
+    return ir.Constant(F64, value) if t == FLOAT else i64(value)
 
-    def mod_function(self, name: str, fnty):
-        fn = self.mod.module.globals.get(name)
-        return fn if fn is not None else ir.Function(self.mod.module, fnty, name)
 
-    def kernel_function(self, node: Node, captured: list[Value]):
-        graph = kernel_graph(node, captured, f"{self.graph.name}.prange")
-        lowering = type(self)(self.mod, graph)
-        lowering.nogil = self.nogil
-        lowering.in_parallel_kernel = lowering.atomic_refcounts = True
-        lowering.lower()
-        return lowering.function, graph.outputs[0].type
+def combine(ctx, kind: str, t, a, x):
+    b = ctx.b
+    if kind == "add":
+        return b.fadd(a, x) if t == FLOAT else b.add(a, x)
+    if kind == "mul":
+        return b.fmul(a, x) if t == FLOAT else b.mul(a, x)
+    # Python's max(a, x) is x only if x > a (min: x < a), so NaNs and ties keep the earlier value
+    op = ">" if kind == "max" else "<"
+    better = b.fcmp_ordered(op, x, a) if t == FLOAT else b.icmp_signed(op, x, a)
+    return b.select(better, x, a)
 
-    def chunk_trampoline(self, kernel: ir.Function, ctx_t, n_caps: int, n_accs: int) -> ir.Function:
-        """``void chunk(i8* ctx, i64 c)``: run the kernel on chunk ``c``; store its status, partial results and
-        (on error) this thread's payload in slot ``c``."""
-        fn = ir.Function(self.mod.module, CHUNK_FN, self.mod.unique("prange.chunk"))
-        fn.linkage = "internal"
-        b = TextBuilder(fn.append_basic_block("entry"))
-        ctx = b.bitcast(fn.args[0], ctx_t.as_pointer())
-        c = fn.args[1]
 
-        def field(k):
-            return b.load(b.gep(ctx, [i32(0), i32(k)], inbounds=True))
+def mod_global(ctx, name: str, ty):
+    g = ctx.mod.module.globals.get(name)
+    if g is None:
+        g = ir.GlobalVariable(ctx.mod.module, ty, name)
+    return g
 
-        trips, n = field(0), field(1)
-        caps = [field(2 + k) for k in range(n_caps)]
-        inits = [field(2 + n_caps + k) for k in range(n_accs)]
-        idents = [field(2 + n_caps + n_accs + k) for k in range(n_accs)]
-        base = 2 + n_caps + 2 * n_accs
-        status, payloads, parts = field(base), field(base + 1), field(base + 2)
-        q, r = b.sdiv(trips, n), b.srem(trips, n)
-        lo = b.add(b.mul(c, q), b.select(b.icmp_signed("<", c, r), c, r))
-        hi = b.add(b.add(lo, q), b.zext(b.icmp_signed("<", c, r), I64))
-        first = b.icmp_signed("==", c, i64(0))
-        accs = [b.select(first, x0, e) for x0, e in zip(inits, idents)]
-        code = b.call(kernel, [lo, hi] + caps + accs + [b.gep(parts, [c])])
-        b.store(code, b.gep(status, [c]))
-        with b.if_then(b.icmp_signed("!=", code, i32(0)), likely=False):
-            mine = b.call(self.mod.helper("payload"), [])
-            theirs = b.gep(payloads, [b.mul(c, i64(PAYLOAD_SLOTS))])
-            for k in range(PAYLOAD_SLOTS):
-                b.store(b.load(b.gep(mine, [i64(k)])), b.gep(theirs, [i64(k)]))
-        b.ret_void()
-        return fn
 
-    # -- the atomic runtime (kernels: several threads retain and release one array) ------------------------
-    def _build_rt_retain_atomic(self, key):
-        fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [I8P]), key)
-        fn.linkage = "internal"
-        fn.attributes.add("alwaysinline")
-        b = TextBuilder(fn.append_basic_block())
-        with b.if_then(b.icmp_unsigned("!=", fn.args[0], ir.Constant(I8P, None))):
-            b.atomic_rmw("add", b.bitcast(fn.args[0], I64.as_pointer()), i64(1), "monotonic")
-        b.ret_void()
-        return fn
+def mod_function(ctx, name: str, fnty):
+    fn = ctx.mod.module.globals.get(name)
+    return fn if fn is not None else ir.Function(ctx.mod.module, fnty, name)
 
-    def _build_rt_release_atomic(self, key):
-        fn = ir.Function(self.mod.module, ir.FunctionType(ir.VoidType(), [I8P]), key)
-        fn.linkage = "internal"
-        fn.attributes.add("alwaysinline")
-        b = TextBuilder(fn.append_basic_block())
-        with b.if_then(b.icmp_unsigned("!=", fn.args[0], ir.Constant(I8P, None))):
-            old = b.atomic_rmw("sub", b.bitcast(fn.args[0], I64.as_pointer()), i64(1), "acq_rel")
-            with b.if_then(b.icmp_signed("==", old, i64(1))):
-                b.call(self._libc("free", ir.VoidType(), [I8P]), [fn.args[0]])
-                counter = process_global(self.mod.module, "scriptc.frees", FREES_ADDRESS, I64)
-                b.atomic_rmw("add", counter, i64(1), "monotonic")
-        b.ret_void()
-        return fn
 
-    def _build_rt_alloc_atomic(self, key):
-        """``alloc`` (arrays.py) with the allocation counter updated atomically."""
-        fn = ir.Function(self.mod.module, ir.FunctionType(I8P, [I64]), key)
-        fn.linkage = "internal"
-        b = TextBuilder(fn.append_basic_block())
-        size = b.and_(b.add(fn.args[0], i64(HEADER + 63)), i64(-64))
-        p = self.allocate_block(b, fn, size)
-        with b.if_then(b.icmp_unsigned("!=", p, ir.Constant(I8P, None))):
-            b.store(i64(1), b.bitcast(p, I64.as_pointer()))
-            counter = process_global(self.mod.module, "scriptc.allocations", ALLOCATIONS_ADDRESS, I64)
+def kernel_function(ctx, node: Node, captured: list[Value]):
+    graph = kernel_graph(node, captured, f"{ctx.graph.name}.prange")
+    lowering = type(ctx)(ctx.mod, graph)
+    lowering.nogil = ctx.nogil
+    lowering.in_parallel_kernel = lowering.atomic_refcounts = True
+    lowering.lower()
+    return lowering.function, graph.outputs[0].type
+
+
+def chunk_trampoline(ctx, kernel: ir.Function, ctx_t, n_caps: int, n_accs: int) -> ir.Function:
+    """``void chunk(i8* ctx, i64 c)``: run the kernel on chunk ``c``; store its status, partial results and
+    (on error) this thread's payload in slot ``c``."""
+    fn = ir.Function(ctx.mod.module, CHUNK_FN, ctx.mod.unique("prange.chunk"))
+    fn.linkage = "internal"
+    b = TextBuilder(fn.append_basic_block("entry"))
+    packed = b.bitcast(fn.args[0], ctx_t.as_pointer())
+    c = fn.args[1]
+
+    def field(k):
+        return b.load(b.gep(packed, [i32(0), i32(k)], inbounds=True))
+
+    trips, n = field(0), field(1)
+    caps = [field(2 + k) for k in range(n_caps)]
+    inits = [field(2 + n_caps + k) for k in range(n_accs)]
+    idents = [field(2 + n_caps + n_accs + k) for k in range(n_accs)]
+    base = 2 + n_caps + 2 * n_accs
+    status, payloads, parts = field(base), field(base + 1), field(base + 2)
+    q, r = b.sdiv(trips, n), b.srem(trips, n)
+    lo = b.add(b.mul(c, q), b.select(b.icmp_signed("<", c, r), c, r))
+    hi = b.add(b.add(lo, q), b.zext(b.icmp_signed("<", c, r), I64))
+    first = b.icmp_signed("==", c, i64(0))
+    accs = [b.select(first, x0, e) for x0, e in zip(inits, idents)]
+    code = b.call(kernel, [lo, hi] + caps + accs + [b.gep(parts, [c])])
+    b.store(code, b.gep(status, [c]))
+    with b.if_then(b.icmp_signed("!=", code, i32(0)), likely=False):
+        mine = b.call(ctx.mod.helper("payload"), [])
+        theirs = b.gep(payloads, [b.mul(c, i64(PAYLOAD_SLOTS))])
+        for k in range(PAYLOAD_SLOTS):
+            b.store(b.load(b.gep(mine, [i64(k)])), b.gep(theirs, [i64(k)]))
+    b.ret_void()
+    return fn
+
+
+# -- the atomic runtime (kernels: several threads retain and release one array) ------------------------
+def build_rt_retain_atomic(ctx, key):
+    fn = ir.Function(ctx.mod.module, ir.FunctionType(ir.VoidType(), [I8P]), key)
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")
+    b = TextBuilder(fn.append_basic_block())
+    with b.if_then(b.icmp_unsigned("!=", fn.args[0], ir.Constant(I8P, None))):
+        b.atomic_rmw("add", b.bitcast(fn.args[0], I64.as_pointer()), i64(1), "monotonic")
+    b.ret_void()
+    return fn
+
+
+def build_rt_release_atomic(ctx, key):
+    fn = ir.Function(ctx.mod.module, ir.FunctionType(ir.VoidType(), [I8P]), key)
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")
+    b = TextBuilder(fn.append_basic_block())
+    with b.if_then(b.icmp_unsigned("!=", fn.args[0], ir.Constant(I8P, None))):
+        old = b.atomic_rmw("sub", b.bitcast(fn.args[0], I64.as_pointer()), i64(1), "acq_rel")
+        with b.if_then(b.icmp_signed("==", old, i64(1))):
+            b.call(ctx._libc("free", ir.VoidType(), [I8P]), [fn.args[0]])
+            counter = process_global(ctx.mod.module, "scriptc.frees", arrays.FREES_ADDRESS, I64)
             b.atomic_rmw("add", counter, i64(1), "monotonic")
-        b.ret(p)
-        return fn
+    b.ret_void()
+    return fn
+
+
+def build_rt_alloc_atomic(ctx, key):
+    """``alloc`` (arrays.py) with the allocation counter updated atomically."""
+    fn = ir.Function(ctx.mod.module, ir.FunctionType(I8P, [I64]), key)
+    fn.linkage = "internal"
+    b = TextBuilder(fn.append_basic_block())
+    size = b.and_(b.add(fn.args[0], i64(arrays.HEADER + 63)), i64(-64))
+    p = ctx.allocate_block(b, fn, size)
+    with b.if_then(b.icmp_unsigned("!=", p, ir.Constant(I8P, None))):
+        b.store(i64(1), b.bitcast(p, I64.as_pointer()))
+        counter = process_global(ctx.mod.module, "scriptc.allocations", arrays.ALLOCATIONS_ADDRESS, I64)
+        b.atomic_rmw("add", counter, i64(1), "monotonic")
+    b.ret(p)
+    return fn

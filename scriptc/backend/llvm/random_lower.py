@@ -9,9 +9,10 @@ from llvmlite import ir
 
 from ...ops.random import KEY_PARITY, ROTATIONS
 from ...ir.types import TensorType
-from .arrays import ELEM, Arr
+from .array_value import ELEM, Arr
 from .common import I8P, I64, i64
 from .rules import lowers_array
+from . import summation
 
 I32 = ir.IntType(32)
 
@@ -20,32 +21,32 @@ def u32(v: int):
     return ir.Constant(I32, v & 0xFFFFFFFF)
 
 
-class RandomOps:
-    """Mixin of FunctionLowering."""
+# -- helpers: functions of the lowering (``ctx``, a FunctionLowering) --------------------------------
 
-    def threefry_rows(self, args) -> None:
-        """The body of ``void rows(i8* counts, i64 n, i64 stride0, i64 stride1, i32 k0, i32 k1, i8* out)``: the
-        20 rounds of each of the n counter rows (strided) into ``out`` (C-contiguous (n, 2)); compiled once per
-        process."""
-        b = self.b
-        data, n, s0, s1, k0, k1, into = args
-        words = TensorType("uint32", 2)
-        counts = Arr(words, [ir.Constant(I8P, None), data, n, i64(2), s0, s1])
-        out = Arr(words, [ir.Constant(I8P, None), into, n, i64(2), i64(8), i64(4)])
-        ks = [k0, k1, b.xor(b.xor(k0, k1), u32(KEY_PARITY))]
-        with self.for_range(n) as i:
-            x0 = b.add(b.load(self.element_ptr(counts, [i, i64(0)])), ks[0])
-            x1 = b.add(b.load(self.element_ptr(counts, [i, i64(1)])), ks[1])
-            for block in range(5):
-                for r in ROTATIONS[block % 2]:
-                    x0 = b.add(x0, x1)
-                    x1 = b.or_(b.shl(x1, u32(r)), b.lshr(x1, u32(32 - r)))
-                    x1 = b.xor(x0, x1)
-                x0 = b.add(x0, ks[(block + 1) % 3])
-                x1 = b.add(b.add(x1, ks[(block + 2) % 3]), u32(block + 1))
-            b.store(x0, self.element_ptr(out, [i, i64(0)]))
-            b.store(x1, self.element_ptr(out, [i, i64(1)]))
-        b.ret_void()
+
+def threefry_rows(ctx, args) -> None:
+    """The body of ``void rows(i8* counts, i64 n, i64 stride0, i64 stride1, i32 k0, i32 k1, i8* out)``: the
+    20 rounds of each of the n counter rows (strided) into ``out`` (C-contiguous (n, 2)); compiled once per
+    process."""
+    b = ctx.b
+    data, n, s0, s1, k0, k1, into = args
+    words = TensorType("uint32", 2)
+    counts = Arr(words, [ir.Constant(I8P, None), data, n, i64(2), s0, s1])
+    out = Arr(words, [ir.Constant(I8P, None), into, n, i64(2), i64(8), i64(4)])
+    ks = [k0, k1, b.xor(b.xor(k0, k1), u32(KEY_PARITY))]
+    with ctx.for_range(n) as i:
+        x0 = b.add(b.load(ctx.element_ptr(counts, [i, i64(0)])), ks[0])
+        x1 = b.add(b.load(ctx.element_ptr(counts, [i, i64(1)])), ks[1])
+        for block in range(5):
+            for r in ROTATIONS[block % 2]:
+                x0 = b.add(x0, x1)
+                x1 = b.or_(b.shl(x1, u32(r)), b.lshr(x1, u32(32 - r)))
+                x1 = b.xor(x0, x1)
+            x0 = b.add(x0, ks[(block + 1) % 3])
+            x1 = b.add(b.add(x1, ks[(block + 2) % 3]), u32(block + 1))
+        b.store(x0, ctx.element_ptr(out, [i, i64(0)]))
+        b.store(x1, ctx.element_ptr(out, [i, i64(1)]))
+    b.ret_void()
 
 
 # -- lowering rules ----------------------------------------------------------------------------------------------------
@@ -72,7 +73,9 @@ def lower_threefry2x32(ctx, node):
     k1 = b.load(ctx.element_ptr(key, [i64(1)]))
     out = ctx.alloc(node.output.type, [n, i64(2)])
     fnty = ir.FunctionType(ir.VoidType(), [I8P, I64, I64, I64, I32, I32, I8P])
-    rows = ctx.call_compiled_once(("threefry2x32",), fnty, lambda lowering, fn: lowering.threefry_rows(fn.args))
+    rows = summation.call_compiled_once(
+        ctx, ("threefry2x32",), fnty, lambda lowering, fn: threefry_rows(lowering, fn.args)
+    )
     b.call(rows, [counts.data, n, *counts.strides, k0, k1, out.data])
     return [out.leaves]
 

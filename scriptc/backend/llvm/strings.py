@@ -43,73 +43,76 @@ VOID = ir.VoidType()
 # -- lowering ------------------------------------------------------------------------------------------------
 
 
-class StringOps:
-    """Mixin of FunctionLowering: str constants and reference counts, printing and formatting."""
+# -- str constants and reference counts, printing and formatting (functions of ``ctx``, a FunctionLowering)
 
-    nogil = False  # native code runs with the GIL held; true: refcount calls take the GIL themselves
 
-    def extern(self, name: str, fnty: ir.FunctionType) -> ir.Function:
-        """The module's declaration of an external function (bound with ``llvm.add_symbol``)."""
-        fn = self.mod.module.globals.get(name)
-        if fn is None:
-            fn = ir.Function(self.mod.module, fnty, name)
-            fn.attributes.add("nounwind")
-        return fn
+def extern(ctx, name: str, fnty: ir.FunctionType) -> ir.Function:
+    """The module's declaration of an external function (bound with ``llvm.add_symbol``)."""
+    fn = ctx.mod.module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(ctx.mod.module, fnty, name)
+        fn.attributes.add("nounwind")
+    return fn
 
-    def py_refcount(self, which: str) -> ir.Function:
-        """``void (i8*)`` changing a PyObject's reference count (``which``: incref or decref), null-safe. The one
-        place that decides how: directly (GIL held) or wrapped in PyGILState_Ensure/Release (``nogil``)."""
-        direct = self.extern(PY_SYMBOLS[which][0], ir.FunctionType(VOID, [I8P]))
-        if not self.nogil:
-            return direct
-        name = f"scriptc.str.{which}.gil"
-        fn = self.mod.module.globals.get(name)
-        if fn is None:
-            ensure = self.extern(PY_SYMBOLS["gil_ensure"][0], ir.FunctionType(I32, []))
-            release = self.extern(PY_SYMBOLS["gil_release"][0], ir.FunctionType(VOID, [I32]))
-            fn = ir.Function(self.mod.module, ir.FunctionType(VOID, [I8P]), name)
-            fn.linkage = "internal"
-            fn.attributes.add("nounwind")
-            b = TextBuilder(fn.append_basic_block("entry"))
-            state = b.call(ensure, [])
-            b.call(direct, [fn.args[0]])
-            b.call(release, [state])
-            b.ret_void()
-        return fn
 
-    # -- strs ----------------------------------------------------------------------------------------------
-    def str_constant(self, value: str) -> list:
-        """The leaves of a str constant: its object's address. The value owns a reference, like every value
-        a node produces (ownership.py), so the constant takes one each time it is evaluated."""
-        vals = [process_global(self.mod.module, str_symbol(value), keep_str(value), I8)]
-        self.str_retain(vals)
-        return vals
+def py_refcount(ctx, which: str) -> ir.Function:
+    """``void (i8*)`` changing a PyObject's reference count (``which``: incref or decref), null-safe. The one
+    place that decides how: directly (GIL held) or wrapped in PyGILState_Ensure/Release (``nogil``)."""
+    direct = extern(ctx, PY_SYMBOLS[which][0], ir.FunctionType(VOID, [I8P]))
+    if not ctx.nogil:
+        return direct
+    name = f"scriptc.str.{which}.gil"
+    fn = ctx.mod.module.globals.get(name)
+    if fn is None:
+        ensure = extern(ctx, PY_SYMBOLS["gil_ensure"][0], ir.FunctionType(I32, []))
+        release = extern(ctx, PY_SYMBOLS["gil_release"][0], ir.FunctionType(VOID, [I32]))
+        fn = ir.Function(ctx.mod.module, ir.FunctionType(VOID, [I8P]), name)
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        b = TextBuilder(fn.append_basic_block("entry"))
+        state = b.call(ensure, [])
+        b.call(direct, [fn.args[0]])
+        b.call(release, [state])
+        b.ret_void()
+    return fn
 
-    def str_retain(self, vals: list) -> None:
-        self.b.call(self.py_refcount("incref"), [vals[0]])
 
-    def str_release(self, vals: list) -> None:
-        self.b.call(self.py_refcount("decref"), [vals[0]])
+# -- strs ----------------------------------------------------------------------------------------------
+def str_constant(ctx, value: str) -> list:
+    """The leaves of a str constant: its object's address. The value owns a reference, like every value
+    a node produces (ownership.py), so the constant takes one each time it is evaluated."""
+    vals = [process_global(ctx.mod.module, str_symbol(value), keep_str(value), I8)]
+    str_retain(ctx, vals)
+    return vals
 
-    # -- callbacks ---------------------------------------------------------------------------------------------
-    def call_back(self, pid: int, values, out: bool = False):
-        """Store the values' leaves in a stack record, call the Python callback with plan ``pid``, return the
-        node's error code if it raised; the record's out slot (an i8*) when ``out``."""
-        b = self.b
-        types = [t for v in values for t in leaves(v.type)]
-        vals = [x for v in values for x in self.get(v)]
-        rec_t = ir.LiteralStructType([mem_type(t) for t in types] + ([I8P] if out else []))
-        rec = self.alloca(rec_t)
-        for k, (x, t) in enumerate(zip(vals, types)):
-            if t == BOOL:
-                x = b.zext(x, I8)
-            b.store(x, b.gep(rec, [i32(0), i32(k)], inbounds=True))
-        callback = self.extern(CALLBACK_SYMBOL, ir.FunctionType(I32, [I64, I8P]))
-        status = b.call(callback, [i64(pid), b.bitcast(rec, I8P)])
-        self.raise_if(b.icmp_signed("!=", status, i32(0)), PendingException)
-        if out:
-            return b.load(b.gep(rec, [i32(0), i32(len(types))], inbounds=True))
-        return None
+
+def str_retain(ctx, vals: list) -> None:
+    ctx.b.call(py_refcount(ctx, "incref"), [vals[0]])
+
+
+def str_release(ctx, vals: list) -> None:
+    ctx.b.call(py_refcount(ctx, "decref"), [vals[0]])
+
+
+# -- callbacks ---------------------------------------------------------------------------------------------
+def call_back(ctx, pid: int, values, out: bool = False):
+    """Store the values' leaves in a stack record, call the Python callback with plan ``pid``, return the
+    node's error code if it raised; the record's out slot (an i8*) when ``out``."""
+    b = ctx.b
+    types = [t for v in values for t in leaves(v.type)]
+    vals = [x for v in values for x in ctx.get(v)]
+    rec_t = ir.LiteralStructType([mem_type(t) for t in types] + ([I8P] if out else []))
+    rec = ctx.alloca(rec_t)
+    for k, (x, t) in enumerate(zip(vals, types)):
+        if t == BOOL:
+            x = b.zext(x, I8)
+        b.store(x, b.gep(rec, [i32(0), i32(k)], inbounds=True))
+    callback = extern(ctx, CALLBACK_SYMBOL, ir.FunctionType(I32, [I64, I8P]))
+    status = b.call(callback, [i64(pid), b.bitcast(rec, I8P)])
+    ctx.raise_if(b.icmp_signed("!=", status, i32(0)), PendingException)
+    if out:
+        return b.load(b.gep(rec, [i32(0), i32(len(types))], inbounds=True))
+    return None
 
 
 # -- lowering rules ----------------------------------------------------------------------------------------------------
@@ -120,11 +123,11 @@ def lower_print(ctx, node):
     pid = plan_id(
         "print", [v.type for v in node.inputs], sep=node.attrs.get("sep", " "), end=node.attrs.get("end", "\n")
     )
-    ctx.call_back(pid, node.inputs)
+    call_back(ctx, pid, node.inputs)
     return []
 
 
 @lowers("aten::format")
 def lower_format(ctx, node):
     pid = plan_id("format", [v.type for v in node.inputs], fmt=node.attrs["fmt"])
-    return [[ctx.call_back(pid, node.inputs, out=True)]]
+    return [[call_back(ctx, pid, node.inputs, out=True)]]

@@ -8,18 +8,17 @@ from llvmlite import ir
 from ...ir.core import Graph
 from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType
 from .common import I1, INT64_MIN, f64, i1, i32, i64, leaves, out_struct, reg_type
-from .interrupts import at_most_one_chunk, is_unbounded_while
-from .parallel import parallel_plan
 from .rules import lowers
+from . import builtins_lower, constants, interrupts, parallel, strings
 
 
 @lowers("prim::Constant")
 def lower_constant(ctx, node):
     value = node.attrs.get("value")
     if node.output.type == STR:
-        return [ctx.str_constant(value)]
+        return [strings.str_constant(ctx, value)]
     if isinstance(node.output.type, TensorType):
-        return [ctx.array_constant(node)]
+        return [constants.array_constant(ctx, node)]
 
     def flat(val, t):
         if t == NONE:
@@ -104,15 +103,15 @@ def lower_if(ctx, node):
 def lower_loop(ctx, node):
     """header: i, cond, carried = phi; run the body while cond and i < max_trips. Where loops look at the
     interrupt flag (interrupts.py), the loop runs in chunks (``lower_chunked_loop``)."""
-    kinds = None if ctx.in_parallel_kernel else parallel_plan(node)
+    kinds = None if ctx.in_parallel_kernel else parallel.parallel_plan(node)
     if kinds is not None:
-        return ctx.lower_parallel_loop(node, kinds)
+        return parallel.lower_parallel_loop(ctx, node, kinds)
     max_trips, cond0, *carried = node.inputs
     body = node.blocks[0]
     init = [x for v, p in zip(carried, body.params[1:]) for x in ctx.convert(ctx.get(v), v.type, p.type)]
     types = [t for p in body.params[1:] for t in leaves(p.type)]
-    unbounded = is_unbounded_while(max_trips) and not body.params[0].uses
-    if ctx.interruptible and not at_most_one_chunk(max_trips) and not unbounded:
+    unbounded = interrupts.is_unbounded_while(max_trips) and not body.params[0].uses
+    if ctx.interruptible and not interrupts.at_most_one_chunk(max_trips) and not unbounded:
         if any(n.kind == "prim::Loop" for n in body.walk()):
             return ctx.lower_chunked_loop(node, init, types)
         return ctx.lower_versioned_loop(node, init, types)
@@ -129,7 +128,7 @@ def lower_call(ctx, node):
     out_t = callee.outputs[0].type
     struct = out_struct(out_t, ctx.mod.module)
     out = ctx.alloca(struct)
-    status = ctx.call_counting_depth(fn, args + [out])
+    status = builtins_lower.call_counting_depth(ctx, fn, args + [out])
     with ctx.b.if_then(ctx.b.icmp_signed("!=", status, i32(0)), likely=False):
         ctx.fail(status)  # the callee has released its own references
     vals = []

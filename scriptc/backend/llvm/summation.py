@@ -22,7 +22,7 @@ import threading
 
 from llvmlite import ir
 
-from .arrays import ELEM, kind_of
+from .array_value import ELEM, kind_of
 from . import optimizer, runtimes, symbols
 from .common import F64, I1, I8P, I64, i64
 from .engine import engine
@@ -77,281 +77,290 @@ class Source:
         self.scalar, self.vector, self.begin, self.block = scalar, vector, begin, block
 
 
-class Summation:
-    """Mixin of FunctionLowering."""
+# -- helpers: functions of the lowering (``ctx``, a FunctionLowering) --------------------------------
 
-    # -- the pairwise algorithm ---------------------------------------------------------------------------
-    def pairwise_sum(self, n, fty, source: Source):
-        """NumPy's pairwise sum of elements 0..n-1 of ``source`` (n >= 0), as a ``fty`` value."""
-        return self.pairwise_sums(n, [fty], [source], source.begin)[0]
 
-    def pairwise_sums(self, n, ftys: list, sources: list, begin=None) -> list:
-        """NumPy's pairwise sums of elements 0..n-1 of each source, in one walk over the tree: every sum has
-        the same tree (it depends only on n), so each leaf block runs ``begin(start, count)`` once (a fused
-        group computes the elements of all its sums there) and then sums every source's block."""
-        b = self.b
-        fn = b.function
-        starts = self.alloca(ir.ArrayType(I64, STACK_DEPTH))
-        lengths = self.alloca(ir.ArrayType(I64, STACK_DEPTH))
-        lefts = [self.alloca(ir.ArrayType(fty, STACK_DEPTH)) for fty in ftys]
-        took_left = self.alloca(ir.ArrayType(I1, STACK_DEPTH))
-        top = self.alloca(I64)
+# -- the pairwise algorithm ---------------------------------------------------------------------------
+def pairwise_sum(ctx, n, fty, source: Source):
+    """NumPy's pairwise sum of elements 0..n-1 of ``source`` (n >= 0), as a ``fty`` value."""
+    return pairwise_sums(ctx, n, [fty], [source], source.begin)[0]
 
-        def slot(array, k):
-            return b.gep(array, [i64(0), k])
 
-        def push(k, start, length):
-            b.store(start, slot(starts, k))
-            b.store(length, slot(lengths, k))
-            b.store(ir.Constant(I1, 0), slot(took_left, k))
-            b.store(k, top)
+def pairwise_sums(ctx, n, ftys: list, sources: list, begin=None) -> list:
+    """NumPy's pairwise sums of elements 0..n-1 of each source, in one walk over the tree: every sum has
+    the same tree (it depends only on n), so each leaf block runs ``begin(start, count)`` once (a fused
+    group computes the elements of all its sums there) and then sums every source's block."""
+    b = ctx.b
+    fn = b.function
+    starts = ctx.alloca(ir.ArrayType(I64, STACK_DEPTH))
+    lengths = ctx.alloca(ir.ArrayType(I64, STACK_DEPTH))
+    lefts = [ctx.alloca(ir.ArrayType(fty, STACK_DEPTH)) for fty in ftys]
+    took_left = ctx.alloca(ir.ArrayType(I1, STACK_DEPTH))
+    top = ctx.alloca(I64)
 
-        def left_length(length):
-            half = b.lshr(length, i64(1))
-            return b.sub(half, b.and_(half, i64(UNROLL - 1)))
+    def slot(array, k):
+        return b.gep(array, [i64(0), k])
 
-        push(i64(0), i64(0), n)
-        visit, split, leaf, deliver, up, as_left, as_right, done = (
-            fn.append_basic_block(name)
-            for name in ("pw.visit", "pw.split", "pw.leaf", "pw.deliver", "pw.up", "pw.left", "pw.right", "pw.done")
-        )
-        b.branch(visit)
+    def push(k, start, length):
+        b.store(start, slot(starts, k))
+        b.store(length, slot(lengths, k))
+        b.store(ir.Constant(I1, 0), slot(took_left, k))
+        b.store(k, top)
 
-        b.position_at_end(visit)
-        k = b.load(top)
-        start, length = b.load(slot(starts, k)), b.load(slot(lengths, k))
-        b.cbranch(b.icmp_signed("<=", length, i64(PW_BLOCKSIZE)), leaf, split)
+    def left_length(length):
+        half = b.lshr(length, i64(1))
+        return b.sub(half, b.and_(half, i64(UNROLL - 1)))
 
-        b.position_at_end(split)
-        push(b.add(k, i64(1)), start, left_length(length))
-        b.branch(visit)
+    push(i64(0), i64(0), n)
+    visit, split, leaf, deliver, up, as_left, as_right, done = (
+        fn.append_basic_block(name)
+        for name in ("pw.visit", "pw.split", "pw.leaf", "pw.deliver", "pw.up", "pw.left", "pw.right", "pw.done")
+    )
+    b.branch(visit)
 
-        b.position_at_end(leaf)
-        if begin is not None:
-            begin(start, length)
-        leaf_values = [self.pairwise_block(start, length, fty, source) for fty, source in zip(ftys, sources)]
-        leaf_end = b.block
-        b.branch(deliver)
+    b.position_at_end(visit)
+    k = b.load(top)
+    start, length = b.load(slot(starts, k)), b.load(slot(lengths, k))
+    b.cbranch(b.icmp_signed("<=", length, i64(PW_BLOCKSIZE)), leaf, split)
 
-        # a finished subtree's sums go to its parent: kept as the left half, or added to it as the right half
-        b.position_at_end(deliver)
-        values = []
-        for fty, leaf_value in zip(ftys, leaf_values):
-            value = b.phi(fty)
-            value.add_incoming(leaf_value, leaf_end)
-            values.append(value)
-        k = b.load(top)
-        b.cbranch(b.icmp_signed("==", k, i64(0)), done, up)
+    b.position_at_end(split)
+    push(b.add(k, i64(1)), start, left_length(length))
+    b.branch(visit)
 
-        b.position_at_end(up)
-        parent = b.sub(k, i64(1))
-        b.store(parent, top)
-        b.cbranch(b.load(slot(took_left, parent)), as_right, as_left)
+    b.position_at_end(leaf)
+    if begin is not None:
+        begin(start, length)
+    leaf_values = [pairwise_block(ctx, start, length, fty, source) for fty, source in zip(ftys, sources)]
+    leaf_end = b.block
+    b.branch(deliver)
 
-        b.position_at_end(as_left)
-        for left, value in zip(lefts, values):
-            b.store(value, slot(left, parent))
-        b.store(ir.Constant(I1, 1), slot(took_left, parent))
-        length = b.load(slot(lengths, parent))
-        n2 = left_length(length)
-        right = b.add(parent, i64(1))
-        b.store(b.add(b.load(slot(starts, parent)), n2), slot(starts, right))
-        b.store(b.sub(length, n2), slot(lengths, right))
-        b.store(ir.Constant(I1, 0), slot(took_left, right))
-        b.store(right, top)
-        b.branch(visit)
+    # a finished subtree's sums go to its parent: kept as the left half, or added to it as the right half
+    b.position_at_end(deliver)
+    values = []
+    for fty, leaf_value in zip(ftys, leaf_values):
+        value = b.phi(fty)
+        value.add_incoming(leaf_value, leaf_end)
+        values.append(value)
+    k = b.load(top)
+    b.cbranch(b.icmp_signed("==", k, i64(0)), done, up)
 
-        b.position_at_end(as_right)
-        sums = [b.fadd(b.load(slot(left, parent)), value) for left, value in zip(lefts, values)]
-        for value, total in zip(values, sums):
-            value.add_incoming(total, as_right)
-        b.branch(deliver)
+    b.position_at_end(up)
+    parent = b.sub(k, i64(1))
+    b.store(parent, top)
+    b.cbranch(b.load(slot(took_left, parent)), as_right, as_left)
 
-        b.position_at_end(done)
-        return values
+    b.position_at_end(as_left)
+    for left, value in zip(lefts, values):
+        b.store(value, slot(left, parent))
+    b.store(ir.Constant(I1, 1), slot(took_left, parent))
+    length = b.load(slot(lengths, parent))
+    n2 = left_length(length)
+    right = b.add(parent, i64(1))
+    b.store(b.add(b.load(slot(starts, parent)), n2), slot(starts, right))
+    b.store(b.sub(length, n2), slot(lengths, right))
+    b.store(ir.Constant(I1, 0), slot(took_left, right))
+    b.store(right, top)
+    b.branch(visit)
 
-    def pairwise_block(self, start, length, fty, source: Source):
-        """The sum of ``length`` <= 128 elements from ``start``: a plain loop below 8, else 8 partial sums
-        (the caller has run the source's ``begin``)."""
-        b = self.b
-        if source.block is not None:
-            return source.block(start, length)
-        result = self.alloca(fty)
-        with b.if_else(b.icmp_signed("<", length, i64(UNROLL))) as (short, block):
-            with short:
-                # -0.0 so that a sum of only -0.0 stays -0.0, as NumPy starts
-                b.store(self.add_in_order(ir.Constant(fty, -0.0), start, i64(0), length, source), result)
-            with block:
-                end = b.sub(length, b.and_(length, i64(UNROLL - 1)))
-                partial = self.vector_loop(source.vector(start), start, end, source)
-                lane = [b.extract_element(partial, ir.Constant(ir.IntType(32), j)) for j in range(UNROLL)]
-                pairs = [b.fadd(lane[j], lane[j + 1]) for j in range(0, UNROLL, 2)]
-                total = b.fadd(b.fadd(pairs[0], pairs[1]), b.fadd(pairs[2], pairs[3]))
-                b.store(self.add_in_order(total, start, end, length, source), result)
-        return b.load(result)
+    b.position_at_end(as_right)
+    sums = [b.fadd(b.load(slot(left, parent)), value) for left, value in zip(lefts, values)]
+    for value, total in zip(values, sums):
+        value.add_incoming(total, as_right)
+    b.branch(deliver)
 
-    def vector_loop(self, first, start, end, source: Source):
-        """``first`` plus the 8-lane vectors at start+8, start+16, ... below start+end, lane by lane."""
-        b = self.b
-        fn = b.function
-        pre = b.block
-        header, body, exit_ = (fn.append_basic_block(f"pw.vec.{x}") for x in ("head", "body", "exit"))
-        b.branch(header)
-        b.position_at_end(header)
-        i = b.phi(I64)
-        acc = b.phi(first.type)
-        i.add_incoming(i64(UNROLL), pre)
-        acc.add_incoming(first, pre)
-        b.cbranch(b.icmp_signed("<", i, end), body, exit_)
-        b.position_at_end(body)
-        acc.add_incoming(b.fadd(acc, source.vector(b.add(start, i))), b.block)
-        i.add_incoming(b.add(i, i64(UNROLL)), b.block)
-        b.branch(header)
-        b.position_at_end(exit_)
-        return acc
+    b.position_at_end(done)
+    return values
 
-    def add_in_order(self, acc, start, lo, hi, source: Source):
-        """``acc`` plus elements start+lo .. start+hi-1, one at a time."""
-        b = self.b
-        fn = b.function
-        pre = b.block
-        header, body, exit_ = (fn.append_basic_block(f"pw.seq.{x}") for x in ("head", "body", "exit"))
-        b.branch(header)
-        b.position_at_end(header)
-        i = b.phi(I64)
-        total = b.phi(acc.type)
-        i.add_incoming(lo, pre)
-        total.add_incoming(acc, pre)
-        b.cbranch(b.icmp_signed("<", i, hi), body, exit_)
-        b.position_at_end(body)
-        total.add_incoming(b.fadd(total, source.scalar(b.add(start, i))), b.block)
-        i.add_incoming(b.add(i, i64(1)), b.block)
-        b.branch(header)
-        b.position_at_end(exit_)
-        return total
 
-    def chunked_sum(self, total, n, fty, sum_dtype: str, chunk: int | None, sum_of):
-        """``total`` plus the sums of ``n`` elements, one inner-loop call per ``chunk`` elements (all at once
-        when None), rounded to ``sum_dtype`` after each call as NumPy stores its result.
-        ``sum_of(offset, count)`` is the pairwise sum of ``count`` elements from ``offset``."""
-        return self.chunked_sums([total], n, [fty], [sum_dtype], chunk, lambda offset, count: [sum_of(offset, count)])[
-            0
+def pairwise_block(ctx, start, length, fty, source: Source):
+    """The sum of ``length`` <= 128 elements from ``start``: a plain loop below 8, else 8 partial sums
+    (the caller has run the source's ``begin``)."""
+    b = ctx.b
+    if source.block is not None:
+        return source.block(start, length)
+    result = ctx.alloca(fty)
+    with b.if_else(b.icmp_signed("<", length, i64(UNROLL))) as (short, block):
+        with short:
+            # -0.0 so that a sum of only -0.0 stays -0.0, as NumPy starts
+            b.store(add_in_order(ctx, ir.Constant(fty, -0.0), start, i64(0), length, source), result)
+        with block:
+            end = b.sub(length, b.and_(length, i64(UNROLL - 1)))
+            partial = vector_loop(ctx, source.vector(start), start, end, source)
+            lane = [b.extract_element(partial, ir.Constant(ir.IntType(32), j)) for j in range(UNROLL)]
+            pairs = [b.fadd(lane[j], lane[j + 1]) for j in range(0, UNROLL, 2)]
+            total = b.fadd(b.fadd(pairs[0], pairs[1]), b.fadd(pairs[2], pairs[3]))
+            b.store(add_in_order(ctx, total, start, end, length, source), result)
+    return b.load(result)
+
+
+def vector_loop(ctx, first, start, end, source: Source):
+    """``first`` plus the 8-lane vectors at start+8, start+16, ... below start+end, lane by lane."""
+    b = ctx.b
+    fn = b.function
+    pre = b.block
+    header, body, exit_ = (fn.append_basic_block(f"pw.vec.{x}") for x in ("head", "body", "exit"))
+    b.branch(header)
+    b.position_at_end(header)
+    i = b.phi(I64)
+    acc = b.phi(first.type)
+    i.add_incoming(i64(UNROLL), pre)
+    acc.add_incoming(first, pre)
+    b.cbranch(b.icmp_signed("<", i, end), body, exit_)
+    b.position_at_end(body)
+    acc.add_incoming(b.fadd(acc, source.vector(b.add(start, i))), b.block)
+    i.add_incoming(b.add(i, i64(UNROLL)), b.block)
+    b.branch(header)
+    b.position_at_end(exit_)
+    return acc
+
+
+def add_in_order(ctx, acc, start, lo, hi, source: Source):
+    """``acc`` plus elements start+lo .. start+hi-1, one at a time."""
+    b = ctx.b
+    fn = b.function
+    pre = b.block
+    header, body, exit_ = (fn.append_basic_block(f"pw.seq.{x}") for x in ("head", "body", "exit"))
+    b.branch(header)
+    b.position_at_end(header)
+    i = b.phi(I64)
+    total = b.phi(acc.type)
+    i.add_incoming(lo, pre)
+    total.add_incoming(acc, pre)
+    b.cbranch(b.icmp_signed("<", i, hi), body, exit_)
+    b.position_at_end(body)
+    total.add_incoming(b.fadd(total, source.scalar(b.add(start, i))), b.block)
+    i.add_incoming(b.add(i, i64(1)), b.block)
+    b.branch(header)
+    b.position_at_end(exit_)
+    return total
+
+
+def chunked_sum(ctx, total, n, fty, sum_dtype: str, chunk: int | None, sum_of):
+    """``total`` plus the sums of ``n`` elements, one inner-loop call per ``chunk`` elements (all at once
+    when None), rounded to ``sum_dtype`` after each call as NumPy stores its result.
+    ``sum_of(offset, count)`` is the pairwise sum of ``count`` elements from ``offset``."""
+    return chunked_sums(ctx, [total], n, [fty], [sum_dtype], chunk, lambda offset, count: [sum_of(offset, count)])[0]
+
+
+def chunked_sums(ctx, totals: list, n, ftys: list, sum_dtypes: list, chunk: int | None, sums_of) -> list:
+    """``chunked_sum`` of several sums sharing their chunks: ``sums_of(offset, count)`` gives a list."""
+    b = ctx.b
+    if chunk is None:
+        return [
+            round_sum(ctx, b.fadd(total, s), dtype) for total, s, dtype in zip(totals, sums_of(i64(0), n), sum_dtypes)
         ]
+    accs = [ctx.alloca(fty) for fty in ftys]
+    for acc, total in zip(accs, totals):
+        b.store(total, acc)
+    count = b.sdiv(b.add(n, i64(chunk - 1)), i64(chunk))
+    with ctx.for_range(count) as c:
+        offset = b.mul(c, i64(chunk))
+        rest = b.sub(n, offset)
+        size = b.select(b.icmp_signed("<", rest, i64(chunk)), rest, i64(chunk))
+        for acc, s, dtype in zip(accs, sums_of(offset, size), sum_dtypes):
+            b.store(round_sum(ctx, b.fadd(b.load(acc), s), dtype), acc)
+    return [b.load(acc) for acc in accs]
 
-    def chunked_sums(self, totals: list, n, ftys: list, sum_dtypes: list, chunk: int | None, sums_of) -> list:
-        """``chunked_sum`` of several sums sharing their chunks: ``sums_of(offset, count)`` gives a list."""
-        b = self.b
-        if chunk is None:
-            return [
-                self.round_sum(b.fadd(total, s), dtype)
-                for total, s, dtype in zip(totals, sums_of(i64(0), n), sum_dtypes)
-            ]
-        accs = [self.alloca(fty) for fty in ftys]
-        for acc, total in zip(accs, totals):
-            b.store(total, acc)
-        count = b.sdiv(b.add(n, i64(chunk - 1)), i64(chunk))
-        with self.for_range(count) as c:
-            offset = b.mul(c, i64(chunk))
-            rest = b.sub(n, offset)
-            size = b.select(b.icmp_signed("<", rest, i64(chunk)), rest, i64(chunk))
-            for acc, s, dtype in zip(accs, sums_of(offset, size), sum_dtypes):
-                b.store(self.round_sum(b.fadd(b.load(acc), s), dtype), acc)
-        return [b.load(acc) for acc in accs]
 
-    def round_sum(self, x, sum_dtype: str):
-        """A float16 sum is stored as half after each step (its partial sums are floats)."""
-        if sum_dtype != "float16":
+def round_sum(ctx, x, sum_dtype: str):
+    """A float16 sum is stored as half after each step (its partial sums are floats)."""
+    if sum_dtype != "float16":
+        return x
+    return ctx.b.fpext(ctx.b.fptrunc(x, HALF), F32)
+
+
+# -- elements of arrays -------------------------------------------------------------------------------
+def convert_to(ctx, x, src_dtype: str, fty):
+    """An element (scalar or 8-lane vector) of ``src_dtype`` as NumPy casts it to the accumulator type."""
+    b = ctx.b
+    vector = isinstance(x.type, ir.VectorType)
+    target = ir.VectorType(fty, x.type.count) if vector else fty
+    if src_dtype == "float16" and isinstance(x.type.element if vector else x.type, ir.IntType):
+        x = b.bitcast(x, ir.VectorType(HALF, x.type.count) if vector else HALF)  # stored as its bits
+    k = kind_of(src_dtype)
+    if k == "f":
+        if x.type == target:
             return x
-        return self.b.fpext(self.b.fptrunc(x, HALF), F32)
+        return b.fpext(x, target) if src_dtype == "float16" or fty == F64 else b.fptrunc(x, target)
+    if k == "b":
+        zero = ir.Constant(x.type, None)
+        return b.uitofp(b.icmp_unsigned("!=", x, zero), target)
+    return b.uitofp(x, target) if k == "u" else b.sitofp(x, target)
 
-    # -- elements of arrays -------------------------------------------------------------------------------
-    def convert_to(self, x, src_dtype: str, fty):
-        """An element (scalar or 8-lane vector) of ``src_dtype`` as NumPy casts it to the accumulator type."""
-        b = self.b
-        vector = isinstance(x.type, ir.VectorType)
-        target = ir.VectorType(fty, x.type.count) if vector else fty
-        if src_dtype == "float16" and isinstance(x.type.element if vector else x.type, ir.IntType):
-            x = b.bitcast(x, ir.VectorType(HALF, x.type.count) if vector else HALF)  # stored as its bits
-        k = kind_of(src_dtype)
-        if k == "f":
-            if x.type == target:
-                return x
-            return b.fpext(x, target) if src_dtype == "float16" or fty == F64 else b.fptrunc(x, target)
-        if k == "b":
-            zero = ir.Constant(x.type, None)
-            return b.uitofp(b.icmp_unsigned("!=", x, zero), target)
-        return b.uitofp(x, target) if k == "u" else b.sitofp(x, target)
 
-    def run_source(self, base, stride, src_dtype: str, fty, contiguous: bool) -> callable:
-        """``source_at(offset)`` for the elements of a run at ``base`` (i8*) ``stride`` bytes apart; vectors are
-        one load when ``contiguous`` (stride == itemsize), else eight."""
-        b = self.b
-        elem = ELEM[src_dtype]
-        itemsize = i64(ELEM_SIZE[src_dtype])
+def run_source(ctx, base, stride, src_dtype: str, fty, contiguous: bool) -> callable:
+    """``source_at(offset)`` for the elements of a run at ``base`` (i8*) ``stride`` bytes apart; vectors are
+    one load when ``contiguous`` (stride == itemsize), else eight."""
+    b = ctx.b
+    elem = ELEM[src_dtype]
+    itemsize = i64(ELEM_SIZE[src_dtype])
 
-        def source_at(offset):
-            def ptr(pos, ty):
-                pos = b.add(offset, pos)
-                step = itemsize if contiguous else stride
-                return b.bitcast(b.gep(base, [b.mul(pos, step)]), ty.as_pointer())
+    def source_at(offset):
+        def ptr(pos, ty):
+            pos = b.add(offset, pos)
+            step = itemsize if contiguous else stride
+            return b.bitcast(b.gep(base, [b.mul(pos, step)]), ty.as_pointer())
 
-            def scalar(pos):
-                return self.convert_to(b.load(ptr(pos, elem)), src_dtype, fty)
+        def scalar(pos):
+            return convert_to(ctx, b.load(ptr(pos, elem)), src_dtype, fty)
 
-            def vector(pos):
-                vty = ir.VectorType(elem, UNROLL)
-                if contiguous:
-                    x = b.load(ptr(pos, vty), align=itemsize.constant)
-                else:
-                    x = ir.Constant(vty, ir.Undefined)
-                    for j in range(UNROLL):
-                        x = b.insert_element(x, b.load(ptr(b.add(pos, i64(j)), elem)), ir.Constant(ir.IntType(32), j))
-                return self.convert_to(x, src_dtype, fty)
+        def vector(pos):
+            vty = ir.VectorType(elem, UNROLL)
+            if contiguous:
+                x = b.load(ptr(pos, vty), align=itemsize.constant)
+            else:
+                x = ir.Constant(vty, ir.Undefined)
+                for j in range(UNROLL):
+                    x = b.insert_element(x, b.load(ptr(b.add(pos, i64(j)), elem)), ir.Constant(ir.IntType(32), j))
+            return convert_to(ctx, x, src_dtype, fty)
 
-            return Source(scalar, vector)
+        return Source(scalar, vector)
 
-        return source_at
+    return source_at
 
-    def run_sum(self, total, base, stride, n, src_dtype: str, sum_dtype: str, chunk):
-        """``total`` plus the sum of one run of an array (``n`` elements ``stride`` bytes apart from ``base``),
-        in NumPy's inner-loop calls (the loop is compiled once per process: ``pairwise_run``)."""
-        b = self.b
-        fty = accumulator_type(sum_dtype)
-        fnty = ir.FunctionType(fty, [I8P, I64, I64])
 
-        def build(lowering, fn):
-            base, stride, n = fn.args
-            lowering.pairwise_run_body(base, stride, n, src_dtype, fty)
+def run_sum(ctx, total, base, stride, n, src_dtype: str, sum_dtype: str, chunk):
+    """``total`` plus the sum of one run of an array (``n`` elements ``stride`` bytes apart from ``base``),
+    in NumPy's inner-loop calls (the loop is compiled once per process: ``pairwise_run``)."""
+    b = ctx.b
+    fty = accumulator_type(sum_dtype)
+    fnty = ir.FunctionType(fty, [I8P, I64, I64])
 
-        callee = self.call_compiled_once(("pairwise", src_dtype, str(fty)), fnty, build)
+    def build(lowering, fn):
+        base, stride, n = fn.args
+        pairwise_run_body(lowering, base, stride, n, src_dtype, fty)
 
-        def sum_of(offset, count):
-            return b.call(callee, [b.gep(base, [b.mul(offset, stride)]), stride, count])
+    callee = call_compiled_once(ctx, ("pairwise", src_dtype, str(fty)), fnty, build)
 
-        return self.chunked_sum(total, n, fty, sum_dtype, chunk, sum_of)
+    def sum_of(offset, count):
+        return b.call(callee, [b.gep(base, [b.mul(offset, stride)]), stride, count])
 
-    def pairwise_run_body(self, base, stride, n, src_dtype: str, fty) -> None:
-        """Return the pairwise sum of a run: vector loads when it is contiguous, element loads otherwise."""
-        b = self.b
-        with b.if_else(b.icmp_signed("==", stride, i64(ELEM_SIZE[src_dtype])), likely=True) as (contiguous, strided):
-            with contiguous:
-                b.ret(self.pairwise_sum(n, fty, self.run_source(base, stride, src_dtype, fty, True)(i64(0))))
-            with strided:
-                b.ret(self.pairwise_sum(n, fty, self.run_source(base, stride, src_dtype, fty, False)(i64(0))))
-        b.unreachable()
+    return chunked_sum(ctx, total, n, fty, sum_dtype, chunk, sum_of)
 
-    def call_compiled_once(self, key: tuple, fnty: ir.FunctionType, build):
-        """A callee for the function ``build(lowering, fn)`` emits, compiled (strict FP, O3) once per process
-        and key: the code every reduction site shares is not optimized again for each compiled function."""
-        name = "scriptc.shared." + "_".join(str(k) for k in key).replace(" ", "")
-        if self.mod.target.standalone:  # a library for another process: the function goes into this module
-            fn = self.mod.module.globals.get(name)
-            if fn is None:
-                fn = build_function(self.mod, name, fnty, build)
-                fn.linkage = "internal"
-            return fn
-        compiled_once(key, fnty, build, name)  # bound to the name (which later links resolve)
-        return self.mod.module.globals.get(name) or ir.Function(self.mod.module, fnty, name)
+
+def pairwise_run_body(ctx, base, stride, n, src_dtype: str, fty) -> None:
+    """Return the pairwise sum of a run: vector loads when it is contiguous, element loads otherwise."""
+    b = ctx.b
+    with b.if_else(b.icmp_signed("==", stride, i64(ELEM_SIZE[src_dtype])), likely=True) as (contiguous, strided):
+        with contiguous:
+            b.ret(pairwise_sum(ctx, n, fty, run_source(ctx, base, stride, src_dtype, fty, True)(i64(0))))
+        with strided:
+            b.ret(pairwise_sum(ctx, n, fty, run_source(ctx, base, stride, src_dtype, fty, False)(i64(0))))
+    b.unreachable()
+
+
+def call_compiled_once(ctx, key: tuple, fnty: ir.FunctionType, build):
+    """A callee for the function ``build(lowering, fn)`` emits, compiled (strict FP, O3) once per process
+    and key: the code every reduction site shares is not optimized again for each compiled function."""
+    name = "scriptc.shared." + "_".join(str(k) for k in key).replace(" ", "")
+    if ctx.mod.target.standalone:  # a library for another process: the function goes into this module
+        fn = ctx.mod.module.globals.get(name)
+        if fn is None:
+            fn = build_function(ctx.mod, name, fnty, build)
+            fn.linkage = "internal"
+        return fn
+    compiled_once(key, fnty, build, name)  # bound to the name (which later links resolve)
+    return ctx.mod.module.globals.get(name) or ir.Function(ctx.mod.module, fnty, name)
 
 
 _COMPILED: dict = {}
@@ -430,10 +439,8 @@ def build_function(mod, name: str, fnty: ir.FunctionType, build) -> ir.Function:
     fn = ir.Function(mod.module, fnty, name)
     fn.attributes.add("nounwind")
     # a lowering object for a function with no graph: the emitting helpers need a builder and an entry block
-    lowering = FunctionLowering.__new__(FunctionLowering)
-    lowering.mod, lowering.function, lowering.node, lowering.env = mod, fn, None, {}
+    lowering = FunctionLowering.into(mod, fn, None, nogil=False)
     lowering.compiled_once = True
-    lowering.entry_block = fn.append_basic_block("entry")
     body = fn.append_basic_block("body")
     TextBuilder(lowering.entry_block).branch(body)
     lowering.b = FoldingBuilder(body)

@@ -32,7 +32,6 @@ from llvmlite import ir
 from ...ir.core import Value
 from ...ir.types import ListType, TensorType
 from .common import I8P, I32, I64, i32, i64, process_global, ref_parts
-from .summation import KernelRaises
 from .text_builder import TextBuilder
 from .errors import (
     ERROR_TABLE,
@@ -42,6 +41,7 @@ from .errors import (
     PAYLOAD_SYMBOLS,
     PTHREAD_KEY_T,
 )
+from . import lists, strings, summation
 
 NULL = ir.Constant(I8P, None)
 UNWIND_INLINE_SLOTS = 16  # above this many array slots, the unwind block releases them by one call
@@ -149,15 +149,16 @@ class Unwinding:
             self._free_array_slots.append(slot)
 
     def allocation_slot(self):
-        """Inside an operator, an in-flight slot (the allocator stores the new array's meminfo in it)."""
+        """Where ``alloc`` has the allocator store the new meminfo, so that the error path sees it: inside an
+        operator an in-flight slot, else a stack slot of its own."""
         if self.in_flight is None:
-            return super().allocation_slot()
+            return self.alloca(I8P)
         slot = self._new_slot(True)
         self.in_flight.append(slot)
         return slot
 
     def array_retain(self, vals) -> None:
-        super().array_retain(vals)
+        self.b.call(self.runtime("retain"), [vals[0]])
         self._hold_in_flight(vals[0])
 
     def take_ref(self, t, vals) -> None:
@@ -165,12 +166,14 @@ class Unwinding:
         if isinstance(t, (TensorType, ListType)):
             self.b.call(self.runtime("retain"), [vals[0]])  # a list's count is at offset 0 too
         else:
-            self.str_retain(vals)
+            strings.str_retain(self, vals)
 
     def release_temp(self, a, original) -> None:
-        super().release_temp(a, original)
+        """Release ``a``, a copy made of ``original`` (``unaliased``), if it is one."""
         b = self.b
         copied = b.icmp_unsigned("!=", a.mi, original.mi)
+        with b.if_then(copied):
+            self.array_release([a.mi])
         for slot in self.in_flight or []:
             cur = b.load(slot)
             b.store(b.select(b.and_(copied, b.icmp_unsigned("==", cur, a.mi)), NULL, cur), slot)
@@ -187,7 +190,7 @@ class Unwinding:
     def fail(self, code) -> None:
         """Return error ``code`` (an int or an i32 value) from here, through the unwind block."""
         if self.compiled_once:
-            raise KernelRaises(code)
+            raise summation.KernelRaises(code)
         if self._unwind_bb is None:
             self._unwind_bb = self.function.append_basic_block("unwind")
             with self.b.goto_block(self._unwind_bb):
@@ -227,12 +230,12 @@ class Unwinding:
                 continue
             ref = b.load(slot)
             if isinstance(is_array, ListType):
-                self.list_release([ref], is_array)
+                lists.list_release(self, [ref], is_array)
             elif is_array:
                 b.call(self.runtime("release"), [ref])
             else:
                 with b.if_then(b.icmp_unsigned("!=", ref, NULL)):
-                    self.str_release([ref])
+                    strings.str_release(self, [ref])
         b.ret(self._status)
 
     def _release_through_table(self, slots) -> None:

@@ -17,12 +17,13 @@ host's business: the executor does not launch for them.
 
 from __future__ import annotations
 
-from ..llvm.arrays import ELEM, kind_of
+from ..llvm.array_value import ELEM, kind_of
 from ..llvm.array_math import reduction_dtype
 from ..llvm.common import I8P, I64, i64
 from ..llvm.lower import FunctionLowering
 from .params import ELEM_BYTES, PARAM_CTYPE
 from .intrinsics import grid_stride_loop, special
+from ..llvm import array_math, conversions, sum_reductions
 
 
 def add_axis_reduction(km, kernel):
@@ -47,7 +48,7 @@ def add_axis_reduction(km, kernel):
     name = reduction.kind.split("::")[1]
     result = reduction_dtype(reduction.kind, src, axis)
     kind = "f" if name == "mean" else kind_of(src.dtype) if name in ("max", "min") else kind_of(result)
-    acc = low.alloca(low.reduction_init(name, kind).type)
+    acc = low.alloca(array_math.reduction_init(low, name, kind).type)
 
     def line(j):
         """Result element j: its index over the kept axes, then the reduced axis walked in order."""
@@ -55,19 +56,19 @@ def add_axis_reduction(km, kernel):
         for d in reversed(range(kept)):
             offset = b.add(offset, b.mul(b.srem(rest, out_shape[d]), strides[d]))
             rest = b.sdiv(rest, out_shape[d])
-        b.store(low.reduction_init(name, kind), acc)
+        b.store(array_math.reduction_init(low, name, kind), acc)
 
         def step(k):
             ptr = b.bitcast(b.gep(data, [b.add(offset, b.mul(k, stride))]), ELEM[src.dtype].as_pointer())
-            x = low.cast(low.load_element(ptr, src.dtype), kind_of(src.dtype), kind)
-            b.store(low.reduction_step(name, b.load(acc), x, kind, result)[0], acc)
+            x = conversions.cast(low, low.load_element(ptr, src.dtype), kind_of(src.dtype), kind)
+            b.store(array_math.reduction_step(low, name, b.load(acc), x, kind, result)[0], acc)
 
         after = fn.append_basic_block("line_done")
         grid_stride_loop(b, fn, i64(0), i64(1), length, step, after)
         b.position_at_end(after)
         total, total_kind = b.load(acc), kind
         if name == "mean":
-            total = low.finish_mean(total, length, result, array=True)
+            total = sum_reductions.finish_mean(low, total, length, result, array=True)
         ptr = b.bitcast(b.gep(out, [b.mul(j, i64(ELEM_BYTES[result]))]), ELEM[result].as_pointer())
         low.store_element(ptr, total, total_kind, result)
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..llvm.array_math import reduction_dtype
-from ..llvm.arrays import kind_of
+from ..llvm.array_value import kind_of
 from ..llvm.common import F64, I1, I8, I32, I64
 from ...ir.types import BOOL, FLOAT, decayed
 from .intrinsics import barrier, i32, special
 from ..llvm.parallel import IDENTITY
+from ..llvm import array_math, conversions, parallel
 
 MAX_THREADS = 1024
 WARP = 32
@@ -40,15 +41,15 @@ class BlockReduction:
         self.shared = km.shared_slots()
 
     def identity(self):
-        return self.low.reduction_init(self.name, self.kind)
+        return array_math.reduction_init(self.low, self.name, self.kind)
 
     def step(self, acc, result):
         """The accumulator after one element's (kind, value)."""
         kind, x = result
-        return self.merge(acc, self.low.cast(x, kind, self.kind))
+        return self.merge(acc, conversions.cast(self.low, x, kind, self.kind))
 
     def merge(self, acc, other):
-        return self.low.reduction_step(self.name, acc, other, self.kind, self.result_dtype)[0]
+        return array_math.reduction_step(self.low, self.name, acc, other, self.kind, self.result_dtype)[0]
 
     def to_bits(self, x):
         b = self.b
@@ -111,7 +112,7 @@ class BlockReduction:
 
         def emit():
             x = b.fdiv(total, b.sitofp(n, F64)) if self.name == "mean" else total
-            kind, x = low.round_to(x, self.kind, self.result_dtype)
+            kind, x = array_math.round_to(low, x, self.kind, self.result_dtype)
             leaf = low.scalar_result(x, kind, out_type)[0]
             memory = {FLOAT: F64, BOOL: I8}.get(decayed(out_type), I64)
             value = b.zext(leaf, I8) if out_type == BOOL else leaf
@@ -136,7 +137,7 @@ class LoopReduction(BlockReduction):
         return ir.Constant(self.register, self.initial)
 
     def merge(self, acc, other):
-        return self.low.combine(self.name, self.type, acc, other)
+        return parallel.combine(self.low, self.name, self.type, acc, other)
 
 
 def shuffle_down(b: ir.IRBuilder, bits, offset: int, mask):

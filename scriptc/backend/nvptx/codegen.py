@@ -39,7 +39,7 @@ from llvmlite import ir
 
 from ...ir.core import Graph, Node
 from ...ir.types import BOOL, TensorType, decayed
-from ..llvm.arrays import ELEM, kind_of, scalar_kind
+from ..llvm.array_value import ELEM, kind_of, scalar_kind
 from ..llvm.common import I8P, I32, I64, i64
 from ..llvm.errors import PAYLOAD_SLOTS
 from ..llvm.lower import FunctionLowering, ModuleLowering
@@ -51,6 +51,7 @@ from .matmul import add_matrix_product
 from .params import ELEM_BYTES, PARAM_CTYPE, SCALAR_PARAM
 from .ptx import NVPTX
 from ..llvm.text_builder import TextBuilder
+from ..llvm import conversions, fused
 
 STRIDED, CONTIGUOUS, VECTORS = 0, 1, 2  # the kernel's loops (its ``mode`` parameter)
 LANES = 4
@@ -203,7 +204,7 @@ class KernelModule:
                 at += 1
         reductions = kernel.reductions
         skipped = {id(r) for r in reductions}
-        scalars = low.fused_scalars(node, sub, None)  # reductions read no scalars: none is skipped
+        scalars = fused.fused_scalars(low, node, sub, None)  # reductions read no scalars: none is skipped
         start = b.add(b.mul(special(b, "ctaid.x"), special(b, "ntid.x")), special(b, "tid.x"))
         step = b.mul(special(b, "nctaid.x"), special(b, "ntid.x"))
         combines = [BlockReduction(self, low, r) for r in reductions]
@@ -236,7 +237,7 @@ class KernelModule:
                 vec = ir.Constant(ir.VectorType(ELEM[dtype], LANES), None)
                 for lane, env in enumerate(envs):
                     kind, x = value_of(env, v)
-                    vec = b.insert_element(vec, low.to_memory(x, kind, dtype), i32(lane))
+                    vec = b.insert_element(vec, conversions.to_memory(low, x, kind, dtype), i32(lane))
                 ptr = _element_ptr(b, out, dtype, b.mul(j, i32(LANES)))
                 b.store(vec, b.bitcast(ptr, vec.type.as_pointer()), align=_align(dtype))
             for r, c, acc in zip(reductions, combines, accs):
@@ -249,7 +250,7 @@ class KernelModule:
             env = {id(p): values[k] for k, p in enumerate(sub.inputs) if k in operands}
             for member in sub.nodes:
                 if member.kind != "prim::Constant" and id(member) not in skipped:
-                    low.fused_element_node(member, env, scalars)
+                    fused.fused_element_node(low, member, env, scalars)
             return env
 
         def load(ptr, k):
@@ -293,7 +294,10 @@ class KernelModule:
                 ptr = _element_ptr(b, data, dtype, b.mul(j, i32(LANES)))
                 vec = b.load(b.bitcast(ptr, ir.VectorType(ELEM[dtype], LANES).as_pointer()), align=_align(dtype))
                 for lane in range(LANES):
-                    lanes[lane][k] = (kind_of(dtype), low.from_memory(b.extract_element(vec, i32(lane)), dtype))
+                    lanes[lane][k] = (
+                        kind_of(dtype),
+                        conversions.from_memory(low, b.extract_element(vec, i32(lane)), dtype),
+                    )
             sink_lanes(j, [element(values) for values in lanes])
 
         pick = fn.append_basic_block("pick")

@@ -31,13 +31,14 @@ import numpy as np
 from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, NumpyScalarType, TensorType, result_dtype
-from ..llvm.arrays import ELEM, kind_of
+from ..llvm.array_value import ELEM, kind_of
 from ..llvm.common import F64, I8P, I64, i64
 from ..llvm.lower import FunctionLowering
 from .params import PARAM_CTYPE
 from .groups import GpuUnsupported
 from .device import DeviceArray, launch_config
 from .intrinsics import barrier, grid_stride_loop, i32, special
+from ..llvm import conversions
 
 TILE_SLOTS = 2048  # 64-bit shared slots per tile (16 KiB): rows * depth and depth * cols fit
 MAX_DEPTH = 32
@@ -120,7 +121,7 @@ def add_matrix_product(km, kernel):
     def operand(data, offset, dtype):
         """An element converted to the accumulator's type (NumPy's cast to the result dtype)."""
         x = low.load_element(b.bitcast(b.gep(data, [offset]), ELEM[dtype].as_pointer()), dtype)
-        x = low.cast(x, kind_of(dtype), kind)
+        x = conversions.cast(low, x, kind_of(dtype), kind)
         return b.fptrunc(x, acc_type) if isinstance(acc_type, ir.FloatType) else x
 
     def job(j):
