@@ -21,6 +21,7 @@ from ..ir.arrayconst import frozen
 from ..ir.core import constant_value, is_constant
 from ..ir.registry import NeedsSpecialization
 from ..ir.types import BOOL, DTYPE_NAMES, INT, TensorType
+from . import matrices
 from .values import Static
 
 
@@ -366,6 +367,7 @@ class ArrayFrontend:
 
 
 ARRAY_CALLS = {
+    **matrices.CALLS,
     np.transpose: lambda self, node: self.transpose(self.expr(node.args[0]) if node.args else None, node, given=1),
     np.var: lambda self, node: self.call_var(node),
     np.std: lambda self, node: self.call_var(node, root=True),

@@ -1,0 +1,239 @@
+"""np.eye, np.identity, np.tri, np.triu, np.tril, np.outer, np.flip, np.fliplr, np.flipud (frontend/matrices.py):
+natively and interpreted against NumPy over dtypes, shapes, offsets and non-contiguous views (values, dtype,
+shape and, for the flips, that the result is a view as NumPy's is); NumPy's errors; gradients against the
+adjoints NumPy computes; vmap against a loop."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import scriptc
+
+from tests.util import assert_same_array
+
+DTYPES = ["float64", "float32", "float16", "int64", "int32", "uint8", "bool"]
+
+
+@scriptc.script
+def triangles(m, k: int):
+    return np.triu(m, k), np.tril(m, k), np.triu(m), np.tril(m, k=-k)
+
+
+@scriptc.script
+def builders(n: int, m: int, k: int):
+    return (
+        np.eye(n),
+        np.eye(n, m, k),
+        np.eye(n, M=m, k=k, dtype=np.int32),
+        np.eye(n, dtype=bool),
+        np.identity(n),
+        np.identity(n, dtype=np.uint8),
+        np.tri(n),
+        np.tri(n, m, k, dtype=np.float32),
+        np.tri(n, m, k=k, dtype=bool),
+    )
+
+
+@scriptc.script
+def outer(a, b):
+    return np.outer(a, b)
+
+
+@scriptc.script
+def flips(x):
+    return np.flip(x), np.flip(x, 0), np.flip(x, -1), np.fliplr(x), np.flipud(x)
+
+
+@scriptc.script
+def flip_axes(x):
+    return np.flip(x, axis=(0, 2)), np.flip(x, (-1,))
+
+
+@scriptc.script
+def flip_and_write(x):
+    y = np.flipud(x)
+    y[0] = 7
+    return y
+
+
+def values(dtype, shape, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-20, 20, size=shape)
+    if dtype == "bool":
+        return a > 0
+    if dtype == "uint8":
+        return np.abs(a).astype(dtype)
+    return a.astype(dtype)
+
+
+def same_tuple(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_same_array(g, w)
+
+
+def check(fn, *args):
+    want = fn.py_func(*args)
+    for run in (fn, fn.interpret):
+        got = run(*args)
+        same_tuple(got, want) if isinstance(want, tuple) else assert_same_array(got, want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    dtype=st.sampled_from(DTYPES),
+    shape=st.sampled_from([(0,), (1,), (4,), (3, 5), (5, 3), (4, 4), (2, 3, 4), (0, 3)]),
+    k=st.integers(-6, 6),
+    layout=st.sampled_from(["c", "transposed", "strided"]),
+    seed=st.integers(0, 9),
+)
+def test_triu_tril_match_numpy(dtype, shape, k, layout, seed):
+    m = values(dtype, shape, seed)
+    if layout == "transposed":
+        m = m.T
+    elif layout == "strided" and m.ndim and m.shape[0] > 1:
+        m = np.repeat(m, 2, axis=0)[::2]
+    check(triangles, m, k)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 5), m=st.integers(0, 6), k=st.integers(-7, 7))
+def test_eye_identity_tri_match_numpy(n, m, k):
+    check(builders, n, m, k)
+
+
+@pytest.mark.parametrize(
+    "a_dtype,b_dtype", [("float64", "float32"), ("int32", "uint8"), ("bool", "bool"), ("float16", "int64")]
+)
+@pytest.mark.parametrize("a_shape,b_shape", [((3,), (4,)), ((2, 3), (5,)), ((0,), (3,)), ((1,), (2, 2))])
+def test_outer_matches_numpy(a_dtype, b_dtype, a_shape, b_shape):
+    a, b = values(a_dtype, a_shape, 1), values(b_dtype, b_shape, 2)
+    check(outer, a, b)
+    if a.ndim == 2:
+        check(outer, a.T, b[::-1])  # non-contiguous operands are raveled in C order, as NumPy does
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 4), (1, 5), (0, 2), (2, 3, 4)])
+def test_flips_match_numpy(dtype, shape):
+    x = values(dtype, shape, 3)
+    check(flips, x)
+    check(flips, x.T)
+    if len(shape) == 3:
+        check(flip_axes, x)
+
+
+def test_flips_are_views_of_the_argument():
+    x = np.arange(6.0).reshape(2, 3)
+    for run in (flip_and_write, flip_and_write.interpret):
+        a = x.copy()
+        y = run(a)
+        assert_same_array(y, flip_and_write.py_func(x.copy()))
+        assert a[1].tolist() == [7.0, 7.0, 7.0]  # written through the view, as in NumPy
+
+
+@scriptc.script
+def eye_of(n: int):
+    return np.eye(n)
+
+
+@scriptc.script
+def tri_of(n: int, m: int):
+    return np.tri(n, m)
+
+
+@scriptc.script
+def fliplr_of(x):
+    return np.fliplr(x)
+
+
+@scriptc.script
+def flip_axis(x):
+    return np.flip(x, 2)
+
+
+@scriptc.script
+def flip_repeated(x):
+    return np.flip(x, (0, 0))
+
+
+@scriptc.script
+def identity_of(n: int):
+    return np.identity(n)
+
+
+def test_negative_dimensions_raise_numpys_value_error():
+    """np.eye and np.identity raise; np.tri gives empty axes."""
+    for args in ((2, -3), (-1, 4), (-2, -2)):
+        check(tri_of, *args)
+    for fn, args in ((eye_of, (-1,)), (identity_of, (-3,))):
+        with pytest.raises(ValueError, match="negative dimensions are not allowed"):
+            fn.py_func(*args)
+        for run in (fn, fn.interpret):
+            with pytest.raises(ValueError, match="negative dimensions are not allowed"):
+                run(*args)
+
+
+@pytest.mark.parametrize(
+    "fn,message",
+    [
+        (fliplr_of, "Input must be >= 2-d."),
+        (flip_axis, "axis 2 is out of bounds for array of dimension 1"),
+        (flip_repeated, "repeated axis"),
+    ],
+)
+def test_rank_errors_name_the_line(fn, message):
+    """NumPy raises these when called; the rank is known when the signature compiles, so the error is a
+    CompileError at the call's line."""
+    with pytest.raises(scriptc.CompileError, match=message) as info:
+        fn(np.arange(3.0))
+    line = fn.py_func.__code__.co_firstlineno + 2  # the decorator, the def, the return
+    assert f"test_matrices.py:{line}:" in str(info.value)
+    with pytest.raises((ValueError, np.exceptions.AxisError), match=message):
+        fn.py_func(np.arange(3.0))
+
+
+def test_gradients_are_the_adjoints_numpy_computes():
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+    a, b, c = rng.standard_normal(4), rng.standard_normal(5), rng.standard_normal((4, 5))
+
+    g = scriptc.grad(upper_weighted)(x, w, 1)
+    np.testing.assert_array_equal(g, np.triu(w, 1))
+    g = scriptc.grad(lower_weighted)(x, w, -1)
+    np.testing.assert_array_equal(g, np.tril(w, -1))
+    ga, gb = scriptc.grad(outer_weighted, argnums=(0, 1))(a, b, c)
+    np.testing.assert_allclose(ga, c @ b, rtol=1e-15)
+    np.testing.assert_allclose(gb, a @ c, rtol=1e-15)
+    np.testing.assert_array_equal(scriptc.grad(flipped_weighted)(x, w), np.flip(w))
+
+
+@scriptc.script
+def upper_weighted(x, w, k: int):
+    return np.sum(np.triu(x, k) * w)
+
+
+@scriptc.script
+def lower_weighted(x, w, k: int):
+    return np.sum(np.tril(x, k) * w)
+
+
+@scriptc.script
+def outer_weighted(a, b, c):
+    return np.sum(np.outer(a, b) * c)
+
+
+@scriptc.script
+def flipped_weighted(x, w):
+    return np.sum(np.fliplr(np.flipud(x)) * w)
+
+
+def upper_one(x):
+    return np.triu(x, 1) + np.outer(x[0], x[:, 0])
+
+
+def test_vmap_matches_a_loop():
+    xs = np.random.default_rng(1).standard_normal((3, 4, 4))
+    f = scriptc.script(upper_one)
+    got = scriptc.vmap(f)(xs)
+    np.testing.assert_array_equal(got, np.stack([upper_one(x) for x in xs]))
