@@ -2,7 +2,8 @@
 ``np.eye``/``np.identity``/``np.tri`` (a comparison of two ``arange``s, as ``np.tri`` is
 ``greater_equal.outer(arange(N), arange(-k, M - k))``), ``np.triu``/``np.tril`` (``np.where`` of that mask with a
 zero of the array's dtype, as ``numpy/lib/_twodim_base_impl.py`` does), ``np.outer`` (``ravel(a)[:, None] *
-ravel(b)[None, :]``), ``np.flip``/``np.fliplr``/``np.flipud`` (views with step -1).
+ravel(b)[None, :]``), ``np.flip``/``np.fliplr``/``np.flipud`` (views with step -1), ``np.vstack``/``np.hstack``/
+``np.column_stack`` (``np.concatenate`` of the parts made 2-d or 1-d as ``numpy/_core/shape_base.py`` does).
 
 Composed this way they need no lowering, derivative or batching rule of their own: those of ``arange``, ``ge``,
 ``where``, ``mul``, ``slice`` and ``unsqueeze`` apply, and the dtypes are NumPy's because the operators' are.
@@ -16,7 +17,7 @@ import ast
 import numpy as np
 
 from ..ir.registry import NeedsSpecialization
-from ..ir.types import INT, TensorType
+from ..ir.types import INT, ListType, TensorType, TupleType
 
 
 def arguments(em, node, params: list[str], required: int = 1) -> dict:
@@ -178,7 +179,97 @@ def _flip_one(em, node, axis: int):
     return _flipped(em, m, [axis], node)
 
 
+# -- stacking: np.concatenate of reshaped parts ---------------------------------------------------------------
+def _parts(em, node, name: str):
+    """The arrays of a stacking call's sequence (a list or tuple display, a tuple value), or a list value."""
+    if len(node.args) != 1 or node.keywords:
+        raise em.fn.error(f"{name}() takes one sequence of arrays here (dtype= and casting= are not supported)", node)
+    arg = node.args[0]
+    if isinstance(arg, (ast.List, ast.Tuple)):
+        parts = [em.expr(e) for e in arg.elts]
+    else:
+        v = em.expr(arg)
+        if isinstance(v.type, ListType):
+            return v
+        if not isinstance(v.type, TupleType):
+            raise em.fn.error(f"{name}() needs a list or tuple of arrays", arg)
+        parts = list(em.emit("prim::TupleUnpack", [v], at=arg).outputs)
+    if not parts:
+        raise em.fn.error("need at least one array to concatenate", arg)
+    for part in parts:
+        if not isinstance(part.type, TensorType):
+            raise em.fn.error(f"{name}() joins arrays here, not {part.type}", arg, "wrap a number as np.array([x])")
+        if part.type.rank is None or part.type.dtype is None:
+            raise NeedsSpecialization(name)
+    return parts
+
+
+def _join(em, parts, axis: int, node):
+    """np.concatenate of the parts in NumPy's result dtype (each part cast to it, as concatenate casts)."""
+    dtype = np.result_type(*(p.type.dtype for p in parts)).name
+    parts = [p if p.type.dtype == dtype else em.op("aten::to", [p], {"dtype": dtype}, at=node) for p in parts]
+    listed = em.new_list(TensorType(dtype, parts[0].type.rank), parts, node)
+    return em.op("aten::concatenate", [listed], {"axis": axis}, at=node)
+
+
+def _stack(em, node, name: str, rank: int, reshape, axis_of, stack_axis: int):
+    """``reshape(part)`` of every part, then their concatenation along ``axis_of(first part's rank)``. A list
+    value (its length known at run time) is joined as it is when its arrays have ``rank`` dimensions or more,
+    and stacked along ``stack_axis`` when they have one fewer (``np.vstack(rows)`` of 1-d rows is
+    ``np.stack(rows)``; only the message for rows of different lengths differs: np.stack's)."""
+    parts = _parts(em, node, name)
+    if isinstance(parts, list):
+        axis = axis_of(parts[0].type.rank)
+        return _join(em, [reshape(p) for p in parts], axis, node)
+    elem = parts.type.elem
+    if isinstance(elem, TensorType) and elem.rank is not None and elem.rank == rank - 1:
+        return em.op("aten::stack", [parts], {"axis": stack_axis}, at=node)
+    if not isinstance(elem, TensorType) or elem.rank is None or elem.rank < rank:
+        raise em.fn.error(
+            f"{name}() of a list of {elem} is not supported (its arrays would be reshaped one by one)",
+            node.args[0],
+            f"pass a tuple, {name}((a, b)), or arrays of {rank - 1} or more dimensions",
+        )
+    return em.op("aten::concatenate", [parts], {"axis": axis_of(elem.rank)}, at=node)
+
+
+def _reshaped(em, node, shape_of):
+    def reshape(part):
+        shape = shape_of(part)
+        if shape is None:
+            return part
+        return em.op("aten::reshape", [part, *shape], at=node)
+
+    return reshape
+
+
+def _length(em, part, node):
+    return em.op("aten::numel", [part], at=node)
+
+
+def call_vstack(em, node):
+    """``np.vstack``: ``atleast_2d`` of each part (a 1-d array is one row), joined along axis 0."""
+    one = em.const(1)
+    rows = _reshaped(em, node, lambda p: [one, _length(em, p, node)] if p.type.rank < 2 else None)
+    return _stack(em, node, "np.vstack", 2, rows, lambda rank: 0, stack_axis=0)
+
+
+def call_hstack(em, node):
+    """``np.hstack``: ``atleast_1d`` of each part, joined along axis 0 for 1-d parts, else axis 1."""
+    flat = _reshaped(em, node, lambda p: [em.const(1)] if p.type.rank == 0 else None)
+    return _stack(em, node, "np.hstack", 1, flat, lambda rank: 0 if rank <= 1 else 1, stack_axis=0)
+
+
+def call_column_stack(em, node):
+    """``np.column_stack``: a part of fewer than two dimensions is one column, then axis 1."""
+    columns = _reshaped(em, node, lambda p: [_length(em, p, node), em.const(1)] if p.type.rank < 2 else None)
+    return _stack(em, node, "np.column_stack", 2, columns, lambda rank: 1, stack_axis=1)
+
+
 CALLS = {
+    np.vstack: call_vstack,
+    np.hstack: call_hstack,
+    np.column_stack: call_column_stack,
     np.eye: call_eye,
     np.identity: call_identity,
     np.tri: call_tri,

@@ -237,3 +237,56 @@ def test_vmap_matches_a_loop():
     f = scriptc.script(upper_one)
     got = scriptc.vmap(f)(xs)
     np.testing.assert_array_equal(got, np.stack([upper_one(x) for x in xs]))
+
+
+@scriptc.script
+def stacks(a, b, m):
+    return (
+        np.vstack((a, b)),
+        np.hstack([a, b]),
+        np.column_stack((a, b)),
+        np.vstack((m, a)),
+        np.column_stack((m.T, b)),
+        np.hstack((m, m)),
+        np.vstack([m]),
+    )
+
+
+@scriptc.script
+def stack_list(n: int, m):
+    rows = [m[0] * 0]
+    for i in range(n):
+        rows.append(m[i % m.shape[0]] + i)
+    return np.vstack([np.vstack(rows), m]), np.hstack(rows), np.column_stack(rows), np.vstack(rows)
+
+
+@scriptc.script
+def vstack_of(a, b):
+    return np.vstack((a, b))
+
+
+@pytest.mark.parametrize(
+    "a_dtype,b_dtype,m_dtype",
+    [("float64", "float64", "float64"), ("int32", "float32", "uint8"), ("bool", "int64", "float16")],
+)
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_stacks_match_numpy(a_dtype, b_dtype, m_dtype, n):
+    a, b, m = values(a_dtype, (n,), 4), values(b_dtype, (n,), 5), values(m_dtype, (3, n), 6)
+    check(stacks, a, b, m)
+    check(stacks, a[::-1], b, np.asfortranarray(m))
+
+
+def test_stack_of_a_list_value_matches_numpy():
+    m = np.arange(12.0).reshape(3, 4)
+    for n in (0, 2, 5):
+        check(stack_list, n, m)
+
+
+def test_stack_of_mismatched_arrays_raises_numpys_error():
+    a, b = np.zeros(3), np.zeros(4)
+    with pytest.raises(ValueError) as want:
+        vstack_of.py_func(a, b)
+    for run in (vstack_of, vstack_of.interpret):
+        with pytest.raises(ValueError) as got:
+            run(a, b)
+        assert str(got.value) == str(want.value)
