@@ -8,7 +8,7 @@ writes it and, in whole-line comments, what to run and what to expect:
 ``RUN`` is the ``scriptc dump`` command line (``%s``: the file); its output is checked with FileCheck against the
 file's ``CHECK`` lines (at least one that is not ``CHECK-NOT``). Each ``ARGS`` line is a tuple of Python numbers
 (``float("nan")`` allowed): the reference interpreter runs the graph before and after the passes on it, and both
-must compute the same thing.
+must compute the same thing. The output must verify and parse back to the same text.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 
 from scriptc.cli import main
 from scriptc.ir.parser import parse
-from tests.passes.test_passes import assert_same_outcome, outcome
+from tests.passes.test_passes import assert_same_outcome, check_graph, outcome
 from tests.util import filecheck
 
 FILES = sorted((Path(__file__).resolve().parents[1] / "filecheck").glob("*.ir"))
@@ -34,7 +34,7 @@ def directives(text: str, name: str) -> list[str]:
 
 
 def test_there_are_ir_files():
-    assert len(FILES) >= 6
+    assert len(FILES) >= 30
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -49,6 +49,7 @@ def test_ir_file(path: Path):
     with contextlib.redirect_stdout(out):
         assert main(argv[1:]) == 0
     filecheck(out.getvalue(), "\n".join(checks))
+    check_graph(parse(out.getvalue()))  # the output verifies and prints back to the same text
     args_lines = directives(text, "ARGS")
     if args_lines:
         before, after = parse(text), parse(out.getvalue())

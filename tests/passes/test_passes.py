@@ -3,7 +3,8 @@
 Every test also verifies the graph after the pass, checks that its text parses back to the same text, and (where
 arguments are given) that the reference interpreter computes the same result, printed text, exception and array
 mutations before and after the pass. Graphs built by the frontend from the functions below are run through the
-passes the same way."""
+passes the same way. Cases that are IR text and tuples of numbers only are files: tests/filecheck/*.ir
+(tests/passes/test_ir_files.py)."""
 
 from __future__ import annotations
 
@@ -258,33 +259,6 @@ def test_inline_leaves_callee_graph_untouched():
     assert print_graph(callee) == before
 
 
-def test_inline_callees_of_callees():
-    text = """
-    graph(%x : float):
-      %r : float = prim::CallFunction[fn=outer](%x)
-      return (%r)
-    with outer = graph(%y : float):
-      %1 : float = prim::CallFunction[fn=inner](%y)
-      %2 : float = prim::CallFunction[fn=inner](%1)
-      return (%2)
-    with inner = graph(%z : float):
-      %c : float = prim::Constant[value=2.5]()
-      %m : float = aten::mul(%z, %c)
-      return (%m)
-    """
-    run_text(
-        "inline",
-        text,
-        """
-        CHECK-NOT: CallFunction
-        CHECK: aten::mul(%x,
-        CHECK: aten::mul(
-        CHECK: return
-    """,
-        args_list=[(1.5,), (-0.0,)],
-    )
-
-
 def test_inline_frontend_keeps_print_order():
     g = fe_calls_printer.graph
     out, changed = apply("inline", g, [(3,), (-7,)])
@@ -303,178 +277,12 @@ def test_inline_frontend_keeps_print_order():
 
 
 # ==================================================================================== constant-propagation
-def test_constprop_folds_scalar_chains():
-    run_text(
-        "constant-propagation",
-        """
-    graph(%x : int):
-      %a : int = prim::Constant[value=6]()
-      %b : int = prim::Constant[value=7]()
-      %c : int = aten::mul(%a, %b)
-      %d : float = aten::div(%c, %b)
-      %e : bool = aten::gt(%d, %a)
-      %f : int = aten::add(%x, %c)
-      %s : str = aten::format[fmt="{}-{}"](%c, %e)
-      %t : (int, str) = prim::TupleConstruct(%f, %s)
-      return (%t)
-    """,
-        """
-        CHECK: prim::Constant[value=42]()
-        CHECK: prim::Constant[value=6.0]()
-        CHECK: prim::Constant[value=0]()
-        CHECK: aten::add(%x,
-        CHECK: prim::Constant[value="42-False"]()
-        CHECK-NOT: aten::mul
-        CHECK-NOT: aten::format
-    """,
-        args_list=[(1,)],
-    )
-
-
-def test_constprop_wraps_ints_like_the_interpreter():
-    run_text(
-        "constant-propagation",
-        """
-    graph():
-      %a : int = prim::Constant[value=4611686018427387904]()
-      %b : int = prim::Constant[value=2]()
-      %c : int = aten::mul(%a, %b)
-      return (%c)
-    """,
-        """
-        CHECK: prim::Constant[value=-9223372036854775808]()
-        CHECK-NOT: aten::mul
-    """,
-        args_list=[()],
-    )
-
-
-def test_constprop_must_not_fold_raising_arrays_or_io():
-    run_text(
-        "constant-propagation",
-        r"""
-    graph():
-      %a : int = prim::Constant[value=1]()
-      %z : int = prim::Constant[value=0]()
-      %m : float = prim::Constant[value=-1.0]()
-      %q : int = aten::floordiv(%a, %z)
-      %r : float = aten::sqrt(%m)
-      %x : Double(*) = aten::zeros[dtype="float64"](%a)
-       = prim::Print[sep=" ", end="\n"](%a)
-      %t : (int, float) = prim::TupleConstruct(%q, %r)
-      return (%t)
-    """,
-        """
-        CHECK: aten::floordiv(%a, %z)
-        CHECK: aten::sqrt(%m)
-        CHECK: aten::zeros
-        CHECK: prim::Print
-    """,
-        args_list=[()],
-    )
-
-
-def test_constprop_does_not_fold_float_signs_wrong():
-    run_text(
-        "constant-propagation",
-        """
-    graph():
-      %a : float = prim::Constant[value=-0.0]()
-      %b : float = prim::Constant[value=0.0]()
-      %c : float = aten::add(%a, %b)
-      %d : float = aten::mul(%a, %b)
-      %t : (float, float) = prim::TupleConstruct(%c, %d)
-      return (%t)
-    """,
-        """
-        CHECK: prim::Constant[value=0.0]()
-        CHECK: prim::Constant[value=-0.0]()
-        CHECK: prim::TupleConstruct
-    """,
-        args_list=[()],
-    )
-
-
-def test_constprop_control_flow():
-    run_text(
-        "constant-propagation",
-        """
-    graph(%x : int):
-      %t : bool = prim::Constant[value=1]()
-      %zero : int = prim::Constant[value=0]()
-      %y : int = prim::If(%t)
-        block0():
-          %1 : int = aten::add(%x, %x)
-          -> (%1)
-        block1():
-          -> (%x)
-      %w : int = prim::Loop(%zero, %t, %y)
-        block0(%i : int, %acc : int):
-          %2 : int = aten::floordiv(%acc, %zero)
-          -> (%t, %2)
-      return (%w)
-    """,
-        """
-        CHECK-NOT: prim::If
-        CHECK-NOT: prim::Loop
-        CHECK: %[[S:.*]] : int = aten::add(%x, %x)
-        CHECK: return (%[[S]])
-    """,
-        args_list=[(3,), (-4,)],
-    )
-
-
-def test_constprop_assert_bound():
-    out, _ = run_text(
-        "constant-propagation",
-        """
-    graph(%x : int):
-      %t : bool = prim::Constant[value=1]()
-      %f : bool = prim::Constant[value=0]()
-       = prim::AssertBound[name="v"](%t)
-       = prim::AssertBound[name="w"](%f)
-      return (%x)
-    """,
-        """
-        CHECK-NOT: name="v"
-        CHECK: prim::AssertBound[name="w"](%f)
-    """,
-        args_list=[(1,)],
-    )
-
-
 def test_constprop_frontend():
     apply("constant-propagation", fe_maybe_unbound.graph, [(3, True), (3, False)])
     apply("constant-propagation", fe_caller.graph, [(10, 1.5), (40, -2.0)])
 
 
 # ======================================================================================================= dce
-def test_dce_removes_unused_pure_nodes():
-    run_text(
-        "dce",
-        """
-    graph(%x : int,
-          %y : float):
-      %a : int = aten::add(%x, %x)
-      %b : bool = aten::lt(%x, %a)
-      %c : float = aten::mul(%y, %y)
-      %k : int = prim::Constant[value=3]()
-      %d : int = aten::floordiv(%x, %k)
-      %u : int = prim::Uninitialized()
-      return (%y)
-    """,
-        """
-        CHECK-NOT: aten::add
-        CHECK-NOT: aten::lt
-        CHECK-NOT: aten::mul
-        CHECK-NOT: aten::floordiv
-        CHECK-NOT: prim::Uninitialized
-        CHECK: return (%y)
-    """,
-        args_list=[(3, 1.0)],
-    )
-
-
 def test_dce_must_keep_raising_writing_and_io_nodes():
     run_text(
         "dce",
@@ -499,119 +307,12 @@ def test_dce_must_keep_raising_writing_and_io_nodes():
     )
 
 
-def test_dce_prunes_if_outputs_and_dead_structures():
-    run_text(
-        "dce",
-        """
-    graph(%c : bool,
-          %x : int):
-      %a : int, %b : int = prim::If(%c)
-        block0():
-          %1 : int = aten::add(%x, %x)
-          %2 : int = aten::sub(%x, %x)
-          -> (%1, %2)
-        block1():
-          -> (%x, %x)
-      %t : bool = prim::Constant[value=1]()
-      %l : int = prim::Loop(%x, %t, %x)
-        block0(%i : int, %acc : int):
-          %3 : int = aten::add(%acc, %i)
-          -> (%t, %3)
-      return (%b)
-    """,
-        """
-        CHECK: %b : int = prim::If(%c)
-        CHECK-NOT: aten::add
-        CHECK: aten::sub
-        CHECK-NOT: prim::Loop
-    """,
-        args_list=[(True, 3), (False, 4)],
-    )
-
-
-def test_dce_keeps_possibly_endless_while_loop():
-    run_text(
-        "dce",
-        """
-    graph(%x : int):
-      %big : int = prim::Constant[value=9223372036854775807]()
-      %t : bool = prim::Constant[value=1]()
-      %l : int = prim::Loop(%big, %t, %x)
-        block0(%i : int, %acc : int):
-          %3 : int = aten::add(%acc, %i)
-          %4 : bool = aten::lt(%3, %x)
-          -> (%4, %3)
-      return (%x)
-    """,
-        """
-        CHECK: prim::Loop(%big
-    """,
-        args_list=[(0,)],
-    )
-
-
 def test_dce_frontend():
     apply(["inline", "dce"], fe_caller.graph, [(10, 1.5), (40, -2.0)])
     apply(["dce"], frontend(fe_array_loop, np.zeros(4), 3), [(np.arange(4.0), 3)])
 
 
 # ======================================================================================================= cse
-def test_cse_merges_identical_pure_nodes():
-    run_text(
-        "cse",
-        """
-    graph(%x : int,
-          %y : int):
-      %a : int = aten::add(%x, %y)
-      %b : int = aten::add(%x, %y)
-      %c : int = aten::floordiv(%a, %y)
-      %d : int = aten::floordiv(%b, %y)
-      %e : int = aten::mul(%c, %d)
-      return (%e)
-    """,
-        """
-        CHECK: %a : int = aten::add(%x, %y)
-        CHECK-NOT: aten::add
-        CHECK: %c : int = aten::floordiv(%a, %y)
-        CHECK-NOT: aten::floordiv
-        CHECK: aten::mul(%c, %c)
-    """,
-        args_list=[(7, 2), (1, 0)],
-    )
-
-
-def test_cse_respects_dominance():
-    run_text(
-        "cse",
-        """
-    graph(%p : bool,
-          %x : int):
-      %a : int = aten::mul(%x, %x)
-      %r : int = prim::If(%p)
-        block0():
-          %b : int = aten::mul(%x, %x)
-          %c : int = aten::sub(%x, %a)
-          -> (%c)
-        block1():
-          %d : int = aten::sub(%x, %a)
-          -> (%d)
-      %e : int = aten::sub(%x, %a)
-      %f : int = aten::add(%r, %e)
-      return (%f)
-    """,
-        """
-        CHECK: %a : int = aten::mul(%x, %x)
-        CHECK: block0():
-        CHECK-NOT: aten::mul
-        CHECK: %c : int = aten::sub(%x, %a)
-        CHECK: block1():
-        CHECK: %d : int = aten::sub(%x, %a)
-        CHECK: %e : int = aten::sub(%x, %a)
-    """,
-        args_list=[(True, 3), (False, 3)],
-    )
-
-
 def test_cse_must_not_merge_array_reads_across_writes_or_array_results():
     run_text(
         "cse",
@@ -671,69 +372,12 @@ def test_cse_array_reads_not_merged_into_loop_that_writes():
     )
 
 
-def test_cse_keeps_signed_zero_and_types_apart():
-    run_text(
-        "cse",
-        """
-    graph():
-      %a : float = prim::Constant[value=0.0]()
-      %b : float = prim::Constant[value=-0.0]()
-      %c : int = prim::Constant[value=1]()
-      %d : bool = prim::Constant[value=1]()
-      %e : float = prim::Constant[value=0.0]()
-      %t : (float, float, int, bool, float) = prim::TupleConstruct(%a, %b, %c, %d, %e)
-      return (%t)
-    """,
-        """
-        CHECK: prim::TupleConstruct(%a, %b, %c, %d, %a)
-    """,
-        args_list=[()],
-    )
-
-
 def test_cse_frontend():
     apply(["inline", "cse"], fe_caller.graph, [(10, 1.5), (40, -2.0)])
     apply(["cse"], frontend(fe_array_loop, np.zeros(4), 3), [(np.arange(4.0), 3)])
 
 
 # ============================================================================================== canonicalize
-def test_canonicalize_exact_scalar_identities():
-    run_text(
-        ["canonicalize", "dce"],
-        """
-    graph(%x : int,
-          %y : float,
-          %p : bool):
-      %one : int = prim::Constant[value=1]()
-      %zero : int = prim::Constant[value=0]()
-      %fone : float = prim::Constant[value=1.0]()
-      %fzero : float = prim::Constant[value=0.0]()
-      %a : int = aten::mul(%x, %one)
-      %b : int = aten::add(%zero, %a)
-      %c : int = aten::sub(%b, %zero)
-      %d : float = aten::mul(%fone, %y)
-      %e : float = aten::sub(%d, %fzero)
-      %f : float = aten::div(%e, %one)
-      %g : float = aten::neg(%f)
-      %h : float = aten::neg(%g)
-      %n1 : bool = aten::__not__(%p)
-      %n2 : bool = aten::__not__(%n1)
-      %t : (int, float, bool) = prim::TupleConstruct(%c, %h, %n2)
-      return (%t)
-    """,
-        """
-        CHECK-NOT: aten::mul
-        CHECK-NOT: aten::add
-        CHECK-NOT: aten::sub
-        CHECK-NOT: aten::div
-        CHECK-NOT: aten::neg
-        CHECK-NOT: aten::__not__
-        CHECK: prim::TupleConstruct(%x, %y, %p)
-    """,
-        args_list=[(5, -0.0, True), (-9223372036854775808, float("nan"), False), (0, 2.5, True)],
-    )
-
-
 def test_canonicalize_must_not_touch_float_plus_zero_or_array_ops():
     run_text(
         ["canonicalize", "dce"],
@@ -764,150 +408,6 @@ def test_canonicalize_must_not_touch_float_plus_zero_or_array_ops():
     )
 
 
-def test_canonicalize_control_flow():
-    run_text(
-        ["canonicalize", "dce"],
-        """
-    graph(%x : int,
-          %p : bool):
-      %f : bool = prim::Constant[value=0]()
-      %t : bool = prim::Constant[value=1]()
-      %one : int = prim::Constant[value=1]()
-      %zero : int = prim::Constant[value=0]()
-      %a : int = prim::If(%f)
-        block0():
-          -> (%zero)
-        block1():
-          %1 : int = aten::mul(%x, %x)
-          -> (%1)
-      %b : int = prim::Loop(%zero, %t, %a)
-        block0(%i : int, %acc : int):
-          -> (%t, %i)
-      %c : int = prim::Loop(%one, %t, %b)
-        block0(%j : int, %acc2 : int):
-          %2 : int = aten::add(%acc2, %j)
-          %3 : int = aten::sub(%2, %x)
-          -> (%f, %3)
-      %q : bool = prim::If(%p)
-        block0():
-          -> (%t)
-        block1():
-          -> (%f)
-      %r : (int, bool) = prim::TupleConstruct(%c, %q)
-      return (%r)
-    """,
-        """
-        CHECK-NOT: prim::If
-        CHECK-NOT: prim::Loop
-        CHECK: aten::mul(%x, %x)
-        CHECK: aten::sub
-        CHECK: prim::TupleConstruct({{.*}}, %p)
-    """,
-        args_list=[(3, True), (-2, False)],
-    )
-
-
-def test_canonicalize_knows_an_ifs_condition_inside_its_blocks():
-    # the shape a while loop's first test takes (`while n < maxit and ...` with n = 0): the else-block's
-    # copy of the condition is False, so the If is the condition itself and a loop it starts there never runs
-    run_text(
-        ["canonicalize", "constant-propagation", "dce"],
-        """
-    graph(%m : int,
-          %x : float):
-      %zero : int = prim::Constant[value=0]()
-      %big : int = prim::Constant[value=100]()
-      %c : bool = aten::lt(%zero, %m)
-      %first : bool = prim::If(%c)
-        block0():
-          %t : bool = prim::Constant[value=1]()
-          -> (%t)
-        block1():
-          -> (%c)
-      %r : float = prim::If(%c)
-        block0():
-          -> (%x)
-        block1():
-          %y : float = prim::Loop(%big, %c, %x)
-            block0(%i : int, %acc : float):
-              %h : float = aten::mul(%acc, %acc)
-              -> (%c, %h)
-          -> (%y)
-      %out : (bool, float) = prim::TupleConstruct(%first, %r)
-      return (%out)
-    """,
-        """
-        CHECK: %c : bool = aten::lt(%zero, %m)
-        CHECK-NOT: prim::Loop
-        CHECK-NOT: aten::mul
-        CHECK: prim::TupleConstruct(%c, %x)
-    """,
-        args_list=[(3, 1.5), (0, 1.5), (-2, 0.5)],
-    )
-
-
-def test_unswitch_leaves_an_if_that_folding_left_dead():
-    # a while loop's first test folded to its condition leaves an If nothing uses: no copy of the loop for it
-    out, changed = run_text(
-        ["canonicalize", "constant-propagation", "unswitch", "dce"],
-        """
-    graph(%m : int,
-          %n : int):
-      %t : bool = prim::Constant[value=1]()
-      %zero : int = prim::Constant[value=0]()
-      %four : int = prim::Constant[value=4]()
-      %c : bool = aten::lt(%zero, %m)
-      %r : int = prim::Loop(%n, %t, %zero)
-        block0(%k : int, %acc : int):
-          %first : bool = prim::If(%c)
-            block0():
-              %s : int = aten::mul(%zero, %zero)
-              %l : bool = aten::lt(%s, %four)
-              -> (%l)
-            block1():
-              -> (%c)
-          %w : int = prim::Loop(%m, %first, %acc)
-            block0(%i : int, %a : int):
-              %a2 : int = aten::add(%a, %k)
-              -> (%t, %a2)
-          -> (%t, %w)
-      return (%r)
-    """,
-        """
-        CHECK-COUNT-2: prim::Loop
-        CHECK-NOT: prim::Loop
-    """,
-        args_list=[(3, 4), (0, 4), (-1, 2)],
-    )
-
-
-def test_canonicalize_keeps_loops_that_may_run_more_or_less():
-    run_text(
-        "canonicalize",
-        """
-    graph(%x : int,
-          %p : bool):
-      %t : bool = prim::Constant[value=1]()
-      %one : int = prim::Constant[value=1]()
-      %two : int = prim::Constant[value=2]()
-      %b : int = prim::Loop(%one, %p, %x)
-        block0(%i : int, %acc : int):
-          %1 : int = aten::add(%acc, %x)
-          -> (%t, %1)
-      %c : int = prim::Loop(%two, %t, %b)
-        block0(%j : int, %acc2 : int):
-          %2 : int = aten::add(%acc2, %j)
-          -> (%t, %2)
-      return (%c)
-    """,
-        """
-        CHECK: prim::Loop(%one, %p, %x)
-        CHECK: prim::Loop(%two, %t
-    """,
-        args_list=[(3, True), (3, False)],
-    )
-
-
 def test_canonicalize_frontend():
     apply(["canonicalize"], fe_caller.graph, [(10, 1.5), (40, -2.0)])
     apply(["canonicalize", "dce"], frontend(fe_array_loop, np.zeros(4), 3), [(np.arange(4.0), 3)])
@@ -915,37 +415,6 @@ def test_canonicalize_frontend():
 
 
 # ====================================================================================================== licm
-def test_licm_hoists_invariant_pure_nodes():
-    run_text(
-        "licm",
-        """
-    graph(%a : int,
-          %b : int,
-          %n : int):
-      %t : bool = prim::Constant[value=1]()
-      %z : int = prim::Constant[value=0]()
-      %s : int = prim::Loop(%n, %t, %z)
-        block0(%i : int, %acc : int):
-          %k : int = prim::Constant[value=3]()
-          %m : int = aten::mul(%a, %b)
-          %c : int = aten::add(%m, %k)
-          %d : int = aten::add(%acc, %c)
-          %e : int = aten::add(%d, %i)
-          -> (%t, %e)
-      return (%s)
-    """,
-        """
-        CHECK: %m : int = aten::mul(%a, %b)
-        CHECK: %c : int = aten::add(%m, %k)
-        CHECK: prim::Loop
-        CHECK: block0
-        CHECK-NOT: aten::mul
-        CHECK: aten::add(%acc, %c)
-    """,
-        args_list=[(2, 5, 4), (2, 5, 0)],
-    )
-
-
 def test_licm_must_not_hoist_raising_io_or_array_making_nodes():
     run_text(
         "licm",
@@ -978,39 +447,6 @@ def test_licm_must_not_hoist_raising_io_or_array_making_nodes():
     )
 
 
-def test_licm_must_not_hoist_ops_on_maybe_unbound_locals():
-    # hoisted above its AssertBound, `v % 5` would raise TypeError on the unbound marker, not UnboundLocalError
-    run_text(
-        ["licm", "dce", "dead-loop-carried"],
-        """
-    graph(%n : int,
-          %p : bool):
-      %u : int = prim::Uninitialized()
-      %one : int = prim::Constant[value=1]()
-      %v : int = prim::If(%p)
-        block0():
-          -> (%one)
-        block1():
-          -> (%u)
-      %t : bool = prim::Constant[value=1]()
-      %k : int = prim::Constant[value=5]()
-      %s : int = prim::Loop(%n, %t, %one)
-        block0(%i : int, %acc : int):
-           = prim::AssertBound[name="v"](%p)
-          %m : int = aten::remainder(%v, %k)
-          %d : int = aten::add(%acc, %m)
-          -> (%t, %d)
-      return (%one)
-    """,
-        """
-        CHECK: prim::Loop
-        CHECK: prim::AssertBound
-        CHECK: aten::remainder(%v, %k)
-    """,
-        args_list=[(2, False), (2, True), (0, False)],
-    )
-
-
 def test_licm_carried_value_returned_unchanged_is_the_initial_value():
     # `for i in range(n): x = x` then `x += 1.0`: the write after the loop goes to the caller's array, so the
     # loop's result must be %x itself (time-loop fusion would otherwise make it a new array)
@@ -1038,33 +474,6 @@ def test_licm_carried_value_returned_unchanged_is_the_initial_value():
         CHECK: aten::add_(%x, %one)
     """,
         args_list=[(np.zeros(2), 3), (np.ones(3), 0)],
-    )
-
-
-def test_licm_nested_loops_hoist_through_both():
-    run_text(
-        "licm",
-        """
-    graph(%a : int,
-          %n : int):
-      %t : bool = prim::Constant[value=1]()
-      %z : int = prim::Constant[value=0]()
-      %s : int = prim::Loop(%n, %t, %z)
-        block0(%i : int, %acc : int):
-          %s2 : int = prim::Loop(%n, %t, %acc)
-            block0(%j : int, %acc2 : int):
-              %m : int = aten::mul(%a, %a)
-              %d : int = aten::add(%acc2, %m)
-              -> (%t, %d)
-          -> (%t, %s2)
-      return (%s)
-    """,
-        """
-        CHECK: %m : int = aten::mul(%a, %a)
-        CHECK: prim::Loop
-        CHECK: prim::Loop
-    """,
-        args_list=[(3, 4), (3, -1)],
     )
 
 
@@ -1104,32 +513,6 @@ def test_licm_frontend():
 
 
 # ==================================================================================================== unroll
-def test_unroll_full_constant_trip_count():
-    run_text(
-        ["unroll", "constant-propagation"],
-        """
-    graph(%x : int):
-      %t : bool = prim::Constant[value=1]()
-      %three : int = prim::Constant[value=3]()
-      %s : int = prim::Loop(%three, %t, %x)
-        block0(%i : int, %acc : int):
-          %d : int = aten::mul(%acc, %i)
-          %e : int = aten::add(%d, %x)
-          -> (%t, %e)
-      return (%s)
-    """,
-        """
-        CHECK-NOT: prim::Loop
-        CHECK: aten::add
-        CHECK: aten::mul
-        CHECK: aten::add
-        CHECK: aten::mul
-        CHECK: aten::add
-    """,
-        args_list=[(3,), (-5,)],
-    )
-
-
 def test_unroll_partial_by_four_with_runtime_trip_count():
     g, changed = run_text(
         "unroll",
@@ -1191,27 +574,6 @@ def test_unroll_leaves_loops_without_a_float_sum_to_llvm():
     assert not changed
 
 
-def test_unroll_must_not_unroll_loops_with_computed_condition():
-    run_text(
-        "unroll",
-        """
-    graph(%x : int):
-      %t : bool = prim::Constant[value=1]()
-      %three : int = prim::Constant[value=3]()
-      %s : int = prim::Loop(%three, %t, %x)
-        block0(%i : int, %acc : int):
-          %e : int = aten::add(%acc, %i)
-          %c : bool = aten::lt(%e, %three)
-          -> (%c, %e)
-      return (%s)
-    """,
-        """
-        CHECK: prim::Loop(%three, %t, %x)
-    """,
-        args_list=[(0,), (10,)],
-    )
-
-
 def test_unroll_frontend_array_writes():
     g = frontend(fe_array_loop, np.zeros(20), 3)
     out, changed = apply(
@@ -1225,82 +587,6 @@ def test_unroll_frontend_array_writes():
 
 
 # ========================================================================================= dead-loop-carried
-def test_dead_loop_carried_removes_unused_counter():
-    run_text(
-        "dead-loop-carried",
-        """
-    graph(%x : float,
-          %n : int):
-      %t : bool = prim::Constant[value=1]()
-      %z : int = prim::Constant[value=0]()
-      %h : float = prim::Constant[value=0.5]()
-      %y : float, %k : int = prim::Loop(%n, %t, %x, %z)
-        block0(%i : int, %acc : float, %cnt : int):
-          %a : float = aten::mul(%acc, %h)
-          %c : int = aten::add(%cnt, %i)
-          -> (%t, %a, %c)
-      return (%y)
-    """,
-        """
-        CHECK: %y : float = prim::Loop(%n, %t, %x)
-        CHECK: block0(%i : int, %acc : float):
-        CHECK-NOT: aten::add
-        CHECK: -> (%t, %a)
-    """,
-        args_list=[(1.0, 3), (2.0, 0)],
-    )
-
-
-def test_dead_loop_carried_cycle_of_two():
-    run_text(
-        "dead-loop-carried",
-        """
-    graph(%n : int):
-      %t : bool = prim::Constant[value=1]()
-      %z : int = prim::Constant[value=0]()
-      %l : int, %a : int, %b : int = prim::Loop(%n, %t, %z, %z, %z)
-        block0(%i : int, %live : int, %pa : int, %pb : int):
-          %na : int = aten::add(%pb, %i)
-          %nb : int = aten::sub(%pa, %i)
-          %nl : int = aten::add(%live, %i)
-          -> (%t, %nl, %na, %nb)
-      return (%l)
-    """,
-        """
-        CHECK: %l : int = prim::Loop(%n, %t, %z)
-        CHECK-NOT: aten::sub
-    """,
-        args_list=[(4,)],
-    )
-
-
-def test_dead_loop_carried_must_keep_raising_updates_and_used_values():
-    run_text(
-        "dead-loop-carried",
-        r"""
-    graph(%n : int,
-          %d : int):
-      %t : bool = prim::Constant[value=1]()
-      %one : int = prim::Constant[value=1]()
-      %l : int, %s : int, %p : int, %c : int = prim::Loop(%n, %t, %one, %one, %one, %one)
-        block0(%i : int, %pl : int, %ps : int, %pp : int, %pc : int):
-          %nl : int = aten::add(%pl, %i)
-          %ns : int = aten::floordiv(%ps, %d)
-          %np : int = aten::add(%pp, %one)
-           = prim::Print[sep=" ", end="\n"](%pp)
-          %nc : int = aten::add(%pc, %i)
-          %cond : bool = aten::lt(%nc, %n)
-          -> (%cond, %nl, %ns, %np, %nc)
-      return (%l)
-    """,
-        """
-        CHECK: %l : int, %s : int, %p : int, %c : int = prim::Loop
-        CHECK: aten::floordiv
-    """,
-        args_list=[(3, 0), (3, 2), (0, 0)],
-    )
-
-
 def test_dead_loop_carried_frontend():
     g, changed = apply(["dead-loop-carried"], fe_counter.graph, [(3, 1.0), (0, -0.0)])
     assert changed
