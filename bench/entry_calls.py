@@ -12,7 +12,7 @@ import timeit
 
 import scriptc
 from scriptc.backend.llvm import compile_graph
-from scriptc.backend.llvm.entry import bind_to_class, make_entry
+from scriptc.backend.llvm.runtime.entry import bind_to_class, make_entry
 
 
 def add(a: float, b: float) -> float:

@@ -61,7 +61,9 @@ def instrument() -> None:
     """Wrap the compiler's phases (what exists in this version of scriptc)."""
     from scriptc.frontend import FunctionEmitter
     from scriptc.passes import manager
-    from scriptc.backend.llvm import compile as compiling, engine, entry, lower
+    from scriptc.backend.llvm import compile as compiling
+    from scriptc.backend.llvm.runtime import engine, entry
+    from scriptc.backend.llvm.lowering import lower
 
     _wrap(FunctionEmitter, "build", "frontend")
     _wrap(manager.PassManager, "run", "passes")
@@ -155,7 +157,7 @@ def main() -> None:
     parser.add_argument("--no-phases", action="store_true", help="totals only (for another scriptc tree)")
     args = parser.parse_args()
     import llvmlite.binding  # noqa: F401 - a warm process: LLVM is loaded (as after numba's import)
-    from scriptc.backend.llvm.engine import engine
+    from scriptc.backend.llvm.runtime.engine import engine
 
     engine()
     if not args.no_phases:

@@ -37,7 +37,7 @@ def wait_optimized(timeout: float | None = None) -> bool:
     """Wait until every signature compiled so far runs its optimized code. A signature's first call runs code
     made by a short LLVM pipeline while O3 compiles in another process and replaces it (``SCRIPTC_TIERS=0``:
     O3 before the first call). For timing steady-state speed; False if ``timeout`` seconds passed first."""
-    from .backend.llvm.optimizer import wait_all  # on use: `import scriptc` loads no backend
+    from .backend.llvm.runtime.optimizer import wait_all  # on use: `import scriptc` loads no backend
 
     return wait_all(timeout)
 
@@ -46,7 +46,7 @@ def set_num_threads(n: int) -> None:
     """Use ``n`` threads, for the whole process: in prange loops and large element-wise fusion groups
     (scriptc's thread pool) and in matrix products (OpenBLAS's thread count, when OpenBLAS is available).
     By default scriptc uses ``SCRIPTC_NUM_THREADS`` or one thread per available core."""
-    from .backend.llvm import blas, threads  # on use: `import scriptc` loads no backend
+    from .backend.llvm.runtime import blas, threads  # on use: `import scriptc` loads no backend
 
     threads.set_num_threads(n)
     if blas.available():
@@ -55,7 +55,7 @@ def set_num_threads(n: int) -> None:
 
 def get_num_threads() -> int:
     """The number of threads prange loops (and matrix products, after ``set_num_threads``) use."""
-    from .backend.llvm import threads  # on use: `import scriptc` loads no backend
+    from .backend.llvm.runtime import threads  # on use: `import scriptc` loads no backend
 
     return threads.get_num_threads()
 
@@ -65,7 +65,7 @@ def watch_interrupts() -> bool:
     scriptc puts in front of Python's (loops then see SIGINT when they return only). True where native loops see
     it (Linux, with a Python handler for SIGINT). Python's handler runs as it would between two bytecodes."""
     # on use: `import scriptc` loads no backend (and this module loads llvmlite)
-    from .backend.llvm.interrupts import watch_interrupts as watch
+    from .backend.llvm.lowering.interrupts import watch_interrupts as watch
 
     return watch()
 

@@ -15,7 +15,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from .backend.llvm.disk_cache import entries, side_files
+from .backend.llvm.runtime.disk_cache import entries, side_files
 from .errors import CompileError
 from .function import GraphNeedsTypes, ScriptFunction, script
 from .ir.types import TensorType, Type

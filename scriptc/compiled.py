@@ -1,12 +1,12 @@
 """The compiled-callable core: a callable whose graph depends on its arguments' types, compiled once per signature.
 
-``CompiledFunction`` owns what every such callable shares: the per-signature caches (the graph before and after
-the pass pipeline, machine code), tiered compilation (a first call runs a short pipeline's code while O3's is made:
-``backend/llvm/optimizer.py``), the on-disk cache (``cache=``), releasing the GIL for graphs with parallel loops,
-the chain of JIT-built CPython entry points (``installed.py``), introspection (``graph_for``, ``inspect_llvm``,
-``code_for``) and the reference interpreter. A scripted function (``function.py``), a gradient
-(``transforms/api.py``) and a batched function (``transforms/vmap_api.py``) differ only in how they bind arguments
-(``_bind``) and build the graph of a signature (``_source_graph``).
+``CompiledFunction`` owns what every such callable shares: the per-signature caches (the graph before and after the pass
+pipeline, machine code), tiered compilation (a first call runs a short pipeline's code while O3's is made:
+``backend/llvm/runtime/optimizer.py``), the on-disk cache (``cache=``), releasing the GIL for graphs with parallel
+loops, the chain of JIT-built CPython entry points (``installed.py``), introspection (``graph_for``, ``inspect_llvm``,
+``code_for``) and the reference interpreter. A scripted function (``function.py``), a gradient (``transforms/api.py``)
+and a batched function (``transforms/vmap_api.py``) differ only in how they bind arguments (``_bind``) and build the
+graph of a signature (``_source_graph``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,13 @@ def pipeline(skip=()):
     pm = PassManager(verify_each=os.environ.get("SCRIPTC_VERIFY") == "1")
     pm.passes = [p for p in pm.passes if p not in skip]
     return pm
+
+
+def remake_ir(*args):
+    """``compile.remake_ir``: the LLVM IR of code the on-disk cache brought, made again when it is asked for."""
+    from .backend.llvm.compile import remake_ir  # loads llvmlite: only when IR is asked for (a hit loads none)
+
+    return remake_ir(*args)
 
 
 class CompiledFunction:
@@ -109,7 +116,7 @@ class CompiledFunction:
 
     def _compile_native(self, types: tuple, key):
         # the backend is imported by the first compile: decorating loads none of it (test_import_cost), and a
-        # disk-cache hit loads no llvmlite (backend/llvm/cached.py)
+        # disk-cache hit loads no llvmlite (backend/llvm/runtime/cached.py)
         from .backend.gil import releases_gil
 
         native = self._load_by_source_key(types) if self.cache else None
@@ -120,11 +127,12 @@ class CompiledFunction:
         cache = self._cache_directory()
         native = cache_key = None
         if cache is not None:  # a hit links cached machine code without loading LLVM
-            from .backend.llvm.cached import load_cached  # (on-disk cache only: without it, no disk_cache)
+            from .backend.llvm.runtime.cached import load_cached  # (on-disk cache only: without it, no disk_cache)
 
-            native, cache_key = load_cached(graph, self.fastmath, nogil, cache, python_entry=True)
+            native, cache_key = load_cached(graph, self.fastmath, nogil, cache, True, remake_ir)
         if native is None:
-            from .backend.llvm import compile_graph, optimizer  # (LLVM: on a miss only)
+            from .backend.llvm import compile_graph  # (LLVM: on a miss only)
+            from .backend.llvm.runtime import optimizer  # (LLVM: on a miss only)
 
             optimized = (
                 functools.partial(self._install_optimized, types, key, cache_key, nogil)
@@ -160,7 +168,7 @@ class CompiledFunction:
         if not self.cache:
             return None
         if self._disk_cache is None:
-            from .backend.llvm.disk_cache import DiskCache, default_directory  # (as in _compile_native)
+            from .backend.llvm.runtime.disk_cache import DiskCache, default_directory  # (as in _compile_native)
 
             where = default_directory(self.source.filename) if self.cache is True else self.cache
             self._disk_cache = DiskCache(where)
@@ -168,7 +176,7 @@ class CompiledFunction:
 
     def wait_optimized(self, timeout: float | None = None) -> bool:
         """Wait until every signature compiled so far runs its O3 code: a first call runs code made by a short
-        pipeline while O3 compiles in another process (``backend/llvm/optimizer.py``). False if ``timeout``
+        pipeline while O3 compiles in another process (``backend/llvm/runtime/optimizer.py``). False if ``timeout``
         seconds passed first."""
         return wait_optimized(self._native.values(), timeout)
 
@@ -197,7 +205,7 @@ class CompiledFunction:
         nogil = getattr(native, "nogil", self.nogil)
         entry = native.python_entry(fallback, nogil)  # compiled into the signature's module
         if entry is None:
-            from .backend.llvm.entry import EntryUnsupported, make_entry  # loads llvmlite: only when needed
+            from .backend.llvm.runtime.entry import EntryUnsupported, make_entry  # loads llvmlite: only when needed
 
             try:
                 entry = make_entry(native, fallback, nogil=nogil)

@@ -16,7 +16,7 @@ import numpy as np
 
 from .arguments import _SCALAR_OF, UNANNOTATED, _accept, _check_argument, _kind, _widenings
 from .calling import bind_by_name
-from .compiled import COMPILING, CompiledFunction
+from .compiled import COMPILING, CompiledFunction, remake_ir
 from .errors import CompileError, user_facing
 from .frontend import FunctionEmitter, Resolver, get_source, validate
 from .device_calls import DeviceCalls, _on_device
@@ -326,11 +326,12 @@ class ScriptFunction(DeviceCalls, CompiledFunction):
         found = read_manifest(self, data) if data is not None else None
         if found is None:
             return None
-        from .backend.llvm.cached import load_entry  # at the first call: decorating loads no backend (test_import_cost)
+        # at the first call: decorating loads no backend (test_import_cost)
+        from .backend.llvm.runtime.cached import load_entry
 
         key, signature, written, nogil = found
         native = load_entry(
-            key, signature, lambda: self.graph_for_types(types), cache, True, self.fastmath, nogil, written
+            key, signature, lambda: self.graph_for_types(types), cache, True, self.fastmath, nogil, remake_ir, written
         )
         if native is not None:
             self._native[types] = native

@@ -1,6 +1,6 @@
 """A signature's compiled code, and the chain of CPython entry points a scripted (or transformed) function's
 class calls: each signature's entry point falls back to the one installed before it, the first to ``_dispatch``.
-With tiered compilation (``backend/llvm/optimizer.py``) a signature's first-tier code is replaced by its O3 code
+With tiered compilation (``backend/llvm/runtime/optimizer.py``) a signature's first-tier code is replaced by its O3 code
 on the optimizer's thread, so installing is locked."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ _INSTALL_LOCK = threading.RLock()  # a signature's entry point is installed by t
 
 def install_first(owner, types: tuple, native, install):
     """Keep and install (``install(types, native)``) a signature's just-compiled code, unless its optimized code
-    got there first (tiered compilation: ``backend/llvm/optimizer.py``); the signature's code."""
+    got there first (tiered compilation: ``backend/llvm/runtime/optimizer.py``); the signature's code."""
     with _INSTALL_LOCK:
         if types not in owner._native:
             owner._native[types] = native

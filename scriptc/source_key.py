@@ -1,6 +1,6 @@
 """The on-disk cache's source key: a hit before the frontend and the passes run.
 
-The cache's entries are keyed by the optimized graph (``backend/llvm/disk_cache.py``), which is exact but costs
+The cache's entries are keyed by the optimized graph (``backend/llvm/runtime/disk_cache.py``), which is exact but costs
 the frontend and the pass pipeline on every hit (two thirds of a hit's time on a stencil). The source key is
 made from what those two read instead: the function's source lines and position, its options, defaults and
 annotations, the kinds of the arguments, scriptc's own files (a new or edited scriptc is a miss even at the same
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .backend.llvm.digests import sha256
-from .backend.llvm.disk_cache import target_description
+from .backend.llvm.runtime.digests import sha256
+from .backend.llvm.runtime.disk_cache import target_description
 from .frontend import _MISSING
 from .function import ScriptFunction
 from .ir.types import NAMED_TUPLES, is_named_tuple_class, parse_type

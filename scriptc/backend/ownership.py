@@ -17,10 +17,10 @@ one (the caller's tuple holds it): neither takes a reference nor drops one. A co
 value's last use takes over the value's reference (a *move*): no increment there, no decrement after it. This pass
 computes the drop points, the borrowed values and the moves; the lowering emits the increments and decrements.
 
-The same rules say what a raise must release: at a raising node, the owned values defined so far in the
-enclosing blocks and not yet dropped, plus what the raising operator itself has taken for its outputs. The
-native backend tracks exactly that while it lowers (``backend/llvm/unwind.py``), so its error path follows these
-drop points without a second analysis.
+The same rules say what a raise must release: at a raising node, the owned values defined so far in the enclosing blocks
+and not yet dropped, plus what the raising operator itself has taken for its outputs. The native backend tracks exactly
+that while it lowers (``backend/llvm/lowering/unwind.py``), so its error path follows these drop points without a second
+analysis.
 """
 
 from __future__ import annotations

@@ -441,7 +441,7 @@ def accept_list(want: ListType, got: ListType) -> ListType | None:
 def list_argument(fname: str, pname: str, want: ListType, arg) -> tuple:
     """(the specialized type, the value) for a Python list passed for a ``list[T]`` parameter; TypeError naming
     the parameter for anything else. The interpreter gets the caller's list itself; native code a copy that is
-    reflected back (backend/llvm/listbox.py)."""
+    reflected back (backend/llvm/runtime/listbox.py)."""
     if type(arg) is not list:
         raise TypeError(f"{fname}() argument '{pname}' must be a list, not {type(arg).__name__}")
     elem = want.elem

@@ -6,7 +6,7 @@ loop it is equivalent to, and a backend may instead run its iterations at once: 
 iteration number (block parameter 0, 0 <= k < trip count) and the reduction accumulators, with no other state
 crossing iterations. A backend splits the iterations into contiguous blocks, runs each block from the
 reduction's identity (the first block from the value before the loop) and combines the partial results in
-block order with the same operation (backend/llvm/parallel.py; a GPU backend maps the trip count to a grid).
+block order with the same operation (backend/llvm/lowering/parallel.py; a GPU backend maps the trip count to a grid).
 
 What the body may do (checked here, on the AST, before emission):
 - write arrays (the user promises that iterations write different elements), assign variables local to an

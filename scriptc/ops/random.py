@@ -8,7 +8,7 @@ shape of ``counts``: row i holds the two output words for counter row i. Everyth
 (splitting, folding in, bits, floats) is written over this operator in scripted code.
 
 The reference implementation below computes in NumPy ``uint32`` arithmetic, which wraps modulo 2**32 as the
-cipher needs; the native lowering is ``scriptc/backend/llvm/random_lower.py``.
+cipher needs; the native lowering is ``scriptc/backend/llvm/lowering/random_lower.py``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import scriptc
-from scriptc.backend.llvm.arrays import SMALL_DATA, allocation_count, free_count
+from scriptc.backend.llvm.lowering.arrays import SMALL_DATA, allocation_count, free_count
 
 
 @scriptc.script

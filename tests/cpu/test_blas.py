@@ -1,5 +1,5 @@
 """Matrix products (``@``, ``np.matmul``, ``np.dot``) against NumPy: every layout NumPy produces, float products
-through OpenBLAS (scriptc.backend.llvm.blas), integer and bool products through the generated loop, batches,
+through OpenBLAS (scriptc.backend.llvm.runtime.blas), integer and bool products through the generated loop, batches,
 empty dimensions, dtype promotion and NumPy's exact error messages."""
 
 import itertools
@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scriptc
-from scriptc.backend.llvm import blas, compile_graph
-from scriptc.backend.llvm.arrays import allocation_count
+from scriptc.backend.llvm import compile_graph
+from scriptc.backend.llvm.runtime import blas
+from scriptc.backend.llvm.lowering.arrays import allocation_count
 from tests.util import filecheck, returned_type
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -344,8 +345,8 @@ def module_ir(fn, *args) -> str:
     """The graph's whole module as an exported library has it: the helpers compiled once per process for
     in-process code (the routine choice of a product) are built into it."""
     from dataclasses import replace
-    from scriptc.backend.llvm.lower import ModuleLowering
-    from scriptc.backend.llvm.target import CPU
+    from scriptc.backend.llvm.lowering.lower import ModuleLowering
+    from scriptc.backend.llvm.lowering.target import CPU
 
     mod = ModuleLowering("blas_test", target=replace(CPU, standalone=True))
     mod.entry(fn.graph_for(*args))
@@ -418,7 +419,7 @@ def test_scriptc_num_threads_governs_openblas():
     # a fresh process: OpenBLAS takes SCRIPTC_NUM_THREADS as scriptc loads it (OPENBLAS_NUM_THREADS unset)
     code = (
         "import numpy as np, scriptc\n"
-        "from scriptc.backend.llvm import blas\n"
+        "from scriptc.backend.llvm.runtime import blas\n"
         "blas.library()\n"
         "print(blas.get_num_threads())\n"
     )

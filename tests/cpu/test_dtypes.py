@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.llvm.engine import LinkError, engine
+from scriptc.backend.llvm.runtime.engine import LinkError, engine
 
 from tests.modules import load_module
 

@@ -1,4 +1,4 @@
-"""The lowering's constant folding (backend/llvm/folding.py) gives what LLVM computes: each operation folded in
+"""The lowering's constant folding (backend/llvm/runtime/folding.py) gives what LLVM computes: each operation folded in
 Python on constants against the same operation compiled and run by LLVM on arguments."""
 
 import ctypes
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from llvmlite import binding as llvm, ir
 
-from scriptc.backend.llvm.engine import engine
-from scriptc.backend.llvm.folding import FoldingBuilder
+from scriptc.backend.llvm.runtime.engine import engine
+from scriptc.backend.llvm.runtime.folding import FoldingBuilder
 
 WIDTHS = (1, 8, 32, 64)
 I64 = ir.IntType(64)

@@ -19,7 +19,7 @@ PROGRAM = textwrap.dedent("""
     import sys, time, signal
     import numpy as np
     import scriptc
-    from scriptc.backend.llvm.arrays import allocation_count, free_count
+    from scriptc.backend.llvm.lowering.arrays import allocation_count, free_count
 
     @scriptc.script
     def scalar(n: int) -> float:

@@ -331,7 +331,7 @@ def test_mask_errors():
 
 
 def test_mask_error_frees_what_it_allocated():
-    from scriptc.backend.llvm.arrays import allocation_count, free_count
+    from scriptc.backend.llvm.lowering.arrays import allocation_count, free_count
 
     x = np.arange(5.0)
     m = np.array([True, False, True, False, False])

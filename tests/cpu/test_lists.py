@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import scriptc
-from scriptc.backend.llvm.lists import list_counts
+from scriptc.backend.llvm.lowering.lists import list_counts
 from tests.modules import load_module
 from tests.util import run_captured
 
@@ -427,7 +427,7 @@ def arrays_scalar(n: int, k: int) -> float:
 
 def test_array_list_memory():
     """Arrays held by lists are freed with the list, on the normal and on the error path."""
-    from scriptc.backend.llvm.arrays import allocation_count, free_count
+    from scriptc.backend.llvm.lowering.arrays import allocation_count, free_count
 
     a0, f0 = allocation_count(), free_count()
     l0 = list_counts()
@@ -682,7 +682,7 @@ def count_arrays(xs: list[np.ndarray]) -> int:
 def test_a_long_list_of_arrays_comes_back_in_one_pass(monkeypatch):
     """Each array of a list argument comes back as the caller's own object, found by its data pointer: the
     arguments were scanned once per element (quadratic: 570 ms a call for 1,000 arrays)."""
-    from scriptc.backend.llvm import native
+    from scriptc.backend.llvm.runtime import native
 
     xs = [np.ones(3) for _ in range(300)]
     count_arrays(xs)

@@ -17,12 +17,12 @@ from llvmlite import ir
 
 import scriptc
 import scriptc.ops  # noqa: F401  (registers the operators)
-from scriptc.backend.llvm import lower  # noqa: F401  (registers the lowering rules)
-from scriptc.backend.llvm.common import F64, I1, I64, UNSUPPORTED_DETAIL
-from scriptc.backend.llvm.elements import COMPARE, PREDICATES, element, has_rule
-from scriptc.backend.llvm.arrays import kind_of
-from scriptc.backend.llvm.lower import FunctionLowering, ModuleLowering
-from scriptc.backend.llvm.rules import ARRAY_RULES, SCALAR_RULES, rule_for
+from scriptc.backend.llvm.lowering import lower  # noqa: F401  (registers the lowering rules)
+from scriptc.backend.llvm.lowering.common import F64, I1, I64, UNSUPPORTED_DETAIL
+from scriptc.backend.llvm.lowering.elements import COMPARE, PREDICATES, element, has_rule
+from scriptc.backend.llvm.lowering.arrays import kind_of
+from scriptc.backend.llvm.lowering.lower import FunctionLowering, ModuleLowering
+from scriptc.backend.llvm.lowering.rules import ARRAY_RULES, SCALAR_RULES, rule_for
 from scriptc.backend.nvptx.ptx import NVPTX, compile_ptx, libdevice_path
 from scriptc.ir.parser import parse
 from scriptc.ir.registry import REGISTRY, OpTypeError

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import scriptc
-from scriptc.backend.llvm.arrays import allocation_count
+from scriptc.backend.llvm.lowering.arrays import allocation_count
 from tests.passes.test_fusion_wider import exactly
 from tests.util import filecheck
 

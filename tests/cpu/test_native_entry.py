@@ -1,4 +1,4 @@
-"""JIT-generated CPython entry points (scriptc.backend.llvm.entry): same results as the ctypes path and CPython,
+"""JIT-generated CPython entry points (scriptc.backend.llvm.runtime.entry): same results as the ctypes path and CPython,
 the fallback for every argument the specialization does not cover, errors, reference counts, the GIL, the
 array ABI, results rebuilt in Python, and a chain of signatures bound to a class."""
 
@@ -15,10 +15,10 @@ from llvmlite import ir
 
 import scriptc
 from scriptc.backend.llvm import ERROR_TABLE, LoweringError, compile_graph
-from scriptc.backend.llvm import entry as entry_mod
-from scriptc.backend.llvm.common import I8, I32, I64
-from scriptc.backend.llvm.engine import engine
-from scriptc.backend.llvm.entry import EntryUnsupported, bind_to_class, make_entry, rebind
+from scriptc.backend.llvm.runtime import entry as entry_mod
+from scriptc.backend.llvm.lowering.common import I8, I32, I64
+from scriptc.backend.llvm.runtime.engine import engine
+from scriptc.backend.llvm.runtime.entry import EntryUnsupported, bind_to_class, make_entry, rebind
 from scriptc.function import ScriptFunction
 from scriptc.ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType, TupleType
 
@@ -441,7 +441,7 @@ _CT = {INT: ctypes.c_int64, FLOAT: ctypes.c_double, BOOL: ctypes.c_int8, "ptr": 
 
 def callback_native(arg_types, result_type, fn):
     """A FakeNative whose kernel is the Python function ``fn(*leaves, out_address) -> status``."""
-    from scriptc.backend.llvm.common import leaves
+    from scriptc.backend.llvm.lowering.common import leaves
 
     cts = [_CT["ptr"] if x not in _CT else _CT[x] for t in arg_types for x in leaves(t)]
     cb = ctypes.CFUNCTYPE(ctypes.c_int32, *cts, ctypes.c_void_p)(fn)
@@ -560,7 +560,7 @@ def test_array_refcounts_balanced():
 def test_array_layout_check_passes_here_and_refuses_otherwise(monkeypatch):
     assert entry_mod.OBJECT_LAYOUT_ERROR is None
     assert entry_mod.ARRAY_LAYOUT_ERROR is None
-    from scriptc.backend.llvm import entry_runtime  # where the layouts are checked, without LLVM
+    from scriptc.backend.llvm.runtime import entry_runtime  # where the layouts are checked, without LLVM
 
     monkeypatch.setattr(entry_runtime, "ARRAY_LAYOUT_ERROR", "dimensions are not at offset 32")
     with pytest.raises(EntryUnsupported, match="array layout"):
@@ -743,7 +743,7 @@ def identity(x: np.ndarray) -> np.ndarray:
 def native_rebuild(nf):
     """What ``NativeFunction.rebuild_out`` does (see the report): read the out struct, rebuild as the ctypes
     path does."""
-    from scriptc.backend.llvm.native import _rebuild
+    from scriptc.backend.llvm.runtime.native import _rebuild
 
     read = entry_mod.out_reader(nf.result_type)
     return lambda out_address, args: _rebuild(nf.result_type, iter(read(out_address)), args)

@@ -1,4 +1,4 @@
-"""Native printing and strings (scriptc/backend/llvm/strings.py): differential tests against CPython
+"""Native printing and strings (scriptc/backend/llvm/lowering/strings.py): differential tests against CPython
 (``f.py_func``): the printed text (through ``sys.stdout``, captured by capsys), results, exceptions, and
 reference counts of the strs native code holds."""
 
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.llvm import compile_graph, strings
+from scriptc.backend.llvm import compile_graph
+from scriptc.backend.llvm.lowering import strings
 from scriptc.ir.types import TensorType, TupleType, INT, STR
 
 INF, NAN = float("inf"), float("nan")
@@ -349,7 +350,7 @@ def str_result(n: int):
 def test_str_results(monkeypatch):
     """A str result's reference goes to the caller (``strings.take_str``); until native.py rebuilds strs itself,
     the test applies the change proposed for it."""
-    from scriptc.backend.llvm import native as native_mod
+    from scriptc.backend.llvm.runtime import native as native_mod
 
     nf = native(str_result, (3,))
     if nf(3)[0] is None:

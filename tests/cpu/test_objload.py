@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.llvm import objload, symbols
+from scriptc.backend.llvm.runtime import objload, symbols
 from scriptc.backend.llvm.compile import Lowered
-from scriptc.backend.llvm.engine import engine
-from scriptc.backend.llvm.native import NativeFunction
+from scriptc.backend.llvm.runtime.engine import engine
+from scriptc.backend.llvm.runtime.native import NativeFunction
 
 pytestmark = pytest.mark.skipif(not objload.SUPPORTED, reason="objload links x86-64 Linux objects only")
 
@@ -155,7 +155,7 @@ def test_linking_many_objects_keeps_the_mappings_flat():
 def test_arenas_spill_into_a_new_reservation_and_large_objects_map_their_own(monkeypatch):
     """An arena that is full starts a new reservation; an object larger than an arena gets a mapping of its own;
     either way the code runs and is read+execute only."""
-    from scriptc.backend.llvm import code_memory
+    from scriptc.backend.llvm.runtime import code_memory
 
     x = np.linspace(-1.0, 2.0, 7)
     graph, entry, obj = object_file(kernel, x, 3)

@@ -1,5 +1,5 @@
-"""Outlining (backend/llvm/outline.py): in a function with many loop nests, fusion groups, fused loops and matrix
-products become functions of their own. The results, errors and reference counts must be those of the inline
+"""Outlining (backend/llvm/lowering/outline.py): in a function with many loop nests, fusion groups, fused loops and
+matrix products become functions of their own. The results, errors and reference counts must be those of the inline
 lowering; small kernels keep their nodes inline."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.llvm import outline
+from scriptc.backend.llvm.lowering import outline
 
 
 def many_groups(x: np.ndarray, w: np.ndarray, n: int) -> tuple[np.ndarray, float]:
@@ -118,7 +118,7 @@ def test_many_held_arrays_are_freed_when_raising(everything, slots, monkeypatch)
     """The unwind block releases many arrays by one call: their slots are one stack array where the function
     was expected to hold many, else a table of the slots' addresses (unwind.py)."""
     from tests.cpu.test_raise_memory import check_frees_on_raise
-    from scriptc.backend.llvm import lower, unwind
+    from scriptc.backend.llvm.lowering import lower, unwind
 
     if everything:
         monkeypatch.setattr(outline, "OUTLINE_MIN", 1)

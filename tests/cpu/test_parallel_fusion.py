@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.llvm.fused_parallel import PARALLEL_MIN
+from scriptc.backend.llvm.lowering.fused_parallel import PARALLEL_MIN
 
 
 @scriptc.script

@@ -1,4 +1,4 @@
-"""scriptc.prange: parallel loops on the thread pool (frontend/parallel.py, backend/llvm/parallel.py, pool.py).
+"""scriptc.prange: parallel loops on the thread pool (frontend/parallel.py, backend/llvm/lowering/parallel.py, pool.py).
 
 Differential: each function runs natively (on 2 threads, and on 1, 3 and 7 where it matters), in the
 interpreter and as plain Python (prange is range there); reductions compare exactly with one thread (the
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import scriptc
 from scriptc import prange
-from scriptc.backend.llvm.arrays import allocation_count, free_count
+from scriptc.backend.llvm.lowering.arrays import allocation_count, free_count
 from tests.frontend.test_errors import compile_error
 
 

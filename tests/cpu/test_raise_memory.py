@@ -1,4 +1,4 @@
-"""Native code that raises frees what it allocated (scriptc/backend/llvm/unwind.py), and the numbers of its
+"""Native code that raises frees what it allocated (scriptc/backend/llvm/lowering/unwind.py), and the numbers of its
 messages travel per thread (errors.py).
 
 Two kinds of checks: the native allocation counters (every array a raising call allocated is freed before the
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import scriptc
 from scriptc.backend.llvm import compile_graph
-from scriptc.backend.llvm.arrays import allocation_count, free_count
+from scriptc.backend.llvm.lowering.arrays import allocation_count, free_count
 from tests.util import run_threads_interleaved
 
 

@@ -216,7 +216,7 @@ def masks(x, y):
 
 x, y = np.linspace(0, 1, 7), np.arange(7.0)
 m, p, out = masks(x, y)
-from scriptc.backend.llvm import disk_cache
+from scriptc.backend.llvm.runtime import disk_cache
 print(json.dumps({"m": m.tolist(), "p": p.tolist(), "out": out.tolist(), "hits": disk_cache.stats["hits"],
                   "llvmlite": "llvmlite" in sys.modules}))
 """

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.llvm.engine import engine
+from scriptc.backend.llvm.runtime.engine import engine
 
 LENGTHS = [0, 1, 15, 16, 17, 1000]
 

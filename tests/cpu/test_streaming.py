@@ -1,4 +1,4 @@
-"""The first tier's kernels generated while the program is lowered (scriptc/backend/llvm/streaming.py): results,
+"""The first tier's kernels generated while the program is lowered (scriptc/backend/llvm/runtime/streaming.py): results,
 errors and freed memory as without streaming, the GIL's switch interval restored, nothing left running when the
 lowering fails half-way. (The MLP training step streamed, against O3: test_tiers.py.)"""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.llvm import codegen_threads, optimizer, streaming
-from scriptc.backend.llvm.arrays import allocation_count, free_count
+from scriptc.backend.llvm.runtime import codegen_threads, optimizer, streaming
+from scriptc.backend.llvm.lowering.arrays import allocation_count, free_count
 
 pytestmark = pytest.mark.skipif(codegen_threads.THREADS == 1, reason="one code generation thread: nothing streams")
 
@@ -71,8 +71,8 @@ def test_streamed_program_returns_and_raises_as_python(streams):
 
 def test_lowering_error_after_batches_ends_the_stream(streams, monkeypatch):
     """A lowering that fails half-way (here: made to fail at the 14th outlined node, after batches went out)."""
-    from scriptc.backend.llvm.errors import LoweringError
-    from scriptc.backend.llvm.outline import Outlining
+    from scriptc.backend.llvm.runtime.errors import LoweringError
+    from scriptc.backend.llvm.lowering.outline import Outlining
 
     real, calls = Outlining.lower_outlined, []
 

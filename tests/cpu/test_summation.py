@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import scriptc
-from scriptc.backend.llvm.arrays import allocation_count
+from scriptc.backend.llvm.lowering.arrays import allocation_count
 from scriptc.ir.types import NARROW_SCALARS
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's mean of empty slices, inf - inf

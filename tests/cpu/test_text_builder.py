@@ -1,5 +1,5 @@
-"""TextBuilder (scriptc/backend/llvm/text_builder.py) writes, for every instruction it builds, the text llvmlite's
-IRBuilder prints for the same instruction: the same program built with both gives the same module once local
+"""TextBuilder (scriptc/backend/llvm/runtime/text_builder.py) writes, for every instruction it builds, the text
+llvmlite's IRBuilder prints for the same instruction: the same program built with both gives the same module once local
 names are numbered alike, and LLVM parses and verifies it."""
 
 import re
@@ -8,8 +8,8 @@ import llvmlite.binding as llvm
 import pytest
 from llvmlite import ir
 
-from scriptc.backend.llvm.common import loop_hints, NO_UNROLL
-from scriptc.backend.llvm.text_builder import Register, TextBuilder, module_text
+from scriptc.backend.llvm.lowering.common import loop_hints, NO_UNROLL
+from scriptc.backend.llvm.runtime.text_builder import Register, TextBuilder, module_text
 
 I1, I8, I32, I64, F32, F64 = (
     ir.IntType(1),

@@ -1,4 +1,4 @@
-"""Tiered compilation (backend/llvm/optimizer.py): a signature's first call runs code of the short pipeline, O3
+"""Tiered compilation (backend/llvm/runtime/optimizer.py): a signature's first call runs code of the short pipeline, O3
 compiled in another process replaces it. Both tiers must give CPython's results; the swap keeps every
 signature's dispatch; a dead optimizer process, a failed optimization, fork and the on-disk cache are handled.
 The rest of the suite runs with tiers off (conftest.py), so that each test runs one known tier."""
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.llvm import codegen_threads, optimizer
+from scriptc.backend.llvm.runtime import codegen_threads, optimizer
 from tests.e2e.test_corpus import check, check_raises, corpus
 
 
@@ -167,7 +167,7 @@ def test_cached_code_is_the_optimized_tier(tmp_path):
         import sys, numpy as np
         sys.path.insert(0, sys.argv[1])
         from kern import norm2
-        from scriptc.backend.llvm import codegen_threads, optimizer
+        from scriptc.backend.llvm.runtime import codegen_threads, optimizer
         with optimizer.held():      # O3 starts at exit, which waits for it: the cache is filled
             print(norm2(np.arange(4.0)), {n.tier for n in norm2._native.values()})
     """)
@@ -313,7 +313,7 @@ def test_first_tier_text_marks_long_loop_free_functions_and_calls_refcounts():
     """The first tier's module: long loop-free functions (ordered so that a branch goes back in the text without
     a loop) and the CPython entry point unoptimized; a loop (its back edge forward in the text) is not; reference
     counts, allocations and the entry's array arguments are called, not inlined."""
-    from scriptc.backend.llvm.first_tier import first_tier_text
+    from scriptc.backend.llvm.runtime.first_tier import first_tier_text
     from tests.util import filecheck
 
     refcounts = "".join(
@@ -365,7 +365,8 @@ def test_first_tier_text_marks_long_loop_free_functions_and_calls_refcounts():
 def test_kernels_compiled_once_run_first_tier_code_until_o3s(monkeypatch):
     """A kernel compiled once per process (a sum's pairwise loop) is first-tier code at first, which no cache
     entry records; O3's replaces it for what links after, with the same results."""
-    from scriptc.backend.llvm import runtimes, summation, symbols
+    from scriptc.backend.llvm.runtime import runtimes, symbols
+    from scriptc.backend.llvm.lowering import summation
 
     monkeypatch.setattr(summation, "_COMPILED", {})
     for name in [n for n in symbols._BOUND if n.startswith("scriptc.shared.")]:
@@ -390,7 +391,7 @@ def test_long_unoptimized_functions_are_a_module_of_their_own(monkeypatch):
     """With 1,000 lines or more of unoptimized functions, the first tier is two modules: the kernels, defining
     under names of the compile's own (external) what the second calls; then the unoptimized functions, those
     calling them and the entry points, declaring what they call in the first; inlined helpers in both."""
-    from scriptc.backend.llvm import first_tier
+    from scriptc.backend.llvm.runtime import first_tier
     from tests.util import filecheck
 
     monkeypatch.setattr(first_tier, "SPLIT_LINES", 200)
@@ -466,7 +467,7 @@ def test_long_unoptimized_functions_are_a_module_of_their_own(monkeypatch):
 def test_a_long_loop_free_function_alone_is_one_unoptimized_module(tmp_path, capfd):
     """With no kernel to compile with optimization, the first tier is the unoptimized code alone, one module
     (its split left an empty first module, whose linking failed with mmap's EINVAL)."""
-    from scriptc.backend.llvm import first_tier
+    from scriptc.backend.llvm.runtime import first_tier
     from tests.modules import load_module
 
     body = "".join(f"    if a < {i}:\n        k = k + 1\n        print(k)\n" for i in range(60))
@@ -510,7 +511,8 @@ def _same_as_o3(step, args, first) -> None:
 def test_unoptimized_training_step_matches_o3(monkeypatch):
     """A training step (value_and_grad, Adam, nested NamedTuples): its long loop-free body is compiled
     unoptimized in the first tier; both tiers give identical results. (Its kernels not streamed: below.)"""
-    from scriptc.backend.llvm import compile as compiled, first_tier as compiling, streaming
+    from scriptc.backend.llvm import compile as compiled
+    from scriptc.backend.llvm.runtime import first_tier as compiling, streaming
 
     step, args = _training_step()
     monkeypatch.setattr(streaming, "MIN_OUTLINED", 10**9)
@@ -548,8 +550,9 @@ def test_streamed_training_step_matches_o3(monkeypatch):
     """The same step with its kernels generated while its body is lowered (streaming.py): batches of finished
     functions, each module defining its batch and declaring what it calls in earlier ones, the body in a batch
     of its own once finished, the entry points last; all unoptimized; both tiers give identical results."""
-    from scriptc.backend.llvm import compile as compiling, streaming
-    from scriptc.backend.llvm.text_builder import function_text
+    from scriptc.backend.llvm import compile as compiling
+    from scriptc.backend.llvm.runtime import streaming
+    from scriptc.backend.llvm.runtime.text_builder import function_text
 
     submitted, streams, final = [], [], {}
     real_submit, real_stream, real_dismantle = (
@@ -606,7 +609,7 @@ def test_kernels_in_parts_call_only_modules_linked_before_them(monkeypatch):
     """With PART_LINES of kernels or more, the first tier's kernels are in several modules, generated at once:
     each module declares only what a module before it exports, short helpers are copied where called, and the
     entry points are in the last."""
-    from scriptc.backend.llvm import first_tier
+    from scriptc.backend.llvm.runtime import first_tier
 
     monkeypatch.setattr(first_tier, "PART_LINES", 100)
     helper = 'define internal void @"scriptc.rt.alloc"()\n{\nentry:\n  ret void\n}\n'
@@ -645,7 +648,8 @@ def test_kernels_in_parts_call_only_modules_linked_before_them(monkeypatch):
 @pytest.mark.parametrize("c", corpus.CASES[::8], ids=lambda c: c.id)
 def test_first_tier_in_parts_on_threads_matches_cpython(c, capfd, monkeypatch):
     """The first tier generated in parts on threads (PART_LINES made small): the same results as CPython."""
-    from scriptc.backend.llvm import codegen_threads, compile as compiled, first_tier
+    from scriptc.backend.llvm.runtime import codegen_threads, first_tier
+    from scriptc.backend.llvm import compile as compiled
 
     monkeypatch.setattr(first_tier, "PART_LINES", 40)
     monkeypatch.setattr(codegen_threads, "THREADS", 3)

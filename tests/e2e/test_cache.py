@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import scriptc
-from scriptc.backend.llvm import disk_cache
+from scriptc.backend.llvm.runtime import disk_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,7 +52,7 @@ import json, sys
 import numpy as np
 {before}
 import kernels
-from scriptc.backend.llvm import disk_cache
+from scriptc.backend.llvm.runtime import disk_cache
 x = np.arange(5.0)
 out = {{"add_loop": kernels.add_loop(x, 3).tolist(), "pick": kernels.pick(x, 3)}}
 try:
@@ -134,7 +134,7 @@ def test_a_hit_does_not_load_llvm(project):
 def test_where_objload_declines_the_jit_links_the_entry(project):
     """Another machine (or a relocation objload does not handle): a hit still, linked by LLVM's JIT."""
     run(project)
-    result = run(project, before="from scriptc.backend.llvm import objload; objload.SUPPORTED = False")
+    result = run(project, before="from scriptc.backend.llvm.runtime import objload; objload.SUPPORTED = False")
     check(result)
     assert result["stats"]["hits"] == 2 and result["llvmlite"]
 
@@ -172,7 +172,7 @@ RUN_PARALLEL = """
 import json, sys
 import numpy as np
 import parallel_kernels
-from scriptc.backend.llvm import disk_cache
+from scriptc.backend.llvm.runtime import disk_cache
 x = np.arange(1000.0)
 print(json.dumps({"total": parallel_kernels.total(x), "stats": disk_cache.stats,
                   "llvmlite": "llvmlite" in sys.modules}))

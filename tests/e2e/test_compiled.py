@@ -45,7 +45,7 @@ RUN = """
 import json, sys
 import numpy as np
 import kernels
-from scriptc.backend.llvm import disk_cache
+from scriptc.backend.llvm.runtime import disk_cache
 x = np.linspace(0.0, 1.0, 50)
 value, (gx, gw) = kernels.both_mixed(x, 2.0)
 results = [kernels.grad_mixed(x, 2.0).tolist(), value, gx.tolist(), gw,

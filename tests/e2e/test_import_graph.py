@@ -153,3 +153,25 @@ def test_an_import_inside_a_function_says_why():
             if not (first - 1 in alone or any(k in found for k in range(first, last_line[first] + 1))):
                 unexplained.append(f"{path.relative_to(ROOT.parent)}:{first}")
     assert unexplained == [], f"imports inside functions without a reason: {unexplained}"
+
+
+BACKEND_LAYERS = ["scriptc.backend.llvm.runtime", "scriptc.backend.llvm.lowering", "scriptc.backend.llvm.compile"]
+
+
+def test_the_runtime_imports_no_lowering():
+    """Inside the CPU backend, ``runtime/`` (engine, loader, symbols, tiers, cache, entry points, pool) is below
+    ``lowering/`` (IR to LLVM IR), which is below the driver (``compile.py``): no import goes the other way, at the
+    top of a file or inside a function."""
+
+    def level(m: str):
+        return next((k for k, p in enumerate(BACKEND_LAYERS) if m == p or m.startswith(p + ".")), None)
+
+    upward = sorted(
+        (module, target, line)
+        for module in MODULES
+        if level(module) is not None
+        for target, line, _, _ in imports(module)
+        if level(target) is not None and level(target) > level(module)
+    )
+    assert upward == [], f"imports that go up inside backend/llvm: {upward}"
+    assert {level(m) for m in MODULES} >= {0, 1, 2}, "the backend's layers moved: update BACKEND_LAYERS"

@@ -57,7 +57,7 @@ import json, sys
 import numpy as np
 {before}
 import kernels
-from scriptc.backend.llvm import disk_cache
+from scriptc.backend.llvm.runtime import disk_cache
 x = np.arange(5.0)
 s = kernels.stats(x)
 out = {{"add_loop": kernels.add_loop(x, 3).tolist(), "stats": [type(s).__name__, s.total, s.peak],

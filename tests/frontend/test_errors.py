@@ -379,7 +379,7 @@ def test_a_compile_error_pickles_as_it_reads(tmp_path):
 )
 def test_the_size_in_a_memory_error_is_written_as_numpy_writes_it(nbytes):
     from numpy._core._exceptions import _ArrayMemoryError  # NumPy's message: the oracle
-    from scriptc.backend.llvm.errors import size_text
+    from scriptc.backend.llvm.runtime.errors import size_text
 
     want = str(_ArrayMemoryError((nbytes,), np.dtype(np.uint8)))
     assert want == f"Unable to allocate {size_text(nbytes)} for an array with shape ({nbytes},) and data type uint8"

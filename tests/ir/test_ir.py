@@ -176,7 +176,7 @@ def test_names_are_unique_and_stable():
 
 
 def test_anonymous_printing_numbers_values_and_subgraphs():
-    # the outlined-function key (backend/llvm/outline.py): graphs equal but for names print alike
+    # the outlined-function key (backend/llvm/lowering/outline.py): graphs equal but for names print alike
     def text(x, y, helper):
         return f"""graph(%{x} : float,
       %{y} : float):

@@ -6,7 +6,7 @@ import pytest
 import scriptc
 from scriptc.ops.interpreter import interpret
 from scriptc.backend.llvm import compile_graph
-from scriptc.backend.llvm.arrays import allocation_count
+from scriptc.backend.llvm.lowering.arrays import allocation_count
 from scriptc.ir import parse, print_graph, verify
 from scriptc.passes.fusion import fuse
 from tests.util import assert_matches_python, filecheck
@@ -122,7 +122,7 @@ def test_fused_graph_interprets_like_the_original_and_round_trips():
 
 
 def test_simd_math_is_used_for_float64_groups_and_stays_accurate():
-    from scriptc.backend.llvm.engine import engine
+    from scriptc.backend.llvm.runtime.engine import engine
 
     if "exp" not in engine().vector_math:
         pytest.skip("no libmvec on this machine: float64 groups stay scalar")

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import scriptc
 from scriptc.ops.interpreter import interpret
-from scriptc.backend.llvm.arrays import allocation_count
+from scriptc.backend.llvm.lowering.arrays import allocation_count
 from scriptc.ir import parse, print_graph, verify
 from scriptc.passes.manager import PassManager
 from tests.util import filecheck
@@ -547,7 +547,7 @@ def test_a_one_dimensional_strided_loop_is_not_vectorized_and_still_right():
 
     def no_vectorize_loops(*args):
         """How many loops of the element-wise kernel the signature calls carry vectorize.enable = false."""
-        from scriptc.backend.llvm.summation import SHARED_IR
+        from scriptc.backend.llvm.lowering.summation import SHARED_IR
 
         caller = compare_arrays.native_for_types(compare_arrays._bind(args, {})[0]).unoptimized_ir
         (kernel,) = set(re.findall(r'call void @"(scriptc\.shared\.ew_le_[^"]*)"', caller))

@@ -34,12 +34,13 @@ import llvmlite.binding as llvm
 
 from ...ir.types import STR, TensorType
 from ...signatures import format_signature
-from ..llvm import disk_cache, pool, strings
-from ..llvm.engine import engine
-from ..llvm.entry import PythonTable, lower_python_entry
-from ..llvm.errors import ERROR_TABLE, encode_argument
-from ..llvm.lower import ModuleLowering, check_graph
-from ..llvm.target import CPU_LIBRARY
+from ..llvm.runtime import disk_cache, pool
+from ..llvm.lowering import strings
+from ..llvm.runtime.engine import engine
+from ..llvm.runtime.entry import PythonTable, lower_python_entry
+from ..llvm.runtime.errors import ERROR_TABLE, encode_argument
+from ..llvm.lowering.lower import ModuleLowering, check_graph
+from ..llvm.lowering.target import CPU_LIBRARY
 from . import cabi
 from .cabi import ExportError, Exported, header, plan_supported, source
 from .integrity import PLACEHOLDER, seal

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from ...ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, NONE, STR, NamedTupleType, TensorType, TupleType, Type, decayed
 from ..argument_writes import written_inputs
-from ..llvm.callbacks import PendingException
-from ..llvm.common import PTR, leaves
-from ..llvm.strings import Plan
+from ..llvm.runtime.callbacks import PendingException
+from ..llvm.lowering.common import PTR, leaves
+from ..llvm.lowering.strings import Plan
 
 # scriptc_dtype, the C ABI's codes: new dtypes are appended (uint32 came after bool)
 DTYPE_CODES = {

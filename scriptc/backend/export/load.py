@@ -36,11 +36,17 @@ from ...realign import Twins, needs_twins
 from ...signatures import parse_arg_type, split_top_level
 from . import FORMAT, SECTION
 from .integrity import damage, section_span
-from ..llvm import entry_runtime, symbols, threads
-from ..llvm.entry_runtime import builtin_function, entry_unsupported_reason, make_state, needs_rebuild, out_reader
-from ..llvm.errors import decode_argument, exception_class
-from ..llvm.native import _rebuild
-from ..llvm.threads import THREADS_SYMBOL
+from ..llvm.runtime import entry_runtime, symbols, threads
+from ..llvm.runtime.entry_runtime import (
+    builtin_function,
+    entry_unsupported_reason,
+    make_state,
+    needs_rebuild,
+    out_reader,
+)
+from ..llvm.runtime.errors import decode_argument, exception_class
+from ..llvm.runtime.native import _rebuild
+from ..llvm.runtime.threads import THREADS_SYMBOL
 from .cabi import DTYPE_CODES
 
 DTYPES = {code: np.dtype(name) for name, code in DTYPE_CODES.items()}

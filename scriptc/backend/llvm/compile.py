@@ -20,21 +20,21 @@ import warnings
 from ...gc_pause import collecting_meanwhile
 from ...ir.core import Graph
 from ..argument_writes import written_inputs
-from .callbacks import CALLBACK_SYMBOL, _CONSTANTS, describe_plan, str_symbol
-from .engine import engine
-from .entry import lower_python_entry, release_symbol
-from .entry_runtime import entry_unsupported_reason
-from .errors import ERROR_TABLE
-from .lower import ModuleLowering, check_graph
-from . import codegen_threads, streaming
-from .first_tier import first_tier_modules, first_tier_symbol
-from .native import NativeFunction
-from .objload import link
-from .optimizer import submit
-from .outline import outlinable_count
-from .runtimes import objects as runtime_objects, runtime_dependencies
-from .symbols import bind
-from .text_builder import module_text
+from .runtime.callbacks import CALLBACK_SYMBOL, _CONSTANTS, describe_plan, str_symbol
+from .runtime.engine import engine
+from .runtime.entry import lower_python_entry, release_symbol
+from .runtime.entry_runtime import entry_unsupported_reason
+from .runtime.errors import ERROR_TABLE
+from .lowering.lower import ModuleLowering, check_graph
+from .runtime import codegen_threads, streaming
+from .runtime.first_tier import first_tier_modules, first_tier_symbol
+from .runtime.native import NativeFunction
+from .runtime.objload import link
+from .runtime.optimizer import submit
+from .lowering.outline import outlinable_count
+from .runtime.runtimes import objects as runtime_objects, runtime_dependencies
+from .runtime.symbols import bind
+from .runtime.text_builder import module_text
 
 _COUNTER = itertools.count()
 _COUNTER_LOCK = threading.Lock()
@@ -145,9 +145,9 @@ def compile_graph(
     optimizer's thread); without it, O3 now."""
     check_graph(graph)
     if cache is not None and key is None:
-        from .cached import load_cached  # on-disk cache only: without it, no cached nor disk_cache
+        from .runtime.cached import load_cached  # on-disk cache only: without it, no cached nor disk_cache
 
-        native, key = load_cached(graph, fastmath, nogil, cache, python_entry)
+        native, key = load_cached(graph, fastmath, nogil, cache, python_entry, remake_ir)
         if native is not None:
             return native
     if cache is not None:
@@ -188,10 +188,10 @@ def _linked(
     found = link(obj, list(symbols.values()), llmod)
     addresses = {s: found[renamed] for s, renamed in symbols.items()}
     if key is not None:
-        from . import disk_cache  # here: a process without the on-disk cache does not import it (nor json)
+        from .runtime import disk_cache  # here: a process without the on-disk cache does not import it (nor json)
 
         disk_cache.stats["misses"] += 1
-        from .cached import remember  # on-disk cache only (as load_cached)
+        from .runtime.cached import remember  # on-disk cache only (as load_cached)
 
         remember(
             key,

@@ -17,13 +17,13 @@ host's business: the executor does not launch for them.
 
 from __future__ import annotations
 
-from ..llvm.array_value import ELEM, kind_of
-from ..llvm.array_math import reduction_dtype
-from ..llvm.common import I8P, I64, i64
-from ..llvm.lower import FunctionLowering
+from ..llvm.lowering.array_value import ELEM, kind_of
+from ..llvm.lowering.array_math import reduction_dtype
+from ..llvm.lowering.common import I8P, I64, i64
+from ..llvm.lowering.lower import FunctionLowering
 from .params import ELEM_BYTES, PARAM_CTYPE
 from .intrinsics import grid_stride_loop, special
-from ..llvm import array_math, conversions, sum_reductions
+from ..llvm.lowering import array_math, conversions, sum_reductions
 
 
 def add_axis_reduction(km, kernel):

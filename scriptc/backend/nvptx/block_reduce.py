@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..llvm.array_math import reduction_dtype
-from ..llvm.array_value import kind_of
-from ..llvm.common import F64, I1, I8, I32, I64
+from ..llvm.lowering.array_math import reduction_dtype
+from ..llvm.lowering.array_value import kind_of
+from ..llvm.lowering.common import F64, I1, I8, I32, I64
 from ...ir.types import BOOL, FLOAT, decayed
 from .intrinsics import barrier, i32, special
-from ..llvm.parallel import IDENTITY
-from ..llvm import array_math, conversions, parallel
+from ..llvm.lowering.parallel import IDENTITY
+from ..llvm.lowering import array_math, conversions, parallel
 
 MAX_THREADS = 1024
 WARP = 32

@@ -39,10 +39,10 @@ from llvmlite import ir
 
 from ...ir.core import Graph, Node
 from ...ir.types import BOOL, TensorType, decayed
-from ..llvm.array_value import ELEM, kind_of, scalar_kind
-from ..llvm.common import I8P, I32, I64, i64
-from ..llvm.errors import PAYLOAD_SLOTS
-from ..llvm.lower import FunctionLowering, ModuleLowering
+from ..llvm.lowering.array_value import ELEM, kind_of, scalar_kind
+from ..llvm.lowering.common import I8P, I32, I64, i64
+from ..llvm.runtime.errors import PAYLOAD_SLOTS
+from ..llvm.lowering.lower import FunctionLowering, ModuleLowering
 from .block_reduce import BlockReduction, shared_slots
 from .groups import REDUCE, STORE, GpuUnsupported, axis_reduction, grid_rank, grid_results, matrix_product
 from .intrinsics import grid_stride_loop, i32, special
@@ -50,8 +50,8 @@ from .axis_reduce import add_axis_reduction
 from .matmul import add_matrix_product
 from .params import ELEM_BYTES, PARAM_CTYPE, SCALAR_PARAM
 from .ptx import NVPTX
-from ..llvm.text_builder import TextBuilder
-from ..llvm import conversions, fused
+from ..llvm.runtime.text_builder import TextBuilder
+from ..llvm.lowering import conversions, fused
 
 STRIDED, CONTIGUOUS, VECTORS = 0, 1, 2  # the kernel's loops (its ``mode`` parameter)
 LANES = 4

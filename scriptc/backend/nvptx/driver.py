@@ -22,7 +22,7 @@ from cuda.bindings import driver as cu
 
 from .codegen import GpuUnsupported, Kernel, KernelModule
 from .ptx import compile_ptx
-from ..llvm.errors import PAYLOAD_SLOTS
+from ..llvm.runtime.errors import PAYLOAD_SLOTS
 
 SMALL, LARGE = 512, 2 << 20
 

@@ -30,9 +30,9 @@ import threading
 
 import llvmlite.binding as llvm
 
-from ..llvm.engine import engine
-from ..llvm.symbols import function_address, libm, provider
-from ..llvm.errors import PAYLOAD_SLOTS
+from ..llvm.runtime.engine import engine
+from ..llvm.runtime.symbols import function_address, libm, provider
+from ..llvm.runtime.errors import PAYLOAD_SLOTS
 from .codegen import KernelModule
 from .intrinsics import BARRIER_ASM
 from .ptx import LIBDEVICE_PREFIX

@@ -21,8 +21,8 @@ from ...ir.core import Graph
 from ...ir.registry import lookup
 from ...ir.types import BOOL, FLOAT, NumpyScalarType, TensorType
 from ...ops.interpreter import Interpreter
-from ..llvm.errors import ERROR_TABLE
-from ..llvm.parallel import captured_values
+from ..llvm.runtime.errors import ERROR_TABLE
+from ..llvm.lowering.parallel import captured_values
 from .codegen import CONTIGUOUS, STRIDED, VECTORS, GpuUnsupported, _align
 from .device import DeviceArray, launch_config
 from .groups import describe, runs_on_gpu

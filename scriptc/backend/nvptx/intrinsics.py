@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..llvm.common import I32
+from ..llvm.lowering.common import I32
 
 BARRIER_ASM = "bar.sync 0;"
 

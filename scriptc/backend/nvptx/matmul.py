@@ -31,14 +31,14 @@ import numpy as np
 from llvmlite import ir
 
 from ...ir.types import BOOL, FLOAT, NumpyScalarType, TensorType, result_dtype
-from ..llvm.array_value import ELEM, kind_of
-from ..llvm.common import F64, I8P, I64, i64
-from ..llvm.lower import FunctionLowering
+from ..llvm.lowering.array_value import ELEM, kind_of
+from ..llvm.lowering.common import F64, I8P, I64, i64
+from ..llvm.lowering.lower import FunctionLowering
 from .params import PARAM_CTYPE
 from .groups import GpuUnsupported
 from .device import DeviceArray, launch_config
 from .intrinsics import barrier, grid_stride_loop, i32, special
-from ..llvm import conversions
+from ..llvm.lowering import conversions
 
 TILE_SLOTS = 2048  # 64-bit shared slots per tile (16 KiB): rows * depth and depth * cols fit
 MAX_DEPTH = 32

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes
 
 from ...ir.types import BOOL, FLOAT, INT
-from ..llvm.common import F64, I8, I64
+from ..llvm.lowering.common import F64, I8, I64
 
 SCALAR_PARAM = {INT: I64, FLOAT: F64, BOOL: I8}
 PARAM_CTYPE = {

@@ -29,9 +29,9 @@ from ...ir.clone import clone_node_before, clone_nodes_into
 from ...ir.core import Graph, Node
 from ...ir.registry import REGISTRY, Effect
 from ...ir.types import BOOL, INT, NONE, TensorType
-from ..llvm.common import I8P, I64, i64
-from ..llvm.lower import FunctionLowering
-from ..llvm.parallel import IDENTITY, captured_values, kernel_graph, parallel_plan
+from ..llvm.lowering.common import I8P, I64, i64
+from ..llvm.lowering.lower import FunctionLowering
+from ..llvm.lowering.parallel import IDENTITY, captured_values, kernel_graph, parallel_plan
 from .block_reduce import LoopReduction
 from .groups import GpuUnsupported
 from .params import PARAM_CTYPE, SCALAR_PARAM

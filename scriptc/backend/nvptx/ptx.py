@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..llvm.target import Target
+from ..llvm.lowering.target import Target
 from .groups import GpuUnsupported
 
 TRIPLE = "nvptx64-nvidia-cuda"

@@ -14,13 +14,13 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ...ir.registry import REGISTRY, lookup
-from ...ir.types import TensorType, result_dtype, scalar_dtype
+from ....ir.registry import REGISTRY, lookup
+from ....ir.types import TensorType, result_dtype, scalar_dtype
 
 from .array_value import Arr, ELEM, F32, INT_RANGE, kind_of, shape_text
 from .common import COMPARE, F64, I1, I8P, I64, INT64_MIN, NO_VECTORIZE, f64, i64
 from .rules import lowers_array
-from .errors import LoweringError
+from ..runtime.errors import LoweringError
 from . import conversions, elements, fused, scalar_ops, sum_reductions, summation, views
 
 ELEMENTWISE = [name for name, op in REGISTRY.items() if op.elementwise]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT, NumpyScalarType, TensorType
+from ....ir.types import BOOL, FLOAT, INT, NumpyScalarType, TensorType
 from .common import F64, I8, I32, I64
 
 I16 = ir.IntType(16)

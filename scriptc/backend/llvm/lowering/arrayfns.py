@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.types import TensorType
+from ....ir.types import TensorType
 from .array_value import Arr, kind_of
 from .array_value import scalar_kind
 from .common import F64, I1, I64, f64, i64
 from .rules import lowers, lowers_array
-from .text_builder import TextBuilder
+from ..runtime.text_builder import TextBuilder
 from . import array_math, conversions, elements, fused
 
 

@@ -17,11 +17,12 @@ import ctypes
 import numpy as np
 from llvmlite import ir
 
-from ...ir.types import TensorType, element_type
-from . import array_math, conversions, parallel, summation, symbols, views
+from ....ir.types import TensorType, element_type
+from . import array_math, conversions, parallel, summation, views
+from ..runtime import symbols
 from .common import F64, I1, I8, I8P, I32, I64, i32, i64, leaves, loop_hints, process_global, reg_type
 from .rules import lowers_array
-from .text_builder import TextBuilder
+from ..runtime.text_builder import TextBuilder
 from .array_value import ELEM, TOO_BIG, Arr, index_checked, kind_of, scalar_kind
 
 HEADER = 64

@@ -23,13 +23,13 @@ import threading
 
 from llvmlite import ir
 
-from ...ir.types import FLOAT
-from ...ops.builtins import FACTORIAL_MAX, exception_class
+from ....ir.types import FLOAT
+from ....ops.builtins import FACTORIAL_MAX, exception_class
 from .common import F64, I1, I8P, I32, I64, f64, i1, i32, i64
 from .rules import lowers
-from .callbacks import ROUND_SYMBOL
-from .errors import STACK_FLOOR_SLOT
-from .text_builder import TextBuilder
+from ..runtime.callbacks import ROUND_SYMBOL
+from ..runtime.errors import STACK_FLOOR_SLOT
+from ..runtime.text_builder import TextBuilder
 from . import scalar_ops, strings
 
 DEPTH_GLOBAL = "scriptc.call_depth"

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ...ir.types import NumpyScalarType
+from ....ir.types import NumpyScalarType
 from .array_value import ELEM, F32, I16, kind_of
 from .common import F64, I8, I64, i64
-from .text_builder import TextBuilder
+from ..runtime.text_builder import TextBuilder
 from . import numpy_scalars, scalar_ops
 
 

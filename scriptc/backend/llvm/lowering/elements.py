@@ -18,11 +18,11 @@ from typing import Callable
 
 from llvmlite import ir
 
-from ...ir.registry import REGISTRY
-from ...ops.mathfns import C_MATH
+from ....ir.registry import REGISTRY
+from ....ops.mathfns import C_MATH
 from .array_value import F32
 from .common import COMPARE, F64, I1, INTRINSIC, f64, i64
-from .errors import LoweringError
+from ..runtime.errors import LoweringError
 from . import conversions, scalar_ops
 
 ElementRule = Callable[..., ir.Value]

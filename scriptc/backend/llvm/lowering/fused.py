@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.registry import REGISTRY
-from ...ir.types import TensorType
+from ....ir.registry import REGISTRY
+from ....ir.types import TensorType
 from .array_value import ELEM, Arr, kind_of, scalar_kind
 from .common import F64, I64, i64
 from .rules import lowers

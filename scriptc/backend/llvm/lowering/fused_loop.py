@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.types import INT, TensorType
+from ....ir.types import INT, TensorType
 from .array_value import kind_of, scalar_kind
 from .common import I1, I64, NO_UNROLL, NO_VECTORIZE, i64
 from .rules import lowers, rule_for

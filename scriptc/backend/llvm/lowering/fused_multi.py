@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.registry import REGISTRY
-from ...ir.types import TensorType
+from ....ir.registry import REGISTRY
+from ....ir.types import TensorType
 from .array_value import Arr, kind_of
 from .common import F64, I8, I64, i64
 from . import array_math, conversions, fused, sum_reductions, summation

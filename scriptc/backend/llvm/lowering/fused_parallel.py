@@ -15,12 +15,12 @@ import itertools
 
 from llvmlite import ir
 
-from ...ir.types import TensorType
+from ....ir.types import TensorType
 from .array_value import ELEM, Arr, kind_of
 from .common import I8P, I64, i32, i64, leaves
-from .pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runtime
-from .folding import FoldingBuilder
-from .text_builder import TextBuilder
+from ..runtime.pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runtime
+from ..runtime.folding import FoldingBuilder
+from ..runtime.text_builder import TextBuilder
 from . import array_math, fused, parallel, simd
 
 PARALLEL_MIN = 1 << 18  # elements; below this a region's wake-up costs more than it saves

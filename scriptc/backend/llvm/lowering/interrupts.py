@@ -26,11 +26,13 @@ import threading
 
 from llvmlite import ir
 
-from . import parallel, runtimes, symbols
+from . import parallel
+from ..runtime import runtimes, symbols
 from .common import I8P, I32, I64, i32, i64
-from .callbacks import PY_SYMBOLS
-from .engine import engine
-from .errors import ERROR_TABLE
+from ..runtime.callbacks import PY_SYMBOLS
+from ..runtime.engine import engine
+from ..runtime.objload import link
+from ..runtime.errors import ERROR_TABLE
 
 FLAG = "scriptc.interrupt.flag"
 CHECK = "scriptc.interrupt.check"
@@ -129,8 +131,6 @@ def ensure_runtime() -> None:
         if symbols.bound(CHECK):  # linked from the on-disk cache (runtimes.py), its install run
             addresses = {name: symbols.bound(name) for name in (FLAG, CHECK, INSTALL)}
         else:
-            from .compile import link  # (cycle: compile imports lower, which imports this module)
-
             eng = engine()
             llmod = eng.optimize(str(build_module()))
             obj = eng.emit_object(llmod)

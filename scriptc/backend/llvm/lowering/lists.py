@@ -18,13 +18,15 @@ import ctypes
 
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT, NONE, ListType, TensorType
+from ....ir.types import BOOL, FLOAT, INT, NONE, ListType, TensorType
 from .array_value import Arr, kind_of
-from . import scalar_ops, symbols, views
+from . import scalar_ops, views
+from ..runtime import symbols
 from .common import F64, I1, I8, I8P, I32, I64, i32, i64, leaves, mem_type, process_global, reg_type
 from .rules import lowers
-from .text_builder import TextBuilder
-from ...ops.lists import MAX_EMPTY, MIN_EMPTY
+from ..runtime.layout import elem_size
+from ..runtime.text_builder import TextBuilder
+from ....ops.lists import MAX_EMPTY, MIN_EMPTY
 
 LEN, CAP, DATA = 1, 2, 3
 HEADER_T = ir.LiteralStructType([I64, I64, I64, I8P])
@@ -44,10 +46,6 @@ def elem_mem_type(elem) -> ir.Type:
     if isinstance(elem, TensorType):
         return ir.LiteralStructType([mem_type(t) for t in leaves(elem)])
     return mem_type(elem)
-
-
-def elem_size(elem) -> int:
-    return 8 * len(leaves(elem)) if isinstance(elem, TensorType) else (1 if elem == BOOL else 8)
 
 
 def _key(elem) -> str:

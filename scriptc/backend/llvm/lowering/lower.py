@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.core import Block, Graph, Node, Value
-from ...ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type
-from .. import ownership
-from ..ownership import consumes
+from ....ir.core import Block, Graph, Node, Value
+from ....ir.types import BOOL, FLOAT, INT, ListType, TensorType, TupleType, Type
+from ... import ownership
+from ...ownership import consumes
 from .common import (
     F64,
     I1,
@@ -45,14 +45,14 @@ from .common import (
 )
 from .rules import rule_for
 from .target import CPU, Target
-from .errors import LoweringError
+from ..runtime.errors import LoweringError
 from .arrays import ArrayOps
 from .builtins_lower import build_stack_floor_function, stack_budget
 from .interrupts import CHUNK, InterruptChecks, is_unbounded_while
 from .unwind import Unwinding, build_payload_function
 from .outline import Outlining
-from .folding import FoldingBuilder
-from .text_builder import TextBuilder
+from ..runtime.folding import FoldingBuilder
+from ..runtime.text_builder import TextBuilder
 from . import lists, scalar_ops, strings
 
 # the modules of operator rules: importing one registers its operators' rules (rules.py)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.types import TensorType
+from ....ir.types import TensorType
 from .array_value import Arr, kind_of
 from .common import I1, I64, i64
 from .rules import lowers_array

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.types import TensorType, result_dtype
-from . import arrays, blas, conversions, summation
+from ....ir.types import TensorType, result_dtype
+from . import arrays, conversions, summation
+from ..runtime import blas
 from .array_value import ELEM, Arr, kind_of
 from .common import F64, I1, I8P, I32, I64, f64, i64
 from .rules import lowers_array
-from .errors import LoweringError
+from ..runtime.errors import LoweringError
 
 BLAS_DTYPES = ("float64", "float32")
 MATMUL_MISMATCH = (

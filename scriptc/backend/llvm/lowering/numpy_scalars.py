@@ -10,7 +10,7 @@ as its dtype holds it (int32 wraps, float32 rounds). NumPy's RuntimeWarnings on 
 
 from __future__ import annotations
 
-from ...ir.types import NumpyScalarType, result_dtype, scalar_dtype
+from ....ir.types import NumpyScalarType, result_dtype, scalar_dtype
 from .array_value import INT_RANGE, kind_of, scalar_kind
 from .common import COMPARE, i64
 from .rules import lowers, lowers_numpy_scalars

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import os
 
-from ...ir.builder import Builder
-from ...ir.core import Graph, Node
-from ...ir.printer import print_graph
-from ...ir.types import BOOL, TensorType, TupleType
+from ....ir.builder import Builder
+from ....ir.core import Graph, Node
+from ....ir.printer import print_graph
+from ....ir.types import BOOL, TensorType, TupleType
 from .common import I1, i32, leaves, out_struct
-from .errors import ERROR_TABLE
+from ..runtime.errors import ERROR_TABLE
 from . import summation
 
 OUTLINED_KINDS = frozenset({"prim::FusionGroup", "prim::FusedLoop", "aten::matmul"})

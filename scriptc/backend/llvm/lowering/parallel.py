@@ -28,15 +28,15 @@ import math
 
 from llvmlite import ir
 
-from ...ir.builder import Builder
-from ...ir.clone import clone_nodes_into
-from ...ir.core import Graph, Node, Value
-from ...ir.registry import REGISTRY
-from ...ir.types import FLOAT, INT, NONE, STR, ListType, TupleType
+from ....ir.builder import Builder
+from ....ir.clone import clone_nodes_into
+from ....ir.core import Graph, Node, Value
+from ....ir.registry import REGISTRY
+from ....ir.types import FLOAT, INT, NONE, STR, ListType, TupleType
 from .common import F64, I8P, I32, I64, i32, i64, out_struct, process_global, reg_type
-from .text_builder import TextBuilder
-from .errors import PAYLOAD_SLOTS
-from .pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runtime
+from ..runtime.text_builder import TextBuilder
+from ..runtime.errors import PAYLOAD_SLOTS
+from ..runtime.pool import CHUNK_FN, MAX_THREADS, RUN_SYMBOL, THREADS_SYMBOL, ensure_runtime
 from . import arrays
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ops.random import KEY_PARITY, ROTATIONS
-from ...ir.types import TensorType
+from ....ops.random import KEY_PARITY, ROTATIONS
+from ....ir.types import TensorType
 from .array_value import ELEM, Arr
 from .common import I8P, I64, i64
 from .rules import lowers_array

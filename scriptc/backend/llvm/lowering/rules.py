@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...ir.registry import lookup
-from ...ir.types import NumpyScalarType, TensorType
+from ....ir.registry import lookup
+from ....ir.types import NumpyScalarType, TensorType
 
 Rule = Callable[..., list]
 

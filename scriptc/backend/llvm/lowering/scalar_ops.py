@@ -6,8 +6,8 @@ import math
 
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT, NumpyScalarType, Type, decayed
-from ...ops.arith import COMPLEX_POWER
+from ....ir.types import BOOL, FLOAT, INT, NumpyScalarType, Type, decayed
+from ....ops.arith import COMPLEX_POWER
 from .common import ARITH, BITWISE, COMPARE, F64, I32, I64, MATH1, TWO63, f64, i1, i32, i64
 from .rules import lowers
 from . import array_math, conversions

@@ -15,12 +15,12 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ...ir.core import is_constant
-from ...ir.types import FLOAT, INT, TensorType
-from ...ops.mathfns import C_MATH
+from ....ir.core import is_constant
+from ....ir.types import FLOAT, INT, TensorType
+from ....ops.mathfns import C_MATH
 from .common import F64, INTRINSIC as SCALAR_INTRINSIC, i64
 from .array_value import F32
-from .engine import engine
+from ..runtime.engine import engine
 from . import array_math, elements, scalar_ops
 
 ARITH = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}

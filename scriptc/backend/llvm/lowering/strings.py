@@ -30,12 +30,12 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.types import BOOL
-from .callbacks import CALLBACK_SYMBOL, PY_SYMBOLS, PendingException, keep_str, str_symbol
-from .callbacks import _CONSTANTS, _PLANS, Plan, plan_id, take_str  # noqa: F401  (re-exported)
+from ....ir.types import BOOL
+from ..runtime.callbacks import CALLBACK_SYMBOL, PY_SYMBOLS, PendingException, keep_str, str_symbol
+from ..runtime.callbacks import _CONSTANTS, _PLANS, Plan, plan_id, take_str  # noqa: F401  (re-exported)
 from .common import I8, I8P, I32, I64, i32, i64, leaves, mem_type, process_global
 from .rules import lowers
-from .text_builder import TextBuilder
+from ..runtime.text_builder import TextBuilder
 
 VOID = ir.VoidType()
 

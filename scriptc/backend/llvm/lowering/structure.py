@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.core import Graph
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType
+from ....ir.core import Graph
+from ....ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType
 from .common import I1, INT64_MIN, f64, i1, i32, i64, leaves, out_struct, reg_type
 from .rules import lowers
 from . import builtins_lower, constants, interrupts, parallel, strings

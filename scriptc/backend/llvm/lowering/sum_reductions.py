@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.types import TensorType
+from ....ir.types import TensorType
 from .array_value import Arr, ELEM, kind_of
 from .common import F64, I1, I8, I64, i64
 from . import array_math, conversions, simd, summation

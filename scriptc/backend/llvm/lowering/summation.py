@@ -23,11 +23,12 @@ import threading
 from llvmlite import ir
 
 from .array_value import ELEM, kind_of
-from . import optimizer, runtimes, symbols
+from ..runtime import optimizer, runtimes, symbols
 from .common import F64, I1, I8P, I64, i64
-from .engine import engine
-from .folding import FoldingBuilder
-from .text_builder import TextBuilder
+from ..runtime.engine import engine
+from ..runtime.objload import link
+from ..runtime.folding import FoldingBuilder
+from ..runtime.text_builder import TextBuilder
 
 PW_BLOCKSIZE = 128
 UNROLL = 8
@@ -382,7 +383,6 @@ def compiled_once(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
 
 
 def _compile(key: tuple, fnty: ir.FunctionType, build, name: str) -> int:
-    from .compile import link  # (cycle: compile imports outline, which imports this module)
     from .lower import ModuleLowering  # (cycle: lower imports fused_multi, which imports this module)
 
     prefix = "scriptc_shared_" + "_".join(str(k) for k in key).replace(" ", "")
@@ -415,7 +415,6 @@ def _install_optimized(key: tuple, name: str, symbol: str, obj: bytes | None, er
                 f"scriptc: optimizing {name} failed, its first-tier code stays: {error}", RuntimeWarning, stacklevel=1
             )
         return
-    from .compile import link  # (cycle: compile imports outline, which imports this module)
 
     address = link(obj, [symbol])[symbol]
     with _COMPILED_LOCK:

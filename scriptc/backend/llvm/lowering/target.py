@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .symbols import LIBM_PREFIX
+from ..runtime.symbols import LIBM_PREFIX
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,11 @@ import re
 
 from llvmlite import ir
 
-from ...ir.core import Value
-from ...ir.types import ListType, TensorType
+from ....ir.core import Value
+from ....ir.types import ListType, TensorType
 from .common import I8P, I32, I64, i32, i64, process_global, ref_parts
-from .text_builder import TextBuilder
-from .errors import (
+from ..runtime.text_builder import TextBuilder
+from ..runtime.errors import (
     ERROR_TABLE,
     FALLBACK_PAYLOAD_ADDRESS,
     PAYLOAD_KEY_ADDRESS,

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ir.types import NONE, TensorType
+from ....ir.types import NONE, TensorType
 from .array_value import Arr, index_checked
 from .common import I1, I32, I64, i32, i64
 from .rules import lowers_array
-from .folding import FoldingBuilder
+from ..runtime.folding import FoldingBuilder
 from . import summation
 
 

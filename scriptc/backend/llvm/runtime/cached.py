@@ -14,8 +14,8 @@ from __future__ import annotations
 import threading
 from types import SimpleNamespace
 
-from ...ir.core import Graph
-from ...ir.types import Type
+from ....ir.core import Graph
+from ....ir.types import Type
 from . import disk_cache, objload, runtimes
 from .callbacks import restore_plan, restore_str
 from .disk_cache import source_files
@@ -34,18 +34,21 @@ def remember(key: str, addresses: dict[str, int]) -> None:
         _LOADED[key] = dict(addresses)
 
 
-def load_cached(graph: Graph, fastmath: bool, nogil: bool, cache, python_entry: bool):
-    """(NativeFunction from the cache or None, the entry's key)."""
+def load_cached(graph: Graph, fastmath: bool, nogil: bool, cache, python_entry: bool, remake_ir):
+    """(NativeFunction from the cache or None, the entry's key). ``remake_ir``: ``compile.remake_ir``, which the
+    function calls if its LLVM IR is asked for (the runtime does not import the compiler)."""
     options = {"fastmath": fastmath, "nogil": nogil}
     text, files = str(graph), source_files(graph)
     key = disk_cache.cache_key(text, files, options, cache.directory, llvm=False)
     if key is None:  # no host description kept for this machine yet: ask LLVM (and keep its answer)
         key = disk_cache.cache_key(text, files, options, cache.directory, llvm=True)
     signature = (graph.name, [v.type for v in graph.inputs], graph.outputs[0].type)
-    return load_entry(key, signature, graph, cache, python_entry, fastmath, nogil), key
+    return load_entry(key, signature, graph, cache, python_entry, fastmath, nogil, remake_ir), key
 
 
-def load_entry(key: str, signature: tuple, graph, cache, python_entry: bool, fastmath: bool, nogil: bool, written=None):
+def load_entry(
+    key: str, signature: tuple, graph, cache, python_entry: bool, fastmath: bool, nogil: bool, remake_ir, written=None
+):
     """The NativeFunction of the entry ``key`` (None when absent or rejected). ``signature``: (name, argument
     types, result type); ``graph``: the graph, or a function making it (the source key's hits: see
     ``source_key.py``), then with the ``written`` inputs recorded with the entry."""
@@ -69,8 +72,6 @@ def load_entry(key: str, signature: tuple, graph, cache, python_entry: bool, fas
     prefix = f"scriptc.c{key[:20]}"
 
     def remake():
-        from .compile import remake_ir  # compile loads llvmlite: only when the code is remade (a hit loads none)
-
         return remake_ir(graph if isinstance(graph, Graph) else graph(), prefix, nogil, fastmath, python_entry)
 
     if pyentry and not (python_entry and _entry_usable(arg_types, result_type)):

@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from ...ir.types import (
+from ....ir.types import (
     BOOL,
     FLOAT,
     INT,
@@ -46,6 +46,28 @@ PY_SYMBOLS = {
 
 def _address(cfunc) -> int:
     return ctypes.cast(cfunc, ctypes.c_void_p).value
+
+
+# -- array constants ---------------------------------------------------------------------------------------
+
+# data address -> a module-level array frozen into machine code (``lowering/constants.py``), kept alive for the
+# life of the process: code referring to it never outlives it, and a result pointing into it is copied
+_ARRAY_CONSTANTS: dict[int, np.ndarray] = {}
+
+
+def keep_array(a: np.ndarray) -> int:
+    """The address of ``a``'s data, ``a`` kept alive for the life of the process."""
+    address = a.ctypes.data
+    _ARRAY_CONSTANTS.setdefault(address, a)
+    return address
+
+
+def constant_containing(address: int) -> np.ndarray | None:
+    """The array constant whose memory holds ``address``, if any."""
+    for start, a in _ARRAY_CONSTANTS.items():
+        if start <= address < start + max(a.nbytes, 1):
+            return a
+    return None
 
 
 # -- str constants ---------------------------------------------------------------------------------------

@@ -131,7 +131,7 @@ def target_description(directory=None, llvm: bool = True) -> dict | None:
     """What the machine code depends on besides the graph: versions and target. Without ``llvm``, None when
     the LLVM half cannot be had without loading LLVM (no host file for this machine in ``directory`` yet)."""
     import numpy as np
-    from ... import version  # (read when called: a test stands in another version)
+    from .... import version  # (read when called: a test stands in another version)
 
     host = host_description(directory, llvm)
     if host is None:

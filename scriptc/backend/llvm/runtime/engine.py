@@ -18,7 +18,7 @@ import threading
 
 from . import symbols
 from .objload import ObjectLoadError
-from ...ops.mathfns import C_MATH
+from ....ops.mathfns import C_MATH
 
 # The optimization pipeline (llvmlite's PipelineTuningOptions), one place to change it
 PIPELINE = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": True, "loop_unrolling": True}

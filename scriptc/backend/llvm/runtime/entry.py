@@ -58,8 +58,8 @@ import threading
 import numpy as np
 from llvmlite import ir
 
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, NamedTupleType, TensorType, TupleType, Type
-from .common import F64, I8, I8P, I32, I64, leaves, mem_type, out_struct, process_function, process_global
+from ....ir.types import BOOL, FLOAT, INT, NONE, STR, NamedTupleType, TensorType, TupleType, Type
+from .llvm_types import F64, I8, I8P, I32, I64, leaves, mem_type, out_struct, process_function, process_global
 from .engine import engine
 from .entry_runtime import (
     ARR_DATA,

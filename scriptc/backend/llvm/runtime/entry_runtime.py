@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from ...ir.types import (
+from ....ir.types import (
     BOOL,
     DTYPE_NAMES,
     FLOAT,

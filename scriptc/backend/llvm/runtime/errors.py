@@ -25,9 +25,9 @@ import string
 import sys
 import threading
 
-from ...errors import CompileError
-from ...ir.core import Node, SourceRange
-from ...ir.records import record
+from ....errors import CompileError
+from ....ir.core import Node, SourceRange
+from ....ir.records import record
 from . import symbols
 from .digests import blake2b
 

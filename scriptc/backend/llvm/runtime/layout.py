@@ -4,7 +4,7 @@ machine code comes from the on-disk cache."""
 
 from __future__ import annotations
 
-from ...ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NumpyScalarType, TensorType, TupleType, Type
+from ....ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, NumpyScalarType, TensorType, TupleType, Type
 
 
 # -- leaves ------------------------------------------------------------------------------------------------
@@ -69,3 +69,9 @@ def ref_parts(t: Type, vals: list):
             vals = vals[n:]
     elif isinstance(t, (TensorType, ListType)) or t == STR:
         yield t, vals
+
+
+def elem_size(elem: Type) -> int:
+    """Bytes per element of a native list of ``elem`` (``lowering/lists.py``): an array's leaves, a bool's byte,
+    or 8."""
+    return 8 * len(leaves(elem)) if isinstance(elem, TensorType) else (1 if elem == BOOL else 8)

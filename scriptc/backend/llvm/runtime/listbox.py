@@ -1,6 +1,6 @@
 """Lists at the boundary between Python and native code (the ctypes path of ``NativeFunction``).
 
-A Python list passed for a ``list[T]`` parameter is copied into a native list object (lists.py's layout: a
+A Python list passed for a ``list[T]`` parameter is copied into a native list object (``lowering/lists.py``'s layout: a
 32-byte header ``refcount, len, cap, data`` and an element buffer, both from libc ``malloc``); arrays in it are
 borrowed (a null meminfo), as array arguments are. After the call, what native code did to the list is copied
 back into the caller's list object (reflection, as TorchScript and numba's reflected lists do): elements that
@@ -18,11 +18,12 @@ import threading
 
 import numpy as np
 
-from ...ir.types import BOOL, FLOAT, INT, ListType, TensorType
+from ....ir.types import BOOL, FLOAT, INT, ListType, TensorType
 from .errors import ERROR_TABLE
 from .native import Borrowed, _array, _rebuild, _release
+from . import symbols
+from .layout import elem_size
 from .symbols import LIBC
-from . import lists
 
 _SCALAR_DTYPES = {INT: np.int64, FLOAT: np.float64, BOOL: np.uint8}
 _INPUTS = threading.local()
@@ -48,15 +49,15 @@ def to_native(t: ListType, xs: list) -> int:
         buf = rows
     else:
         buf = np.asarray([float(x) for x in xs] if elem == FLOAT else xs, _SCALAR_DTYPES[elem])
-    data = LIBC.malloc(cap * lists.elem_size(elem))
+    data = LIBC.malloc(cap * elem_size(elem))
     head = LIBC.malloc(32)
     if not data or not head:
         raise MemoryError("out of memory")
     if n:
-        ctypes.memmove(data, buf.ctypes.data, n * lists.elem_size(elem))
+        ctypes.memmove(data, buf.ctypes.data, n * elem_size(elem))
     h = _words(head, 4)
     h[0], h[1], h[2], h[3] = 1, n, cap, data
-    lists.LIST_ALLOCATIONS.value += 1
+    symbols.LIST_ALLOCATIONS.value += 1
     return head
 
 
@@ -74,7 +75,7 @@ def release(t: ListType, p: int) -> None:
                 _release(mi)
     _free(h[3])
     _free(p)
-    lists.LIST_FREES.value += 1
+    symbols.LIST_FREES.value += 1
 
 
 def from_native(t: ListType, p: int, args=()) -> list:
@@ -83,7 +84,7 @@ def from_native(t: ListType, p: int, args=()) -> list:
     n, data, elem = h[1], h[3], t.elem
     if not isinstance(elem, TensorType):
         raw = (
-            np.ctypeslib.as_array((ctypes.c_uint8 * (n * lists.elem_size(elem))).from_address(data))
+            np.ctypeslib.as_array((ctypes.c_uint8 * (n * elem_size(elem))).from_address(data))
             if n
             else np.zeros(0, np.uint8)
         )

@@ -8,10 +8,10 @@ import ctypes
 
 import numpy as np
 
-from ...ir.core import Graph
-from ..argument_writes import written_inputs
-from ...ir.types import BOOL, FLOAT, INT, STR, ListType, NamedTupleType, NumpyScalarType, TensorType, TupleType, Type
-from .callbacks import take_str
+from ....ir.core import Graph
+from ...argument_writes import written_inputs
+from ....ir.types import BOOL, FLOAT, INT, STR, ListType, NamedTupleType, NumpyScalarType, TensorType, TupleType, Type
+from .callbacks import constant_containing, take_str
 from .entry_runtime import (
     builtin_function,
     make_state,
@@ -148,8 +148,6 @@ def _array(t: TensorType, vals, args) -> np.ndarray:
         interface["data"] = (data, True)  # a view of a read-only argument is read-only, as in NumPy
     mem.__array_interface__ = interface
     if mem.owner is None:
-        from .constants import constant_containing  # loads llvmlite.ir: only for a constant array (a hit loads none)
-
         constant = constant_containing(data)
         if constant is not None:  # a module-level array frozen into the code: the caller gets a copy
             mem.owner = constant

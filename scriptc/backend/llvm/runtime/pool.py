@@ -38,8 +38,9 @@ import threading
 from llvmlite import ir
 
 from . import runtimes, symbols
-from .common import I8P, I32, I64, i32, i64
+from .llvm_types import I8P, I32, I64, i32, i64
 from .engine import engine
+from .objload import link
 from .threads import THREADS, THREADS_SYMBOL, default_threads, get_threads, set_threads  # noqa: F401
 from .text_builder import TextBuilder
 
@@ -66,7 +67,6 @@ def ensure_runtime() -> None:
         if symbols.bound(RUN_SYMBOL):  # linked from the on-disk cache (runtimes.py) before any compile
             _RUNTIME = {"scriptc.pool.run.impl": symbols.bound(RUN_SYMBOL)}
             return
-        from .compile import link  # (cycle: compile imports lower, lower parallel, parallel this module)
 
         eng = engine()
         llmod = eng.optimize(str(build_module()))
