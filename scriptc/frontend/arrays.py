@@ -1,5 +1,5 @@
 """Array constructs built from existing operators, as a mixin of FunctionEmitter: ``keepdims=True``, boolean
-masks in indices, ``x.dtype`` comparisons, and the statistics NumPy itself composes from ufuncs and
+masks and integer arrays in indices, ``x.dtype`` comparisons, and the statistics NumPy itself composes from ufuncs and
 reductions (``np.var``/``np.std`` as ``numpy/_core/_methods.py`` ``_var``, ``np.median`` as
 ``numpy/lib/_function_base_impl.py`` ``_median`` with a sort for the partition, ``np.linalg.norm`` as
 ``numpy/linalg/_linalg.py`` ``norm``).
@@ -20,9 +20,13 @@ import numpy as np
 from ..ir.arrayconst import frozen
 from ..ir.core import constant_value, is_constant
 from ..ir.registry import NeedsSpecialization
-from ..ir.types import BOOL, DTYPE_NAMES, INT, TensorType
+from ..ir.types import BOOL, DTYPE_NAMES, INT, ListType, TensorType
 from . import matrices
 from .values import Static
+
+
+def _is_array(v) -> bool:
+    return not isinstance(v, (tuple, str)) and isinstance(v.type, TensorType)
 
 
 def _known(v, what) -> TensorType:
@@ -71,25 +75,120 @@ class ArrayFrontend:
         return False
 
     def mask_index(self, base, values, parts, node):
-        """The boolean mask of ``base[m]``, or None when no index is an array."""
-        arrays = [k for k, v in enumerate(values) if not isinstance(v, (tuple, str)) and isinstance(v.type, TensorType)]
+        """The boolean mask of ``base[m]``, or None when no index is a bool array."""
+        arrays = [k for k, v in enumerate(values) if _is_array(v)]
         if not arrays:
             return None
         k = arrays[0]
         mask = values[k]
+        if mask.type.dtype is None:
+            raise NeedsSpecialization("boolean index")
+        if mask.type.dtype != "bool":
+            return None
         if len(values) != 1:
             raise self.fn.error(
                 "a boolean mask must be the only index",
                 parts[k],
                 "index with x[m] where m has the shape of x (or of its first dimensions)",
             )
-        if mask.type.dtype is None:
-            raise NeedsSpecialization("boolean index")
-        if mask.type.dtype != "bool":
-            raise self.fn.error(
-                "integer array indices are not supported", parts[k], "index with a boolean mask (x[m]), or write a loop"
-            )
         return mask
+
+    def array_index(self, base, values, parts, node):
+        """``base[..., i, ...]`` with integer arrays: (the view the arrays index, the arrays, the view's axis of
+        the first one, the axes of ``base`` they index), or None when no index is an array. NumPy's rule for
+        where the arrays' broadcast shape goes: in place of the arrays when they (and the ints among them) are
+        next to each other, first otherwise; so the ints and slices become views first, and the axes of
+        arrays that are not adjacent move to the front."""
+        arrays = [k for k, v in enumerate(values) if _is_array(v)]
+        if not arrays:
+            return None
+        if any(isinstance(v, str) for v in values):
+            k = next(k for k, v in enumerate(values) if isinstance(v, str))
+            raise self.fn.error(
+                "np.newaxis with integer array indices is not supported", parts[k], "add the axis on the result"
+            )
+        advanced = [k for k, v in enumerate(values) if _is_array(v) or not isinstance(v, tuple)]
+        adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+        axes = [k for k in range(len(values)) if _is_array(values[k])]
+        view = base
+        if not adjacent:  # the indexed axes first, in order, then the others
+            order = advanced + [k for k in range(base.type.rank) if k not in advanced]
+            view = self.op("aten::permute", [base], {"dims": order}, at=node)
+            values = [values[k] for k in advanced] + [values[k] for k in order[len(advanced) :] if k < len(values)]
+        dim, first = 0, None
+        for v in values:
+            if _is_array(v):
+                first = dim if first is None else first
+                dim += 1
+            elif v == ():
+                dim += 1
+            elif isinstance(v, tuple):
+                view = self.op("aten::slice", [view, *v], {"dim": dim}, at=node)
+                dim += 1
+            else:
+                view = self.op("aten::select", [view, v], {"dim": dim}, at=node)
+        return view, [v for v in values if _is_array(v)], first, axes
+
+    def index_read(self, plan, node):
+        view, arrays, dim, axes = plan
+        return self.op("aten::index", [view, *arrays], {"dim": dim, "axes": axes}, at=node)
+
+    def index_store(self, plan, value, node):
+        view, arrays, dim, axes = plan
+        self.emit("aten::index_put_", [view, value, *arrays], {"dim": dim, "axes": axes}, at=node)
+
+    def index_augassign(self, plan, kind, value_node, node):
+        # x[i] += v as NumPy computes it: x[i] read (a copy), updated in place, written back (buffered: a
+        # repeated index adds once; np.add.at adds each time)
+        selected = self.index_read(plan, node)
+        self.emit(f"aten::{kind}_", [selected, self.expr(value_node)], at=node)
+        self.index_store(plan, selected, node)
+
+    def call_take(self, node):
+        """``np.take(a, indices, axis=None)``: ``a[..., indices]`` along ``axis``, of the flattened array without
+        one."""
+        bound = matrices.arguments(self, node, ["a", "indices", "axis"], 2)
+        a = self.expr(bound["a"])
+        t = _known(a, "np.take")
+        indices = self.index_list(self.expr(bound["indices"]), bound["indices"])
+        if not _is_array(indices):
+            raise self.fn.error("np.take() takes an array of indices here", bound["indices"], "index with a[i]")
+        _known(indices, "np.take")
+        axis = self.const_eval(bound["axis"]) if bound.get("axis") is not None else None
+        if axis is None:
+            if t.rank != 1:
+                a = self.op("aten::reshape", [a, self.op("aten::numel", [a], at=node)], at=node)
+            axis = 0
+        elif type(axis) is not int:
+            raise self.fn.error("np.take(): axis must be an int constant", bound["axis"])
+        elif not -t.rank <= axis < t.rank:
+            raise self.fn.error(f"axis {axis} is out of bounds for array of dimension {t.rank}", bound["axis"])
+        axis %= max(t.rank, 1)
+        return self.index_read((a, [indices], axis, [axis]), node)
+
+    def call_add_at(self, node):
+        """``np.add.at(a, indices, b)``: ``b`` added at ``a[indices]``, unbuffered (a repeated index adds each
+        time). ``indices``: an integer array, or a tuple of ints, slices and integer arrays."""
+        bound = matrices.arguments(self, node, ["a", "indices", "b"], 3)
+        a = self.expr(bound["a"])
+        if not _is_array(a):
+            raise self.fn.error("np.add.at() needs an array to add into", bound["a"])
+        _known(a, "np.add.at")
+        where = bound["indices"]
+        parts = where.elts if isinstance(where, ast.Tuple) else [where]
+        kind, plan = self.index_plan(a, parts, node)
+        if kind != "array":
+            raise self.fn.error("np.add.at() takes integer array indices here", where, "for ints and slices, use +=")
+        view, arrays, dim, axes = plan
+        self.emit("aten::index_add_", [view, self.expr(bound["b"]), *arrays], {"dim": dim, "axes": axes}, at=node)
+        return self.const(None)
+
+    def index_list(self, v, part):
+        """A list of ints or bools in an index (``x[[0, 2]]``) is the array NumPy makes of it."""
+        if isinstance(v.type, ListType) and v.type.elem in (INT, BOOL):
+            dtype = "int64" if v.type.elem == INT else "bool"
+            return self.op("aten::list_to_array", [v], {"dtype": dtype, "rank": 1}, at=part)
+        return v
 
     def mask_read(self, base, mask, node):
         return self.op("aten::masked_select", [base, mask], at=node)
@@ -373,6 +472,8 @@ ARRAY_CALLS = {
     np.std: lambda self, node: self.call_var(node, root=True),
     np.median: lambda self, node: self.call_median(node),
     np.linalg.norm: lambda self, node: self.call_norm(node),
+    np.take: lambda self, node: self.call_take(node),
+    np.add.at: lambda self, node: self.call_add_at(node),
 }
 ARRAY_METHODS = {
     "var": lambda self, base, node: self.call_var(node, base),

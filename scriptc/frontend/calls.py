@@ -634,6 +634,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             return self.op("aten::getitem", [base] + values, at=node)
         if kind == "mask":
             return self.mask_read(base, values, node)
+        if kind == "array":
+            return self.index_read(values, node)
         return values
 
     def index_plan(self, base, parts, node):
@@ -647,7 +649,7 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             if isinstance(p, ast.Slice)
             else "newaxis"
             if self.is_newaxis(p)
-            else self.expr(p)
+            else self.index_list(self.expr(p), p)
             for p in parts
         ]
         mask = self.mask_index(base, values, parts, node)
@@ -658,6 +660,9 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             raise self.fn.error(
                 f"too many indices for array: array is {rank}-dimensional, but {indexed} were indexed", node
             )
+        plan = self.array_index(base, values, parts, node)
+        if plan is not None:
+            return "array", plan
         if len(values) == rank and not any(isinstance(v, (tuple, str)) for v in values):
             for v, p in zip(values, parts):
                 if v.type != INT:
@@ -710,6 +715,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
             self.emit("aten::setitem", [base] + index + [value], at=target)
         elif kind == "mask":
             self.mask_store(base, index, value, target)
+        elif kind == "array":
+            self.index_store(index, value, target)
         else:
             self.emit("aten::copy_", [index, value], at=target)
 
@@ -723,6 +730,8 @@ class CallsMixin(ArrayFrontend, LibraryCallsMixin, NamedTupleMixin):
         # CPython reads x[i] (its IndexError first) before it evaluates the right-hand side
         if plan == "mask":
             self.mask_augassign(base, index, kind, node.value, node)
+        elif plan == "array":
+            self.index_augassign(index, kind, node.value, node)
         elif plan == "element":
             old = self.op("aten::getitem", [base] + index, at=target)
             new = self.op(f"aten::{kind}", [old, self.expr(node.value)], at=node)

@@ -118,10 +118,12 @@ class OpDef:
     def takes_numpy_scalar(self, position: int, count: int) -> bool:
         """Whether a NumPy scalar operand at ``position`` (of ``count``) reaches the operator as it is:
         element-wise operators (NumPy's own arithmetic on them) and those declared with ``numpy_scalars=True``
-        (conversions, tuples, in-place arithmetic) or ``"last"`` (a store's value, converted as NumPy converts
-        it). Any other operand is the Python scalar holding the value (the frontend converts it first:
+        (conversions, tuples, in-place arithmetic), ``"last"`` or a position (a store's value, converted as NumPy
+        converts it). Any other operand is the Python scalar holding the value (the frontend converts it first:
         ``math.sqrt(x[i])`` and ``range(x[i])`` see a float and an int, as in Python)."""
         takes = self.elementwise or self.extra.get("numpy_scalars", False)
+        if type(takes) is int:
+            return position == takes
         return takes is True or takes == "last" and position == count - 1
 
     def result_types(self, types: list[Type], attrs: dict) -> list[Type]:

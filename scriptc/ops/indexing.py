@@ -1,5 +1,5 @@
-"""Indexing beyond ints and slices: unit dimensions (``np.newaxis``/``None`` in an index, ``keepdims=True``) and
-boolean masks.
+"""Indexing beyond ints and slices: unit dimensions (``np.newaxis``/``None`` in an index, ``keepdims=True``),
+boolean masks and integer arrays.
 
 - ``aten::unsqueeze(x, dim=d)`` is ``x[:, ..., None]`` with ``d`` slices: a view with a dimension of length 1 (stride 0)
   inserted before dimension ``d``; writes through it reach ``x``.
@@ -10,6 +10,19 @@ boolean masks.
   the selection's shape as NumPy does (for a full-shape mask: 0-d, or 1-D of length 1 or of the count of True,
   with NumPy's ValueError otherwise). A value sharing memory with ``x`` is read as copied first, as in every other
   assignment (NumPy's boolean assignment does not check for overlap: its result depends on its copy order).
+- ``aten::index(x, i0, ..., ik-1, dim=d, axes=[...])`` is ``x[:, ..., i0, ..., ik-1]`` with ``d`` slices before
+  the integer arrays (NumPy's advanced indexing when the arrays are next to each other): the arrays broadcast
+  together to ``B`` and the result is a copy of shape ``x.shape[:d] + B + x.shape[d+k:]``; negative indices
+  count from the end, NumPy's IndexError out of bounds (``axes``: the axes of the array the user indexed, which
+  the message names) or when the arrays do not broadcast.
+- ``aten::index_put_(x, v, i0, ..., dim=d, axes=[...])`` is ``x[..., i0, ...] = v``: ``v`` broadcast to that
+  shape, stored in row-major order, so that of repeated indices the last write stays (as NumPy's).
+- ``aten::index_add_(x, v, i0, ..., dim=d, axes=[...])`` is ``np.add.at``: unbuffered, a repeated index adds
+  every time (the derivative of ``index``). ``x[i] += v`` is ``index``, an in-place add, ``index_put_``:
+  buffered, as NumPy's.
+
+The frontend (``frontend/arrays.py``) turns the ints and slices of an index into views first and moves
+non-adjacent arrays' axes to the front (``aten::permute``), as NumPy places their broadcast shape.
 """
 
 from __future__ import annotations
@@ -132,4 +145,115 @@ register(
     shape=no_outputs,
     batch=Batch.LANES,
     numpy_scalars="last",
+)
+
+
+# -- integer arrays -------------------------------------------------------------------------------------------
+def _where(x, indices, dim):
+    return (slice(None),) * dim + tuple(indices)
+
+
+def _index(x, *indices, dim, axes):
+    return x[_where(x, indices, dim)]
+
+
+def _index_types(t, indices, dim, what):
+    _array(t, what)
+    for i in indices:
+        _array(i, what)
+        if i.dtype == "bool":
+            raise OpTypeError("a boolean mask must be the only index")
+        if i.dtype is not None and i.dtype.startswith("float"):
+            raise OpTypeError("arrays used as indices must be of integer (or boolean) type")
+    if t.rank is not None and dim + len(indices) > t.rank:
+        raise OpTypeError(
+            f"too many indices for array: array is {t.rank}-dimensional, but {dim + len(indices)} were indexed"
+        )
+    ranks = [i.rank for i in indices]
+    return None if t.rank is None or None in ranks else t.rank - len(indices) + max(ranks)
+
+
+def _index_rule(t, *indices, dim, axes):
+    return TensorType(t.dtype, _index_types(t, indices, dim, "integer array indexing"))
+
+
+def _index_shape(types, consts, *, dim, axes):
+    shape, indices = shape_of(types[0]), [shape_of(i) for i in types[1:]]
+    if shape is None or None in indices:
+        return [None]
+    rank = max(len(s) for s in indices)
+    if any(None in s for s in indices):
+        b = (None,) * rank  # (a length known at run time only)
+    else:
+        try:
+            b = np.broadcast_shapes(*indices)
+        except ValueError:
+            return [None]  # (raises when it runs)
+    return [shape[:dim] + tuple(b) + shape[dim + len(indices) :]]
+
+
+def _index_vjp(e, g, out, x, *indices, dim, axes):
+    """The adjoints of the elements read, added where they were read: a repeated index gets each one."""
+
+    def write(e, acc):
+        e.node("aten::index_add_", [acc, g, *indices], [], {"dim": dim, "axes": list(axes)})
+
+    return (e.scatter(write),) + (None,) * len(indices)
+
+
+register(
+    "aten::index(Tensor self, Tensor... indices, *, int dim, int[] axes) -> Tensor",
+    impl=_index,
+    infer=_index_rule,
+    effect=Effect.RAISES,
+    shape=_index_shape,
+    batch=Batch.LANES,
+    vjp=_index_vjp,
+)
+
+
+def _index_put_(x, v, *indices, dim, axes):
+    if isinstance(v, np.ndarray) and np.shares_memory(x, v):
+        v = v.copy()  # read as copied first, as every other assignment
+    x[_where(x, indices, dim)] = v
+
+
+def _index_write_rule(what):
+    def rule(t, v, *indices, dim, axes):
+        rank = _index_types(t, indices, dim, what)
+        if isinstance(v, TensorType):
+            if v.rank is not None and rank is not None and v.rank > rank:
+                raise OpTypeError(f"could not broadcast a {v.rank}-d array into a {rank}-d selection")
+        elif not v.is_scalar:
+            raise OpTypeError(f"cannot assign {v} to indexed elements")
+        return []
+
+    return rule
+
+
+register(
+    "aten::index_put_(Tensor self, Number|Tensor values, Tensor... indices, *, int dim, int[] axes) -> ()",
+    impl=_index_put_,
+    infer=_index_write_rule("integer array index assignment"),
+    effect=Effect.WRITES,
+    shape=no_outputs,
+    batch=Batch.LANES,
+    numpy_scalars=1,
+)
+
+
+def _index_add_(x, v, *indices, dim, axes):
+    if isinstance(v, np.ndarray) and np.shares_memory(x, v):
+        v = v.copy()
+    np.add.at(x, _where(x, indices, dim), v)
+
+
+register(
+    "aten::index_add_(Tensor self, Number|Tensor values, Tensor... indices, *, int dim, int[] axes) -> ()",
+    impl=_index_add_,
+    infer=_index_write_rule("np.add.at"),
+    effect=Effect.WRITES,
+    shape=no_outputs,
+    batch=Batch.LANES,
+    numpy_scalars=1,
 )

@@ -189,6 +189,22 @@ class InPlaceMixin:
             g = e.op("aten::masked_select", region, inputs[1])
             e.node("aten::masked_put_", [region, inputs[1], zero], [])
             adj.add(node.inputs[2], e.sum_to(g, inputs[2]), inputs[2])
+        elif node.kind == "aten::index_put_":
+            indices, attrs = inputs[2:], dict(node.attrs)
+            g = e.op("aten::index", region, *indices, **attrs)
+            # of a repeated index only the last write stays, and only its value gets the adjoint (as JAX's
+            # scatter): each write's number, stored the same way, tells which one stayed
+            numbers = e.op("aten::arange", e.const(0), e.op("aten::numel", g), e.const(1))
+            numbers = e.reshape_like(numbers, g)
+            stayed = e.op("aten::zeros_like", region, dtype="int64")
+            e.node("aten::index_put_", [stayed, numbers, *indices], [], attrs)
+            won = e.op("aten::eq", e.op("aten::index", stayed, *indices, **attrs), numbers)
+            g = e.op("aten::where", won, g, e.const(0.0))
+            e.node("aten::index_put_", [region, zero, *indices], [], attrs)
+            adj.add(node.inputs[1], e.sum_to(g, inputs[1]), inputs[1])
+        elif node.kind == "aten::index_add_":  # x + (v added at the indices): x's adjoint passes through
+            g = e.op("aten::index", region, *inputs[2:], **dict(node.attrs))
+            adj.add(node.inputs[1], e.sum_to(g, inputs[1]), inputs[1])
         else:  # x op= y: x's new value is op(x's old value, y), stored in place
             kind = REGISTRY[node.kind].extra["inplace_of"]
             old, other = inputs[0], inputs[1]

@@ -27,7 +27,7 @@ from .lists import ListPlan
 
 VIEWS = {"aten::select", "aten::slice", "aten::numpy_T", "aten::unsqueeze", "aten::reshape"}
 ELEMENT_WRITES = {"aten::setitem"}
-REGION_WRITES = {"aten::copy_", "aten::fill_", "aten::masked_put_"}
+REGION_WRITES = {"aten::copy_", "aten::fill_", "aten::masked_put_", "aten::index_put_", "aten::index_add_"}
 SHAPE_ONLY = {"aten::size", "aten::dim", "aten::numel", "aten::len"}
 
 

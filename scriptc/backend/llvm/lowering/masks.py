@@ -1,4 +1,4 @@
-"""Lowering of ``scriptc/ops/indexing.py``: unit dimensions and boolean masks.
+"""Lowering of ``scriptc/ops/indexing.py``: unit dimensions, boolean masks and integer arrays.
 
 - ``unsqueeze`` is a view: the new dimension has length 1 and stride 0 (NumPy's ``np.newaxis`` strides).
 - ``masked_select`` checks the mask's shape against the array's leading dimensions (NumPy's IndexError), counts
@@ -6,6 +6,10 @@
 - ``masked_put_`` checks the same, then stores a scalar, or a value array broadcast to ``(count,) + rest``
   (NumPy's messages when it does not fit), into the selected elements in row-major order; a value array that
   shares memory with the destination is read as copied first.
+- ``index`` broadcasts the index arrays together (NumPy's IndexError when they do not), allocates the selection
+  and copies each element, checking each index against its axis (NumPy's IndexError) and counting negative ones
+  from the end; ``index_put_`` and ``index_add_`` (``np.add.at``) visit the same elements in the same order and
+  store, or add, a scalar or the value array broadcast to the selection.
 """
 
 from __future__ import annotations
@@ -161,3 +165,142 @@ def lower_masked_put(ctx, node):
     for_each_selected(ctx, a, m, store)
     ctx.release_temp(src, src0)
     return []
+
+
+# -- integer arrays ---------------------------------------------------------------------------------------------
+def broadcast_indices(ctx, arrays: list) -> tuple[list, list]:
+    """(the shape the index arrays broadcast to, each as a view of that shape: stride 0 where it broadcasts),
+    raising NumPy's IndexError when they do not broadcast."""
+    b = ctx.b
+    rank = max(a.t.rank for a in arrays)
+    shape = []
+    for d in range(rank):
+        lengths = [a.shape[d - rank + a.t.rank] for a in arrays if d - rank + a.t.rank >= 0]
+        n = lengths[0]
+        for m in lengths[1:]:
+            n = b.select(b.icmp_signed("==", n, i64(1)), m, n)
+        shape.append(n)
+    bad = ir.Constant(I1, 0)
+    for a in arrays:
+        for d, m in enumerate(a.shape):
+            bad = b.or_(bad, b.and_(b.icmp_signed("!=", m, shape[rank - a.t.rank + d]), b.icmp_signed("!=", m, i64(1))))
+    shapes, values, k = [], [], 0
+    for a in arrays:
+        shapes.append(compact_shape(a.t.rank, k) if a.t.rank else "()")
+        values += a.shape
+        k += a.t.rank
+    message = "shape mismatch: indexing arrays could not be broadcast together with shapes " + " ".join(shapes) + " "
+    ctx.raise_with(bad, IndexError, message, values)
+    views = []
+    for a in arrays:
+        pad = rank - a.t.rank
+        strides = [i64(0)] * pad + [
+            b.select(b.icmp_signed("!=", m, shape[pad + d]), i64(0), s)
+            for d, (m, s) in enumerate(zip(a.shape, a.strides))
+        ]
+        views.append(Arr(TensorType(a.t.dtype, rank), [a.mi, a.data, *shape, *strides]))
+    return shape, views
+
+
+def for_each_indexed(ctx, a: Arr, node, body) -> list:
+    """``body(target, source)`` for each element of ``a[..., i0, ..., ik-1, ...]`` (the arrays ``node``'s
+    index operands, at ``node.attrs["dim"]``) in row-major order: ``target`` its index in the selection,
+    ``source`` the index of the element of ``a`` it is. Negative indices count from the end; NumPy's IndexError
+    for one out of bounds. Returns the selection's shape."""
+    b = ctx.b
+    dim, axes = node.attrs["dim"], node.attrs["axes"]
+    first = len(node.inputs) - len(axes)
+    arrays = [ctx.arr(v) for v in node.inputs[first:]]
+    shape, views = broadcast_indices(ctx, arrays)
+    k = len(arrays)
+    before, after = a.shape[:dim], a.shape[dim + k :]
+
+    def visit(outer):
+        source = list(outer[:dim])
+        for j, (view, axis) in enumerate(zip(views, axes)):
+            raw = i = ctx.load_element(ctx.element_ptr(view, outer[dim:]), view.t.dtype)
+            n = a.shape[dim + j]
+            if kind_of(view.t.dtype) == "u":
+                bad = b.icmp_unsigned(">=", i, n)
+            else:
+                i = b.select(b.icmp_signed("<", i, i64(0)), b.add(i, n), i)
+                bad = b.icmp_unsigned(">=", i, n)  # (still negative: a large unsigned number)
+            ctx.raise_with(bad, IndexError, f"index {{0}} is out of bounds for axis {axis} with size {{1}}", [raw, n])
+            source.append(i)
+        ctx.loop_nest(after, lambda inner: body(outer + inner, source + inner))
+
+    ctx.loop_nest(before + shape, visit)
+    return before + shape + after
+
+
+def selection_shape(ctx, a: Arr, node) -> list:
+    dim, axes = node.attrs["dim"], node.attrs["axes"]
+    shape, _ = broadcast_indices(ctx, [ctx.arr(v) for v in node.inputs[len(node.inputs) - len(axes) :]])
+    return a.shape[:dim] + shape + a.shape[dim + len(axes) :]
+
+
+@lowers_array("aten::index")
+def lower_index(ctx, node):
+    a = ctx.arr(node.inputs[0])
+    out = ctx.alloc(node.output.type, selection_shape(ctx, a, node))
+    k = kind_of(a.t.dtype)
+
+    def copy(target, source):
+        x = ctx.load_element(ctx.element_ptr(a, source), a.t.dtype)
+        ctx.store_element(ctx.element_ptr(out, target), x, k, out.t.dtype)
+
+    for_each_indexed(ctx, a, node, copy)
+    return [out.leaves]
+
+
+def lower_index_write(ctx, node, combine) -> list:
+    """``x[..., i, ...] = v`` (``combine`` None) or ``np.add.at`` (``combine(old, new, kind)``): ``v`` a scalar
+    or an array broadcast to the selection's shape (NumPy's ValueError when it does not fit)."""
+    a, value = ctx.arr(node.inputs[0]), node.inputs[1]
+
+    def put(target, source, x, kind):
+        ptr = ctx.element_ptr(a, source)
+        if combine is not None:
+            x, kind = combine(ctx.load_element(ptr, a.t.dtype), x, kind)
+        ctx.store_element(ptr, x, kind, a.t.dtype)
+
+    if not isinstance(value.type, TensorType):
+        kind, x = conversions.element_from_python(ctx, value, a.t.dtype)
+        for_each_indexed(ctx, a, node, lambda target, source: put(target, source, x, kind))
+        return []
+    target_shape = selection_shape(ctx, a, node)
+    src0 = ctx.arr(value)
+    strides = value_strides(ctx, src0, target_shape, False)
+    src = ctx.unaliased(src0, a)
+    pad = len(target_shape) - src.t.rank
+    view = Arr(src.t, [src.mi, src.data, *target_shape[pad:], *restride(ctx, src, strides)])
+    k = kind_of(src.t.dtype)
+
+    def store(target, source):
+        put(target, source, ctx.load_element(ctx.element_ptr(view, target[pad:]), src.t.dtype), k)
+
+    for_each_indexed(ctx, a, node, store)
+    ctx.release_temp(src, src0)
+    return []
+
+
+@lowers_array("aten::index_put_")
+def lower_index_put(ctx, node):
+    return lower_index_write(ctx, node, None)
+
+
+@lowers_array("aten::index_add_")
+def lower_index_add(ctx, node):
+    dtype = ctx.arr(node.inputs[0]).t.dtype
+
+    def add(old, new, kind):
+        # NumPy's add of the element and the value in the array's dtype (np.add.at casts the value first)
+        mine = kind_of(dtype)
+        new = conversions.from_memory(ctx, conversions.to_memory(ctx, new, kind, dtype), dtype)
+        if mine == "f":
+            return ctx.b.fadd(old, new), mine
+        if mine == "b":
+            return ctx.b.or_(old, new), mine
+        return ctx.b.add(old, new), mine
+
+    return lower_index_write(ctx, node, add)
