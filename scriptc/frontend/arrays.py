@@ -36,7 +36,7 @@ def _known(v, what) -> TensorType:
     return t
 
 
-VIEW_OPS = {"aten::select", "aten::slice", "aten::unsqueeze", "aten::numpy_T", "aten::reshape"}
+VIEW_OPS = {"aten::select", "aten::slice", "aten::unsqueeze", "aten::numpy_T", "aten::reshape", "aten::diagonal"}
 
 
 class ArrayFrontend:
@@ -183,6 +183,69 @@ class ArrayFrontend:
         self.emit("aten::index_add_", [view, self.expr(bound["b"]), *arrays], {"dim": dim, "axes": axes}, at=node)
         return self.const(None)
 
+    # -- diagonals ----------------------------------------------------------------------------------------------
+    def call_diagonal(self, node, base=None):
+        """``np.diagonal(a, offset=0, axis1=0, axis2=1)`` and ``a.diagonal(...)``: a read-only view, as NumPy's
+        (writing into it is the CompileError NumPy's ValueError would be at run time)."""
+        params = ["a", "offset", "axis1", "axis2"]
+        bound = matrices.arguments(self, node, params[1:] if base is not None else params, 0 if base else 1)
+        a = base if base is not None else self.expr(bound["a"])
+        return self.diagonal_of(a, bound, node, "np.diagonal")
+
+    def diagonal_of(self, a, bound, node, what):
+        if not _is_array(a):
+            raise self.fn.error(f"{what}() needs an array here", node)
+        t = _known(a, what)
+        if t.rank < 2:
+            raise self.fn.error("diag requires an array of at least two dimensions", node)
+        attrs = {}
+        for name, default in (("offset", 0), ("axis1", 0), ("axis2", 1)):
+            v = self.const_eval(bound[name]) if bound.get(name) is not None else default
+            if type(v) is not int:
+                raise self.fn.error(f"{what}(): {name} must be an int constant", bound[name])
+            attrs[name] = v
+        for name in ("axis1", "axis2"):
+            if not -t.rank <= attrs[name] < t.rank:
+                raise self.fn.error(
+                    f"{name}: axis {attrs[name]} is out of bounds for array of dimension {t.rank}", bound[name]
+                )
+            attrs[name] %= t.rank
+        if attrs["axis1"] == attrs["axis2"]:
+            raise self.fn.error("axis1 and axis2 cannot be the same", node)
+        return self.op("aten::diagonal", [a], attrs, at=node)
+
+    def call_diag(self, node):
+        """``np.diag(v, k=0)``: the k-th diagonal of a 2-d array (a read-only view); for a 1-d array, the 2-d
+        array with ``v`` on its k-th diagonal and zeros elsewhere."""
+        bound = matrices.arguments(self, node, ["v", "k"])
+        v = self.expr(bound["v"])
+        if not _is_array(v):
+            raise self.fn.error("np.diag() needs an array here", bound["v"], "convert the value with np.asarray first")
+        t = _known(v, "np.diag")
+        if t.rank == 2:
+            return self.diagonal_of(v, {"offset": bound.get("k")}, node, "np.diag")
+        if t.rank != 1:
+            raise self.fn.error("Input must be 1- or 2-d.", bound["v"])
+        k = self.const_eval(bound["k"]) if bound.get("k") is not None else 0
+        if type(k) is not int:
+            raise self.fn.error("np.diag(): k must be an int constant", bound["k"])
+        n = self.op("aten::len", [v], at=node)
+        size = self.op("aten::add", [n, self.const(abs(k))], at=node)
+        out = self.op("aten::zeros", [size, size], {"dtype": t.dtype}, at=node)
+        i = self.op("aten::arange", [self.const(0), n, self.const(1)], at=node)
+        rows, cols = (self.op("aten::add", [i, self.const(s)], at=node) for s in (max(0, -k), max(0, k)))
+        self.emit("aten::index_put_", [out, v, rows, cols], {"dim": 0, "axes": [0, 1]}, at=node)
+        return out
+
+    def call_trace(self, node, base=None):
+        """``np.trace(a, offset=0, axis1=0, axis2=1)`` and ``a.trace(...)``: the sum of the diagonal along its
+        last axis, as NumPy's (its dtype: np.sum's)."""
+        params = ["a", "offset", "axis1", "axis2"]
+        bound = matrices.arguments(self, node, params[1:] if base is not None else params, 0 if base else 1)
+        a = base if base is not None else self.expr(bound["a"])
+        d = self.diagonal_of(a, bound, node, "np.trace")
+        return self.reduction("aten::sum", d, None if d.type.rank == 1 else d.type.rank - 1, node)
+
     def index_list(self, v, part):
         """A list of ints or bools in an index (``x[[0, 2]]``) is the array NumPy makes of it."""
         if isinstance(v.type, ListType) and v.type.elem in (INT, BOOL):
@@ -268,6 +331,12 @@ class ArrayFrontend:
             return
         v = inputs[0]
         while v.node is not None and v.node.kind in VIEW_OPS:
+            if v.node.kind == "aten::diagonal":
+                raise self.fn.error(
+                    "the diagonal np.diagonal returns is a read-only view (NumPy: assignment destination is read-only)",
+                    at,
+                    "copy it first: d = np.diagonal(x).copy()",
+                )
             v = v.node.inputs[0]
         if v.node is not None and v.node.kind == "prim::Constant" and isinstance(v.type, TensorType):
             raise self.fn.error(
@@ -473,6 +542,9 @@ ARRAY_CALLS = {
     np.median: lambda self, node: self.call_median(node),
     np.linalg.norm: lambda self, node: self.call_norm(node),
     np.take: lambda self, node: self.call_take(node),
+    np.diagonal: lambda self, node: self.call_diagonal(node),
+    np.diag: lambda self, node: self.call_diag(node),
+    np.trace: lambda self, node: self.call_trace(node),
     np.add.at: lambda self, node: self.call_add_at(node),
 }
 ARRAY_METHODS = {
@@ -480,4 +552,6 @@ ARRAY_METHODS = {
     "std": lambda self, base, node: self.call_var(node, base, root=True),
     "flatten": lambda self, base, node: self.flatten(base, node),
     "transpose": lambda self, base, node: self.transpose(base, node),
+    "diagonal": lambda self, base, node: self.call_diagonal(node, base),
+    "trace": lambda self, base, node: self.call_trace(node, base),
 }

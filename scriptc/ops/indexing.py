@@ -67,6 +67,51 @@ register(
 )
 
 
+# -- diagonals ---------------------------------------------------------------------------------------------------
+def _diagonal(x, *, offset, axis1, axis2):
+    return np.diagonal(x, offset, axis1, axis2)  # (a read-only view, as the frontend keeps it)
+
+
+def _diagonal_rule(t, *, offset, axis1, axis2):
+    _array(t, "np.diagonal")
+    if t.rank is not None and t.rank < 2:
+        raise OpTypeError("diag requires an array of at least two dimensions")
+    return TensorType(t.dtype, None if t.rank is None else t.rank - 1)
+
+
+def _diagonal_shape(types, consts, *, offset, axis1, axis2):
+    shape = shape_of(types[0])
+    if shape is None:
+        return [None]
+    n, m = shape[axis1], shape[axis2]
+    length = None if n is None or m is None else max(0, min(n + min(offset, 0), m - max(offset, 0)))
+    return [tuple(d for k, d in enumerate(shape) if k not in (axis1, axis2)) + (length,)]
+
+
+def _diagonal_vjp(e, g, out, x, *, offset, axis1, axis2):
+    def write(e, acc):
+        e.node("aten::add_", [e.op("aten::diagonal", acc, offset=offset, axis1=axis1, axis2=axis2), g], [])
+
+    return (e.scatter(write),)
+
+
+def _diagonal_batch(b, node, ins):
+    a = node.attrs
+    return [b.op("aten::diagonal", ins[0], offset=a["offset"], axis1=a["axis1"] + 1, axis2=a["axis2"] + 1)]
+
+
+# ``np.diagonal(x, offset, axis1, axis2)``: a view (the two axes' lengths and strides become one axis, last)
+register(
+    "aten::diagonal(Tensor self, *, int offset, int axis1, int axis2) -> Tensor",
+    impl=_diagonal,
+    infer=_diagonal_rule,
+    shape=_diagonal_shape,
+    view=True,
+    vjp=_diagonal_vjp,
+    batch=Batch.custom(_diagonal_batch, view=True),
+)
+
+
 # -- boolean masks ----------------------------------------------------------------------------------------------
 def _mask_types(t, m, what):
     _array(t, what)

@@ -25,7 +25,7 @@ from ..ir.registry import REGISTRY
 from ..ir.types import TensorType
 from .lists import ListPlan
 
-VIEWS = {"aten::select", "aten::slice", "aten::numpy_T", "aten::unsqueeze", "aten::reshape"}
+VIEWS = {"aten::select", "aten::slice", "aten::numpy_T", "aten::unsqueeze", "aten::reshape", "aten::diagonal"}
 ELEMENT_WRITES = {"aten::setitem"}
 REGION_WRITES = {"aten::copy_", "aten::fill_", "aten::masked_put_", "aten::index_put_", "aten::index_add_"}
 SHAPE_ONLY = {"aten::size", "aten::dim", "aten::numel", "aten::len"}

@@ -290,3 +290,144 @@ def test_stack_of_mismatched_arrays_raises_numpys_error():
         with pytest.raises(ValueError) as got:
             run(a, b)
         assert str(got.value) == str(want.value)
+
+
+# -- np.diag, np.diagonal, np.trace ------------------------------------------------------------------------------
+OFFSETS = (-3, -1, 0, 2)
+
+
+@scriptc.script
+def diagonals(x):
+    return (
+        np.diag(x),
+        np.diag(x, -3),
+        np.diag(x, k=-1),
+        np.diag(x, 2),
+        np.diagonal(x),
+        np.diagonal(x, 1),
+        x.diagonal(offset=-1),
+        np.trace(x),
+        x.trace(),
+        np.trace(x, 2),
+    )
+
+
+@scriptc.script
+def diagonals_3d(x):
+    return np.diagonal(x, 1, 1, 2), x.diagonal(0, 2, 0), np.trace(x, -1, 0, 2), np.trace(x, axis1=1, axis2=-1)
+
+
+@scriptc.script
+def diag_of_vector(v):
+    return np.diag(v), np.diag(v, -3), np.diag(v, k=1), np.diag(v, 2)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    dtype=st.sampled_from([d for d in DTYPES if d != "uint8"]),  # (uint8: below)
+    shape=st.sampled_from([(0, 0), (1, 1), (3, 5), (5, 3), (4, 4), (0, 3), (2, 7)]),
+    layout=st.sampled_from(["c", "transposed", "strided"]),
+    seed=st.integers(0, 9),
+)
+def test_diag_diagonal_trace_match_numpy(dtype, shape, layout, seed):
+    m = values(dtype, shape, seed)
+    if layout == "transposed":
+        m = m.T
+    elif layout == "strided" and m.shape[0] > 1:
+        m = np.repeat(m, 2, axis=0)[::2]
+    check(diagonals, m)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_diag_of_a_vector_matches_numpy(dtype, n):
+    check(diag_of_vector, values(dtype, (n,), n))
+    check(diag_of_vector, values(dtype, (2 * n,), n)[::2])
+
+
+def test_trace_of_unsigned_arrays_is_an_int():
+    """NumPy's trace (its sum) of a uint8 array is uint64, which scriptc does not have: the full sum of an
+    unsigned array is a Python int of the same value here, as np.sum's is."""
+    m = values("uint8", (3, 4), 3)
+    got, want = diagonals(m), diagonals.py_func(m)
+    for g, w in zip(got, want):
+        if np.asarray(w).dtype == np.uint64:
+            assert type(g) is int and g == int(w)
+        else:
+            assert_same_array(g, w)
+
+
+def test_diagonals_of_3d_arrays_match_numpy():
+    check(diagonals_3d, values("float64", (2, 3, 4), 1))
+    check(diagonals_3d, values("int32", (3, 2, 3), 2).transpose(2, 0, 1))
+
+
+def test_trace_keeps_the_sign_of_zero():
+    check(diagonals, np.array([[-0.0, 1.0], [2.0, -0.0]]))
+
+
+def test_a_diagonal_is_a_view_that_sees_later_writes():
+    @scriptc.script
+    def later(x):
+        d = np.diag(x)
+        x[1, 1] = 42.0
+        return d
+
+    for run in (later, later.interpret):
+        assert_same_array(run(np.zeros((3, 3))), later.py_func(np.zeros((3, 3))))
+
+
+def test_writing_into_a_diagonal_is_numpys_read_only_error():
+    @scriptc.script
+    def write(x):
+        d = np.diagonal(x)
+        d[0] = 1.0
+        return x
+
+    with pytest.raises(scriptc.CompileError, match="read-only view") as e:
+        write(np.ones((2, 2)))
+    assert "d[0] = 1.0" in str(e.value) and "np.diagonal(x).copy()" in str(e.value)
+
+
+def test_diag_errors_are_numpys():
+    @scriptc.script
+    def of_3d(x):
+        return np.diag(x)
+
+    @scriptc.script
+    def same_axes(x):
+        return np.diagonal(x, 0, 1, 1)
+
+    with pytest.raises(scriptc.CompileError, match=r"Input must be 1- or 2-d\."):
+        of_3d(np.ones((2, 2, 2)))
+    with pytest.raises(scriptc.CompileError, match="axis1 and axis2 cannot be the same"):
+        same_axes(np.ones((2, 2, 2)))
+
+
+@scriptc.script
+def trace_energy(x):
+    return np.trace(x @ x) + np.sum(np.diag(x, 1) ** 2)
+
+
+@scriptc.script
+def diag_energy(v):
+    return np.sum(np.diag(v, 1) @ np.ones((4, 4)))
+
+
+def test_gradients_through_diagonals():
+    x = np.arange(16.0).reshape(4, 4) / 7
+    want = x.T + x.T  # d trace(x @ x) = 2 x^T
+    want[np.arange(3), np.arange(1, 4)] += 2 * np.diag(x, 1)
+    np.testing.assert_allclose(scriptc.grad(trace_energy)(x), want, rtol=1e-14)
+    np.testing.assert_allclose(scriptc.grad(diag_energy)(np.arange(3.0)), np.full(3, 4.0))
+
+
+def test_vmap_of_trace_and_diagonal():
+    @scriptc.script
+    def both(x):
+        return np.trace(x), np.diagonal(x, 1)
+
+    xs = np.arange(2 * 3 * 4.0).reshape(2, 3, 4)
+    t, d = scriptc.vmap(both)(xs)
+    np.testing.assert_array_equal(t, [np.trace(x) for x in xs])
+    np.testing.assert_array_equal(d, np.stack([np.diagonal(x, 1) for x in xs]))

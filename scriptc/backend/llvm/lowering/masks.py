@@ -1,6 +1,7 @@
-"""Lowering of ``scriptc/ops/indexing.py``: unit dimensions, boolean masks and integer arrays.
+"""Lowering of ``scriptc/ops/indexing.py``: unit dimensions, diagonals, boolean masks and integer arrays.
 
 - ``unsqueeze`` is a view: the new dimension has length 1 and stride 0 (NumPy's ``np.newaxis`` strides).
+- ``diagonal`` is a view: the two axes become one of stride the sum of theirs, starting ``offset`` along one.
 - ``masked_select`` checks the mask's shape against the array's leading dimensions (NumPy's IndexError), counts
   the True elements, allocates ``(count,) + rest`` and copies the selected sub-arrays in row-major order.
 - ``masked_put_`` checks the same, then stores a scalar, or a value array broadcast to ``(count,) + rest``
@@ -122,6 +123,25 @@ def lower_unsqueeze(ctx, node):
     shape = a.shape[:dim] + [i64(1)] + a.shape[dim:]
     strides = a.strides[:dim] + [i64(0)] + a.strides[dim:]
     return [views.view(ctx, a, node.output.type, a.data, shape, strides)]
+
+
+@lowers_array("aten::diagonal")
+def lower_diagonal(ctx, node):
+    a = ctx.arr(node.inputs[0])
+    b = ctx.b
+    k, p, q = node.attrs["offset"], node.attrs["axis1"], node.attrs["axis2"]
+    n, m = a.shape[p], a.shape[q]
+    rows, cols = (b.sub(n, i64(-k)), m) if k < 0 else (n, b.sub(m, i64(k)))
+    length = b.select(b.icmp_signed("<", rows, cols), rows, cols)
+    length = b.select(b.icmp_signed("<", length, i64(0)), i64(0), length)
+    start = b.mul(i64(-k), a.strides[p]) if k < 0 else b.mul(i64(k), a.strides[q])
+    # an empty diagonal starts nowhere: its offset must not move the pointer past the array
+    start = b.select(b.icmp_signed(">", length, i64(0)), start, i64(0))
+    data = b.gep(a.data, [start])
+    keep = [d for d in range(a.t.rank) if d not in (p, q)]
+    shape = [a.shape[d] for d in keep] + [length]
+    strides = [a.strides[d] for d in keep] + [b.add(a.strides[p], a.strides[q])]
+    return [views.view(ctx, a, node.output.type, data, shape, strides)]
 
 
 @lowers_array("aten::masked_select")
