@@ -593,12 +593,12 @@ ERRORS = [
         "x.dtype.kind == 'f'",
     ),
     (
-        "def f(x: np.ndarray, i: np.ndarray) -> np.ndarray:\n    return x[i]\n",
+        "def f(x: np.ndarray, i: np.ndarray) -> np.ndarray:\n    return x[i, None]\n",
         (np.zeros(3), np.zeros(2, np.int64)),
         5,
-        14,
-        "integer array indices are not supported",
-        "boolean mask",
+        17,
+        "np.newaxis with integer array indices is not supported",
+        "add the axis on the result",
     ),
     (
         "def f(x: np.ndarray, m: np.ndarray) -> np.ndarray:\n    return x[m, 0]\n",
